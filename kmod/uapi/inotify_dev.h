@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * inotify_dev.h - the /dev/inotify character-device ABI (inotify 0.23-6, 2005)
+ *
+ * Shared by the kernel module (kmod/), the watchd daemon and the tests. The
+ * values are those of the last /dev/inotify release, so that a client written
+ * from the 2005 article compiles and works unchanged.
+ *
+ * The header may be included after <sys/inotify.h> or <linux/inotify.h>: the
+ * event record and the event bits have the same layout and values there, so
+ * whatever is already defined is kept and only what is missing is added.
+ *
+ * INOTIFY_IGNORE argument: the 2005 kernel read the watch descriptor through a
+ * pointer (ioctl(fd, INOTIFY_IGNORE, &wd)), while the article wrote it by value
+ * (ioctl(fd, INOTIFY_IGNORE, wd)). Both work. The module tells them apart so:
+ *   - an argument below INOTIFY_IGNORE_PTR_MIN (64 KiB) is the wd itself: no
+ *     user pointer can lie there (vm.mmap_min_addr is 65536 on Debian, and
+ *     the kernel never maps page 0 for user space);
+ *   - any other argument is a pointer to an int holding the wd; if reading it
+ *     faults and the argument fits in an int, the argument is the wd itself.
+ * A by-value wd of 64 Ki or more that happens to equal a readable address in
+ * the caller is read as a pointer: callers that may hold such wds should use
+ * the pointer form, as the daemon does.
+ */
+#ifndef _UAPI_INOTIFY_DEV_H
+#define _UAPI_INOTIFY_DEV_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#include <linux/ioctl.h>
+#else
+#include <linux/types.h>
+#include <sys/ioctl.h>
+#endif
+
+/* The record read() returns: 16 bytes, then len bytes of NUL-padded name. */
+#if !defined(_SYS_INOTIFY_H) && !defined(_LINUX_INOTIFY_H) && !defined(_UAPI_LINUX_INOTIFY_H)
+struct inotify_event {
+	__s32 wd;	/* watch descriptor, -1 for IN_Q_OVERFLOW */
+	__u32 mask;	/* IN_* bits of this event */
+	__u32 cookie;	/* ties IN_MOVED_FROM to its IN_MOVED_TO, else 0 */
+	__u32 len;	/* bytes of name[], a multiple of 16, 0 if no name */
+	char name[];	/* child's name, NUL-terminated and NUL-padded */
+};
+#endif
+
+/* The INOTIFY_WATCH argument: an open fd of the object and the events wanted. */
+struct inotify_watch_request {
+	int fd;
+	__u32 mask;
+};
+
+#ifndef __KERNEL__
+/* The 2005 article's spelling of the same struct. */
+#define inotify_request inotify_watch_request
+#endif
+
+#define INOTIFY_IOCTL_MAGIC	'Q'
+#define INOTIFY_IOCTL_MAXNR	2
+/* _IOR although the kernel reads the argument: kept as 2005 numbered them. */
+#define INOTIFY_WATCH		_IOR(INOTIFY_IOCTL_MAGIC, 1, struct inotify_watch_request) /* 0x80085101 */
+#define INOTIFY_IGNORE		_IOR(INOTIFY_IOCTL_MAGIC, 2, int)                          /* 0x80045102 */
+
+/* Below this an INOTIFY_IGNORE argument is a wd by value (see above). */
+#define INOTIFY_IGNORE_PTR_MIN	0x10000UL
+
+/* Events a watch may ask for. */
+#ifndef IN_ACCESS
+#define IN_ACCESS		0x00000001	/* file was read */
+#define IN_MODIFY		0x00000002	/* file was written */
+#define IN_ATTRIB		0x00000004	/* metadata changed */
+#define IN_CLOSE_WRITE		0x00000008	/* writable file closed */
+#define IN_CLOSE_NOWRITE	0x00000010	/* unwritable file closed */
+#define IN_OPEN			0x00000020	/* file was opened */
+#define IN_MOVED_FROM		0x00000040	/* file moved out of the directory */
+#define IN_MOVED_TO		0x00000080	/* file moved into the directory */
+#define IN_CREATE		0x00000100	/* entry created in the directory */
+#define IN_DELETE		0x00000200	/* entry deleted from the directory */
+#define IN_DELETE_SELF		0x00000400	/* the watched object was deleted */
+/* Sent as needed to any watch, whatever its mask. */
+#define IN_UNMOUNT		0x00002000	/* its filesystem was unmounted */
+#define IN_Q_OVERFLOW		0x00004000	/* the event queue overflowed */
+#define IN_IGNORED		0x00008000	/* the watch was removed */
+#define IN_CLOSE		(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE)
+#define IN_MOVE			(IN_MOVED_FROM | IN_MOVED_TO)
+#define IN_ISDIR		0x40000000	/* the subject is a directory */
+#define IN_ONESHOT		0x80000000	/* defined; ignored by 0.23-6 */
+#endif
+
+/* The eleven events of 0.23-6 (the merged syscalls' IN_ALL_EVENTS is 0xfff). */
+#define INOTIFY_DEV_ALL_EVENTS	0x000007ffU
+#ifndef IN_ALL_EVENTS
+#define IN_ALL_EVENTS		INOTIFY_DEV_ALL_EVENTS
+#endif
+
+/* Every bit a record read from the device may carry. */
+#define INOTIFY_DEV_REPORTED_BITS \
+	(INOTIFY_DEV_ALL_EVENTS | IN_UNMOUNT | IN_Q_OVERFLOW | IN_IGNORED | IN_ISDIR)
+
+#endif /* _UAPI_INOTIFY_DEV_H */
