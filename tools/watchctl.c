@@ -1,0 +1,962 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * watchctl - the command-line client of watchd
+ *
+ * What inotifywait is to inotify, watchctl is to watchd: "watch" subscribes
+ * to paths and prints events as they arrive, one a line; "list" shows the
+ * subscriptions as the daemon holds them; "stats" prints its counters.
+ *
+ * Calls go through the WatchdInotify proxy generated from the API XML. The
+ * signals are subscribed on the connection directly, filtered by sender (the
+ * unique name the watches were added with) and by subscription id, because
+ * watchctl must outlive the daemon: when org.example.Inotify vanishes and
+ * comes back, "watch" re-adds every watch and says on stderr that events may
+ * have been missed in between. A GDBusProxy drops the signals of a restarted
+ * owner, so one proxy is made per daemon instance.
+ *
+ * Exit status (documented in watchctl(1)): 0 done (--count reached, stopped by
+ * a signal, or the output closed), 1 error, 2 usage error, 3 --timeout reached
+ * first, 4 the daemon removed every watch (deleted or unmounted).
+ */
+
+#include <errno.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gio/gio.h>
+#include <glib-unix.h>
+#include <json-glib/json-glib.h>
+
+#include "config.h"
+#include "inotify_dev.h"
+#include "event-format.h"
+#include "watchd-gdbus.h"
+
+#define WATCHD_BUS_NAME    "org.example.Inotify"
+#define WATCHD_OBJECT_PATH "/org/example/Inotify"
+#define WATCHD_INTERFACE   "org.example.Inotify"
+
+enum {
+        EXIT_OK = 0,
+        EXIT_ERROR = 1,
+        EXIT_USAGE = 2,
+        EXIT_TIMEOUT = 3,
+        EXIT_NO_WATCHES = 4,
+};
+
+/* --timeout is kept in milliseconds in a guint. */
+#define TIMEOUT_MAX_SECONDS 4000000.0
+
+typedef struct Watch {
+        char *path;             /* absolute, as sent to the daemon */
+        uint32_t id;            /* from the current daemon; 0 while it is away */
+} Watch;
+
+typedef struct Context {
+        /* bus options */
+        gboolean opt_system;
+        gboolean opt_session;
+        char *opt_address;
+
+        /* watch and list options */
+        gboolean opt_recursive;
+        gboolean opt_onlydir;
+        gboolean opt_dont_follow;
+        gboolean opt_oneshot;
+        gboolean opt_json;
+        gboolean opt_quiet;
+        char **opt_events;
+        char *opt_format;
+        char *opt_count;
+        char *opt_timeout;
+        char **opt_paths;
+
+        uint32_t mask;
+        uint32_t flags;
+        guint64 count;          /* 0: no limit */
+        guint timeout_ms;       /* 0: none */
+        EventFormat *format;
+
+        GDBusConnection *bus;
+        WatchdInotify *proxy;
+        char *owner;            /* unique name of the daemon holding our watches */
+        GDateTime *gone_since;  /* when that daemon left, NULL while it is here */
+        GPtrArray *watches;     /* Watch*, in command-line order */
+        GHashTable *by_id;      /* id -> Watch* */
+        guint name_watch;
+        guint signal_sub;
+
+        guint64 printed;
+        int exit_status;
+        GMainLoop *loop;
+} Context;
+
+static void watch_free(Watch *w) {
+        g_free(w->path);
+        g_free(w);
+}
+
+static void context_done(Context *c) {
+        if (c->name_watch)
+                g_bus_unwatch_name(c->name_watch);
+        if (c->signal_sub)
+                g_dbus_connection_signal_unsubscribe(c->bus, c->signal_sub);
+        g_clear_object(&c->proxy);
+        g_clear_object(&c->bus);
+        g_clear_pointer(&c->by_id, g_hash_table_unref);
+        g_clear_pointer(&c->watches, g_ptr_array_unref);
+        g_clear_pointer(&c->gone_since, g_date_time_unref);
+        g_clear_pointer(&c->loop, g_main_loop_unref);
+        g_clear_pointer(&c->format, event_format_free);
+        g_free(c->owner);
+        g_free(c->opt_address);
+        g_strfreev(c->opt_events);
+        g_free(c->opt_format);
+        g_free(c->opt_count);
+        g_free(c->opt_timeout);
+        g_strfreev(c->opt_paths);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Messages */
+
+static int usage_error(const char *command, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static int usage_error(const char *command, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        fputs("watchctl: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "\nTry 'watchctl%s%s --help'.\n", command ? " " : "", command ? command : "");
+        return EXIT_USAGE;
+}
+
+static void warn(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static void warn(const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        fputs("watchctl: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+}
+
+static const char *bus_description(const Context *c) {
+        if (c->opt_address)
+                return "the bus at the given address";
+        return c->opt_session ? "the session bus" : "the system bus";
+}
+
+/* How to start the daemon on the bus in use; why activation failed, if it did. */
+static void warn_not_running(const Context *c, const char *why) {
+        g_autofree char *failed = why ? g_strdup_printf(" (starting it failed: %s)", why) : g_strdup("");
+
+        if (c->opt_address)
+                warn("watchd is not running on the bus at %s%s: start it with `watchd --address %s`",
+                     c->opt_address, failed, c->opt_address);
+        else if (c->opt_session)
+                warn("watchd is not running on the session bus%s: start it with `watchd --session`", failed);
+        else
+                warn("watchd is not running on the system bus%s: start it with `systemctl start watchd`", failed);
+}
+
+static gboolean error_means_not_running(const GError *error, const char *remote) {
+        if (g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) ||
+            g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER))
+                return TRUE;
+        /* Bus activation that failed: no unit, no binary, the daemon exited. */
+        return remote && (g_str_has_prefix(remote, "org.freedesktop.DBus.Error.Spawn.") ||
+                          g_str_has_prefix(remote, "org.freedesktop.systemd1."));
+}
+
+/* One line a person understands for a failed call about subject (a path, or
+ * NULL); returns the exit status. */
+static int report_call_error(const Context *c, const char *subject, const GError *error) {
+        g_autofree char *remote = g_dbus_error_get_remote_error(error);
+        g_autoptr(GError) stripped = g_error_copy(error);
+        const char *message, *shortname, *prefix = subject ? subject : "watchd";
+
+        g_dbus_error_strip_remote_error(stripped);
+        message = stripped->message;
+        shortname = remote ? (strrchr(remote, '.') ? strrchr(remote, '.') + 1 : remote) : NULL;
+
+        if (error_means_not_running(error, remote))
+                warn_not_running(c, g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) ||
+                                    g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER)
+                                    ? NULL : message);
+        else if (g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY))
+                warn("watchd stopped or did not answer (%s)", message);
+        else if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT))
+                warn("watchd did not answer in time: is it stuck? (%s)", message);
+        else if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CLOSED))
+                warn("lost the connection to %s", bus_description(c));
+        else if (g_strcmp0(remote, "org.freedesktop.DBus.Error.AccessDenied") == 0 &&
+                 g_str_has_prefix(message, "Rejected send message"))
+                /* The bus, not the daemon, refused: its policy file is missing. */
+                warn("%s refused the call to watchd (AccessDenied): is watchd's D-Bus policy installed?",
+                     bus_description(c));
+        else if (g_strcmp0(remote, "org.freedesktop.DBus.Error.AccessDenied") == 0)
+                warn("%s: permission denied (AccessDenied)", prefix);
+        else if (g_strcmp0(remote, "org.freedesktop.DBus.Error.FileNotFound") == 0)
+                warn("%s: no such file or directory (FileNotFound)", prefix);
+        else if (g_strcmp0(remote, "org.example.Inotify.Error.NoSuchWatch") == 0)
+                warn("%s: no such watch (NoSuchWatch)", prefix);
+        else if (shortname)
+                /* InvalidArgs, LimitsExceeded: the daemon's message says what and why. */
+                warn("%s: %s (%s)", prefix, message, shortname);
+        else
+                warn("%s: %s", prefix, message);
+        return EXIT_ERROR;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output */
+
+static void quit(Context *c, int status) {
+        c->exit_status = status;
+        if (c->loop)
+                g_main_loop_quit(c->loop);
+}
+
+/* Flushes stdout; a reader that went away (head -n 1) ends the watch. */
+static gboolean flush_output(Context *c) {
+        if (fflush(stdout) == 0 && !ferror(stdout))
+                return TRUE;
+        if (errno == EPIPE)
+                quit(c, EXIT_OK);
+        else {
+                warn("cannot write to standard output: %s", g_strerror(errno));
+                quit(c, EXIT_ERROR);
+        }
+        return FALSE;
+}
+
+static void print_json(JsonBuilder *b) {
+        g_autoptr(JsonGenerator) gen = json_generator_new();
+        g_autoptr(JsonNode) root = json_builder_get_root(b);
+        g_autofree char *text = NULL;
+
+        json_generator_set_root(gen, root);
+        text = json_generator_to_data(gen, NULL);
+        puts(text);
+}
+
+static char *time_of_day(GDateTime *t) {
+        return g_date_time_format(t, "%H:%M:%S");
+}
+
+/* ------------------------------------------------------------------------ */
+/* The watches */
+
+static Watch *lookup_watch(const Context *c, uint32_t id) {
+        return g_hash_table_lookup(c->by_id, GUINT_TO_POINTER(id));
+}
+
+static gboolean connect_proxy(Context *c, GError **error) {
+        g_clear_object(&c->proxy);
+        c->proxy = watchd_inotify_proxy_new_sync(c->bus,
+                                                 G_DBUS_PROXY_FLAGS_DO_NOT_LOAD_PROPERTIES |
+                                                 G_DBUS_PROXY_FLAGS_DO_NOT_CONNECT_SIGNALS |
+                                                 G_DBUS_PROXY_FLAGS_DO_NOT_AUTO_START_AT_CONSTRUCTION,
+                                                 WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, NULL, error);
+        return c->proxy != NULL;
+}
+
+static gboolean add_watch(Context *c, Watch *w, GError **error) {
+        guint id;
+
+        if (!watchd_inotify_call_add_watch_sync(c->proxy, w->path, c->mask, c->flags, &id, NULL, error))
+                return FALSE;
+        w->id = id;
+        g_hash_table_replace(c->by_id, GUINT_TO_POINTER(id), w);
+        return TRUE;
+}
+
+/* The unique name that answers for org.example.Inotify now, or NULL. */
+static char *get_name_owner(Context *c) {
+        g_autoptr(GVariant) reply = NULL;
+        char *owner = NULL;
+
+        reply = g_dbus_connection_call_sync(c->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                            "org.freedesktop.DBus", "GetNameOwner",
+                                            g_variant_new("(s)", WATCHD_BUS_NAME), G_VARIANT_TYPE("(s)"),
+                                            G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
+        if (reply)
+                g_variant_get(reply, "(s)", &owner);
+        return owner;
+}
+
+static void drop_watch(Context *c, Watch *w) {
+        if (w->id != 0)
+                g_hash_table_remove(c->by_id, GUINT_TO_POINTER(w->id));
+        g_ptr_array_remove(c->watches, w);      /* frees w */
+        if (c->watches->len == 0) {
+                if (!c->opt_quiet)
+                        warn("no watch left");
+                quit(c, c->opt_oneshot ? EXIT_OK : EXIT_NO_WATCHES);
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Signals */
+
+static void on_events(Context *c, GVariant *params) {
+        g_autoptr(GVariant) records = g_variant_get_child_value(params, 0);
+        GVariantIter it;
+        const char *path, *new_path;
+        guint32 id, mask, cookie;
+
+        g_variant_iter_init(&it, records);
+        while (g_variant_iter_next(&it, "(uuu&s&s)", &id, &mask, &cookie, &path, &new_path)) {
+                Watch *w = lookup_watch(c, id);
+                EventRecord r = {
+                        .id = id, .mask = mask, .cookie = cookie,
+                        .path = path, .new_path = new_path,
+                };
+                g_autofree char *line = NULL;
+
+                if (!w)         /* not ours (broadcast delivery) or already removed */
+                        continue;
+                r.watch = w->path;
+                line = c->opt_json ? event_format_json(&r) : event_format_record(c->format, &r);
+                puts(line);
+                c->printed++;
+                if (c->count > 0 && c->printed >= c->count) {
+                        quit(c, EXIT_OK);
+                        break;
+                }
+        }
+        flush_output(c);
+}
+
+static void on_overflow(Context *c, GVariant *params) {
+        g_autoptr(GVariant) ids = g_variant_get_child_value(params, 0);
+        g_autoptr(JsonBuilder) b = json_builder_new();
+        g_autoptr(GString) paths = g_string_new(NULL);
+        GVariantIter it;
+        guint32 id;
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "type");
+        json_builder_add_string_value(b, "overflow");
+        json_builder_set_member_name(b, "ids");
+        json_builder_begin_array(b);
+        g_variant_iter_init(&it, ids);
+        while (g_variant_iter_next(&it, "u", &id)) {
+                Watch *w = lookup_watch(c, id);
+
+                if (!w)
+                        continue;
+                json_builder_add_int_value(b, id);
+                g_string_append_printf(paths, "%s\"%s\"", paths->len ? ", " : "", w->path);
+        }
+        json_builder_end_array(b);
+        json_builder_end_object(b);
+        if (paths->len == 0)
+                return;
+        warn("events were lost under %s (overflow): rescan if you keep state", paths->str);
+        if (c->opt_json) {
+                print_json(b);
+                flush_output(c);
+        }
+}
+
+static void on_watch_removed(Context *c, GVariant *params) {
+        const char *reason;
+        guint32 id;
+        Watch *w;
+
+        g_variant_get(params, "(u&s)", &id, &reason);
+        w = lookup_watch(c, id);
+        if (!w)
+                return;
+        if (!c->opt_quiet || g_strcmp0(reason, "oneshot") != 0)
+                warn("\"%s\" is no longer watched (%s)", w->path, reason);
+        if (c->opt_json) {
+                g_autoptr(JsonBuilder) b = json_builder_new();
+
+                json_builder_begin_object(b);
+                json_builder_set_member_name(b, "type");
+                json_builder_add_string_value(b, "removed");
+                json_builder_set_member_name(b, "id");
+                json_builder_add_int_value(b, id);
+                json_builder_set_member_name(b, "watch");
+                json_builder_add_string_value(b, w->path);
+                json_builder_set_member_name(b, "reason");
+                json_builder_add_string_value(b, reason);
+                json_builder_end_object(b);
+                print_json(b);
+                if (!flush_output(c))
+                        return;
+        }
+        drop_watch(c, w);
+}
+
+static void on_signal(GDBusConnection *bus, const char *sender, const char *path, const char *interface,
+                      const char *member, GVariant *params, gpointer userdata) {
+        Context *c = userdata;
+
+        /* Only the daemon that holds our watches speaks for them. */
+        if (!c->owner || g_strcmp0(sender, c->owner) != 0)
+                return;
+        if (g_str_equal(member, "Events") && g_variant_is_of_type(params, G_VARIANT_TYPE("(a(uuuss))")))
+                on_events(c, params);
+        else if (g_str_equal(member, "Overflow") && g_variant_is_of_type(params, G_VARIANT_TYPE("(au)")))
+                on_overflow(c, params);
+        else if (g_str_equal(member, "WatchRemoved") && g_variant_is_of_type(params, G_VARIANT_TYPE("(us)")))
+                on_watch_removed(c, params);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Daemon restarts */
+
+static void on_name_vanished(GDBusConnection *bus, const char *name, gpointer userdata) {
+        Context *c = userdata;
+        g_autofree char *when = NULL;
+
+        if (!c->owner)
+                return;
+        g_clear_pointer(&c->owner, g_free);
+        g_clear_pointer(&c->gone_since, g_date_time_unref);
+        c->gone_since = g_date_time_new_now_local();
+        g_hash_table_remove_all(c->by_id);
+        for (guint i = 0; i < c->watches->len; i++)
+                ((Watch *) c->watches->pdata[i])->id = 0;
+        when = time_of_day(c->gone_since);
+        warn("watchd left %s at %s; waiting for it to come back", bus_description(c), when);
+}
+
+static void report_restart(Context *c) {
+        g_autoptr(GDateTime) now = g_date_time_new_now_local();
+        g_autofree char *from = time_of_day(c->gone_since), *until = time_of_day(now);
+
+        warn("watchd restarted; events between %s and %s may have been missed", from, until);
+        if (c->opt_json) {
+                g_autoptr(JsonBuilder) b = json_builder_new();
+                g_autofree char *from_iso = g_date_time_format_iso8601(c->gone_since);
+                g_autofree char *until_iso = g_date_time_format_iso8601(now);
+
+                json_builder_begin_object(b);
+                json_builder_set_member_name(b, "type");
+                json_builder_add_string_value(b, "restarted");
+                json_builder_set_member_name(b, "missed_from");
+                json_builder_add_string_value(b, from_iso);
+                json_builder_set_member_name(b, "missed_until");
+                json_builder_add_string_value(b, until_iso);
+                json_builder_end_object(b);
+                print_json(b);
+                flush_output(c);
+        }
+}
+
+static void on_name_appeared(GDBusConnection *bus, const char *name, const char *owner, gpointer userdata) {
+        Context *c = userdata;
+        g_autoptr(GError) error = NULL;
+
+        if (g_strcmp0(owner, c->owner) == 0)
+                return;         /* the daemon our watches were added with */
+        if (c->owner)           /* replaced without a gap we saw */
+                on_name_vanished(bus, name, c);
+
+        if (!connect_proxy(c, &error)) {
+                report_call_error(c, NULL, error);
+                quit(c, EXIT_ERROR);
+                return;
+        }
+        /* Signals are filtered by c->owner: set it before the first watch is
+         * added so that no event of the new daemon is dropped. */
+        c->owner = g_strdup(owner);
+        for (guint i = 0; i < c->watches->len;) {
+                Watch *w = c->watches->pdata[i];
+                g_autofree char *remote = NULL;
+
+                g_clear_error(&error);
+                if (add_watch(c, w, &error)) {
+                        i++;
+                        continue;
+                }
+                remote = g_dbus_error_get_remote_error(error);
+                if (error_means_not_running(error, remote) ||
+                    g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY)) {
+                        /* Gone again: the next appearance starts over. */
+                        on_name_vanished(bus, name, c);
+                        return;
+                }
+                report_call_error(c, w->path, error);
+                warn("\"%s\" is no longer watched", w->path);
+                drop_watch(c, w);
+                if (c->watches->len == 0)
+                        return;
+        }
+        report_restart(c);
+        g_clear_pointer(&c->gone_since, g_date_time_unref);
+}
+
+static void on_bus_closed(GDBusConnection *bus, gboolean remote_peer_vanished, GError *error, gpointer userdata) {
+        Context *c = userdata;
+
+        warn("lost the connection to %s%s%s", bus_description(c), error ? ": " : "", error ? error->message : "");
+        quit(c, EXIT_ERROR);
+}
+
+static gboolean on_timeout(gpointer userdata) {
+        Context *c = userdata;
+
+        /* Without --count the goal was one event at least. */
+        quit(c, c->printed > 0 && c->count == 0 ? EXIT_OK : EXIT_TIMEOUT);
+        return G_SOURCE_REMOVE;
+}
+
+static gboolean on_stop_signal(gpointer userdata) {
+        quit(userdata, EXIT_OK);
+        return G_SOURCE_REMOVE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Options */
+
+static GOptionEntry bus_entries[] = {
+        { "system", 0, 0, G_OPTION_ARG_NONE, NULL, "Talk to watchd on the system bus (the default)", NULL },
+        { "session", 0, 0, G_OPTION_ARG_NONE, NULL, "Talk to watchd on the session bus", NULL },
+        { "address", 0, 0, G_OPTION_ARG_STRING, NULL, "Talk to watchd on the bus at ADDR", "ADDR" },
+        { NULL }
+};
+
+/* The bus options are accepted before and after the command. */
+static void add_bus_entries(GOptionContext *octx, Context *c) {
+        GOptionEntry entries[G_N_ELEMENTS(bus_entries)];
+
+        memcpy(entries, bus_entries, sizeof(entries));
+        entries[0].arg_data = &c->opt_system;
+        entries[1].arg_data = &c->opt_session;
+        entries[2].arg_data = &c->opt_address;
+        g_option_context_add_main_entries(octx, entries, NULL);
+}
+
+/* Parses argv of one command; returns -1 to go on, else the exit status. */
+static int parse_command(Context *c, const char *command, const char *params, const char *summary,
+                         const GOptionEntry *entries, int *argc, char ***argv) {
+        g_autoptr(GOptionContext) octx = g_option_context_new(params);
+        g_autoptr(GError) error = NULL;
+        g_autofree char *prgname = g_strdup_printf("watchctl %s", command);
+
+        g_set_prgname(prgname);
+        g_option_context_set_summary(octx, summary);
+        if (entries)
+                g_option_context_add_main_entries(octx, entries, NULL);
+        add_bus_entries(octx, c);
+        if (!g_option_context_parse(octx, argc, argv, &error))
+                return usage_error(command, "%s", error->message);
+        if ((c->opt_system + c->opt_session + (c->opt_address != NULL)) > 1)
+                return usage_error(command, "--system, --session and --address exclude each other");
+        if (c->opt_address && !g_dbus_is_address(c->opt_address))
+                return usage_error(command, "--address \"%s\" is not a D-Bus address (e.g. unix:path=/run/x)",
+                                   c->opt_address);
+        return -1;
+}
+
+/* The daemon wants absolute paths. A relative one is taken from the current
+ * directory, its directory part resolved by realpath(3) so that "./x" and
+ * "../x" read well in events; the last component is kept as given, so that
+ * --no-dereference still sees a symbolic link. */
+static char *absolute_path(const char *p) {
+        g_autofree char *cwd = NULL, *joined = NULL, *dir = NULL, *base = NULL;
+        char *real;
+
+        if (g_path_is_absolute(p))
+                return g_strdup(p);
+        cwd = g_get_current_dir();
+        joined = g_build_filename(cwd, p, NULL);
+        base = g_path_get_basename(joined);
+        if (g_str_equal(base, ".") || g_str_equal(base, "..")) {
+                real = realpath(joined, NULL);
+                return real ? real : g_steal_pointer(&joined);
+        }
+        dir = g_path_get_dirname(joined);
+        real = realpath(dir, NULL);
+        if (!real)
+                return g_steal_pointer(&joined);        /* the daemon will say why */
+        g_free(g_steal_pointer(&joined));
+        joined = g_build_filename(real, base, NULL);
+        free(real);
+        return g_steal_pointer(&joined);
+}
+
+/* The watch selection shared by "watch" and "list": mask, flags, paths. */
+static int check_selection(Context *c, const char *command, gboolean need_paths) {
+        g_autoptr(GError) error = NULL;
+
+        c->mask = 0;
+        for (char **e = c->opt_events; e && *e; e++)
+                if (!event_mask_parse(*e, &c->mask, &error))
+                        return usage_error(command, "-e: %s", error->message);
+        if (!c->opt_events)
+                c->mask = INOTIFY_DEV_ALL_EVENTS;
+        else if (c->mask == 0)
+                return usage_error(command, "-e: no event to watch (unmount is always reported: name another event)");
+
+        c->flags = (c->opt_recursive ? WATCH_FLAG_RECURSIVE : 0) |
+                   (c->opt_onlydir ? WATCH_FLAG_ONLYDIR : 0) |
+                   (c->opt_dont_follow ? WATCH_FLAG_DONT_FOLLOW : 0) |
+                   (c->opt_oneshot ? WATCH_FLAG_ONESHOT : 0);
+
+        if (need_paths && (!c->opt_paths || !c->opt_paths[0]))
+                return usage_error(command, "no PATH to watch");
+
+        c->watches = g_ptr_array_new_with_free_func((GDestroyNotify) watch_free);
+        c->by_id = g_hash_table_new(NULL, NULL);
+        for (char **p = c->opt_paths; p && *p; p++) {
+                Watch *w = g_new0(Watch, 1);
+
+                if (!**p)
+                        return usage_error(command, "empty PATH");
+                w->path = absolute_path(*p);
+                g_ptr_array_add(c->watches, w);
+        }
+        return -1;
+}
+
+static int connect_bus(Context *c) {
+        g_autoptr(GError) error = NULL;
+
+        if (c->opt_address)
+                c->bus = g_dbus_connection_new_for_address_sync(c->opt_address,
+                                                                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                                G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                                NULL, NULL, &error);
+        else
+                c->bus = g_bus_get_sync(c->opt_session ? G_BUS_TYPE_SESSION : G_BUS_TYPE_SYSTEM, NULL, &error);
+        if (!c->bus) {
+                if (c->opt_address)
+                        warn("cannot connect to the bus at %s: %s", c->opt_address, error->message);
+                else
+                        warn("cannot connect to %s (is dbus running?): %s", bus_description(c), error->message);
+                return EXIT_ERROR;
+        }
+        /* The shared bus connections raise SIGTERM on close by default. */
+        g_dbus_connection_set_exit_on_close(c->bus, FALSE);
+        return -1;
+}
+
+/* Adds every watch of the selection; returns -1 on success, else the status. */
+static int add_all_watches(Context *c) {
+        g_autoptr(GError) error = NULL;
+
+        if (!connect_proxy(c, &error))
+                return report_call_error(c, NULL, error);
+        for (guint i = 0; i < c->watches->len; i++) {
+                Watch *w = c->watches->pdata[i];
+
+                if (!add_watch(c, w, &error))
+                        return report_call_error(c, w->path, error);
+        }
+        return -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Commands */
+
+static int cmd_watch(Context *c, int argc, char **argv) {
+        const GOptionEntry entries[] = {
+                { "recursive", 'r', 0, G_OPTION_ARG_NONE, &c->opt_recursive, "Watch whole trees, following new directories", NULL },
+                { "event", 'e', 0, G_OPTION_ARG_STRING_ARRAY, &c->opt_events, "Watch only these events (comma-separated; repeatable)", "EVENTS" },
+                { "format", 0, 0, G_OPTION_ARG_STRING, &c->opt_format, "Print each event by FMT: %w %f %e %Xe %c %p %n %i %%", "FMT" },
+                { "json", 0, 0, G_OPTION_ARG_NONE, &c->opt_json, "Print JSON Lines, one object an event", NULL },
+                { "count", 'c', 0, G_OPTION_ARG_STRING, &c->opt_count, "Exit after N events", "N" },
+                { "timeout", 't', 0, G_OPTION_ARG_STRING, &c->opt_timeout, "Exit after SECONDS (status 3 if --count was not reached)", "SECONDS" },
+                { "onlydir", 0, 0, G_OPTION_ARG_NONE, &c->opt_onlydir, "Refuse a PATH that is not a directory", NULL },
+                { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow, "Watch a symbolic link itself, not its target", NULL },
+                { "oneshot", 0, 0, G_OPTION_ARG_NONE, &c->opt_oneshot, "End each watch after its first event", NULL },
+                { "quiet", 'q', 0, G_OPTION_ARG_NONE, &c->opt_quiet, "Do not say on stderr when watches are established", NULL },
+                { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL, "PATH..." },
+                { NULL }
+        };
+        g_autoptr(GError) error = NULL;
+        int r;
+
+        r = parse_command(c, "watch", NULL,
+                          "Print the events under each PATH as they arrive, one a line.\n"
+                          "Events: access, modify, attrib, close_write, close_nowrite, close, open,\n"
+                          "moved_from, moved_to, move (or moved), create, delete, delete_self, unmount, all.\n"
+                          "Exit status: 0 done, 1 error, 2 usage, 3 timeout, 4 no watch left.",
+                          entries, &argc, &argv);
+        if (r >= 0)
+                return r;
+        r = check_selection(c, "watch", TRUE);
+        if (r >= 0)
+                return r;
+        if (c->opt_json && c->opt_format)
+                return usage_error("watch", "--format and --json exclude each other");
+        c->format = event_format_new(c->opt_format, &error);
+        if (!c->format)
+                return usage_error("watch", "--format: %s", error->message);
+        if (c->opt_count &&
+            !g_ascii_string_to_unsigned(c->opt_count, 10, 1, G_MAXUINT64, &c->count, &error))
+                return usage_error("watch", "--count: %s", error->message);
+        if (c->opt_timeout) {
+                char *end = NULL;
+                double s = g_ascii_strtod(c->opt_timeout, &end);
+
+                if (end == c->opt_timeout || *end || !(s > 0) || s > TIMEOUT_MAX_SECONDS)
+                        return usage_error("watch", "--timeout: \"%s\" is not a number of seconds in (0, %.0f]",
+                                           c->opt_timeout, TIMEOUT_MAX_SECONDS);
+                c->timeout_ms = MAX(1, (guint) (s * 1000.0));
+        }
+
+        r = connect_bus(c);
+        if (r >= 0)
+                return r;
+        g_signal_connect(c->bus, "closed", G_CALLBACK(on_bus_closed), c);
+        /* Subscribe before the first AddWatch so that no early event is lost;
+         * on_signal() drops everything until c->owner is known. */
+        c->signal_sub = g_dbus_connection_signal_subscribe(c->bus, NULL, WATCHD_INTERFACE, NULL,
+                                                           WATCHD_OBJECT_PATH, NULL, G_DBUS_SIGNAL_FLAGS_NONE,
+                                                           on_signal, c, NULL);
+        r = add_all_watches(c);
+        if (r >= 0)
+                return r;
+        /* Signals are dispatched from the main loop, which has not run yet:
+         * none is dropped for want of an owner. */
+        c->owner = get_name_owner(c);
+        if (!c->owner) {
+                warn("watchd left %s right after the watches were added", bus_description(c));
+                return EXIT_ERROR;
+        }
+        c->name_watch = g_bus_watch_name_on_connection(c->bus, WATCHD_BUS_NAME, G_BUS_NAME_WATCHER_FLAGS_NONE,
+                                                       on_name_appeared, on_name_vanished, c, NULL);
+
+        c->loop = g_main_loop_new(NULL, FALSE);
+        g_unix_signal_add(SIGINT, on_stop_signal, c);
+        g_unix_signal_add(SIGTERM, on_stop_signal, c);
+        if (c->timeout_ms)
+                g_timeout_add(c->timeout_ms, on_timeout, c);
+        if (!c->opt_quiet)
+                warn("watches established");
+
+        c->exit_status = EXIT_OK;
+        g_main_loop_run(c->loop);
+        flush_output(c);
+        return c->exit_status;
+}
+
+static int cmd_list(Context *c, int argc, char **argv) {
+        const GOptionEntry entries[] = {
+                { "recursive", 'r', 0, G_OPTION_ARG_NONE, &c->opt_recursive, "Add the watches recursive", NULL },
+                { "event", 'e', 0, G_OPTION_ARG_STRING_ARRAY, &c->opt_events, "Events to ask for (comma-separated; repeatable)", "EVENTS" },
+                { "onlydir", 0, 0, G_OPTION_ARG_NONE, &c->opt_onlydir, "Refuse a PATH that is not a directory", NULL },
+                { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow, "Watch a symbolic link itself", NULL },
+                { "oneshot", 0, 0, G_OPTION_ARG_NONE, &c->opt_oneshot, "Add the watches oneshot", NULL },
+                { "json", 0, 0, G_OPTION_ARG_NONE, &c->opt_json, "Print JSON Lines, one object a subscription", NULL },
+                { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL, "PATH..." },
+                { NULL }
+        };
+        g_autoptr(GVariant) list = NULL;
+        g_autoptr(GError) error = NULL;
+        GVariantIter it;
+        const char *path;
+        guint32 id, mask, flags;
+        int r;
+
+        r = parse_command(c, "list", NULL,
+                          "Add a watch on each PATH as \"watch\" would, then print the subscriptions\n"
+                          "of this connection as watchd holds them: id, events, flags, path.\n"
+                          "Subscriptions belong to a connection, so those of other watchctl\n"
+                          "processes are not shown (see \"stats\" for the totals).",
+                          entries, &argc, &argv);
+        if (r >= 0)
+                return r;
+        r = check_selection(c, "list", FALSE);
+        if (r >= 0)
+                return r;
+        r = connect_bus(c);
+        if (r >= 0)
+                return r;
+        r = add_all_watches(c);
+        if (r >= 0)
+                return r;
+        if (!watchd_inotify_call_list_watches_sync(c->proxy, &list, NULL, &error))
+                return report_call_error(c, NULL, error);
+
+        g_variant_iter_init(&it, list);
+        while (g_variant_iter_next(&it, "(u&suu)", &id, &path, &mask, &flags)) {
+                g_autofree char *events = event_mask_to_string(mask, ',');
+                g_autofree char *flagnames = event_flags_to_string(flags);
+
+                if (c->opt_json) {
+                        g_autoptr(JsonBuilder) b = json_builder_new();
+                        g_auto(GStrv) names = event_mask_to_strv(mask);
+
+                        json_builder_begin_object(b);
+                        json_builder_set_member_name(b, "id");
+                        json_builder_add_int_value(b, id);
+                        json_builder_set_member_name(b, "path");
+                        json_builder_add_string_value(b, path);
+                        json_builder_set_member_name(b, "mask");
+                        json_builder_add_int_value(b, mask);
+                        json_builder_set_member_name(b, "events");
+                        json_builder_begin_array(b);
+                        for (char **n = names; *n; n++)
+                                json_builder_add_string_value(b, *n);
+                        json_builder_end_array(b);
+                        json_builder_set_member_name(b, "flags");
+                        json_builder_add_int_value(b, flags);
+                        json_builder_end_object(b);
+                        print_json(b);
+                } else
+                        printf("%" G_GUINT32_FORMAT " %s %s %s\n", id, events, flagnames, path);
+        }
+        return flush_output(c) ? EXIT_OK : c->exit_status;
+}
+
+/* A stats value as text: strings bare, the rest in GVariant text form. */
+static char *variant_to_text(GVariant *v) {
+        if (g_variant_is_of_type(v, G_VARIANT_TYPE_STRING))
+                return g_variant_dup_string(v, NULL);
+        return g_variant_print(v, FALSE);
+}
+
+static int compare_strings(gconstpointer a, gconstpointer b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+static int cmd_stats(Context *c, int argc, char **argv) {
+        const GOptionEntry entries[] = {
+                { "json", 0, 0, G_OPTION_ARG_NONE, &c->opt_json, "Print one JSON object", NULL },
+                { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL, NULL },
+                { NULL }
+        };
+        g_autoptr(GVariant) stats = NULL, version = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GPtrArray) keys = g_ptr_array_new();
+        GVariantIter it;
+        const char *key;
+        GVariant *value;
+        int r;
+
+        r = parse_command(c, "stats", NULL,
+                          "Print watchd's version and counters: clients, subscriptions,\n"
+                          "kernel watches, events read and delivered, overflows, backend.",
+                          entries, &argc, &argv);
+        if (r >= 0)
+                return r;
+        if (c->opt_paths && c->opt_paths[0])
+                return usage_error("stats", "unexpected argument \"%s\"", c->opt_paths[0]);
+        r = connect_bus(c);
+        if (r >= 0)
+                return r;
+        if (!connect_proxy(c, &error))
+                return report_call_error(c, NULL, error);
+        if (!watchd_inotify_call_get_stats_sync(c->proxy, &stats, NULL, &error))
+                return report_call_error(c, NULL, error);
+        version = g_dbus_proxy_call_sync(G_DBUS_PROXY(c->proxy), "org.freedesktop.DBus.Properties.Get",
+                                         g_variant_new("(ss)", WATCHD_INTERFACE, "Version"),
+                                         G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+        if (!version)
+                return report_call_error(c, NULL, error);
+
+        g_variant_iter_init(&it, stats);
+        while (g_variant_iter_next(&it, "{&sv}", &key, NULL))
+                g_ptr_array_add(keys, (gpointer) key);
+        g_ptr_array_sort(keys, compare_strings);
+
+        if (c->opt_json) {
+                g_autoptr(JsonBuilder) b = json_builder_new();
+                g_autoptr(GVariant) v = NULL;
+
+                g_variant_get(version, "(v)", &v);
+                json_builder_begin_object(b);
+                json_builder_set_member_name(b, "version");
+                json_builder_add_value(b, json_gvariant_serialize(v));
+                for (guint i = 0; i < keys->len; i++) {
+                        g_autoptr(GVariant) sv = g_variant_lookup_value(stats, keys->pdata[i], NULL);
+
+                        json_builder_set_member_name(b, keys->pdata[i]);
+                        json_builder_add_value(b, json_gvariant_serialize(sv));
+                }
+                json_builder_end_object(b);
+                print_json(b);
+        } else {
+                g_autoptr(GVariant) v = NULL;
+                g_autofree char *text = NULL;
+
+                g_variant_get(version, "(v)", &v);
+                text = variant_to_text(v);
+                printf("%-24s %s\n", "version", text);
+                for (guint i = 0; i < keys->len; i++) {
+                        g_autofree char *vt = NULL;
+
+                        value = g_variant_lookup_value(stats, keys->pdata[i], NULL);
+                        vt = variant_to_text(value);
+                        g_variant_unref(value);
+                        printf("%-24s %s\n", (const char *) keys->pdata[i], vt);
+                }
+        }
+        return flush_output(c) ? EXIT_OK : c->exit_status;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static const struct {
+        const char *name;
+        int (*run)(Context *c, int argc, char **argv);
+} commands[] = {
+        { "watch", cmd_watch },
+        { "list",  cmd_list },
+        { "stats", cmd_stats },
+};
+
+int main(int argc, char **argv) {
+        Context c = { .exit_status = EXIT_OK };
+        gboolean opt_version = FALSE;
+        const GOptionEntry entries[] = {
+                { "version", 0, 0, G_OPTION_ARG_NONE, &opt_version, "Print the version and exit", NULL },
+                { NULL }
+        };
+        g_autoptr(GOptionContext) octx = g_option_context_new("COMMAND [OPTION...]");
+        g_autoptr(GError) error = NULL;
+        int r = -1;
+
+        setlocale(LC_ALL, "");
+        /* A reader that goes away is seen as EPIPE by flush_output(). */
+        signal(SIGPIPE, SIG_IGN);
+
+        g_option_context_set_summary(octx,
+                "Watch files through watchd, the file-change notification service.\n\n"
+                "Commands:\n"
+                "  watch [OPTION...] PATH...   Print events under PATH as they arrive\n"
+                "  list [OPTION...] [PATH...]  Add watches and show them as watchd holds them\n"
+                "  stats [--json]              Print watchd's version and counters\n\n"
+                "'watchctl COMMAND --help' shows the options of a command; see watchctl(1).");
+        /* Stop at the command: its own options follow it. */
+        g_option_context_set_strict_posix(octx, TRUE);
+        g_option_context_add_main_entries(octx, entries, NULL);
+        add_bus_entries(octx, &c);
+        if (!g_option_context_parse(octx, &argc, &argv, &error)) {
+                r = usage_error(NULL, "%s", error->message);
+                goto out;
+        }
+        if (opt_version) {
+                printf("watchctl %s\n", PACKAGE_VERSION);
+                r = EXIT_OK;
+                goto out;
+        }
+        if (argc < 2) {
+                r = usage_error(NULL, "no command (watch, list or stats)");
+                goto out;
+        }
+        for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
+                if (g_str_equal(argv[1], commands[i].name)) {
+                        /* The command's parser sees "watchctl OPTIONS... ARGS...". */
+                        argv[1] = argv[0];
+                        r = commands[i].run(&c, argc - 1, argv + 1);
+                        goto out;
+                }
+        r = usage_error(NULL, "unknown command \"%s\" (watch, list or stats)", argv[1]);
+out:
+        context_done(&c);
+        return r;
+}
