@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * inotify_dev_fsnotify.c - the fsnotify-facing half of /dev/inotify
+ *
+ * fsnotify calls in here: handle_inode_event for every event on a watched
+ * inode (or on a child of a watched directory), freeing_mark once when a
+ * watch dies for any reason (INOTIFY_IGNORE, close(), the inode's last link
+ * going, its filesystem being unmounted), free_mark when the last reference
+ * to a mark is dropped, free_group_priv when the last reference to an
+ * instance's group is dropped.
+ *
+ * The handler runs in the context of whoever touched the file, inside
+ * fsnotify's SRCU read section, often with directory locks held: it may
+ * allocate, but it never sleeps on anything of ours except dev->lock (a
+ * spinlock held only for list operations) and never waits for the reader.
+ */
+#include <linux/fsnotify_backend.h>
+#include <linux/memcontrol.h>
+#include <linux/module.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "inotify_dev_priv.h"
+
+/* Allocates a record; @name may be NULL. Returns NULL on ENOMEM. */
+struct idev_event *idev_event_alloc(s32 wd, u32 mask, u32 cookie,
+				    const struct qstr *name, gfp_t gfp)
+{
+	u32 name_len = name ? name->len : 0;
+	struct idev_event *ev;
+
+	ev = kmalloc(struct_size(ev, name, name_len ? name_len + 1 : 0), gfp);
+	if (!ev)
+		return NULL;
+	INIT_LIST_HEAD(&ev->list);
+	ev->wd = wd;
+	ev->mask = mask;
+	ev->cookie = cookie;
+	ev->name_len = name_len;
+	if (name_len) {
+		memcpy(ev->name, name->name, name_len);
+		ev->name[name_len] = '\0';
+	}
+	return ev;
+}
+
+void idev_event_free(struct idev_event *ev)
+{
+	kfree(ev);
+}
+
+/*
+ * Is @ev the same as the newest queued record? Then it is merged into it
+ * (dropped), as inotify has done since 2.6.25. Never onto an IN_IGNORED or
+ * the overflow record: those end a wd's or the queue's history.
+ */
+static bool idev_event_is_dup(struct idev_device *dev, struct idev_event *ev)
+{
+	struct idev_event *last;
+
+	assert_spin_locked(&dev->lock);
+	if (list_empty(&dev->events))
+		return false;
+	last = list_last_entry(&dev->events, struct idev_event, list);
+	if (last == dev->overflow || (last->mask & IN_IGNORED))
+		return false;
+	return last->wd == ev->wd && last->mask == ev->mask &&
+	       last->cookie == ev->cookie && last->name_len == ev->name_len &&
+	       (!ev->name_len || !memcmp(last->name, ev->name, ev->name_len));
+}
+
+/* Appends @ev to the queue. Must be called with dev->lock held. */
+static void idev_enqueue_locked(struct idev_device *dev, struct idev_event *ev)
+{
+	assert_spin_locked(&dev->lock);
+	list_add_tail(&ev->list, &dev->events);
+	dev->q_len++;
+	dev->q_bytes += idev_event_size(ev);
+	atomic_long_inc(&idev_stat_queued);
+}
+
+/*
+ * Queues the overflow record if it is not queued already. Used when a record
+ * could not be allocated: the loss is reported, never silent.
+ */
+static void idev_queue_overflow(struct idev_device *dev)
+{
+	bool queued = false;
+
+	spin_lock(&dev->lock);
+	if (!dev->shutdown && list_empty(&dev->overflow->list)) {
+		idev_enqueue_locked(dev, dev->overflow);
+		queued = true;
+	}
+	spin_unlock(&dev->lock);
+	if (queued) {
+		wake_up(&dev->wq);
+		kill_fasync(&dev->fa, SIGIO, POLL_IN);
+	}
+}
+
+/*
+ * Queues @ev, taking ownership of it: it is freed here if it is merged, if
+ * the queue is full or if the device is shutting down.
+ *
+ * A full queue (max_events records) gets one {wd=-1, IN_Q_OVERFLOW} record;
+ * every later event is dropped until read() has taken that record out.
+ *
+ * Locking: takes dev->lock; callable from any context that may spin.
+ */
+void idev_queue_event(struct idev_device *dev, struct idev_event *ev)
+{
+	spin_lock(&dev->lock);
+	if (dev->shutdown || idev_event_is_dup(dev, ev))
+		goto out_drop;
+	if (dev->q_len >= dev->max_events) {
+		if (!list_empty(&dev->overflow->list))
+			goto out_drop;
+		dev->overflow->cookie = ev->cookie;
+		idev_event_free(ev);
+		ev = dev->overflow;
+	}
+	idev_enqueue_locked(dev, ev);
+	spin_unlock(&dev->lock);
+
+	wake_up(&dev->wq);
+	kill_fasync(&dev->fa, SIGIO, POLL_IN);
+	return;
+
+out_drop:
+	spin_unlock(&dev->lock);
+	idev_event_free(ev);
+}
+
+/*
+ * The event handler. @mask has one event bit (plus FS_ISDIR, and
+ * FS_EVENT_ON_CHILD when the event is about a child of the watched directory
+ * @dir named @name). @cookie is non-zero for the two halves of a rename.
+ *
+ * The mark listens to every 0.23 event (IDEV_MARK_MASK); what this watch
+ * asked for is applied here, before anything is allocated, so that a watch
+ * whose mask was narrowed stops seeing the old events at once.
+ *
+ * Context: the task doing the filesystem operation, in fsnotify's SRCU read
+ * section; may sleep in the allocator. Takes dev->lock.
+ */
+static int idev_handle_inode_event(struct fsnotify_mark *fsn_mark, u32 mask,
+				   struct inode *inode, struct inode *dir,
+				   const struct qstr *name, u32 cookie)
+{
+	struct idev_mark *imark = idev_mark(fsn_mark);
+	struct fsnotify_group *group = fsn_mark->group;
+	struct idev_device *dev = group->private;
+	struct mem_cgroup *old_memcg;
+	struct idev_event *ev;
+	u32 report;
+	int wd;
+
+	/* The watch is being removed: its IN_IGNORED is, or will be, queued. */
+	wd = READ_ONCE(imark->wd);
+	if (wd < 0)
+		return 0;
+
+	report = (mask & READ_ONCE(imark->user_mask) & INOTIFY_DEV_ALL_EVENTS) |
+		 (mask & FS_UNMOUNT);
+	if (!report)
+		return 0;
+	/* 0.23 marks directories, DELETE_SELF included; nothing else leaks. */
+	report |= mask & FS_ISDIR;
+
+	/* Charge the record to the reader's memcg, as inotify does. */
+	old_memcg = set_active_memcg(group->memcg);
+	ev = idev_event_alloc(wd, report, cookie, name,
+			      GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL);
+	set_active_memcg(old_memcg);
+	if (unlikely(!ev)) {
+		idev_queue_overflow(dev);
+		return 0;
+	}
+	idev_queue_event(dev, ev);
+	return 0;
+}
+
+/*
+ * A watch is dying: removed by INOTIFY_IGNORE or close(), or because its
+ * inode lost its last link or its filesystem is being unmounted (after the
+ * IN_DELETE_SELF or IN_UNMOUNT record, so IN_IGNORED comes last). fsnotify
+ * calls this once per mark, with a reference held by the caller.
+ *
+ * Takes the mark out of the wd table, queues its IN_IGNORED (dropped by
+ * idev_queue_event() if close() is under way: close() sends none), gives
+ * back the watch to the user's count and drops the table's reference.
+ *
+ * Locking: process context; takes idr_lock, then dev->lock (not nested).
+ */
+static void idev_freeing_mark(struct fsnotify_mark *fsn_mark,
+			      struct fsnotify_group *group)
+{
+	struct idev_mark *imark = idev_mark(fsn_mark);
+	struct idev_device *dev = group->private;
+	struct idev_event *ignored;
+	int wd;
+
+	spin_lock(&dev->idr_lock);
+	wd = imark->wd;
+	if (wd >= 0) {
+		idr_remove(&dev->idr, wd);
+		WRITE_ONCE(imark->wd, -1);
+	}
+	ignored = imark->ignored;
+	imark->ignored = NULL;
+	spin_unlock(&dev->idr_lock);
+
+	/* Never reached the table: nothing to undo (cannot happen today). */
+	if (WARN_ON_ONCE(wd < 0)) {
+		idev_event_free(ignored);
+		return;
+	}
+
+	if (ignored)
+		idev_queue_event(dev, ignored);
+	atomic_dec(&dev->user->watches);
+	atomic_long_dec(&idev_stat_watches);
+	/* Drop the table's reference; our caller still holds one. */
+	fsnotify_put_mark(fsn_mark);
+}
+
+/* The last reference to a mark is gone (maybe in fsnotify's reaper). */
+static void idev_free_mark(struct fsnotify_mark *fsn_mark)
+{
+	struct idev_mark *imark = idev_mark(fsn_mark);
+
+	/* Still here if the mark never became live (add failed). */
+	idev_event_free(imark->ignored);
+	kfree(imark);
+}
+
+/*
+ * The last reference to an instance's group is gone: close() has run and
+ * every mark has been freed. The queue was flushed by close().
+ *
+ * Each group holds a reference on this module, taken at open(), so that the
+ * mark reaper can never call into an unloaded module. It is dropped last:
+ * what runs after it is only the return into fsnotify's own code.
+ */
+static void idev_free_group_priv(struct fsnotify_group *group)
+{
+	struct idev_device *dev = group->private;
+
+	WARN_ON_ONCE(!idr_is_empty(&dev->idr));
+	idr_destroy(&dev->idr);
+	idev_event_free(dev->overflow);
+	idev_user_put(dev->user);
+	kfree(dev);
+	atomic_long_dec(&idev_stat_groups);
+	module_put(THIS_MODULE);
+}
+
+const struct fsnotify_ops idev_fsnotify_ops = {
+	.handle_inode_event = idev_handle_inode_event,
+	.freeing_mark = idev_freeing_mark,
+	.free_mark = idev_free_mark,
+	.free_group_priv = idev_free_group_priv,
+};

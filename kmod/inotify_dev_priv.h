@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * inotify_dev_priv.h - what the two halves of the inotify_dev module share
+ *
+ * inotify_dev_user.c is the user-facing half (the misc device, its fops,
+ * the ioctls, read/poll, limits and sysfs); inotify_dev_fsnotify.c is the
+ * fsnotify-facing half (the event handler and the mark callbacks). They meet
+ * here: the per-open instance, the mark wrapper and the queued record.
+ *
+ * Lifetimes, in one place:
+ *  - struct idev_device lives as long as its fsnotify group: it is the
+ *    group's private data and is freed by free_group_priv, after the last
+ *    mark of the group is gone. close() only shuts it down.
+ *  - struct idev_mark is created with one reference, the idr's (the "table
+ *    ref"). Anyone who finds it in the idr under idr_lock may take another
+ *    with refcount_inc() while the table still holds its own. freeing_mark
+ *    removes it from the idr and drops the table ref, exactly once.
+ *  - struct idev_event is owned by whoever holds it: the handler until it is
+ *    queued, the queue (under dev->lock) until read() pops it, then read().
+ */
+#ifndef _INOTIFY_DEV_PRIV_H
+#define _INOTIFY_DEV_PRIV_H
+
+#include <linux/fsnotify_backend.h>
+#include <linux/idr.h>
+#include <linux/inotify.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/uidgid.h>
+#include <linux/wait.h>
+
+#include "uapi/inotify_dev.h"
+
+/* Per-uid usage, for max_user_devices and max_user_watches. */
+struct idev_user {
+	struct hlist_node node;		/* in idev_users, under idev_users_lock */
+	kuid_t uid;
+	refcount_t ref;			/* one per open device of this uid */
+	atomic_t devices;		/* open instances */
+	atomic_t watches;		/* live watches */
+};
+
+/* One queued record, as read() will copy it out. */
+struct idev_event {
+	struct list_head list;		/* in dev->events [dev->lock] */
+	s32 wd;
+	u32 mask;
+	u32 cookie;
+	u32 name_len;			/* strlen(name), 0 if no name */
+	char name[];			/* NUL-terminated if name_len */
+};
+
+/* One open of /dev/inotify. */
+struct idev_device {
+	struct fsnotify_group *group;	/* group->private points back here */
+	struct idev_user *user;		/* the opener's uid, one ref */
+
+	/* The event queue. */
+	spinlock_t lock;		/* protects the fields down to shutdown */
+	struct list_head events;	/* struct idev_event, oldest first */
+	unsigned int q_len;		/* records queued, the overflow one included */
+	unsigned int q_bytes;		/* bytes read() would return for all of them */
+	unsigned int max_events;	/* max_queued_events, copied at open() */
+	bool shutdown;			/* close() began: queue nothing more */
+	struct idev_event *overflow;	/* preallocated {-1, IN_Q_OVERFLOW} */
+	wait_queue_head_t wq;		/* read() and poll() wait here */
+	struct fasync_struct *fa;	/* O_ASYNC readers */
+
+	/* The watches: wd -> struct idev_mark, holding the table ref. */
+	struct mutex watch_mutex;	/* serializes INOTIFY_WATCH and INOTIFY_IGNORE */
+	spinlock_t idr_lock;		/* protects idr and every mark's wd */
+	struct idr idr;
+};
+
+/* One watch: an fsnotify inode mark plus what the user asked for. */
+struct idev_mark {
+	struct fsnotify_mark fsn_mark;
+	int wd;				/* -1 once removed from the idr [idr_lock] */
+	u32 user_mask;			/* IN_* events wanted; READ_ONCE in the handler */
+	struct idev_event *ignored;	/* preallocated IN_IGNORED record */
+};
+
+/*
+ * The mark always carries every event of 0.23 (and FS_EVENT_ON_CHILD for a
+ * directory): fsnotify_recalc_mask() is not exported, so a mark's mask cannot
+ * be widened after it is attached. The user's mask is applied in the handler.
+ */
+#define IDEV_MARK_MASK		(INOTIFY_DEV_ALL_EVENTS | FS_UNMOUNT)
+
+static inline struct idev_mark *idev_mark(struct fsnotify_mark *fsn_mark)
+{
+	return container_of(fsn_mark, struct idev_mark, fsn_mark);
+}
+
+/* Bytes a record takes in read()'s buffer: the header, then the padded name. */
+static inline unsigned int idev_event_size(const struct idev_event *ev)
+{
+	if (!ev->name_len)
+		return sizeof(struct inotify_event);
+	return sizeof(struct inotify_event) +
+	       roundup(ev->name_len + 1, sizeof(struct inotify_event));
+}
+
+/* inotify_dev_fsnotify.c */
+extern const struct fsnotify_ops idev_fsnotify_ops;
+struct idev_event *idev_event_alloc(s32 wd, u32 mask, u32 cookie,
+				    const struct qstr *name, gfp_t gfp);
+void idev_event_free(struct idev_event *ev);
+void idev_queue_event(struct idev_device *dev, struct idev_event *ev);
+void idev_user_put(struct idev_user *user);
+
+/* inotify_dev_user.c: the module's own counters, for the stress test. */
+extern atomic_long_t idev_stat_instances;
+extern atomic_long_t idev_stat_watches;
+extern atomic_long_t idev_stat_queued;
+extern atomic_long_t idev_stat_groups;
+
+#endif /* _INOTIFY_DEV_PRIV_H */

@@ -1,0 +1,739 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * inotify_dev_user.c - /dev/inotify, the user-facing half
+ *
+ * The 2005 character-device inotify (the 0.23-6 ABI of
+ * uapi/inotify_dev.h) rebuilt on the fsnotify API that Linux 6.1 exports
+ * to modules. Each open() of the misc device (10:63) is one instance: an
+ * fsnotify group, a wd table and an event queue. INOTIFY_WATCH adds or
+ * updates a watch on the inode behind an open fd, INOTIFY_IGNORE removes
+ * one, read() returns whole struct inotify_event records, poll() and
+ * FIONREAD say how much is pending.
+ *
+ * This file holds the fops, the ioctls, the limits (module parameters and
+ * the same knobs in /sys/class/misc/inotify/) and the module's own counters
+ * (/sys/class/misc/inotify/stats/). The fsnotify callbacks are in
+ * inotify_dev_fsnotify.c. What 6.1 does not export (the group's event queue,
+ * fsnotify_destroy_group, fsnotify_recalc_mask, ucounts) is replaced by the
+ * module's own queue, teardown loop, superset mark masks and per-uid counts.
+ *
+ * Lock order: dev->watch_mutex, then group->mark_mutex (inside fsnotify),
+ * then dev->idr_lock or dev->lock (never both at once). No lock of ours is
+ * held across copy_to_user()/copy_from_user().
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/atomic.h>
+#include <linux/cred.h>
+#include <linux/device.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/fsnotify_backend.h>
+#include <linux/hashtable.h>
+#include <linux/idr.h>
+#include <linux/inotify.h>
+#include <linux/ioctl.h>
+#include <linux/memcontrol.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/poll.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <asm/ioctls.h>
+
+#include "inotify_dev_priv.h"
+
+/* The minor every 2005 client and udev rule expects; dynamic if taken. */
+#define INOTIFY_DEV_MINOR	63
+
+/*
+ * Limits. 0.23-6 defaulted to 8192 events, 128 devices and 8192 watches;
+ * a system daemon watching whole trees needs more watches, and 6.1's
+ * inotify queues 16384 events by default, so those are the defaults here.
+ * max_queued_events is copied into an instance at open(), as in 0.23.
+ */
+static unsigned int max_queued_events = 16384;
+static unsigned int max_user_watches = 65536;
+static unsigned int max_user_devices = 128;
+
+/* The module's own live counters, shown in /sys/class/misc/inotify/stats/. */
+atomic_long_t idev_stat_instances = ATOMIC_LONG_INIT(0);	/* open instances */
+atomic_long_t idev_stat_watches = ATOMIC_LONG_INIT(0);		/* live watches */
+atomic_long_t idev_stat_queued = ATOMIC_LONG_INIT(0);		/* queued records */
+atomic_long_t idev_stat_groups = ATOMIC_LONG_INIT(0);		/* groups not yet freed */
+
+/* uid -> struct idev_user, for the per-user limits (ucounts are not exported). */
+static DEFINE_HASHTABLE(idev_users, 6);
+static DEFINE_SPINLOCK(idev_users_lock);
+
+/* Returns @uid's usage record with a reference, or NULL on ENOMEM. */
+static struct idev_user *idev_user_get(kuid_t uid)
+{
+	struct idev_user *user, *new;
+
+	new = kzalloc(sizeof(*new), GFP_KERNEL);
+	if (!new)
+		return NULL;
+
+	spin_lock(&idev_users_lock);
+	hash_for_each_possible(idev_users, user, node, __kuid_val(uid)) {
+		if (uid_eq(user->uid, uid)) {
+			/* Not zero: the last put removes it under this lock. */
+			refcount_inc(&user->ref);
+			goto out_unlock;
+		}
+	}
+	user = new;
+	new = NULL;
+	user->uid = uid;
+	refcount_set(&user->ref, 1);
+	hash_add(idev_users, &user->node, __kuid_val(uid));
+out_unlock:
+	spin_unlock(&idev_users_lock);
+	kfree(new);
+	return user;
+}
+
+void idev_user_put(struct idev_user *user)
+{
+	if (!refcount_dec_and_lock(&user->ref, &idev_users_lock))
+		return;
+	hash_del(&user->node);
+	spin_unlock(&idev_users_lock);
+	WARN_ON_ONCE(atomic_read(&user->devices) || atomic_read(&user->watches));
+	kfree(user);
+}
+
+/*
+ * Creates a watch on @inode for @mask and returns its wd.
+ *
+ * The new mark's initial reference becomes the wd table's. Until
+ * fsnotify_add_inode_mark() succeeds, nobody but us can reach the mark: the
+ * table is only searched under watch_mutex (which we hold) or by close()
+ * (which cannot run during an ioctl), and fsnotify does not know it yet.
+ *
+ * Locking: dev->watch_mutex held; takes idr_lock; may sleep.
+ */
+static int idev_new_watch(struct idev_device *dev, struct inode *inode, u32 mask)
+{
+	struct idev_mark *imark;
+	int wd, ret;
+
+	lockdep_assert_held(&dev->watch_mutex);
+
+	if (atomic_inc_return(&dev->user->watches) > READ_ONCE(max_user_watches)) {
+		ret = -ENOSPC;
+		goto out_dec_watches;
+	}
+
+	imark = kzalloc(sizeof(*imark), GFP_KERNEL_ACCOUNT);
+	if (!imark) {
+		ret = -ENOMEM;
+		goto out_dec_watches;
+	}
+	/* One reference (the table's), and one on the group until free_mark. */
+	fsnotify_init_mark(&imark->fsn_mark, dev->group);
+	imark->fsn_mark.mask = IDEV_MARK_MASK |
+			       (S_ISDIR(inode->i_mode) ? FS_EVENT_ON_CHILD : 0);
+	imark->user_mask = mask;
+	imark->wd = -1;
+
+	/* Cyclic from 1, as 6.1: a stale record of a removed wd cannot alias a new watch. */
+	idr_preload(GFP_KERNEL);
+	spin_lock(&dev->idr_lock);
+	wd = idr_alloc_cyclic(&dev->idr, imark, 1, 0, GFP_NOWAIT);
+	if (wd >= 0)
+		imark->wd = wd;
+	spin_unlock(&dev->idr_lock);
+	idr_preload_end();
+	if (wd < 0) {
+		ret = wd;
+		goto out_put_mark;
+	}
+
+	/* Preallocated so that a dying watch always has its IN_IGNORED. */
+	imark->ignored = idev_event_alloc(wd, IN_IGNORED, 0, NULL, GFP_KERNEL_ACCOUNT);
+	if (!imark->ignored) {
+		ret = -ENOMEM;
+		goto out_remove_wd;
+	}
+
+	/*
+	 * Counted before it goes live: freeing_mark may run as soon as the
+	 * mark is attached (a racing unlink or umount) and uncounts it.
+	 */
+	atomic_long_inc(&idev_stat_watches);
+	/*
+	 * Takes a reference for the group's mark list. Fails with -ENOENT if
+	 * the inode's marks are being torn down (racing unlink or umount).
+	 */
+	ret = fsnotify_add_inode_mark(&imark->fsn_mark, inode, 0);
+	if (ret)
+		goto out_uncount;
+	return wd;
+
+out_uncount:
+	atomic_long_dec(&idev_stat_watches);
+out_remove_wd:
+	spin_lock(&dev->idr_lock);
+	idr_remove(&dev->idr, wd);
+	imark->wd = -1;
+	spin_unlock(&dev->idr_lock);
+out_put_mark:
+	/* Drop the table's reference: ends in idev_free_mark(). */
+	fsnotify_put_mark(&imark->fsn_mark);
+out_dec_watches:
+	atomic_dec(&dev->user->watches);
+	return ret;
+}
+
+/*
+ * INOTIFY_WATCH: watch the inode behind req.fd for req.mask and return the
+ * wd. Watching an inode this instance already watches replaces the mask and
+ * returns the same wd (0.23). Unknown mask bits are ignored as in 0.23;
+ * a mask with no event bit is EINVAL.
+ *
+ * Permission: holding the open fd (0.23), and read permission on the inode
+ * as inotify_add_watch(2) requires, so a write-only fd cannot be used to
+ * see who reads a file. fget() refuses O_PATH fds (EBADF).
+ *
+ * Locking: takes dev->watch_mutex; may sleep.
+ */
+static int idev_add_watch(struct idev_device *dev,
+			  struct inotify_watch_request __user *ureq)
+{
+	struct inotify_watch_request req;
+	struct fsnotify_mark *fsn_mark;
+	struct inode *inode;
+	struct file *filp;
+	u32 mask;
+	int ret;
+
+	if (copy_from_user(&req, ureq, sizeof(req)))
+		return -EFAULT;
+
+	/* Takes a file reference, dropped before we return: a watch pins nothing. */
+	filp = fget(req.fd);
+	if (!filp)
+		return -EBADF;
+
+	mask = req.mask & INOTIFY_DEV_ALL_EVENTS;
+	if (!mask) {
+		ret = -EINVAL;
+		goto out_fput;
+	}
+
+	inode = file_inode(filp);
+	ret = inode_permission(file_mnt_user_ns(filp), inode, MAY_READ);
+	if (ret)
+		goto out_fput;
+
+	mutex_lock(&dev->watch_mutex);
+	/* Returns the mark with a reference, or NULL. */
+	fsn_mark = fsnotify_find_mark(&inode->i_fsnotify_marks, dev->group);
+	if (fsn_mark) {
+		struct idev_mark *imark = idev_mark(fsn_mark);
+
+		/* The mark hears everything; the new mask applies from now on. */
+		WRITE_ONCE(imark->user_mask, mask);
+		ret = READ_ONCE(imark->wd);
+		fsnotify_put_mark(fsn_mark);	/* find's reference */
+		/* Found means attached, and attached marks are in the table. */
+		if (WARN_ON_ONCE(ret < 0))
+			ret = -ENOENT;
+	} else {
+		ret = idev_new_watch(dev, inode, mask);
+	}
+	mutex_unlock(&dev->watch_mutex);
+out_fput:
+	fput(filp);
+	return ret;
+}
+
+/*
+ * Reads the INOTIFY_IGNORE argument, by value or by pointer: see the rule in
+ * uapi/inotify_dev.h. Returns 0 and the wd in @wd, or -EFAULT.
+ */
+static int idev_ignore_arg(unsigned long arg, int *wd)
+{
+	if (arg < INOTIFY_IGNORE_PTR_MIN) {
+		*wd = (int)arg;
+		return 0;
+	}
+	if (!get_user(*wd, (int __user *)arg))
+		return 0;
+	if (arg > INT_MAX)
+		return -EFAULT;
+	*wd = (int)arg;
+	return 0;
+}
+
+/*
+ * INOTIFY_IGNORE: remove watch @wd. Its IN_IGNORED is queued by
+ * idev_freeing_mark(). Unknown wd: EINVAL.
+ *
+ * Locking: takes dev->watch_mutex, then idr_lock; may sleep.
+ */
+static int idev_rm_watch(struct idev_device *dev, unsigned long arg)
+{
+	struct idev_mark *imark = NULL;
+	int wd, ret;
+
+	ret = idev_ignore_arg(arg, &wd);
+	if (ret)
+		return ret;
+
+	mutex_lock(&dev->watch_mutex);
+	spin_lock(&dev->idr_lock);
+	if (wd > 0)
+		imark = idr_find(&dev->idr, wd);
+	/* Our reference for fsnotify_destroy_mark(); the table holds one. */
+	if (imark)
+		refcount_inc(&imark->fsn_mark.refcnt);
+	spin_unlock(&dev->idr_lock);
+
+	if (!imark) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+	fsnotify_destroy_mark(&imark->fsn_mark, dev->group);
+	fsnotify_put_mark(&imark->fsn_mark);	/* our reference */
+	ret = 0;
+out_unlock:
+	mutex_unlock(&dev->watch_mutex);
+	return ret;
+}
+
+static long idev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct idev_device *dev = file->private_data;
+	unsigned int pending;
+
+	switch (cmd) {
+	case INOTIFY_WATCH:
+		return idev_add_watch(dev, (void __user *)arg);
+	case INOTIFY_IGNORE:
+		return idev_rm_watch(dev, arg);
+	case FIONREAD:
+		spin_lock(&dev->lock);
+		pending = dev->q_bytes;
+		spin_unlock(&dev->lock);
+		return put_user((int)pending, (int __user *)arg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* Copies one record out: header, name, NUL padding. */
+static int idev_copy_event(char __user *buf, const struct inotify_event *hdr,
+			   const struct idev_event *ev)
+{
+	static const char zeros[sizeof(struct inotify_event)];
+
+	if (copy_to_user(buf, hdr, sizeof(*hdr)))
+		return -EFAULT;
+	if (!hdr->len)
+		return 0;
+	buf += sizeof(*hdr);
+	/* len = roundup(name_len + 1, 16): 1 to 16 bytes of padding. */
+	if (copy_to_user(buf, ev->name, ev->name_len) ||
+	    copy_to_user(buf + ev->name_len, zeros, hdr->len - ev->name_len))
+		return -EFAULT;
+	return 0;
+}
+
+/*
+ * Takes the oldest record off the queue if it fits in @space bytes; its
+ * header is copied into @hdr under the lock (the overflow record may be
+ * queued again as soon as the lock is dropped). Returns the record, NULL if
+ * the queue is empty, or ERR_PTR(-EINVAL) if the record does not fit.
+ *
+ * Locking: takes dev->lock.
+ */
+static struct idev_event *idev_pop_event(struct idev_device *dev, size_t space,
+					 struct inotify_event *hdr)
+{
+	struct idev_event *ev;
+	unsigned int size;
+
+	spin_lock(&dev->lock);
+	ev = list_first_entry_or_null(&dev->events, struct idev_event, list);
+	if (!ev)
+		goto out_unlock;
+	size = idev_event_size(ev);
+	if (size > space) {
+		ev = ERR_PTR(-EINVAL);
+		goto out_unlock;
+	}
+	list_del_init(&ev->list);
+	dev->q_len--;
+	dev->q_bytes -= size;
+	hdr->wd = ev->wd;
+	hdr->mask = ev->mask & INOTIFY_DEV_REPORTED_BITS;
+	hdr->cookie = ev->cookie;
+	hdr->len = size - sizeof(*hdr);
+out_unlock:
+	spin_unlock(&dev->lock);
+	if (!IS_ERR_OR_NULL(ev))
+		atomic_long_dec(&idev_stat_queued);
+	return ev;
+}
+
+/*
+ * read(): whole records only. Blocks until one is queued (EAGAIN with
+ * O_NONBLOCK; EINTR, as in 0.23, when a signal arrives); EINVAL if the
+ * buffer cannot hold the first record; then as many as fit. A record is
+ * lost if copying it out faults (EFAULT), as in inotify.
+ */
+static ssize_t idev_read(struct file *file, char __user *buf, size_t count,
+			 loff_t *pos)
+{
+	struct idev_device *dev = file->private_data;
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	char __user *start = buf;
+	struct inotify_event hdr;
+	struct idev_event *ev;
+	ssize_t ret = 0;
+
+	add_wait_queue(&dev->wq, &wait);
+	for (;;) {
+		ev = idev_pop_event(dev, count, &hdr);
+		if (IS_ERR(ev)) {
+			ret = PTR_ERR(ev);
+			break;
+		}
+		if (ev) {
+			ret = idev_copy_event(buf, &hdr, ev);
+			if (ev != dev->overflow)
+				idev_event_free(ev);
+			if (ret)
+				break;
+			buf += sizeof(hdr) + hdr.len;
+			count -= sizeof(hdr) + hdr.len;
+			continue;
+		}
+		if (buf != start)
+			break;
+		ret = -EAGAIN;
+		if (file->f_flags & O_NONBLOCK)
+			break;
+		ret = -EINTR;
+		if (signal_pending(current))
+			break;
+		wait_woken(&wait, TASK_INTERRUPTIBLE, MAX_SCHEDULE_TIMEOUT);
+	}
+	remove_wait_queue(&dev->wq, &wait);
+
+	if (buf != start && ret != -EFAULT)
+		ret = buf - start;
+	return ret;
+}
+
+static __poll_t idev_poll(struct file *file, poll_table *wait)
+{
+	struct idev_device *dev = file->private_data;
+	__poll_t ret = 0;
+
+	poll_wait(file, &dev->wq, wait);
+	spin_lock(&dev->lock);
+	if (!list_empty(&dev->events))
+		ret = EPOLLIN | EPOLLRDNORM;
+	spin_unlock(&dev->lock);
+	return ret;
+}
+
+static int idev_fasync(int fd, struct file *file, int on)
+{
+	struct idev_device *dev = file->private_data;
+
+	return fasync_helper(fd, file, on, &dev->fa) >= 0 ? 0 : -EIO;
+}
+
+/*
+ * open(): a new instance. EMFILE past max_user_devices instances of this
+ * uid (real uid, as in 0.23; root included).
+ */
+static int idev_open(struct inode *inode, struct file *file)
+{
+	struct fsnotify_group *group;
+	struct idev_device *dev;
+	struct idev_user *user;
+	int ret;
+
+	/* A reference on the uid's counts, handed to dev below. */
+	user = idev_user_get(current_uid());
+	if (!user)
+		return -ENOMEM;
+	if (atomic_inc_return(&user->devices) > READ_ONCE(max_user_devices)) {
+		ret = -EMFILE;
+		goto out_dec_devices;
+	}
+
+	ret = -ENOMEM;
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL_ACCOUNT);
+	if (!dev)
+		goto out_dec_devices;
+	dev->overflow = idev_event_alloc(-1, IN_Q_OVERFLOW, 0, NULL, GFP_KERNEL_ACCOUNT);
+	if (!dev->overflow)
+		goto out_free_dev;
+	spin_lock_init(&dev->lock);
+	INIT_LIST_HEAD(&dev->events);
+	dev->max_events = READ_ONCE(max_queued_events);
+	init_waitqueue_head(&dev->wq);
+	mutex_init(&dev->watch_mutex);
+	spin_lock_init(&dev->idr_lock);
+	idr_init(&dev->idr);
+	dev->user = user;
+
+	/* One reference, ours until release(); each mark takes another. */
+	group = fsnotify_alloc_group(&idev_fsnotify_ops, FSNOTIFY_GROUP_USER);
+	if (IS_ERR(group)) {
+		ret = PTR_ERR(group);
+		goto out_free_overflow;
+	}
+	/* A memcg reference, put by fsnotify when the group is freed. */
+	group->memcg = get_mem_cgroup_from_mm(current->mm);
+	group->private = dev;
+	dev->group = group;
+
+	/*
+	 * From here the group owns dev, the uid reference and this module
+	 * reference (we are pinned by fops.owner, so __module_get is safe);
+	 * idev_free_group_priv() gives them back.
+	 */
+	__module_get(THIS_MODULE);
+	atomic_long_inc(&idev_stat_groups);
+	atomic_long_inc(&idev_stat_instances);
+	file->private_data = dev;
+	return nonseekable_open(inode, file);
+
+out_free_overflow:
+	idev_event_free(dev->overflow);
+out_free_dev:
+	kfree(dev);
+out_dec_devices:
+	atomic_dec(&user->devices);
+	idev_user_put(user);
+	return ret;
+}
+
+/*
+ * Destroys every watch of @dev. Marks may be dying concurrently (the inode's
+ * last link or its filesystem going away): fsnotify_destroy_mark() on a
+ * mark already being freed returns at once, and the other party's
+ * freeing_mark takes it out of the table, so the loop ends.
+ *
+ * Locking: takes idr_lock; may sleep. Only close() calls it: no ioctl runs.
+ */
+static void idev_destroy_all_watches(struct idev_device *dev)
+{
+	struct idev_mark *imark;
+	int wd;
+
+	for (;;) {
+		wd = 0;
+		spin_lock(&dev->idr_lock);
+		imark = idr_get_next(&dev->idr, &wd);
+		/* Our reference for fsnotify_destroy_mark(); the table holds one. */
+		if (imark)
+			refcount_inc(&imark->fsn_mark.refcnt);
+		spin_unlock(&dev->idr_lock);
+		if (!imark)
+			break;
+		fsnotify_destroy_mark(&imark->fsn_mark, dev->group);
+		fsnotify_put_mark(&imark->fsn_mark);	/* our reference */
+		cond_resched();
+	}
+}
+
+/*
+ * close(): what fsnotify_destroy_group() would do, from exported parts.
+ * No IN_IGNORED is queued (0.23 sent none on close), queued records are
+ * freed, and the group reference from open() is dropped; the group and dev
+ * go when the last mark has been reaped.
+ */
+static int idev_release(struct inode *inode, struct file *file)
+{
+	struct idev_device *dev = file->private_data;
+	struct idev_event *ev, *next;
+	LIST_HEAD(flushed);
+
+	spin_lock(&dev->lock);
+	dev->shutdown = true;
+	spin_unlock(&dev->lock);
+
+	idev_destroy_all_watches(dev);
+	/* Let fsnotify's reaper free the marks (they are ours: free_mark). */
+	fsnotify_wait_marks_destroyed();
+
+	spin_lock(&dev->lock);
+	list_splice_init(&dev->events, &flushed);
+	atomic_long_sub(dev->q_len, &idev_stat_queued);
+	dev->q_len = 0;
+	dev->q_bytes = 0;
+	spin_unlock(&dev->lock);
+	list_for_each_entry_safe(ev, next, &flushed, list) {
+		list_del_init(&ev->list);
+		if (ev != dev->overflow)
+			idev_event_free(ev);
+	}
+
+	atomic_dec(&dev->user->devices);
+	atomic_long_dec(&idev_stat_instances);
+	fsnotify_put_group(dev->group);	/* open()'s reference; may free dev */
+	return 0;
+}
+
+static const struct file_operations idev_fops = {
+	.owner = THIS_MODULE,
+	.open = idev_open,
+	.release = idev_release,
+	.read = idev_read,
+	.poll = idev_poll,
+	.fasync = idev_fasync,
+	.unlocked_ioctl = idev_ioctl,
+	/* Same layout for 32-bit callers: both arguments are pointers or small ints. */
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = no_llseek,
+};
+
+/* Limits: one setter for the module parameters and the sysfs files. */
+static int idev_set_limit(unsigned int *limit, const char *val)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint(val, 0, &n);
+	if (ret)
+		return ret;
+	if (n == 0 || n > INT_MAX)
+		return -EINVAL;
+	WRITE_ONCE(*limit, n);
+	return 0;
+}
+
+static int idev_param_set(const char *val, const struct kernel_param *kp)
+{
+	return idev_set_limit(kp->arg, val);
+}
+
+static const struct kernel_param_ops idev_limit_ops = {
+	.set = idev_param_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_queued_events, &idev_limit_ops, &max_queued_events, 0644);
+MODULE_PARM_DESC(max_queued_events,
+		 "Records an instance may queue before IN_Q_OVERFLOW; read at open() (default 16384)");
+module_param_cb(max_user_watches, &idev_limit_ops, &max_user_watches, 0644);
+MODULE_PARM_DESC(max_user_watches, "Watches per uid over all instances (default 65536)");
+module_param_cb(max_user_devices, &idev_limit_ops, &max_user_devices, 0644);
+MODULE_PARM_DESC(max_user_devices, "Open instances per uid (default 128)");
+
+#define IDEV_LIMIT_ATTR(name)						\
+static ssize_t name##_show(struct device *d, struct device_attribute *a, \
+			   char *buf)					\
+{									\
+	return sysfs_emit(buf, "%u\n", READ_ONCE(name));		\
+}									\
+static ssize_t name##_store(struct device *d, struct device_attribute *a, \
+			    const char *buf, size_t count)		\
+{									\
+	int ret = idev_set_limit(&name, buf);				\
+	return ret ? ret : count;					\
+}									\
+static DEVICE_ATTR_RW(name)
+
+IDEV_LIMIT_ATTR(max_queued_events);
+IDEV_LIMIT_ATTR(max_user_watches);
+IDEV_LIMIT_ATTR(max_user_devices);
+
+static struct attribute *idev_limit_attrs[] = {
+	&dev_attr_max_queued_events.attr,
+	&dev_attr_max_user_watches.attr,
+	&dev_attr_max_user_devices.attr,
+	NULL,
+};
+
+static const struct attribute_group idev_limit_group = {
+	.attrs = idev_limit_attrs,
+};
+
+#define IDEV_STAT_ATTR(name, counter)					\
+static ssize_t name##_show(struct device *d, struct device_attribute *a, \
+			   char *buf)					\
+{									\
+	return sysfs_emit(buf, "%ld\n", atomic_long_read(&counter));	\
+}									\
+static DEVICE_ATTR_RO(name)
+
+IDEV_STAT_ATTR(instances, idev_stat_instances);
+IDEV_STAT_ATTR(watches, idev_stat_watches);
+IDEV_STAT_ATTR(queued_events, idev_stat_queued);
+IDEV_STAT_ATTR(groups, idev_stat_groups);
+
+static struct attribute *idev_stat_attrs[] = {
+	&dev_attr_instances.attr,
+	&dev_attr_watches.attr,
+	&dev_attr_queued_events.attr,
+	&dev_attr_groups.attr,
+	NULL,
+};
+
+static const struct attribute_group idev_stat_group = {
+	.name = "stats",
+	.attrs = idev_stat_attrs,
+};
+
+static const struct attribute_group *idev_groups[] = {
+	&idev_limit_group,
+	&idev_stat_group,
+	NULL,
+};
+
+static struct miscdevice idev_miscdev = {
+	.minor = INOTIFY_DEV_MINOR,
+	.name = "inotify",
+	.fops = &idev_fops,
+	.groups = idev_groups,
+	.mode = 0666,
+};
+
+static int __init idev_init(void)
+{
+	int ret;
+
+	ret = misc_register(&idev_miscdev);
+	if (ret == -EBUSY) {
+		pr_info("misc minor %d is taken, using a dynamic minor\n",
+			INOTIFY_DEV_MINOR);
+		idev_miscdev.minor = MISC_DYNAMIC_MINOR;
+		ret = misc_register(&idev_miscdev);
+	}
+	if (ret)
+		return ret;
+	/* The line 2005's instructions grep for ("dmesg | grep ^inotify"). */
+	pr_info("inotify device minor=%d\n", idev_miscdev.minor);
+	return 0;
+}
+
+static void __exit idev_exit(void)
+{
+	misc_deregister(&idev_miscdev);
+	/*
+	 * Every group holds a module reference until it is freed, so nothing
+	 * of ours should be left in fsnotify's reaper; flush it anyway before
+	 * the code of free_mark goes away.
+	 */
+	fsnotify_wait_marks_destroyed();
+}
+
+module_init(idev_init);
+module_exit(idev_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("/dev/inotify: the 2005 character-device inotify ABI (0.23-6) on fsnotify");
+MODULE_ALIAS_MISCDEV(INOTIFY_DEV_MINOR);
+MODULE_ALIAS("devname:inotify");
