@@ -77,6 +77,10 @@ static const struct {
 gboolean event_mask_parse(const char *list, uint32_t *mask, GError **error) {
         g_auto(GStrv) names = g_strsplit(list, ",", -1);
 
+        if (!names[0]) {
+                g_set_error_literal(error, EVENT_FORMAT_ERROR, 0, "unknown event \"\" (empty list)");
+                return FALSE;
+        }
         for (char **n = names; *n; n++) {
                 g_autofree char *name = g_strstrip(g_strdup(*n));
                 gboolean found = FALSE;
