@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * sink-watchd: a watchd client, written to cost as little as a client can.
+ *
+ * sd-bus directly (no proxy objects, no main-loop integration): one AddWatch
+ * per directory, then Events batches are walked in place with
+ * sd_bus_message_read(). What is measured is the daemon and the bus, so the
+ * client must not be the bottleneck. The bus address is given with --extra.
+ */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+
+#include "sink.h"
+
+#define WATCHD_NAME "org.example.Inotify"
+#define WATCHD_PATH "/org/example/Inotify"
+#define WATCHD_IFACE "org.example.Inotify"
+
+#define IN_MODIFY_       0x00000002u
+#define IN_CLOSE_WRITE_  0x00000008u
+#define IN_MOVED_FROM_   0x00000040u
+#define IN_MOVED_TO_     0x00000080u
+#define IN_CREATE_       0x00000100u
+#define IN_DELETE_       0x00000200u
+#define IN_ATTRIB_       0x00000004u
+#define WATCH_RECURSIVE  0x1u
+
+#define TREE_MASK (IN_CREATE_ | IN_DELETE_ | IN_MODIFY_ | IN_MOVED_FROM_ | IN_MOVED_TO_ | \
+                   IN_CLOSE_WRITE_ | IN_ATTRIB_)
+
+static int on_events(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Sink *s = userdata;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(uuuss)");
+        if (r < 0)
+                return r;
+        for (;;) {
+                uint32_t id, mask, cookie;
+                const char *path, *new_path;
+
+                r = sd_bus_message_read(m, "(uuuss)", &id, &mask, &cookie, &path, &new_path);
+                if (r <= 0)
+                        break;
+                if (s->mode == SINK_RENAME) {
+                        if ((mask & (IN_MOVED_FROM_ | IN_MOVED_TO_)) == (IN_MOVED_FROM_ | IN_MOVED_TO_))
+                                sink_pair(s, path, new_path);
+                        else if (mask & IN_MOVED_FROM_)
+                                sink_half(s, SINK_MOVE_FROM, path);
+                        else if (mask & IN_MOVED_TO_)
+                                sink_half(s, SINK_MOVE_TO, path);
+                        else
+                                sink_other(s);
+                } else if (s->mode == SINK_TREE)
+                        sink_other(s);
+                else
+                        sink_file(s, path);
+        }
+        return r < 0 ? r : 0;
+}
+
+static int on_overflow(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        sink_lost(userdata);
+        return 0;
+}
+
+static int add_watch(sd_bus *bus, const char *path, uint32_t mask, uint32_t flags) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        uint32_t id;
+        int r;
+
+        r = sd_bus_call_method(bus, WATCHD_NAME, WATCHD_PATH, WATCHD_IFACE, "AddWatch",
+                               &error, &reply, "suu", path, mask, flags);
+        if (r < 0) {
+                fprintf(stderr, "AddWatch \"%s\": %s\n", path, error.message ? error.message : strerror(-r));
+                sd_bus_error_free(&error);
+                return r;
+        }
+        r = sd_bus_message_read(reply, "u", &id);
+        sd_bus_message_unref(reply);
+        return r < 0 ? r : 0;
+}
+
+int main(int argc, char **argv) {
+        sd_bus *bus = NULL;
+        Sink s;
+        int r;
+
+        sink_parse(&s, argc, argv);
+        if (!s.extra) {
+                fprintf(stderr, "the bus address is given with --extra\n");
+                return 2;
+        }
+
+        r = sd_bus_new(&bus);
+        if (r >= 0)
+                r = sd_bus_set_address(bus, s.extra);
+        if (r >= 0)
+                r = sd_bus_set_bus_client(bus, 1);
+        if (r >= 0)
+                r = sd_bus_start(bus);
+        if (r >= 0)
+                r = sd_bus_match_signal(bus, NULL, NULL, WATCHD_PATH, WATCHD_IFACE, "Events", on_events, &s);
+        if (r >= 0)
+                r = sd_bus_match_signal(bus, NULL, NULL, WATCHD_PATH, WATCHD_IFACE, "Overflow", on_overflow, &s);
+        if (r < 0) {
+                fprintf(stderr, "cannot connect to \"%s\": %s\n", s.extra, strerror(-r));
+                return 1;
+        }
+
+        s.t_start = sink_now();
+        switch (s.mode) {
+        case SINK_STORM:
+                r = add_watch(bus, s.dir, IN_CLOSE_WRITE_, 0);
+                break;
+        case SINK_LATENCY:
+                r = add_watch(bus, s.dir, IN_MODIFY_, 0);
+                break;
+        case SINK_RENAME:
+                r = add_watch(bus, s.dir, IN_MOVED_FROM_ | IN_MOVED_TO_, 0);
+                if (r >= 0 && s.dir2)
+                        r = add_watch(bus, s.dir2, IN_MOVED_FROM_ | IN_MOVED_TO_, 0);
+                break;
+        case SINK_TREE:
+                r = add_watch(bus, s.dir, TREE_MASK, WATCH_RECURSIVE);
+                break;
+        }
+        if (r < 0)
+                return 1;
+        sink_ready(&s, 0);
+
+        for (;;) {
+                int timeout;
+
+                r = sd_bus_process(bus, NULL);
+                if (r < 0) {
+                        fprintf(stderr, "bus: %s\n", strerror(-r));
+                        break;
+                }
+                if (r > 0)
+                        continue;
+                timeout = sink_wait_ms(&s);
+                if (timeout == 0)
+                        break;
+                r = sd_bus_wait(bus, (uint64_t) timeout * 1000u);
+                if (r < 0 && r != -EINTR)
+                        break;
+        }
+
+        r = sink_report(&s);
+        sink_free(&s);
+        sd_bus_flush_close_unref(bus);
+        return r < 0 ? 1 : 0;
+}
