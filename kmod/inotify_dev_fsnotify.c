@@ -102,17 +102,24 @@ static void idev_queue_overflow(struct idev_device *dev)
 
 /*
  * Queues @ev, taking ownership of it: it is freed here if it is merged, if
- * the queue is full or if the device is shutting down.
+ * the queue is full, if the device is shutting down, or if @imark (the watch
+ * the event is for, NULL for IN_IGNORED) has been removed meanwhile.
+ *
+ * The last check is made under dev->lock, which idev_freeing_mark() takes
+ * to queue IN_IGNORED after setting the wd to -1: so no record of a watch is
+ * ever queued after its IN_IGNORED.
  *
  * A full queue (max_events records) gets one {wd=-1, IN_Q_OVERFLOW} record;
  * every later event is dropped until read() has taken that record out.
  *
  * Locking: takes dev->lock; callable from any context that may spin.
  */
-void idev_queue_event(struct idev_device *dev, struct idev_event *ev)
+void idev_queue_event(struct idev_device *dev, struct idev_event *ev,
+		      struct idev_mark *imark)
 {
 	spin_lock(&dev->lock);
-	if (dev->shutdown || idev_event_is_dup(dev, ev))
+	if (dev->shutdown || (imark && READ_ONCE(imark->wd) < 0) ||
+	    idev_event_is_dup(dev, ev))
 		goto out_drop;
 	if (dev->q_len >= dev->max_events) {
 		if (!list_empty(&dev->overflow->list))
@@ -178,7 +185,7 @@ static int idev_handle_inode_event(struct fsnotify_mark *fsn_mark, u32 mask,
 		idev_queue_overflow(dev);
 		return 0;
 	}
-	idev_queue_event(dev, ev);
+	idev_queue_event(dev, ev, imark);
 	return 0;
 }
 
@@ -219,7 +226,7 @@ static void idev_freeing_mark(struct fsnotify_mark *fsn_mark,
 	}
 
 	if (ignored)
-		idev_queue_event(dev, ignored);
+		idev_queue_event(dev, ignored, NULL);
 	atomic_dec(&dev->user->watches);
 	atomic_long_dec(&idev_stat_watches);
 	/* Drop the table's reference; our caller still holds one. */

@@ -108,7 +108,8 @@ extern const struct fsnotify_ops idev_fsnotify_ops;
 struct idev_event *idev_event_alloc(s32 wd, u32 mask, u32 cookie,
 				    const struct qstr *name, gfp_t gfp);
 void idev_event_free(struct idev_event *ev);
-void idev_queue_event(struct idev_device *dev, struct idev_event *ev);
+void idev_queue_event(struct idev_device *dev, struct idev_event *ev,
+		      struct idev_mark *imark);
 void idev_user_put(struct idev_user *user);
 
 /* inotify_dev_user.c: the module's own counters, for the stress test. */

@@ -1,0 +1,52 @@
+#!/bin/sh
+# tests/vm/guest.sh - runs inside the VM (as /test.sh): load the module, run
+# the conformance suite, the stress test and the storm figure, unload the
+# module, check the module's counters. One "PASS name" / "FAIL name: why" line
+# per test on the console; tests/vm/run parses them.
+S=/sys/class/misc/inotify
+
+result() {  # name status [why]
+    if [ "$2" -eq 0 ]; then echo "PASS $1"; else echo "FAIL $1: ${3:-failed}"; fi
+}
+
+# Waits until the module's counters are all 0 (the mark reaper is
+# asynchronous); prints them and fails after about 10 s.
+counters_zero() {
+    n=0
+    while [ $n -lt 100 ]; do
+        c="$(cat $S/stats/instances) $(cat $S/stats/watches) $(cat $S/stats/queued_events) $(cat $S/stats/groups)"
+        [ "$c" = "0 0 0 0" ] && return 0
+        n=$((n + 1))
+        usleep 100000
+    done
+    echo "counters (instances watches queued_events groups): $c"
+    return 1
+}
+
+insmod /inotify_dev.ko
+result insmod $? "insmod inotify_dev.ko failed"
+dmesg | grep -q 'inotify_dev: inotify device minor=63'
+result minor_log $? "no 'inotify device minor=63' line in dmesg"
+[ -c /dev/inotify ] || { echo "FAIL devnode: /dev/inotify missing"; exit 1; }
+
+# shellcheck disable=SC2086 # a list of test names
+/conformance ${conformance_args:-}
+rc=$?
+
+if [ -x /stress ]; then
+    /stress "${STRESS_SECONDS:-30}"
+    rc=$((rc | $?))
+fi
+counters_zero
+result counters_zero $? "module counters not back to 0 after the tests"
+
+if [ -x /storm ]; then
+    /storm "${STORM_FILES:-5000}" "${STORM_REPS:-3}"
+    rc=$((rc | $?))
+fi
+
+rmmod inotify_dev
+result rmmod $? "rmmod inotify_dev failed"
+[ ! -e /dev/inotify ]
+result devnode_gone $? "/dev/inotify still there after rmmod"
+exit $rc

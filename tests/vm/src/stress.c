@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stress.c - /dev/inotify under concurrent use, for SECONDS (default 30).
+ *
+ * Processes, all at once:
+ *  - 4 watchers: open instances (some O_NONBLOCK, some polled), add watches
+ *    on two directories, a mount point and files that come and go, remove
+ *    them (by value and by pointer), read and check every record, close and
+ *    reopen; one of them exits with watches and unread records still held;
+ *  - 3 mutators: create, write, chmod, rename (within and across the two
+ *    directories), unlink, mkdir and rmdir;
+ *  - 1 mounter: mounts a tmpfs, fills it, unmounts it (IN_UNMOUNT paths);
+ *  - 1 knob turner: flips max_queued_events between 32 and 16384, so that
+ *    instances opened meanwhile overflow.
+ *
+ * Every record read is checked: len a multiple of 16 (at most 256), the name
+ * NUL-terminated, only 0.23 bits, wd -1 exactly for IN_Q_OVERFLOW, the wd one
+ * this instance was given, and no record for a wd after its IN_IGNORED.
+ * Prints "PASS stress: <figures>" or "FAIL stress: <why>". The guest script
+ * then checks that the module's counters are back to zero and unloads it.
+ */
+#define _GNU_SOURCE
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+
+#include "vmtest.h"
+
+#define DEV "/dev/inotify"
+#define TOP "/tmp/stress"
+#define MAXWD 65536
+#define NFILES 32
+
+struct counts {
+        long opens, adds, removes, records, overflows, ignored, mutations, unmounts;
+};
+
+static double deadline;
+static struct counts cnt;
+
+/* A child's result: counts on stdout through a pipe, or a failure line. */
+static int report_fd = -1;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+        char msg[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        vt_line("FAIL stress: pid %d: %s", (int)getpid(), msg);
+        _exit(1);
+}
+
+static unsigned rnd(unsigned n)
+{
+        return (unsigned)random() % n;
+}
+
+static void random_path(char *buf, size_t size)
+{
+        static const char *const dirs[] = { TOP "/a", TOP "/b", TOP "/m" };
+        unsigned d = rnd(3), k = rnd(4);
+
+        if (k == 0)
+                snprintf(buf, size, "%s", dirs[d]);
+        else if (k == 1)
+                snprintf(buf, size, "%s/d%u", dirs[d], rnd(4));
+        else
+                snprintf(buf, size, "%s/f%u", dirs[d], rnd(NFILES));
+}
+
+/* One watcher instance and what it knows of its wds. */
+struct inst {
+        int fd;
+        int maxwd;
+        unsigned char state[MAXWD]; /* 0 never given, 1 live, 2 removed by us, 3 ignored */
+};
+
+static void inst_open(struct inst *in, int flags)
+{
+        in->fd = open(DEV, O_RDONLY | O_CLOEXEC | flags);
+        if (in->fd < 0)
+                die("open %s: %s", DEV, strerror(errno));
+        in->maxwd = 0;
+        memset(in->state, 0, sizeof(in->state));
+        cnt.opens++;
+}
+
+static void check_record(struct inst *in, const struct inotify_event *ev, size_t avail)
+{
+        if (sizeof(*ev) + ev->len > avail)
+                die("record overruns the read (len %u, %zu bytes left)", ev->len, avail);
+        if (ev->len % 16 || ev->len > 256)
+                die("bad len %u", ev->len);
+        if (ev->len && !memchr(ev->name, '\0', ev->len))
+                die("name not NUL-terminated");
+        if (ev->mask & ~INOTIFY_DEV_REPORTED_BITS)
+                die("mask %#x has bits outside 0.23's", ev->mask);
+        if (ev->wd == -1) {
+                if (ev->mask != IN_Q_OVERFLOW || ev->len)
+                        die("wd -1 with mask %#x len %u", ev->mask, ev->len);
+                cnt.overflows++;
+                return;
+        }
+        if (ev->mask == IN_Q_OVERFLOW)
+                die("IN_Q_OVERFLOW with wd %d", ev->wd);
+        if (ev->wd <= 0 || ev->wd > in->maxwd)
+                die("record for wd %d, never given (max %d), mask %#x", ev->wd, in->maxwd, ev->mask);
+        if (ev->wd < MAXWD) {
+                if (in->state[ev->wd] == 3)
+                        die("record (mask %#x) for wd %d after its IN_IGNORED", ev->mask, ev->wd);
+                if (ev->mask & IN_IGNORED) {
+                        if (ev->mask != IN_IGNORED)
+                                die("IN_IGNORED with other bits: %#x", ev->mask);
+                        in->state[ev->wd] = 3;
+                        cnt.ignored++;
+                }
+        }
+        if (!(ev->mask & (INOTIFY_DEV_ALL_EVENTS | IN_UNMOUNT | IN_IGNORED)))
+                die("record without an event bit: %#x", ev->mask);
+}
+
+static void inst_read(struct inst *in, bool block)
+{
+        char buf[4096] __attribute__((aligned(8)));
+        ssize_t n;
+        size_t off;
+
+        if (block) {
+                struct pollfd p = { .fd = in->fd, .events = POLLIN };
+
+                if (poll(&p, 1, 10) <= 0)
+                        return;
+        }
+        n = read(in->fd, buf, sizeof(buf));
+        if (n < 0) {
+                if (errno == EAGAIN)
+                        return;
+                die("read: %s", strerror(errno));
+        }
+        if (n == 0)
+                die("read returned 0");
+        for (off = 0; off < (size_t)n;) {
+                const struct inotify_event *ev = (const void *)(buf + off);
+
+                check_record(in, ev, (size_t)n - off);
+                cnt.records++;
+                off += sizeof(*ev) + ev->len;
+        }
+}
+
+static void inst_add(struct inst *in)
+{
+        struct inotify_watch_request req;
+        char path[128];
+        int fd, wd;
+
+        random_path(path, sizeof(path));
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0)
+                return; /* came and went */
+        req.fd = fd;
+        req.mask = rnd(4) ? INOTIFY_DEV_ALL_EVENTS : (1u << rnd(11)) | IN_CREATE;
+        wd = ioctl(in->fd, INOTIFY_WATCH, &req);
+        close(fd);
+        if (wd < 0) {
+                /* ENOENT: the inode is being deleted or unmounted right now. */
+                if (errno != ENOENT)
+                        die("INOTIFY_WATCH %s: %s", path, strerror(errno));
+                return;
+        }
+        cnt.adds++;
+        if (wd > in->maxwd)
+                in->maxwd = wd;
+        if (wd < MAXWD && in->state[wd] == 0)
+                in->state[wd] = 1;
+}
+
+static void inst_remove(struct inst *in)
+{
+        int wd, r, tries;
+
+        for (tries = 0; tries < 8 && in->maxwd; tries++) {
+                wd = 1 + (int)rnd((unsigned)in->maxwd);
+                if (wd >= MAXWD || in->state[wd] != 1)
+                        continue;
+                r = rnd(2) ? ioctl(in->fd, INOTIFY_IGNORE, wd) : ioctl(in->fd, INOTIFY_IGNORE, &wd);
+                /* EINVAL: it died meanwhile (deleted, unmounted); its IGNORED is queued. */
+                if (r < 0 && errno != EINVAL)
+                        die("INOTIFY_IGNORE %d: %s", wd, strerror(errno));
+                if (r == 0)
+                        cnt.removes++;
+                in->state[wd] = 2;
+                return;
+        }
+}
+
+static void watcher(int id)
+{
+        static struct inst in;
+        int flags = id % 2 ? O_NONBLOCK : 0;
+
+        srandom((unsigned)getpid());
+        inst_open(&in, flags);
+        while (vt_now() < deadline) {
+                unsigned op = rnd(100);
+
+                if (op < 2) {
+                        /* Close with watches and unread records, then a fresh one. */
+                        close(in.fd);
+                        inst_open(&in, flags);
+                } else if (op < 40) {
+                        inst_add(&in);
+                } else if (op < 55) {
+                        inst_remove(&in);
+                } else {
+                        inst_read(&in, !flags);
+                }
+        }
+        /* Watcher 0 leaves with its instance open: exit() must clean up. */
+        if (id != 0)
+                close(in.fd);
+}
+
+static void mutator(void)
+{
+        char a[160], b[160];
+        static const char *const dirs[] = { TOP "/a", TOP "/b", TOP "/m" };
+
+        srandom((unsigned)getpid());
+        while (vt_now() < deadline) {
+                const char *d1 = dirs[rnd(3)], *d2 = dirs[rnd(3)];
+                unsigned op = rnd(8);
+                int fd;
+
+                snprintf(a, sizeof(a), "%s/f%u", d1, rnd(NFILES));
+                switch (op) {
+                case 0:
+                case 1:
+                        fd = open(a, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                        if (fd >= 0) {
+                                if (write(fd, "data", 4) < 0)
+                                        die("write: %s", strerror(errno));
+                                close(fd);
+                        }
+                        break;
+                case 2:
+                        snprintf(b, sizeof(b), "%s/f%u", d2, rnd(NFILES));
+                        (void)rename(a, b);
+                        break;
+                case 3:
+                        (void)unlink(a);
+                        break;
+                case 4:
+                        (void)chmod(a, 0600 | rnd(2) * 044);
+                        break;
+                case 5:
+                        snprintf(b, sizeof(b), "%s/d%u", d1, rnd(4));
+                        (void)mkdir(b, 0755);
+                        break;
+                case 6:
+                        snprintf(b, sizeof(b), "%s/d%u", d1, rnd(4));
+                        (void)rmdir(b);
+                        break;
+                case 7:
+                        fd = open(a, O_RDONLY | O_CLOEXEC);
+                        if (fd >= 0) {
+                                char c;
+
+                                (void)!read(fd, &c, 1);
+                                close(fd);
+                        }
+                        break;
+                }
+                cnt.mutations++;
+        }
+}
+
+static void mounter(void)
+{
+        char path[160];
+        int i, tries;
+
+        srandom((unsigned)getpid());
+        while (vt_now() < deadline) {
+                if (mount("tmpfs", TOP "/m", "tmpfs", 0, "size=4m") < 0)
+                        die("mount: %s", strerror(errno));
+                for (i = 0; i < 8; i++) {
+                        int fd;
+
+                        snprintf(path, sizeof(path), TOP "/m/f%u", rnd(NFILES));
+                        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                        if (fd >= 0)
+                                close(fd);
+                }
+                /* A watcher may hold an fd for an instant while it adds a watch. */
+                for (tries = 0; umount(TOP "/m") < 0; tries++) {
+                        if (errno != EBUSY || tries > 1000)
+                                die("umount: %s", strerror(errno));
+                        usleep(1000);
+                }
+                cnt.unmounts++;
+        }
+}
+
+static void knob_turner(void)
+{
+        bool small = false;
+
+        while (vt_now() < deadline) {
+                small = !small;
+                if (vt_sysfs_set(SYSFS_DIR "/max_queued_events", small ? "32" : "16384") < 0)
+                        die("set max_queued_events");
+                usleep(50000);
+        }
+        vt_sysfs_set(SYSFS_DIR "/max_queued_events", "16384");
+}
+
+static pid_t spawn(void (*fn)(int), int arg)
+{
+        pid_t pid = fork();
+
+        if (pid < 0) {
+                vt_line("FAIL stress: fork: %s", strerror(errno));
+                exit(1);
+        }
+        if (pid == 0) {
+                fn(arg);
+                if (write(report_fd, &cnt, sizeof(cnt)) != (ssize_t)sizeof(cnt))
+                        _exit(2);
+                _exit(0);
+        }
+        return pid;
+}
+
+static void run_mutator(int arg)
+{
+        (void)arg;
+        mutator();
+}
+
+static void run_mounter(int arg)
+{
+        (void)arg;
+        mounter();
+}
+
+static void run_knob(int arg)
+{
+        (void)arg;
+        knob_turner();
+}
+
+int main(int argc, char **argv)
+{
+        int seconds = argc > 1 ? atoi(argv[1]) : 30;
+        struct counts total = { 0 }, c;
+        int pipefd[2], i, status, failed = 0, nchild = 0;
+        double t0;
+        pid_t pid;
+
+        if (seconds <= 0)
+                seconds = 30;
+        if ((mkdir(TOP, 0755) < 0 && errno != EEXIST) || (mkdir(TOP "/a", 0755) < 0 && errno != EEXIST) ||
+            (mkdir(TOP "/b", 0755) < 0 && errno != EEXIST) || (mkdir(TOP "/m", 0755) < 0 && errno != EEXIST)) {
+                vt_line("FAIL stress: mkdir: %s", strerror(errno));
+                return 1;
+        }
+        if (pipe(pipefd) < 0) {
+                vt_line("FAIL stress: pipe: %s", strerror(errno));
+                return 1;
+        }
+        report_fd = pipefd[1];
+        t0 = vt_now();
+        deadline = t0 + seconds;
+        for (i = 0; i < 4; i++, nchild++)
+                spawn(watcher, i);
+        for (i = 0; i < 3; i++, nchild++)
+                spawn(run_mutator, 0);
+        spawn(run_mounter, 0);
+        spawn(run_knob, 0);
+        nchild += 2;
+        close(pipefd[1]);
+
+        /* Children that hang are killed 30 s after the deadline. */
+        alarm((unsigned)seconds + 30);
+        while ((pid = wait(&status)) > 0) {
+                if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                        if (WIFSIGNALED(status))
+                                vt_line("FAIL stress: child %d killed by signal %d", (int)pid, WTERMSIG(status));
+                        failed++;
+                }
+        }
+        while (read(pipefd[0], &c, sizeof(c)) == (ssize_t)sizeof(c)) {
+                total.opens += c.opens;
+                total.adds += c.adds;
+                total.removes += c.removes;
+                total.records += c.records;
+                total.overflows += c.overflows;
+                total.ignored += c.ignored;
+                total.mutations += c.mutations;
+                total.unmounts += c.unmounts;
+                nchild--;
+        }
+        if (failed || nchild) {
+                vt_line("FAIL stress: %d children failed, %d did not report", failed, nchild);
+                return 1;
+        }
+        vt_line("PASS stress: %.0f s, %ld instances, %ld watches added, %ld removed, %ld records read "
+                "(%ld IN_IGNORED, %ld IN_Q_OVERFLOW), %ld file operations, %ld unmounts",
+                vt_now() - t0, total.opens, total.adds, total.removes, total.records, total.ignored,
+                total.overflows, total.mutations, total.unmounts);
+        return 0;
+}
