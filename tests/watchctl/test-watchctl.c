@@ -1,0 +1,685 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-watchctl - the real watchctl against a real watchd on a private bus
+ *
+ * One private dbus-daemon (its own config: any uid may connect, so that a
+ * child dropped to "nobody" can be refused by watchd rather than by the bus)
+ * and one watchd on it with the syscall backend, started once. Each test runs
+ * the watchctl binary with GSubprocess, waits for "watches established" on
+ * its stderr, changes real files, and checks the lines and the exit status.
+ * Nothing sleeps: every wait is for an output line, an exit or a bus name,
+ * with a deadline that fails the test loudly and shows what the process said.
+ *
+ * Environment: WATCHCTL and WATCHD, the binaries under test.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+
+#define WATCHD_BUS_NAME "org.example.Inotify"
+#define DEADLINE_SECONDS 20
+
+typedef struct Env {
+        const char *watchctl;
+        const char *watchd;
+        char *tmp;              /* removed at the end */
+        char *address;          /* of the private bus */
+        GSubprocess *bus;
+        GSubprocess *daemon;
+        GDBusConnection *conn;  /* the test's own, to see the bus name */
+        char *owner;            /* unique name of org.example.Inotify, or NULL */
+        guint counter;
+} Env;
+
+static Env env;
+
+/* ------------------------------------------------------------------------ */
+/* Processes whose output is read line by line as it comes */
+
+typedef struct Proc {
+        char *name;
+        GSubprocess *sp;
+        GString *out, *err;
+        GDataInputStream *out_in, *err_in;
+        gboolean out_eof, err_eof;
+        gboolean exited;
+        int status;             /* exit status, or 128 + signal */
+} Proc;
+
+static void read_next_line(Proc *p, GDataInputStream *in);
+
+static void on_line(GObject *source, GAsyncResult *res, gpointer userdata) {
+        Proc *p = userdata;
+        GDataInputStream *in = G_DATA_INPUT_STREAM(source);
+        g_autoptr(GError) error = NULL;
+        g_autofree char *line = g_data_input_stream_read_line_finish_utf8(in, res, NULL, &error);
+        GString *buf = in == p->out_in ? p->out : p->err;
+
+        if (!line) {
+                if (error)
+                        g_string_append_printf(buf, "[read error: %s]\n", error->message);
+                if (in == p->out_in)
+                        p->out_eof = TRUE;
+                else
+                        p->err_eof = TRUE;
+                return;
+        }
+        g_string_append(buf, line);
+        g_string_append_c(buf, '\n');
+        read_next_line(p, in);
+}
+
+static void read_next_line(Proc *p, GDataInputStream *in) {
+        g_data_input_stream_read_line_async(in, G_PRIORITY_DEFAULT, NULL, on_line, p);
+}
+
+static void on_proc_exit(GObject *source, GAsyncResult *res, gpointer userdata) {
+        Proc *p = userdata;
+
+        g_subprocess_wait_finish(p->sp, res, NULL);
+        p->exited = TRUE;
+        if (g_subprocess_get_if_exited(p->sp))
+                p->status = g_subprocess_get_exit_status(p->sp);
+        else
+                p->status = 128 + g_subprocess_get_term_sig(p->sp);
+}
+
+/* Children die with the test, even when it aborts. */
+static void child_setup_pdeathsig(gpointer userdata) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* And, for the access tests, become nobody first. */
+static void child_setup_nobody(gpointer userdata) {
+        const struct passwd *pw = userdata;
+
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+                _exit(125);
+}
+
+static Proc *proc_start_full(const struct passwd *as, const char *const *argv) {
+        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                                                     G_SUBPROCESS_FLAGS_STDERR_PIPE);
+        g_autoptr(GError) error = NULL;
+        Proc *p = g_new0(Proc, 1);
+
+        if (as)
+                g_subprocess_launcher_set_child_setup(l, child_setup_nobody, (gpointer) as, NULL);
+        else
+                g_subprocess_launcher_set_child_setup(l, child_setup_pdeathsig, NULL, NULL);
+        p->name = g_path_get_basename(argv[0]);
+        p->sp = g_subprocess_launcher_spawnv(l, argv, &error);
+        g_assert_no_error(error);
+        p->out = g_string_new(NULL);
+        p->err = g_string_new(NULL);
+        p->out_in = g_data_input_stream_new(g_subprocess_get_stdout_pipe(p->sp));
+        p->err_in = g_data_input_stream_new(g_subprocess_get_stderr_pipe(p->sp));
+        read_next_line(p, p->out_in);
+        read_next_line(p, p->err_in);
+        g_subprocess_wait_async(p->sp, NULL, on_proc_exit, p);
+        return p;
+}
+
+static void proc_free(Proc *p) {
+        if (!p)
+                return;
+        if (!p->exited)
+                g_subprocess_force_exit(p->sp);
+        /* Let the pending reads and the wait finish before freeing. */
+        while (!(p->exited && p->out_eof && p->err_eof))
+                g_main_context_iteration(NULL, TRUE);
+        g_object_unref(p->out_in);
+        g_object_unref(p->err_in);
+        g_object_unref(p->sp);
+        g_string_free(p->out, TRUE);
+        g_string_free(p->err, TRUE);
+        g_free(p->name);
+        g_free(p);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Proc, proc_free)
+
+/* Iterates the main loop until cond(data) holds; fails loudly at the
+ * deadline, showing what p (if any) printed. */
+static void wait_until(const char *what, gboolean (*cond)(gpointer), gpointer data, Proc *p) {
+        gint64 deadline = g_get_monotonic_time() + DEADLINE_SECONDS * G_USEC_PER_SEC;
+
+        while (!cond(data)) {
+                if (g_get_monotonic_time() > deadline) {
+                        if (p)
+                                g_printerr("--- %s stdout:\n%s--- %s stderr:\n%s---\n",
+                                           p->name, p->out->str, p->name, p->err->str);
+                        g_error("timed out after %d s waiting for %s", DEADLINE_SECONDS, what);
+                }
+                g_main_context_iteration(NULL, TRUE);
+        }
+}
+
+typedef struct {
+        Proc *p;
+        const char *text;
+} Wanted;
+
+static gboolean has_stderr(gpointer data) {
+        Wanted *w = data;
+
+        return strstr(w->p->err->str, w->text) != NULL;
+}
+
+static void wait_stderr(Proc *p, const char *text) {
+        Wanted w = { p, text };
+        g_autofree char *what = g_strdup_printf("\"%s\" on the stderr of %s", text, p->name);
+
+        wait_until(what, has_stderr, &w, p);
+}
+
+static gboolean proc_done(gpointer data) {
+        Proc *p = data;
+
+        return p->exited && p->out_eof && p->err_eof;
+}
+
+/* Waits for p to exit (and its output to be read); returns its status. */
+static int wait_exit(Proc *p) {
+        g_autofree char *what = g_strdup_printf("%s to exit", p->name);
+
+        wait_until(what, proc_done, p, p);
+        return p->status;
+}
+
+static void assert_exit(Proc *p, int status) {
+        int got = wait_exit(p);
+
+        if (got != status) {
+                g_printerr("--- %s stdout:\n%s--- %s stderr:\n%s---\n", p->name, p->out->str, p->name, p->err->str);
+                g_error("%s exited with status %d, expected %d", p->name, got, status);
+        }
+}
+
+static gboolean has_lines(gpointer data) {
+        Wanted *w = data;
+        guint n = 0;
+
+        for (const char *s = w->p->out->str; *s; s++)
+                n += *s == '\n';
+        return n >= GPOINTER_TO_UINT(w->text);
+}
+
+static void wait_stdout_lines(Proc *p, guint n) {
+        Wanted w = { p, GUINT_TO_POINTER(n) };
+        g_autofree char *what = g_strdup_printf("%u lines on the stdout of %s", n, p->name);
+
+        wait_until(what, has_lines, &w, p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The private bus and the daemon */
+
+static void on_name_appeared(GDBusConnection *c, const char *name, const char *owner, gpointer userdata) {
+        g_free(env.owner);
+        env.owner = g_strdup(owner);
+}
+
+static void on_name_vanished(GDBusConnection *c, const char *name, gpointer userdata) {
+        g_clear_pointer(&env.owner, g_free);
+}
+
+static gboolean name_owned(gpointer data) {
+        return env.owner != NULL;
+}
+
+static gboolean name_free(gpointer data) {
+        return env.owner == NULL;
+}
+
+static void start_bus(void) {
+        g_autofree char *conf = g_build_filename(env.tmp, "bus.conf", NULL);
+        g_autofree char *socket = g_build_filename(env.tmp, "bus", NULL);
+        g_autofree char *text = g_strdup_printf(
+                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+                " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+                "<busconfig>\n"
+                "  <type>session</type>\n"
+                "  <listen>unix:path=%s</listen>\n"
+                "  <auth>EXTERNAL</auth>\n"
+                "  <policy context=\"default\">\n"
+                "    <allow user=\"*\"/>\n"
+                "    <allow send_destination=\"*\" eavesdrop=\"true\"/>\n"
+                "    <allow eavesdrop=\"true\"/>\n"
+                "    <allow own=\"*\"/>\n"
+                "  </policy>\n"
+                "</busconfig>\n", socket);
+        g_autofree char *conf_arg = g_strdup_printf("--config-file=%s", conf);
+        const char *argv[] = { "dbus-daemon", conf_arg, "--nofork", "--print-address=1", NULL };
+        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+        g_autoptr(GDataInputStream) in = NULL;
+        g_autoptr(GError) error = NULL;
+
+        g_assert_true(g_file_set_contents(conf, text, -1, &error));
+        g_subprocess_launcher_set_child_setup(l, child_setup_pdeathsig, NULL, NULL);
+        env.bus = g_subprocess_launcher_spawnv(l, argv, &error);
+        g_assert_no_error(error);
+        /* dbus-daemon prints its address once it listens. */
+        in = g_data_input_stream_new(g_subprocess_get_stdout_pipe(env.bus));
+        env.address = g_data_input_stream_read_line_utf8(in, NULL, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_nonnull(env.address);
+        /* Any uid may connect (nobody, for the access test). */
+        g_assert_cmpint(chmod(socket, 0777), ==, 0);
+
+        env.conn = g_dbus_connection_new_for_address_sync(env.address,
+                                                          G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                          G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                          NULL, NULL, &error);
+        g_assert_no_error(error);
+        g_bus_watch_name_on_connection(env.conn, WATCHD_BUS_NAME, G_BUS_NAME_WATCHER_FLAGS_NONE,
+                                       on_name_appeared, on_name_vanished, NULL, NULL);
+}
+
+static void start_watchd(void) {
+        g_autofree char *conf = g_build_filename(env.tmp, "watchd.conf", NULL);  /* absent: defaults */
+        const char *argv[] = { env.watchd, "--config", conf, "--address", env.address,
+                               "--backend", "syscall", NULL };
+        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+        g_autoptr(GError) error = NULL;
+
+        g_assert_null(env.daemon);
+        g_subprocess_launcher_set_child_setup(l, child_setup_pdeathsig, NULL, NULL);
+        env.daemon = g_subprocess_launcher_spawnv(l, argv, &error);
+        g_assert_no_error(error);
+        wait_until("watchd to own " WATCHD_BUS_NAME, name_owned, NULL, NULL);
+}
+
+static void stop_watchd(void) {
+        g_autoptr(GError) error = NULL;
+
+        g_assert_nonnull(env.daemon);
+        g_subprocess_send_signal(env.daemon, SIGTERM);
+        g_assert_true(g_subprocess_wait(env.daemon, NULL, &error));
+        g_assert_no_error(error);
+        g_assert_true(g_subprocess_get_if_exited(env.daemon));
+        g_assert_cmpint(g_subprocess_get_exit_status(env.daemon), ==, 0);
+        g_clear_object(&env.daemon);
+        wait_until("the bus to see watchd gone", name_free, NULL, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Helpers of the tests */
+
+/* watchctl --address ADDR ARGS... (args ends with NULL) */
+static Proc *watchctl_as(const struct passwd *as, const char *const *args) {
+        g_autoptr(GPtrArray) argv = g_ptr_array_new();
+
+        g_ptr_array_add(argv, (gpointer) env.watchctl);
+        g_ptr_array_add(argv, "--address");
+        g_ptr_array_add(argv, env.address);
+        for (const char *const *a = args; *a; a++)
+                g_ptr_array_add(argv, (gpointer) *a);
+        g_ptr_array_add(argv, NULL);
+        return proc_start_full(as, (const char *const *) argv->pdata);
+}
+#define WATCHCTL_AS(as, ...) watchctl_as((as), (const char *const []) { __VA_ARGS__, NULL })
+#define WATCHCTL(...) WATCHCTL_AS(NULL, __VA_ARGS__)
+
+/* A fresh directory for one test, readable by everyone. */
+static char *make_dir(void) {
+        char *d = g_strdup_printf("%s/t%u", env.tmp, ++env.counter);
+
+        g_assert_cmpint(mkdir(d, 0755), ==, 0);
+        return d;
+}
+
+static void write_file(const char *path, const char *text) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(write(fd, text, strlen(text)), ==, (ssize_t) strlen(text));
+        g_assert_cmpint(close(fd), ==, 0);
+}
+
+static void start_watch_established(Proc *p) {
+        wait_stderr(p, "watchctl: watches established\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* The tests */
+
+static void test_create_modify_delete(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *f = g_build_filename(dir, "f", NULL);
+        g_autofree char *want = g_strdup_printf("CREATE %s\nMODIFY %s\nDELETE %s\n", f, f, f);
+        g_autoptr(Proc) p = WATCHCTL("watch", "-e", "create,modify,delete", "--count", "3", dir);
+        int fd;
+
+        start_watch_established(p);
+        fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(write(fd, "x", 1), ==, 1);
+        g_assert_cmpint(close(fd), ==, 0);
+        g_assert_cmpint(unlink(f), ==, 0);
+        assert_exit(p, 0);
+        g_assert_cmpstr(p->out->str, ==, want);
+}
+
+static void test_rename_one_line(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *a = g_build_filename(dir, "a", NULL);
+        g_autofree char *b = g_build_filename(dir, "b c", NULL);
+        g_autofree char *want = g_strdup_printf("MOVED_FROM,MOVED_TO %s -> %s\n", a, b);
+        g_autoptr(Proc) p = NULL;
+
+        write_file(a, "x");
+        p = WATCHCTL("watch", "-e", "moved", "--count", "1", dir);
+        start_watch_established(p);
+        g_assert_cmpint(rename(a, b), ==, 0);
+        assert_exit(p, 0);
+        g_assert_cmpstr(p->out->str, ==, want);
+}
+
+static void test_event_filter(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *f = g_build_filename(dir, "f", NULL);
+        g_autofree char *want = g_strdup_printf("DELETE %s\n", f);
+        g_autoptr(Proc) p = WATCHCTL("watch", "-e", "DELETE", "--count", "1", dir);
+
+        start_watch_established(p);
+        write_file(f, "created, written, closed: none of it asked for");
+        g_assert_cmpint(chmod(f, 0600), ==, 0);
+        g_assert_cmpint(unlink(f), ==, 0);
+        assert_exit(p, 0);
+        g_assert_cmpstr(p->out->str, ==, want);
+}
+
+static void test_format(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *sub = g_build_filename(dir, "sub", NULL);
+        g_autoptr(Proc) p = WATCHCTL("watch", "-e", "create", "--count", "1",
+                                     "--format", "%w|%f|%e|%:e|%c|%p|[%n]|%%|%i", dir);
+        g_autofree char *prefix = g_strdup_printf("%s|sub|CREATE,ISDIR|CREATE:ISDIR|0|%s|[]|%%|", dir, sub);
+        const char *id;
+        guint64 n;
+
+        start_watch_established(p);
+        g_assert_cmpint(mkdir(sub, 0755), ==, 0);
+        assert_exit(p, 0);
+        g_assert_true(g_str_has_prefix(p->out->str, prefix));
+        id = p->out->str + strlen(prefix);
+        g_assert_true(g_str_has_suffix(id, "\n"));
+        g_autofree char *idtext = g_strndup(id, strlen(id) - 1);
+        g_assert_true(g_ascii_string_to_unsigned(idtext, 10, 1, G_MAXUINT32, &n, NULL));
+}
+
+static JsonObject *parse_line(JsonParser *parser, const char *line) {
+        g_autoptr(GError) error = NULL;
+
+        if (!json_parser_load_from_data(parser, line, -1, &error))
+                g_error("not JSON: '%s': %s", line, error->message);
+        g_assert_true(JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser)));
+        return json_node_get_object(json_parser_get_root(parser));
+}
+
+static void test_json(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *a = g_build_filename(dir, "a", NULL);
+        g_autofree char *b = g_build_filename(dir, "q\"uote\\d", NULL);
+        g_autoptr(Proc) p = WATCHCTL("watch", "--json", "-e", "create,move", "--count", "2", dir);
+        g_autoptr(JsonParser) parser = json_parser_new();
+        g_auto(GStrv) lines = NULL;
+        JsonObject *o;
+        JsonArray *events;
+
+        start_watch_established(p);
+        write_file(a, "");
+        g_assert_cmpint(rename(a, b), ==, 0);
+        assert_exit(p, 0);
+
+        lines = g_strsplit(p->out->str, "\n", -1);
+        g_assert_cmpuint(g_strv_length(lines), ==, 3);     /* two lines and "" */
+        g_assert_cmpstr(lines[2], ==, "");
+
+        o = parse_line(parser, lines[0]);
+        g_assert_cmpstr(json_object_get_string_member(o, "type"), ==, "event");
+        g_assert_cmpstr(json_object_get_string_member(o, "path"), ==, a);
+        g_assert_cmpstr(json_object_get_string_member(o, "watch"), ==, dir);
+        g_assert_cmpstr(json_object_get_string_member(o, "file"), ==, "a");
+        g_assert_cmpint(json_object_get_int_member(o, "mask"), ==, 0x100);
+        g_assert_true(json_object_get_null_member(o, "new_path"));
+        g_assert_cmpint(json_object_get_int_member(o, "cookie"), ==, 0);
+        g_assert_cmpint(json_object_get_int_member(o, "id"), >, 0);
+        events = json_object_get_array_member(o, "events");
+        g_assert_cmpuint(json_array_get_length(events), ==, 1);
+        g_assert_cmpstr(json_array_get_string_element(events, 0), ==, "CREATE");
+
+        o = parse_line(parser, lines[1]);
+        g_assert_cmpstr(json_object_get_string_member(o, "path"), ==, a);
+        g_assert_cmpstr(json_object_get_string_member(o, "new_path"), ==, b);
+        g_assert_cmpint(json_object_get_int_member(o, "mask"), ==, 0xc0);
+        g_assert_cmpint(json_object_get_int_member(o, "cookie"), !=, 0);
+        events = json_object_get_array_member(o, "events");
+        g_assert_cmpuint(json_array_get_length(events), ==, 2);
+        g_assert_cmpstr(json_array_get_string_element(events, 0), ==, "MOVED_FROM");
+        g_assert_cmpstr(json_array_get_string_element(events, 1), ==, "MOVED_TO");
+}
+
+static void test_timeout(void) {
+        g_autofree char *dir = make_dir();
+        g_autoptr(Proc) quiet = WATCHCTL("watch", "--timeout", "0.3", dir);
+        g_autoptr(Proc) short_of_count = NULL;
+        g_autofree char *f = g_build_filename(dir, "f", NULL);
+        g_autofree char *want = g_strdup_printf("CREATE %s\n", f);
+
+        /* Nothing happens: status 3, nothing printed. */
+        assert_exit(quiet, 3);
+        g_assert_cmpstr(quiet->out->str, ==, "");
+
+        /* One event of the two asked for: status 3, the one printed. */
+        short_of_count = WATCHCTL("watch", "-e", "create", "--count", "2", "--timeout", "0.5", dir);
+        start_watch_established(short_of_count);
+        write_file(f, "");
+        assert_exit(short_of_count, 3);
+        g_assert_cmpstr(short_of_count->out->str, ==, want);
+}
+
+static void test_list(void) {
+        g_autofree char *d1 = make_dir();
+        g_autofree char *d2 = make_dir();
+        g_autoptr(Proc) p = WATCHCTL("list", "-e", "create,delete", d1, d2);
+        g_autofree char *tail1 = g_strdup_printf(" CREATE,DELETE - %s", d1);
+        g_autofree char *tail2 = g_strdup_printf(" CREATE,DELETE - %s", d2);
+        g_auto(GStrv) lines = NULL;
+
+        assert_exit(p, 0);
+        lines = g_strsplit(p->out->str, "\n", -1);
+        g_assert_cmpuint(g_strv_length(lines), ==, 3);
+        /* "ID EVENTS FLAGS PATH", one per path, in any order */
+        g_assert_true((g_str_has_suffix(lines[0], tail1) && g_str_has_suffix(lines[1], tail2)) ||
+                      (g_str_has_suffix(lines[0], tail2) && g_str_has_suffix(lines[1], tail1)));
+}
+
+static void test_stats(void) {
+        g_autoptr(Proc) text = WATCHCTL("stats");
+        g_autoptr(Proc) json = WATCHCTL("stats", "--json");
+        g_autoptr(JsonParser) parser = json_parser_new();
+        static const char *const keys[] = {
+                "version", "clients", "subscriptions", "kernel_watches",
+                "events_read", "events_delivered", "overflows", "backend",
+        };
+        JsonObject *o;
+
+        assert_exit(text, 0);
+        g_assert_true(g_regex_match_simple("^version +[0-9]", text->out->str, G_REGEX_MULTILINE, 0));
+        g_assert_true(g_regex_match_simple("^backend +syscall$", text->out->str, G_REGEX_MULTILINE, 0));
+        g_assert_true(g_regex_match_simple("^subscriptions +[0-9]+$", text->out->str, G_REGEX_MULTILINE, 0));
+
+        assert_exit(json, 0);
+        o = parse_line(parser, json->out->str);
+        for (size_t i = 0; i < G_N_ELEMENTS(keys); i++)
+                if (!json_object_has_member(o, keys[i]))
+                        g_error("stats --json has no \"%s\": %s", keys[i], json->out->str);
+        g_assert_cmpstr(json_object_get_string_member(o, "backend"), ==, "syscall");
+}
+
+static void test_missing_path(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *nope = g_build_filename(dir, "nope", NULL);
+        g_autofree char *want = g_strdup_printf("watchctl: %s: no such file or directory (FileNotFound)\n", nope);
+        g_autoptr(Proc) p = WATCHCTL("watch", dir, nope);
+
+        assert_exit(p, 1);
+        g_assert_cmpstr(p->err->str, ==, want);
+        g_assert_cmpstr(p->out->str, ==, "");
+}
+
+static void test_permission_denied(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *secret = g_build_filename(dir, "secret", NULL);
+        g_autofree char *want = g_strdup_printf("watchctl: %s: permission denied (AccessDenied)\n", secret);
+        g_autoptr(Proc) p = NULL;
+        const struct passwd *nobody;
+
+        if (geteuid() != 0) {
+                g_test_skip("needs root to run watchctl as nobody");
+                return;
+        }
+        nobody = getpwnam("nobody");
+        g_assert_nonnull(nobody);
+        g_assert_cmpint(mkdir(secret, 0700), ==, 0);
+        p = WATCHCTL_AS(nobody, "watch", secret);
+        assert_exit(p, 1);
+        g_assert_cmpstr(p->err->str, ==, want);
+}
+
+static void test_not_running(void) {
+        g_autofree char *want = g_strdup_printf(
+                "watchctl: watchd is not running on the bus at %s: start it with `watchd --address %s`\n",
+                env.address, env.address);
+        g_autoptr(Proc) p = NULL;
+
+        stop_watchd();
+        p = WATCHCTL("stats");
+        assert_exit(p, 1);
+        g_assert_cmpstr(p->err->str, ==, want);
+        start_watchd();
+}
+
+static void test_usage_errors(void) {
+        static const char *const cases[][6] = {
+                { "watch", "-e", "crate", "/", NULL },
+                { "watch", "-e", "unmount", "/", NULL },
+                { "watch", "--format", "%z", "/", NULL },
+                { "watch", "--json", "--format", "%e", "/", NULL },
+                { "watch", "--count", "0", "/", NULL },
+                { "watch", "--timeout", "soon", "/", NULL },
+                { "watch", NULL },
+                { "frobnicate", NULL },
+                { "stats", "--bogus", NULL },
+                { "stats", "--session", NULL },         /* and --address */
+        };
+
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                g_autoptr(Proc) p = watchctl_as(NULL, cases[i]);
+
+                g_test_message("watchctl %s %s ...", cases[i][0], cases[i][1] ? cases[i][1] : "");
+                assert_exit(p, 2);
+                /* one line saying what is wrong, one saying where to look */
+                g_assert_true(g_str_has_prefix(p->err->str, "watchctl: "));
+                g_assert_nonnull(strstr(p->err->str, "--help"));
+                g_assert_cmpstr(p->out->str, ==, "");
+        }
+}
+
+static void test_watch_removed(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *sub = g_build_filename(dir, "sub", NULL);
+        g_autofree char *want = g_strdup_printf("watchctl: \"%s\" is no longer watched (deleted)\n"
+                                                "watchctl: no watch left\n", sub);
+        g_autoptr(Proc) p = NULL;
+
+        g_assert_cmpint(mkdir(sub, 0755), ==, 0);
+        p = WATCHCTL("watch", "-e", "create", sub);
+        start_watch_established(p);
+        g_assert_cmpint(rmdir(sub), ==, 0);
+        assert_exit(p, 4);
+        g_assert_true(g_str_has_suffix(p->err->str, want));
+}
+
+static void test_restart(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *f = g_build_filename(dir, "after-restart", NULL);
+        g_autofree char *missed = g_build_filename(dir, "missed", NULL);
+        g_autofree char *want = g_strdup_printf("CREATE %s\n", f);
+        g_autoptr(Proc) p = WATCHCTL("watch", "-e", "create", dir);
+
+        start_watch_established(p);
+        stop_watchd();
+        wait_stderr(p, "watchctl: watchd left the bus at");
+        write_file(missed, "made while watchd was away");
+        start_watchd();
+        wait_stderr(p, "watchctl: watchd restarted; events between ");
+        g_assert_true(g_regex_match_simple("watchd restarted; events between [0-9:]{8} and [0-9:]{8} "
+                                           "may have been missed\n", p->err->str, 0, 0));
+        write_file(f, "");
+        wait_stdout_lines(p, 1);
+        g_assert_cmpstr(p->out->str, ==, want);
+        g_subprocess_send_signal(p->sp, SIGTERM);
+        assert_exit(p, 0);
+}
+
+int main(int argc, char **argv) {
+        g_autoptr(GError) error = NULL;
+        int r;
+
+        g_test_init(&argc, &argv, NULL);
+        env.watchctl = g_getenv("WATCHCTL");
+        env.watchd = g_getenv("WATCHD");
+        if (!env.watchctl || !env.watchd) {
+                g_printerr("WATCHCTL and WATCHD must name the binaries under test\n");
+                return 1;
+        }
+        env.tmp = g_dir_make_tmp("test-watchctl-XXXXXX", &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(chmod(env.tmp, 0755), ==, 0);      /* nobody walks in too */
+        start_bus();
+        start_watchd();
+
+        g_test_add_func("/watchctl/watch/create-modify-delete", test_create_modify_delete);
+        g_test_add_func("/watchctl/watch/rename-one-line", test_rename_one_line);
+        g_test_add_func("/watchctl/watch/event-filter", test_event_filter);
+        g_test_add_func("/watchctl/watch/format", test_format);
+        g_test_add_func("/watchctl/watch/json", test_json);
+        g_test_add_func("/watchctl/watch/timeout", test_timeout);
+        g_test_add_func("/watchctl/watch/watch-removed", test_watch_removed);
+        g_test_add_func("/watchctl/list", test_list);
+        g_test_add_func("/watchctl/stats", test_stats);
+        g_test_add_func("/watchctl/errors/missing-path", test_missing_path);
+        g_test_add_func("/watchctl/errors/permission-denied", test_permission_denied);
+        g_test_add_func("/watchctl/errors/not-running", test_not_running);
+        g_test_add_func("/watchctl/errors/usage", test_usage_errors);
+        g_test_add_func("/watchctl/restart", test_restart);
+        r = g_test_run();
+
+        if (env.daemon)
+                stop_watchd();
+        g_subprocess_send_signal(env.bus, SIGTERM);
+        g_subprocess_wait(env.bus, NULL, NULL);
+        g_clear_object(&env.conn);
+        {
+                const char *rm[] = { "rm", "-rf", "--", env.tmp, NULL };
+                int status = 0;
+
+                if (!g_spawn_sync(NULL, (char **) rm, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL,
+                                  &status, NULL) || status != 0)
+                        g_printerr("could not remove %s\n", env.tmp);
+        }
+        return r;
+}
