@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * backend - choosing and freeing a kernel interface
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "backend.h"
+#include "log.h"
+
+int backend_new(BackendType type, const char *device, Backend **ret) {
+        int r;
+
+        switch (type) {
+        case BACKEND_DEVICE:
+                return backend_device_new(device, ret);
+        case BACKEND_SYSCALL:
+                return backend_syscall_new(ret);
+        case BACKEND_AUTO:
+                r = backend_device_new(device, ret);
+                if (r >= 0)
+                        return r;
+                log_info_errno(r, "Cannot open '%s' (%m), using the inotify syscalls.", device);
+                return backend_syscall_new(ret);
+        default:
+                return -EINVAL;
+        }
+}
+
+Backend *backend_free(Backend *b) {
+        if (b)
+                b->ops->free(b);
+        return NULL;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * backend - the kernel interface, behind one small interface
+ *
+ * Two implementations: "device" (/dev/inotify from the inotify_dev module,
+ * inotify 0.23 ABI: ioctl INOTIFY_WATCH with an open fd, INOTIFY_IGNORE with
+ * a pointer to the wd) and "syscall" (inotify_init1(2)). Both hand back
+ * the same record bytes (struct inotify_event), decoded by event_decode.
+ * Only the backend touches the kernel fd; the rest of the daemon cannot tell
+ * the two apart, except by the name and the limit hint used in messages.
+ *
+ * A watch is always placed through an fd the daemon has opened (with the
+ * caller's credentials), never by path, so the object checked is the object
+ * watched. Masks are the eleven 0.23 events only: ONESHOT is the daemon's.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+
+typedef struct Backend Backend;
+
+typedef struct BackendOps {
+        const char *name;               /* "device" or "syscall" */
+        int (*add_watch)(Backend *b, int fd, uint32_t mask, int *ret_wd);
+        int (*rm_watch)(Backend *b, int wd);
+        /* Return: bytes read (> 0), or -EAGAIN when nothing is queued, or -errno. */
+        ssize_t (*read)(Backend *b, void *buf, size_t size);
+        void (*free)(Backend *b);
+} BackendOps;
+
+struct Backend {
+        const BackendOps *ops;
+        int fd;                         /* the kernel fd, -1 for a fake */
+        char *limit_hint;               /* how to raise the kernel's watch limit */
+};
+
+/* BACKEND_AUTO: the device if it can be opened, else the syscalls. */
+int backend_new(BackendType type, const char *device, Backend **ret);
+int backend_device_new(const char *device, Backend **ret);
+int backend_syscall_new(Backend **ret);
+Backend *backend_free(Backend *b);
+
+/* The smallest read buffer: one record with the longest name (16 + 256). */
+#define BACKEND_MIN_READ 272u
+
+static inline const char *backend_name(const Backend *b) {
+        return b->ops->name;
+}
+
+/* The fd to poll for readability. */
+static inline int backend_get_fd(const Backend *b) {
+        return b->fd;
+}
+
+/* Watches the object open at fd for mask; the same inode gives the same wd. Return: 0 or -errno. */
+static inline int backend_add_watch(Backend *b, int fd, uint32_t mask, int *ret_wd) {
+        return b->ops->add_watch(b, fd, mask, ret_wd);
+}
+
+/* Removes a watch; the kernel queues IN_IGNORED for it. Return: 0 or -errno (-EINVAL: unknown wd). */
+static inline int backend_rm_watch(Backend *b, int wd) {
+        return b->ops->rm_watch(b, wd);
+}
+
+static inline ssize_t backend_read(Backend *b, void *buf, size_t size) {
+        return b->ops->read(b, buf, size);
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * backend_device - the kernel interface on /dev/inotify (inotify 0.23 ABI)
+ *
+ * The differences from the syscalls that matter here (research/abi.md §B):
+ * wd 0 is valid; the device silently drops mask bits it does not know (we
+ * only pass the eleven 0.23 events); it has no IN_ONESHOT (the daemon does
+ * oneshot itself, for both backends) and no IN_MOVE_SELF; a read() whose
+ * buffer is too small for the next record returns 0 rather than EINVAL, which
+ * cannot happen with the daemon's buffer (>= BACKEND_MIN_READ) but is not
+ * mistaken for end of file either. INOTIFY_IGNORE gets a pointer to the wd,
+ * the 2005 form that the module reads unambiguously for any wd.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "event_bits.h"
+#include "macro.h"
+
+static int device_add_watch(Backend *b, int fd, uint32_t mask, int *ret_wd) {
+        struct inotify_watch_request req = {
+                .fd = fd,
+                .mask = mask,
+        };
+        int wd;
+
+        wd = ioctl(b->fd, INOTIFY_WATCH, &req);
+        if (wd < 0)
+                return negative_errno();
+        *ret_wd = wd;
+        return 0;
+}
+
+static int device_rm_watch(Backend *b, int wd) {
+        if (ioctl(b->fd, INOTIFY_IGNORE, &wd) < 0)
+                return negative_errno();
+        return 0;
+}
+
+static ssize_t device_read(Backend *b, void *buf, size_t size) {
+        ssize_t n;
+
+        if (size < BACKEND_MIN_READ)
+                return -ENOBUFS;
+        n = read(b->fd, buf, size);
+        if (n < 0)
+                return errno == EWOULDBLOCK ? -EAGAIN : negative_errno();
+        if (n == 0)
+                return -ENOBUFS;        /* 0.23: the next record does not fit */
+        return n;
+}
+
+static void device_free(Backend *b) {
+        safe_close(b->fd);
+        free(b->limit_hint);
+        free(b);
+}
+
+static const BackendOps device_ops = {
+        .name = "device",
+        .add_watch = device_add_watch,
+        .rm_watch = device_rm_watch,
+        .read = device_read,
+        .free = device_free,
+};
+
+int backend_device_new(const char *device, Backend **ret) {
+        Backend *b;
+        int r;
+
+        b = calloc(1, sizeof(Backend));
+        if (!b)
+                return -ENOMEM;
+        b->ops = &device_ops;
+        b->fd = open(device, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (b->fd < 0) {
+                r = negative_errno();
+                device_free(b);
+                return r;
+        }
+        if (asprintf(&b->limit_hint, "/sys/class/misc/inotify/max_user_watches") < 0) {
+                b->limit_hint = NULL;
+                device_free(b);
+                return -ENOMEM;
+        }
+        *ret = b;
+        return 0;
+}

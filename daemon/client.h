@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * client - one bus connection that holds subscriptions
+ *
+ * A connection becomes a client at its first AddWatch and stays one until it
+ * disconnects (its bus name is tracked by dbus_iface.c with sd_bus_track).
+ * The client owns its delivery queue (a MovePairer) and the set of
+ * subscription ids whose events it lost, to be named in its next Overflow.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+
+#include "access.h"
+#include "move_pairer.h"
+#include "watch_table.h"
+
+struct Manager;
+
+typedef struct Client {
+        struct Manager *manager;
+        char *name;                     /* unique bus name, ":1.42" */
+        uid_t uid;
+        Caller caller;                  /* as the bus reported it at the first call (owns gids) */
+        sd_bus_track *track;            /* set and released by dbus_iface.c */
+
+        Subscription *subscriptions;    /* list through owner_next */
+        unsigned n_subscriptions;
+
+        MovePairer queue;               /* records not yet sent, kernel order */
+        uint32_t *lost_ids;             /* ids for the next Overflow, unsorted, may repeat */
+        size_t n_lost_ids, cap_lost_ids;
+        bool overflow_queued;           /* a RECORD_OVERFLOW is in the queue */
+} Client;
+
+/* Copies caller. */
+int client_new(const char *name, const Caller *caller, uint64_t pair_timeout_usec, size_t pair_max_distance,
+               Client **ret);
+/* Frees the client and its queue; its subscriptions must have been ended. */
+Client *client_free(Client *c);
+
+void client_link_subscription(Client *c, Subscription *s);
+void client_unlink_subscription(Client *c, Subscription *s);
+
+/*
+ * Queues rec (ownership taken). If the queue already holds max_pending
+ * records, the client's queued events are dropped instead and an Overflow
+ * naming their subscriptions (and rec's) is queued.
+ * Return: 0 queued, 1 the backlog was dropped, -ENOMEM.
+ */
+int client_enqueue(Client *c, Record *rec, size_t max_pending);
+
+/* Queues an Overflow naming every subscription of the client (the kernel lost events). */
+int client_queue_overflow_all(Client *c, uint64_t now_usec);
+
+/* Takes the ids for an Overflow: sorted, without repeats (caller frees). */
+uint32_t *client_take_lost_ids(Client *c, size_t *ret_n);

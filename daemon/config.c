@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * config - watchd.conf, read with libinih
+ *
+ * libinih calls a handler per key and returns the line of the first error,
+ * but does not tell the handler which line it is on. We feed it through
+ * ini_parse_stream() with a reader that counts the newlines it hands out, so
+ * the handler knows its line and can write "file:line: message" itself; the
+ * first error wins. Numbers are parsed with strtoul and range-checked: no
+ * atoi, no silent truncation.
+ */
+
+#include <errno.h>
+#include <ini.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "macro.h"
+
+static const char *const backend_names[_BACKEND_TYPE_MAX] = {
+        [BACKEND_AUTO] = "auto",
+        [BACKEND_DEVICE] = "device",
+        [BACKEND_SYSCALL] = "syscall",
+};
+
+static const char *const delivery_names[_DELIVERY_MAX] = {
+        [DELIVERY_UNICAST] = "unicast",
+        [DELIVERY_BROADCAST] = "broadcast",
+};
+
+const char *backend_type_to_string(BackendType t) {
+        return t >= 0 && t < _BACKEND_TYPE_MAX ? backend_names[t] : NULL;
+}
+
+BackendType backend_type_from_string(const char *s) {
+        for (int i = 0; i < _BACKEND_TYPE_MAX; i++)
+                if (strcmp(backend_names[i], s) == 0)
+                        return i;
+        return _BACKEND_TYPE_INVALID;
+}
+
+const char *delivery_to_string(Delivery d) {
+        return d >= 0 && d < _DELIVERY_MAX ? delivery_names[d] : NULL;
+}
+
+Delivery delivery_from_string(const char *s) {
+        for (int i = 0; i < _DELIVERY_MAX; i++)
+                if (strcmp(delivery_names[i], s) == 0)
+                        return i;
+        return _DELIVERY_INVALID;
+}
+
+int config_init(Config *c) {
+        *c = (Config) {
+                .backend = BACKEND_AUTO,
+                .device = strdup("/dev/inotify"),
+                .log_level = LOG_INFO,
+                .max_watches_per_client = 8192,
+                .max_watches_per_user = 65536,
+                .max_clients_per_user = 128,
+                .max_pending_events_per_client = 65536,
+                .move_pair_timeout_ms = 10,
+                .move_pair_max_distance = 100,
+                .batch_max_events = 1024,
+                .delivery = DELIVERY_UNICAST,
+        };
+        return c->device ? 0 : -ENOMEM;
+}
+
+void config_done(Config *c) {
+        free(c->device);
+        c->device = NULL;
+}
+
+typedef struct ParseState {
+        const char *name;       /* file name for messages */
+        Config *config;
+        unsigned line;          /* line the handler is on */
+        unsigned newlines;      /* newlines handed to inih so far */
+        char *error;            /* first error, "name:line: message" */
+        /* reader state */
+        FILE *f;
+        const char *text;
+} ParseState;
+
+_printf_(2, 3)
+static int parse_fail(ParseState *s, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+
+        if (s->error)
+                return 0;       /* keep the first error */
+
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+
+        if (asprintf(&s->error, "%s:%u: %s", s->name, s->line, msg ?: "out of memory") < 0)
+                s->error = NULL;
+        return 0;
+}
+
+static int parse_uint(ParseState *s, const char *key, const char *value,
+                      uint32_t min, uint32_t max, uint32_t *ret) {
+        unsigned long v;
+        char *end;
+
+        if (value[0] < '0' || value[0] > '9')
+                return parse_fail(s, "%s: '%s' is not a number", key, value);
+        errno = 0;
+        v = strtoul(value, &end, 10);
+        if (errno != 0 || *end != '\0')
+                return parse_fail(s, "%s: '%s' is not a number", key, value);
+        if (v < min || v > max)
+                return parse_fail(s, "%s: %s is out of range (%" PRIu32 "-%" PRIu32 ")",
+                                  key, value, min, max);
+        *ret = (uint32_t) v;
+        return 1;
+}
+
+/* inih handler: nonzero is success. */
+static int handler(void *userdata, const char *section, const char *name, const char *value) {
+        ParseState *s = userdata;
+        Config *c = s->config;
+
+        /* The handler runs once inih has read the key's line, i.e. after the newline that ends it. */
+        s->line = s->newlines;
+
+        if (strcmp(section, "daemon") == 0) {
+                if (strcmp(name, "backend") == 0) {
+                        BackendType t = backend_type_from_string(value);
+                        if (t < 0)
+                                return parse_fail(s, "backend: '%s' is not one of auto, device, syscall", value);
+                        c->backend = t;
+                        return 1;
+                }
+                if (strcmp(name, "device") == 0) {
+                        char *d;
+
+                        if (value[0] != '/')
+                                return parse_fail(s, "device: '%s' is not an absolute path", value);
+                        if (strlen(value) >= PATH_MAX)
+                                return parse_fail(s, "device: path is too long");
+                        d = strdup(value);
+                        if (!d)
+                                return parse_fail(s, "out of memory");
+                        free(c->device);
+                        c->device = d;
+                        return 1;
+                }
+                if (strcmp(name, "log_level") == 0) {
+                        int l = log_level_from_string(value);
+                        if (l < 0)
+                                return parse_fail(s, "log_level: '%s' is not one of err, warning, notice, info, debug", value);
+                        c->log_level = l;
+                        return 1;
+                }
+        } else if (strcmp(section, "limits") == 0) {
+                static const struct {
+                        const char *key;
+                        size_t offset;
+                } keys[] = {
+                        { "max_watches_per_client",        offsetof(Config, max_watches_per_client) },
+                        { "max_watches_per_user",          offsetof(Config, max_watches_per_user) },
+                        { "max_clients_per_user",          offsetof(Config, max_clients_per_user) },
+                        { "max_pending_events_per_client", offsetof(Config, max_pending_events_per_client) },
+                };
+                for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                        if (strcmp(name, keys[i].key) == 0)
+                                return parse_uint(s, name, value, 1, UINT32_MAX,
+                                                  (uint32_t *) ((char *) c + keys[i].offset));
+        } else if (strcmp(section, "events") == 0) {
+                if (strcmp(name, "move_pair_timeout_ms") == 0)
+                        return parse_uint(s, name, value, 0, 1000, &c->move_pair_timeout_ms);
+                if (strcmp(name, "move_pair_max_distance") == 0)
+                        return parse_uint(s, name, value, 1, 10000, &c->move_pair_max_distance);
+                if (strcmp(name, "batch_max_events") == 0)
+                        return parse_uint(s, name, value, 1, 65536, &c->batch_max_events);
+                if (strcmp(name, "delivery") == 0) {
+                        Delivery d = delivery_from_string(value);
+                        if (d < 0)
+                                return parse_fail(s, "delivery: '%s' is not one of unicast, broadcast", value);
+                        c->delivery = d;
+                        c->delivery_line = s->line;
+                        return 1;
+                }
+        } else
+                return parse_fail(s, "unknown section [%s]", section);
+
+        return parse_fail(s, "unknown key '%s' in section [%s]", name, section);
+}
+
+/* inih reader: one line (or part of a long one) per call; counts newlines. */
+static char *reader(char *str, int num, void *userdata) {
+        ParseState *s = userdata;
+        char *r;
+
+        if (s->f)
+                r = fgets(str, num, s->f);
+        else {
+                size_t n = 0;
+
+                if (!s->text || *s->text == '\0')
+                        return NULL;
+                while (s->text[n] != '\0' && n + 1 < (size_t) num) {
+                        n++;
+                        if (s->text[n - 1] == '\n')
+                                break;
+                }
+                memcpy(str, s->text, n);
+                str[n] = '\0';
+                s->text += n;
+                r = str;
+        }
+
+        if (r) {
+                size_t l = strlen(r);
+                if (l > 0 && r[l - 1] == '\n')
+                        s->newlines++;
+                else if (s->f ? feof(s->f) : *s->text == '\0')
+                        s->newlines++;  /* the last line has no newline */
+        }
+        return r;
+}
+
+static int config_parse(ParseState *s, Config *ret, char **ret_error) {
+        Config c;
+        int r;
+
+        r = config_init(&c);
+        if (r < 0)
+                return r;
+        /* Carry no state over from *ret: a reload starts from the defaults too. */
+        s->config = &c;
+
+        r = ini_parse_stream(reader, s, handler, s);
+        if (r != 0 && !s->error) {
+                if (r > 0) {
+                        /* A line inih could not parse: no handler saw it. */
+                        s->line = (unsigned) r;
+                        parse_fail(s, "syntax error: expected [section], key = value or a comment");
+                } else
+                        parse_fail(s, "cannot parse: %s", r == -2 ? "out of memory" : "read error");
+        }
+        if (s->error) {
+                config_done(&c);
+                if (ret_error)
+                        *ret_error = TAKE_PTR(s->error);
+                free(s->error);
+                return -EINVAL;
+        }
+
+        config_done(ret);
+        *ret = c;
+        return 0;
+}
+
+int config_load(const char *path, Config *ret, char **ret_error) {
+        ParseState s = { .name = path };
+        int r;
+
+        s.f = fopen(path, "re");
+        if (!s.f) {
+                if (errno == ENOENT) {
+                        /* A missing file means all defaults. */
+                        Config c;
+
+                        r = config_init(&c);
+                        if (r < 0)
+                                return r;
+                        config_done(ret);
+                        *ret = c;
+                        return 0;
+                }
+                r = negative_errno();
+                if (ret_error && asprintf(ret_error, "%s: cannot open: %s", path, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+
+        r = config_parse(&s, ret, ret_error);
+        fclose(s.f);
+        return r;
+}
+
+int config_load_string(const char *name, const char *text, Config *ret, char **ret_error) {
+        ParseState s = { .name = name, .text = text };
+
+        return config_parse(&s, ret, ret_error);
+}

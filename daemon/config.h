@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * config - watchd.conf, read with libinih
+ *
+ * The only caller of libinih. Every key of conf/watchd.conf is a field of
+ * Config with the default shown there; a bad value or an unknown section or
+ * key is an error carrying "file:line: message", which watchd prints before
+ * it exits with status 78 (EX_CONFIG).
+ */
+
+#include <stdbool.h>
+#include <errno.h>
+#include <stdint.h>
+
+#define WATCHD_DEFAULT_CONFIG "/etc/watchd/watchd.conf"
+
+typedef enum BackendType {
+        BACKEND_AUTO,
+        BACKEND_DEVICE,
+        BACKEND_SYSCALL,
+        _BACKEND_TYPE_MAX,
+        _BACKEND_TYPE_INVALID = -EINVAL,
+} BackendType;
+
+typedef enum Delivery {
+        DELIVERY_UNICAST,
+        DELIVERY_BROADCAST,
+        _DELIVERY_MAX,
+        _DELIVERY_INVALID = -EINVAL,
+} Delivery;
+
+typedef struct Config {
+        /* [daemon] */
+        BackendType backend;
+        char *device;
+        int log_level;
+
+        /* [limits] */
+        uint32_t max_watches_per_client;
+        uint32_t max_watches_per_user;
+        uint32_t max_clients_per_user;
+        uint32_t max_pending_events_per_client;
+
+        /* [events] */
+        uint32_t move_pair_timeout_ms;
+        uint32_t move_pair_max_distance;
+        uint32_t batch_max_events;
+        Delivery delivery;
+        unsigned delivery_line;         /* line of "delivery=", 0 if unset: for later errors */
+} Config;
+
+/* Fills *c with the defaults of conf/watchd.conf. */
+int config_init(Config *c);
+void config_done(Config *c);
+
+/*
+ * Reads the file at path over the defaults. A missing file is no error.
+ * On a bad file returns -EINVAL and, if ret_error is not NULL, sets it to a
+ * malloc'ed "path:line: message"; *ret is untouched on any failure.
+ */
+int config_load(const char *path, Config *ret, char **ret_error);
+
+/* The same for text in memory, named name in messages (for tests). */
+int config_load_string(const char *name, const char *text, Config *ret, char **ret_error);
+
+const char *backend_type_to_string(BackendType t);
+BackendType backend_type_from_string(const char *s);
+const char *delivery_to_string(Delivery d);
+Delivery delivery_from_string(const char *s);

@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * dbus_iface - org.example.Inotify on the bus
+ *
+ * The path of an AddWatch call: method_add_watch() reads (path, mask,
+ * flags), validates them (the rules of design.md §3), takes the caller's
+ * uid and groups from the bus (sd_bus_query_sender_creds; never augmented
+ * from /proc, and refused if the bus did not say), finds or makes the
+ * caller's Client (and tracks its name), and calls manager_add_watch_path(),
+ * which opens the path as the caller and hands the fd to the watch table,
+ * which asks the backend for a kernel watch. Errors come back as -errno and
+ * become D-Bus errors with a message here, in one table (error_for()).
+ *
+ * Credentials: dbus-daemon reports UnixUserID (the peer's effective uid at
+ * connect time, SO_PEERCRED) and UnixGroupIDs (its primary and
+ * supplementary groups, SO_PEERGROUPS). sd-bus gives them as the EUID (or
+ * UID) and SUPPLEMENTARY_GIDS credentials; the primary gid is not reported
+ * separately, so fsgid is set to the first group reported and every reported
+ * group is a supplementary group: the kernel's group check (fsgid or any
+ * supplementary group) then gives the caller exactly its own access.
+ *
+ * Signals go to their client only (destination set), except Events with
+ * delivery=broadcast, which watchd refuses on the system bus.
+ */
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "dbus_iface.h"
+#include "event_bits.h"
+#include "log.h"
+#include "macro.h"
+
+
+static void creds_unrefp(sd_bus_creds **c) {
+        sd_bus_creds_unref(*c);
+}
+
+static void message_unrefp(sd_bus_message **m) {
+        sd_bus_message_unref(*m);
+}
+
+/* UnixUserID and UnixGroupIDs of sender, from the bus driver (dbus-daemon, dbus-broker). */
+static int caller_from_driver(Manager *m, const char *sender, uid_t *ret_uid, gid_t **ret_gids, size_t *ret_n) {
+        _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ gid_t *gids = NULL;
+        bool have_uid = false, have_gids = false;
+        size_t n = 0;
+        uid_t uid = 0;
+        int r;
+
+        r = sd_bus_call_method(m->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "GetConnectionCredentials", NULL, &reply, "s", sender);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                const char *key;
+
+                r = sd_bus_message_read(reply, "s", &key);
+                if (r < 0)
+                        return r;
+                if (strcmp(key, "UnixUserID") == 0) {
+                        r = sd_bus_message_read(reply, "v", "u", &uid);
+                        have_uid = r >= 0;
+                } else if (strcmp(key, "UnixGroupIDs") == 0) {
+                        const void *a;
+                        size_t sz;
+
+                        r = sd_bus_message_enter_container(reply, 'v', "au");
+                        if (r >= 0)
+                                r = sd_bus_message_read_array(reply, 'u', &a, &sz);
+                        if (r >= 0) {
+                                n = sz / sizeof(uint32_t);
+                                gids = calloc(n + 1, sizeof(gid_t));
+                                if (!gids)
+                                        return -ENOMEM;
+                                for (size_t i = 0; i < n; i++)
+                                        gids[i] = ((const uint32_t *) a)[i];
+                                have_gids = true;
+                                r = sd_bus_message_exit_container(reply);
+                        }
+                } else
+                        r = sd_bus_message_skip(reply, "v");
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        if (!have_uid || !have_gids)
+                return -EPERM;
+        *ret_uid = uid;
+        *ret_gids = TAKE_PTR(gids);
+        *ret_n = n;
+        return 0;
+}
+
+/*
+ * The caller's credentials as the bus reported them: the uid from sd-bus's
+ * sender credentials (never augmented from /proc), the groups from sd-bus
+ * too when it has them (libsystemd >= 254), else from the bus driver's
+ * GetConnectionCredentials, which libsystemd 252 does not parse for groups.
+ * -EPERM if the bus did not say enough.
+ */
+static int caller_from_message(Manager *m, sd_bus_message *msg, Caller *ret, gid_t **ret_gids) {
+        _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
+        _cleanup_free_ gid_t *gids = NULL;
+        const gid_t *sd_gids = NULL;
+        uint64_t have;
+        uid_t uid, driver_uid;
+        size_t n = 0;
+        int r;
+
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS, &creds);
+        if (r < 0)
+                return r;
+        have = sd_bus_creds_get_mask(creds) & ~sd_bus_creds_get_augmented_mask(creds);
+        if (!(have & SD_BUS_CREDS_EUID) || sd_bus_creds_get_euid(creds, &uid) < 0)
+                return -EPERM;
+
+        if (have & SD_BUS_CREDS_SUPPLEMENTARY_GIDS) {
+                r = sd_bus_creds_get_supplementary_gids(creds, &sd_gids);
+                if (r < 0)
+                        return -EPERM;
+                n = (size_t) r;
+                gids = calloc(n + 1, sizeof(gid_t));
+                if (!gids)
+                        return -ENOMEM;
+                if (n > 0)
+                        memcpy(gids, sd_gids, n * sizeof(gid_t));
+        } else {
+                r = caller_from_driver(m, sd_bus_message_get_sender(msg), &driver_uid, &gids, &n);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0 || driver_uid != uid)
+                        return -EPERM;
+        }
+        if (n == 0)
+                return -EPERM;  /* the bus reports the primary group too: none means it could not tell */
+
+        *ret = (Caller) {
+                .uid = uid,
+                .gid = gids[0],
+                .gids = gids,
+                .n_gids = n,
+        };
+        *ret_gids = TAKE_PTR(gids);
+        return 0;
+}
+
+/* One place turns the core's -errno into a D-Bus error a person understands. */
+static int error_for(Manager *m, int r, const char *what, sd_bus_error *error) {
+        switch (r) {
+        case -ENOENT:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FILE_NOT_FOUND, "%s does not exist.", what);
+        case -EACCES:
+        case -EPERM:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Permission denied: you may not read %s.", what);
+        case -ENOTDIR:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "%s is not a directory (ONLYDIR), or a component of its path is not.", what);
+        case -ELOOP:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "%s is a symbolic link (DONT_FOLLOW) or has too many levels of them.", what);
+        case -ENAMETOOLONG:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "A component of the path is too long.");
+        case -EMEDIUMTYPE:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "%s is not a regular file or a directory (FIFOs, sockets and device nodes cannot be watched).",
+                                         what);
+        case -EBADFD:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The descriptor was opened with O_PATH: open it for reading.");
+        case -EBADF:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The descriptor is not open for reading.");
+        case -EDQUOT:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "This connection holds %" PRIu32 " subscriptions, the most allowed "
+                                         "(max_watches_per_client in watchd.conf).",
+                                         m->config.max_watches_per_client);
+        case -EMLINK:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Your user holds %" PRIu32 " subscriptions, the most allowed "
+                                         "(max_watches_per_user in watchd.conf).",
+                                         m->config.max_watches_per_user);
+        case -EUSERS:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Your user has %" PRIu32 " connections with subscriptions, the most allowed "
+                                         "(max_clients_per_user in watchd.conf).",
+                                         m->config.max_clients_per_user);
+        case -ENOSPC:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "The kernel's limit on inotify watches (max_user_watches) is reached; "
+                                         "an administrator can raise it in %s.", m->backend->limit_hint);
+        case -EOVERFLOW:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "The daemon has used up its subscription ids; restart it.");
+        case -ESRCH:
+                return sd_bus_error_setf(error, WATCHD_ERROR_NO_SUCH_WATCH, "You have no subscription %s.", what);
+        default:
+                return sd_bus_error_set_errnof(error, -r, "Failed to watch %s: %m", what);
+        }
+}
+
+static int validate(uint32_t mask, uint32_t flags, sd_bus_error *error) {
+        if (mask == 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The mask is empty: ask for at least one event (IN_* bits 0x1 to 0x400).");
+        if (mask & ~WATCHD_MASK_VALID)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The mask has unknown bits 0x%" PRIx32 " (the events are 0x1 to 0x400, 0x7ff in all).",
+                                         mask & ~WATCHD_MASK_VALID);
+        if (flags & ~WATCHD_FLAGS_VALID)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown flags 0x%" PRIx32 " (RECURSIVE 0x1, ONLYDIR 0x2, DONT_FOLLOW 0x4, ONESHOT 0x8).",
+                                         flags & ~WATCHD_FLAGS_VALID);
+        if (flags & WATCHD_FLAG_RECURSIVE)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "RECURSIVE is not supported yet.");
+        return 0;
+}
+
+static int on_client_gone(sd_bus_track *track, void *userdata) {
+        Client *c = userdata;
+
+        manager_client_gone(c->manager, c);     /* frees c and unrefs track */
+        return 0;
+}
+
+/* The caller's Client. A new one gets the caller's credentials from the bus
+ * (a connection's credentials never change, so once is enough) and is
+ * tracked so that it ends when its connection does. */
+static int client_for_call(Manager *m, sd_bus_message *msg, Client **ret, sd_bus_error *error) {
+        _cleanup_free_ gid_t *gids = NULL;
+        const char *sender = sd_bus_message_get_sender(msg);
+        Caller caller;
+        Client *c;
+        int r;
+
+        if (manager_get_client(m, sender, ret) >= 0)
+                return 0;
+
+        r = caller_from_message(m, msg, &caller, &gids);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "The bus did not tell who you are (uid and groups), so nothing is opened for you.");
+
+        r = manager_new_client(m, sender, &caller, &c);
+        if (r < 0)
+                return error_for(m, r, "", error);
+        r = sd_bus_track_new(m->bus, &c->track, on_client_gone, c);
+        if (r >= 0)
+                r = sd_bus_track_add_sender(c->track, msg);
+        if (r < 0) {
+                manager_client_gone(m, c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, sd_bus_error *error) {
+        const char *path = NULL;
+        uint32_t mask, flags, id;
+        Client *c;
+        int fd = -1, r;
+
+        if (by_fd)
+                r = sd_bus_message_read(msg, "huu", &fd, &mask, &flags);
+        else
+                r = sd_bus_message_read(msg, "suu", &path, &mask, &flags);
+        if (r < 0)
+                return r;
+
+        r = validate(mask, flags, error);
+        if (r < 0)
+                return r;
+        if (path) {
+                size_t l = strlen(path);
+
+                if (path[0] != '/')
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "The path '%.200s%s' is not absolute.", path, l > 200 ? "…" : "");
+                if (l >= PATH_MAX)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "The path is %zu bytes long, the most is %u.", l, PATH_MAX - 1);
+        }
+
+        r = client_for_call(m, msg, &c, error);
+        if (r < 0)
+                return r;
+
+        if (by_fd)
+                r = manager_add_watch_fd(m, c, fd, mask, flags, &id);
+        else
+                r = manager_add_watch_path(m, c, path, mask, flags, &id);
+        if (r < 0) {
+                _cleanup_free_ char *what = NULL;
+
+                if (by_fd)
+                        what = strdup("the descriptor");
+                else if (asprintf(&what, "'%s'", path) < 0)
+                        what = NULL;
+                return error_for(m, r, what ?: "the path", error);
+        }
+
+        log_debug("%s: subscription %" PRIu32 " on %s%s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 ".",
+                  c->name, id, by_fd ? "fd " : "", by_fd ? "" : path, mask, flags);
+        return sd_bus_reply_method_return(msg, "u", id);
+}
+
+static int method_add_watch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return method_add_watch_common(msg, userdata, false, error);
+}
+
+static int method_add_watch_fd(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return method_add_watch_common(msg, userdata, true, error);
+}
+
+static int method_remove_watch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        char what[16];
+        uint32_t id;
+        Client *c;
+        int r;
+
+        r = sd_bus_message_read(msg, "u", &id);
+        if (r < 0)
+                return r;
+
+        snprintf(what, sizeof(what), "%" PRIu32, id);
+        r = manager_get_client(m, sd_bus_message_get_sender(msg), &c);
+        if (r < 0)
+                return error_for(m, -ESRCH, what, error);
+        r = manager_remove_watch(m, c, id);
+        if (r < 0)
+                return error_for(m, r, what, error);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        Client *c = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(usuu)");
+        if (r < 0)
+                return r;
+        if (manager_get_client(m, sd_bus_message_get_sender(msg), &c) >= 0)
+                for (Subscription *s = c->subscriptions; s; s = s->owner_next) {
+                        r = sd_bus_message_append(reply, "(usuu)", s->id, s->path, s->mask, s->flags);
+                        if (r < 0)
+                                return r;
+                }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        uint64_t queued = 0;
+        int r;
+
+        (void) sd_bus_get_n_queued_write(m->bus, &queued);
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "a{sv}", 13,
+                                  "clients", "u", (uint32_t) g_hash_table_size(m->clients),
+                                  "subscriptions", "u", (uint32_t) watch_table_n_subscriptions(m->table),
+                                  "kernel_watches", "u", (uint32_t) watch_table_n_watches(m->table),
+                                  "events_read", "t", m->stats.events_read,
+                                  "events_delivered", "t", m->stats.events_delivered,
+                                  "overflows", "t", m->stats.overflows,
+                                  "backend", "s", backend_name(m->backend),
+                                  "pending_events", "t", manager_pending_events(m),
+                                  "kernel_overflows", "t", m->stats.kernel_overflows,
+                                  "events_dropped", "t", m->stats.events_dropped,
+                                  "signals_sent", "t", m->stats.signals_sent,
+                                  "bus_queued_messages", "t", queued,
+                                  "users", "u", (uint32_t) g_hash_table_size(m->users));
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", WATCHD_VERSION);
+}
+
+static int property_get_backend(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", backend_name(m->backend));
+}
+
+static const sd_bus_vtable watchd_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD_WITH_ARGS("AddWatch",
+                                SD_BUS_ARGS("s", path, "u", mask, "u", flags),
+                                SD_BUS_RESULT("u", id),
+                                method_add_watch,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("AddWatchFd",
+                                SD_BUS_ARGS("h", fd, "u", mask, "u", flags),
+                                SD_BUS_RESULT("u", id),
+                                method_add_watch_fd,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("RemoveWatch",
+                                SD_BUS_ARGS("u", id),
+                                SD_BUS_NO_RESULT,
+                                method_remove_watch,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListWatches",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a(usuu)", watches),
+                                method_list_watches,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetStats",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a{sv}", stats),
+                                method_get_stats,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("Events", SD_BUS_ARGS("a(uuuss)", events), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("Overflow", SD_BUS_ARGS("au", ids), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("WatchRemoved", SD_BUS_ARGS("u", id, "s", reason), 0),
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Backend", "s", property_get_backend, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_VTABLE_END,
+};
+
+static int events_send(Manager *m, Client *c, sd_bus_message **msg, unsigned *n) {
+        int r;
+
+        if (!*msg)
+                return 0;
+        r = sd_bus_message_close_container(*msg);
+        if (r >= 0)
+                r = sd_bus_send(m->bus, *msg, NULL);
+        *msg = sd_bus_message_unref(*msg);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to send %u events to %s, ignoring: %m", *n, c->name);
+        m->stats.events_delivered += *n;
+        m->stats.signals_sent++;
+        *n = 0;
+        return 0;
+}
+
+static int signal_new(Manager *m, Client *c, const char *member, bool unicast, sd_bus_message **ret) {
+        int r;
+
+        r = sd_bus_message_new_signal(m->bus, ret, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, member);
+        if (r < 0)
+                return r;
+        if (unicast) {
+                r = sd_bus_message_set_destination(*ret, c->name);
+                if (r < 0)
+                        *ret = sd_bus_message_unref(*ret);
+        }
+        return r;
+}
+
+static void notice_send(Manager *m, Client *c, const Record *rec) {
+        _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
+        _cleanup_free_ uint32_t *ids = NULL;
+        size_t n = 0;
+        int r;
+
+        if (rec->kind == RECORD_OVERFLOW) {
+                ids = client_take_lost_ids(c, &n);
+                r = signal_new(m, c, "Overflow", true, &msg);
+                if (r >= 0)
+                        r = sd_bus_message_append_array(msg, 'u', ids, n * sizeof(uint32_t));
+        } else {
+                r = signal_new(m, c, "WatchRemoved", true, &msg);
+                if (r >= 0)
+                        r = sd_bus_message_append(msg, "us", rec->id, rec->reason);
+        }
+        if (r >= 0)
+                r = sd_bus_send(m->bus, msg, NULL);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to send a notice to %s, ignoring: %m", c->name);
+                return;
+        }
+        if (rec->kind == RECORD_OVERFLOW)
+                m->stats.overflows++;
+}
+
+void dbus_iface_flush_client(Manager *m, Client *c, uint64_t now_usec) {
+        _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
+        bool unicast = m->config.delivery == DELIVERY_UNICAST;
+        unsigned n = 0;
+        Record *rec;
+        int r;
+
+        while ((rec = move_pairer_pop(&c->queue, now_usec))) {
+                if (rec->kind != RECORD_EVENT) {
+                        /* Notices keep their place: what came before goes first. */
+                        (void) events_send(m, c, &msg, &n);
+                        notice_send(m, c, rec);
+                        record_free(rec);
+                        continue;
+                }
+
+                if (!msg) {
+                        r = signal_new(m, c, "Events", unicast, &msg);
+                        if (r >= 0)
+                                r = sd_bus_message_open_container(msg, 'a', "(uuuss)");
+                        if (r < 0) {
+                                log_warning_errno(r, "Failed to build an Events signal for %s, ignoring: %m", c->name);
+                                msg = sd_bus_message_unref(msg);
+                                record_free(rec);
+                                continue;
+                        }
+                }
+                r = sd_bus_message_append(msg, "(uuuss)", rec->id, rec->mask, rec->cookie, rec->path,
+                                          rec->new_path ?: "");
+                record_free(rec);
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to add a record for %s, ignoring: %m", c->name);
+                        continue;
+                }
+                if (++n >= m->config.batch_max_events)
+                        (void) events_send(m, c, &msg, &n);
+        }
+        (void) events_send(m, c, &msg, &n);
+}
+
+int dbus_iface_attach(Manager *m, sd_bus *bus) {
+        int r;
+
+        m->bus = sd_bus_ref(bus);
+
+        r = sd_bus_add_object_vtable(bus, NULL, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, watchd_vtable, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to publish %s: %m", WATCHD_OBJECT_PATH);
+
+        r = sd_bus_request_name(bus, WATCHD_BUS_NAME, 0);
+        if (r == -EEXIST)
+                return log_error_errno(r, "The name %s is already taken: is another watchd running?", WATCHD_BUS_NAME);
+        if (r < 0)
+                return log_error_errno(r, "Failed to take the name %s: %m", WATCHD_BUS_NAME);
+
+        r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+        return 0;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * dbus_iface - org.example.Inotify on the bus: the vtable, its handlers,
+ * and the signals
+ *
+ * The only file that speaks D-Bus. Handlers read, validate, authorize (the
+ * caller's credentials from the bus), call the manager, and reply; errors
+ * become D-Bus errors only here. It never touches the kernel fd.
+ */
+
+#include <systemd/sd-bus.h>
+
+#include "manager.h"
+
+#define WATCHD_BUS_NAME "org.example.Inotify"
+#define WATCHD_OBJECT_PATH "/org/example/Inotify"
+#define WATCHD_INTERFACE "org.example.Inotify"
+#define WATCHD_ERROR_NO_SUCH_WATCH "org.example.Inotify.Error.NoSuchWatch"
+
+/* Publishes the object on bus, takes the name and attaches the bus to the manager's loop. */
+int dbus_iface_attach(Manager *m, sd_bus *bus);
+
+/* Sends c the records its queue lets go at now_usec. */
+void dbus_iface_flush_client(Manager *m, Client *c, uint64_t now_usec);

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * log - messages on stderr with <N> priority prefixes
+ *
+ * The maximum level is the one piece of process-wide state in watchd: it is
+ * set from the config file and read by every logging call.
+ */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+static int log_max_level = LOG_INFO;
+
+void log_set_max_level(int level) {
+        log_max_level = level;
+}
+
+int log_get_max_level(void) {
+        return log_max_level;
+}
+
+static const char *const level_names[] = {
+        [LOG_ERR] = "err",
+        [LOG_WARNING] = "warning",
+        [LOG_NOTICE] = "notice",
+        [LOG_INFO] = "info",
+        [LOG_DEBUG] = "debug",
+};
+
+int log_level_from_string(const char *s) {
+        for (size_t i = 0; i < ELEMENTSOF(level_names); i++)
+                if (level_names[i] && strcmp(level_names[i], s) == 0)
+                        return (int) i;
+        return -EINVAL;
+}
+
+const char *log_level_to_string(int level) {
+        if (level < 0 || (size_t) level >= ELEMENTSOF(level_names))
+                return NULL;
+        return level_names[level];
+}
+
+int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
+        int saved = errno;
+        va_list ap;
+
+        if (error < 0)
+                error = -error;
+
+        if (level <= log_max_level) {
+                char buf[2048];
+
+                /* %m in fmt prints the error passed in, not whatever errno is now. */
+                errno = error;
+                va_start(ap, fmt);
+                (void) vsnprintf(buf, sizeof(buf), fmt, ap);
+                va_end(ap);
+                if (log_max_level >= LOG_DEBUG)
+                        fprintf(stderr, "<%i>%s (%s:%i)\n", level, buf, file, line);
+                else
+                        fprintf(stderr, "<%i>%s\n", level, buf);
+        }
+
+        errno = saved;
+        return -error;
+}

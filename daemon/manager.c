@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * manager - the daemon's one context
+ *
+ * The path of an event: the kernel fd becomes readable -> on_kernel() reads
+ * it through the backend (bounded: at most KERNEL_READ_ROUNDS reads per
+ * wake-up, so a busy writer cannot keep the loop from serving the bus) ->
+ * event_decode() -> handle_event() finds the Watch by wd and makes a Record
+ * for each matching subscription, queued on its owner -> once the kernel
+ * queue is drained (or the round budget spent), manager_flush() sends each
+ * client what its queue lets go, through dbus_iface_flush_client(). No fixed
+ * delay is added: only an unpaired IN_MOVED_FROM waits, for at most
+ * move_pair_timeout_ms, and the pairing timer wakes the loop for it.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dbus_iface.h"
+#include "event_bits.h"
+#include "event_decode.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+
+#define KERNEL_READ_BUF (64u * 1024u)
+#define KERNEL_READ_ROUNDS 16
+
+static void client_destroy(gpointer p) {
+        client_free(p);
+}
+
+int manager_new(Config *config, const char *config_path, Manager **ret) {
+        Manager *m;
+
+        m = calloc(1, sizeof(Manager));
+        if (!m)
+                return -ENOMEM;
+        m->config = *config;
+        *config = (Config) {};
+        m->config_path = strdup(config_path);
+        m->read_buf_size = KERNEL_READ_BUF;
+        m->read_buf = malloc(m->read_buf_size);
+        if (!m->config_path || !m->read_buf) {
+                manager_free(m);
+                return -ENOMEM;
+        }
+        m->clients = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, client_destroy);
+        m->users = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, free);
+        *ret = m;
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        GHashTableIter i;
+        gpointer v;
+
+        if (!m)
+                return NULL;
+        if (m->clients) {
+                g_hash_table_iter_init(&i, m->clients);
+                while (g_hash_table_iter_next(&i, NULL, &v)) {
+                        Client *c = v;
+                        c->track = sd_bus_track_unref(c->track);
+                }
+                g_hash_table_destroy(m->clients);
+        }
+        if (m->users)
+                g_hash_table_destroy(m->users);
+        m->table = watch_table_free(m->table);
+        m->kernel_source = sd_event_source_disable_unref(m->kernel_source);
+        m->pair_timer = sd_event_source_disable_unref(m->pair_timer);
+        m->backend = backend_free(m->backend);
+        m->event = sd_event_unref(m->event);
+        config_done(&m->config);
+        free(m->config_path);
+        free(m->read_buf);
+        free(m);
+        return NULL;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+static UserAccount *user_get(Manager *m, uid_t uid, bool create) {
+        UserAccount *u = g_hash_table_lookup(m->users, GUINT_TO_POINTER(uid));
+
+        if (u || !create)
+                return u;
+        u = calloc(1, sizeof(UserAccount));
+        if (!u)
+                return NULL;
+        u->uid = uid;
+        g_hash_table_insert(m->users, GUINT_TO_POINTER(uid), u);
+        return u;
+}
+
+static void user_put(Manager *m, UserAccount *u) {
+        if (u->n_clients == 0 && u->n_subscriptions == 0)
+                g_hash_table_remove(m->users, GUINT_TO_POINTER(u->uid));
+}
+
+int manager_get_client(Manager *m, const char *name, Client **ret) {
+        Client *c = g_hash_table_lookup(m->clients, name);
+
+        if (!c)
+                return -ENOENT;
+        *ret = c;
+        return 0;
+}
+
+int manager_new_client(Manager *m, const char *name, const Caller *caller, Client **ret) {
+        UserAccount *u;
+        Client *c;
+        int r;
+
+        u = user_get(m, caller->uid, true);
+        if (!u)
+                return -ENOMEM;
+        if (u->n_clients >= m->config.max_clients_per_user) {
+                user_put(m, u);
+                return -EUSERS;
+        }
+        r = client_new(name, caller, (uint64_t) m->config.move_pair_timeout_ms * 1000u,
+                       m->config.move_pair_max_distance, &c);
+        if (r < 0) {
+                user_put(m, u);
+                return r;
+        }
+        c->manager = m;
+        g_hash_table_insert(m->clients, c->name, c);
+        u->n_clients++;
+        *ret = c;
+        return 0;
+}
+
+/* Ends s: no notice is queued (the caller queues one if the daemon ended it). */
+static void subscription_end(Manager *m, Subscription *s) {
+        Client *c = s->owner;
+        UserAccount *u = user_get(m, c->uid, false);
+
+        client_unlink_subscription(c, s);
+        if (u) {
+                u->n_subscriptions--;
+                user_put(m, u);
+        }
+        watch_table_unsubscribe(m->table, s);
+}
+
+void manager_client_gone(Manager *m, Client *c) {
+        UserAccount *u;
+
+        log_debug("Client %s is gone, ending its %u subscriptions.", c->name, c->n_subscriptions);
+        while (c->subscriptions)
+                subscription_end(m, c->subscriptions);
+        c->track = sd_bus_track_unref(c->track);
+        u = user_get(m, c->uid, false);
+        if (u) {
+                u->n_clients--;
+                user_put(m, u);
+        }
+        g_hash_table_remove(m->clients, c->name);
+}
+
+static int subscribe(Manager *m, Client *c, int fd, const struct stat *st, const char *path,
+                     uint32_t mask, uint32_t flags, uint32_t *ret_id) {
+        Subscription *s;
+        UserAccount *u;
+        int r;
+
+        if (c->n_subscriptions >= m->config.max_watches_per_client)
+                return -EDQUOT;
+        u = user_get(m, c->uid, true);
+        if (!u)
+                return -ENOMEM;
+        if (u->n_subscriptions >= m->config.max_watches_per_user)
+                return -EMLINK;
+
+        r = watch_table_subscribe(m->table, fd, st, path, c, mask, flags, &s);
+        if (r < 0)
+                return r;
+        client_link_subscription(c, s);
+        u->n_subscriptions++;
+        *ret_id = s->id;
+        return 0;
+}
+
+int manager_add_watch_path(Manager *m, Client *c, const char *path,
+                           uint32_t mask, uint32_t flags, uint32_t *ret_id) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        /* Cheap limit checks first: a client over its limit costs no open(). */
+        if (c->n_subscriptions >= m->config.max_watches_per_client)
+                return -EDQUOT;
+
+        fd = access_open_as(&c->caller, path, flags & WATCHD_FLAG_ONLYDIR, flags & WATCHD_FLAG_DONT_FOLLOW, &st);
+        if (fd < 0)
+                return fd;
+        return subscribe(m, c, fd, &st, path, mask, flags, ret_id);
+}
+
+int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id) {
+        char proc[sizeof("/proc/self/fd/") + 12], path[PATH_MAX];
+        struct stat st;
+        ssize_t n;
+        int r;
+
+        if (c->n_subscriptions >= m->config.max_watches_per_client)
+                return -EDQUOT;
+        r = access_check_fd(fd, &st);
+        if (r < 0)
+                return r;
+        if ((flags & WATCHD_FLAG_ONLYDIR) && !S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+
+        /* The path records are built from: where the fd points now. */
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fd);
+        n = readlink(proc, path, sizeof(path) - 1);
+        if (n < 0)
+                return negative_errno();
+        path[n] = '\0';
+        if (path[0] != '/')
+                return -EMEDIUMTYPE;    /* not in the filesystem tree (pipe:, anon_inode:...) */
+
+        return subscribe(m, c, fd, &st, path, mask, flags, ret_id);
+}
+
+int manager_remove_watch(Manager *m, Client *c, uint32_t id) {
+        Subscription *s = watch_table_get_subscription(m->table, id);
+
+        if (!s || s->owner != c)
+                return -ESRCH;
+        subscription_end(m, s);
+        return 0;
+}
+
+static void queue_record(Manager *m, Client *c, Record *rec) {
+        int r;
+
+        if (!rec) {
+                log_warning("Out of memory queueing a record for %s, ignoring.", c->name);
+                return;
+        }
+        r = client_enqueue(c, rec, m->config.max_pending_events_per_client);
+        if (r < 0)
+                log_warning_errno(r, "Failed to queue a record for %s, ignoring: %m", c->name);
+        else if (r > 0) {
+                m->stats.events_dropped += m->config.max_pending_events_per_client;
+                log_info("Client %s is %u records behind: dropped its backlog, it gets Overflow.",
+                         c->name, m->config.max_pending_events_per_client);
+        }
+}
+
+/* The kernel removed a watch (deleted, unmounted): its subscribers hear why. */
+static void watch_ignored(Manager *m, Watch *w, uint64_t now) {
+        const char *reason = w->unmounted ? "unmounted" : "deleted";
+
+        unsigned n = w->n_subscriptions;
+
+        /* The last subscription_end() frees w: count, do not look at w after it. */
+        watch_table_watch_gone(m->table, w);
+        while (n-- > 0) {
+                Subscription *s = w->subscriptions;
+                Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
+
+                if (rec)
+                        rec->reason = reason;
+                queue_record(m, s->owner, rec);
+                subscription_end(m, s);         /* the last one frees w */
+        }
+}
+
+static void kernel_overflow(Manager *m, uint64_t now) {
+        GHashTableIter i;
+        gpointer v;
+
+        m->stats.kernel_overflows++;
+        log_warning("The kernel's event queue overflowed: every client gets Overflow.");
+        g_hash_table_iter_init(&i, m->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Client *c = v;
+
+                if (c->n_subscriptions > 0 && client_queue_overflow_all(c, now) < 0)
+                        log_warning("Out of memory queueing Overflow for %s, ignoring.", c->name);
+        }
+}
+
+static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
+        Subscription *oneshots[64];
+        size_t n_oneshots = 0;
+        Watch *w;
+
+        m->stats.events_read++;
+
+        if (ev->mask & IN_Q_OVERFLOW)
+                return kernel_overflow(m, now);
+
+        w = watch_table_get_watch(m->table, ev->wd);
+        if (!w)
+                return;         /* a watch we have released; its last records still trickle in */
+
+        if (ev->mask & IN_IGNORED)
+                return watch_ignored(m, w, now);
+        if (ev->mask & IN_UNMOUNT)
+                w->unmounted = true;
+
+        for (Subscription *s = w->subscriptions; s; s = s->watch_next) {
+                /* IN_UNMOUNT reaches every subscriber, as the kernel sends it to every watch. */
+                if (!(ev->mask & s->mask & WATCHD_MASK_VALID) && !(ev->mask & IN_UNMOUNT))
+                        continue;
+                if ((s->flags & WATCHD_FLAG_ONESHOT) && n_oneshots == ELEMENTSOF(oneshots))
+                        continue;       /* fires with the next event; never more than once */
+
+                queue_record(m, s->owner, record_new(RECORD_EVENT, s->id, ev->mask, ev->cookie, now,
+                                                     s->path, ev->name, ev->name_len));
+                if (s->flags & WATCHD_FLAG_ONESHOT)
+                        oneshots[n_oneshots++] = s;
+        }
+
+        /* ONESHOT is the daemon's (the device has none, and a shared kernel
+         * watch must outlive one subscriber's first event). */
+        for (size_t k = 0; k < n_oneshots; k++) {
+                Subscription *s = oneshots[k];
+                Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
+
+                if (rec)
+                        rec->reason = "oneshot";
+                queue_record(m, s->owner, rec);
+                subscription_end(m, s);
+        }
+}
+
+static void handle_buffer(Manager *m, const uint8_t *buf, size_t size, uint64_t now) {
+        size_t off = 0;
+        RawEvent ev;
+        int r;
+
+        while ((r = event_decode(buf, size, &off, &ev)) > 0)
+                handle_event(m, &ev, now);
+        if (r < 0)
+                log_error("Malformed record from the kernel at offset %zu of %zu bytes, dropping the rest of the read.",
+                          off, size);
+}
+
+static int on_kernel(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+
+        /* A finite number of reads: the loop must come back to the bus even
+         * if a writer keeps the kernel queue full. The fd stays readable and
+         * we are called again on the next iteration. */
+        for (int i = 0; i < KERNEL_READ_ROUNDS; i++) {
+                ssize_t n = backend_read(m->backend, m->read_buf, m->read_buf_size);
+
+                if (n == -EAGAIN)
+                        break;
+                if (n < 0) {
+                        log_error_errno((int) n, "Failed to read the kernel's events: %m");
+                        break;
+                }
+                handle_buffer(m, m->read_buf, (size_t) n, now_usec());
+        }
+
+        manager_flush(m);
+        return 0;
+}
+
+static int on_pair_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        manager_flush(userdata);
+        return 0;
+}
+
+void manager_flush(Manager *m) {
+        uint64_t now = now_usec(), next = UINT64_MAX;
+        GHashTableIter i;
+        gpointer v;
+        int r;
+
+        g_hash_table_iter_init(&i, m->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Client *c = v;
+                uint64_t d;
+
+                if (move_pairer_size(&c->queue) == 0)
+                        continue;
+                dbus_iface_flush_client(m, c, now);
+                d = move_pairer_next_deadline(&c->queue);
+                if (d < next)
+                        next = d;
+        }
+
+        if (next == UINT64_MAX) {
+                (void) sd_event_source_set_enabled(m->pair_timer, SD_EVENT_OFF);
+                return;
+        }
+        r = sd_event_source_set_time(m->pair_timer, next);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->pair_timer, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm the pairing timer, ignoring: %m");
+}
+
+uint64_t manager_pending_events(Manager *m) {
+        GHashTableIter i;
+        gpointer v;
+        uint64_t n = 0;
+
+        g_hash_table_iter_init(&i, m->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v))
+                n += move_pairer_size(&((Client *) v)->queue);
+        return n;
+}
+
+int manager_start(Manager *m, sd_event *event) {
+        int r;
+
+        m->event = sd_event_ref(event);
+
+        r = backend_new(m->config.backend, m->config.device, &m->backend);
+        if (r < 0) {
+                if (m->config.backend == BACKEND_DEVICE)
+                        return log_error_errno(r, "Failed to open '%s': %m", m->config.device);
+                return log_error_errno(r, "Failed to set up the inotify syscalls: %m");
+        }
+        if (strcmp(backend_name(m->backend), "device") == 0)
+                log_info("Using the device backend ('%s').", m->config.device);
+        else
+                log_info("Using the syscall backend (inotify_init1).");
+
+        r = watch_table_new(m->backend, &m->table);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate the watch table: %m");
+
+        r = sd_event_add_io(event, &m->kernel_source, backend_get_fd(m->backend), EPOLLIN, on_kernel, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the kernel fd: %m");
+        (void) sd_event_source_set_description(m->kernel_source, "kernel");
+
+        /* Armed only while a client's queue waits for the partner of a rename. */
+        r = sd_event_add_time(event, &m->pair_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_pair_timer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the pairing timer: %m");
+        (void) sd_event_source_set_enabled(m->pair_timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(m->pair_timer, "move-pairing");
+        return 0;
+}
+
+void manager_reload(Manager *m, Config *config) {
+        GHashTableIter i;
+        gpointer v;
+
+        if (config->backend != m->config.backend || strcmp(config->device, m->config.device) != 0)
+                log_notice("The backend and device settings take effect at the next start, ignoring their change.");
+        config->backend = m->config.backend;
+        free(config->device);
+        config->device = TAKE_PTR(m->config.device);
+
+        config_done(&m->config);
+        m->config = *config;
+        *config = (Config) {};
+        log_set_max_level(m->config.log_level);
+
+        g_hash_table_iter_init(&i, m->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v))
+                move_pairer_set_limits(&((Client *) v)->queue, (uint64_t) m->config.move_pair_timeout_ms * 1000u,
+                                       m->config.move_pair_max_distance);
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * manager - the daemon's one context: it ties the backend, the decoder,
+ * the watch table, the clients and their queues together
+ *
+ * It owns the event loop sources for the kernel fd and the pairing timer,
+ * turns kernel records into per-client records, and asks dbus_iface.c to
+ * send them. It knows nothing of D-Bus messages; dbus_iface.c knows nothing
+ * of the kernel.
+ */
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "access.h"
+#include "backend.h"
+#include "client.h"
+#include "config.h"
+#include "watch_table.h"
+
+typedef struct Stats {
+        uint64_t events_read;           /* records read from the kernel */
+        uint64_t events_delivered;      /* records sent in Events signals */
+        uint64_t overflows;             /* Overflow signals sent */
+        uint64_t kernel_overflows;      /* IN_Q_OVERFLOW records read */
+        uint64_t events_dropped;        /* records dropped from clients' backlogs */
+        uint64_t signals_sent;          /* Events signals sent */
+} Stats;
+
+typedef struct UserAccount {
+        uid_t uid;
+        unsigned n_clients;
+        unsigned n_subscriptions;
+} UserAccount;
+
+typedef struct Manager {
+        Config config;
+        char *config_path;
+
+        sd_event *event;
+        sd_bus *bus;                    /* set by dbus_iface_attach() */
+        bool system_bus;
+
+        Backend *backend;
+        sd_event_source *kernel_source;
+        sd_event_source *pair_timer;
+        WatchTable *table;
+
+        GHashTable *clients;            /* unique name -> Client (owned) */
+        GHashTable *users;              /* uid -> UserAccount (owned) */
+
+        Stats stats;
+        uint8_t *read_buf;
+        size_t read_buf_size;
+} Manager;
+
+/* Takes over *config (it is reset). */
+int manager_new(Config *config, const char *config_path, Manager **ret);
+Manager *manager_free(Manager *m);
+
+/* Opens the backend (per config) and starts reading it on event. */
+int manager_start(Manager *m, sd_event *event);
+
+/* The client for a bus name, or -ENOENT. */
+int manager_get_client(Manager *m, const char *name, Client **ret);
+/* A new client for a bus name, with the caller's credentials. Limits: -EUSERS. */
+int manager_new_client(Manager *m, const char *name, const Caller *caller, Client **ret);
+/* The client's connection went away: end its subscriptions, free it. */
+void manager_client_gone(Manager *m, Client *c);
+
+/*
+ * Subscribes c to path (opened with c's credentials) or to fd (already open by the client).
+ * Return: 0, or -errno: see access_open_as(); -EDQUOT over
+ * max_watches_per_client, -EMLINK over max_watches_per_user, -ENOSPC the
+ * kernel's watch limit, -EBADFD an O_PATH fd, -EBADF a write-only fd.
+ */
+int manager_add_watch_path(Manager *m, Client *c, const char *path,
+                           uint32_t mask, uint32_t flags, uint32_t *ret_id);
+int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id);
+
+/* Ends c's subscription id. Return: 0, or -ESRCH if c has no such subscription. */
+int manager_remove_watch(Manager *m, Client *c, uint32_t id);
+
+/* Applies a re-read config; the backend and device stay until restart. */
+void manager_reload(Manager *m, Config *config);
+
+/* Sends what each client's queue lets go now, and re-arms the pairing timer. */
+void manager_flush(Manager *m);
+
+uint64_t manager_pending_events(Manager *m);

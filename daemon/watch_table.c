@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * watch_table - subscriptions and the kernel watches they share
+ *
+ * Widening a mask is done on the fd the caller opened. Narrowing happens
+ * when a subscription ends, when there is no caller's fd: the table reopens
+ * the watch's recorded path (as the daemon, O_PATH first so no device is
+ * ever opened), checks that it is still the same inode, and re-adds the
+ * watch with the smaller mask. If any of that fails, the kernel keeps the
+ * wider mask: nothing is lost, because events are filtered per subscription
+ * anyway, and the watch is released for good when its last subscription ends.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "watch_table.h"
+
+struct WatchTable {
+        Backend *backend;
+        GHashTable *by_wd;              /* wd -> Watch (owned) */
+        GHashTable *by_inode;           /* InodeKey -> Watch (not stale) */
+        GHashTable *subscriptions;      /* id -> Subscription (owned) */
+        uint32_t next_id;
+};
+
+typedef struct InodeKey {
+        dev_t dev;
+        ino_t ino;
+} InodeKey;
+
+static guint inode_key_hash(gconstpointer p) {
+        const InodeKey *k = p;
+        return g_int64_hash(&(gint64) { (gint64) k->ino }) ^ g_int64_hash(&(gint64) { (gint64) k->dev });
+}
+
+static gboolean inode_key_equal(gconstpointer a, gconstpointer b) {
+        const InodeKey *x = a, *y = b;
+        return x->dev == y->dev && x->ino == y->ino;
+}
+
+static void watch_free(gpointer p) {
+        free(p);
+}
+
+static void subscription_free(gpointer p) {
+        Subscription *s = p;
+
+        free(s->path);
+        free(s);
+}
+
+int watch_table_new(Backend *backend, WatchTable **ret) {
+        WatchTable *t;
+
+        t = calloc(1, sizeof(WatchTable));
+        if (!t)
+                return -ENOMEM;
+        t->backend = backend;
+        t->next_id = 1;
+        t->by_wd = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, watch_free);
+        t->by_inode = g_hash_table_new_full(inode_key_hash, inode_key_equal, free, NULL);
+        t->subscriptions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, subscription_free);
+        *ret = t;
+        return 0;
+}
+
+WatchTable *watch_table_free(WatchTable *t) {
+        GHashTableIter i;
+        gpointer v;
+
+        if (!t)
+                return NULL;
+        /* Watches whose wd was detached belong to their subscriptions. */
+        g_hash_table_iter_init(&i, t->subscriptions);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Subscription *s = v;
+                Watch *w = s->watch;
+
+                if (w && w->wd < 0 && --w->n_subscriptions == 0)
+                        watch_free(w);
+        }
+        g_hash_table_destroy(t->subscriptions);
+        g_hash_table_destroy(t->by_inode);
+        g_hash_table_destroy(t->by_wd);
+        free(t);
+        return NULL;
+}
+
+Watch *watch_table_get_watch(WatchTable *t, int wd) {
+        return g_hash_table_lookup(t->by_wd, GINT_TO_POINTER(wd));
+}
+
+Subscription *watch_table_get_subscription(WatchTable *t, uint32_t id) {
+        return g_hash_table_lookup(t->subscriptions, GUINT_TO_POINTER(id));
+}
+
+unsigned watch_table_n_watches(const WatchTable *t) {
+        return g_hash_table_size(t->by_wd);
+}
+
+unsigned watch_table_n_subscriptions(const WatchTable *t) {
+        return g_hash_table_size(t->subscriptions);
+}
+
+static uint32_t union_mask(const Watch *w) {
+        uint32_t m = 0;
+
+        for (const Subscription *s = w->subscriptions; s; s = s->watch_next)
+                m |= s->mask;
+        return m;
+}
+
+/* Takes w out of by_inode, so that a new watch may be made for its inode. */
+static void watch_make_stale(WatchTable *t, Watch *w) {
+        if (w->stale)
+                return;
+        g_hash_table_remove(t->by_inode, &(InodeKey) { w->dev, w->ino });
+        w->stale = true;
+}
+
+static void watch_detach_wd(WatchTable *t, Watch *w);
+
+static int watch_new(WatchTable *t, int wd, const struct stat *st, uint32_t mask, Watch **ret) {
+        Watch *w, *old;
+        InodeKey *k;
+
+        w = calloc(1, sizeof(Watch));
+        k = malloc(sizeof(InodeKey));
+        if (!w || !k) {
+                free(w);
+                free(k);
+                return -ENOMEM;
+        }
+        *w = (Watch) {
+                .wd = wd,
+                .dev = st->st_dev,
+                .ino = st->st_ino,
+                .kernel_mask = mask,
+        };
+        *k = (InodeKey) { st->st_dev, st->st_ino };
+
+        /* A wd we still hold is one the kernel has released and reused (its
+         * IN_IGNORED is not read yet): that watch is dead. Its subscriptions
+         * hear of it when the IN_IGNORED arrives; it can no longer be found by wd. */
+        old = g_hash_table_lookup(t->by_wd, GINT_TO_POINTER(wd));
+        if (old)
+                watch_table_watch_gone(t, old);
+        g_hash_table_insert(t->by_wd, GINT_TO_POINTER(wd), w);
+        g_hash_table_insert(t->by_inode, k, w);
+        *ret = w;
+        return 0;
+}
+
+int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
+                          void *owner, uint32_t mask, uint32_t flags, Subscription **ret) {
+        Subscription *s;
+        Watch *w;
+        int wd, r;
+
+        if (t->next_id == UINT32_MAX)
+                return -EOVERFLOW;
+
+        s = calloc(1, sizeof(Subscription));
+        if (!s)
+                return -ENOMEM;
+        s->path = strdup(path);
+        if (!s->path) {
+                free(s);
+                return -ENOMEM;
+        }
+
+        w = g_hash_table_lookup(t->by_inode, &(InodeKey) { st->st_dev, st->st_ino });
+        if (!w || (w->kernel_mask | mask) != w->kernel_mask) {
+                uint32_t m = (w ? w->kernel_mask : 0) | mask;
+
+                r = backend_add_watch(t->backend, fd, m, &wd);
+                if (r < 0) {
+                        subscription_free(s);
+                        return r;
+                }
+                if (w && w->wd != wd) {
+                        /* The inode number was reused: the old watch is on a deleted inode. */
+                        watch_make_stale(t, w);
+                        w = NULL;
+                        m = mask;
+                }
+                if (w)
+                        w->kernel_mask = m;
+                else {
+                        r = watch_new(t, wd, st, m, &w);
+                        if (r < 0) {
+                                (void) backend_rm_watch(t->backend, wd);
+                                subscription_free(s);
+                                return r;
+                        }
+                }
+        }
+
+        s->id = t->next_id++;
+        s->owner = owner;
+        s->mask = mask;
+        s->flags = flags;
+        s->watch = w;
+        s->watch_next = w->subscriptions;
+        if (w->subscriptions)
+                w->subscriptions->watch_prev = s;
+        w->subscriptions = s;
+        w->n_subscriptions++;
+        g_hash_table_insert(t->subscriptions, GUINT_TO_POINTER(s->id), s);
+
+        *ret = s;
+        return 0;
+}
+
+/* Best effort: see the top of the file. */
+static void watch_narrow(WatchTable *t, Watch *w, const char *path, uint32_t mask) {
+        _cleanup_close_ int pfd = -1, fd = -1;
+        char proc[sizeof("/proc/self/fd/") + 12];
+        struct stat st;
+        int wd, r;
+
+        pfd = open(path, O_PATH | O_CLOEXEC);
+        if (pfd < 0 || fstat(pfd, &st) < 0)
+                return;
+        if (st.st_dev != w->dev || st.st_ino != w->ino || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+                return;
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", pfd);
+        fd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0)
+                return;
+        r = backend_add_watch(t->backend, fd, mask, &wd);
+        if (r < 0) {
+                log_debug_errno(r, "Failed to narrow the watch on '%s', keeping its mask: %m", path);
+                return;
+        }
+        if (wd != w->wd) {
+                /* Cannot happen for the same inode; undo rather than leak a watch. */
+                (void) backend_rm_watch(t->backend, wd);
+                return;
+        }
+        w->kernel_mask = mask;
+}
+
+/* Forgets w's wd: from now on w is owned by its subscriptions and freed with the last. */
+static void watch_detach_wd(WatchTable *t, Watch *w) {
+        watch_make_stale(t, w);
+        if (w->wd >= 0 && g_hash_table_lookup(t->by_wd, GINT_TO_POINTER(w->wd)) == w)
+                g_hash_table_steal(t->by_wd, GINT_TO_POINTER(w->wd));
+        w->wd = -1;
+}
+
+static void watch_release(WatchTable *t, Watch *w) {
+        int r;
+
+        /* The kernel queues IN_IGNORED for it; with the watch gone from the
+         * table, that record and any still queued for the wd are dropped. A
+         * watch whose wd was detached is already gone from the kernel. */
+        if (w->wd >= 0) {
+                r = backend_rm_watch(t->backend, w->wd);
+                if (r < 0 && r != -EINVAL)
+                        log_warning_errno(r, "Failed to remove kernel watch %i, ignoring: %m", w->wd);
+        }
+        watch_detach_wd(t, w);
+        watch_free(w);
+}
+
+void watch_table_unsubscribe(WatchTable *t, Subscription *s) {
+        Watch *w = s->watch;
+
+        if (s->watch_prev)
+                s->watch_prev->watch_next = s->watch_next;
+        else
+                w->subscriptions = s->watch_next;
+        if (s->watch_next)
+                s->watch_next->watch_prev = s->watch_prev;
+        w->n_subscriptions--;
+
+        if (w->n_subscriptions == 0)
+                watch_release(t, w);
+        else {
+                uint32_t m = union_mask(w);
+
+                if (m != w->kernel_mask && !w->stale)
+                        watch_narrow(t, w, w->subscriptions->path, m);
+        }
+
+        g_hash_table_remove(t->subscriptions, GUINT_TO_POINTER(s->id));
+}
+
+void watch_table_watch_gone(WatchTable *t, Watch *w) {
+        watch_detach_wd(t, w);
+        if (w->n_subscriptions == 0)
+                watch_free(w);
+}

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * watchd - file-change notifications for many clients over D-Bus
+ *
+ * The main loop only: parse the arguments, load the config, build the
+ * manager, attach the bus, tell systemd we are ready, run. SIGTERM/SIGINT
+ * stop it cleanly, SIGHUP re-reads the config (a bad file is logged and the
+ * old settings kept), and the watchdog is kept fed by sd-event when
+ * WatchdogSec= is set.
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "dbus_iface.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+
+#define EXIT_CONFIG 78  /* EX_CONFIG */
+
+typedef enum BusKind {
+        BUS_SYSTEM,
+        BUS_SESSION,
+        BUS_ADDRESS,
+} BusKind;
+
+typedef struct Args {
+        const char *config;
+        BusKind bus;
+        const char *address;
+        BackendType backend;    /* _BACKEND_TYPE_INVALID: as configured */
+} Args;
+
+static void help(void) {
+        printf("Usage: watchd [OPTION...]\n"
+               "File-change notifications for many clients over D-Bus (org.example.Inotify).\n\n"
+               "  -c, --config PATH      Read PATH instead of %s (missing: defaults)\n"
+               "      --session          Serve on the session bus\n"
+               "      --address ADDR     Serve on the bus at ADDR (e.g. unix:path=/run/bus)\n"
+               "      --backend BACKEND  auto, device or syscall (overrides [daemon] backend)\n"
+               "  -h, --help             Show this help\n"
+               "      --version          Show the version\n\n"
+               "Without --session or --address it serves on the system bus.\n"
+               "Exit status 78 means a bad configuration file.\n",
+               WATCHD_DEFAULT_CONFIG);
+}
+
+/* Return: 1 to run, 0 to exit successfully, -EINVAL on bad usage. */
+static int parse_args(int argc, char *argv[], Args *args) {
+        enum {
+                ARG_SESSION = 0x100,
+                ARG_ADDRESS,
+                ARG_BACKEND,
+                ARG_VERSION,
+        };
+        static const struct option options[] = {
+                { "config",  required_argument, NULL, 'c' },
+                { "session", no_argument,       NULL, ARG_SESSION },
+                { "address", required_argument, NULL, ARG_ADDRESS },
+                { "backend", required_argument, NULL, ARG_BACKEND },
+                { "help",    no_argument,       NULL, 'h' },
+                { "version", no_argument,       NULL, ARG_VERSION },
+                {}
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "c:h", options, NULL)) >= 0)
+                switch (c) {
+                case 'c':
+                        args->config = optarg;
+                        break;
+                case ARG_SESSION:
+                        args->bus = BUS_SESSION;
+                        break;
+                case ARG_ADDRESS:
+                        args->bus = BUS_ADDRESS;
+                        args->address = optarg;
+                        break;
+                case ARG_BACKEND:
+                        args->backend = backend_type_from_string(optarg);
+                        if (args->backend < 0) {
+                                log_error("--backend: '%s' is not one of auto, device, syscall.", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("watchd %s\n", WATCHD_VERSION);
+                        return 0;
+                default:
+                        return -EINVAL;
+                }
+        if (optind < argc) {
+                log_error("Unexpected argument '%s'; see --help.", argv[optind]);
+                return -EINVAL;
+        }
+        return 1;
+}
+
+static void bus_flush_close_unrefp(sd_bus **b) {
+        sd_bus_flush_close_unref(*b);
+}
+
+static void event_unrefp(sd_event **e) {
+        sd_event_unref(*e);
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+
+static int bus_open(const Args *args, sd_bus **ret) {
+        sd_bus *bus = NULL;
+        int r;
+
+        switch (args->bus) {
+        case BUS_SYSTEM:
+                r = sd_bus_open_system(&bus);
+                break;
+        case BUS_SESSION:
+                r = sd_bus_open_user(&bus);
+                break;
+        case BUS_ADDRESS:
+                r = sd_bus_new(&bus);
+                if (r >= 0)
+                        r = sd_bus_set_address(bus, args->address);
+                if (r >= 0)
+                        r = sd_bus_set_bus_client(bus, true);
+                if (r >= 0)
+                        r = sd_bus_start(bus);
+                if (r < 0)
+                        bus = sd_bus_unref(bus);
+                break;
+        default:
+                r = -EINVAL;
+        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to connect to the %s bus%s%s: %m",
+                                       args->bus == BUS_SYSTEM ? "system" : args->bus == BUS_SESSION ? "session" : "given",
+                                       args->address ? " at " : "", args->address ?: "");
+        *ret = bus;
+        return 0;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_free_ char *error = NULL;
+        Config c;
+        int r;
+
+        (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading the configuration...");
+        r = config_init(&c);
+        if (r >= 0)
+                r = config_load(m->config_path, &c, &error);
+        if (r >= 0 && c.delivery == DELIVERY_BROADCAST && m->system_bus) {
+                if (asprintf(&error, "%s:%u: delivery=broadcast is not allowed on the system bus",
+                             m->config_path, c.delivery_line) < 0)
+                        error = NULL;
+                r = -EINVAL;
+        }
+        if (r < 0)
+                log_error("%s; keeping the old settings.", error ?: "Failed to reload the configuration");
+        else {
+                manager_reload(m, &c);
+                log_info("Reloaded '%s'.", m->config_path);
+        }
+        config_done(&c);
+        (void) sd_notify(false, "READY=1\nSTATUS=Serving.");
+        return 0;
+}
+
+static int run(int argc, char *argv[]) {
+        _cleanup_(bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(event_unrefp) sd_event *event = NULL;
+        _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_free_ char *error = NULL;
+        Args args = {
+                .config = WATCHD_DEFAULT_CONFIG,
+                .bus = BUS_SYSTEM,
+                .backend = _BACKEND_TYPE_INVALID,
+        };
+        sigset_t mask;
+        Config config;
+        int r;
+
+        r = parse_args(argc, argv, &args);
+        if (r <= 0)
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+
+        r = config_init(&config);
+        if (r < 0)
+                return log_error_errno(r, "Out of memory."), EXIT_FAILURE;
+        r = config_load(args.config, &config, &error);
+        if (r >= 0 && config.delivery == DELIVERY_BROADCAST && args.bus == BUS_SYSTEM) {
+                if (asprintf(&error, "%s:%u: delivery=broadcast is not allowed on the system bus "
+                             "(it would show file names to every local user)", args.config, config.delivery_line) < 0)
+                        error = NULL;
+                r = -EINVAL;
+        }
+        if (r < 0) {
+                log_error("%s", error ?: "Failed to read the configuration.");
+                config_done(&config);
+                return EXIT_CONFIG;
+        }
+        log_set_max_level(config.log_level);
+        if (args.backend >= 0)
+                config.backend = args.backend;
+
+        r = manager_new(&config, args.config, &m);
+        config_done(&config);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate the manager: %m"), EXIT_FAILURE;
+        m->system_bus = args.bus == BUS_SYSTEM;
+
+        r = sd_event_default(&event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate the event loop: %m"), EXIT_FAILURE;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(-errno, "Failed to block signals: %m"), EXIT_FAILURE;
+        /* NULL handlers: SIGTERM and SIGINT end the loop. */
+        r = sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGHUP, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to handle signals: %m"), EXIT_FAILURE;
+        r = sd_event_set_watchdog(event, true);
+        if (r < 0)
+                log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
+
+        r = manager_start(m, event);
+        if (r < 0)
+                return EXIT_FAILURE;
+
+        r = bus_open(&args, &bus);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = dbus_iface_attach(m, bus);
+        if (r < 0)
+                return EXIT_FAILURE;
+
+        log_info("watchd %s serving %s on the %s bus.", WATCHD_VERSION, WATCHD_BUS_NAME,
+                 args.bus == BUS_SYSTEM ? "system" : args.bus == BUS_SESSION ? "session" : "given");
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving (%s backend).", backend_name(m->backend));
+
+        r = sd_event_loop(event);
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down...");
+        if (r < 0)
+                return log_error_errno(r, "The event loop failed: %m"), EXIT_FAILURE;
+        log_info("Stopped.");
+        return r;       /* the exit code of sd_event_exit(): 0 for a signal */
+}
+
+int main(int argc, char *argv[]) {
+        return run(argc, argv);
+}
