@@ -473,7 +473,7 @@ static void test_json(void) {
 
 static void test_timeout(void) {
         g_autofree char *dir = make_dir();
-        g_autoptr(Proc) quiet = WATCHCTL("watch", "--timeout", "0.3", dir);
+        g_autoptr(Proc) quiet = WATCHCTL("watch", "-e", "create", "--timeout", "0.3", dir);
         g_autoptr(Proc) short_of_count = NULL;
         g_autofree char *f = g_build_filename(dir, "f", NULL);
         g_autofree char *want = g_strdup_printf("CREATE %s\n", f);
