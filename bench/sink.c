@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -272,7 +273,22 @@ int sink_wait_ms(const Sink *s) {
         return (int) ((deadline - now + 999999) / 1000000);
 }
 
+static uint64_t tv_ns(struct timeval tv) {
+        return (uint64_t) tv.tv_sec * 1000000000u + (uint64_t) tv.tv_usec * 1000u;
+}
+
 int sink_report(Sink *s) {
+        struct rusage self = {}, children = {};
+
+        /* The consumer's own cost, and that of a tool it runs (inotifywait). */
+        (void) getrusage(RUSAGE_SELF, &self);
+        (void) getrusage(RUSAGE_CHILDREN, &children);
+        printf("cpu_self_ns=%" PRIu64 "\n"
+               "cpu_children_ns=%" PRIu64 "\n"
+               "maxrss_kb=%ld\n",
+               tv_ns(self.ru_utime) + tv_ns(self.ru_stime),
+               tv_ns(children.ru_utime) + tv_ns(children.ru_stime),
+               self.ru_maxrss);
         printf("records=%" PRIu64 "\n"
                "distinct=%u\n"
                "expect=%u\n"
