@@ -205,9 +205,12 @@ static int report_call_error(const Context *c, const char *subject, const GError
                 warn("%s: no such file or directory (FileNotFound)", prefix);
         else if (g_strcmp0(remote, "org.example.Inotify.Error.NoSuchWatch") == 0)
                 warn("%s: no such watch (NoSuchWatch)", prefix);
-        else if (shortname)
+        else if (shortname) {
                 /* InvalidArgs, LimitsExceeded: the daemon's message says what and why. */
-                warn("%s: %s (%s)", prefix, message, shortname);
+                size_t n = strlen(message);
+
+                warn("%s: %.*s (%s)", prefix, (int) (n > 0 && message[n - 1] == '.' ? n - 1 : n), message, shortname);
+        }
         else
                 warn("%s: %s", prefix, message);
         return EXIT_ERROR;
@@ -427,7 +430,7 @@ static void on_name_vanished(GDBusConnection *bus, const char *name, gpointer us
         for (guint i = 0; i < c->watches->len; i++)
                 ((Watch *) c->watches->pdata[i])->id = 0;
         when = time_of_day(c->gone_since);
-        warn("watchd left %s at %s; waiting for it to come back", bus_description(c), when);
+        warn("watchd left the bus at %s; waiting for it to come back", when);
 }
 
 static void report_restart(Context *c) {
@@ -743,6 +746,14 @@ static int cmd_watch(Context *c, int argc, char **argv) {
         return c->exit_status;
 }
 
+static int compare_watch_ids(gconstpointer a, gconstpointer b) {
+        guint32 x, y;
+
+        g_variant_get_child(*(GVariant *const *) a, 0, "u", &x);
+        g_variant_get_child(*(GVariant *const *) b, 0, "u", &y);
+        return x < y ? -1 : x > y;
+}
+
 static int cmd_list(Context *c, int argc, char **argv) {
         const GOptionEntry entries[] = {
                 { "recursive", 'r', 0, G_OPTION_ARG_NONE, &c->opt_recursive, "Add the watches recursive", NULL },
@@ -756,6 +767,8 @@ static int cmd_list(Context *c, int argc, char **argv) {
         };
         g_autoptr(GVariant) list = NULL;
         g_autoptr(GError) error = NULL;
+        g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify) g_variant_unref);
+        GVariant *entry;
         GVariantIter it;
         const char *path;
         guint32 id, mask, flags;
@@ -781,11 +794,17 @@ static int cmd_list(Context *c, int argc, char **argv) {
         if (!watchd_inotify_call_list_watches_sync(c->proxy, &list, NULL, &error))
                 return report_call_error(c, NULL, error);
 
+        /* In id order, which is the order they were made in. */
         g_variant_iter_init(&it, list);
-        while (g_variant_iter_next(&it, "(u&suu)", &id, &path, &mask, &flags)) {
-                g_autofree char *events = event_mask_to_string(mask, ',');
-                g_autofree char *flagnames = event_flags_to_string(flags);
+        while ((entry = g_variant_iter_next_value(&it)))
+                g_ptr_array_add(rows, entry);
+        g_ptr_array_sort(rows, compare_watch_ids);
+        for (guint i = 0; i < rows->len; i++) {
+                g_autofree char *events = NULL, *flagnames = NULL;
 
+                g_variant_get(rows->pdata[i], "(u&suu)", &id, &path, &mask, &flags);
+                events = event_mask_to_string(mask, ',');
+                flagnames = event_flags_to_string(flags);
                 if (c->opt_json) {
                         g_autoptr(JsonBuilder) b = json_builder_new();
                         g_auto(GStrv) names = event_mask_to_strv(mask);

@@ -286,18 +286,25 @@ static void start_bus(void) {
                                        on_name_appeared, on_name_vanished, NULL, NULL);
 }
 
-static void start_watchd(void) {
-        g_autofree char *conf = g_build_filename(env.tmp, "watchd.conf", NULL);  /* absent: defaults */
+/* Starts watchd with conf_text as its config file (NULL: no file, defaults). */
+static void start_watchd_with(const char *conf_text) {
+        g_autofree char *conf = g_build_filename(env.tmp, conf_text ? "watchd.conf" : "absent.conf", NULL);
         const char *argv[] = { env.watchd, "--config", conf, "--address", env.address,
                                "--backend", "syscall", NULL };
         g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
         g_autoptr(GError) error = NULL;
 
         g_assert_null(env.daemon);
+        if (conf_text)
+                g_assert_true(g_file_set_contents(conf, conf_text, -1, NULL));
         g_subprocess_launcher_set_child_setup(l, child_setup_pdeathsig, NULL, NULL);
         env.daemon = g_subprocess_launcher_spawnv(l, argv, &error);
         g_assert_no_error(error);
         wait_until("watchd to own " WATCHD_BUS_NAME, name_owned, NULL, NULL);
+}
+
+static void start_watchd(void) {
+        start_watchd_with(NULL);
 }
 
 static void stop_watchd(void) {
@@ -469,6 +476,49 @@ static void test_json(void) {
         g_assert_cmpuint(json_array_get_length(events), ==, 2);
         g_assert_cmpstr(json_array_get_string_element(events, 0), ==, "MOVED_FROM");
         g_assert_cmpstr(json_array_get_string_element(events, 1), ==, "MOVED_TO");
+}
+
+static void test_overflow(void) {
+        g_autofree char *dir = make_dir();
+        g_autoptr(Proc) p = NULL;
+        g_autoptr(JsonParser) parser = json_parser_new();
+        g_auto(GStrv) lines = NULL;
+        JsonObject *o = NULL;
+        pid_t pid;
+
+        /* A daemon that may hold 16 records for a client, frozen while 200
+         * events queue up in the kernel: it reads them all at once and must
+         * say that it dropped some. */
+        stop_watchd();
+        start_watchd_with("[limits]\nmax_pending_events_per_client = 16\n");
+        p = WATCHCTL("watch", "--json", "-e", "create", dir);
+        start_watch_established(p);
+        pid = (pid_t) g_ascii_strtoll(g_subprocess_get_identifier(env.daemon), NULL, 10);
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        for (int i = 0; i < 200; i++) {
+                g_autofree char *f = g_strdup_printf("%s/f%d", dir, i);
+
+                write_file(f, "");
+        }
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        wait_stderr(p, "\" (overflow): rescan if you keep state\n");
+        g_subprocess_send_signal(p->sp, SIGTERM);
+        assert_exit(p, 0);
+
+        /* The JSON stream says it too, among the events. */
+        lines = g_strsplit(p->out->str, "\n", -1);
+        for (char **l = lines; *l && **l; l++) {
+                o = parse_line(parser, *l);
+                if (g_strcmp0(json_object_get_string_member(o, "type"), "overflow") == 0)
+                        break;
+                g_assert_cmpstr(json_object_get_string_member(o, "type"), ==, "event");
+                o = NULL;
+        }
+        if (!o)
+                g_error("no overflow object on stdout:\n%s", p->out->str);
+        g_assert_cmpuint(json_array_get_length(json_object_get_array_member(o, "ids")), ==, 1);
+        stop_watchd();
+        start_watchd();
 }
 
 static void test_timeout(void) {
@@ -658,6 +708,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/watchctl/watch/format", test_format);
         g_test_add_func("/watchctl/watch/json", test_json);
         g_test_add_func("/watchctl/watch/timeout", test_timeout);
+        g_test_add_func("/watchctl/watch/overflow", test_overflow);
         g_test_add_func("/watchctl/watch/watch-removed", test_watch_removed);
         g_test_add_func("/watchctl/list", test_list);
         g_test_add_func("/watchctl/stats", test_stats);
