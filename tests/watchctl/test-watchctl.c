@@ -108,11 +108,17 @@ static void child_setup_nobody(gpointer userdata) {
                 _exit(125);
 }
 
-static Proc *proc_start_full(const struct passwd *as, const char *const *argv) {
+/* Runs argv as the user as (NULL: as is), with var=value (if var) added to
+ * the environment. */
+static Proc *proc_start_full(const struct passwd *as, const char *var, const char *value,
+                             const char *const *argv) {
         g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
                                                                      G_SUBPROCESS_FLAGS_STDERR_PIPE);
         g_autoptr(GError) error = NULL;
         Proc *p = g_new0(Proc, 1);
+
+        if (var)
+                g_subprocess_launcher_setenv(l, var, value, TRUE);
 
         if (as)
                 g_subprocess_launcher_set_child_setup(l, child_setup_nobody, (gpointer) as, NULL);
@@ -333,7 +339,7 @@ static Proc *watchctl_as(const struct passwd *as, const char *const *args) {
         for (const char *const *a = args; *a; a++)
                 g_ptr_array_add(argv, (gpointer) *a);
         g_ptr_array_add(argv, NULL);
-        return proc_start_full(as, (const char *const *) argv->pdata);
+        return proc_start_full(as, NULL, NULL, (const char *const *) argv->pdata);
 }
 #define WATCHCTL_AS(as, ...) watchctl_as((as), (const char *const []) { __VA_ARGS__, NULL })
 #define WATCHCTL(...) WATCHCTL_AS(NULL, __VA_ARGS__)
@@ -613,13 +619,37 @@ static void test_not_running(void) {
         g_autofree char *want = g_strdup_printf(
                 "watchctl: watchd is not running on the bus at %s: start it with `watchd --address %s`\n",
                 env.address, env.address);
-        g_autoptr(Proc) p = NULL;
+        const char *system_argv[] = { env.watchctl, "--system", "stats", NULL };
+        const char *session_argv[] = { env.watchctl, "stats", "--session", NULL };
+        g_autoptr(Proc) p = NULL, system = NULL, session = NULL;
 
         stop_watchd();
         p = WATCHCTL("stats");
         assert_exit(p, 1);
         g_assert_cmpstr(p->err->str, ==, want);
+
+        /* The private bus standing in for the system and the session bus:
+         * each message says how to start watchd there. */
+        system = proc_start_full(NULL, "DBUS_SYSTEM_BUS_ADDRESS", env.address, system_argv);
+        assert_exit(system, 1);
+        g_assert_cmpstr(system->err->str, ==,
+                        "watchctl: watchd is not running on the system bus: start it with `systemctl start watchd`\n");
+        session = proc_start_full(NULL, "DBUS_SESSION_BUS_ADDRESS", env.address, session_argv);
+        assert_exit(session, 1);
+        g_assert_cmpstr(session->err->str, ==,
+                        "watchctl: watchd is not running on the session bus: start it with `watchd --session`\n");
         start_watchd();
+}
+
+static void test_no_bus(void) {
+        g_autofree char *nowhere = g_strdup_printf("unix:path=%s/no-bus-here", env.tmp);
+        const char *argv[] = { env.watchctl, "stats", NULL };
+        g_autoptr(Proc) p = proc_start_full(NULL, "DBUS_SYSTEM_BUS_ADDRESS", nowhere, argv);
+
+        assert_exit(p, 1);
+        g_assert_true(g_str_has_prefix(p->err->str, "watchctl: cannot connect to the system bus (is dbus running?): "));
+        g_assert_nonnull(strchr(p->err->str, '\n'));
+        g_assert_cmpstr(strchr(p->err->str, '\n'), ==, "\n");        /* one line */
 }
 
 static void test_usage_errors(void) {
@@ -715,6 +745,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/watchctl/errors/missing-path", test_missing_path);
         g_test_add_func("/watchctl/errors/permission-denied", test_permission_denied);
         g_test_add_func("/watchctl/errors/not-running", test_not_running);
+        g_test_add_func("/watchctl/errors/no-bus", test_no_bus);
         g_test_add_func("/watchctl/errors/usage", test_usage_errors);
         g_test_add_func("/watchctl/restart", test_restart);
         r = g_test_run();
