@@ -23,24 +23,28 @@
 
 #include "inotify_dev_priv.h"
 
-/* Allocates a record; @name may be NULL. Returns NULL on ENOMEM. */
+/*
+ * Allocates a record in its read() form; @name may be NULL. The name is
+ * NUL-padded to a multiple of 16 bytes (0.23 and 6.1 alike). NULL on ENOMEM.
+ */
 struct idev_event *idev_event_alloc(s32 wd, u32 mask, u32 cookie,
 				    const struct qstr *name, gfp_t gfp)
 {
 	u32 name_len = name ? name->len : 0;
+	u32 len = name_len ? roundup(name_len + 1, sizeof(struct inotify_event)) : 0;
 	struct idev_event *ev;
 
-	ev = kmalloc(struct_size(ev, name, name_len ? name_len + 1 : 0), gfp);
+	ev = kmalloc(sizeof(*ev) + len, gfp);
 	if (!ev)
 		return NULL;
 	INIT_LIST_HEAD(&ev->list);
-	ev->wd = wd;
-	ev->mask = mask;
-	ev->cookie = cookie;
-	ev->name_len = name_len;
-	if (name_len) {
-		memcpy(ev->name, name->name, name_len);
-		ev->name[name_len] = '\0';
+	ev->rec.wd = wd;
+	ev->rec.mask = mask & INOTIFY_DEV_REPORTED_BITS;
+	ev->rec.cookie = cookie;
+	ev->rec.len = len;
+	if (len) {
+		memcpy(ev->rec.name, name->name, name_len);
+		memset(ev->rec.name + name_len, 0, len - name_len);
 	}
 	return ev;
 }
@@ -63,11 +67,11 @@ static bool idev_event_is_dup(struct idev_device *dev, struct idev_event *ev)
 	if (list_empty(&dev->events))
 		return false;
 	last = list_last_entry(&dev->events, struct idev_event, list);
-	if (last == dev->overflow || (last->mask & IN_IGNORED))
+	if (last == dev->overflow || (last->rec.mask & IN_IGNORED))
 		return false;
-	return last->wd == ev->wd && last->mask == ev->mask &&
-	       last->cookie == ev->cookie && last->name_len == ev->name_len &&
-	       (!ev->name_len || !memcmp(last->name, ev->name, ev->name_len));
+	return last->rec.wd == ev->rec.wd && last->rec.mask == ev->rec.mask &&
+	       last->rec.cookie == ev->rec.cookie && last->rec.len == ev->rec.len &&
+	       !memcmp(last->rec.name, ev->rec.name, ev->rec.len);
 }
 
 /* Appends @ev to the queue. Must be called with dev->lock held. */
@@ -109,8 +113,9 @@ static void idev_queue_overflow(struct idev_device *dev)
  * to queue IN_IGNORED after setting the wd to -1: so no record of a watch is
  * ever queued after its IN_IGNORED.
  *
- * A full queue (max_events records) gets one {wd=-1, IN_Q_OVERFLOW} record;
- * every later event is dropped until read() has taken that record out.
+ * A full queue (max_events records) gets one {wd=-1, IN_Q_OVERFLOW} record
+ * (cookie 0, as 6.1); every later event is dropped until read() has taken
+ * that record out.
  *
  * Locking: takes dev->lock; callable from any context that may spin.
  */
@@ -124,7 +129,6 @@ void idev_queue_event(struct idev_device *dev, struct idev_event *ev,
 	if (dev->q_len >= dev->max_events) {
 		if (!list_empty(&dev->overflow->list))
 			goto out_drop;
-		dev->overflow->cookie = ev->cookie;
 		idev_event_free(ev);
 		ev = dev->overflow;
 	}

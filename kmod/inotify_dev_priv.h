@@ -42,14 +42,13 @@ struct idev_user {
 	atomic_t watches;		/* live watches */
 };
 
-/* One queued record, as read() will copy it out. */
+/*
+ * One queued record, kept in the form read() copies out: rec, then rec.len
+ * bytes of NUL-padded name. Immutable once queued.
+ */
 struct idev_event {
 	struct list_head list;		/* in dev->events [dev->lock] */
-	s32 wd;
-	u32 mask;
-	u32 cookie;
-	u32 name_len;			/* strlen(name), 0 if no name */
-	char name[];			/* NUL-terminated if name_len */
+	struct inotify_event rec;	/* must be last: rec.name[] follows */
 };
 
 /* One open of /dev/inotify. */
@@ -61,10 +60,11 @@ struct idev_device {
 	spinlock_t lock;		/* protects the fields down to shutdown */
 	struct list_head events;	/* struct idev_event, oldest first */
 	unsigned int q_len;		/* records queued, the overflow one included */
-	unsigned int q_bytes;		/* bytes read() would return for all of them */
+	size_t q_bytes;			/* bytes read() would return for all of them */
 	unsigned int max_events;	/* max_queued_events, copied at open() */
 	bool shutdown;			/* close() began: queue nothing more */
-	struct idev_event *overflow;	/* preallocated {-1, IN_Q_OVERFLOW} */
+	struct idev_event *overflow;	/* preallocated {-1, IN_Q_OVERFLOW, 0, 0}; */
+					/* queued iff on a list [dev->lock] */
 	wait_queue_head_t wq;		/* read() and poll() wait here */
 	struct fasync_struct *fa;	/* O_ASYNC readers */
 
@@ -95,12 +95,9 @@ static inline struct idev_mark *idev_mark(struct fsnotify_mark *fsn_mark)
 }
 
 /* Bytes a record takes in read()'s buffer: the header, then the padded name. */
-static inline unsigned int idev_event_size(const struct idev_event *ev)
+static inline size_t idev_event_size(const struct idev_event *ev)
 {
-	if (!ev->name_len)
-		return sizeof(struct inotify_event);
-	return sizeof(struct inotify_event) +
-	       roundup(ev->name_len + 1, sizeof(struct inotify_event));
+	return sizeof(ev->rec) + ev->rec.len;
 }
 
 /* inotify_dev_fsnotify.c */

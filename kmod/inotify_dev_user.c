@@ -309,7 +309,7 @@ out_unlock:
 static long idev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct idev_device *dev = file->private_data;
-	unsigned int pending;
+	size_t pending;
 
 	switch (cmd) {
 	case INOTIFY_WATCH:
@@ -320,115 +320,163 @@ static long idev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		spin_lock(&dev->lock);
 		pending = dev->q_bytes;
 		spin_unlock(&dev->lock);
-		return put_user((int)pending, (int __user *)arg);
+		/* An int, as 0.23 and inotify(7) have it. */
+		return put_user((int)min_t(size_t, pending, INT_MAX), (int __user *)arg);
 	default:
 		return -ENOTTY;
 	}
 }
 
-/* Copies one record out: header, name, NUL padding. */
-static int idev_copy_event(char __user *buf, const struct inotify_event *hdr,
-			   const struct idev_event *ev)
-{
-	static const char zeros[sizeof(struct inotify_event)];
-
-	if (copy_to_user(buf, hdr, sizeof(*hdr)))
-		return -EFAULT;
-	if (!hdr->len)
-		return 0;
-	buf += sizeof(*hdr);
-	/* len = roundup(name_len + 1, 16): 1 to 16 bytes of padding. */
-	if (copy_to_user(buf, ev->name, ev->name_len) ||
-	    copy_to_user(buf + ev->name_len, zeros, hdr->len - ev->name_len))
-		return -EFAULT;
-	return 0;
-}
-
 /*
- * Takes the oldest record off the queue if it fits in @space bytes; its
- * header is copied into @hdr under the lock (the overflow record may be
- * queued again as soon as the lock is dropped). Returns the record, NULL if
- * the queue is empty, or ERR_PTR(-EINVAL) if the record does not fit.
+ * Takes off the queue the oldest records that fit together in @space bytes,
+ * onto @batch, or the overflow record alone (@overflow set: it is never on
+ * @batch, because the handler tests whether it is queued with list_empty()).
+ * Returns 0, or -EINVAL if a record is queued but the first does not fit.
  *
  * Locking: takes dev->lock.
  */
-static struct idev_event *idev_pop_event(struct idev_device *dev, size_t space,
-					 struct inotify_event *hdr)
+static int idev_take_batch(struct idev_device *dev, size_t space,
+			   struct list_head *batch, bool *overflow)
 {
-	struct idev_event *ev;
-	unsigned int size;
+	struct idev_event *ev, *last = NULL;
+	size_t size, bytes = 0;
+	unsigned int n = 0;
+	int ret = 0;
 
+	*overflow = false;
 	spin_lock(&dev->lock);
-	ev = list_first_entry_or_null(&dev->events, struct idev_event, list);
-	if (!ev)
-		goto out_unlock;
-	size = idev_event_size(ev);
-	if (size > space) {
-		ev = ERR_PTR(-EINVAL);
-		goto out_unlock;
+	list_for_each_entry(ev, &dev->events, list) {
+		size = idev_event_size(ev);
+		if (size > space - bytes)
+			break;
+		if (ev == dev->overflow) {
+			if (!n) {
+				list_del_init(&ev->list);
+				*overflow = true;
+				n = 1;
+				bytes = size;
+			}
+			break;
+		}
+		last = ev;
+		n++;
+		bytes += size;
 	}
-	list_del_init(&ev->list);
-	dev->q_len--;
-	dev->q_bytes -= size;
-	hdr->wd = ev->wd;
-	hdr->mask = ev->mask & INOTIFY_DEV_REPORTED_BITS;
-	hdr->cookie = ev->cookie;
-	hdr->len = size - sizeof(*hdr);
-out_unlock:
+	if (last)
+		list_cut_position(batch, &dev->events, &last->list);
+	else if (!n && !list_empty(&dev->events))
+		ret = -EINVAL;
+	dev->q_len -= n;
+	dev->q_bytes -= bytes;
 	spin_unlock(&dev->lock);
-	if (!IS_ERR_OR_NULL(ev))
-		atomic_long_dec(&idev_stat_queued);
-	return ev;
+
+	if (n)
+		atomic_long_sub(n, &idev_stat_queued);
+	return ret;
 }
 
 /*
- * read(): whole records only. Blocks until one is queued (EAGAIN with
- * O_NONBLOCK; EINTR, as in 0.23, when a signal arrives); EINVAL if the
- * buffer cannot hold the first record; then as many as fit. A record is
- * lost if copying it out faults (EFAULT), as in inotify.
+ * Copies the records of @batch to @buf, one copy_to_user() each (they are
+ * stored in read() form), and frees them. Returns the bytes copied, or
+ * -EFAULT if the first copy faults. On a fault the records not copied go
+ * back to the head of the queue, in order: nothing is lost.
+ *
+ * Locking: takes dev->lock only on a fault.
+ */
+static ssize_t idev_copy_batch(struct idev_device *dev, char __user *buf,
+			       struct list_head *batch)
+{
+	struct idev_event *ev, *next;
+	size_t size, bytes = 0, left = 0;
+	unsigned int n = 0;
+
+	list_for_each_entry_safe(ev, next, batch, list) {
+		size = idev_event_size(ev);
+		if (copy_to_user(buf + bytes, &ev->rec, size))
+			break;
+		bytes += size;
+		list_del(&ev->list);
+		idev_event_free(ev);
+	}
+	if (list_empty(batch))
+		return bytes;
+
+	list_for_each_entry(ev, batch, list) {
+		left += idev_event_size(ev);
+		n++;
+	}
+	spin_lock(&dev->lock);
+	list_splice(batch, &dev->events);
+	dev->q_len += n;
+	dev->q_bytes += left;
+	spin_unlock(&dev->lock);
+	atomic_long_add(n, &idev_stat_queued);
+	return bytes ? bytes : -EFAULT;
+}
+
+/* Puts back the overflow record read() could not copy out: loss stays reported. */
+static void idev_requeue_overflow(struct idev_device *dev)
+{
+	spin_lock(&dev->lock);
+	if (list_empty(&dev->overflow->list)) {
+		list_add(&dev->overflow->list, &dev->events);
+		dev->q_len++;
+		dev->q_bytes += idev_event_size(dev->overflow);
+		atomic_long_inc(&idev_stat_queued);
+	}
+	spin_unlock(&dev->lock);
+}
+
+/*
+ * read(): whole records only, as many as fit. Blocks until one is queued
+ * (EAGAIN with O_NONBLOCK; EINTR, as in 0.23, when a signal arrives);
+ * EINVAL if the buffer cannot hold the first record; EFAULT if nothing
+ * could be copied (the records stay queued).
  */
 static ssize_t idev_read(struct file *file, char __user *buf, size_t count,
 			 loff_t *pos)
 {
 	struct idev_device *dev = file->private_data;
 	DEFINE_WAIT_FUNC(wait, woken_wake_function);
-	char __user *start = buf;
-	struct inotify_event hdr;
-	struct idev_event *ev;
+	size_t copied = 0;
 	ssize_t ret = 0;
+	bool overflow;
 
 	add_wait_queue(&dev->wq, &wait);
 	for (;;) {
-		ev = idev_pop_event(dev, count, &hdr);
-		if (IS_ERR(ev)) {
-			ret = PTR_ERR(ev);
+		LIST_HEAD(batch);
+
+		ret = idev_take_batch(dev, count - copied, &batch, &overflow);
+		if (ret)
 			break;
-		}
-		if (ev) {
-			ret = idev_copy_event(buf, &hdr, ev);
-			if (ev != dev->overflow)
-				idev_event_free(ev);
-			if (ret)
+		if (overflow) {
+			/* Immutable: safe to copy though it may be queued again. */
+			ret = sizeof(dev->overflow->rec);
+			if (copy_to_user(buf + copied, &dev->overflow->rec, ret)) {
+				idev_requeue_overflow(dev);
+				ret = -EFAULT;
+			}
+		} else if (!list_empty(&batch)) {
+			ret = idev_copy_batch(dev, buf + copied, &batch);
+		} else {
+			if (copied)
 				break;
-			buf += sizeof(hdr) + hdr.len;
-			count -= sizeof(hdr) + hdr.len;
+			ret = -EAGAIN;
+			if (file->f_flags & O_NONBLOCK)
+				break;
+			ret = -EINTR;
+			if (signal_pending(current))
+				break;
+			wait_woken(&wait, TASK_INTERRUPTIBLE, MAX_SCHEDULE_TIMEOUT);
 			continue;
 		}
-		if (buf != start)
+		if (ret < 0)
 			break;
-		ret = -EAGAIN;
-		if (file->f_flags & O_NONBLOCK)
-			break;
-		ret = -EINTR;
-		if (signal_pending(current))
-			break;
-		wait_woken(&wait, TASK_INTERRUPTIBLE, MAX_SCHEDULE_TIMEOUT);
+		copied += ret;
 	}
 	remove_wait_queue(&dev->wq, &wait);
 
-	if (buf != start && ret != -EFAULT)
-		ret = buf - start;
-	return ret;
+	return copied ? copied : ret;
 }
 
 static __poll_t idev_poll(struct file *file, poll_table *wait)
@@ -735,5 +783,6 @@ module_exit(idev_exit);
 
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("/dev/inotify: the 2005 character-device inotify ABI (0.23-6) on fsnotify");
+MODULE_VERSION("0.1.0");
 MODULE_ALIAS_MISCDEV(INOTIFY_DEV_MINOR);
 MODULE_ALIAS("devname:inotify");

@@ -41,7 +41,7 @@ counters_zero
 result counters_zero $? "module counters not back to 0 after the tests"
 
 if [ -x /storm ]; then
-    /storm "${STORM_FILES:-5000}" "${STORM_REPS:-3}"
+    /storm "${STORM_FILES:-10000}" "${STORM_REPS:-5}"
     rc=$((rc | $?))
 fi
 

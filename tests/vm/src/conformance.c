@@ -785,6 +785,14 @@ static int t_read_efault(void)
                 CHECK(poll(&pfd, 1, T) == 1, "event");
         }
         CHECK(read(dev, (void *)bad, 64) < 0 && errno == EFAULT, "bad buffer");
+        /* The record was not lost. */
+        {
+                char buf[64] __attribute__((aligned(8)));
+                const struct inotify_event *ev = (const void *)buf;
+
+                CHECK(read(dev, buf, sizeof(buf)) == 32 && strcmp(ev->name, "f") == 0,
+                      "the record must still be queued after EFAULT");
+        }
         return 0;
 }
 
