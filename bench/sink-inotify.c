@@ -6,20 +6,42 @@
  * pair renames by cookie (a MOVED_TO right after its MOVED_FROM, as the kernel
  * queues them), walk a tree to watch it recursively. Every other system is
  * compared with it, measured in the same run.
+ *
+ * With --extra /dev/inotify it reads the 2005 character device instead of the
+ * syscalls (the VM run of the device backend): same records, watches placed
+ * with the INOTIFY_WATCH ioctl on an open descriptor.
  */
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "inotify_dev.h"
 #include "sink.h"
 
 #define TREE_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVE | IN_CLOSE_WRITE | IN_ATTRIB)
+
+/* The device wants an open descriptor; the syscalls a path. */
+static int add_watch(int fd, bool device, const char *path, uint32_t mask) {
+        struct inotify_watch_request req = { .mask = mask & ~(uint32_t) IN_ONLYDIR };
+        int wd;
+
+        if (!device)
+                return inotify_add_watch(fd, path, mask);
+        req.fd = open(path, O_RDONLY | O_CLOEXEC | ((mask & IN_ONLYDIR) ? O_DIRECTORY : 0));
+        if (req.fd < 0)
+                return -1;
+        wd = ioctl(fd, INOTIFY_WATCH, &req);
+        close(req.fd);
+        return wd;
+}
 
 typedef struct Pending {
         uint32_t cookie;        /* 0: no MOVED_FROM waiting */
@@ -57,7 +79,7 @@ static void handle_rename(Sink *s, Pending *p, const struct inotify_event *ev, i
 }
 
 /* Watches every directory under root; returns the number of watches or -errno. */
-static long watch_tree(int fd, const char *root) {
+static long watch_tree(int fd, bool device, const char *root) {
         size_t n = 0, alloc = 1024;
         char **stack = malloc(alloc * sizeof(char *));
         long watches = 0;
@@ -70,7 +92,7 @@ static long watch_tree(int fd, const char *root) {
                 struct dirent *de;
                 DIR *d;
 
-                if (!dir || inotify_add_watch(fd, dir, TREE_MASK | IN_ONLYDIR) < 0) {
+                if (!dir || add_watch(fd, device, dir, TREE_MASK | IN_ONLYDIR) < 0) {
                         fprintf(stderr, "cannot watch \"%s\": %m\n", dir ? dir : "?");
                         free(dir);
                         continue;
@@ -112,31 +134,36 @@ int main(int argc, char **argv) {
         static char buf[256 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
         Pending *pending = calloc(1, sizeof(Pending));
         int fd, wd2 = -1, r = 0;
+        bool device;
         Sink s;
 
         sink_parse(&s, argc, argv);
-        fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        device = s.extra && strcmp(s.extra, "/dev/inotify") == 0;
+        if (device)
+                fd = open(s.extra, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        else
+                fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
         if (fd < 0 || !pending) {
-                fprintf(stderr, "inotify_init1: %m\n");
+                fprintf(stderr, "%s: %m\n", device ? s.extra : "inotify_init1");
                 return 1;
         }
 
         switch (s.mode) {
         case SINK_STORM:
-                r = inotify_add_watch(fd, s.dir, IN_CLOSE_WRITE);
+                r = add_watch(fd, device, s.dir, IN_CLOSE_WRITE);
                 break;
         case SINK_LATENCY:
-                r = inotify_add_watch(fd, s.dir, IN_MODIFY);
+                r = add_watch(fd, device, s.dir, IN_MODIFY);
                 break;
         case SINK_RENAME:
-                r = inotify_add_watch(fd, s.dir, IN_MOVE);
+                r = add_watch(fd, device, s.dir, IN_MOVE);
                 if (r >= 0 && s.dir2) {
-                        wd2 = inotify_add_watch(fd, s.dir2, IN_MOVE);
+                        wd2 = add_watch(fd, device, s.dir2, IN_MOVE);
                         r = wd2;
                 }
                 break;
         case SINK_TREE:
-                r = (int) watch_tree(fd, s.dir);
+                r = (int) watch_tree(fd, device, s.dir);
                 break;
         }
         if (r < 0) {
