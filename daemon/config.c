@@ -81,7 +81,7 @@ void config_done(Config *c) {
 
 typedef struct ParseState {
         const char *name;       /* file name for messages */
-        Config *config;
+        Config config;          /* being filled */
         unsigned line;          /* line the handler is on */
         unsigned newlines;      /* newlines handed to inih so far */
         char *error;            /* first error, "name:line: message" */
@@ -129,7 +129,7 @@ static int parse_uint(ParseState *s, const char *key, const char *value,
 /* inih handler: nonzero is success. */
 static int handler(void *userdata, const char *section, const char *name, const char *value) {
         ParseState *s = userdata;
-        Config *c = s->config;
+        Config *c = &s->config;
 
         /* The handler runs once inih has read the key's line, i.e. after the newline that ends it. */
         s->line = s->newlines;
@@ -232,14 +232,12 @@ static char *reader(char *str, int num, void *userdata) {
 }
 
 static int config_parse(ParseState *s, Config *ret, char **ret_error) {
-        Config c;
         int r;
 
-        r = config_init(&c);
+        /* Carry no state over from *ret: a reload starts from the defaults too. */
+        r = config_init(&s->config);
         if (r < 0)
                 return r;
-        /* Carry no state over from *ret: a reload starts from the defaults too. */
-        s->config = &c;
 
         r = ini_parse_stream(reader, s, handler, s);
         if (r != 0 && !s->error) {
@@ -251,7 +249,7 @@ static int config_parse(ParseState *s, Config *ret, char **ret_error) {
                         parse_fail(s, "cannot parse: %s", r == -2 ? "out of memory" : "read error");
         }
         if (s->error) {
-                config_done(&c);
+                config_done(&s->config);
                 if (ret_error)
                         *ret_error = TAKE_PTR(s->error);
                 free(s->error);
@@ -259,7 +257,7 @@ static int config_parse(ParseState *s, Config *ret, char **ret_error) {
         }
 
         config_done(ret);
-        *ret = c;
+        *ret = s->config;
         return 0;
 }
 

@@ -1,0 +1,1233 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-dbus - the org.example.Inotify API against a real watchd on a
+ * private dbus-daemon, with the syscall backend and GIO clients generated
+ * from data/org.example.Inotify.xml
+ *
+ * Each test starts its own bus and daemon (about 50 ms), so no test sees
+ * another's state. Events are awaited, never slept for: a test iterates the
+ * main context until the record it expects arrives or a deadline passes.
+ * Tests that need a second uid or a process to kill run this binary again
+ * as a helper (--helper ...), as nobody where needed.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gio/gunixfdlist.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "watchd-test.h"
+
+#define E_INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
+#define E_ACCESS_DENIED "org.freedesktop.DBus.Error.AccessDenied"
+#define E_FILE_NOT_FOUND "org.freedesktop.DBus.Error.FileNotFound"
+#define E_LIMITS_EXCEEDED "org.freedesktop.DBus.Error.LimitsExceeded"
+#define E_NO_SUCH_WATCH "org.example.Inotify.Error.NoSuchWatch"
+
+#define TIMEOUT_MS 5000
+
+/* ---------------------------------------------------------------- collecting signals */
+
+typedef struct Rec {
+        guint32 id, mask, cookie;
+        char *path, *new_path;
+} Rec;
+
+typedef struct Collector {
+        GArray *recs;           /* Rec */
+        guint n_events_signals;
+        guint max_batch;
+        GArray *overflow_ids;   /* guint32, all Overflow signals together */
+        guint n_overflows;
+        GPtrArray *removed;     /* "id reason" */
+} Collector;
+
+static void rec_clear(gpointer p) {
+        Rec *r = p;
+        g_free(r->path);
+        g_free(r->new_path);
+}
+
+static void collector_init(Collector *c) {
+        c->recs = g_array_new(FALSE, TRUE, sizeof(Rec));
+        g_array_set_clear_func(c->recs, rec_clear);
+        c->overflow_ids = g_array_new(FALSE, TRUE, sizeof(guint32));
+        c->removed = g_ptr_array_new_with_free_func(g_free);
+        c->n_events_signals = c->n_overflows = c->max_batch = 0;
+}
+
+static void collector_done(Collector *c) {
+        g_array_unref(c->recs);
+        g_array_unref(c->overflow_ids);
+        g_ptr_array_unref(c->removed);
+}
+
+static void on_events(WatchdInotify *p, GVariant *events, gpointer data) {
+        Collector *c = data;
+        GVariantIter it;
+        Rec r;
+        guint n = 0;
+
+        g_variant_iter_init(&it, events);
+        while (g_variant_iter_next(&it, "(uuuss)", &r.id, &r.mask, &r.cookie, &r.path, &r.new_path)) {
+                g_array_append_val(c->recs, r);
+                n++;
+        }
+        c->n_events_signals++;
+        c->max_batch = MAX(c->max_batch, n);
+}
+
+static void on_overflow(WatchdInotify *p, GVariant *ids, gpointer data) {
+        Collector *c = data;
+        GVariantIter it;
+        guint32 id;
+
+        g_variant_iter_init(&it, ids);
+        while (g_variant_iter_next(&it, "u", &id))
+                g_array_append_val(c->overflow_ids, id);
+        c->n_overflows++;
+}
+
+static void on_removed(WatchdInotify *p, guint id, const char *reason, gpointer data) {
+        Collector *c = data;
+        g_ptr_array_add(c->removed, g_strdup_printf("%u %s", id, reason));
+}
+
+static void collector_connect(Collector *c, WatchdInotify *proxy) {
+        g_signal_connect(proxy, "events", G_CALLBACK(on_events), c);
+        g_signal_connect(proxy, "overflow", G_CALLBACK(on_overflow), c);
+        g_signal_connect(proxy, "watch-removed", G_CALLBACK(on_removed), c);
+}
+
+/* The index of the first record with this path and all of these mask bits, or -1. */
+static int find_rec(Collector *c, const char *path, guint32 mask) {
+        for (guint i = 0; i < c->recs->len; i++) {
+                Rec *r = &g_array_index(c->recs, Rec, i);
+                if (g_strcmp0(r->path, path) == 0 && (r->mask & mask) == mask)
+                        return (int) i;
+        }
+        return -1;
+}
+
+typedef struct Want {
+        Collector *c;
+        const char *path;
+        guint32 mask;
+} Want;
+
+static gboolean want_met(gpointer data) {
+        Want *w = data;
+        return find_rec(w->c, w->path, w->mask) >= 0;
+}
+
+/* Awaits a record for path with mask; returns it (fails the test on timeout). */
+static Rec *await_rec(Collector *c, const char *path, guint32 mask) {
+        Want w = { c, path, mask };
+
+        if (!wt_await(want_met, &w, TIMEOUT_MS))
+                g_error("No record for '%s' with mask 0x%x within %d ms (%u records)", path, mask, TIMEOUT_MS,
+                        c->recs->len);
+        return &g_array_index(c->recs, Rec, find_rec(c, path, mask));
+}
+
+static gboolean removed_met(gpointer data) {
+        Collector *c = data;
+        return c->removed->len > 0;
+}
+
+static gboolean overflow_met(gpointer data) {
+        Collector *c = data;
+        return c->n_overflows > 0;
+}
+
+/* ---------------------------------------------------------------- fixture */
+
+typedef struct Fixture {
+        WtBus *bus;
+        WtDaemon *daemon;
+        GDBusConnection *conn, *conn2;
+        WatchdInotify *proxy, *proxy2;     /* two clients of the same uid */
+        Collector a, b;
+        char *dir;                         /* files for the test, mode 0755 */
+} Fixture;
+
+static void fixture_setup_with(Fixture *f, const char *config) {
+        f->bus = wt_bus_start();
+        f->daemon = wt_daemon_start(f->bus, config);
+        f->conn = wt_connect(f->bus);
+        f->conn2 = wt_connect(f->bus);
+        f->proxy = wt_proxy(f->conn);
+        f->proxy2 = wt_proxy(f->conn2);
+        collector_init(&f->a);
+        collector_init(&f->b);
+        collector_connect(&f->a, f->proxy);
+        collector_connect(&f->b, f->proxy2);
+        f->dir = g_build_filename(f->bus->dir, "files", NULL);
+        g_assert_cmpint(g_mkdir(f->dir, 0755), ==, 0);
+}
+
+static void fixture_setup(Fixture *f, gconstpointer data) {
+        fixture_setup_with(f, data);
+}
+
+static void fixture_teardown(Fixture *f, gconstpointer data) {
+        int status;
+
+        g_object_unref(f->proxy);
+        g_object_unref(f->proxy2);
+        g_dbus_connection_close_sync(f->conn, NULL, NULL);
+        g_dbus_connection_close_sync(f->conn2, NULL, NULL);
+        g_object_unref(f->conn);
+        g_object_unref(f->conn2);
+        collector_done(&f->a);
+        collector_done(&f->b);
+        status = wt_daemon_stop(f->daemon);
+        /* A clean SIGTERM shutdown, every time. */
+        g_assert_cmpint(status, ==, 0);
+        wt_bus_stop(f->bus);
+        g_free(f->dir);
+}
+
+static char *path_in(Fixture *f, const char *name) {
+        return g_build_filename(f->dir, name, NULL);
+}
+
+static guint32 add_watch(WatchdInotify *p, const char *path, guint32 mask, guint32 flags) {
+        g_autoptr(GError) error = NULL;
+        guint id = 0;
+
+        watchd_inotify_call_add_watch_sync(p, path, mask, flags, &id, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(id, >, 0);
+        return id;
+}
+
+/* Asserts that AddWatch fails with the D-Bus error name want. */
+static void add_watch_fails(WatchdInotify *p, const char *path, guint32 mask, guint32 flags, const char *want) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *name = NULL;
+        guint id = 0;
+
+        g_assert_false(watchd_inotify_call_add_watch_sync(p, path, mask, flags, &id, NULL, &error));
+        g_assert_nonnull(error);
+        name = g_dbus_error_get_remote_error(error);
+        if (g_strcmp0(name, want) != 0)
+                g_error("AddWatch('%.60s', 0x%x, 0x%x): want %s, got %s (%s)", path, mask, flags, want, name,
+                        error->message);
+}
+
+/* Creates (or opens and closes) path in place: IN_CREATE once, then IN_CLOSE_WRITE. */
+static void touch(const char *path) {
+        int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(close(fd), ==, 0);
+}
+
+/* Another client is answered within a second: the daemon serves everyone. */
+static void assert_responsive(WatchdInotify *other) {
+        gint64 t0 = g_get_monotonic_time();
+
+        (void) wt_stat(other, "clients");
+        g_assert_cmpint(g_get_monotonic_time() - t0, <, G_USEC_PER_SEC);
+}
+
+static pid_t daemon_pid(Fixture *f) {
+        const char *id = g_subprocess_get_identifier(f->daemon->process);
+        g_assert_nonnull(id);
+        return (pid_t) g_ascii_strtoll(id, NULL, 10);
+}
+
+/* ---------------------------------------------------------------- tests */
+
+/* The live introspection of the object equals the API file, member by member. */
+static void test_introspection(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GVariant) r = NULL;
+        g_autofree char *file_xml = NULL;
+        const char *live_xml;
+        GDBusNodeInfo *live, *file;
+        GDBusInterfaceInfo *li, *fi;
+
+        r = g_dbus_connection_call_sync(f->conn, "org.example.Inotify", "/org/example/Inotify",
+                                        "org.freedesktop.DBus.Introspectable", "Introspect", NULL,
+                                        G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, &error);
+        g_assert_no_error(error);
+        g_variant_get(r, "(&s)", &live_xml);
+        g_assert_true(g_file_get_contents(API_XML, &file_xml, NULL, &error));
+
+        live = g_dbus_node_info_new_for_xml(live_xml, &error);
+        g_assert_no_error(error);
+        file = g_dbus_node_info_new_for_xml(file_xml, &error);
+        g_assert_no_error(error);
+        li = g_dbus_node_info_lookup_interface(live, "org.example.Inotify");
+        fi = g_dbus_node_info_lookup_interface(file, "org.example.Inotify");
+        g_assert_nonnull(li);
+        g_assert_nonnull(fi);
+
+        /* Methods: same names, in and out arguments with the same names and types. */
+        for (guint i = 0; fi->methods && fi->methods[i]; i++) {
+                GDBusMethodInfo *fm = fi->methods[i], *lm = g_dbus_interface_info_lookup_method(li, fm->name);
+                g_assert_nonnull(lm);
+                for (int dir = 0; dir < 2; dir++) {
+                        GDBusArgInfo **fa = dir ? fm->out_args : fm->in_args, **la = dir ? lm->out_args : lm->in_args;
+                        guint n = 0;
+                        for (; fa && fa[n]; n++) {
+                                g_assert_nonnull(la && la[n] ? la[n] : NULL);
+                                g_assert_cmpstr(la[n]->name, ==, fa[n]->name);
+                                g_assert_cmpstr(la[n]->signature, ==, fa[n]->signature);
+                        }
+                        g_assert_true(!la || !la[n]);
+                }
+        }
+        for (guint i = 0; li->methods && li->methods[i]; i++)
+                g_assert_nonnull(g_dbus_interface_info_lookup_method(fi, li->methods[i]->name));
+
+        for (guint i = 0; fi->signals && fi->signals[i]; i++) {
+                GDBusSignalInfo *fs = fi->signals[i], *ls = g_dbus_interface_info_lookup_signal(li, fs->name);
+                guint n = 0;
+                g_assert_nonnull(ls);
+                for (; fs->args && fs->args[n]; n++) {
+                        g_assert_nonnull(ls->args && ls->args[n] ? ls->args[n] : NULL);
+                        g_assert_cmpstr(ls->args[n]->name, ==, fs->args[n]->name);
+                        g_assert_cmpstr(ls->args[n]->signature, ==, fs->args[n]->signature);
+                }
+                g_assert_true(!ls->args || !ls->args[n]);
+        }
+        for (guint i = 0; li->signals && li->signals[i]; i++)
+                g_assert_nonnull(g_dbus_interface_info_lookup_signal(fi, li->signals[i]->name));
+
+        for (guint i = 0; fi->properties && fi->properties[i]; i++) {
+                GDBusPropertyInfo *fp = fi->properties[i], *lp = g_dbus_interface_info_lookup_property(li, fp->name);
+                g_assert_nonnull(lp);
+                g_assert_cmpstr(lp->signature, ==, fp->signature);
+                g_assert_cmpint(lp->flags, ==, fp->flags);
+        }
+        for (guint i = 0; li->properties && li->properties[i]; i++)
+                g_assert_nonnull(g_dbus_interface_info_lookup_property(fi, li->properties[i]->name));
+
+        g_dbus_node_info_unref(live);
+        g_dbus_node_info_unref(file);
+}
+
+static void test_properties_and_stats(Fixture *f, gconstpointer data) {
+        static const char *const keys[] = { "clients", "subscriptions", "kernel_watches", "events_read",
+                                            "events_delivered", "overflows", NULL };
+        g_autoptr(GVariant) stats = NULL, backend = NULL;
+        g_autoptr(GError) error = NULL;
+
+        g_assert_cmpstr(watchd_inotify_get_version(f->proxy), ==, WATCHD_VERSION);
+        g_assert_cmpstr(watchd_inotify_get_backend(f->proxy), ==, "syscall");
+
+        watchd_inotify_call_get_stats_sync(f->proxy, &stats, NULL, &error);
+        g_assert_no_error(error);
+        for (size_t i = 0; keys[i]; i++)
+                (void) wt_stat(f->proxy, keys[i]);
+        backend = g_variant_lookup_value(stats, "backend", G_VARIANT_TYPE_STRING);
+        g_assert_nonnull(backend);
+        g_assert_cmpstr(g_variant_get_string(backend, NULL), ==, "syscall");
+        g_assert_cmpuint(wt_stat(f->proxy, "clients"), ==, 0);
+}
+
+/* A subscription's records: path is the child's absolute path, in kernel order, batched. */
+static void test_events(Fixture *f, gconstpointer data) {
+        g_autofree char *a = path_in(f, "a"), *sub = path_in(f, "sub");
+        guint32 id = add_watch(f->proxy, f->dir, IN_CREATE | IN_DELETE | IN_CLOSE_WRITE, 0);
+        Rec *r;
+
+        touch(a);
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
+        g_assert_cmpint(g_unlink(a), ==, 0);
+
+        r = await_rec(&f->a, a, IN_DELETE);
+        g_assert_cmpuint(r->id, ==, id);
+        g_assert_cmpstr(r->new_path, ==, "");
+        r = await_rec(&f->a, sub, IN_CREATE | IN_ISDIR);
+        g_assert_cmpuint(r->id, ==, id);
+        /* Kernel order: create, close-write, (mkdir), delete. */
+        g_assert_cmpint(find_rec(&f->a, a, IN_CREATE), <, find_rec(&f->a, a, IN_CLOSE_WRITE));
+        g_assert_cmpint(find_rec(&f->a, a, IN_CLOSE_WRITE), <, find_rec(&f->a, sub, IN_CREATE));
+        g_assert_cmpint(find_rec(&f->a, sub, IN_CREATE), <, find_rec(&f->a, a, IN_DELETE));
+        /* Only what was asked for: no IN_OPEN, no IN_ATTRIB. */
+        for (guint i = 0; i < f->a.recs->len; i++)
+                g_assert_cmpuint(g_array_index(f->a.recs, Rec, i).mask & (IN_OPEN | IN_ATTRIB), ==, 0);
+        /* The other client asked for nothing and got nothing. */
+        g_assert_cmpuint(f->b.recs->len, ==, 0);
+        g_assert_cmpuint(wt_stat(f->proxy, "events_delivered"), >=, 4);
+}
+
+/* Many records in few signals, at most batch_max_events each, no fixed delay. */
+static void test_batching(Fixture *f, gconstpointer data) {
+        g_autofree char *last = path_in(f, "f-49");
+        pid_t pid = daemon_pid(f);
+
+        add_watch(f->proxy, f->dir, IN_CREATE, 0);
+        /* Stop the daemon so that all 50 records wait in the kernel queue for one read. */
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        for (int i = 0; i < 50; i++) {
+                g_autofree char *n = g_strdup_printf("%s/f-%d", f->dir, i);
+                touch(n);
+        }
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        await_rec(&f->a, last, IN_CREATE);
+        g_assert_cmpuint(f->a.recs->len, ==, 50);
+        g_assert_cmpuint(f->a.max_batch, <=, 8);
+        g_assert_cmpuint(f->a.n_events_signals, >=, 7);
+        g_assert_cmpuint(f->a.n_events_signals, <, 50);
+}
+
+/* Subscriptions on one inode share one kernel watch, whatever the path or client. */
+static void test_coalescing(Fixture *f, gconstpointer data) {
+        g_autofree char *link = g_build_filename(f->bus->dir, "link-to-files", NULL);
+        g_autofree char *a = path_in(f, "a");
+        g_autoptr(GError) error = NULL;
+        guint32 id1, id2, id3;
+
+        g_assert_cmpint(symlink(f->dir, link), ==, 0);
+        id1 = add_watch(f->proxy, f->dir, IN_CREATE, 0);
+        id2 = add_watch(f->proxy2, link, IN_DELETE, 0);  /* same inode, other path, other client */
+        id3 = add_watch(f->proxy, f->dir, IN_CREATE, 0);
+        g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 3);
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 1);
+        g_assert_cmpuint(wt_stat(f->proxy, "clients"), ==, 2);
+
+        /* The union of the masks is watched; each gets only its own events. */
+        touch(a);
+        g_assert_cmpint(g_unlink(a), ==, 0);
+        await_rec(&f->a, a, IN_CREATE);
+        {
+                g_autofree char *via_link = g_build_filename(link, "a", NULL);
+                Rec *r = await_rec(&f->b, via_link, IN_DELETE);
+                g_assert_cmpuint(r->id, ==, id2);
+        }
+        g_assert_cmpint(find_rec(&f->a, a, IN_DELETE), ==, -1);
+        g_assert_cmpint(find_rec(&f->b, a, IN_CREATE), ==, -1);
+
+        /* Removing one keeps the kernel watch; removing the last releases it. */
+        watchd_inotify_call_remove_watch_sync(f->proxy2, id2, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 1);
+        watchd_inotify_call_remove_watch_sync(f->proxy, id1, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 1);
+        watchd_inotify_call_remove_watch_sync(f->proxy, id3, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 0);
+        g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
+}
+
+/* A rename is one record; a half whose partner is outside the client's watches comes alone. */
+static void test_rename(Fixture *f, gconstpointer data) {
+        g_autofree char *d1 = path_in(f, "d1"), *d2 = path_in(f, "d2"), *out = path_in(f, "out");
+        g_autofree char *x = g_build_filename(d1, "x", NULL), *y = g_build_filename(d1, "y", NULL);
+        g_autofree char *z = g_build_filename(d2, "z", NULL), *o = g_build_filename(out, "o", NULL);
+        g_autofree char *in = g_build_filename(d1, "in", NULL), *sub = g_build_filename(d1, "sub", NULL);
+        g_autofree char *sub2 = g_build_filename(d1, "sub2", NULL), *out_z = g_build_filename(out, "z", NULL);
+        guint32 id1, id2;
+        gint64 t0;
+        Rec *r;
+
+        g_assert_cmpint(g_mkdir(d1, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(d2, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
+        touch(x);
+        touch(o);
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
+        id1 = add_watch(f->proxy, d1, IN_MOVE, 0);
+        id2 = add_watch(f->proxy, d2, IN_MOVE, 0);
+
+        /* Within one directory. */
+        g_assert_cmpint(rename(x, y), ==, 0);
+        r = await_rec(&f->a, x, IN_MOVED_FROM | IN_MOVED_TO);
+        g_assert_cmpuint(r->id, ==, id1);
+        g_assert_cmpstr(r->new_path, ==, y);
+        g_assert_cmpuint(r->cookie, !=, 0);
+        g_assert_cmpint(find_rec(&f->a, y, IN_MOVED_TO), ==, -1);     /* not also as a second record */
+
+        /* Across two of the client's watches. */
+        g_assert_cmpint(rename(y, z), ==, 0);
+        r = await_rec(&f->a, y, IN_MOVED_FROM | IN_MOVED_TO);
+        g_assert_cmpstr(r->new_path, ==, z);
+
+        /* A directory: ISDIR too. */
+        g_assert_cmpint(rename(sub, sub2), ==, 0);
+        r = await_rec(&f->a, sub, IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR);
+        g_assert_cmpstr(r->new_path, ==, sub2);
+
+        /* Moved out: alone, within the pairing timeout (10 ms) and scheduling slack. */
+        t0 = g_get_monotonic_time();
+        g_assert_cmpint(rename(z, out_z), ==, 0);
+        r = await_rec(&f->a, z, IN_MOVED_FROM);
+        g_assert_cmpuint(r->mask & IN_MOVED_TO, ==, 0);
+        g_assert_cmpuint(r->id, ==, id2);
+        g_assert_cmpstr(r->new_path, ==, "");
+        g_assert_cmpint(g_get_monotonic_time() - t0, <, G_USEC_PER_SEC);
+
+        /* Moved in: alone. */
+        g_assert_cmpint(rename(o, in), ==, 0);
+        r = await_rec(&f->a, in, IN_MOVED_TO);
+        g_assert_cmpuint(r->mask & IN_MOVED_FROM, ==, 0);
+}
+
+static void test_remove_and_list(Fixture *f, gconstpointer data) {
+        g_autoptr(GVariant) list = NULL, list2 = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autofree char *name = NULL;
+        guint32 id1, id2, other;
+        GVariantIter it;
+        guint32 id, mask, flags;
+        const char *path;
+
+        id1 = add_watch(f->proxy, f->dir, IN_CREATE, 0);
+        id2 = add_watch(f->proxy, f->dir, IN_DELETE, 2 /* ONLYDIR */);
+        other = add_watch(f->proxy2, f->dir, IN_CREATE, 0);
+        g_assert_cmpuint(id1, !=, id2);
+
+        watchd_inotify_call_list_watches_sync(f->proxy, &list, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(g_variant_n_children(list), ==, 2);
+        g_variant_iter_init(&it, list);
+        while (g_variant_iter_next(&it, "(u&suu)", &id, &path, &mask, &flags)) {
+                g_assert_true(id == id1 || id == id2);
+                g_assert_cmpstr(path, ==, f->dir);
+                g_assert_cmpuint(mask, ==, id == id1 ? IN_CREATE : IN_DELETE);
+                g_assert_cmpuint(flags, ==, id == id1 ? 0 : 2);
+        }
+
+        /* Another client's id is not yours to remove. */
+        g_assert_false(watchd_inotify_call_remove_watch_sync(f->proxy, other, NULL, &error));
+        name = g_dbus_error_get_remote_error(error);
+        g_assert_cmpstr(name, ==, E_NO_SUCH_WATCH);
+        g_clear_error(&error);
+        g_clear_pointer(&name, g_free);
+        g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 3);
+
+        watchd_inotify_call_remove_watch_sync(f->proxy, id1, NULL, &error);
+        g_assert_no_error(error);
+        /* Twice, and an id never given out. */
+        for (int i = 0; i < 2; i++) {
+                g_assert_false(watchd_inotify_call_remove_watch_sync(f->proxy, i ? 999999 : id1, NULL, &error));
+                name = g_dbus_error_get_remote_error(error);
+                g_assert_cmpstr(name, ==, E_NO_SUCH_WATCH);
+                g_clear_error(&error);
+                g_clear_pointer(&name, g_free);
+        }
+        /* A connection that never subscribed. */
+        g_assert_false(watchd_inotify_call_remove_watch_sync(f->proxy2, id2, NULL, &error));
+        name = g_dbus_error_get_remote_error(error);
+        g_assert_cmpstr(name, ==, E_NO_SUCH_WATCH);
+
+        watchd_inotify_call_list_watches_sync(f->proxy2, &list2, NULL, NULL);
+        g_assert_cmpuint(g_variant_n_children(list2), ==, 1);
+}
+
+static void test_bad_input(Fixture *f, gconstpointer data) {
+        g_autofree char *file = path_in(f, "file"), *fifo = path_in(f, "fifo"), *link = path_in(f, "link");
+        g_autofree char *loop1 = path_in(f, "loop1"), *loop2 = path_in(f, "loop2");
+        g_autofree char *missing = path_in(f, "missing");
+        g_autofree char *dotdot = g_strdup_printf("%s/../files/../files/./missing/..", f->dir);
+        GString *huge = g_string_new("");
+
+        touch(file);
+        g_assert_cmpint(mkfifo(fifo, 0644), ==, 0);
+        g_assert_cmpint(symlink(file, link), ==, 0);
+        g_assert_cmpint(symlink(loop2, loop1), ==, 0);
+        g_assert_cmpint(symlink(loop1, loop2), ==, 0);
+        while (huge->len < 5000)
+                g_string_append(huge, "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+
+        add_watch_fails(f->proxy, f->dir, 0, 0, E_INVALID_ARGS);                       /* mask 0 */
+        add_watch_fails(f->proxy, f->dir, 0x800, 0, E_INVALID_ARGS);                   /* IN_MOVE_SELF: not in the API */
+        add_watch_fails(f->proxy, f->dir, IN_CREATE | IN_ONESHOT, 0, E_INVALID_ARGS);  /* a kernel flag as mask */
+        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0x10, E_INVALID_ARGS);            /* unknown flag */
+        add_watch_fails(f->proxy, f->dir, IN_CREATE, 1, E_INVALID_ARGS);               /* RECURSIVE, not yet */
+        add_watch_fails(f->proxy, "relative/path", IN_CREATE, 0, E_INVALID_ARGS);
+        add_watch_fails(f->proxy, "", IN_CREATE, 0, E_INVALID_ARGS);
+        add_watch_fails(f->proxy, huge->str, IN_CREATE, 0, E_INVALID_ARGS);            /* 5,000 bytes */
+        add_watch_fails(f->proxy, missing, IN_CREATE, 0, E_FILE_NOT_FOUND);
+        add_watch_fails(f->proxy, dotdot, IN_CREATE, 0, E_FILE_NOT_FOUND);             /* .. through a missing dir */
+        add_watch_fails(f->proxy, fifo, IN_CREATE, 0, E_INVALID_ARGS);                 /* never blocks on a FIFO */
+        add_watch_fails(f->proxy, "/dev/null", IN_CREATE, 0, E_INVALID_ARGS);          /* device node */
+        add_watch_fails(f->proxy, file, IN_CREATE, 2, E_INVALID_ARGS);                 /* ONLYDIR on a file */
+        add_watch_fails(f->proxy, link, IN_CREATE, 4, E_INVALID_ARGS);                 /* DONT_FOLLOW on a symlink */
+        add_watch_fails(f->proxy, loop1, IN_CREATE, 0, E_INVALID_ARGS);                /* symlink loop */
+        g_string_free(huge, TRUE);
+
+        /* None of it left anything behind, and everyone is still served. */
+        g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
+        assert_responsive(f->proxy2);
+
+        /* What does work: a symlink followed, .. resolved. */
+        add_watch(f->proxy, link, IN_MODIFY, 0);
+        {
+                g_autofree char *up = g_strdup_printf("%s/../files", f->dir);
+                add_watch(f->proxy, up, IN_CREATE, 0);
+        }
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
+}
+
+/* AddWatchFd with fd index 0 of fds; returns the id or sets *error. */
+static guint32 add_watch_fd(WatchdInotify *p, int fd, guint32 mask, GError **error) {
+        g_autoptr(GUnixFDList) fds = g_unix_fd_list_new();
+        g_autoptr(GVariant) r = NULL;
+        guint32 id = 0;
+
+        g_assert_cmpint(g_unix_fd_list_append(fds, fd, NULL), ==, 0);
+        r = g_dbus_proxy_call_with_unix_fd_list_sync(G_DBUS_PROXY(p), "AddWatchFd",
+                                                     g_variant_new("(huu)", 0, mask, 0),
+                                                     G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, fds, NULL, NULL, error);
+        if (r)
+                g_variant_get(r, "(u)", &id);
+        return id;
+}
+
+static void add_watch_fd_fails(WatchdInotify *p, int fd, const char *want) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *name = NULL;
+
+        g_assert_cmpuint(add_watch_fd(p, fd, IN_CREATE, &error), ==, 0);
+        g_assert_nonnull(error);
+        name = g_dbus_error_get_remote_error(error);
+        g_assert_cmpstr(name, ==, want);
+}
+
+static void test_add_watch_fd(Fixture *f, gconstpointer data) {
+        g_autofree char *a = path_in(f, "a"), *file = path_in(f, "file");
+        g_autoptr(GError) error = NULL;
+        int fd, pfd, wfd, pipefd[2];
+        guint32 id;
+        Rec *r;
+
+        touch(file);
+        fd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        id = add_watch_fd(f->proxy, fd, IN_CREATE, &error);
+        g_assert_no_error(error);
+        close(fd);
+        touch(a);
+        r = await_rec(&f->a, a, IN_CREATE);
+        g_assert_cmpuint(r->id, ==, id);
+
+        pfd = open(f->dir, O_PATH | O_CLOEXEC);
+        g_assert_cmpint(pfd, >=, 0);
+        add_watch_fd_fails(f->proxy, pfd, E_INVALID_ARGS);
+        close(pfd);
+
+        wfd = open(file, O_WRONLY | O_CLOEXEC);
+        g_assert_cmpint(wfd, >=, 0);
+        add_watch_fd_fails(f->proxy, wfd, E_INVALID_ARGS);
+        close(wfd);
+
+        g_assert_cmpint(pipe2(pipefd, O_CLOEXEC), ==, 0);
+        add_watch_fd_fails(f->proxy, pipefd[0], E_INVALID_ARGS);
+        close(pipefd[0]);
+        close(pipefd[1]);
+
+        /* A bad index into the (empty) fd list is refused by the bus library or the daemon, loudly. */
+        {
+                g_autoptr(GVariant) res = NULL;
+                res = g_dbus_proxy_call_sync(G_DBUS_PROXY(f->proxy), "AddWatchFd", g_variant_new("(huu)", 5, IN_CREATE, 0),
+                                             G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, &error);
+                g_assert_null(res);
+                g_assert_nonnull(error);
+                g_clear_error(&error);
+        }
+        g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 1);
+        assert_responsive(f->proxy2);
+}
+
+static void test_oneshot(Fixture *f, gconstpointer data) {
+        g_autofree char *a = path_in(f, "a"), *b = path_in(f, "b"), *want = NULL;
+        guint32 id = add_watch(f->proxy, f->dir, IN_CREATE, 8 /* ONESHOT */);
+
+        add_watch(f->proxy2, f->dir, IN_CREATE, 0);       /* shares the kernel watch, keeps it */
+        touch(a);
+        await_rec(&f->a, a, IN_CREATE);
+        g_assert_true(wt_await(removed_met, &f->a, TIMEOUT_MS));
+        want = g_strdup_printf("%u oneshot", id);
+        g_assert_cmpstr(g_ptr_array_index(f->a.removed, 0), ==, want);
+        g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 1);
+
+        touch(b);
+        await_rec(&f->b, b, IN_CREATE);
+        /* The oneshot subscriber got exactly one record. */
+        g_assert_cmpuint(f->a.recs->len, ==, 1);
+}
+
+static void test_deleted(Fixture *f, gconstpointer data) {
+        g_autofree char *d = path_in(f, "gone"), *want = NULL;
+        guint32 id;
+
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        id = add_watch(f->proxy, d, IN_DELETE_SELF, 0);
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 1);
+        g_assert_cmpint(g_rmdir(d), ==, 0);
+        await_rec(&f->a, d, IN_DELETE_SELF);
+        g_assert_true(wt_await(removed_met, &f->a, TIMEOUT_MS));
+        want = g_strdup_printf("%u deleted", id);
+        g_assert_cmpstr(g_ptr_array_index(f->a.removed, 0), ==, want);
+        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 0, TIMEOUT_MS));
+        g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
+}
+
+/* A client past its backlog limit loses its backlog and gets Overflow; the others are served on. */
+static void test_backlog_overflow(Fixture *f, gconstpointer data) {
+        g_autofree char *busy = path_in(f, "busy"), *calm = path_in(f, "calm"), *c1 = NULL;
+        pid_t pid = daemon_pid(f);
+        guint32 ida, idb;
+
+        g_assert_cmpint(g_mkdir(busy, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(calm, 0755), ==, 0);
+        ida = add_watch(f->proxy, busy, IN_CREATE, 0);
+        idb = add_watch(f->proxy2, calm, IN_CREATE, 0);
+
+        /* 100 records for A (limit 16) and 3 for B wait in the kernel queue; one read takes them all. */
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        for (int i = 0; i < 100; i++) {
+                g_autofree char *n = g_strdup_printf("%s/f-%d", busy, i);
+                touch(n);
+        }
+        for (int i = 0; i < 3; i++) {
+                g_autofree char *n = g_strdup_printf("%s/c-%d", calm, i);
+                touch(n);
+        }
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+
+        c1 = g_strdup_printf("%s/c-2", calm);
+        await_rec(&f->b, c1, IN_CREATE);
+        g_assert_cmpuint(f->b.recs->len, ==, 3);
+        g_assert_cmpuint(f->b.n_overflows, ==, 0);
+        g_assert_true(wt_await(overflow_met, &f->a, TIMEOUT_MS));
+        g_assert_cmpuint(f->a.overflow_ids->len, ==, 1);
+        g_assert_cmpuint(g_array_index(f->a.overflow_ids, guint32, 0), ==, ida);
+        g_assert_cmpuint(f->a.recs->len, <, 100);
+        g_assert_cmpuint(wt_stat(f->proxy, "overflows"), >=, 1);
+        (void) idb;
+}
+
+static guint read_sysctl(const char *path) {
+        g_autofree char *s = NULL;
+        g_assert_true(g_file_get_contents(path, &s, NULL, NULL));
+        return (guint) g_ascii_strtoull(s, NULL, 10);
+}
+
+/* The kernel's IN_Q_OVERFLOW reaches every client as Overflow with all its ids. */
+static void test_kernel_overflow(Fixture *f, gconstpointer data) {
+        guint max = read_sysctl("/proc/sys/fs/inotify/max_queued_events");
+        g_autofree char *d1 = path_in(f, "d1"), *d2 = path_in(f, "d2");
+        pid_t pid = daemon_pid(f);
+        guint32 ida, idb1, idb2;
+        guint n;
+
+        if (max > 40000) {
+                g_test_skip("max_queued_events is too large to overflow quickly");
+                return;
+        }
+        g_assert_cmpint(g_mkdir(d1, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(d2, 0755), ==, 0);
+        ida = add_watch(f->proxy, d1, IN_CREATE | IN_DELETE, 0);
+        idb1 = add_watch(f->proxy2, d2, IN_CREATE, 0);
+        idb2 = add_watch(f->proxy2, d2, IN_DELETE, 0);
+
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        n = max / 2 + 16;
+        for (guint i = 0; i < n; i++) {
+                g_autofree char *p = g_strdup_printf("%s/%u", d1, i);
+                int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+                g_assert_cmpint(fd, >=, 0);
+                close(fd);
+                g_assert_cmpint(unlink(p), ==, 0);
+        }
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+
+        g_assert_true(wt_await(overflow_met, &f->a, TIMEOUT_MS));
+        g_assert_true(wt_await(overflow_met, &f->b, TIMEOUT_MS));
+        g_assert_cmpuint(f->a.overflow_ids->len, ==, 1);
+        g_assert_cmpuint(g_array_index(f->a.overflow_ids, guint32, 0), ==, ida);
+        g_assert_cmpuint(f->b.overflow_ids->len, ==, 2);
+        g_assert_cmpuint(MIN(g_array_index(f->b.overflow_ids, guint32, 0), g_array_index(f->b.overflow_ids, guint32, 1)),
+                         ==, MIN(idb1, idb2));
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_overflows"), >=, 1);
+}
+
+/* Unicast: a connection that listens for every Events signal hears nothing of others'. */
+static void on_any_signal(GDBusConnection *c, const char *sender, const char *path, const char *iface,
+                          const char *member, GVariant *params, gpointer data) {
+        (*(guint *) data)++;
+}
+
+static void test_unicast(Fixture *f, gconstpointer data) {
+        g_autofree char *a = path_in(f, "a"), *b = path_in(f, "b");
+        g_autoptr(GDBusConnection) listener = wt_connect(f->bus);
+        guint heard = 0;
+        guint sub;
+
+        sub = g_dbus_connection_signal_subscribe(listener, NULL, "org.example.Inotify", NULL, NULL, NULL,
+                                                 G_DBUS_SIGNAL_FLAGS_NONE, on_any_signal, &heard, NULL);
+        add_watch(f->proxy, f->dir, IN_CREATE, 0);
+        touch(a);
+        await_rec(&f->a, a, IN_CREATE);
+        /* Make sure the listener's connection has caught up: a round trip after the signal. */
+        g_dbus_connection_call_sync(listener, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                    "GetId", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, NULL);
+        touch(b);
+        await_rec(&f->a, b, IN_CREATE);
+        g_main_context_iteration(NULL, FALSE);
+        g_assert_cmpuint(heard, ==, 0);
+        g_assert_cmpuint(f->b.recs->len, ==, 0);
+        g_dbus_connection_signal_unsubscribe(listener, sub);
+}
+
+/* delivery=broadcast (allowed on a private bus): passive listeners see Events. */
+static void test_broadcast(Fixture *f, gconstpointer data) {
+        g_autofree char *a = path_in(f, "a");
+        g_autoptr(GDBusConnection) listener = wt_connect(f->bus);
+        guint heard = 0;
+        guint sub;
+
+        sub = g_dbus_connection_signal_subscribe(listener, NULL, "org.example.Inotify", "Events", NULL, NULL,
+                                                 G_DBUS_SIGNAL_FLAGS_NONE, on_any_signal, &heard, NULL);
+        g_dbus_connection_call_sync(listener, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                    "GetId", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, NULL);
+        add_watch(f->proxy, f->dir, IN_CREATE, 0);
+        touch(a);
+        await_rec(&f->a, a, IN_CREATE);
+        g_assert_true(wt_await_flag((gboolean *) &heard, TIMEOUT_MS));
+        g_dbus_connection_signal_unsubscribe(listener, sub);
+}
+
+typedef struct Flood {
+        guint done, ok, limited, other;
+        char *other_error;
+} Flood;
+
+static void on_flood_reply(GObject *src, GAsyncResult *res, gpointer data) {
+        Flood *fl = data;
+        g_autoptr(GError) error = NULL;
+        guint id;
+
+        if (watchd_inotify_call_add_watch_finish(WATCHD_INOTIFY(src), &id, res, &error))
+                fl->ok++;
+        else {
+                g_autofree char *name = g_dbus_error_get_remote_error(error);
+                if (g_strcmp0(name, E_LIMITS_EXCEEDED) == 0 && strstr(error->message, "max_watches_per_client"))
+                        fl->limited++;
+                else {
+                        fl->other++;
+                        if (!fl->other_error)
+                                fl->other_error = g_strdup(error->message);
+                }
+        }
+        fl->done++;
+}
+
+static gboolean flood_done(gpointer data) {
+        return ((Flood *) data)->done == 10000;
+}
+
+typedef struct Pinger {
+        WtBus *bus;
+        volatile gint stop;
+        gint64 worst_usec;
+        guint n;
+} Pinger;
+
+/* Another client, on its own thread and connection, asks GetStats all along. */
+static gpointer pinger_thread(gpointer data) {
+        Pinger *p = data;
+        g_autoptr(GMainContext) ctx = g_main_context_new();
+        g_autoptr(GDBusConnection) c = NULL;
+        g_autoptr(WatchdInotify) proxy = NULL;
+
+        g_main_context_push_thread_default(ctx);
+        c = wt_connect(p->bus);
+        proxy = wt_proxy(c);
+        while (!g_atomic_int_get(&p->stop)) {
+                g_autoptr(GVariant) stats = NULL;
+                gint64 t0 = g_get_monotonic_time(), dt;
+
+                g_assert_true(watchd_inotify_call_get_stats_sync(proxy, &stats, NULL, NULL));
+                dt = g_get_monotonic_time() - t0;
+                p->worst_usec = MAX(p->worst_usec, dt);
+                p->n++;
+                g_usleep(5000);
+        }
+        g_dbus_connection_close_sync(c, NULL, NULL);
+        g_main_context_pop_thread_default(ctx);
+        return NULL;
+}
+
+/* 10,000 AddWatch calls in flight from one client: past the limit, LimitsExceeded; others answered within 1 s. */
+static void test_flood(Fixture *f, gconstpointer data) {
+        Flood fl = {};
+        Pinger p = { .bus = f->bus };
+        GThread *t;
+
+        t = g_thread_new("pinger", pinger_thread, &p);
+        for (int i = 0; i < 10000; i++)
+                watchd_inotify_call_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL, on_flood_reply, &fl);
+        g_assert_true(wt_await(flood_done, &fl, 60000));
+        g_atomic_int_set(&p.stop, 1);
+        g_thread_join(t);
+
+        g_test_message("flood: %u ok, %u limited, %u other; GetStats worst %" G_GINT64_FORMAT " us over %u calls",
+                       fl.ok, fl.limited, fl.other, p.worst_usec, p.n);
+        if (fl.other)
+                g_error("unexpected error in the flood: %s", fl.other_error);
+        g_assert_cmpuint(fl.ok, ==, 8192);      /* the default max_watches_per_client */
+        g_assert_cmpuint(fl.limited, ==, 10000 - 8192);
+        g_assert_cmpuint(p.n, >, 0);
+        g_assert_cmpint(p.worst_usec, <, G_USEC_PER_SEC);
+        g_assert_cmpuint(wt_stat(f->proxy2, "kernel_watches"), ==, 1);
+        g_free(fl.other_error);
+}
+
+static void test_limits(Fixture *f, gconstpointer data) {
+        g_autoptr(GDBusConnection) c3 = wt_connect(f->bus);
+        g_autoptr(WatchdInotify) p3 = wt_proxy(c3);
+
+        /* max_watches_per_client = 3, max_watches_per_user = 5, max_clients_per_user = 2 */
+        for (int i = 0; i < 3; i++)
+                add_watch(f->proxy, f->dir, IN_CREATE, 0);
+        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);
+        add_watch(f->proxy2, f->dir, IN_CREATE, 0);
+        add_watch(f->proxy2, f->dir, IN_CREATE, 0);
+        add_watch_fails(f->proxy2, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);    /* per user */
+        add_watch_fails(p3, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);           /* a third client of the uid */
+        g_assert_cmpuint(wt_stat(f->proxy, "clients"), ==, 2);
+        g_dbus_connection_close_sync(c3, NULL, NULL);
+}
+
+/* SIGHUP re-reads the config; a bad file on reload keeps the old settings. */
+static void test_reload(Fixture *f, gconstpointer data) {
+        pid_t pid = daemon_pid(f);
+        g_autofree char *log = NULL;
+
+        add_watch(f->proxy, f->dir, IN_CREATE, 0);
+        g_assert_true(g_file_set_contents(f->daemon->config_path, "[limits]\nmax_watches_per_client = 1\n", -1, NULL));
+        g_assert_cmpint(kill(pid, SIGHUP), ==, 0);
+        /* The reload is done when the daemon answers again after the signal; poll with a deadline. */
+        {
+                gint64 deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
+                gboolean limited = FALSE;
+                while (!limited && g_get_monotonic_time() < deadline) {
+                        g_autoptr(GError) error = NULL;
+                        guint id;
+                        if (!watchd_inotify_call_add_watch_sync(f->proxy2, f->dir, IN_CREATE, 0, &id, NULL, &error))
+                                limited = TRUE;
+                        else
+                                g_usleep(2000);
+                        if (limited)
+                                g_assert_true(g_dbus_error_is_remote_error(error));
+                }
+                g_assert_true(limited);
+        }
+        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);
+
+        g_assert_true(g_file_set_contents(f->daemon->config_path, "[limits]\nmax_watches_per_client = 1\nbogus = 1\n", -1,
+                                          NULL));
+        g_assert_cmpint(kill(pid, SIGHUP), ==, 0);
+        {
+                gint64 deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
+                do {
+                        g_free(log);
+                        log = wt_daemon_log(f->daemon);
+                        if (strstr(log, "keeping the old settings"))
+                                break;
+                        g_usleep(2000);
+                } while (g_get_monotonic_time() < deadline);
+        }
+        g_assert_nonnull(strstr(log, "watchd.conf:3: unknown key 'bogus' in section [limits]; keeping the old settings"));
+        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);
+}
+
+/* ---------------------------------------------------------------- command line */
+
+static int run_watchd(const char *const *argv, char **ret_stderr) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GSubprocess) p = NULL;
+        g_autoptr(GBytes) err = NULL;
+
+        p = g_subprocess_newv(argv, G_SUBPROCESS_FLAGS_STDERR_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
+        g_assert_no_error(error);
+        g_subprocess_communicate(p, NULL, NULL, NULL, &err, &error);
+        g_assert_no_error(error);
+        *ret_stderr = g_strndup(g_bytes_get_data(err, NULL), g_bytes_get_size(err));
+        return g_subprocess_get_exit_status(p);
+}
+
+static void test_command_line(void) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *dir = g_dir_make_tmp("watchd-cmdline-XXXXXX", &error);
+        g_autofree char *conf = g_build_filename(dir, "bad.conf", NULL);
+        g_autofree char *err = NULL, *conf2 = g_build_filename(dir, "broadcast.conf", NULL);
+        const char *exe = wt_watchd_path();
+        int rc;
+
+        g_assert_true(g_file_set_contents(conf, "[daemon]\nbackend = syscall\n[events]\nbatch_max_events = 0\n", -1, NULL));
+        {
+                const char *argv[] = { exe, "--config", conf, "--address", "unix:path=/nonexistent", NULL };
+                g_autofree char *want = g_strdup_printf("%s:4: batch_max_events: 0 is out of range (1-65536)", conf);
+                rc = run_watchd(argv, &err);
+                g_assert_cmpint(rc, ==, 78);
+                g_assert_nonnull(strstr(err, want));
+                g_clear_pointer(&err, g_free);
+        }
+        g_assert_true(g_file_set_contents(conf2, "[events]\ndelivery = broadcast\n", -1, NULL));
+        {
+                const char *argv[] = { exe, "--config", conf2, NULL };  /* the system bus */
+                g_autofree char *want = g_strdup_printf("%s:2: delivery=broadcast is not allowed on the system bus", conf2);
+                rc = run_watchd(argv, &err);
+                g_assert_cmpint(rc, ==, 78);
+                g_assert_nonnull(strstr(err, want));
+                g_clear_pointer(&err, g_free);
+        }
+        {
+                const char *argv[] = { exe, "--bogus", NULL };
+                rc = run_watchd(argv, &err);
+                g_assert_cmpint(rc, !=, 0);
+                g_clear_pointer(&err, g_free);
+        }
+        {
+                const char *argv[] = { exe, "--backend", "kernel", NULL };
+                rc = run_watchd(argv, &err);
+                g_assert_cmpint(rc, ==, 1);
+                g_assert_nonnull(strstr(err, "'kernel' is not one of auto, device, syscall"));
+                g_clear_pointer(&err, g_free);
+        }
+        {
+                const char *argv[] = { exe, "--version", NULL };
+                rc = run_watchd(argv, &err);
+                g_assert_cmpint(rc, ==, 0);
+                g_clear_pointer(&err, g_free);
+        }
+        {
+                const char *argv[] = { exe, "--help", NULL };
+                rc = run_watchd(argv, &err);
+                g_assert_cmpint(rc, ==, 0);
+                g_clear_pointer(&err, g_free);
+        }
+        g_unlink(conf);
+        g_unlink(conf2);
+        g_rmdir(dir);
+}
+
+/* A second watchd on the same bus exits with a clear message: the name is taken. */
+static void test_name_taken(Fixture *f, gconstpointer data) {
+        g_autofree char *err = NULL;
+        const char *argv[] = { wt_watchd_path(), "--address", f->bus->address, "--config", f->daemon->config_path,
+                               "--backend", "syscall", NULL };
+        int rc;
+
+        rc = run_watchd(argv, &err);
+                g_assert_cmpint(rc, ==, 1);
+        g_assert_nonnull(strstr(err, "The name org.example.Inotify is already taken"));
+        assert_responsive(f->proxy);
+}
+
+/* ---------------------------------------------------------------- helpers in other processes */
+
+static GSubprocess *spawn_helper(gboolean as_nobody, GDataInputStream **ret_out, const char *const *args) {
+        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+        g_autoptr(GPtrArray) argv = g_ptr_array_new();
+        g_autoptr(GError) error = NULL;
+        GSubprocess *p;
+
+        g_ptr_array_add(argv, (gpointer) "/proc/self/exe");
+        g_ptr_array_add(argv, (gpointer) "--helper");
+        for (size_t i = 0; args[i]; i++)
+                g_ptr_array_add(argv, (gpointer) args[i]);
+        g_ptr_array_add(argv, NULL);
+        if (as_nobody)
+                g_subprocess_launcher_set_child_setup(l, wt_child_become_nobody, NULL, NULL);
+        /* /proc/self/exe is this test binary, resolved in the child before exec. */
+        {
+                g_autofree char *self = g_file_read_link("/proc/self/exe", &error);
+                g_assert_no_error(error);
+                argv->pdata[0] = g_steal_pointer(&self);
+        }
+        p = g_subprocess_launcher_spawnv(l, (const char *const *) argv->pdata, &error);
+        g_free(argv->pdata[0]);
+        g_assert_no_error(error);
+        *ret_out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(p));
+        return p;
+}
+
+static char *read_line(GDataInputStream *in) {
+        g_autoptr(GError) error = NULL;
+        char *l = g_data_input_stream_read_line(in, NULL, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_nonnull(l);
+        return l;
+}
+
+/* A client killed with SIGKILL loses its subscriptions; the kernel watch goes with the last. */
+static void test_sigkill(Fixture *f, gconstpointer data) {
+        g_autoptr(GDataInputStream) out = NULL;
+        g_autoptr(GSubprocess) p = NULL;
+        g_autofree char *line = NULL, *file = path_in(f, "held");
+        const char *args[] = { "hold", f->bus->address, f->dir, file, NULL };
+
+        touch(file);
+        add_watch(f->proxy, f->dir, IN_DELETE, 0);      /* shares the helper's directory watch */
+        p = spawn_helper(FALSE, &out, args);
+        line = read_line(out);
+        g_assert_true(g_str_has_prefix(line, "id "));
+        g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 3);
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
+        g_assert_cmpuint(wt_stat(f->proxy, "clients"), ==, 2);
+
+        g_subprocess_force_exit(p);     /* SIGKILL */
+        g_assert_true(g_subprocess_wait(p, NULL, NULL));
+        g_assert_true(g_subprocess_get_if_signaled(p));
+        /* Its two subscriptions go; the file's kernel watch goes, the shared directory's stays. */
+        g_assert_true(wt_await_stat(f->proxy, "subscriptions", 1, TIMEOUT_MS));
+        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 1, TIMEOUT_MS));
+        g_assert_cmpuint(wt_stat(f->proxy, "clients"), ==, 1);
+}
+
+/* A client running as nobody: AccessDenied on a root-only directory, and only its own events. */
+static void test_nobody(Fixture *f, gconstpointer data) {
+        g_autofree char *private = path_in(f, "private"), *shared = path_in(f, "shared");
+        g_autofree char *x = NULL, *y = NULL, *done = NULL, *line = NULL, *want = NULL;
+        g_autoptr(GDataInputStream) out = NULL;
+        g_autoptr(GSubprocess) p = NULL;
+        const char *args[] = { "nobody", f->bus->address, private, shared, NULL };
+        guint32 root_id, nobody_id = 0;
+        guint n_recs = 0;
+
+        if (geteuid() != 0) {
+                g_test_skip("needs root to run a client as nobody");
+                return;
+        }
+        g_assert_cmpint(g_mkdir(private, 0700), ==, 0);
+        g_assert_cmpint(g_mkdir(shared, 0755), ==, 0);
+        root_id = add_watch(f->proxy, shared, IN_CREATE, 0);
+        add_watch(f->proxy, private, IN_CREATE, 0);
+
+        p = spawn_helper(TRUE, &out, args);
+        line = read_line(out);
+        g_assert_cmpstr(line, ==, "private " E_ACCESS_DENIED);
+        g_free(line);
+        line = read_line(out);
+        g_assert_true(g_str_has_prefix(line, "id "));
+        nobody_id = (guint32) g_ascii_strtoull(line + 3, NULL, 10);
+        g_assert_cmpuint(nobody_id, !=, root_id);
+
+        x = g_build_filename(shared, "x", NULL);
+        y = g_build_filename(private, "y", NULL);
+        done = g_build_filename(shared, "done", NULL);
+        touch(y);       /* root's only */
+        touch(x);       /* both */
+        touch(done);
+        await_rec(&f->a, done, IN_CREATE);
+        await_rec(&f->a, y, IN_CREATE);
+
+        /* The helper prints what it received: only its own id, never root's records. */
+        for (;;) {
+                g_free(line);
+                line = read_line(out);
+                if (strcmp(line, "end") == 0)
+                        break;
+                want = g_strdup_printf("rec %u ", nobody_id);
+                g_assert_true(g_str_has_prefix(line, want));
+                g_clear_pointer(&want, g_free);
+                g_assert_null(strstr(line, "private"));
+                n_recs++;
+        }
+        g_assert_cmpuint(n_recs, ==, 2);        /* x and done */
+        g_assert_true(g_subprocess_wait_check(p, NULL, NULL));
+}
+
+static void helper_on_events(WatchdInotify *p, GVariant *events, gpointer data) {
+        gboolean *done = data;
+        GVariantIter it;
+        guint32 id, mask, cookie;
+        const char *path, *new_path;
+
+        g_variant_iter_init(&it, events);
+        while (g_variant_iter_next(&it, "(uuu&s&s)", &id, &mask, &cookie, &path, &new_path)) {
+                printf("rec %u %s\n", id, path);
+                if (g_str_has_suffix(path, "/done"))
+                        *done = TRUE;
+        }
+}
+
+static int helper_main(int argc, char *argv[]) {
+        g_autoptr(GDBusConnection) c = NULL;
+        g_autoptr(WatchdInotify) p = NULL;
+        g_autoptr(GError) error = NULL;
+        WtBus bus = {};
+        guint id;
+
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        if (argc < 4)
+                return 2;
+        bus.address = argv[3];
+        c = wt_connect(&bus);
+        p = wt_proxy(c);
+
+        if (strcmp(argv[2], "hold") == 0) {
+                id = add_watch(p, argv[4], IN_CREATE, 0);
+                add_watch(p, argv[5], IN_MODIFY, 0);     /* and a kernel watch of its own */
+                printf("id %u\n", id);
+                for (;;)
+                        pause();
+        }
+        if (strcmp(argv[2], "nobody") == 0) {
+                gboolean done = FALSE;
+                g_autofree char *name = NULL;
+
+                g_assert_false(watchd_inotify_call_add_watch_sync(p, argv[4], IN_CREATE, 0, &id, NULL, &error));
+                name = g_dbus_error_get_remote_error(error);
+                printf("private %s\n", name);
+                g_signal_connect(p, "events", G_CALLBACK(helper_on_events), &done);
+                id = add_watch(p, argv[5], IN_CREATE, 0);
+                printf("id %u\n", id);
+                if (!wt_await_flag(&done, TIMEOUT_MS))
+                        return 1;
+                printf("end\n");
+                return 0;
+        }
+        return 2;
+}
+
+int main(int argc, char *argv[]) {
+        if (argc > 1 && strcmp(argv[1], "--helper") == 0)
+                return helper_main(argc, argv);
+
+        g_test_init(&argc, &argv, NULL);
+
+#define T(name, config, fn) \
+        g_test_add("/dbus/" name, Fixture, config, fixture_setup, fn, fixture_teardown)
+
+        T("introspection", NULL, test_introspection);
+        T("properties-and-stats", NULL, test_properties_and_stats);
+        T("events", NULL, test_events);
+        T("batching", "[events]\nbatch_max_events = 8\n", test_batching);
+        T("coalescing", NULL, test_coalescing);
+        T("rename", NULL, test_rename);
+        T("remove-and-list", NULL, test_remove_and_list);
+        T("bad-input", NULL, test_bad_input);
+        T("add-watch-fd", NULL, test_add_watch_fd);
+        T("oneshot", NULL, test_oneshot);
+        T("deleted", NULL, test_deleted);
+        T("backlog-overflow", "[limits]\nmax_pending_events_per_client = 16\n", test_backlog_overflow);
+        T("kernel-overflow", NULL, test_kernel_overflow);
+        T("unicast", NULL, test_unicast);
+        T("broadcast", "[events]\ndelivery = broadcast\n", test_broadcast);
+        T("limits", "[limits]\nmax_watches_per_client = 3\nmax_watches_per_user = 5\nmax_clients_per_user = 2\n",
+          test_limits);
+        T("flood", NULL, test_flood);
+        T("reload", NULL, test_reload);
+        T("name-taken", NULL, test_name_taken);
+        T("sigkill", NULL, test_sigkill);
+        T("nobody", NULL, test_nobody);
+        g_test_add_func("/dbus/command-line", test_command_line);
+
+        return g_test_run();
+}

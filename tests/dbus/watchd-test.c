@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * watchd-test - a private dbus-daemon and a real watchd, for tests
+ *
+ * The bus allows any uid to connect and send (the nobody tests need that),
+ * with EXTERNAL authentication only. Its pending-reply limit is raised from
+ * dbus-daemon's default of 128 so that a flood of calls reaches watchd and
+ * is limited by watchd's own limits, which is what the tests check.
+ */
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <grp.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "watchd-test.h"
+
+#ifndef WATCHD_EXE
+#define WATCHD_EXE "watchd"
+#endif
+
+static const char bus_config[] =
+        "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+        " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+        "<busconfig>\n"
+        "  <type>session</type>\n"
+        "  <listen>unix:path=%s/bus</listen>\n"
+        "  <auth>EXTERNAL</auth>\n"
+        "  <limit name=\"max_replies_per_connection\">50000</limit>\n"
+        "  <limit name=\"max_incoming_bytes\">1000000000</limit>\n"
+        "  <policy context=\"default\">\n"
+        "    <allow user=\"*\"/>\n"
+        "    <allow own=\"*\"/>\n"
+        "    <allow send_destination=\"*\"/>\n"
+        "    <allow receive_sender=\"*\"/>\n"
+        "  </policy>\n"
+        "</busconfig>\n";
+
+/* Children die with the test: a failed assertion must not leave a daemon
+ * holding the test's output pipe open (meson would wait for it). */
+static void child_die_with_parent(gpointer user_data) {
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+const char *wt_watchd_path(void) {
+        const char *p = g_getenv("WATCHD");
+        return p && *p ? p : WATCHD_EXE;
+}
+
+WtBus *wt_bus_start(void) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GDataInputStream) in = NULL;
+        g_autofree char *conf = NULL, *conf_path = NULL, *line = NULL;
+        WtBus *bus = g_new0(WtBus, 1);
+
+        bus->dir = g_dir_make_tmp("watchd-test-XXXXXX", &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(g_chmod(bus->dir, 0755), ==, 0);
+
+        conf = g_strdup_printf(bus_config, bus->dir);
+        conf_path = g_build_filename(bus->dir, "bus.conf", NULL);
+        g_file_set_contents(conf_path, conf, -1, &error);
+        g_assert_no_error(error);
+
+        {
+                g_autoptr(GSubprocessLauncher) l =
+                        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+                g_subprocess_launcher_set_child_setup(l, child_die_with_parent, NULL, NULL);
+                bus->process = g_subprocess_launcher_spawn(l, &error, "dbus-daemon", "--nofork", "--print-address",
+                                                           "--config-file", conf_path, NULL);
+        }
+        if (!bus->process)
+                g_error("Cannot start dbus-daemon: %s", error->message);
+
+        in = g_data_input_stream_new(g_subprocess_get_stdout_pipe(bus->process));
+        line = g_data_input_stream_read_line(in, NULL, NULL, &error);
+        if (!line)
+                g_error("dbus-daemon printed no address: %s", error ? error->message : "end of file");
+        bus->address = g_strdup(g_strstrip(line));
+        return bus;
+}
+
+static void remove_tree(const char *dir) {
+        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+        const char *name;
+
+        if (!d)
+                return;
+        while ((name = g_dir_read_name(d))) {
+                g_autofree char *p = g_build_filename(dir, name, NULL);
+
+                if (g_file_test(p, G_FILE_TEST_IS_DIR) && !g_file_test(p, G_FILE_TEST_IS_SYMLINK))
+                        remove_tree(p);
+                else
+                        (void) g_unlink(p);
+        }
+        (void) g_rmdir(dir);
+}
+
+void wt_bus_stop(WtBus *bus) {
+        if (!bus)
+                return;
+        g_subprocess_send_signal(bus->process, SIGTERM);
+        (void) g_subprocess_wait(bus->process, NULL, NULL);
+        g_object_unref(bus->process);
+        remove_tree(bus->dir);
+        g_free(bus->dir);
+        g_free(bus->address);
+        g_free(bus);
+}
+
+GDBusConnection *wt_connect(WtBus *bus) {
+        g_autoptr(GError) error = NULL;
+        GDBusConnection *c;
+
+        c = g_dbus_connection_new_for_address_sync(bus->address,
+                                                   G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                   G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                   NULL, NULL, &error);
+        if (!c)
+                g_error("Cannot connect to %s: %s", bus->address, error->message);
+        g_dbus_connection_set_exit_on_close(c, FALSE);
+        return c;
+}
+
+WatchdInotify *wt_proxy(GDBusConnection *c) {
+        g_autoptr(GError) error = NULL;
+        WatchdInotify *p;
+
+        p = watchd_inotify_proxy_new_sync(c, G_DBUS_PROXY_FLAGS_DO_NOT_AUTO_START,
+                                          "org.example.Inotify", "/org/example/Inotify", NULL, &error);
+        if (!p)
+                g_error("Cannot make the proxy: %s", error->message);
+        /* The flood tests keep many calls in flight: no client-side timeout shorter than the test's. */
+        g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(p), 60000);
+        return p;
+}
+
+static gboolean name_has_owner(GDBusConnection *c, const char *name) {
+        g_autoptr(GVariant) r = NULL;
+        gboolean has = FALSE;
+
+        r = g_dbus_connection_call_sync(c, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                        "NameHasOwner", g_variant_new("(s)", name), G_VARIANT_TYPE("(b)"),
+                                        G_DBUS_CALL_FLAGS_NONE, 5000, NULL, NULL);
+        if (r)
+                g_variant_get(r, "(b)", &has);
+        return has;
+}
+
+WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const *extra_args) {
+        g_autoptr(GSubprocessLauncher) l = NULL;
+        g_autoptr(GPtrArray) argv = g_ptr_array_new();
+        g_autoptr(GDBusConnection) c = NULL;
+        g_autoptr(GError) error = NULL;
+        WtDaemon *d = g_new0(WtDaemon, 1);
+        gint64 deadline;
+
+        d->bus = bus;
+        d->config_path = g_build_filename(bus->dir, "watchd.conf", NULL);
+        d->log_path = g_build_filename(bus->dir, "watchd.log", NULL);
+        g_file_set_contents(d->config_path, config ? config : "", -1, &error);
+        g_assert_no_error(error);
+
+        g_ptr_array_add(argv, (gpointer) wt_watchd_path());
+        g_ptr_array_add(argv, (gpointer) "--address");
+        g_ptr_array_add(argv, bus->address);
+        g_ptr_array_add(argv, (gpointer) "--config");
+        g_ptr_array_add(argv, d->config_path);
+        g_ptr_array_add(argv, (gpointer) "--backend");
+        g_ptr_array_add(argv, (gpointer) "syscall");
+        for (size_t i = 0; extra_args && extra_args[i]; i++)
+                g_ptr_array_add(argv, (gpointer) extra_args[i]);
+        g_ptr_array_add(argv, NULL);
+
+        l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+        g_subprocess_launcher_set_stderr_file_path(l, d->log_path);
+        g_subprocess_launcher_set_child_setup(l, child_die_with_parent, NULL, NULL);
+        d->process = g_subprocess_launcher_spawnv(l, (const char *const *) argv->pdata, &error);
+        if (!d->process)
+                g_error("Cannot start %s: %s", wt_watchd_path(), error->message);
+
+        /* Await the name; stop early if watchd died. */
+        c = wt_connect(bus);
+        deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+        while (!name_has_owner(c, "org.example.Inotify")) {
+                if (g_get_monotonic_time() > deadline || !g_subprocess_get_identifier(d->process)) {
+                        g_autofree char *log = wt_daemon_log(d);
+                        g_error("watchd did not take its name. Its log:\n%s", log);
+                }
+                g_usleep(5000);
+        }
+        g_dbus_connection_close_sync(c, NULL, NULL);
+        return d;
+}
+
+WtDaemon *wt_daemon_start(WtBus *bus, const char *config) {
+        return wt_daemon_start_full(bus, config, NULL);
+}
+
+char *wt_daemon_log(WtDaemon *d) {
+        char *s = NULL;
+
+        if (!g_file_get_contents(d->log_path, &s, NULL, NULL))
+                s = g_strdup("(no log)");
+        return s;
+}
+
+int wt_daemon_stop(WtDaemon *d) {
+        int status;
+
+        if (g_subprocess_get_identifier(d->process))
+                g_subprocess_send_signal(d->process, SIGTERM);
+        (void) g_subprocess_wait(d->process, NULL, NULL);
+        if (g_subprocess_get_if_signaled(d->process))
+                status = 128 + g_subprocess_get_term_sig(d->process);
+        else
+                status = g_subprocess_get_exit_status(d->process);
+        g_object_unref(d->process);
+        g_free(d->config_path);
+        g_free(d->log_path);
+        g_free(d);
+        return status;
+}
+
+guint64 wt_stat(WatchdInotify *proxy, const char *key) {
+        g_autoptr(GVariant) stats = NULL, v = NULL;
+        g_autoptr(GError) error = NULL;
+
+        watchd_inotify_call_get_stats_sync(proxy, &stats, NULL, &error);
+        g_assert_no_error(error);
+        v = g_variant_lookup_value(stats, key, NULL);
+        if (!v)
+                g_error("GetStats has no '%s'", key);
+        if (g_variant_is_of_type(v, G_VARIANT_TYPE_UINT32))
+                return g_variant_get_uint32(v);
+        if (g_variant_is_of_type(v, G_VARIANT_TYPE_UINT64))
+                return g_variant_get_uint64(v);
+        g_error("GetStats '%s' is not a number", key);
+}
+
+gboolean wt_await_stat(WatchdInotify *proxy, const char *key, guint64 value, int timeout_ms) {
+        gint64 deadline = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+
+        for (;;) {
+                if (wt_stat(proxy, key) == value)
+                        return TRUE;
+                if (g_get_monotonic_time() > deadline)
+                        return FALSE;
+                g_usleep(2000);
+        }
+}
+
+static gboolean on_timeout(gpointer data) {
+        *(gboolean *) data = TRUE;
+        return G_SOURCE_REMOVE;
+}
+
+gboolean wt_await(gboolean (*fn)(gpointer), gpointer data, int timeout_ms) {
+        gboolean timed_out = FALSE;
+        guint id = g_timeout_add(timeout_ms, on_timeout, &timed_out);
+
+        while (!fn(data) && !timed_out)
+                g_main_context_iteration(NULL, TRUE);
+        if (!timed_out)
+                g_source_remove(id);
+        return fn(data);
+}
+
+static gboolean flag_is_set(gpointer data) {
+        return *(gboolean *) data;
+}
+
+gboolean wt_await_flag(gboolean *flag, int timeout_ms) {
+        return wt_await(flag_is_set, flag, timeout_ms);
+}
+
+void wt_child_become_nobody(gpointer user_data) {
+        /* After fork, before exec: only async-signal-safe calls. */
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+                _exit(126);
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * watchd-test - a private dbus-daemon and a real watchd, for tests
+ *
+ * Used by tests/dbus and tests/watchctl. Everything lives in one temporary
+ * directory (mode 0755, so a client running as nobody can reach the bus
+ * socket): the bus config and socket, watchd's config and its log.
+ *
+ *   WtBus *bus = wt_bus_start();                   // dbus-daemon --nofork
+ *   WtDaemon *d = wt_daemon_start(bus, "[limits]\nmax_watches_per_client = 10\n");
+ *   GDBusConnection *c = wt_connect(bus);          // a new private connection
+ *   WatchdInotify *p = wt_proxy(c);                // generated from the API XML
+ *   ...
+ *   wt_daemon_stop(d);                             // SIGTERM; returns the exit status
+ *   wt_bus_stop(bus);
+ *
+ * Failures to set up abort the test with a message (g_error): a test that
+ * cannot start its daemon must not pass. watchd is found in $WATCHD, else at
+ * the path the build gave (WATCHD_EXE).
+ */
+
+#include <gio/gio.h>
+#include <sys/types.h>
+
+#include "watchd-gdbus.h"
+
+typedef struct WtBus {
+        char *dir;              /* temporary directory, removed by wt_bus_stop() */
+        char *address;          /* unix:path=... */
+        GSubprocess *process;
+} WtBus;
+
+typedef struct WtDaemon {
+        WtBus *bus;
+        char *config_path;
+        char *log_path;
+        GSubprocess *process;
+} WtDaemon;
+
+WtBus *wt_bus_start(void);
+void wt_bus_stop(WtBus *bus);
+
+/* Writes config (may be NULL: defaults) and starts "watchd --address ... --config ...
+ * --backend syscall" plus extra_args; returns once it owns org.example.Inotify. */
+WtDaemon *wt_daemon_start(WtBus *bus, const char *config);
+WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const *extra_args);
+/* SIGTERM and wait; returns the exit status (or 128+signal). Frees d. */
+int wt_daemon_stop(WtDaemon *d);
+/* watchd's stderr so far (caller frees). */
+char *wt_daemon_log(WtDaemon *d);
+/* watchd's path, as used by wt_daemon_start(). */
+const char *wt_watchd_path(void);
+
+/* A new private connection to the bus (registered with the bus driver). */
+GDBusConnection *wt_connect(WtBus *bus);
+/* The generated proxy for org.example.Inotify on c (no autostart). */
+WatchdInotify *wt_proxy(GDBusConnection *c);
+
+/* One GetStats value as a number ("clients", "kernel_watches", ...); fails the test if absent. */
+guint64 wt_stat(WatchdInotify *proxy, const char *key);
+/* Polls GetStats until key == value or timeout_ms passes. Returns whether it got there. */
+gboolean wt_await_stat(WatchdInotify *proxy, const char *key, guint64 value, int timeout_ms);
+
+/* Iterates the default main context until *flag is set or timeout_ms passes. */
+gboolean wt_await_flag(gboolean *flag, int timeout_ms);
+/* The same for a condition computed by fn. */
+gboolean wt_await(gboolean (*fn)(gpointer), gpointer data, int timeout_ms);
+
+/* A GSubprocessLauncher child setup (user_data NULL) that becomes nobody (65534) with no groups. */
+void wt_child_become_nobody(gpointer user_data);
