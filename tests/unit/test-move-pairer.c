@@ -191,13 +191,16 @@ static void test_ring(void) {
                 g_assert_cmpint(move_pairer_push(&p, record_new(RECORD_EVENT, i, IN_CREATE, 0, 0, "/d", NULL, 0)), ==, 0);
                 if (i % 3 == 0) {
                         Record *r = move_pairer_pop(&p, 0);
-                        g_assert_cmpuint(r->id, ==, next_out++);
+                        g_assert_cmpuint(r->id, ==, next_out);
+                        next_out++;
                         record_free(r);
                 }
         }
         g_assert_cmpuint(move_pairer_size(&p), ==, 10000 - next_out);
-        for (Record *r; (r = move_pairer_pop(&p, 0)); record_free(r))
-                g_assert_cmpuint(r->id, ==, next_out++);
+        for (Record *r; (r = move_pairer_pop(&p, 0)); record_free(r)) {
+                g_assert_cmpuint(r->id, ==, next_out);
+                next_out++;
+        }
         g_assert_cmpuint(next_out, ==, 10000);
         move_pairer_done(&p);
 }

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-config - watchd.conf: a table of files and what each must give
+ *
+ * Every key with a good and a bad value, the "file:line: message" of each
+ * error, and the shipped conf/watchd.conf: as shipped (all commented) and
+ * with every key uncommented, it must give exactly the defaults, so the
+ * file and the parser cannot drift apart.
+ */
+
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "config.h"
+
+typedef struct Case {
+        const char *what;
+        const char *text;
+        const char *error;      /* NULL: must parse; else the whole "name:line: message" */
+        size_t offset;          /* a uint32_t field of Config to check, with its value */
+        uint32_t value;
+} Case;
+
+#define AT(field) offsetof(Config, field)
+
+static const Case cases[] = {
+        { "empty", "", NULL, AT(batch_max_events), 1024 },
+        { "comments only", "# nothing\n; nothing\n\n", NULL, AT(max_watches_per_client), 8192 },
+        { "max_watches_per_client", "[limits]\nmax_watches_per_client = 3\n", NULL, AT(max_watches_per_client), 3 },
+        { "max_watches_per_user", "[limits]\nmax_watches_per_user=4000000000\n", NULL, AT(max_watches_per_user), 4000000000u },
+        { "max_clients_per_user", "[limits]\n  max_clients_per_user = 1  \n", NULL, AT(max_clients_per_user), 1 },
+        { "max_pending_events_per_client", "[limits]\nmax_pending_events_per_client = 16\n", NULL,
+          AT(max_pending_events_per_client), 16 },
+        { "move_pair_timeout_ms 0", "[events]\nmove_pair_timeout_ms = 0\n", NULL, AT(move_pair_timeout_ms), 0 },
+        { "move_pair_timeout_ms 1000", "[events]\nmove_pair_timeout_ms = 1000\n", NULL, AT(move_pair_timeout_ms), 1000 },
+        { "move_pair_max_distance", "[events]\nmove_pair_max_distance = 10000\n", NULL, AT(move_pair_max_distance), 10000 },
+        { "batch_max_events", "[events]\nbatch_max_events = 65536\n", NULL, AT(batch_max_events), 65536 },
+        { "backend", "[daemon]\nbackend = device\n", NULL, AT(backend), BACKEND_DEVICE },
+        { "log_level", "[daemon]\nlog_level = debug\n", NULL, AT(log_level), LOG_DEBUG },
+        { "delivery", "[events]\n\ndelivery = broadcast\n", NULL, AT(delivery_line), 3 },
+        { "the last value wins", "[limits]\nmax_clients_per_user = 5\nmax_clients_per_user = 6\n", NULL,
+          AT(max_clients_per_user), 6 },
+
+        { "unknown section", "[daemon]\nbackend = syscall\n[nonsense]\nkey = 1\n",
+          "t.conf:4: unknown section [nonsense]" },
+        { "unknown key", "[limits]\n\n\nmax_watches = 3\n", "t.conf:4: unknown key 'max_watches' in section [limits]" },
+        { "key before any section", "backend = auto\n", "t.conf:1: unknown section []" },
+        { "syntax error", "[limits]\nthis line has no equals sign\n",
+          "t.conf:2: syntax error: expected [section], key = value or a comment" },
+        { "not a number", "[limits]\nmax_watches_per_client = lots\n",
+          "t.conf:2: max_watches_per_client: 'lots' is not a number" },
+        { "negative", "[limits]\nmax_watches_per_client = -1\n",
+          "t.conf:2: max_watches_per_client: '-1' is not a number" },
+        { "trailing junk", "[limits]\nmax_watches_per_client = 12k\n",
+          "t.conf:2: max_watches_per_client: '12k' is not a number" },
+        { "zero limit", "[limits]\nmax_clients_per_user = 0\n",
+          "t.conf:2: max_clients_per_user: 0 is out of range (1-4294967295)" },
+        { "past 32 bits", "[limits]\nmax_watches_per_user = 4294967296\n",
+          "t.conf:2: max_watches_per_user: 4294967296 is out of range (1-4294967295)" },
+        { "timeout too long", "[events]\nmove_pair_timeout_ms = 1001\n",
+          "t.conf:2: move_pair_timeout_ms: 1001 is out of range (0-1000)" },
+        { "distance 0", "[events]\nmove_pair_max_distance = 0\n",
+          "t.conf:2: move_pair_max_distance: 0 is out of range (1-10000)" },
+        { "batch too big", "[events]\nbatch_max_events = 65537\n",
+          "t.conf:2: batch_max_events: 65537 is out of range (1-65536)" },
+        { "bad backend", "[daemon]\nbackend = kernel\n",
+          "t.conf:2: backend: 'kernel' is not one of auto, device, syscall" },
+        { "relative device", "[daemon]\ndevice = dev/inotify\n",
+          "t.conf:2: device: 'dev/inotify' is not an absolute path" },
+        { "bad log level", "[daemon]\nlog_level = loud\n",
+          "t.conf:2: log_level: 'loud' is not one of err, warning, notice, info, debug" },
+        { "bad delivery", "[events]\ndelivery = multicast\n",
+          "t.conf:2: delivery: 'multicast' is not one of unicast, broadcast" },
+        { "the first error is reported", "[limits]\nmax_clients_per_user = 0\nbogus = 1\n",
+          "t.conf:2: max_clients_per_user: 0 is out of range (1-4294967295)" },
+        { "no newline at the end", "[limits]\nbogus = 1",
+          "t.conf:2: unknown key 'bogus' in section [limits]" },
+};
+
+static void test_case(gconstpointer data) {
+        const Case *c = data;
+        g_autofree char *error = NULL;
+        Config config;
+        int r;
+
+        g_assert_cmpint(config_init(&config), ==, 0);
+        config.max_watches_per_client = 77;     /* must not survive a load: a load starts from the defaults */
+        r = config_load_string("t.conf", c->text, &config, &error);
+        if (c->error) {
+                g_assert_cmpint(r, ==, -EINVAL);
+                g_assert_cmpstr(error, ==, c->error);
+                g_assert_cmpuint(config.max_watches_per_client, ==, 77);   /* untouched on failure */
+        } else {
+                g_assert_cmpint(r, ==, 0);
+                g_assert_null(error);
+                g_assert_cmpuint(*(uint32_t *) ((char *) &config + c->offset), ==, c->value);
+        }
+        config_done(&config);
+}
+
+static void assert_defaults(const Config *c) {
+        Config d;
+
+        g_assert_cmpint(config_init(&d), ==, 0);
+        g_assert_cmpint(c->backend, ==, d.backend);
+        g_assert_cmpstr(c->device, ==, d.device);
+        g_assert_cmpint(c->log_level, ==, d.log_level);
+        g_assert_cmpuint(c->max_watches_per_client, ==, d.max_watches_per_client);
+        g_assert_cmpuint(c->max_watches_per_user, ==, d.max_watches_per_user);
+        g_assert_cmpuint(c->max_clients_per_user, ==, d.max_clients_per_user);
+        g_assert_cmpuint(c->max_pending_events_per_client, ==, d.max_pending_events_per_client);
+        g_assert_cmpuint(c->move_pair_timeout_ms, ==, d.move_pair_timeout_ms);
+        g_assert_cmpuint(c->move_pair_max_distance, ==, d.move_pair_max_distance);
+        g_assert_cmpuint(c->batch_max_events, ==, d.batch_max_events);
+        g_assert_cmpint(c->delivery, ==, d.delivery);
+        config_done(&d);
+}
+
+/* The shipped file, as is and with every "#key = value" line uncommented. */
+static void test_shipped(void) {
+        g_autofree char *text = NULL, *error = NULL;
+        g_autoptr(GRegex) re = g_regex_new("^#([a-z_]+ = )", G_REGEX_MULTILINE, 0, NULL);
+        g_autofree char *uncommented = NULL;
+        Config c;
+        int n = 0;
+
+        g_assert_true(g_file_get_contents(WATCHD_CONF, &text, NULL, NULL));
+        g_assert_cmpint(config_init(&c), ==, 0);
+        g_assert_cmpint(config_load(WATCHD_CONF, &c, &error), ==, 0);
+        assert_defaults(&c);
+
+        uncommented = g_regex_replace(re, text, -1, 0, "\\1", 0, NULL);
+        for (const char *p = uncommented; (p = strstr(p, " = ")); p++)
+                n++;
+        g_assert_cmpint(n, ==, 11);     /* every key of the file */
+        g_assert_cmpint(config_load_string(WATCHD_CONF, uncommented, &c, &error), ==, 0);
+        g_assert_null(error);
+        assert_defaults(&c);
+        config_done(&c);
+}
+
+static void test_missing_file(void) {
+        g_autofree char *error = NULL;
+        Config c;
+
+        g_assert_cmpint(config_init(&c), ==, 0);
+        c.batch_max_events = 3;
+        g_assert_cmpint(config_load("/nonexistent/watchd.conf", &c, &error), ==, 0);
+        assert_defaults(&c);
+        config_done(&c);
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                g_autofree char *name = g_strdup_printf("/config/%s", cases[i].what);
+                g_test_add_data_func(name, &cases[i], test_case);
+        }
+        g_test_add_func("/config/shipped file", test_shipped);
+        g_test_add_func("/config/missing file", test_missing_file);
+        return g_test_run();
+}

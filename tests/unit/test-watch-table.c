@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-watch-table - coalescing, against a fake backend that behaves like the
+ * kernel's inode-keyed watch list and records every call
+ *
+ * The fake gives the same wd for the same inode and replaces its mask, as
+ * both kernel interfaces do, and counts adds and removes. Files are real
+ * (in a temporary directory), so the table's own reopen for narrowing runs.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "event_bits.h"
+#include "watch_table.h"
+
+typedef struct FakeWatch {
+        dev_t dev;
+        ino_t ino;
+        uint32_t mask;
+        gboolean live;
+} FakeWatch;
+
+typedef struct Fake {
+        Backend backend;
+        FakeWatch watches[64];  /* index = wd; wd 0 is used, as on the device */
+        int next_wd;
+        unsigned n_add, n_rm;
+        int fail_add;           /* -errno for the next add, 0 for none */
+} Fake;
+
+static int fake_add(Backend *b, int fd, uint32_t mask, int *ret_wd) {
+        Fake *f = (Fake *) b;
+        struct stat st;
+
+        f->n_add++;
+        if (f->fail_add) {
+                int r = f->fail_add;
+                f->fail_add = 0;
+                return r;
+        }
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        /* A read-open fd, as the real backends need. */
+        g_assert_cmpint(fcntl(fd, F_GETFL) & O_PATH, ==, 0);
+        for (int wd = 0; wd < f->next_wd; wd++)
+                if (f->watches[wd].live && f->watches[wd].dev == st.st_dev && f->watches[wd].ino == st.st_ino) {
+                        f->watches[wd].mask = mask;
+                        *ret_wd = wd;
+                        return 0;
+                }
+        g_assert_cmpint(f->next_wd, <, 64);
+        f->watches[f->next_wd] = (FakeWatch) { st.st_dev, st.st_ino, mask, TRUE };
+        *ret_wd = f->next_wd++;
+        return 0;
+}
+
+static int fake_rm(Backend *b, int wd) {
+        Fake *f = (Fake *) b;
+
+        f->n_rm++;
+        if (wd < 0 || wd >= f->next_wd || !f->watches[wd].live)
+                return -EINVAL;
+        f->watches[wd].live = FALSE;
+        return 0;
+}
+
+static const BackendOps fake_ops = {
+        .name = "fake",
+        .add_watch = fake_add,
+        .rm_watch = fake_rm,
+};
+
+typedef struct Fixture {
+        Fake fake;
+        WatchTable *t;
+        char *dir;
+        char *a, *b, *link_a, *hard_b;
+} Fixture;
+
+static void setup(Fixture *f, gconstpointer data) {
+        f->fake = (Fake) { .backend = { .ops = &fake_ops, .fd = -1 } };
+        g_assert_cmpint(watch_table_new(&f->fake.backend, &f->t), ==, 0);
+        f->dir = g_dir_make_tmp("test-watch-table-XXXXXX", NULL);
+        f->a = g_build_filename(f->dir, "a", NULL);
+        f->b = g_build_filename(f->dir, "b", NULL);
+        f->link_a = g_build_filename(f->dir, "link-a", NULL);
+        f->hard_b = g_build_filename(f->dir, "hard-b", NULL);
+        g_assert_cmpint(g_mkdir(f->a, 0755), ==, 0);
+        g_assert_true(g_file_set_contents(f->b, "", 0, NULL));
+        g_assert_cmpint(symlink(f->a, f->link_a), ==, 0);
+        g_assert_cmpint(link(f->b, f->hard_b), ==, 0);
+}
+
+static void teardown(Fixture *f, gconstpointer data) {
+        watch_table_free(f->t);
+        g_unlink(f->link_a);
+        g_unlink(f->hard_b);
+        g_unlink(f->b);
+        g_rmdir(f->a);
+        g_rmdir(f->dir);
+        g_free(f->a);
+        g_free(f->b);
+        g_free(f->link_a);
+        g_free(f->hard_b);
+        g_free(f->dir);
+}
+
+static Subscription *sub(Fixture *f, const char *path, void *owner, uint32_t mask) {
+        Subscription *s = NULL;
+        struct stat st;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, path, owner, mask, 0, &s), ==, 0);
+        close(fd);
+        return s;
+}
+
+static uint32_t kmask(Fixture *f, const Subscription *s) {
+        g_assert_nonnull(s->watch);
+        g_assert_true(f->fake.watches[s->watch->wd].live);
+        return f->fake.watches[s->watch->wd].mask;
+}
+
+/* A step of a coalescing scenario on the directory a (by two paths) and the file b (by two links). */
+typedef struct Step {
+        char op;                /* '+' subscribe, '-' unsubscribe */
+        int slot;               /* which subscription (0-5) */
+        int path;               /* 0 a, 1 link-a, 2 b, 3 hard-b */
+        uint32_t mask;
+        /* after the step: */
+        unsigned watches, subscriptions;
+        uint32_t mask_a, mask_b;        /* kernel masks, 0 = no kernel watch */
+} Step;
+
+typedef struct Scenario {
+        const char *what;
+        Step steps[12];
+} Scenario;
+
+static const Scenario scenarios[] = {
+        { "one inode, two paths, one kernel watch with the union", {
+                { '+', 0, 0, IN_CREATE, 1, 1, IN_CREATE, 0 },
+                { '+', 1, 1, IN_DELETE, 1, 2, IN_CREATE | IN_DELETE, 0 },
+                { '-', 0, 0, 0, 1, 1, IN_DELETE, 0 },           /* narrowed to what is left */
+                { '-', 1, 0, 0, 0, 0, 0, 0 },                   /* released */
+        } },
+        { "hard links are one inode", {
+                { '+', 0, 2, IN_MODIFY, 1, 1, 0, IN_MODIFY },
+                { '+', 1, 3, IN_ATTRIB, 1, 2, 0, IN_MODIFY | IN_ATTRIB },
+                { '+', 2, 0, IN_CREATE, 2, 3, IN_CREATE, IN_MODIFY | IN_ATTRIB },
+                { '-', 1, 0, 0, 2, 2, IN_CREATE, IN_MODIFY },
+                { '-', 0, 0, 0, 1, 1, IN_CREATE, 0 },
+                { '-', 2, 0, 0, 0, 0, 0, 0 },
+        } },
+        { "a subset mask changes nothing in the kernel", {
+                { '+', 0, 0, IN_CREATE | IN_DELETE, 1, 1, IN_CREATE | IN_DELETE, 0 },
+                { '+', 1, 0, IN_CREATE, 1, 2, IN_CREATE | IN_DELETE, 0 },
+                { '+', 2, 1, IN_DELETE, 1, 3, IN_CREATE | IN_DELETE, 0 },
+                { '-', 0, 0, 0, 1, 2, IN_CREATE | IN_DELETE, 0 },
+                { '-', 2, 0, 0, 1, 1, IN_CREATE, 0 },
+                { '-', 1, 0, 0, 0, 0, 0, 0 },
+        } },
+};
+
+static void test_scenario(Fixture *f, gconstpointer data) {
+        const Scenario *sc = data;
+        const char *paths[] = { f->a, f->link_a, f->b, f->hard_b };
+        Subscription *slots[6] = {};
+        uint32_t last_id = 0;
+
+        for (const Step *s = sc->steps; s->op; s++) {
+                uint32_t ka = 0, kb = 0;
+
+                if (s->op == '+') {
+                        slots[s->slot] = sub(f, paths[s->path], f, s->mask);
+                        g_assert_cmpuint(slots[s->slot]->id, >, last_id);       /* ids only grow */
+                        last_id = slots[s->slot]->id;
+                } else {
+                        watch_table_unsubscribe(f->t, slots[s->slot]);
+                        slots[s->slot] = NULL;
+                }
+                g_assert_cmpuint(watch_table_n_watches(f->t), ==, s->watches);
+                g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, s->subscriptions);
+                for (int i = 0; i < 64; i++)
+                        if (f->fake.watches[i].live) {
+                                struct stat st;
+                                g_assert_cmpint(stat(f->a, &st), ==, 0);
+                                if (f->fake.watches[i].ino == st.st_ino)
+                                        ka = f->fake.watches[i].mask;
+                                else
+                                        kb = f->fake.watches[i].mask;
+                        }
+                g_assert_cmpuint(ka, ==, s->mask_a);
+                g_assert_cmpuint(kb, ==, s->mask_b);
+        }
+}
+
+/* The kernel's refusal leaves nothing behind and is passed up as is. */
+static void test_enospc(Fixture *f, gconstpointer data) {
+        Subscription *s = NULL;
+        struct stat st;
+        int fd = open(f->a, O_RDONLY | O_CLOEXEC);
+
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        f->fake.fail_add = -ENOSPC;
+        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, f, IN_CREATE, 0, &s), ==, -ENOSPC);
+        g_assert_null(s);
+        g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
+        g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 0);
+
+        /* Widening an existing watch that the kernel refuses: the old subscription is untouched. */
+        s = sub(f, f->a, f, IN_CREATE);
+        f->fake.fail_add = -ENOSPC;
+        {
+                Subscription *s2 = NULL;
+                g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, f, IN_DELETE, 0, &s2), ==, -ENOSPC);
+        }
+        g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 1);
+        g_assert_cmpuint(kmask(f, s), ==, IN_CREATE);
+        close(fd);
+}
+
+/* IN_IGNORED: the kernel dropped the watch; the table forgets the wd without calling the kernel. */
+static void test_watch_gone(Fixture *f, gconstpointer data) {
+        Subscription *s1 = sub(f, f->a, f, IN_CREATE), *s2 = sub(f, f->a, f, IN_DELETE), *s3;
+        Watch *w = s1->watch;
+        int wd = w->wd;
+        unsigned rm_before = f->fake.n_rm;
+
+        g_assert_true(watch_table_get_watch(f->t, wd) == w);
+        f->fake.watches[wd].live = FALSE;      /* the kernel removed it */
+        watch_table_watch_gone(f->t, w);
+        g_assert_null(watch_table_get_watch(f->t, wd));
+        g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
+
+        /* A new subscription on the same inode gets a new kernel watch, not the dead one. */
+        s3 = sub(f, f->a, f, IN_ATTRIB);
+        g_assert_true(s3->watch != w);
+        g_assert_cmpint(s3->watch->wd, !=, wd);
+
+        watch_table_unsubscribe(f->t, s1);
+        watch_table_unsubscribe(f->t, s2);      /* frees the dead watch; no kernel call for it */
+        g_assert_cmpuint(f->fake.n_rm, ==, rm_before);
+        g_assert_cmpuint(watch_table_n_watches(f->t), ==, 1);
+        g_assert_true(watch_table_get_subscription(f->t, s3->id) == s3);
+}
+
+/* The kernel reused a wd we still hold (its IN_IGNORED not read yet): the old watch is dropped. */
+static void test_wd_reuse(Fixture *f, gconstpointer data) {
+        Subscription *s1 = sub(f, f->a, f, IN_CREATE), *s2;
+        int wd = s1->watch->wd;
+
+        /* The kernel forgot a's watch and will give the same wd to b. */
+        f->fake.watches[wd].live = FALSE;
+        f->fake.next_wd = wd;
+        s2 = sub(f, f->b, f, IN_MODIFY);
+        g_assert_cmpint(s2->watch->wd, ==, wd);
+        g_assert_true(watch_table_get_watch(f->t, wd) == s2->watch);
+        g_assert_cmpint(s1->watch->wd, ==, -1);
+        watch_table_unsubscribe(f->t, s1);
+        g_assert_true(watch_table_get_watch(f->t, wd) == s2->watch);
+        g_assert_cmpuint(watch_table_n_watches(f->t), ==, 1);
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+        for (size_t i = 0; i < G_N_ELEMENTS(scenarios); i++) {
+                g_autofree char *name = g_strdup_printf("/watch-table/%s", scenarios[i].what);
+                g_test_add(name, Fixture, &scenarios[i], setup, test_scenario, teardown);
+        }
+        g_test_add("/watch-table/kernel refuses", Fixture, NULL, setup, test_enospc, teardown);
+        g_test_add("/watch-table/watch gone", Fixture, NULL, setup, test_watch_gone, teardown);
+        g_test_add("/watch-table/wd reused", Fixture, NULL, setup, test_wd_reuse, teardown);
+        return g_test_run();
+}
