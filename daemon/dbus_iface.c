@@ -13,11 +13,15 @@
  *
  * Credentials: dbus-daemon reports UnixUserID (the peer's effective uid at
  * connect time, SO_PEERCRED) and UnixGroupIDs (its primary and
- * supplementary groups, SO_PEERGROUPS). sd-bus gives them as the EUID (or
- * UID) and SUPPLEMENTARY_GIDS credentials; the primary gid is not reported
- * separately, so fsgid is set to the first group reported and every reported
- * group is a supplementary group: the kernel's group check (fsgid or any
- * supplementary group) then gives the caller exactly its own access.
+ * supplementary groups, SO_PEERGROUPS). sd-bus gives the first as the EUID
+ * credential; libsystemd 252 (Debian 12) does not parse the groups, so they
+ * are asked of the bus driver itself (GetConnectionCredentials), once per
+ * client: a connection's credentials never change. Nothing is taken from
+ * /proc, and a caller the bus says too little about is refused. The primary
+ * gid is not reported apart from the others, so fsgid is set to the first
+ * group and every reported group is a supplementary group: the kernel's
+ * check (fsgid or any supplementary group) then gives the caller exactly
+ * its own access.
  *
  * Signals go to their client only (destination set), except Events with
  * delivery=broadcast, which watchd refuses on the system bus.

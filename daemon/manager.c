@@ -14,6 +14,7 @@
  */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,6 +29,13 @@
 
 #define KERNEL_READ_BUF (64u * 1024u)
 #define KERNEL_READ_ROUNDS 16
+
+/* Messages sd-bus may hold unsent before we stop handing it more. Past it
+ * the bus is not reading us: records stay in the clients' queues, which are
+ * bounded (max_pending_events_per_client, then Overflow), and we try again
+ * after BUS_RETRY_USEC. */
+#define BUS_WRITE_QUEUE_HIGH 4096u
+#define BUS_RETRY_USEC 10000u
 
 static void client_destroy(gpointer p) {
         client_free(p);
@@ -192,8 +200,26 @@ static int subscribe(Manager *m, Client *c, int fd, const struct stat *st, const
         return 0;
 }
 
-int manager_add_watch_path(Manager *m, Client *c, const char *path,
+/* "//a///b/" -> "/a/b": records are built as path + "/" + name, so no
+ * doubled or trailing slashes. ".." is left to the kernel, which resolves it
+ * with the caller's credentials. */
+static char *path_simplify(const char *path) {
+        char *p = malloc(strlen(path) + 1), *o = p;
+
+        if (!p)
+                return NULL;
+        for (const char *i = path; *i; i++)
+                if (*i != '/' || o == p || o[-1] != '/')
+                        *o++ = *i;
+        if (o > p + 1 && o[-1] == '/')
+                o--;
+        *o = '\0';
+        return p;
+}
+
+int manager_add_watch_path(Manager *m, Client *c, const char *path_in,
                            uint32_t mask, uint32_t flags, uint32_t *ret_id) {
+        _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -1;
         struct stat st;
 
@@ -201,6 +227,9 @@ int manager_add_watch_path(Manager *m, Client *c, const char *path,
         if (c->n_subscriptions >= m->config.max_watches_per_client)
                 return -EDQUOT;
 
+        path = path_simplify(path_in);
+        if (!path)
+                return -ENOMEM;
         fd = access_open_as(&c->caller, path, flags & WATCHD_FLAG_ONLYDIR, flags & WATCHD_FLAG_DONT_FOLLOW, &st);
         if (fd < 0)
                 return fd;
@@ -239,6 +268,9 @@ int manager_remove_watch(Manager *m, Client *c, uint32_t id) {
         if (!s || s->owner != c)
                 return -ESRCH;
         subscription_end(m, s);
+        /* A connection holds a client slot (max_clients_per_user) only while it has subscriptions. */
+        if (c->n_subscriptions == 0 && move_pairer_size(&c->queue) == 0)
+                manager_client_gone(m, c);
         return 0;
 }
 
@@ -378,10 +410,20 @@ static int on_pair_timer(sd_event_source *source, uint64_t usec, void *userdata)
 }
 
 void manager_flush(Manager *m) {
-        uint64_t now = now_usec(), next = UINT64_MAX;
+        uint64_t now = now_usec(), next = UINT64_MAX, queued = 0;
         GHashTableIter i;
         gpointer v;
         int r;
+
+        if (m->bus && sd_bus_get_n_queued_write(m->bus, &queued) >= 0 && queued > BUS_WRITE_QUEUE_HIGH) {
+                if (!m->bus_stalled)
+                        log_warning("The bus is not reading our messages (%" PRIu64 " queued): holding events back.",
+                                    queued);
+                m->bus_stalled = true;
+                next = now + BUS_RETRY_USEC;
+                goto arm;
+        }
+        m->bus_stalled = false;
 
         g_hash_table_iter_init(&i, m->clients);
         while (g_hash_table_iter_next(&i, NULL, &v)) {
@@ -396,6 +438,7 @@ void manager_flush(Manager *m) {
                         next = d;
         }
 
+arm:
         if (next == UINT64_MAX) {
                 (void) sd_event_source_set_enabled(m->pair_timer, SD_EVENT_OFF);
                 return;
