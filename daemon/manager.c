@@ -82,6 +82,7 @@ Manager *manager_free(Manager *m) {
         m->kernel_source = sd_event_source_disable_unref(m->kernel_source);
         m->pair_timer = sd_event_source_disable_unref(m->pair_timer);
         m->backend = backend_free(m->backend);
+        m->bus = sd_bus_unref(m->bus);
         m->event = sd_event_unref(m->event);
         config_done(&m->config);
         free(m->config_path);
