@@ -45,6 +45,18 @@ if [ -x /storm ]; then
     rc=$((rc | $?))
 fi
 
+# An open instance pins the module.
+(exec 3< /dev/inotify; exec sleep 600) &
+holder=$!
+n=0
+while [ "$(cat $S/stats/instances)" != 1 ] && [ $n -lt 500 ]; do usleep 10000; n=$((n + 1)); done
+if rmmod inotify_dev 2>/dev/null; then st=1; else st=0; fi
+kill $holder
+wait $holder 2>/dev/null
+result rmmod_busy $st "rmmod succeeded while /dev/inotify was open"
+counters_zero
+result counters_zero_after_busy $? "counters not back to 0"
+
 rmmod inotify_dev
 result rmmod $? "rmmod inotify_dev failed"
 [ ! -e /dev/inotify ]

@@ -12,7 +12,7 @@
 #                                with a matching /boot/vmlinuz-*), VM_VMLINUZ, VM_MODDIR
 #                                (/lib/modules/$VM_KVER, the kernel's own modules)
 #   vm_build_module [OUTDIR]     builds a copy of kmod/ in OUTDIR/kmod (default $VM_OUT) with
-#                                make KDIR=$VM_KDIR W=1; sets VM_KO to the .ko
+#                                make KDIR=$VM_KDIR W=1 KCFLAGS=-Werror; sets VM_KO to the .ko
 #   vm_initramfs_new DIR         a fresh tree: static busybox with its applets, /dev /proc
 #                                /sys /tmp /etc/passwd (root, nobody 65534), and /init that
 #                                mounts proc, sys, devtmpfs, then runs /test.sh; see below
@@ -91,7 +91,7 @@ vm_build_module() {
     cp "$VM_TOP"/kmod/{Kbuild,Makefile} "$VM_TOP"/kmod/*.[ch] "$out/kmod/" &&
         cp -r "$VM_TOP/kmod/uapi" "$out/kmod/" || return 1
     vm_log "building kmod/ against $VM_KDIR (in $out/kmod)"
-    make -s -C "$out/kmod" KDIR="$VM_KDIR" W=1 2>&1 | grep -v "^Skipping BTF" >&2
+    make -s -C "$out/kmod" KDIR="$VM_KDIR" W=1 KCFLAGS=-Werror 2>&1 | grep -v "^Skipping BTF" >&2
     [ -f "$out/kmod/inotify_dev.ko" ] || return 1
     VM_KO=$out/kmod/inotify_dev.ko
     export VM_KO
