@@ -24,6 +24,9 @@
 #include "log.h"
 #include "macro.h"
 
+/* A watchd.conf is a few hundred bytes; anything near this is not one. */
+#define CONFIG_MAX_SIZE (64u * 1024u)
+
 static const char *const backend_names[_BACKEND_TYPE_MAX] = {
         [BACKEND_AUTO] = "auto",
         [BACKEND_DEVICE] = "device",
@@ -85,9 +88,7 @@ typedef struct ParseState {
         unsigned line;          /* line the handler is on */
         unsigned newlines;      /* newlines handed to inih so far */
         char *error;            /* first error, "name:line: message" */
-        /* reader state */
-        FILE *f;
-        const char *text;
+        const char *text;       /* what the reader hands out */
 } ParseState;
 
 _printf_(2, 3)
@@ -198,37 +199,56 @@ static int handler(void *userdata, const char *section, const char *name, const 
         return parse_fail(s, "unknown key '%s' in section [%s]", name, section);
 }
 
+/*
+ * inih takes a section name up to the first ']', ignores what follows it,
+ * and calls no handler for a section that has no keys: "[daemon] junk", or
+ * a misspelt section holding only comments, would pass unseen. So section
+ * lines are checked here, as the reader hands them out.
+ */
+static void check_section_line(ParseState *s, const char *line, unsigned line_no) {
+        static const char *const sections[] = { "daemon", "limits", "events" };
+        const char *p = line + strspn(line, " \t\r\f\v"), *close;
+        size_t l;
+
+        if (*p != '[')
+                return;
+        close = strchr(p, ']');
+        if (!close)
+                return;         /* inih reports the syntax error itself */
+        l = (size_t) (close - p - 1);
+        s->line = line_no;
+        if (close[1 + strspn(close + 1, " \t\r\n\f\v")] != '\0') {
+                parse_fail(s, "unexpected text after [%.*s]", (int) l, p + 1);
+                return;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(sections); i++)
+                if (strlen(sections[i]) == l && strncmp(sections[i], p + 1, l) == 0)
+                        return;
+        parse_fail(s, "unknown section [%.*s]", (int) l, p + 1);
+}
+
 /* inih reader: one line (or part of a long one) per call; counts newlines. */
 static char *reader(char *str, int num, void *userdata) {
         ParseState *s = userdata;
-        char *r;
+        size_t n = 0;
 
-        if (s->f)
-                r = fgets(str, num, s->f);
-        else {
-                size_t n = 0;
-
-                if (!s->text || *s->text == '\0')
-                        return NULL;
-                while (s->text[n] != '\0' && n + 1 < (size_t) num) {
-                        n++;
-                        if (s->text[n - 1] == '\n')
-                                break;
-                }
-                memcpy(str, s->text, n);
-                str[n] = '\0';
-                s->text += n;
-                r = str;
+        if (!s->text || *s->text == '\0')
+                return NULL;
+        while (s->text[n] != '\0' && n + 1 < (size_t) num) {
+                n++;
+                if (s->text[n - 1] == '\n')
+                        break;
         }
+        memcpy(str, s->text, n);
+        str[n] = '\0';
+        s->text += n;
 
-        if (r) {
-                size_t l = strlen(r);
-                if (l > 0 && r[l - 1] == '\n')
-                        s->newlines++;
-                else if (s->f ? feof(s->f) : *s->text == '\0')
-                        s->newlines++;  /* the last line has no newline */
-        }
-        return r;
+        check_section_line(s, str, s->newlines + 1);
+        if (n > 0 && str[n - 1] == '\n')
+                s->newlines++;
+        else if (*s->text == '\0')
+                s->newlines++;  /* the last line has no newline */
+        return str;
 }
 
 static int config_parse(ParseState *s, Config *ret, char **ret_error) {
@@ -262,11 +282,15 @@ static int config_parse(ParseState *s, Config *ret, char **ret_error) {
 }
 
 int config_load(const char *path, Config *ret, char **ret_error) {
+        _cleanup_free_ char *text = NULL;
         ParseState s = { .name = path };
+        const char *nul;
+        size_t size;
+        FILE *f;
         int r;
 
-        s.f = fopen(path, "re");
-        if (!s.f) {
+        f = fopen(path, "re");
+        if (!f) {
                 if (errno == ENOENT) {
                         /* A missing file means all defaults. */
                         Config c;
@@ -284,9 +308,38 @@ int config_load(const char *path, Config *ret, char **ret_error) {
                 return r;
         }
 
-        r = config_parse(&s, ret, ret_error);
-        fclose(s.f);
-        return r;
+        /* Read whole, so that a NUL byte (which would end a line early for
+         * inih and hide the rest of it) is an error, not silently ignored. */
+        text = malloc(CONFIG_MAX_SIZE + 2);
+        if (!text) {
+                fclose(f);
+                return -ENOMEM;
+        }
+        size = fread(text, 1, CONFIG_MAX_SIZE + 1, f);
+        r = ferror(f) ? -EIO : size > CONFIG_MAX_SIZE ? -EFBIG : 0;
+        fclose(f);
+        if (r < 0) {
+                if (ret_error && asprintf(ret_error, "%s: %s", path,
+                                          r == -EFBIG ? "larger than 64 KiB: not a watchd.conf" : "read error") < 0)
+                        *ret_error = NULL;
+                return -EINVAL;
+        }
+        text[size] = '\0';
+        nul = memchr(text, '\0', size);
+        if (nul) {
+                unsigned line = 1;
+
+                for (const char *p = text; p < nul; p++)
+                        line += *p == '\n';
+                s.line = line;
+                parse_fail(&s, "contains a NUL byte");
+                if (ret_error)
+                        *ret_error = TAKE_PTR(s.error);
+                free(s.error);
+                return -EINVAL;
+        }
+        s.text = text;
+        return config_parse(&s, ret, ret_error);
 }
 
 int config_load_string(const char *name, const char *text, Config *ret, char **ret_error) {

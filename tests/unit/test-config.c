@@ -44,7 +44,7 @@ static const Case cases[] = {
           AT(max_clients_per_user), 6 },
 
         { "unknown section", "[daemon]\nbackend = syscall\n[nonsense]\nkey = 1\n",
-          "t.conf:4: unknown section [nonsense]" },
+          "t.conf:3: unknown section [nonsense]" },     /* the section's own line */
         { "unknown key", "[limits]\n\n\nmax_watches = 3\n", "t.conf:4: unknown key 'max_watches' in section [limits]" },
         { "key before any section", "backend = auto\n", "t.conf:1: unknown section []" },
         { "syntax error", "[limits]\nthis line has no equals sign\n",
@@ -77,6 +77,14 @@ static const Case cases[] = {
           "t.conf:2: max_clients_per_user: 0 is out of range (1-4294967295)" },
         { "no newline at the end", "[limits]\nbogus = 1",
           "t.conf:2: unknown key 'bogus' in section [limits]" },
+        /* Found by fuzz/fuzz-config: inih ignores what follows ']' and never
+         * reports a section without keys, so these passed silently. */
+        { "text after a section", "[limits]\n[daemon] junk\nbackend = syscall\n",
+          "t.conf:2: unexpected text after [daemon]" },
+        { "unknown section without keys", "[events]\n[dents]&devicaemon]\n#naebcd = nope\n",
+          "t.conf:2: unexpected text after [dents]" },
+        { "unknown section with comments only", "[dents]\n# backend = device\n",
+          "t.conf:1: unknown section [dents]" },
 };
 
 static void test_case(gconstpointer data) {
@@ -152,6 +160,25 @@ static void test_missing_file(void) {
         config_done(&c);
 }
 
+/* Found by fuzz/fuzz-config: inih stopped the line at a NUL and ignored the rest of it. */
+static void test_nul_byte(void) {
+        static const char text[] = "[daemon]\nbackend = syscall\0 and then anything\n";
+        g_autofree char *dir = g_dir_make_tmp("test-config-XXXXXX", NULL);
+        g_autofree char *path = g_build_filename(dir, "watchd.conf", NULL);
+        g_autofree char *error = NULL, *expected = NULL;
+        Config c;
+
+        g_assert_true(g_file_set_contents(path, text, sizeof(text) - 1, NULL));
+        g_assert_cmpint(config_init(&c), ==, 0);
+        g_assert_cmpint(config_load(path, &c, &error), ==, -EINVAL);
+        expected = g_strdup_printf("%s:2: contains a NUL byte", path);
+        g_assert_cmpstr(error, ==, expected);
+        assert_defaults(&c);
+        config_done(&c);
+        g_unlink(path);
+        g_rmdir(dir);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -160,5 +187,6 @@ int main(int argc, char *argv[]) {
         }
         g_test_add_func("/config/shipped file", test_shipped);
         g_test_add_func("/config/missing file", test_missing_file);
+        g_test_add_func("/config/NUL byte", test_nul_byte);
         return g_test_run();
 }
