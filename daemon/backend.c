@@ -21,7 +21,7 @@ int backend_new(BackendType type, const char *device, Backend **ret) {
                 r = backend_device_new(device, ret);
                 if (r >= 0)
                         return r;
-                log_info_errno(r, "Cannot open '%s' (%m), using the inotify syscalls.", device);
+                log_info_errno(r, "Cannot use '%s' (%m), using the inotify syscalls.", device);
                 return backend_syscall_new(ret);
         default:
                 return -EINVAL;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -71,6 +72,21 @@ static const BackendOps device_ops = {
         .free = device_free,
 };
 
+/* Whether fd is an inotify device: a character device that answers FIONREAD
+ * (the module does; /dev/null or a tty given by mistake does not, or not so). */
+static int device_check(int fd) {
+        struct stat st;
+        int n;
+
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISCHR(st.st_mode))
+                return -ENOTTY;
+        if (ioctl(fd, FIONREAD, &n) < 0)
+                return negative_errno();
+        return 0;
+}
+
 int backend_device_new(const char *device, Backend **ret) {
         Backend *b;
         int r;
@@ -80,8 +96,8 @@ int backend_device_new(const char *device, Backend **ret) {
                 return -ENOMEM;
         b->ops = &device_ops;
         b->fd = open(device, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-        if (b->fd < 0) {
-                r = negative_errno();
+        r = b->fd < 0 ? negative_errno() : device_check(b->fd);
+        if (r < 0) {
                 device_free(b);
                 return r;
         }

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gio/gunixfdlist.h>
+#include <gio/gunixsocketaddress.h>
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
@@ -950,6 +951,83 @@ static void test_reload(Fixture *f, gconstpointer data) {
         add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);
 }
 
+/* The systemd protocol: READY=1, WATCHDOG=1 pings, RELOADING=1 on SIGHUP, STOPPING=1 on SIGTERM. */
+static gboolean notify_await(GSocket *sock, const char *want, GString *seen) {
+        gint64 deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
+
+        while (g_get_monotonic_time() < deadline) {
+                char buf[4096];
+                gssize n;
+
+                if (!g_socket_condition_timed_wait(sock, G_IO_IN, deadline - g_get_monotonic_time(), NULL, NULL))
+                        break;
+                n = g_socket_receive(sock, buf, sizeof(buf) - 1, NULL, NULL);
+                if (n <= 0)
+                        continue;
+                buf[n] = '\0';
+                g_string_append_printf(seen, "[%s]", buf);
+                {
+                        g_auto(GStrv) lines = g_strsplit(buf, "\n", -1);
+                        if (g_strv_contains((const char *const *) lines, want))
+                                return TRUE;
+                }
+        }
+        return FALSE;
+}
+
+static void test_sd_notify(void) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GSocket) sock = NULL;
+        g_autoptr(GSocketAddress) addr = NULL;
+        g_autoptr(GString) seen = g_string_new("");
+        g_autofree char *path = NULL;
+        WtBus *bus = wt_bus_start();
+        WtDaemon *d;
+        pid_t pid;
+
+        path = g_build_filename(bus->dir, "notify", NULL);
+        sock = g_socket_new(G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_DATAGRAM, G_SOCKET_PROTOCOL_DEFAULT, &error);
+        g_assert_no_error(error);
+        addr = g_unix_socket_address_new(path);
+        g_assert_true(g_socket_bind(sock, addr, TRUE, &error));
+
+        g_setenv("NOTIFY_SOCKET", path, TRUE);
+        g_setenv("WATCHDOG_USEC", "200000", TRUE);
+        d = wt_daemon_start(bus, NULL);
+        g_unsetenv("NOTIFY_SOCKET");
+        g_unsetenv("WATCHDOG_USEC");
+        pid = (pid_t) g_ascii_strtoll(g_subprocess_get_identifier(d->process), NULL, 10);
+
+        g_assert_true(notify_await(sock, "READY=1", seen));
+        g_assert_true(notify_await(sock, "WATCHDOG=1", seen));
+        g_assert_cmpint(kill(pid, SIGHUP), ==, 0);
+        g_assert_true(notify_await(sock, "RELOADING=1", seen));
+        g_assert_true(notify_await(sock, "READY=1", seen));
+        g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+        if (!notify_await(sock, "STOPPING=1", seen))
+                g_error("no STOPPING=1; seen: %s", seen->str);
+        g_assert_cmpint(wt_daemon_stop(d), ==, 0);
+        wt_bus_stop(bus);
+}
+
+/* backend=auto with something that is not an inotify device: the syscalls, and the log says why. */
+static void test_backend_auto(void) {
+        const char *const args[] = { "--backend", "auto", NULL };     /* after the harness's --backend syscall */
+        WtBus *bus = wt_bus_start();
+        WtDaemon *d = wt_daemon_start_full(bus, "[daemon]\ndevice = /dev/null\n", args);
+        g_autoptr(GDBusConnection) c = wt_connect(bus);
+        g_autoptr(WatchdInotify) p = wt_proxy(c);
+        g_autofree char *log = NULL;
+
+        g_assert_cmpstr(watchd_inotify_get_backend(p), ==, "syscall");
+        log = wt_daemon_log(d);
+        g_assert_nonnull(strstr(log, "Cannot use '/dev/null'"));
+        g_assert_nonnull(strstr(log, "Using the syscall backend"));
+        g_dbus_connection_close_sync(c, NULL, NULL);
+        g_assert_cmpint(wt_daemon_stop(d), ==, 0);
+        wt_bus_stop(bus);
+}
+
 /* ---------------------------------------------------------------- command line */
 
 static int run_watchd(const char *const *argv, char **ret_stderr) {
@@ -996,6 +1074,15 @@ static void test_command_line(void) {
                 rc = run_watchd(argv, &err);
                 g_assert_cmpint(rc, !=, 0);
                 g_clear_pointer(&err, g_free);
+        }
+        {
+                /* --backend device where there is no device: a clear message, exit 1 */
+                const char *argv2[] = { exe, "--config", "/nonexistent", "--backend", "device",
+                                        "--address", "unix:path=/nonexistent", NULL };
+                g_autofree char *err2 = NULL;
+                rc = run_watchd(argv2, &err2);
+                g_assert_cmpint(rc, ==, 1);
+                g_assert_nonnull(strstr(err2, "Failed to open '/dev/inotify'"));
         }
         {
                 const char *argv[] = { exe, "--backend", "kernel", NULL };
@@ -1233,6 +1320,8 @@ int main(int argc, char *argv[]) {
         T("sigkill", NULL, test_sigkill);
         T("nobody", NULL, test_nobody);
         g_test_add_func("/dbus/command-line", test_command_line);
+        g_test_add_func("/dbus/sd-notify", test_sd_notify);
+        g_test_add_func("/dbus/backend-auto", test_backend_auto);
 
         return g_test_run();
 }
