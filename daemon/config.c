@@ -282,7 +282,7 @@ static int config_parse(ParseState *s, Config *ret, char **ret_error) {
 }
 
 int config_load(const char *path, Config *ret, char **ret_error) {
-        _cleanup_free_ char *text = NULL;
+        char *text;     /* freed by hand: cppcheck does not know _cleanup_ and would call it a leak */
         ParseState s = { .name = path };
         const char *nul;
         size_t size;
@@ -319,6 +319,7 @@ int config_load(const char *path, Config *ret, char **ret_error) {
         r = ferror(f) ? -EIO : size > CONFIG_MAX_SIZE ? -EFBIG : 0;
         fclose(f);
         if (r < 0) {
+                free(text);
                 if (ret_error && asprintf(ret_error, "%s: %s", path,
                                           r == -EFBIG ? "larger than 64 KiB: not a watchd.conf" : "read error") < 0)
                         *ret_error = NULL;
@@ -333,13 +334,16 @@ int config_load(const char *path, Config *ret, char **ret_error) {
                         line += *p == '\n';
                 s.line = line;
                 parse_fail(&s, "contains a NUL byte");
+                free(text);
                 if (ret_error)
                         *ret_error = TAKE_PTR(s.error);
                 free(s.error);
                 return -EINVAL;
         }
         s.text = text;
-        return config_parse(&s, ret, ret_error);
+        r = config_parse(&s, ret, ret_error);
+        free(text);
+        return r;
 }
 
 int config_load_string(const char *name, const char *text, Config *ret, char **ret_error) {
