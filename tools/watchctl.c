@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <gio/gio.h>
 #include <glib-unix.h>
 #include <json-glib/json-glib.h>
@@ -89,6 +90,7 @@ typedef struct Context {
         guint signal_sub;
 
         guint64 printed;
+        gboolean stopping;      /* quit() was called: print nothing more */
         int exit_status;
         GMainLoop *loop;
 } Context;
@@ -220,6 +222,9 @@ static int report_call_error(const Context *c, const char *subject, const GError
 /* Output */
 
 static void quit(Context *c, int status) {
+        if (c->stopping)
+                return;         /* the first reason to stop is the one reported */
+        c->stopping = TRUE;
         c->exit_status = status;
         if (c->loop)
                 g_main_loop_quit(c->loop);
@@ -404,7 +409,7 @@ static void on_signal(GDBusConnection *bus, const char *sender, const char *path
         Context *c = userdata;
 
         /* Only the daemon that holds our watches speaks for them. */
-        if (!c->owner || g_strcmp0(sender, c->owner) != 0)
+        if (c->stopping || !c->owner || g_strcmp0(sender, c->owner) != 0)
                 return;
         if (g_str_equal(member, "Events") && g_variant_is_of_type(params, G_VARIANT_TYPE("(a(uuuss))")))
                 on_events(c, params);
@@ -514,6 +519,13 @@ static gboolean on_timeout(gpointer userdata) {
         return G_SOURCE_REMOVE;
 }
 
+/* The reader of a pipe on stdout went away (head -n 1): stop now rather
+ * than at the next event. Terminals and files never report this. */
+static gboolean on_stdout_error(int fd, GIOCondition condition, gpointer userdata) {
+        quit(userdata, EXIT_OK);
+        return G_SOURCE_REMOVE;
+}
+
 static gboolean on_stop_signal(gpointer userdata) {
         quit(userdata, EXIT_OK);
         return G_SOURCE_REMOVE;
@@ -589,6 +601,10 @@ static char *absolute_path(const char *p) {
         return g_steal_pointer(&joined);
 }
 
+static gboolean watch_path_equal(gconstpointer a, gconstpointer b) {
+        return g_str_equal(((const Watch *) a)->path, ((const Watch *) b)->path);
+}
+
 /* The watch selection shared by "watch" and "list": mask, flags, paths. */
 static int check_selection(Context *c, const char *command, gboolean need_paths) {
         g_autoptr(GError) error = NULL;
@@ -613,11 +629,17 @@ static int check_selection(Context *c, const char *command, gboolean need_paths)
         c->watches = g_ptr_array_new_with_free_func((GDestroyNotify) watch_free);
         c->by_id = g_hash_table_new(NULL, NULL);
         for (char **p = c->opt_paths; p && *p; p++) {
-                Watch *w = g_new0(Watch, 1);
+                Watch *w;
 
                 if (!**p)
                         return usage_error(command, "empty PATH");
+                w = g_new0(Watch, 1);
                 w->path = absolute_path(*p);
+                /* The same path twice would print each event twice. */
+                if (g_ptr_array_find_with_equal_func(c->watches, w, watch_path_equal, NULL)) {
+                        watch_free(w);
+                        continue;
+                }
                 g_ptr_array_add(c->watches, w);
         }
         return -1;
@@ -735,6 +757,7 @@ static int cmd_watch(Context *c, int argc, char **argv) {
         c->loop = g_main_loop_new(NULL, FALSE);
         g_unix_signal_add(SIGINT, on_stop_signal, c);
         g_unix_signal_add(SIGTERM, on_stop_signal, c);
+        g_unix_fd_add(STDOUT_FILENO, G_IO_ERR, on_stdout_error, c);
         if (c->timeout_ms)
                 g_timeout_add(c->timeout_ms, on_timeout, c);
         if (!c->opt_quiet)

@@ -527,6 +527,39 @@ static void test_overflow(void) {
         start_watchd();
 }
 
+/* Like "watchctl watch DIR | head -n 1": once the reader has gone, watchctl
+ * stops at once with status 0, without waiting for another event. */
+static void test_stdout_closed(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *f = g_build_filename(dir, "f", NULL);
+        g_autofree char *want = g_strdup_printf("CREATE %s", f);
+        const char *argv[] = { env.watchctl, "--address", env.address, "watch", "-e", "create", dir, NULL };
+        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                                                     G_SUBPROCESS_FLAGS_STDERR_PIPE);
+        g_autoptr(GSubprocess) sp = NULL;
+        g_autoptr(GDataInputStream) out = NULL, err = NULL;
+        g_autofree char *established = NULL, *line = NULL;
+        g_autoptr(GError) error = NULL;
+
+        g_subprocess_launcher_set_child_setup(l, child_setup_pdeathsig, NULL, NULL);
+        sp = g_subprocess_launcher_spawnv(l, argv, &error);
+        g_assert_no_error(error);
+        out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(sp));
+        err = g_data_input_stream_new(g_subprocess_get_stderr_pipe(sp));
+        /* Blocking reads: the meson timeout ends a test that hangs here. */
+        established = g_data_input_stream_read_line_utf8(err, NULL, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(established, ==, "watchctl: watches established");
+        write_file(f, "");
+        line = g_data_input_stream_read_line_utf8(out, NULL, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(line, ==, want);
+        g_assert_true(g_input_stream_close(G_INPUT_STREAM(out), NULL, &error));
+        g_assert_true(g_subprocess_wait(sp, NULL, &error));
+        g_assert_true(g_subprocess_get_if_exited(sp));
+        g_assert_cmpint(g_subprocess_get_exit_status(sp), ==, 0);
+}
+
 static void test_timeout(void) {
         g_autofree char *dir = make_dir();
         g_autoptr(Proc) quiet = WATCHCTL("watch", "-e", "create", "--timeout", "0.3", dir);
@@ -739,6 +772,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/watchctl/watch/json", test_json);
         g_test_add_func("/watchctl/watch/timeout", test_timeout);
         g_test_add_func("/watchctl/watch/overflow", test_overflow);
+        g_test_add_func("/watchctl/watch/stdout-closed", test_stdout_closed);
         g_test_add_func("/watchctl/watch/watch-removed", test_watch_removed);
         g_test_add_func("/watchctl/list", test_list);
         g_test_add_func("/watchctl/stats", test_stats);
