@@ -227,12 +227,19 @@ static void check_section_line(ParseState *s, const char *line, unsigned line_no
         parse_fail(s, "unknown section [%.*s]", (int) l, p + 1);
 }
 
-/* inih reader: one line (or part of a long one) per call; counts newlines. */
+/*
+ * inih reader: one whole line per call; counts newlines. inih reads a line
+ * longer than its buffer (num) in pieces and parses each piece as a line of
+ * its own, so the tail of a long comment could set a key. A long comment is
+ * cut short here instead (it means nothing), and any other long line is an
+ * error.
+ */
 static char *reader(char *str, int num, void *userdata) {
         ParseState *s = userdata;
+        bool ended;
         size_t n = 0;
 
-        if (!s->text || *s->text == '\0')
+        if (!s->text || *s->text == '\0' || s->error)
                 return NULL;
         while (s->text[n] != '\0' && n + 1 < (size_t) num) {
                 n++;
@@ -242,12 +249,25 @@ static char *reader(char *str, int num, void *userdata) {
         memcpy(str, s->text, n);
         str[n] = '\0';
         s->text += n;
+        ended = (n > 0 && str[n - 1] == '\n') || *s->text == '\0';
+
+        if (!ended) {
+                const char *p = str + strspn(str, " \t\r\f\v");
+
+                s->line = s->newlines + 1;
+                if (*p != '#' && *p != ';') {
+                        parse_fail(s, "line is longer than %d characters", num - 2);
+                        return NULL;
+                }
+                s->text += strcspn(s->text, "\n");
+                if (*s->text == '\n')
+                        s->text++;
+                ended = true;
+        }
 
         check_section_line(s, str, s->newlines + 1);
-        if (n > 0 && str[n - 1] == '\n')
-                s->newlines++;
-        else if (*s->text == '\0')
-                s->newlines++;  /* the last line has no newline */
+        if (ended)
+                s->newlines++;  /* the last line may have no newline */
         return str;
 }
 

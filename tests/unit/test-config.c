@@ -24,6 +24,8 @@ typedef struct Case {
 } Case;
 
 #define AT(field) offsetof(Config, field)
+#define X10 "xxxxxxxxxx"
+#define X100 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10
 
 static const Case cases[] = {
         { "empty", "", NULL, AT(batch_max_events), 1024 },
@@ -85,6 +87,12 @@ static const Case cases[] = {
           "t.conf:2: unexpected text after [dents]" },
         { "unknown section with comments only", "[dents]\n# backend = device\n",
           "t.conf:1: unknown section [dents]" },
+        /* Found by fuzz/fuzz-config: inih parsed the tail of a line past 199
+         * characters as a line of its own, so a long comment could set a key. */
+        { "long comment", "[daemon]\n# " X100 "x" X10 X10 X10 X10 X10 X10 X10 X10 X10 "xxxxxx" "backend = device\n",
+          NULL, AT(backend), BACKEND_AUTO },
+        { "long line", "[daemon]\ndevice = /" X100 X100 "\n",
+          "t.conf:2: line is longer than 198 characters" },
 };
 
 static void test_case(gconstpointer data) {
