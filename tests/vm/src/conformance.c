@@ -26,16 +26,14 @@
 static char dir[256];
 
 /* A fresh, empty directory for the test: /tmp/c-<name>. */
-static int setup_dir(const char *name)
-{
+static int setup_dir(const char *name) {
         snprintf(dir, sizeof(dir), "/tmp/c-%s", name);
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 return -1;
         return 0;
 }
 
-static const char *p(const char *rel)
-{
+static const char *p(const char *rel) {
         static char path[4][512];
         static int i;
 
@@ -44,8 +42,7 @@ static const char *p(const char *rel)
         return path[i];
 }
 
-static int touch(const char *path)
-{
+static int touch(const char *path) {
         int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 
         if (fd < 0)
@@ -53,8 +50,7 @@ static int touch(const char *path)
         return close(fd);
 }
 
-static int write_file(const char *path, const char *s)
-{
+static int write_file(const char *path, const char *s) {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         ssize_t n;
 
@@ -66,8 +62,7 @@ static int write_file(const char *path, const char *s)
 }
 
 /* Watches @path (opened read-only, then closed: a watch pins no fd). */
-static int add_watch(int dev, const char *path, uint32_t mask)
-{
+static int add_watch(int dev, const char *path, uint32_t mask) {
         struct inotify_watch_request req;
         int fd, wd, e;
 
@@ -83,16 +78,14 @@ static int add_watch(int dev, const char *path, uint32_t mask)
         return wd;
 }
 
-static int open_dev(struct vt_reader *r)
-{
+static int open_dev(struct vt_reader *r) {
         r->len = r->off = 0;
         r->fd = open(DEV, O_RDONLY | O_CLOEXEC);
         return r->fd;
 }
 
 /* Fails unless the next record is {wd, mask, cookie?, name}. */
-static int expect(struct vt_reader *r, int wd, uint32_t mask, const char *name, uint32_t *cookie)
-{
+static int expect(struct vt_reader *r, int wd, uint32_t mask, const char *name, uint32_t *cookie) {
         const struct inotify_event *ev = vt_next(r, T);
 
         if (!ev)
@@ -119,9 +112,8 @@ struct want {
  * Fails unless the next @n records are exactly @w, in order for each wd;
  * records of different wds may interleave (their order is the kernel's).
  */
-static int expect_set(struct vt_reader *r, const struct want *w, int n)
-{
-        bool done[16] = { false };
+static int expect_set(struct vt_reader *r, const struct want *w, int n) {
+        bool done[16] = {false};
         int i, k;
 
         for (i = 0; i < n; i++) {
@@ -131,10 +123,10 @@ static int expect_set(struct vt_reader *r, const struct want *w, int n)
                         return vt_fail("expected %d records, got %d (%s)", n, i, strerror(errno));
                 for (k = 0; k < n && (done[k] || w[k].wd != ev->wd); k++)
                         ;
-                if (k == n || w[k].mask != ev->mask || (w[k].name && (!ev->len || strcmp(ev->name, w[k].name))) ||
-                    (!w[k].name && ev->len))
-                        return vt_fail("record %d: got wd=%d mask=%#x name=%s, want wd=%d mask=%#x name=%s", i,
-                                       ev->wd, ev->mask, ev->len ? ev->name : "-", k < n ? w[k].wd : -2,
+                if (k == n || w[k].mask != ev->mask ||
+                    (w[k].name && (!ev->len || strcmp(ev->name, w[k].name))) || (!w[k].name && ev->len))
+                        return vt_fail("record %d: got wd=%d mask=%#x name=%s, want wd=%d mask=%#x name=%s",
+                                       i, ev->wd, ev->mask, ev->len ? ev->name : "-", k < n ? w[k].wd : -2,
                                        k < n ? w[k].mask : 0, k < n && w[k].name ? w[k].name : "-");
                 done[k] = true;
         }
@@ -142,8 +134,7 @@ static int expect_set(struct vt_reader *r, const struct want *w, int n)
 }
 
 /* Fails if a record is pending (non-blocking check, for after a sentinel). */
-static int expect_none(struct vt_reader *r)
-{
+static int expect_none(struct vt_reader *r) {
         const struct inotify_event *ev = vt_next(r, 0);
 
         if (ev)
@@ -154,8 +145,7 @@ static int expect_none(struct vt_reader *r)
 
 /* ---- the device ---- */
 
-static int t_node(void)
-{
+static int t_node(void) {
         struct stat st;
 
         CHECK(stat(DEV, &st) == 0, "stat " DEV);
@@ -167,8 +157,7 @@ static int t_node(void)
 }
 
 /* The article's own code, verbatim where it gives code. */
-static int t_article_snippets(void)
-{
+static int t_article_snippets(void) {
         struct vt_reader r;
         int dev_fd, fd, ret;
         uint32_t mask = IN_CREATE;
@@ -179,7 +168,7 @@ static int t_article_snippets(void)
         fd = open(dir, O_RDONLY);
         CHECK(fd >= 0, "open dir");
         {
-                struct inotify_request request = { fd, mask };
+                struct inotify_request request = {fd, mask};
                 int watch_desc = ioctl(dev_fd, INOTIFY_WATCH, &request);
 
                 CHECK(watch_desc > 0, "INOTIFY_WATCH returned %d", watch_desc);
@@ -195,8 +184,7 @@ static int t_article_snippets(void)
         return 0;
 }
 
-static int t_ignore_by_pointer(void)
-{
+static int t_ignore_by_pointer(void) {
         struct vt_reader r;
         int wd;
 
@@ -211,8 +199,7 @@ static int t_ignore_by_pointer(void)
         return expect_none(&r);
 }
 
-static int t_ignore_einval(void)
-{
+static int t_ignore_einval(void) {
         int dev = open(DEV, O_RDONLY), wd = 4242, zero = 0, neg = -1;
 
         CHECK(dev >= 0, "open");
@@ -223,8 +210,7 @@ static int t_ignore_einval(void)
         return 0;
 }
 
-static int t_ignore_efault(void)
-{
+static int t_ignore_efault(void) {
         int dev = open(DEV, O_RDONLY);
 
         CHECK(dev >= 0, "open");
@@ -234,9 +220,8 @@ static int t_ignore_efault(void)
         return 0;
 }
 
-static int t_watch_ebadf(void)
-{
-        struct inotify_watch_request req = { -1, IN_ALL_EVENTS };
+static int t_watch_ebadf(void) {
+        struct inotify_watch_request req = {-1, IN_ALL_EVENTS};
         int dev = open(DEV, O_RDONLY), fd;
 
         CHECK(dev >= 0, "open");
@@ -250,8 +235,7 @@ static int t_watch_ebadf(void)
         return 0;
 }
 
-static int t_watch_einval_mask(void)
-{
+static int t_watch_einval_mask(void) {
         struct inotify_watch_request req;
         int dev = open(DEV, O_RDONLY), fd = open("/tmp", O_RDONLY), wd;
 
@@ -268,8 +252,7 @@ static int t_watch_einval_mask(void)
         return 0;
 }
 
-static int t_watch_efault(void)
-{
+static int t_watch_efault(void) {
         int dev = open(DEV, O_RDONLY);
 
         CHECK(dev >= 0, "open");
@@ -279,8 +262,7 @@ static int t_watch_efault(void)
         return 0;
 }
 
-static int t_watch_eacces(void)
-{
+static int t_watch_eacces(void) {
         int dev, status;
         pid_t pid;
 
@@ -312,8 +294,7 @@ static int t_watch_eacces(void)
         return 0;
 }
 
-static int t_enotty(void)
-{
+static int t_enotty(void) {
         int dev = open(DEV, O_RDONLY), n = 0;
 
         CHECK(dev >= 0, "open");
@@ -324,8 +305,7 @@ static int t_enotty(void)
 
 /* ---- watches ---- */
 
-static int t_same_wd_mask_replaced(void)
-{
+static int t_same_wd_mask_replaced(void) {
         struct vt_reader r;
         int wd1, wd2, wd3;
 
@@ -350,8 +330,7 @@ static int t_same_wd_mask_replaced(void)
         return 0;
 }
 
-static int t_wd_not_reused(void)
-{
+static int t_wd_not_reused(void) {
         int dev = open(DEV, O_RDONLY), wd1, wd2;
 
         CHECK(dev >= 0, "open");
@@ -364,8 +343,7 @@ static int t_wd_not_reused(void)
 }
 
 /* The watch pins neither the fd (closed by add_watch) nor the mount. */
-static int t_unmount_ignored(void)
-{
+static int t_unmount_ignored(void) {
         struct vt_reader r;
         int wdm, wdf;
 
@@ -378,10 +356,10 @@ static int t_unmount_ignored(void)
         CHECK(wdm > 0 && wdf > 0, "watches");
         CHECK(umount(dir) == 0, "umount with watches must succeed (no pinned mount)");
         {
-                const struct want w[] = { { wdm, IN_UNMOUNT | IN_ISDIR, NULL },
-                                          { wdm, IN_IGNORED, NULL },
-                                          { wdf, IN_UNMOUNT, NULL },
-                                          { wdf, IN_IGNORED, NULL } };
+                const struct want w[] = {{wdm, IN_UNMOUNT | IN_ISDIR, NULL},
+                                         {wdm, IN_IGNORED, NULL},
+                                         {wdf, IN_UNMOUNT, NULL},
+                                         {wdf, IN_IGNORED, NULL}};
 
                 if (expect_set(&r, w, 4) < 0)
                         return -1;
@@ -389,8 +367,7 @@ static int t_unmount_ignored(void)
         return expect_none(&r);
 }
 
-static int t_close_destroys_watches(void)
-{
+static int t_close_destroys_watches(void) {
         long before = vt_sysfs_get(SYSFS_DIR "/stats/watches");
         long inst = vt_sysfs_get(SYSFS_DIR "/stats/instances");
         int dev = open(DEV, O_RDONLY);
@@ -414,14 +391,8 @@ static int t_close_destroys_watches(void)
 
 /* ---- the eleven events ---- */
 
-struct ev_case {
-        uint32_t mask;
-        bool on_self; /* watch the file itself, not the directory */
-};
-
 /* Runs the operation for @mask on @dir/f (which exists). */
-static int do_op(uint32_t mask)
-{
+static int do_op(uint32_t mask) {
         char c;
         int fd;
 
@@ -457,8 +428,7 @@ static int do_op(uint32_t mask)
         return -1;
 }
 
-static int event_test(const char *name, uint32_t mask, bool on_self)
-{
+static int event_test(const char *name, uint32_t mask, bool on_self) {
         struct vt_reader r;
         const char *evname;
         uint32_t cookie = 0;
@@ -484,10 +454,9 @@ static int event_test(const char *name, uint32_t mask, bool on_self)
         return expect_none(&r);
 }
 
-#define EVENT_TEST(fname, mask, self)                \
-        static int t_##fname(void)                   \
-        {                                            \
-                return event_test(#fname, mask, self); \
+#define EVENT_TEST(fname, mask, self)                                                                       \
+        static int t_##fname(void) {                                                                        \
+                return event_test(#fname, mask, self);                                                      \
         }
 EVENT_TEST(ev_access, IN_ACCESS, false)
 EVENT_TEST(ev_modify, IN_MODIFY, false)
@@ -502,8 +471,7 @@ EVENT_TEST(ev_delete, IN_DELETE, false)
 EVENT_TEST(ev_delete_self, IN_DELETE_SELF, true)
 
 /* Events on the object itself carry no name. */
-static int t_self_events_no_name(void)
-{
+static int t_self_events_no_name(void) {
         struct vt_reader r;
         int wd;
 
@@ -519,8 +487,7 @@ static int t_self_events_no_name(void)
 }
 
 /* A child watched too: a record for the directory (with name) and one for the child. */
-static int t_child_and_self(void)
-{
+static int t_child_and_self(void) {
         struct vt_reader r;
         int wdd, wdf;
 
@@ -532,7 +499,7 @@ static int t_child_and_self(void)
         CHECK(wdd > 0 && wdf > 0 && wdd != wdf, "watches");
         CHECK(chmod(p("f"), 0600) == 0, "chmod");
         {
-                const struct want w[] = { { wdd, IN_ATTRIB, "f" }, { wdf, IN_ATTRIB, NULL } };
+                const struct want w[] = {{wdd, IN_ATTRIB, "f"}, {wdf, IN_ATTRIB, NULL}};
 
                 if (expect_set(&r, w, 2) < 0)
                         return -1;
@@ -540,13 +507,14 @@ static int t_child_and_self(void)
         return expect_none(&r);
 }
 
-static int t_name_padding(void)
-{
+static int t_name_padding(void) {
         static const struct {
                 const char *name;
                 uint32_t len;
-        } cases[] = { { "a", 16 }, { "abcdefghijklmno", 16 }, { "abcdefghijklmnop", 32 },
-                      { "abcdefghijklmnopqrstuvwxyz0123", 32 } };
+        } cases[] = {{"a", 16},
+                     {"abcdefghijklmno", 16},
+                     {"abcdefghijklmnop", 32},
+                     {"abcdefghijklmnopqrstuvwxyz0123", 32}};
         struct vt_reader r;
         unsigned i, k;
         int wd;
@@ -582,8 +550,7 @@ static int t_name_padding(void)
         return 0;
 }
 
-static int t_isdir(void)
-{
+static int t_isdir(void) {
         struct vt_reader r;
         int wd, wds;
 
@@ -606,9 +573,9 @@ static int t_isdir(void)
         CHECK(rmdir(p("sub")) == 0, "rmdir");
         /* 0.23 marks a removed directory's DELETE_SELF with IN_ISDIR. */
         {
-                const struct want w[] = { { wds, IN_DELETE_SELF | IN_ISDIR, NULL },
-                                          { wds, IN_IGNORED, NULL },
-                                          { wd, IN_DELETE | IN_ISDIR, "sub" } };
+                const struct want w[] = {{wds, IN_DELETE_SELF | IN_ISDIR, NULL},
+                                         {wds, IN_IGNORED, NULL},
+                                         {wd, IN_DELETE | IN_ISDIR, "sub"}};
 
                 if (expect_set(&r, w, 3) < 0)
                         return -1;
@@ -616,8 +583,7 @@ static int t_isdir(void)
         return expect_none(&r);
 }
 
-static int t_rename_cookie_two_dirs(void)
-{
+static int t_rename_cookie_two_dirs(void) {
         struct vt_reader r;
         uint32_t c1, c2, c3, c4;
         int wda, wdb;
@@ -639,8 +605,7 @@ static int t_rename_cookie_two_dirs(void)
         return expect_none(&r);
 }
 
-static int t_merge_identical(void)
-{
+static int t_merge_identical(void) {
         struct vt_reader r;
         int wd, fd, i;
 
@@ -665,10 +630,9 @@ static int t_merge_identical(void)
 
 /* ---- reading ---- */
 
-static int t_poll_select(void)
-{
+static int t_poll_select(void) {
         struct pollfd pfd;
-        struct timeval tv = { 0, 0 };
+        struct timeval tv = {0, 0};
         fd_set rfds;
         int dev = open(DEV, O_RDONLY), wd;
 
@@ -692,8 +656,7 @@ static int t_poll_select(void)
 }
 
 /* poll() must wake a sleeper when an event arrives from another process. */
-static int t_poll_wakeup(void)
-{
+static int t_poll_wakeup(void) {
         struct pollfd pfd;
         pid_t pid;
         int dev = open(DEV, O_RDONLY), status;
@@ -714,8 +677,7 @@ static int t_poll_wakeup(void)
         return 0;
 }
 
-static int t_fionread(void)
-{
+static int t_fionread(void) {
         int dev = open(DEV, O_RDONLY), n = -1, wd;
         struct pollfd pfd;
 
@@ -735,8 +697,7 @@ static int t_fionread(void)
         return 0;
 }
 
-static int t_nonblock_eagain(void)
-{
+static int t_nonblock_eagain(void) {
         char buf[4096];
         int dev = open(DEV, O_RDONLY | O_NONBLOCK);
 
@@ -747,8 +708,7 @@ static int t_nonblock_eagain(void)
         return 0;
 }
 
-static int t_read_too_small_einval(void)
-{
+static int t_read_too_small_einval(void) {
         char buf[4096] __attribute__((aligned(8)));
         const struct inotify_event *ev = (const void *)buf;
         int dev = open(DEV, O_RDONLY), wd;
@@ -769,8 +729,7 @@ static int t_read_too_small_einval(void)
         return 0;
 }
 
-static int t_read_efault(void)
-{
+static int t_read_efault(void) {
         /* An address no process maps (below mmap_min_addr), hidden from the compiler. */
         volatile uintptr_t bad = 8;
         int dev = open(DEV, O_RDONLY);
@@ -780,7 +739,7 @@ static int t_read_efault(void)
         CHECK(add_watch(dev, dir, IN_CREATE) > 0, "watch");
         CHECK(touch(p("f")) == 0, "create");
         {
-                struct pollfd pfd = { .fd = dev, .events = POLLIN };
+                struct pollfd pfd = {.fd = dev, .events = POLLIN};
 
                 CHECK(poll(&pfd, 1, T) == 1, "event");
         }
@@ -796,15 +755,13 @@ static int t_read_efault(void)
         return 0;
 }
 
-static void on_alarm(int sig)
-{
+static void on_alarm(int sig) {
         (void)sig;
 }
 
-static int t_read_signal_eintr(void)
-{
+static int t_read_signal_eintr(void) {
         struct sigaction sa;
-        struct itimerval it = { { 0, 0 }, { 0, 300000 } };
+        struct itimerval it = {{0, 0}, {0, 300000}};
         char buf[4096];
         int dev = open(DEV, O_RDONLY);
         double t0;
@@ -821,9 +778,8 @@ static int t_read_signal_eintr(void)
         return 0;
 }
 
-static int t_fasync_sigio(void)
-{
-        const struct timespec tmo = { 2, 0 };
+static int t_fasync_sigio(void) {
+        const struct timespec tmo = {2, 0};
         sigset_t set;
         int dev = open(DEV, O_RDONLY);
 
@@ -841,8 +797,7 @@ static int t_fasync_sigio(void)
 
 /* ---- limits ---- */
 
-static int t_overflow(void)
-{
+static int t_overflow(void) {
         struct vt_reader r;
         const struct inotify_event *ev;
         char name[32];
@@ -876,8 +831,7 @@ static int t_overflow(void)
 }
 
 /* Overflow while the reader has drained part of the queue: still only one record. */
-static int t_overflow_once(void)
-{
+static int t_overflow_once(void) {
         char buf[47]; /* one named record (32) at a time; 32 + 16 does not fit */
         char name[32];
         int dev, wd, i, n = 0, overflows = 0;
@@ -911,8 +865,7 @@ static int t_overflow_once(void)
         return 0;
 }
 
-static int t_limit_watches_enospc(void)
-{
+static int t_limit_watches_enospc(void) {
         int dev = open(DEV, O_RDONLY), wd1, wd2, over, over_errno, again, param;
         long base = vt_sysfs_get(SYSFS_DIR "/stats/watches");
         char lim[32];
@@ -937,8 +890,7 @@ static int t_limit_watches_enospc(void)
         return 0;
 }
 
-static int t_limit_devices_emfile(void)
-{
+static int t_limit_devices_emfile(void) {
         long inst = vt_sysfs_get(SYSFS_DIR "/stats/instances");
         char lim[32];
         int a, b, e;
@@ -959,9 +911,8 @@ static int t_limit_devices_emfile(void)
         return 0;
 }
 
-static int t_limits_sysfs_invalid(void)
-{
-        static const char *const files[] = { "max_queued_events", "max_user_watches", "max_user_devices" };
+static int t_limits_sysfs_invalid(void) {
+        static const char *const files[] = {"max_queued_events", "max_user_watches", "max_user_devices"};
         char path[128];
         unsigned i;
 
@@ -982,8 +933,7 @@ static int t_limits_sysfs_invalid(void)
 }
 
 /* exec's FS_OPEN_EXEC must not leak: the record is plain IN_OPEN. */
-static int t_reported_bits(void)
-{
+static int t_reported_bits(void) {
         struct vt_reader r;
         int wd, status;
         pid_t pid;
@@ -1002,55 +952,54 @@ static int t_reported_bits(void)
 }
 
 static const struct vt_test tests[] = {
-        { "node", t_node, 0 },
-        { "article_snippets", t_article_snippets, 0 },
-        { "ignore_by_pointer", t_ignore_by_pointer, 0 },
-        { "ignore_einval", t_ignore_einval, 0 },
-        { "ignore_efault", t_ignore_efault, 0 },
-        { "watch_ebadf", t_watch_ebadf, 0 },
-        { "watch_einval_mask", t_watch_einval_mask, 0 },
-        { "watch_efault", t_watch_efault, 0 },
-        { "watch_eacces", t_watch_eacces, 0 },
-        { "ioctl_enotty", t_enotty, 0 },
-        { "same_wd_mask_replaced", t_same_wd_mask_replaced, 0 },
-        { "wd_not_reused", t_wd_not_reused, 0 },
-        { "ev_access", t_ev_access, 0 },
-        { "ev_modify", t_ev_modify, 0 },
-        { "ev_attrib", t_ev_attrib, 0 },
-        { "ev_close_write", t_ev_close_write, 0 },
-        { "ev_close_nowrite", t_ev_close_nowrite, 0 },
-        { "ev_open", t_ev_open, 0 },
-        { "ev_moved_from", t_ev_moved_from, 0 },
-        { "ev_moved_to", t_ev_moved_to, 0 },
-        { "ev_create", t_ev_create, 0 },
-        { "ev_delete", t_ev_delete, 0 },
-        { "ev_delete_self", t_ev_delete_self, 0 },
-        { "self_events_no_name", t_self_events_no_name, 0 },
-        { "child_and_self", t_child_and_self, 0 },
-        { "name_padding", t_name_padding, 0 },
-        { "isdir", t_isdir, 0 },
-        { "rename_cookie_two_dirs", t_rename_cookie_two_dirs, 0 },
-        { "merge_identical", t_merge_identical, 0 },
-        { "unmount_ignored", t_unmount_ignored, 0 },
-        { "poll_select", t_poll_select, 0 },
-        { "poll_wakeup", t_poll_wakeup, 0 },
-        { "fionread", t_fionread, 0 },
-        { "nonblock_eagain", t_nonblock_eagain, 0 },
-        { "read_too_small_einval", t_read_too_small_einval, 0 },
-        { "read_efault", t_read_efault, 0 },
-        { "read_signal_eintr", t_read_signal_eintr, 0 },
-        { "fasync_sigio", t_fasync_sigio, 0 },
-        { "overflow", t_overflow, 0 },
-        { "overflow_once", t_overflow_once, 0 },
-        { "limit_watches_enospc", t_limit_watches_enospc, 0 },
-        { "limit_devices_emfile", t_limit_devices_emfile, 0 },
-        { "limits_sysfs_invalid", t_limits_sysfs_invalid, 0 },
-        { "reported_bits", t_reported_bits, 0 },
-        { "close_destroys_watches", t_close_destroys_watches, 0 },
+        {"node", t_node, 0},
+        {"article_snippets", t_article_snippets, 0},
+        {"ignore_by_pointer", t_ignore_by_pointer, 0},
+        {"ignore_einval", t_ignore_einval, 0},
+        {"ignore_efault", t_ignore_efault, 0},
+        {"watch_ebadf", t_watch_ebadf, 0},
+        {"watch_einval_mask", t_watch_einval_mask, 0},
+        {"watch_efault", t_watch_efault, 0},
+        {"watch_eacces", t_watch_eacces, 0},
+        {"ioctl_enotty", t_enotty, 0},
+        {"same_wd_mask_replaced", t_same_wd_mask_replaced, 0},
+        {"wd_not_reused", t_wd_not_reused, 0},
+        {"ev_access", t_ev_access, 0},
+        {"ev_modify", t_ev_modify, 0},
+        {"ev_attrib", t_ev_attrib, 0},
+        {"ev_close_write", t_ev_close_write, 0},
+        {"ev_close_nowrite", t_ev_close_nowrite, 0},
+        {"ev_open", t_ev_open, 0},
+        {"ev_moved_from", t_ev_moved_from, 0},
+        {"ev_moved_to", t_ev_moved_to, 0},
+        {"ev_create", t_ev_create, 0},
+        {"ev_delete", t_ev_delete, 0},
+        {"ev_delete_self", t_ev_delete_self, 0},
+        {"self_events_no_name", t_self_events_no_name, 0},
+        {"child_and_self", t_child_and_self, 0},
+        {"name_padding", t_name_padding, 0},
+        {"isdir", t_isdir, 0},
+        {"rename_cookie_two_dirs", t_rename_cookie_two_dirs, 0},
+        {"merge_identical", t_merge_identical, 0},
+        {"unmount_ignored", t_unmount_ignored, 0},
+        {"poll_select", t_poll_select, 0},
+        {"poll_wakeup", t_poll_wakeup, 0},
+        {"fionread", t_fionread, 0},
+        {"nonblock_eagain", t_nonblock_eagain, 0},
+        {"read_too_small_einval", t_read_too_small_einval, 0},
+        {"read_efault", t_read_efault, 0},
+        {"read_signal_eintr", t_read_signal_eintr, 0},
+        {"fasync_sigio", t_fasync_sigio, 0},
+        {"overflow", t_overflow, 0},
+        {"overflow_once", t_overflow_once, 0},
+        {"limit_watches_enospc", t_limit_watches_enospc, 0},
+        {"limit_devices_emfile", t_limit_devices_emfile, 0},
+        {"limits_sysfs_invalid", t_limits_sysfs_invalid, 0},
+        {"reported_bits", t_reported_bits, 0},
+        {"close_destroys_watches", t_close_destroys_watches, 0},
 };
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
         unsigned i, failed = 0;
         int a;
 

@@ -30,12 +30,11 @@
 #define DIRNAME "/tmp/storm"
 
 enum backend { DEVICE, SYSCALL };
-static const char *const backend_name[] = { "dev", "syscall" };
+static const char *const backend_name[] = {"dev", "syscall"};
 
 static int nfiles = 20000;
 
-static int make_storm(void)
-{
+static int make_storm(void) {
         char path[64];
         int i, fd;
 
@@ -49,8 +48,7 @@ static int make_storm(void)
         return 0;
 }
 
-static int clean_dir(void)
-{
+static int clean_dir(void) {
         char path[64];
         int i;
 
@@ -64,8 +62,7 @@ static int clean_dir(void)
 }
 
 /* Opens a reader on DIRNAME; returns its fd. */
-static int open_backend(enum backend b)
-{
+static int open_backend(enum backend b) {
         int fd, dfd, wd;
 
         if (b == SYSCALL) {
@@ -95,8 +92,7 @@ static int open_backend(enum backend b)
 }
 
 /* Reads until @want records arrived; returns how many, or -1 on overflow/error. */
-static long read_all(int fd, long want)
-{
+static long read_all(int fd, long want) {
         static char buf[65536] __attribute__((aligned(8)));
         long got = 0;
 
@@ -119,8 +115,7 @@ static long read_all(int fd, long want)
 }
 
 /* One run: events per second, or a negative value on failure. */
-static double run(enum backend b, bool live, double *queue_rate)
-{
+static double run(enum backend b, bool live, double *queue_rate) {
         long want = 4L * nfiles;
         double t0, t;
         pid_t pid;
@@ -160,17 +155,15 @@ static double run(enum backend b, bool live, double *queue_rate)
         return (double)want / t;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
+static int cmp_double(const void *a, const void *b) {
         double x = *(const double *)a, y = *(const double *)b;
 
         return (x > y) - (x < y);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
         int reps = argc > 2 ? atoi(argv[2]) : 3, r, i, mode;
-        static const char *const mode_name[] = { "live", "drain", "queue" };
+        static const char *const mode_name[] = {"live", "drain", "queue"};
         double rate[3][2][16], ratio[3][16], med[3][2], med_ratio[3];
         char lim[32];
 
@@ -219,8 +212,10 @@ int main(int argc, char **argv)
                 }
                 qsort(ratio[mode], (size_t)reps, sizeof(double), cmp_double);
                 med_ratio[mode] = ratio[mode][reps / 2];
-                vt_line("STORM %s: %d files, %ld records each run, median of %d: /dev/inotify %.0f events/s, "
-                        "inotify syscalls %.0f events/s, ratio of medians %.2f, median of paired ratios %.2f "
+                vt_line("STORM %s: %d files, %ld records each run, median of %d: /dev/inotify %.0f "
+                        "events/s, "
+                        "inotify syscalls %.0f events/s, ratio of medians %.2f, median of paired ratios "
+                        "%.2f "
                         "(goal >= 0.9)",
                         mode_name[mode], nfiles, 4L * nfiles, reps, med[mode][DEVICE], med[mode][SYSCALL],
                         med[mode][DEVICE] / med[mode][SYSCALL], med_ratio[mode]);
@@ -231,11 +226,11 @@ int main(int argc, char **argv)
                         for (b = 0; b < 2; b++) {
                                 runs[b][0] = '\0';
                                 for (r = 0, len = 0; r < reps && len < 200; r++)
-                                        len += snprintf(runs[b] + len, sizeof(runs[b]) - (size_t)len, " %.0f",
-                                                        rate[mode][b][r]);
+                                        len += snprintf(runs[b] + len, sizeof(runs[b]) - (size_t)len,
+                                                        " %.0f", rate[mode][b][r]);
                         }
-                        vt_line("STORM %s runs (sorted, events/s): dev%s; syscall%s", mode_name[mode], runs[DEVICE],
-                                runs[SYSCALL]);
+                        vt_line("STORM %s runs (sorted, events/s): dev%s; syscall%s", mode_name[mode],
+                                runs[DEVICE], runs[SYSCALL]);
                 }
         }
         vt_line("PASS storm");

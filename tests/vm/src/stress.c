@@ -41,8 +41,7 @@ static struct counts cnt;
 static int report_fd = -1;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
+static void die(const char *fmt, ...) {
         char msg[512];
         va_list ap;
 
@@ -53,14 +52,12 @@ static void die(const char *fmt, ...)
         _exit(1);
 }
 
-static unsigned rnd(unsigned n)
-{
+static unsigned rnd(unsigned n) {
         return (unsigned)random() % n;
 }
 
-static void random_path(char *buf, size_t size)
-{
-        static const char *const dirs[] = { TOP "/a", TOP "/b", TOP "/m" };
+static void random_path(char *buf, size_t size) {
+        static const char *const dirs[] = {TOP "/a", TOP "/b", TOP "/m"};
         unsigned d = rnd(3), k = rnd(4);
 
         if (k == 0)
@@ -78,8 +75,7 @@ struct inst {
         unsigned char state[MAXWD]; /* 0 never given, 1 live, 2 removed by us, 3 ignored */
 };
 
-static void inst_open(struct inst *in, int flags)
-{
+static void inst_open(struct inst *in, int flags) {
         in->fd = open(DEV, O_RDONLY | O_CLOEXEC | flags);
         if (in->fd < 0)
                 die("open %s: %s", DEV, strerror(errno));
@@ -88,8 +84,7 @@ static void inst_open(struct inst *in, int flags)
         cnt.opens++;
 }
 
-static void check_record(struct inst *in, const struct inotify_event *ev, size_t avail)
-{
+static void check_record(struct inst *in, const struct inotify_event *ev, size_t avail) {
         if (sizeof(*ev) + ev->len > avail)
                 die("record overruns the read (len %u, %zu bytes left)", ev->len, avail);
         if (ev->len % 16 || ev->len > 256)
@@ -122,14 +117,13 @@ static void check_record(struct inst *in, const struct inotify_event *ev, size_t
                 die("record without an event bit: %#x", ev->mask);
 }
 
-static void inst_read(struct inst *in, bool block)
-{
+static void inst_read(struct inst *in, bool block) {
         char buf[4096] __attribute__((aligned(8)));
         ssize_t n;
         size_t off;
 
         if (block) {
-                struct pollfd p = { .fd = in->fd, .events = POLLIN };
+                struct pollfd p = {.fd = in->fd, .events = POLLIN};
 
                 if (poll(&p, 1, 10) <= 0)
                         return;
@@ -151,8 +145,7 @@ static void inst_read(struct inst *in, bool block)
         }
 }
 
-static void inst_add(struct inst *in)
-{
+static void inst_add(struct inst *in) {
         struct inotify_watch_request req;
         char path[128];
         int fd, wd;
@@ -178,8 +171,7 @@ static void inst_add(struct inst *in)
                 in->state[wd] = 1;
 }
 
-static void inst_remove(struct inst *in)
-{
+static void inst_remove(struct inst *in) {
         int wd, r, tries;
 
         for (tries = 0; tries < 8 && in->maxwd; tries++) {
@@ -197,8 +189,7 @@ static void inst_remove(struct inst *in)
         }
 }
 
-static void watcher(int id)
-{
+static void watcher(int id) {
         static struct inst in;
         int flags = id % 2 ? O_NONBLOCK : 0;
 
@@ -224,10 +215,9 @@ static void watcher(int id)
                 close(in.fd);
 }
 
-static void mutator(void)
-{
+static void mutator(void) {
         char a[160], b[160];
-        static const char *const dirs[] = { TOP "/a", TOP "/b", TOP "/m" };
+        static const char *const dirs[] = {TOP "/a", TOP "/b", TOP "/m"};
 
         srandom((unsigned)getpid());
         while (vt_now() < deadline) {
@@ -278,8 +268,7 @@ static void mutator(void)
         }
 }
 
-static void mounter(void)
-{
+static void mounter(void) {
         char path[160];
         int i, tries;
 
@@ -305,8 +294,7 @@ static void mounter(void)
         }
 }
 
-static void knob_turner(void)
-{
+static void knob_turner(void) {
         bool small = false;
 
         while (vt_now() < deadline) {
@@ -318,8 +306,7 @@ static void knob_turner(void)
         vt_sysfs_set(SYSFS_DIR "/max_queued_events", "16384");
 }
 
-static pid_t spawn(void (*fn)(int), int arg)
-{
+static pid_t spawn(void (*fn)(int), int arg) {
         pid_t pid = fork();
 
         if (pid < 0) {
@@ -335,28 +322,24 @@ static pid_t spawn(void (*fn)(int), int arg)
         return pid;
 }
 
-static void run_mutator(int arg)
-{
+static void run_mutator(int arg) {
         (void)arg;
         mutator();
 }
 
-static void run_mounter(int arg)
-{
+static void run_mounter(int arg) {
         (void)arg;
         mounter();
 }
 
-static void run_knob(int arg)
-{
+static void run_knob(int arg) {
         (void)arg;
         knob_turner();
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
         int seconds = argc > 1 ? atoi(argv[1]) : 30;
-        struct counts total = { 0 }, c;
+        struct counts total = {0}, c;
         int pipefd[2], i, status, failed = 0, nchild = 0;
         double t0;
         pid_t pid;
@@ -364,7 +347,8 @@ int main(int argc, char **argv)
         if (seconds <= 0)
                 seconds = 30;
         if ((mkdir(TOP, 0755) < 0 && errno != EEXIST) || (mkdir(TOP "/a", 0755) < 0 && errno != EEXIST) ||
-            (mkdir(TOP "/b", 0755) < 0 && errno != EEXIST) || (mkdir(TOP "/m", 0755) < 0 && errno != EEXIST)) {
+            (mkdir(TOP "/b", 0755) < 0 && errno != EEXIST) ||
+            (mkdir(TOP "/m", 0755) < 0 && errno != EEXIST)) {
                 vt_line("FAIL stress: mkdir: %s", strerror(errno));
                 return 1;
         }
@@ -389,7 +373,8 @@ int main(int argc, char **argv)
         while ((pid = wait(&status)) > 0) {
                 if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                         if (WIFSIGNALED(status))
-                                vt_line("FAIL stress: child %d killed by signal %d", (int)pid, WTERMSIG(status));
+                                vt_line("FAIL stress: child %d killed by signal %d", (int)pid,
+                                        WTERMSIG(status));
                         failed++;
                 }
         }

@@ -29,8 +29,7 @@
 
 /* Writes one whole line to stdout. */
 static inline void vt_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline void vt_line(const char *fmt, ...)
-{
+static inline void vt_line(const char *fmt, ...) {
         char line[1024];
         va_list ap;
         int n;
@@ -51,8 +50,7 @@ static inline void vt_line(const char *fmt, ...)
 static char vt_why[512];
 
 static inline int vt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline int vt_fail(const char *fmt, ...)
-{
+static inline int vt_fail(const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
@@ -62,14 +60,13 @@ static inline int vt_fail(const char *fmt, ...)
 }
 
 /* Checks a condition; on failure records where and what, and returns -1. */
-#define CHECK(cond, ...)                                                      \
-        do {                                                                  \
-                if (!(cond)) {                                                \
-                        char _m[400];                                         \
-                        snprintf(_m, sizeof(_m), __VA_ARGS__);                \
-                        return vt_fail("line %d: %s (errno %d %s)", __LINE__, \
-                                       _m, errno, strerror(errno));           \
-                }                                                             \
+#define CHECK(cond, ...)                                                                                    \
+        do {                                                                                                \
+                if (!(cond)) {                                                                              \
+                        char _m[400];                                                                       \
+                        snprintf(_m, sizeof(_m), __VA_ARGS__);                                              \
+                        return vt_fail("line %d: %s (errno %d %s)", __LINE__, _m, errno, strerror(errno));  \
+                }                                                                                           \
         } while (0)
 
 struct vt_test {
@@ -82,8 +79,7 @@ struct vt_test {
  * Runs one test in a child process, killed after its timeout; prints its
  * result line. Returns true if it passed.
  */
-static inline bool vt_run(const struct vt_test *t)
-{
+static inline bool vt_run(const struct vt_test *t) {
         int pipefd[2], status = 0, limit_ms = (int)(t->timeout_s ? t->timeout_s : 20) * 1000;
         char why[sizeof(vt_why)] = "";
         struct pollfd pfd;
@@ -135,8 +131,7 @@ static inline bool vt_run(const struct vt_test *t)
 }
 
 /* Reads a number from a sysfs file; -1 on error. */
-static inline long vt_sysfs_get(const char *path)
-{
+static inline long vt_sysfs_get(const char *path) {
         char buf[64] = "";
         ssize_t n;
         int fd;
@@ -153,8 +148,7 @@ static inline long vt_sysfs_get(const char *path)
 }
 
 /* Writes a string to a sysfs file; 0 or -errno. */
-static inline int vt_sysfs_set(const char *path, const char *val)
-{
+static inline int vt_sysfs_set(const char *path, const char *val) {
         ssize_t n;
         int fd, e;
 
@@ -178,10 +172,9 @@ struct vt_reader {
  * Returns the next record, waiting up to timeout_ms for one; NULL on
  * timeout or error (errno says which: ETIMEDOUT on timeout).
  */
-static inline const struct inotify_event *vt_next(struct vt_reader *r, int timeout_ms)
-{
+static inline const struct inotify_event *vt_next(struct vt_reader *r, int timeout_ms) {
         const struct inotify_event *ev;
-        struct pollfd p = { .fd = r->fd, .events = POLLIN };
+        struct pollfd p = {.fd = r->fd, .events = POLLIN};
         ssize_t n;
 
         if (r->off >= r->len) {
@@ -205,8 +198,7 @@ static inline const struct inotify_event *vt_next(struct vt_reader *r, int timeo
         return ev;
 }
 
-static inline double vt_now(void)
-{
+static inline double vt_now(void) {
         struct timespec ts;
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
