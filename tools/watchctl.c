@@ -424,18 +424,22 @@ static void on_signal(GDBusConnection *bus, const char *sender, const char *path
 
 static void on_name_vanished(GDBusConnection *bus, const char *name, gpointer userdata) {
         Context *c = userdata;
+        g_autoptr(GDateTime) now = NULL;
         g_autofree char *when = NULL;
 
         if (!c->owner)
                 return;
         g_clear_pointer(&c->owner, g_free);
-        g_clear_pointer(&c->gone_since, g_date_time_unref);
-        c->gone_since = g_date_time_new_now_local();
         g_hash_table_remove_all(c->by_id);
         for (guint i = 0; i < c->watches->len; i++)
                 ((Watch *) c->watches->pdata[i])->id = 0;
-        when = time_of_day(c->gone_since);
+        now = g_date_time_new_now_local();
+        when = time_of_day(now);
         warn("watchd left the bus at %s; waiting for it to come back", when);
+        /* If it left again while the watches were being re-added, the
+         * events have been unwatched since the first time. */
+        if (!c->gone_since)
+                c->gone_since = g_steal_pointer(&now);
 }
 
 static void report_restart(Context *c) {

@@ -732,20 +732,41 @@ static void test_restart(void) {
         g_autofree char *missed = g_build_filename(dir, "missed", NULL);
         g_autofree char *want = g_strdup_printf("CREATE %s\n", f);
         g_autoptr(Proc) p = WATCHCTL("watch", "-e", "create", dir);
+        g_autoptr(Proc) j = WATCHCTL("watch", "--json", "-e", "create", dir);
+        g_autoptr(JsonParser) parser = json_parser_new();
+        g_auto(GStrv) lines = NULL;
+        JsonObject *o;
 
         start_watch_established(p);
+        start_watch_established(j);
         stop_watchd();
         wait_stderr(p, "watchctl: watchd left the bus at");
+        wait_stderr(j, "watchctl: watchd left the bus at");
         write_file(missed, "made while watchd was away");
         start_watchd();
         wait_stderr(p, "watchctl: watchd restarted; events between ");
+        wait_stderr(j, "watchctl: watchd restarted; events between ");
         g_assert_true(g_regex_match_simple("watchd restarted; events between [0-9:]{8} and [0-9:]{8} "
                                            "may have been missed\n", p->err->str, 0, 0));
         write_file(f, "");
         wait_stdout_lines(p, 1);
+        wait_stdout_lines(j, 2);
         g_assert_cmpstr(p->out->str, ==, want);
         g_subprocess_send_signal(p->sp, SIGTERM);
+        g_subprocess_send_signal(j->sp, SIGTERM);
         assert_exit(p, 0);
+        assert_exit(j, 0);
+
+        /* --json: a "restarted" object, then the event of the new daemon. */
+        lines = g_strsplit(j->out->str, "\n", -1);
+        g_assert_cmpuint(g_strv_length(lines), ==, 3);
+        o = parse_line(parser, lines[0]);
+        g_assert_cmpstr(json_object_get_string_member(o, "type"), ==, "restarted");
+        g_assert_true(g_str_has_prefix(json_object_get_string_member(o, "missed_from"), "20"));
+        g_assert_true(g_str_has_prefix(json_object_get_string_member(o, "missed_until"), "20"));
+        o = parse_line(parser, lines[1]);
+        g_assert_cmpstr(json_object_get_string_member(o, "type"), ==, "event");
+        g_assert_cmpstr(json_object_get_string_member(o, "path"), ==, f);
 }
 
 int main(int argc, char **argv) {
