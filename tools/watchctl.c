@@ -581,7 +581,7 @@ static int parse_command(Context *c, const char *command, const char *params, co
 /* The daemon wants absolute paths. A relative one is taken from the current
  * directory, its directory part resolved by realpath(3) so that "./x" and
  * "../x" read well in events; the last component is kept as given, so that
- * --no-dereference still sees a symbolic link. */
+ * --no-dereference still sees (and refuses) a symbolic link. */
 static char *absolute_path(const char *p) {
         g_autofree char *cwd = NULL, *joined = NULL, *dir = NULL, *base = NULL;
         char *real;
@@ -698,7 +698,7 @@ static int cmd_watch(Context *c, int argc, char **argv) {
                 { "count", 'c', 0, G_OPTION_ARG_STRING, &c->opt_count, "Exit after N events", "N" },
                 { "timeout", 't', 0, G_OPTION_ARG_STRING, &c->opt_timeout, "Exit after SECONDS (status 3 if --count was not reached)", "SECONDS" },
                 { "onlydir", 0, 0, G_OPTION_ARG_NONE, &c->opt_onlydir, "Refuse a PATH that is not a directory", NULL },
-                { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow, "Watch a symbolic link itself, not its target", NULL },
+                { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow, "Refuse a PATH that is a symbolic link instead of following it", NULL },
                 { "oneshot", 0, 0, G_OPTION_ARG_NONE, &c->opt_oneshot, "End each watch after its first event", NULL },
                 { "quiet", 'q', 0, G_OPTION_ARG_NONE, &c->opt_quiet, "Do not say on stderr when watches are established", NULL },
                 { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL, "PATH..." },
@@ -786,7 +786,7 @@ static int cmd_list(Context *c, int argc, char **argv) {
                 { "recursive", 'r', 0, G_OPTION_ARG_NONE, &c->opt_recursive, "Add the watches recursive", NULL },
                 { "event", 'e', 0, G_OPTION_ARG_STRING_ARRAY, &c->opt_events, "Events to ask for (comma-separated; repeatable)", "EVENTS" },
                 { "onlydir", 0, 0, G_OPTION_ARG_NONE, &c->opt_onlydir, "Refuse a PATH that is not a directory", NULL },
-                { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow, "Watch a symbolic link itself", NULL },
+                { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow, "Refuse a PATH that is a symbolic link", NULL },
                 { "oneshot", 0, 0, G_OPTION_ARG_NONE, &c->opt_oneshot, "Add the watches oneshot", NULL },
                 { "json", 0, 0, G_OPTION_ARG_NONE, &c->opt_json, "Print JSON Lines, one object a subscription", NULL },
                 { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL, "PATH..." },

@@ -560,6 +560,21 @@ static void test_stdout_closed(void) {
         g_assert_cmpint(g_subprocess_get_exit_status(sp), ==, 0);
 }
 
+static void test_oneshot(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *f = g_build_filename(dir, "f", NULL);
+        g_autofree char *want = g_strdup_printf("CREATE %s\n", f);
+        g_autoptr(Proc) p = WATCHCTL("watch", "--oneshot", "-e", "create", dir);
+
+        start_watch_established(p);
+        write_file(f, "");
+        /* The daemon ends the watch after one event; with no watch left,
+         * watchctl is done, and that is a success with --oneshot. */
+        assert_exit(p, 0);
+        g_assert_cmpstr(p->out->str, ==, want);
+        g_assert_nonnull(strstr(p->err->str, "is no longer watched (oneshot)\n"));
+}
+
 static void test_timeout(void) {
         g_autofree char *dir = make_dir();
         g_autoptr(Proc) quiet = WATCHCTL("watch", "-e", "create", "--timeout", "0.3", dir);
@@ -627,6 +642,21 @@ static void test_missing_path(void) {
         assert_exit(p, 1);
         g_assert_cmpstr(p->err->str, ==, want);
         g_assert_cmpstr(p->out->str, ==, "");
+}
+
+/* A refusal the daemon explains itself: its message, then the error name. */
+static void test_invalid_args(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *f = g_build_filename(dir, "f", NULL);
+        g_autofree char *prefix = g_strdup_printf("watchctl: %s: ", f);
+        g_autoptr(Proc) p = NULL;
+
+        write_file(f, "");
+        p = WATCHCTL("watch", "--onlydir", f);
+        assert_exit(p, 1);
+        g_assert_true(g_str_has_prefix(p->err->str, prefix));
+        g_assert_true(g_str_has_suffix(p->err->str, " (InvalidArgs)\n"));
+        g_assert_cmpstr(strchr(p->err->str, '\n'), ==, "\n");        /* one line */
 }
 
 static void test_permission_denied(void) {
@@ -792,6 +822,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/watchctl/watch/format", test_format);
         g_test_add_func("/watchctl/watch/json", test_json);
         g_test_add_func("/watchctl/watch/timeout", test_timeout);
+        g_test_add_func("/watchctl/watch/oneshot", test_oneshot);
         g_test_add_func("/watchctl/watch/overflow", test_overflow);
         g_test_add_func("/watchctl/watch/stdout-closed", test_stdout_closed);
         g_test_add_func("/watchctl/watch/watch-removed", test_watch_removed);
@@ -799,6 +830,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/watchctl/stats", test_stats);
         g_test_add_func("/watchctl/errors/missing-path", test_missing_path);
         g_test_add_func("/watchctl/errors/permission-denied", test_permission_denied);
+        g_test_add_func("/watchctl/errors/invalid-args", test_invalid_args);
         g_test_add_func("/watchctl/errors/not-running", test_not_running);
         g_test_add_func("/watchctl/errors/no-bus", test_no_bus);
         g_test_add_func("/watchctl/errors/usage", test_usage_errors);
