@@ -89,6 +89,7 @@ typedef struct ParseState {
         unsigned newlines;      /* newlines handed to inih so far */
         char *error;            /* first error, "name:line: message" */
         const char *text;       /* what the reader hands out */
+        bool after_key;         /* the last line that was not blank or a comment was a key */
 } ParseState;
 
 _printf_(2, 3)
@@ -203,15 +204,28 @@ static int handler(void *userdata, const char *section, const char *name, const 
  * inih takes a section name up to the first ']', ignores what follows it,
  * and calls no handler for a section that has no keys: "[daemon] junk", or
  * a misspelt section holding only comments, would pass unseen. So section
- * lines are checked here, as the reader hands them out.
+ * lines (and continuation lines, below) are checked here, as the reader
+ * hands them out.
  */
 static void check_section_line(ParseState *s, const char *line, unsigned line_no) {
         static const char *const sections[] = { "daemon", "limits", "events" };
-        const char *p = line + strspn(line, " \t\r\f\v"), *close;
+        const char *p = line + strspn(line, " \t\r\n\f\v"), *close;
         size_t l;
 
-        if (*p != '[')
+        /* inih reads an indented line after a key as more of that key's value
+         * (a continuation line): watchd.conf has none, so it is an error, not
+         * a second value set silently. */
+        if (*p != '[') {
+                if (*p != '\0' && *p != '#' && *p != ';') {
+                        if (p > line && s->after_key) {
+                                s->line = line_no;
+                                parse_fail(s, "an indented line continues the value above: not allowed in watchd.conf");
+                        }
+                        s->after_key = true;
+                }
                 return;
+        }
+        s->after_key = false;
         close = strchr(p, ']');
         if (!close)
                 return;         /* inih reports the syntax error itself */

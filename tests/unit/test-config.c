@@ -91,6 +91,9 @@ static const Case cases[] = {
          * characters as a line of its own, so a long comment could set a key. */
         { "long comment", "[daemon]\n# " X100 "x" X10 X10 X10 X10 X10 X10 X10 X10 X10 "xxxxxx" "backend = device\n",
           NULL, AT(backend), BACKEND_AUTO },
+        { "continuation line", "[daemon]\nbackend = syscall\n\n    syscall\n",
+          "t.conf:4: an indented line continues the value above: not allowed in watchd.conf" },
+        { "indented comment", "[daemon]\nbackend = syscall\n  # a comment\n", NULL, AT(backend), BACKEND_SYSCALL },
         { "long line", "[daemon]\ndevice = /" X100 X100 "\n",
           "t.conf:2: line is longer than 198 characters" },
 };
