@@ -2,21 +2,19 @@
 /*
  * test-watchctl - the real watchctl against a real watchd on a private bus
  *
- * One private dbus-daemon (its own config: any uid may connect, so that a
- * child dropped to "nobody" can be refused by watchd rather than by the bus)
- * and one watchd on it with the syscall backend, started once. Each test runs
- * the watchctl binary with GSubprocess, waits for "watches established" on
- * its stderr, changes real files, and checks the lines and the exit status.
- * Nothing sleeps: every wait is for an output line, an exit or a bus name,
- * with a deadline that fails the test loudly and shows what the process said.
+ * The private dbus-daemon and watchd (syscall backend) come from the shared
+ * harness of tests/dbus (watchd-test.h); each test process starts its own.
+ * A test runs the watchctl binary with GSubprocess, waits for "watches
+ * established" on its stderr, changes real files, and checks the lines and
+ * the exit status. Nothing sleeps: every wait is for an output line, an exit
+ * or a bus name, with a deadline that fails the test loudly and shows what
+ * the process said.
  *
- * Environment: WATCHCTL and WATCHD, the binaries under test.
+ * Environment: WATCHCTL (the binary under test) and WATCHD (for the harness).
  */
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,16 +24,16 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
+#include "watchd-test.h"
+
 #define WATCHD_BUS_NAME "org.example.Inotify"
 #define DEADLINE_SECONDS 20
 
 typedef struct Env {
         const char *watchctl;
-        const char *watchd;
-        char *tmp;              /* removed at the end */
-        char *address;          /* of the private bus */
-        GSubprocess *bus;
-        GSubprocess *daemon;
+        WtBus *bus;             /* its directory also holds the tests' files */
+        const char *address;    /* of the private bus */
+        WtDaemon *daemon;
         GDBusConnection *conn;  /* the test's own, to see the bus name */
         char *owner;            /* unique name of org.example.Inotify, or NULL */
         guint counter;
@@ -99,18 +97,7 @@ static void child_setup_pdeathsig(gpointer userdata) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
-/* And, for the access tests, become nobody first. */
-static void child_setup_nobody(gpointer userdata) {
-        const struct passwd *pw = userdata;
-
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
-                _exit(125);
-}
-
-/* Runs argv as the user as (NULL: as is), with var=value (if var) added to
- * the environment. */
-static Proc *proc_start_full(const struct passwd *as, const char *var, const char *value,
+static Proc *proc_start_full(gboolean as_nobody, const char *var, const char *value,
                              const char *const *argv) {
         g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
                                                                      G_SUBPROCESS_FLAGS_STDERR_PIPE);
@@ -120,8 +107,8 @@ static Proc *proc_start_full(const struct passwd *as, const char *var, const cha
         if (var)
                 g_subprocess_launcher_setenv(l, var, value, TRUE);
 
-        if (as)
-                g_subprocess_launcher_set_child_setup(l, child_setup_nobody, (gpointer) as, NULL);
+        if (as_nobody)
+                g_subprocess_launcher_set_child_setup(l, wt_child_become_nobody, NULL, NULL);
         else
                 g_subprocess_launcher_set_child_setup(l, child_setup_pdeathsig, NULL, NULL);
         p->name = g_path_get_basename(argv[0]);
@@ -249,64 +236,18 @@ static gboolean name_free(gpointer data) {
 }
 
 static void start_bus(void) {
-        g_autofree char *conf = g_build_filename(env.tmp, "bus.conf", NULL);
-        g_autofree char *socket = g_build_filename(env.tmp, "bus", NULL);
-        g_autofree char *text = g_strdup_printf(
-                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
-                " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
-                "<busconfig>\n"
-                "  <type>session</type>\n"
-                "  <listen>unix:path=%s</listen>\n"
-                "  <auth>EXTERNAL</auth>\n"
-                "  <policy context=\"default\">\n"
-                "    <allow user=\"*\"/>\n"
-                "    <allow send_destination=\"*\" eavesdrop=\"true\"/>\n"
-                "    <allow eavesdrop=\"true\"/>\n"
-                "    <allow own=\"*\"/>\n"
-                "  </policy>\n"
-                "</busconfig>\n", socket);
-        g_autofree char *conf_arg = g_strdup_printf("--config-file=%s", conf);
-        const char *argv[] = { "dbus-daemon", conf_arg, "--nofork", "--print-address=1", NULL };
-        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
-        g_autoptr(GDataInputStream) in = NULL;
-        g_autoptr(GError) error = NULL;
-
-        g_assert_true(g_file_set_contents(conf, text, -1, &error));
-        g_subprocess_launcher_set_child_setup(l, child_setup_pdeathsig, NULL, NULL);
-        env.bus = g_subprocess_launcher_spawnv(l, argv, &error);
-        g_assert_no_error(error);
-        /* dbus-daemon prints its address once it listens. */
-        in = g_data_input_stream_new(g_subprocess_get_stdout_pipe(env.bus));
-        env.address = g_data_input_stream_read_line_utf8(in, NULL, NULL, &error);
-        g_assert_no_error(error);
-        g_assert_nonnull(env.address);
-        /* Any uid may connect (nobody, for the access test). */
-        g_assert_cmpint(chmod(socket, 0777), ==, 0);
-
-        env.conn = g_dbus_connection_new_for_address_sync(env.address,
-                                                          G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                          G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                          NULL, NULL, &error);
-        g_assert_no_error(error);
+        env.bus = wt_bus_start();
+        env.address = env.bus->address;
+        env.conn = wt_connect(env.bus);
         g_bus_watch_name_on_connection(env.conn, WATCHD_BUS_NAME, G_BUS_NAME_WATCHER_FLAGS_NONE,
                                        on_name_appeared, on_name_vanished, NULL, NULL);
 }
 
-/* Starts watchd with conf_text as its config file (NULL: no file, defaults). */
+/* Starts watchd with conf_text as its config file (NULL: defaults). */
 static void start_watchd_with(const char *conf_text) {
-        g_autofree char *conf = g_build_filename(env.tmp, conf_text ? "watchd.conf" : "absent.conf", NULL);
-        const char *argv[] = { env.watchd, "--config", conf, "--address", env.address,
-                               "--backend", "syscall", NULL };
-        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
-        g_autoptr(GError) error = NULL;
-
         g_assert_null(env.daemon);
-        if (conf_text)
-                g_assert_true(g_file_set_contents(conf, conf_text, -1, NULL));
-        g_subprocess_launcher_set_child_setup(l, child_setup_pdeathsig, NULL, NULL);
-        env.daemon = g_subprocess_launcher_spawnv(l, argv, &error);
-        g_assert_no_error(error);
-        wait_until("watchd to own " WATCHD_BUS_NAME, name_owned, NULL, NULL);
+        env.daemon = wt_daemon_start(env.bus, conf_text);
+        wait_until("the test to see watchd on the bus", name_owned, NULL, NULL);
 }
 
 static void start_watchd(void) {
@@ -314,15 +255,8 @@ static void start_watchd(void) {
 }
 
 static void stop_watchd(void) {
-        g_autoptr(GError) error = NULL;
-
         g_assert_nonnull(env.daemon);
-        g_subprocess_send_signal(env.daemon, SIGTERM);
-        g_assert_true(g_subprocess_wait(env.daemon, NULL, &error));
-        g_assert_no_error(error);
-        g_assert_true(g_subprocess_get_if_exited(env.daemon));
-        g_assert_cmpint(g_subprocess_get_exit_status(env.daemon), ==, 0);
-        g_clear_object(&env.daemon);
+        g_assert_cmpint(wt_daemon_stop(g_steal_pointer(&env.daemon)), ==, 0);
         wait_until("the bus to see watchd gone", name_free, NULL, NULL);
 }
 
@@ -330,23 +264,23 @@ static void stop_watchd(void) {
 /* Helpers of the tests */
 
 /* watchctl --address ADDR ARGS... (args ends with NULL) */
-static Proc *watchctl_as(const struct passwd *as, const char *const *args) {
+static Proc *watchctl_as(gboolean as_nobody, const char *const *args) {
         g_autoptr(GPtrArray) argv = g_ptr_array_new();
 
         g_ptr_array_add(argv, (gpointer) env.watchctl);
         g_ptr_array_add(argv, "--address");
-        g_ptr_array_add(argv, env.address);
+        g_ptr_array_add(argv, (gpointer) env.address);
         for (const char *const *a = args; *a; a++)
                 g_ptr_array_add(argv, (gpointer) *a);
         g_ptr_array_add(argv, NULL);
-        return proc_start_full(as, NULL, NULL, (const char *const *) argv->pdata);
+        return proc_start_full(as_nobody, NULL, NULL, (const char *const *) argv->pdata);
 }
 #define WATCHCTL_AS(as, ...) watchctl_as((as), (const char *const []) { __VA_ARGS__, NULL })
-#define WATCHCTL(...) WATCHCTL_AS(NULL, __VA_ARGS__)
+#define WATCHCTL(...) WATCHCTL_AS(FALSE, __VA_ARGS__)
 
 /* A fresh directory for one test, readable by everyone. */
 static char *make_dir(void) {
-        char *d = g_strdup_printf("%s/t%u", env.tmp, ++env.counter);
+        char *d = g_strdup_printf("%s/t%u", env.bus->dir, ++env.counter);
 
         g_assert_cmpint(mkdir(d, 0755), ==, 0);
         return d;
@@ -499,7 +433,7 @@ static void test_overflow(void) {
         start_watchd_with("[limits]\nmax_pending_events_per_client = 16\n");
         p = WATCHCTL("watch", "--json", "-e", "create", dir);
         start_watch_established(p);
-        pid = (pid_t) g_ascii_strtoll(g_subprocess_get_identifier(env.daemon), NULL, 10);
+        pid = (pid_t) g_ascii_strtoll(g_subprocess_get_identifier(env.daemon->process), NULL, 10);
         g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
         for (int i = 0; i < 200; i++) {
                 g_autofree char *f = g_strdup_printf("%s/f%d", dir, i);
@@ -664,16 +598,13 @@ static void test_permission_denied(void) {
         g_autofree char *secret = g_build_filename(dir, "secret", NULL);
         g_autofree char *want = g_strdup_printf("watchctl: %s: permission denied (AccessDenied)\n", secret);
         g_autoptr(Proc) p = NULL;
-        const struct passwd *nobody;
 
         if (geteuid() != 0) {
                 g_test_skip("needs root to run watchctl as nobody");
                 return;
         }
-        nobody = getpwnam("nobody");
-        g_assert_nonnull(nobody);
         g_assert_cmpint(mkdir(secret, 0700), ==, 0);
-        p = WATCHCTL_AS(nobody, "watch", secret);
+        p = WATCHCTL_AS(TRUE, "watch", secret);
         assert_exit(p, 1);
         g_assert_cmpstr(p->err->str, ==, want);
 }
@@ -693,11 +624,11 @@ static void test_not_running(void) {
 
         /* The private bus standing in for the system and the session bus:
          * each message says how to start watchd there. */
-        system = proc_start_full(NULL, "DBUS_SYSTEM_BUS_ADDRESS", env.address, system_argv);
+        system = proc_start_full(FALSE, "DBUS_SYSTEM_BUS_ADDRESS", env.address, system_argv);
         assert_exit(system, 1);
         g_assert_cmpstr(system->err->str, ==,
                         "watchctl: watchd is not running on the system bus: start it with `systemctl start watchd`\n");
-        session = proc_start_full(NULL, "DBUS_SESSION_BUS_ADDRESS", env.address, session_argv);
+        session = proc_start_full(FALSE, "DBUS_SESSION_BUS_ADDRESS", env.address, session_argv);
         assert_exit(session, 1);
         g_assert_cmpstr(session->err->str, ==,
                         "watchctl: watchd is not running on the session bus: start it with `watchd --session`\n");
@@ -705,9 +636,9 @@ static void test_not_running(void) {
 }
 
 static void test_no_bus(void) {
-        g_autofree char *nowhere = g_strdup_printf("unix:path=%s/no-bus-here", env.tmp);
+        g_autofree char *nowhere = g_strdup_printf("unix:path=%s/no-bus-here", env.bus->dir);
         const char *argv[] = { env.watchctl, "stats", NULL };
-        g_autoptr(Proc) p = proc_start_full(NULL, "DBUS_SYSTEM_BUS_ADDRESS", nowhere, argv);
+        g_autoptr(Proc) p = proc_start_full(FALSE, "DBUS_SYSTEM_BUS_ADDRESS", nowhere, argv);
 
         assert_exit(p, 1);
         g_assert_true(g_str_has_prefix(p->err->str, "watchctl: cannot connect to the system bus (is dbus running?): "));
@@ -730,7 +661,7 @@ static void test_usage_errors(void) {
         };
 
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-                g_autoptr(Proc) p = watchctl_as(NULL, cases[i]);
+                g_autoptr(Proc) p = watchctl_as(FALSE, cases[i]);
 
                 g_test_message("watchctl %s %s ...", cases[i][0], cases[i][1] ? cases[i][1] : "");
                 assert_exit(p, 2);
@@ -800,19 +731,14 @@ static void test_restart(void) {
 }
 
 int main(int argc, char **argv) {
-        g_autoptr(GError) error = NULL;
         int r;
 
         g_test_init(&argc, &argv, NULL);
         env.watchctl = g_getenv("WATCHCTL");
-        env.watchd = g_getenv("WATCHD");
-        if (!env.watchctl || !env.watchd) {
-                g_printerr("WATCHCTL and WATCHD must name the binaries under test\n");
+        if (!env.watchctl) {
+                g_printerr("WATCHCTL must name the watchctl binary under test\n");
                 return 1;
         }
-        env.tmp = g_dir_make_tmp("test-watchctl-XXXXXX", &error);
-        g_assert_no_error(error);
-        g_assert_cmpint(chmod(env.tmp, 0755), ==, 0);      /* nobody walks in too */
         start_bus();
         start_watchd();
 
@@ -839,16 +765,7 @@ int main(int argc, char **argv) {
 
         if (env.daemon)
                 stop_watchd();
-        g_subprocess_send_signal(env.bus, SIGTERM);
-        g_subprocess_wait(env.bus, NULL, NULL);
         g_clear_object(&env.conn);
-        {
-                const char *rm[] = { "rm", "-rf", "--", env.tmp, NULL };
-                int status = 0;
-
-                if (!g_spawn_sync(NULL, (char **) rm, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL,
-                                  &status, NULL) || status != 0)
-                        g_printerr("could not remove %s\n", env.tmp);
-        }
+        wt_bus_stop(env.bus);
         return r;
 }
