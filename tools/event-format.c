@@ -273,11 +273,22 @@ char *event_format_record(const EventFormat *f, const EventRecord *r) {
         return g_string_free(out, FALSE);
 }
 
+void event_json_add_mask(JsonBuilder *b, uint32_t mask) {
+        g_auto(GStrv) names = event_mask_to_strv(mask);
+
+        json_builder_set_member_name(b, "mask");
+        json_builder_add_int_value(b, mask);
+        json_builder_set_member_name(b, "events");
+        json_builder_begin_array(b);
+        for (char **n = names; *n; n++)
+                json_builder_add_string_value(b, *n);
+        json_builder_end_array(b);
+}
+
 char *event_format_json(const EventRecord *r) {
         g_autoptr(JsonBuilder) b = json_builder_new();
         g_autoptr(JsonGenerator) gen = json_generator_new();
         g_autoptr(JsonNode) root = NULL;
-        g_auto(GStrv) names = event_mask_to_strv(r->mask);
 
         json_builder_begin_object(b);
         json_builder_set_member_name(b, "type");
@@ -288,13 +299,7 @@ char *event_format_json(const EventRecord *r) {
         json_builder_add_string_value(b, r->watch ? r->watch : "");
         json_builder_set_member_name(b, "file");
         json_builder_add_string_value(b, event_record_name(r));
-        json_builder_set_member_name(b, "mask");
-        json_builder_add_int_value(b, r->mask);
-        json_builder_set_member_name(b, "events");
-        json_builder_begin_array(b);
-        for (char **n = names; *n; n++)
-                json_builder_add_string_value(b, *n);
-        json_builder_end_array(b);
+        event_json_add_mask(b, r->mask);
         json_builder_set_member_name(b, "cookie");
         json_builder_add_int_value(b, r->cookie);
         json_builder_set_member_name(b, "path");

@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 /* Flags of AddWatch (design.md section 3). */
 #define WATCH_FLAG_RECURSIVE   0x1u
@@ -62,6 +63,10 @@ EventFormat *event_format_free(EventFormat *f);
 
 /* One output line for r, without the newline. */
 char *event_format_record(const EventFormat *f, const EventRecord *r);
+
+/* Adds the members "mask" (a number) and "events" (its names) to the object
+ * being built. */
+void event_json_add_mask(JsonBuilder *b, uint32_t mask);
 
 /* One JSON Lines object for r, without the newline. */
 char *event_format_json(const EventRecord *r);

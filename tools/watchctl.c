@@ -834,20 +834,13 @@ static int cmd_list(Context *c, int argc, char **argv) {
                 flagnames = event_flags_to_string(flags);
                 if (c->opt_json) {
                         g_autoptr(JsonBuilder) b = json_builder_new();
-                        g_auto(GStrv) names = event_mask_to_strv(mask);
 
                         json_builder_begin_object(b);
                         json_builder_set_member_name(b, "id");
                         json_builder_add_int_value(b, id);
                         json_builder_set_member_name(b, "path");
                         json_builder_add_string_value(b, path);
-                        json_builder_set_member_name(b, "mask");
-                        json_builder_add_int_value(b, mask);
-                        json_builder_set_member_name(b, "events");
-                        json_builder_begin_array(b);
-                        for (char **n = names; *n; n++)
-                                json_builder_add_string_value(b, *n);
-                        json_builder_end_array(b);
+                        event_json_add_mask(b, mask);
                         json_builder_set_member_name(b, "flags");
                         json_builder_add_int_value(b, flags);
                         json_builder_end_object(b);

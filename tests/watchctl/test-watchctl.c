@@ -532,16 +532,37 @@ static void test_list(void) {
         g_autofree char *d1 = make_dir();
         g_autofree char *d2 = make_dir();
         g_autoptr(Proc) p = WATCHCTL("list", "-e", "create,delete", d1, d2);
-        g_autofree char *tail1 = g_strdup_printf(" CREATE,DELETE - %s", d1);
-        g_autofree char *tail2 = g_strdup_printf(" CREATE,DELETE - %s", d2);
+        g_autoptr(Proc) j = WATCHCTL("list", "--json", "--oneshot", "-e", "moved", d1);
+        g_autofree char *line1 = g_strdup_printf(" CREATE,DELETE - %s", d1);
+        g_autofree char *line2 = g_strdup_printf(" CREATE,DELETE - %s", d2);
+        g_autoptr(JsonParser) parser = json_parser_new();
         g_auto(GStrv) lines = NULL;
+        guint64 id1, id2;
+        char *end;
+        JsonObject *o;
+        JsonArray *events;
 
+        /* "ID EVENTS FLAGS PATH", in the order they were added */
         assert_exit(p, 0);
         lines = g_strsplit(p->out->str, "\n", -1);
         g_assert_cmpuint(g_strv_length(lines), ==, 3);
-        /* "ID EVENTS FLAGS PATH", one per path, in any order */
-        g_assert_true((g_str_has_suffix(lines[0], tail1) && g_str_has_suffix(lines[1], tail2)) ||
-                      (g_str_has_suffix(lines[0], tail2) && g_str_has_suffix(lines[1], tail1)));
+        g_assert_true(g_str_has_suffix(lines[0], line1));
+        g_assert_true(g_str_has_suffix(lines[1], line2));
+        id1 = g_ascii_strtoull(lines[0], &end, 10);
+        g_assert_true(end != lines[0] && *end == ' ');
+        id2 = g_ascii_strtoull(lines[1], &end, 10);
+        g_assert_true(end != lines[1] && *end == ' ');
+        g_assert_cmpuint(id1, <, id2);
+
+        assert_exit(j, 0);
+        o = parse_line(parser, j->out->str);
+        g_assert_cmpstr(json_object_get_string_member(o, "path"), ==, d1);
+        g_assert_cmpint(json_object_get_int_member(o, "mask"), ==, 0xc0);
+        g_assert_cmpint(json_object_get_int_member(o, "flags"), ==, 0x8);
+        g_assert_cmpint(json_object_get_int_member(o, "id"), >, 0);
+        events = json_object_get_array_member(o, "events");
+        g_assert_cmpuint(json_array_get_length(events), ==, 2);
+        g_assert_cmpstr(json_array_get_string_element(events, 0), ==, "MOVED_FROM");
 }
 
 static void test_stats(void) {
