@@ -61,4 +61,21 @@ rmmod inotify_dev
 result rmmod $? "rmmod inotify_dev failed"
 [ ! -e /dev/inotify ]
 result devnode_gone $? "/dev/inotify still there after rmmod"
+
+# Minor 63 taken by another driver: a dynamic minor, a log line, same node name.
+if [ -f /squat63.ko ] && insmod /squat63.ko; then
+    insmod /inotify_dev.ko
+    dmesg | grep -q 'inotify_dev: misc minor 63 is taken, using a dynamic minor'
+    result minor_taken_log $? "no 'misc minor 63 is taken' line in dmesg"
+    minor=$(grep ' inotify$' /proc/misc | cut -d' ' -f1)
+    [ -n "$minor" ] && [ "$minor" != 63 ] && [ -c /dev/inotify ]
+    result minor_taken_dynamic $? "expected a dynamic minor (got '$minor') and /dev/inotify"
+    /conformance article_snippets || rc=1
+    rmmod inotify_dev
+    result minor_taken_rmmod $? "rmmod inotify_dev failed"
+    rmmod squat63
+else
+    echo "FAIL minor_taken: could not load squat63.ko"
+    rc=1
+fi
 exit $rc

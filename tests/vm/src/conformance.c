@@ -25,12 +25,10 @@
 
 static char dir[256];
 
-/* A fresh, empty directory for the test: /tmp/c-<name>. */
+/* A fresh, empty directory for the test: /tmp/c-<name>-<pid> (a test may run twice). */
 static int setup_dir(const char *name) {
-        snprintf(dir, sizeof(dir), "/tmp/c-%s", name);
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                return -1;
-        return 0;
+        snprintf(dir, sizeof(dir), "/tmp/c-%s-%d", name, (int)getpid());
+        return mkdir(dir, 0755);
 }
 
 static const char *p(const char *rel) {
