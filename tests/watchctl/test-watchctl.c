@@ -573,7 +573,11 @@ static void test_stats(void) {
                 "version", "clients", "subscriptions", "kernel_watches",
                 "events_read", "events_delivered", "overflows", "backend",
         };
+        g_autoptr(Proc) version = WATCHCTL("--version");
         JsonObject *o;
+
+        assert_exit(version, 0);
+        g_assert_true(g_regex_match_simple("^watchctl [0-9]+\\.[0-9]+\\.[0-9]+\n$", version->out->str, 0, 0));
 
         assert_exit(text, 0);
         g_assert_true(g_regex_match_simple("^version +[0-9]", text->out->str, G_REGEX_MULTILINE, 0));
@@ -679,6 +683,7 @@ static void test_usage_errors(void) {
                 { "frobnicate", NULL },
                 { "stats", "--bogus", NULL },
                 { "stats", "--session", NULL },         /* and --address */
+                { "stats", "--address", "no-such-transport", NULL },
         };
 
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
