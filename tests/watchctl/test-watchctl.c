@@ -521,7 +521,7 @@ static void test_timeout(void) {
         g_assert_cmpstr(quiet->out->str, ==, "");
 
         /* One event of the two asked for: status 3, the one printed. */
-        short_of_count = WATCHCTL("watch", "-e", "create", "--count", "2", "--timeout", "0.5", dir);
+        short_of_count = WATCHCTL("watch", "-e", "create", "--count", "2", "--timeout", "2", dir);
         start_watch_established(short_of_count);
         write_file(f, "");
         assert_exit(short_of_count, 3);
