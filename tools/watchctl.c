@@ -568,7 +568,13 @@ static int parse_command(Context *c, const char *command, const char *params, co
         if (entries)
                 g_option_context_add_main_entries(octx, entries, NULL);
         add_bus_entries(octx, c);
-        if (!g_option_context_parse(octx, argc, argv, &error))
+        /* GLib overwrites a string option without freeing what another
+         * context (the main one) stored there: the last --address wins. */
+        g_autofree char *main_address = c->opt_address;
+        gboolean parsed = g_option_context_parse(octx, argc, argv, &error);
+        if (c->opt_address == main_address)
+                main_address = NULL;    /* not replaced: still c's */
+        if (!parsed)
                 return usage_error(command, "%s", error->message);
         if ((c->opt_system + c->opt_session + (c->opt_address != NULL)) > 1)
                 return usage_error(command, "--system, --session and --address exclude each other");
