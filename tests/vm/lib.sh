@@ -11,8 +11,9 @@
 #                                /usr/src/linux-headers-*-amd64 found by globbing, newest
 #                                with a matching /boot/vmlinuz-*), VM_VMLINUZ, VM_MODDIR
 #                                (/lib/modules/$VM_KVER, the kernel's own modules)
-#   vm_build_module [OUTDIR]     builds a copy of kmod/ in OUTDIR/kmod (default $VM_OUT) with
-#                                make KDIR=$VM_KDIR W=1 KCFLAGS=-Werror; sets VM_KO to the .ko
+#   vm_build_module [OUTDIR]     builds a scratch copy of kmod/ (make KDIR=$VM_KDIR W=1
+#                                KCFLAGS=-Werror), puts inotify_dev.ko in OUTDIR (default
+#                                $VM_OUT) and sets VM_KO to its path
 #   vm_initramfs_new DIR         a fresh tree: static busybox with its applets, /dev /proc
 #                                /sys /tmp /etc/passwd (root, nobody 65534), and /init that
 #                                mounts proc, sys, devtmpfs, then runs /test.sh; see below
@@ -84,16 +85,22 @@ vm_find_kernel() {
 }
 
 vm_build_module() {
-    local out=${1:-$VM_OUT}
-    # Built in a copy, so that concurrent runs and the source tree stay apart.
-    rm -rf "$out/kmod"
-    mkdir -p "$out/kmod"
-    cp "$VM_TOP"/kmod/{Kbuild,Makefile} "$VM_TOP"/kmod/*.[ch] "$out/kmod/" &&
-        cp -r "$VM_TOP/kmod/uapi" "$out/kmod/" || return 1
-    vm_log "building kmod/ against $VM_KDIR (in $out/kmod)"
-    make -s -C "$out/kmod" KDIR="$VM_KDIR" W=1 KCFLAGS=-Werror 2>&1 | grep -v "^Skipping BTF" >&2
-    [ -f "$out/kmod/inotify_dev.ko" ] || return 1
-    VM_KO=$out/kmod/inotify_dev.ko
+    local out=${1:-$VM_OUT} tmp rc=0
+    mkdir -p "$out"
+    rm -f "$out/inotify_dev.ko"
+    # Built in a scratch copy: concurrent runs and the source tree stay apart,
+    # and no kernel sources are left under tests/ (where cppcheck looks).
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/inotify_dev-build.XXXXXX") || return 1
+    cp "$VM_TOP"/kmod/{Kbuild,Makefile} "$VM_TOP"/kmod/*.[ch] "$tmp/" &&
+        cp -r "$VM_TOP/kmod/uapi" "$tmp/" || rc=1
+    vm_log "building kmod/ against $VM_KDIR"
+    if [ $rc -eq 0 ]; then
+        make -s -C "$tmp" KDIR="$VM_KDIR" W=1 KCFLAGS=-Werror 2>&1 | grep -v "^Skipping BTF" >&2
+        cp "$tmp/inotify_dev.ko" "$out/inotify_dev.ko" 2>/dev/null || rc=1
+    fi
+    rm -rf "$tmp"
+    [ $rc -eq 0 ] || return 1
+    VM_KO=$out/inotify_dev.ko
     export VM_KO
 }
 
