@@ -592,6 +592,29 @@ static void test_stats(void) {
         g_assert_cmpstr(json_object_get_string_member(o, "backend"), ==, "syscall");
 }
 
+/* Every counter the daemon reports is explained in watchd(8). */
+static void test_stats_documented(void) {
+        const char *man = g_getenv("WATCHD_MAN8");
+        g_autoptr(Proc) json = WATCHCTL("stats", "--json");
+        g_autoptr(JsonParser) parser = json_parser_new();
+        g_autoptr(GList) members = NULL;
+        g_autofree char *text = NULL;
+        g_autoptr(GError) error = NULL;
+
+        g_assert_nonnull(man);
+        g_assert_true(g_file_get_contents(man, &text, NULL, &error));
+        assert_exit(json, 0);
+        members = json_object_get_members(parse_line(parser, json->out->str));
+        for (GList *m = members; m; m = m->next) {
+                g_autofree char *item = g_strdup_printf("*%s*", (const char *) m->data);
+
+                if (g_str_equal(m->data, "version"))
+                        continue;       /* the Version property, not a counter */
+                if (!strstr(text, item))
+                        g_error("GetStats reports \"%s\", which %s does not explain", (const char *) m->data, man);
+        }
+}
+
 static void test_missing_path(void) {
         g_autofree char *dir = make_dir();
         g_autofree char *nope = g_build_filename(dir, "nope", NULL);
@@ -780,6 +803,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/watchctl/watch/watch-removed", test_watch_removed);
         g_test_add_func("/watchctl/list", test_list);
         g_test_add_func("/watchctl/stats", test_stats);
+        g_test_add_func("/watchctl/stats-documented", test_stats_documented);
         g_test_add_func("/watchctl/errors/missing-path", test_missing_path);
         g_test_add_func("/watchctl/errors/permission-denied", test_permission_denied);
         g_test_add_func("/watchctl/errors/invalid-args", test_invalid_args);
