@@ -6,7 +6,8 @@
  *  - 4 watchers: open instances (some O_NONBLOCK, some polled), add watches
  *    on two directories, a mount point and files that come and go, remove
  *    them (by value and by pointer), read and check every record, close and
- *    reopen; one of them exits with watches and unread records still held;
+ *    reopen; one of them exits with watches and unread records still held,
+ *    another shares its first instance with a child that reads it too;
  *  - 3 mutators: create, write, chmod, rename (within and across the two
  *    directories), unlink, mkdir and rmdir;
  *  - 1 mounter: mounts a tmpfs, fills it, unmounts it (IN_UNMOUNT paths);
@@ -189,12 +190,38 @@ static void inst_remove(struct inst *in) {
         }
 }
 
+/*
+ * Reads an instance it shares with its parent watcher (fork()ed fd), until
+ * the deadline: two readers take batches off one queue at once, and the
+ * parent's close() must not end the instance while this one holds it.
+ * Records are checked for form and for nothing after an IN_IGNORED seen here.
+ */
+static void co_reader(int fd) {
+        static struct inst in;
+
+        in.fd = fd;
+        in.maxwd = MAXWD - 1; /* wds are the parent's: any is plausible */
+        while (vt_now() < deadline)
+                inst_read(&in, true);
+        close(fd);
+}
+
 static void watcher(int id) {
         static struct inst in;
-        int flags = id % 2 ? O_NONBLOCK : 0;
+        int flags = id % 2 ? O_NONBLOCK : 0, status;
+        pid_t co = -1;
 
         srandom((unsigned)getpid());
         inst_open(&in, flags);
+        if (id == 1) {
+                co = fork();
+                if (co < 0)
+                        die("fork: %s", strerror(errno));
+                if (co == 0) {
+                        co_reader(in.fd);
+                        _exit(0);
+                }
+        }
         while (vt_now() < deadline) {
                 unsigned op = rnd(100);
 
@@ -213,6 +240,8 @@ static void watcher(int id) {
         /* Watcher 0 leaves with its instance open: exit() must clean up. */
         if (id != 0)
                 close(in.fd);
+        if (co > 0 && (waitpid(co, &status, 0) != co || !WIFEXITED(status) || WEXITSTATUS(status)))
+                die("the co-reader failed");
 }
 
 static void mutator(void) {
