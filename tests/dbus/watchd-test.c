@@ -156,6 +156,8 @@ WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const
         g_autoptr(GPtrArray) argv = g_ptr_array_new();
         g_autoptr(GDBusConnection) c = NULL;
         g_autoptr(GError) error = NULL;
+        g_auto(GStrv) wrapper_argv = NULL;
+        const char *wrapper = g_getenv("WATCHD_TEST_WRAPPER");
         WtDaemon *d = g_new0(WtDaemon, 1);
         gint64 deadline;
 
@@ -165,6 +167,13 @@ WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const
         g_file_set_contents(d->config_path, config ? config : "", -1, &error);
         g_assert_no_error(error);
 
+        /* WATCHD_TEST_WRAPPER="valgrind --leak-check=full ..." runs watchd under it. */
+        if (wrapper && *wrapper) {
+                if (!g_shell_parse_argv(wrapper, NULL, &wrapper_argv, &error))
+                        g_error("WATCHD_TEST_WRAPPER: %s", error->message);
+                for (size_t i = 0; wrapper_argv[i]; i++)
+                        g_ptr_array_add(argv, wrapper_argv[i]);
+        }
         g_ptr_array_add(argv, (gpointer) wt_watchd_path());
         g_ptr_array_add(argv, (gpointer) "--address");
         g_ptr_array_add(argv, bus->address);
@@ -185,7 +194,7 @@ WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const
 
         /* Await the name; stop early if watchd died. */
         c = wt_connect(bus);
-        deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+        deadline = g_get_monotonic_time() + (wrapper && *wrapper ? 60 : 10) * G_USEC_PER_SEC;
         while (!name_has_owner(c, "org.example.Inotify")) {
                 if (g_get_monotonic_time() > deadline || !g_subprocess_get_identifier(d->process)) {
                         g_autofree char *log = wt_daemon_log(d);

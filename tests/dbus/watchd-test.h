@@ -18,7 +18,9 @@
  *
  * Failures to set up abort the test with a message (g_error): a test that
  * cannot start its daemon must not pass. watchd is found in $WATCHD, else at
- * the path the build gave (WATCHD_EXE).
+ * the path the build gave (WATCHD_EXE). $WATCHD_TEST_WRAPPER, if set, is a
+ * command line put before watchd's (e.g. "valgrind --error-exitcode=99"):
+ * tests/robustness/valgrind-dbus uses it.
  */
 
 #include <gio/gio.h>
