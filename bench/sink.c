@@ -57,6 +57,7 @@ void sink_parse(Sink *s, int argc, char **argv) {
                 { "idle-ms",    required_argument, NULL, 'i' },
                 { "rx-file",    required_argument, NULL, 'r' },
                 { "extra",      required_argument, NULL, 'x' },
+                { "move-out",   no_argument,       NULL, 'o' },
                 {}
         };
         int c;
@@ -105,13 +106,16 @@ void sink_parse(Sink *s, int argc, char **argv) {
                 case 'x':
                         s->extra = optarg;
                         break;
+                case 'o':
+                        s->move_out = true;
+                        break;
                 default:
                         exit(2);
                 }
 
         if (!s->dir || optind != argc || s->expect > 10000000u) {
                 fprintf(stderr, "usage: %s --mode storm|latency|rename|tree --dir PATH [--dir2 PATH] "
-                        "--expect N [--timeout-ms MS] [--idle-ms MS] [--rx-file PATH] [--extra ARG]\n",
+                        "--expect N [--timeout-ms MS] [--idle-ms MS] [--rx-file PATH] [--extra ARG] [--move-out]\n",
                         argv[0]);
                 exit(2);
         }
@@ -178,6 +182,7 @@ static void account(Sink *s, long i, uint8_t bit) {
         s->seen[i] |= bit;
         if (!(s->seen[i] & SEEN_DONE) &&
             ((s->seen[i] & (SEEN_FILE | SEEN_PAIR)) ||
+             (s->move_out && (s->seen[i] & SEEN_FROM)) ||
              (s->seen[i] & (SEEN_FROM | SEEN_TO)) == (SEEN_FROM | SEEN_TO))) {
                 s->seen[i] |= SEEN_DONE;
                 s->distinct++;
