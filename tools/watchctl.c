@@ -20,6 +20,7 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdio.h>
@@ -91,6 +92,7 @@ typedef struct Context {
 
         guint64 printed;
         gboolean stopping;      /* quit() was called: print nothing more */
+        gboolean output_failed; /* stdout could not be written */
         int exit_status;
         GMainLoop *loop;
 } Context;
@@ -212,8 +214,7 @@ static int report_call_error(const Context *c, const char *subject, const GError
                 size_t n = strlen(message);
 
                 warn("%s: %.*s (%s)", prefix, (int) (n > 0 && message[n - 1] == '.' ? n - 1 : n), message, shortname);
-        }
-        else
+        } else
                 warn("%s: %s", prefix, message);
         return EXIT_ERROR;
 }
@@ -230,14 +231,22 @@ static void quit(Context *c, int status) {
                 g_main_loop_quit(c->loop);
 }
 
-/* Flushes stdout; a reader that went away (head -n 1) ends the watch. */
+/* Flushes stdout; a reader that went away (head -n 1) ends the watch, any
+ * other write error too, said once. */
 static gboolean flush_output(Context *c) {
+        int e;
+
+        if (c->output_failed)
+                return FALSE;
+        errno = 0;
         if (fflush(stdout) == 0 && !ferror(stdout))
                 return TRUE;
-        if (errno == EPIPE)
+        e = errno;
+        c->output_failed = TRUE;
+        if (e == EPIPE)
                 quit(c, EXIT_OK);
         else {
-                warn("cannot write to standard output: %s", g_strerror(errno));
+                warn("cannot write to standard output: %s", e ? g_strerror(e) : "write error");
                 quit(c, EXIT_ERROR);
         }
         return FALSE;
@@ -966,6 +975,11 @@ int main(int argc, char **argv) {
         int r = -1;
 
         setlocale(LC_ALL, "");
+        /* A closed stdin, stdout or stderr must not be taken by the bus
+         * socket, or the event lines would be written into the D-Bus stream. */
+        for (int fd = 0; fd <= 2; fd++)
+                if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", (fd == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC) != fd)
+                        return EXIT_ERROR;
         /* A reader that goes away is seen as EPIPE by flush_output(). */
         signal(SIGPIPE, SIG_IGN);
 

@@ -509,6 +509,41 @@ static void test_oneshot(void) {
         g_assert_nonnull(strstr(p->err->str, "is no longer watched (oneshot)\n"));
 }
 
+static void child_setup_close_stdout(gpointer userdata) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(STDOUT_FILENO);
+}
+
+/* "watchctl watch ... >&-": the bus socket must not become fd 1, or event
+ * lines would be written into the D-Bus stream. */
+static void test_no_stdout(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *f = g_build_filename(dir, "f", NULL);
+        const char *argv[] = { env.watchctl, "--address", env.address, "watch", "-e", "create", "--count", "1",
+                               dir, NULL };
+        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDERR_PIPE);
+        g_autoptr(GSubprocess) sp = NULL;
+        g_autoptr(GDataInputStream) err = NULL;
+        g_autofree char *line = NULL, *rest = NULL;
+        g_autoptr(GError) error = NULL;
+
+        g_subprocess_launcher_set_child_setup(l, child_setup_close_stdout, NULL, NULL);
+        sp = g_subprocess_launcher_spawnv(l, argv, &error);
+        g_assert_no_error(error);
+        err = g_data_input_stream_new(g_subprocess_get_stderr_pipe(sp));
+        /* Blocking reads: the meson timeout ends a test that hangs here. */
+        line = g_data_input_stream_read_line_utf8(err, NULL, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(line, ==, "watchctl: watches established");
+        write_file(f, "");
+        rest = g_data_input_stream_read_line_utf8(err, NULL, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(rest, ==, NULL);        /* end of stderr: no complaint */
+        g_assert_true(g_subprocess_wait(sp, NULL, &error));
+        g_assert_true(g_subprocess_get_if_exited(sp));
+        g_assert_cmpint(g_subprocess_get_exit_status(sp), ==, 0);
+}
+
 static void test_timeout(void) {
         g_autofree char *dir = make_dir();
         g_autoptr(Proc) quiet = WATCHCTL("watch", "-e", "create", "--timeout", "0.3", dir);
@@ -800,6 +835,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/watchctl/watch/oneshot", test_oneshot);
         g_test_add_func("/watchctl/watch/overflow", test_overflow);
         g_test_add_func("/watchctl/watch/stdout-closed", test_stdout_closed);
+        g_test_add_func("/watchctl/watch/no-stdout", test_no_stdout);
         g_test_add_func("/watchctl/watch/watch-removed", test_watch_removed);
         g_test_add_func("/watchctl/list", test_list);
         g_test_add_func("/watchctl/stats", test_stats);
