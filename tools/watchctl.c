@@ -827,6 +827,10 @@ static int cmd_list(Context *c, int argc, char **argv) {
         r = check_selection(c, "list", FALSE);
         if (r >= 0)
                 return r;
+        if (c->watches->len == 0)
+                /* Still asked, so that "list" checks that watchd answers. */
+                warn("no PATH: subscriptions belong to the connection that made them, so this "
+                     "list is empty; 'watchctl stats' counts those of all clients");
         r = connect_bus(c);
         if (r >= 0)
                 return r;
