@@ -137,6 +137,16 @@ int client_enqueue(Client *c, Record *rec, size_t max_pending) {
         return r < 0 ? r : 1;
 }
 
+int client_queue_overflow(Client *c, uint32_t id) {
+        int r;
+
+        r = lost_id_add(c, id);
+        if (r < 0)
+                return r;
+        lost_ids_compact(c);
+        return queue_overflow(c, 0);
+}
+
 int client_queue_overflow_all(Client *c, uint64_t now_usec) {
         int r;
 

@@ -30,6 +30,7 @@ typedef struct Client {
 
         Subscription *subscriptions;    /* list through owner_next */
         unsigned n_subscriptions;
+        unsigned n_watches;             /* links of its subscriptions: what the limits count */
 
         MovePairer queue;               /* records not yet sent, kernel order */
         uint32_t *lost_ids;             /* ids for the next Overflow, unsorted, may repeat */
@@ -53,6 +54,9 @@ void client_unlink_subscription(Client *c, Subscription *s);
  * Return: 0 queued, 1 the backlog was dropped, -ENOMEM.
  */
 int client_enqueue(Client *c, Record *rec, size_t max_pending);
+
+/* Queues an Overflow naming subscription id. */
+int client_queue_overflow(Client *c, uint32_t id);
 
 /* Queues an Overflow naming every subscription of the client (the kernel lost events). */
 int client_queue_overflow_all(Client *c, uint64_t now_usec);

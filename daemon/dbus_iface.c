@@ -189,13 +189,15 @@ static int error_for(Manager *m, int r, const char *what, sd_bus_error *error) {
                                          "The descriptor is not open for reading.");
         case -EDQUOT:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
-                                         "This connection holds %" PRIu32 " subscriptions, the most allowed "
-                                         "(max_watches_per_client in watchd.conf).",
+                                         "This connection holds %" PRIu32 " watches, the most allowed "
+                                         "(max_watches_per_client in watchd.conf; a RECURSIVE subscription "
+                                         "counts each directory).",
                                          m->config.max_watches_per_client);
         case -EMLINK:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
-                                         "Your user holds %" PRIu32 " subscriptions, the most allowed "
-                                         "(max_watches_per_user in watchd.conf).",
+                                         "Your user holds %" PRIu32 " watches, the most allowed "
+                                         "(max_watches_per_user in watchd.conf; a RECURSIVE subscription "
+                                         "counts each directory).",
                                          m->config.max_watches_per_user);
         case -EUSERS:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
@@ -228,8 +230,6 @@ static int validate(uint32_t mask, uint32_t flags, sd_bus_error *error) {
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Unknown flags 0x%" PRIx32 " (RECURSIVE 0x1, ONLYDIR 0x2, DONT_FOLLOW 0x4, ONESHOT 0x8).",
                                          flags & ~WATCHD_FLAGS_VALID);
-        if (flags & WATCHD_FLAG_RECURSIVE)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "RECURSIVE is not supported yet.");
         return 0;
 }
 

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "tree.h"
 
 #define KERNEL_READ_BUF (64u * 1024u)
 #define KERNEL_READ_ROUNDS 16
@@ -112,7 +113,7 @@ static UserAccount *user_get(Manager *m, uid_t uid, bool create) {
 }
 
 static void user_put(Manager *m, UserAccount *u) {
-        if (u->n_clients == 0 && u->n_subscriptions == 0)
+        if (u->n_clients == 0 && u->n_watches == 0)
                 g_hash_table_remove(m->users, GUINT_TO_POINTER(u->uid));
 }
 
@@ -151,16 +152,64 @@ int manager_new_client(Manager *m, const char *name, const Caller *caller, Clien
 }
 
 /* Ends s: no notice is queued (the caller queues one if the daemon ended it). */
-static void subscription_end(Manager *m, Subscription *s) {
+void manager_subscription_end(Manager *m, Subscription *s) {
         Client *c = s->owner;
         UserAccount *u = user_get(m, c->uid, false);
 
+        c->n_watches -= s->n_links;
         client_unlink_subscription(c, s);
         if (u) {
-                u->n_subscriptions--;
+                u->n_watches -= s->n_links;
                 user_put(m, u);
         }
         watch_table_unsubscribe(m->table, s);
+}
+
+/* Whether c may hold one more watch (a subscription, or a directory of a RECURSIVE one). */
+static int watch_allowed(Manager *m, Client *c, UserAccount **ret_user) {
+        UserAccount *u;
+
+        if (c->n_watches >= m->config.max_watches_per_client)
+                return -EDQUOT;
+        u = user_get(m, c->uid, true);
+        if (!u)
+                return -ENOMEM;
+        if (u->n_watches >= m->config.max_watches_per_user)
+                return -EMLINK;
+        *ret_user = u;
+        return 0;
+}
+
+int manager_link(Manager *m, Subscription *s, int fd, const struct stat *st, const char *path) {
+        Client *c = s->owner;
+        UserAccount *u;
+        WatchLink *l;
+        int r;
+
+        r = watch_allowed(m, c, &u);
+        if (r < 0)
+                return r;
+        r = watch_table_link(m->table, s, fd, st, path, &l);
+        if (r < 0)
+                return r;
+        c->n_watches++;
+        u->n_watches++;
+        return 0;
+}
+
+void manager_unlink(Manager *m, WatchLink *l) {
+        Client *c = l->subscription->owner;
+        UserAccount *u = user_get(m, c->uid, false);
+
+        c->n_watches--;
+        if (u)
+                u->n_watches--;
+        watch_table_unlink(m->table, l);
+}
+
+void manager_queue_overflow(Manager *m, Subscription *s) {
+        if (client_queue_overflow(s->owner, s->id) < 0)
+                log_warning("Out of memory queueing Overflow for %s, ignoring.", ((Client *) s->owner)->name);
 }
 
 void manager_client_gone(Manager *m, Client *c) {
@@ -168,7 +217,7 @@ void manager_client_gone(Manager *m, Client *c) {
 
         log_debug("Client %s is gone, ending its %u subscriptions.", c->name, c->n_subscriptions);
         while (c->subscriptions)
-                subscription_end(m, c->subscriptions);
+                manager_subscription_end(m, c->subscriptions);
         c->track = sd_bus_track_unref(c->track);
         u = user_get(m, c->uid, false);
         if (u) {
@@ -184,19 +233,25 @@ static int subscribe(Manager *m, Client *c, int fd, const struct stat *st, const
         UserAccount *u;
         int r;
 
-        if (c->n_subscriptions >= m->config.max_watches_per_client)
-                return -EDQUOT;
-        u = user_get(m, c->uid, true);
-        if (!u)
-                return -ENOMEM;
-        if (u->n_subscriptions >= m->config.max_watches_per_user)
-                return -EMLINK;
+        r = watch_allowed(m, c, &u);
+        if (r < 0)
+                return r;
 
         r = watch_table_subscribe(m->table, fd, st, path, c, mask, flags, &s);
         if (r < 0)
                 return r;
         client_link_subscription(c, s);
-        u->n_subscriptions++;
+        c->n_watches++;
+        u->n_watches++;
+
+        if ((flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode)) {
+                /* The whole tree, or nothing: a limit met half-way undoes it. */
+                r = tree_add_below(m, s, fd, path, /* synthesize= */ false, /* now_usec= */ 0);
+                if (r < 0) {
+                        manager_subscription_end(m, s);
+                        return r;
+                }
+        }
         *ret_id = s->id;
         return 0;
 }
@@ -225,7 +280,7 @@ int manager_add_watch_path(Manager *m, Client *c, const char *path_in,
         struct stat st;
 
         /* Cheap limit checks first: a client over its limit costs no open(). */
-        if (c->n_subscriptions >= m->config.max_watches_per_client)
+        if (c->n_watches >= m->config.max_watches_per_client)
                 return -EDQUOT;
 
         path = path_simplify(path_in);
@@ -243,7 +298,7 @@ int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t 
         ssize_t n;
         int r;
 
-        if (c->n_subscriptions >= m->config.max_watches_per_client)
+        if (c->n_watches >= m->config.max_watches_per_client)
                 return -EDQUOT;
         r = access_check_fd(fd, &st);
         if (r < 0)
@@ -268,14 +323,14 @@ int manager_remove_watch(Manager *m, Client *c, uint32_t id) {
 
         if (!s || s->owner != c)
                 return -ESRCH;
-        subscription_end(m, s);
+        manager_subscription_end(m, s);
         /* A connection holds a client slot (max_clients_per_user) only while it has subscriptions. */
         if (c->n_subscriptions == 0 && move_pairer_size(&c->queue) == 0)
                 manager_client_gone(m, c);
         return 0;
 }
 
-static void queue_record(Manager *m, Client *c, Record *rec) {
+void manager_queue_record(Manager *m, Client *c, Record *rec) {
         int r;
 
         if (!rec) {
@@ -292,22 +347,31 @@ static void queue_record(Manager *m, Client *c, Record *rec) {
         }
 }
 
-/* The kernel removed a watch (deleted, unmounted): its subscribers hear why. */
+/* The kernel removed a watch (deleted, unmounted): subscriptions rooted on
+ * it end and hear why; directories below a RECURSIVE root just drop out
+ * (their parent already reported the deletion). */
 static void watch_ignored(Manager *m, Watch *w, uint64_t now) {
         const char *reason = w->unmounted ? "unmounted" : "deleted";
+        unsigned n = w->n_links;
 
-        unsigned n = w->n_subscriptions;
-
-        /* The last subscription_end() frees w: count, do not look at w after it. */
+        /* Each step removes exactly one link of w (a subscription has at most
+         * one link per watch), and the last one frees w: count, and do not
+         * look at w after it. */
         watch_table_watch_gone(m->table, w);
         while (n-- > 0) {
-                Subscription *s = w->subscriptions;
-                Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
+                WatchLink *l = w->links;
+                Subscription *s = l->subscription;
+                Record *rec;
 
+                if (!l->root) {
+                        manager_unlink(m, l);
+                        continue;
+                }
+                rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
                 if (rec)
                         rec->reason = reason;
-                queue_record(m, s->owner, rec);
-                subscription_end(m, s);         /* the last one frees w */
+                manager_queue_record(m, s->owner, rec);
+                manager_subscription_end(m, s);
         }
 }
 
@@ -326,9 +390,21 @@ static void kernel_overflow(Manager *m, uint64_t now) {
         }
 }
 
+/* Work an event leaves for after the walk over the watch's links, which it may change. */
+typedef struct Followup {
+        uint32_t id;            /* the subscription, looked up again: it may have ended */
+        enum {
+                FOLLOW_ONESHOT,
+                FOLLOW_TREE_ADD,        /* a directory appeared in a RECURSIVE tree */
+                FOLLOW_TREE_ADD_NEW,    /* ... was created: report what it already holds */
+                FOLLOW_TREE_REMOVE,     /* a directory left it */
+        } what;
+        char *path;
+} Followup;
+
 static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
-        Subscription *oneshots[64];
-        size_t n_oneshots = 0;
+        Followup followups[64];
+        size_t n_followups = 0;
         Watch *w;
 
         m->stats.events_read++;
@@ -345,29 +421,70 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
         if (ev->mask & IN_UNMOUNT)
                 w->unmounted = true;
 
-        for (Subscription *s = w->subscriptions; s; s = s->watch_next) {
-                /* IN_UNMOUNT reaches every subscriber, as the kernel sends it to every watch. */
-                if (!(ev->mask & s->mask & WATCHD_MASK_VALID) && !(ev->mask & IN_UNMOUNT))
-                        continue;
-                if ((s->flags & WATCHD_FLAG_ONESHOT) && n_oneshots == ELEMENTSOF(oneshots))
-                        continue;       /* fires with the next event; never more than once */
+        for (WatchLink *l = w->links; l; l = l->watch_next) {
+                Subscription *s = l->subscription;
+                bool tree = (s->flags & WATCHD_FLAG_RECURSIVE) && ev->name && (ev->mask & IN_ISDIR);
 
-                queue_record(m, s->owner, record_new(RECORD_EVENT, s->id, ev->mask, ev->cookie, now,
-                                                     s->path, ev->name, ev->name_len));
-                if (s->flags & WATCHD_FLAG_ONESHOT)
-                        oneshots[n_oneshots++] = s;
+                /* A directory below a RECURSIVE root: what happens to the
+                 * directory itself is reported by its parent's link. */
+                if (!l->root && !ev->name && !(ev->mask & IN_UNMOUNT))
+                        continue;
+                /* Room for what follows; a full list waits for the next event. */
+                if (n_followups + 2 > ELEMENTSOF(followups))
+                        continue;
+
+                /* IN_UNMOUNT reaches every subscriber, as the kernel sends it to every watch. */
+                if ((ev->mask & s->mask & WATCHD_MASK_VALID) || (ev->mask & IN_UNMOUNT)) {
+                        manager_queue_record(m, s->owner, record_new(RECORD_EVENT, s->id, ev->mask, ev->cookie, now,
+                                                                     l->path, ev->name, ev->name_len));
+                        if (s->flags & WATCHD_FLAG_ONESHOT) {
+                                followups[n_followups++] = (Followup) { s->id, FOLLOW_ONESHOT, NULL };
+                                continue;
+                        }
+                }
+
+                if (tree && (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM))) {
+                        char *path = tree_path_join(l->path, ev->name, ev->name_len);
+
+                        if (!path) {
+                                manager_queue_overflow(m, s);
+                                continue;
+                        }
+                        followups[n_followups++] = (Followup) {
+                                s->id,
+                                ev->mask & IN_MOVED_FROM ? FOLLOW_TREE_REMOVE :
+                                ev->mask & IN_CREATE ? FOLLOW_TREE_ADD_NEW : FOLLOW_TREE_ADD,
+                                path,
+                        };
+                }
         }
 
-        /* ONESHOT is the daemon's (the device has none, and a shared kernel
-         * watch must outlive one subscriber's first event). */
-        for (size_t k = 0; k < n_oneshots; k++) {
-                Subscription *s = oneshots[k];
-                Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
+        for (size_t k = 0; k < n_followups; k++) {
+                Followup *f = &followups[k];
+                Subscription *s = watch_table_get_subscription(m->table, f->id);
 
-                if (rec)
-                        rec->reason = "oneshot";
-                queue_record(m, s->owner, rec);
-                subscription_end(m, s);
+                if (s)
+                        switch (f->what) {
+                        case FOLLOW_ONESHOT: {
+                                /* ONESHOT is the daemon's (the device has none, and a shared
+                                 * kernel watch must outlive one subscriber's first event). */
+                                Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
+
+                                if (rec)
+                                        rec->reason = "oneshot";
+                                manager_queue_record(m, s->owner, rec);
+                                manager_subscription_end(m, s);
+                                break;
+                        }
+                        case FOLLOW_TREE_ADD:
+                        case FOLLOW_TREE_ADD_NEW:
+                                tree_add(m, s, f->path, f->what == FOLLOW_TREE_ADD_NEW, now);
+                                break;
+                        case FOLLOW_TREE_REMOVE:
+                                tree_remove(m, s, f->path);
+                                break;
+                        }
+                free(f->path);
         }
 }
 

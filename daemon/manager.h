@@ -35,7 +35,7 @@ typedef struct Stats {
 typedef struct UserAccount {
         uid_t uid;
         unsigned n_clients;
-        unsigned n_subscriptions;
+        unsigned n_watches;             /* links of all its clients' subscriptions */
 } UserAccount;
 
 typedef struct Manager {
@@ -76,6 +76,8 @@ void manager_client_gone(Manager *m, Client *c);
 
 /*
  * Subscribes c to path (opened with c's credentials) or to fd (already open by the client).
+ * With RECURSIVE on a directory, every directory below is watched too, and
+ * each counts against the limits like a subscription.
  * Return: 0, or -errno: see access_open_as(); -EDQUOT over
  * max_watches_per_client, -EMLINK over max_watches_per_user, -ENOSPC the
  * kernel's watch limit, -EBADFD an O_PATH fd, -EBADF a write-only fd.
@@ -95,3 +97,13 @@ void manager_reload(Manager *m, Config *config);
 void manager_flush(Manager *m);
 
 uint64_t manager_pending_events(Manager *m);
+
+/* For tree.c: one more directory for a RECURSIVE subscription, within the
+ * owner's limits. Return: 0, -EDQUOT/-EMLINK (limits), -EEXIST (already
+ * linked), or -errno from the kernel. */
+int manager_link(Manager *m, Subscription *s, int fd, const struct stat *st, const char *path);
+void manager_unlink(Manager *m, WatchLink *l);
+void manager_subscription_end(Manager *m, Subscription *s);
+void manager_queue_record(Manager *m, Client *c, Record *rec);
+/* Queues Overflow(s->id): s lost events, or coverage of part of its tree. */
+void manager_queue_overflow(Manager *m, Subscription *s);

@@ -8,7 +8,7 @@
  * ever opened), checks that it is still the same inode, and re-adds the
  * watch with the smaller mask. If any of that fails, the kernel keeps the
  * wider mask: nothing is lost, because events are filtered per subscription
- * anyway, and the watch is released for good when its last subscription ends.
+ * anyway, and the watch is released for good when its last link goes.
  */
 
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "event_bits.h"
 #include "log.h"
 #include "macro.h"
 #include "watch_table.h"
@@ -57,6 +58,11 @@ static void subscription_free(gpointer p) {
         free(s);
 }
 
+static void link_free(WatchLink *l) {
+        free(l->path);
+        free(l);
+}
+
 int watch_table_new(Backend *backend, WatchTable **ret) {
         WatchTable *t;
 
@@ -78,14 +84,20 @@ WatchTable *watch_table_free(WatchTable *t) {
 
         if (!t)
                 return NULL;
-        /* Watches whose wd was detached belong to their subscriptions. */
+        /* Links, and watches whose wd was detached (they belong to their links). */
         g_hash_table_iter_init(&i, t->subscriptions);
         while (g_hash_table_iter_next(&i, NULL, &v)) {
                 Subscription *s = v;
-                Watch *w = s->watch;
 
-                if (w && w->wd < 0 && --w->n_subscriptions == 0)
-                        watch_free(w);
+                while (s->links) {
+                        WatchLink *l = s->links;
+                        Watch *w = l->watch;
+
+                        s->links = l->sub_next;
+                        if (w->wd < 0 && --w->n_links == 0)
+                                watch_free(w);
+                        link_free(l);
+                }
         }
         g_hash_table_destroy(t->subscriptions);
         g_hash_table_destroy(t->by_inode);
@@ -110,11 +122,16 @@ unsigned watch_table_n_subscriptions(const WatchTable *t) {
         return g_hash_table_size(t->subscriptions);
 }
 
+/* What subscription s needs from the kernel on w. */
+static uint32_t link_mask(const Subscription *s, const Watch *w) {
+        return s->mask | ((s->flags & WATCHD_FLAG_RECURSIVE) && w->is_dir ? WATCH_TREE_BITS : 0);
+}
+
 static uint32_t union_mask(const Watch *w) {
         uint32_t m = 0;
 
-        for (const Subscription *s = w->subscriptions; s; s = s->watch_next)
-                m |= s->mask;
+        for (const WatchLink *l = w->links; l; l = l->watch_next)
+                m |= link_mask(l->subscription, w);
         return m;
 }
 
@@ -143,6 +160,7 @@ static int watch_new(WatchTable *t, int wd, const struct stat *st, uint32_t mask
                 .wd = wd,
                 .dev = st->st_dev,
                 .ino = st->st_ino,
+                .is_dir = S_ISDIR(st->st_mode),
                 .kernel_mask = mask,
         };
         *k = (InodeKey) { st->st_dev, st->st_ino };
@@ -159,11 +177,99 @@ static int watch_new(WatchTable *t, int wd, const struct stat *st, uint32_t mask
         return 0;
 }
 
+/* Finds or makes the watch for the inode at fd with at least mask. */
+static int watch_get(WatchTable *t, int fd, const struct stat *st, uint32_t mask, Watch **ret) {
+        Watch *w;
+        int wd, r;
+
+        w = g_hash_table_lookup(t->by_inode, &(InodeKey) { st->st_dev, st->st_ino });
+        if (w && (w->kernel_mask | mask) == w->kernel_mask) {
+                *ret = w;
+                return 0;
+        }
+
+        r = backend_add_watch(t->backend, fd, (w ? w->kernel_mask : 0) | mask, &wd);
+        if (r < 0)
+                return r;
+        if (w && w->wd != wd) {
+                /* The inode number was reused: the old watch is on a deleted inode. */
+                watch_make_stale(t, w);
+                w = NULL;
+        }
+        if (w) {
+                w->kernel_mask |= mask;
+                *ret = w;
+                return 0;
+        }
+        r = watch_new(t, wd, st, mask, &w);
+        if (r < 0) {
+                (void) backend_rm_watch(t->backend, wd);
+                return r;
+        }
+        *ret = w;
+        return 0;
+}
+
+static int link_new(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path, bool root,
+                    WatchLink **ret) {
+        bool is_dir = S_ISDIR(st->st_mode);
+        uint32_t need = s->mask | ((s->flags & WATCHD_FLAG_RECURSIVE) && is_dir ? WATCH_TREE_BITS : 0);
+        WatchLink *l;
+        Watch *w;
+        int r;
+
+        l = calloc(1, sizeof(WatchLink));
+        if (!l)
+                return -ENOMEM;
+        l->path = strdup(path);
+        if (!l->path) {
+                free(l);
+                return -ENOMEM;
+        }
+
+        r = watch_get(t, fd, st, need, &w);
+        if (r < 0) {
+                link_free(l);
+                return r;
+        }
+        for (WatchLink *o = w->links; o; o = o->watch_next)
+                if (o->subscription == s) {
+                        /* Already linked: a loop. The watch existed, so nothing to undo. */
+                        link_free(l);
+                        return -EEXIST;
+                }
+
+        l->subscription = s;
+        l->watch = w;
+        l->root = root;
+        l->watch_next = w->links;
+        if (w->links)
+                w->links->watch_prev = l;
+        w->links = l;
+        w->n_links++;
+        /* The root stays first in the subscription's list. */
+        if (root || !s->links) {
+                l->sub_next = s->links;
+                if (s->links)
+                        s->links->sub_prev = l;
+                s->links = l;
+        } else {
+                l->sub_prev = s->links;
+                l->sub_next = s->links->sub_next;
+                if (l->sub_next)
+                        l->sub_next->sub_prev = l;
+                s->links->sub_next = l;
+        }
+        s->n_links++;
+        *ret = l;
+        return 0;
+}
+
 int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
                           void *owner, uint32_t mask, uint32_t flags, Subscription **ret) {
         Subscription *s;
-        Watch *w;
-        int wd, r;
+        WatchLink *l;
+        int r;
 
         if (t->next_id == UINT32_MAX)
                 return -EOVERFLOW;
@@ -176,48 +282,25 @@ int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const ch
                 free(s);
                 return -ENOMEM;
         }
-
-        w = g_hash_table_lookup(t->by_inode, &(InodeKey) { st->st_dev, st->st_ino });
-        if (!w || (w->kernel_mask | mask) != w->kernel_mask) {
-                uint32_t m = (w ? w->kernel_mask : 0) | mask;
-
-                r = backend_add_watch(t->backend, fd, m, &wd);
-                if (r < 0) {
-                        subscription_free(s);
-                        return r;
-                }
-                if (w && w->wd != wd) {
-                        /* The inode number was reused: the old watch is on a deleted inode. */
-                        watch_make_stale(t, w);
-                        w = NULL;
-                        m = mask;
-                }
-                if (w)
-                        w->kernel_mask = m;
-                else {
-                        r = watch_new(t, wd, st, m, &w);
-                        if (r < 0) {
-                                (void) backend_rm_watch(t->backend, wd);
-                                subscription_free(s);
-                                return r;
-                        }
-                }
-        }
-
-        s->id = t->next_id++;
         s->owner = owner;
         s->mask = mask;
         s->flags = flags;
-        s->watch = w;
-        s->watch_next = w->subscriptions;
-        if (w->subscriptions)
-                w->subscriptions->watch_prev = s;
-        w->subscriptions = s;
-        w->n_subscriptions++;
-        g_hash_table_insert(t->subscriptions, GUINT_TO_POINTER(s->id), s);
 
+        r = link_new(t, s, fd, st, path, true, &l);
+        if (r < 0) {
+                subscription_free(s);
+                return r;
+        }
+
+        s->id = t->next_id++;
+        g_hash_table_insert(t->subscriptions, GUINT_TO_POINTER(s->id), s);
         *ret = s;
         return 0;
+}
+
+int watch_table_link(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path,
+                     WatchLink **ret) {
+        return link_new(t, s, fd, st, path, false, ret);
 }
 
 /* Best effort: see the top of the file. */
@@ -249,7 +332,7 @@ static void watch_narrow(WatchTable *t, Watch *w, const char *path, uint32_t mas
         w->kernel_mask = mask;
 }
 
-/* Forgets w's wd: from now on w is owned by its subscriptions and freed with the last. */
+/* Forgets w's wd: from now on w is owned by its links and freed with the last. */
 static void watch_detach_wd(WatchTable *t, Watch *w) {
         watch_make_stale(t, w);
         if (w->wd >= 0 && g_hash_table_lookup(t->by_wd, GINT_TO_POINTER(w->wd)) == w)
@@ -272,31 +355,45 @@ static void watch_release(WatchTable *t, Watch *w) {
         watch_free(w);
 }
 
-void watch_table_unsubscribe(WatchTable *t, Subscription *s) {
-        Watch *w = s->watch;
+void watch_table_unlink(WatchTable *t, WatchLink *l) {
+        Subscription *s = l->subscription;
+        Watch *w = l->watch;
 
-        if (s->watch_prev)
-                s->watch_prev->watch_next = s->watch_next;
+        if (l->watch_prev)
+                l->watch_prev->watch_next = l->watch_next;
         else
-                w->subscriptions = s->watch_next;
-        if (s->watch_next)
-                s->watch_next->watch_prev = s->watch_prev;
-        w->n_subscriptions--;
+                w->links = l->watch_next;
+        if (l->watch_next)
+                l->watch_next->watch_prev = l->watch_prev;
+        w->n_links--;
 
-        if (w->n_subscriptions == 0)
+        if (l->sub_prev)
+                l->sub_prev->sub_next = l->sub_next;
+        else
+                s->links = l->sub_next;
+        if (l->sub_next)
+                l->sub_next->sub_prev = l->sub_prev;
+        s->n_links--;
+        link_free(l);
+
+        if (w->n_links == 0)
                 watch_release(t, w);
         else {
                 uint32_t m = union_mask(w);
 
                 if (m != w->kernel_mask && !w->stale)
-                        watch_narrow(t, w, w->subscriptions->path, m);
+                        watch_narrow(t, w, w->links->path, m);
         }
+}
 
+void watch_table_unsubscribe(WatchTable *t, Subscription *s) {
+        while (s->links)
+                watch_table_unlink(t, s->links);
         g_hash_table_remove(t->subscriptions, GUINT_TO_POINTER(s->id));
 }
 
 void watch_table_watch_gone(WatchTable *t, Watch *w) {
         watch_detach_wd(t, w);
-        if (w->n_subscriptions == 0)
+        if (w->n_links == 0)
                 watch_free(w);
 }

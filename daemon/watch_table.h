@@ -7,15 +7,14 @@
  * A Subscription is what a client asked for (id, path, mask, flags). A
  * Watch is one kernel watch, keyed by the inode it is on (device and inode
  * number, not the path string): every subscription on that inode, whoever
- * owns it, shares it, and its kernel mask is the union of their masks.
- * Removing a subscription recomputes the union; removing the last one
- * releases the kernel watch.
+ * owns it, shares it, and its kernel mask is the union of what they need.
+ * A WatchLink joins one subscription to one watch, with the path that watch
+ * has for that subscription: a plain subscription has one link (its root),
+ * a RECURSIVE one a link per directory of its tree. Removing a link
+ * recomputes the union; removing the last one releases the kernel watch.
  *
  * The table calls the backend for the kernel side and nothing else. Owners
- * are opaque pointers (the daemon's Client). Room for recursion: a
- * subscription names its root watch; a recursive one will own more watches
- * through the same Watch objects (a kernel watch per directory, shared like
- * any other), so the coalescing rules here do not change.
+ * are opaque pointers (the daemon's Client).
  */
 
 #include <stdbool.h>
@@ -27,29 +26,43 @@
 
 typedef struct WatchTable WatchTable;
 typedef struct Watch Watch;
+typedef struct WatchLink WatchLink;
 typedef struct Subscription Subscription;
+
+/* What a RECURSIVE subscription needs on each directory to follow its tree. */
+#define WATCH_TREE_BITS (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO)
 
 struct Subscription {
         uint32_t id;            /* never reused while the daemon runs */
         void *owner;
         uint32_t mask;          /* IN_* events asked for */
         uint32_t flags;         /* WATCHD_FLAG_* */
-        char *path;             /* the absolute path records are built from */
-        Watch *watch;
+        char *path;             /* as asked (simplified) */
+        WatchLink *links;       /* the root first */
+        unsigned n_links;
 
-        Subscription *watch_prev, *watch_next;  /* in watch->subscriptions */
         Subscription *owner_prev, *owner_next;  /* the owner's list, kept by the owner */
 };
 
+struct WatchLink {
+        Subscription *subscription;
+        Watch *watch;
+        char *path;             /* the absolute path records under this watch are built from */
+        bool root;              /* the subscription's own object, not a directory below it */
+        WatchLink *watch_prev, *watch_next;     /* in watch->links */
+        WatchLink *sub_prev, *sub_next;         /* in subscription->links */
+};
+
 struct Watch {
-        int wd;                 /* the kernel's; 0 is valid on the device backend */
+        int wd;                 /* the kernel's; 0 is valid on the device backend; -1 once gone */
         dev_t dev;
         ino_t ino;
+        bool is_dir;
         uint32_t kernel_mask;   /* what the kernel was last told */
         bool unmounted;         /* IN_UNMOUNT seen: the coming IN_IGNORED means "unmounted" */
-        bool stale;             /* no longer the watch of (dev, ino): its wd is being replaced */
-        unsigned n_subscriptions;
-        Subscription *subscriptions;
+        bool stale;             /* no longer the watch of (dev, ino) */
+        unsigned n_links;
+        WatchLink *links;
 };
 
 int watch_table_new(Backend *backend, WatchTable **ret);
@@ -57,21 +70,33 @@ int watch_table_new(Backend *backend, WatchTable **ret);
 WatchTable *watch_table_free(WatchTable *t);
 
 /*
- * Subscribes owner to the object open at fd (st is its fstat), for mask.
- * Adds the kernel watch or widens its mask as needed.
+ * Subscribes owner to the object open at fd (st is its fstat), for mask:
+ * the subscription and its root link. Adds the kernel watch or widens its
+ * mask as needed.
  * Return: 0, or -errno from the backend (-ENOSPC: the kernel's watch limit),
  * -ENOMEM, -EOVERFLOW when the ids are used up.
  */
 int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
                           void *owner, uint32_t mask, uint32_t flags, Subscription **ret);
 
-/* Ends a subscription; narrows or releases its kernel watch. Never fails. */
+/*
+ * Links s to one more object (a directory below its root, for RECURSIVE).
+ * Return: 0, -EEXIST if s already has a link on that inode (a loop through a
+ * bind mount, or a directory seen twice), or -errno as for subscribe.
+ */
+int watch_table_link(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path,
+                     WatchLink **ret);
+
+/* Removes one link; narrows or releases its kernel watch. Never fails. */
+void watch_table_unlink(WatchTable *t, WatchLink *l);
+
+/* Ends a subscription and all its links. Never fails. */
 void watch_table_unsubscribe(WatchTable *t, Subscription *s);
 
 /*
- * The kernel dropped the watch (IN_IGNORED): forget its wd. Subscriptions
- * still on it stay until the caller ends them with watch_table_unsubscribe,
- * which then does not call the kernel; the last one frees the watch.
+ * The kernel dropped the watch (IN_IGNORED): forget its wd. Links still on
+ * it stay until the caller removes them (which then does not call the
+ * kernel); the last one frees the watch.
  */
 void watch_table_watch_gone(WatchTable *t, Watch *w);
 

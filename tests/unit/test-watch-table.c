@@ -123,9 +123,9 @@ static Subscription *sub(Fixture *f, const char *path, void *owner, uint32_t mas
 }
 
 static uint32_t kmask(Fixture *f, const Subscription *s) {
-        g_assert_nonnull(s->watch);
-        g_assert_true(f->fake.watches[s->watch->wd].live);
-        return f->fake.watches[s->watch->wd].mask;
+        g_assert_nonnull(s->links->watch);
+        g_assert_true(f->fake.watches[s->links->watch->wd].live);
+        return f->fake.watches[s->links->watch->wd].mask;
 }
 
 /* A step of a coalescing scenario on the directory a (by two paths) and the file b (by two links). */
@@ -230,7 +230,7 @@ static void test_enospc(Fixture *f, gconstpointer data) {
 /* IN_IGNORED: the kernel dropped the watch; the table forgets the wd without calling the kernel. */
 static void test_watch_gone(Fixture *f, gconstpointer data) {
         Subscription *s1 = sub(f, f->a, f, IN_CREATE), *s2 = sub(f, f->a, f, IN_DELETE), *s3;
-        Watch *w = s1->watch;
+        Watch *w = s1->links->watch;
         int wd = w->wd;
         unsigned rm_before = f->fake.n_rm;
 
@@ -242,8 +242,8 @@ static void test_watch_gone(Fixture *f, gconstpointer data) {
 
         /* A new subscription on the same inode gets a new kernel watch, not the dead one. */
         s3 = sub(f, f->a, f, IN_ATTRIB);
-        g_assert_true(s3->watch != w);
-        g_assert_cmpint(s3->watch->wd, !=, wd);
+        g_assert_true(s3->links->watch != w);
+        g_assert_cmpint(s3->links->watch->wd, !=, wd);
 
         watch_table_unsubscribe(f->t, s1);
         watch_table_unsubscribe(f->t, s2);      /* frees the dead watch; no kernel call for it */
@@ -255,18 +255,63 @@ static void test_watch_gone(Fixture *f, gconstpointer data) {
 /* The kernel reused a wd we still hold (its IN_IGNORED not read yet): the old watch is dropped. */
 static void test_wd_reuse(Fixture *f, gconstpointer data) {
         Subscription *s1 = sub(f, f->a, f, IN_CREATE), *s2;
-        int wd = s1->watch->wd;
+        int wd = s1->links->watch->wd;
 
         /* The kernel forgot a's watch and will give the same wd to b. */
         f->fake.watches[wd].live = FALSE;
         f->fake.next_wd = wd;
         s2 = sub(f, f->b, f, IN_MODIFY);
-        g_assert_cmpint(s2->watch->wd, ==, wd);
-        g_assert_true(watch_table_get_watch(f->t, wd) == s2->watch);
-        g_assert_cmpint(s1->watch->wd, ==, -1);
+        g_assert_cmpint(s2->links->watch->wd, ==, wd);
+        g_assert_true(watch_table_get_watch(f->t, wd) == s2->links->watch);
+        g_assert_cmpint(s1->links->watch->wd, ==, -1);
         watch_table_unsubscribe(f->t, s1);
-        g_assert_true(watch_table_get_watch(f->t, wd) == s2->watch);
+        g_assert_true(watch_table_get_watch(f->t, wd) == s2->links->watch);
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 1);
+}
+
+/* Links: a RECURSIVE subscription on a directory and one below; the kernel
+ * mask carries what following the tree needs; a second link on one inode is
+ * refused; unsubscribing drops every link. */
+static void test_links(Fixture *f, gconstpointer data) {
+        g_autofree char *sub_dir = g_build_filename(f->a, "sub", NULL);
+        Subscription *s = NULL, *plain;
+        WatchLink *l = NULL, *l2 = NULL;
+        struct stat st;
+        int fd;
+
+        g_assert_cmpint(g_mkdir(sub_dir, 0755), ==, 0);
+        fd = open(f->a, O_RDONLY | O_CLOEXEC);
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, f, IN_DELETE, WATCHD_FLAG_RECURSIVE, &s), ==, 0);
+        close(fd);
+        g_assert_true(s->links->root);
+        g_assert_cmpuint(kmask(f, s), ==, IN_DELETE | WATCH_TREE_BITS);
+
+        fd = open(sub_dir, O_RDONLY | O_CLOEXEC);
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        g_assert_cmpint(watch_table_link(f->t, s, fd, &st, sub_dir, &l), ==, 0);
+        g_assert_cmpint(watch_table_link(f->t, s, fd, &st, "/elsewhere", &l2), ==, -EEXIST);
+        close(fd);
+        g_assert_false(l->root);
+        g_assert_cmpstr(l->path, ==, sub_dir);
+        g_assert_true(s->links->root);                          /* the root stays first */
+        g_assert_cmpuint(s->n_links, ==, 2);
+        g_assert_cmpuint(watch_table_n_watches(f->t), ==, 2);
+        g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 1);
+
+        /* A plain subscription on the same directory shares its watch. */
+        plain = sub(f, sub_dir, f, IN_ATTRIB);
+        g_assert_true(plain->links->watch == l->watch);
+        g_assert_cmpuint(f->fake.watches[l->watch->wd].mask, ==, IN_ATTRIB | IN_DELETE | WATCH_TREE_BITS);
+
+        watch_table_unlink(f->t, l);
+        g_assert_cmpuint(s->n_links, ==, 1);
+        g_assert_cmpuint(kmask(f, plain), ==, IN_ATTRIB);        /* narrowed to what is left */
+        watch_table_unsubscribe(f->t, s);
+        g_assert_cmpuint(watch_table_n_watches(f->t), ==, 1);
+        watch_table_unsubscribe(f->t, plain);
+        g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
+        g_rmdir(sub_dir);
 }
 
 int main(int argc, char *argv[]) {
@@ -278,5 +323,6 @@ int main(int argc, char *argv[]) {
         g_test_add("/watch-table/kernel refuses", Fixture, NULL, setup, test_enospc, teardown);
         g_test_add("/watch-table/watch gone", Fixture, NULL, setup, test_watch_gone, teardown);
         g_test_add("/watch-table/wd reused", Fixture, NULL, setup, test_wd_reuse, teardown);
+        g_test_add("/watch-table/links of a recursive subscription", Fixture, NULL, setup, test_links, teardown);
         return g_test_run();
 }
