@@ -4,6 +4,7 @@
  */
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,12 +120,14 @@ static int queue_overflow(Client *c, uint64_t now_usec) {
 }
 
 int client_enqueue(Client *c, Record *rec, size_t max_pending) {
+        size_t lost;
         int r;
 
         if (move_pairer_size(&c->queue) < max_pending)
                 return move_pairer_push(&c->queue, rec);
 
-        (void) move_pairer_drop_events(&c->queue, on_dropped, c);
+        lost = move_pairer_drop_events(&c->queue, on_dropped, c) + (rec->kind == RECORD_EVENT);
+
         if (rec->kind == RECORD_EVENT) {
                 r = lost_id_add(c, rec->id);
                 record_free(rec);
@@ -134,7 +137,9 @@ int client_enqueue(Client *c, Record *rec, size_t max_pending) {
                 return r;
         lost_ids_compact(c);
         r = queue_overflow(c, /* now_usec= */ 0);       /* an overflow never waits: its time is unused */
-        return r < 0 ? r : 1;
+        if (r < 0)
+                return r;
+        return lost > INT_MAX ? INT_MAX : (int) (lost > 0 ? lost : 1);
 }
 
 int client_queue_overflow(Client *c, uint32_t id) {

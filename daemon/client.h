@@ -36,6 +36,7 @@ typedef struct Client {
         uint32_t *lost_ids;             /* ids for the next Overflow, unsorted, may repeat */
         size_t n_lost_ids, cap_lost_ids;
         bool overflow_queued;           /* a RECORD_OVERFLOW is in the queue */
+        bool dirty;                     /* on the manager's list of clients to flush */
 } Client;
 
 /* Copies caller. */
@@ -51,7 +52,7 @@ void client_unlink_subscription(Client *c, Subscription *s);
  * Queues rec (ownership taken). If the queue already holds max_pending
  * records, the client's queued events are dropped instead and an Overflow
  * naming their subscriptions (and rec's) is queued.
- * Return: 0 queued, 1 the backlog was dropped, -ENOMEM.
+ * Return: 0 queued, > 0 the backlog was dropped (how many events were lost), -ENOMEM.
  */
 int client_enqueue(Client *c, Record *rec, size_t max_pending);
 

@@ -58,6 +58,7 @@ int manager_new(Config *config, const char *config_path, Manager **ret) {
                 return -ENOMEM;
         }
         m->clients = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, client_destroy);
+        m->dirty = g_ptr_array_new();
         m->users = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, free);
         *ret = m;
         return 0;
@@ -79,6 +80,8 @@ Manager *manager_free(Manager *m) {
         }
         if (m->users)
                 g_hash_table_destroy(m->users);
+        if (m->dirty)
+                g_ptr_array_unref(m->dirty);
         m->table = watch_table_free(m->table);
         m->kernel_source = sd_event_source_disable_unref(m->kernel_source);
         m->pair_timer = sd_event_source_disable_unref(m->pair_timer);
@@ -210,6 +213,7 @@ void manager_unlink(Manager *m, WatchLink *l) {
 void manager_queue_overflow(Manager *m, Subscription *s) {
         if (client_queue_overflow(s->owner, s->id) < 0)
                 log_warning("Out of memory queueing Overflow for %s, ignoring.", ((Client *) s->owner)->name);
+        manager_mark_dirty(m, s->owner);
 }
 
 void manager_client_gone(Manager *m, Client *c) {
@@ -224,6 +228,8 @@ void manager_client_gone(Manager *m, Client *c) {
                 u->n_clients--;
                 user_put(m, u);
         }
+        if (c->dirty)
+                g_ptr_array_remove_fast(m->dirty, c);
         g_hash_table_remove(m->clients, c->name);
 }
 
@@ -331,6 +337,7 @@ int manager_remove_watch(Manager *m, Client *c, uint32_t id) {
 }
 
 void manager_queue_record(Manager *m, Client *c, Record *rec) {
+        bool overflowing = c->overflow_queued;
         int r;
 
         if (!rec) {
@@ -341,9 +348,18 @@ void manager_queue_record(Manager *m, Client *c, Record *rec) {
         if (r < 0)
                 log_warning_errno(r, "Failed to queue a record for %s, ignoring: %m", c->name);
         else if (r > 0) {
-                m->stats.events_dropped += m->config.max_pending_events_per_client;
-                log_info("Client %s is %u records behind: dropped its backlog, it gets Overflow.",
-                         c->name, m->config.max_pending_events_per_client);
+                m->stats.events_dropped += (uint64_t) r;
+                if (!overflowing)       /* once per Overflow, not once per dropped record */
+                        log_info("Client %s is %u records behind: dropped its backlog, it gets Overflow.",
+                                 c->name, m->config.max_pending_events_per_client);
+        }
+        manager_mark_dirty(m, c);
+}
+
+void manager_mark_dirty(Manager *m, Client *c) {
+        if (!c->dirty && move_pairer_size(&c->queue) > 0) {
+                c->dirty = true;
+                g_ptr_array_add(m->dirty, c);
         }
 }
 
@@ -387,6 +403,7 @@ static void kernel_overflow(Manager *m, uint64_t now) {
 
                 if (c->n_subscriptions > 0 && client_queue_overflow_all(c, now) < 0)
                         log_warning("Out of memory queueing Overflow for %s, ignoring.", c->name);
+                manager_mark_dirty(m, c);
         }
 }
 
@@ -402,9 +419,15 @@ typedef struct Followup {
         char *path;
 } Followup;
 
+static void followup_add(GArray **a, uint32_t id, int what, char *path) {
+        if (!*a)
+                *a = g_array_new(FALSE, FALSE, sizeof(Followup));
+        g_array_append_val(*a, ((Followup) { id, what, path }));
+}
+
 static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
-        Followup followups[64];
-        size_t n_followups = 0;
+        /* Rare (ONESHOT, directories in RECURSIVE trees): allocated on first use. */
+        g_autoptr(GArray) followups = NULL;
         Watch *w;
 
         m->stats.events_read++;
@@ -429,16 +452,12 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                  * directory itself is reported by its parent's link. */
                 if (!l->root && !ev->name && !(ev->mask & IN_UNMOUNT))
                         continue;
-                /* Room for what follows; a full list waits for the next event. */
-                if (n_followups + 2 > ELEMENTSOF(followups))
-                        continue;
-
                 /* IN_UNMOUNT reaches every subscriber, as the kernel sends it to every watch. */
                 if ((ev->mask & s->mask & WATCHD_MASK_VALID) || (ev->mask & IN_UNMOUNT)) {
                         manager_queue_record(m, s->owner, record_new(RECORD_EVENT, s->id, ev->mask, ev->cookie, now,
                                                                      l->path, ev->name, ev->name_len));
                         if (s->flags & WATCHD_FLAG_ONESHOT) {
-                                followups[n_followups++] = (Followup) { s->id, FOLLOW_ONESHOT, NULL };
+                                followup_add(&followups, s->id, FOLLOW_ONESHOT, NULL);
                                 continue;
                         }
                 }
@@ -450,17 +469,15 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                                 manager_queue_overflow(m, s);
                                 continue;
                         }
-                        followups[n_followups++] = (Followup) {
-                                s->id,
-                                ev->mask & IN_MOVED_FROM ? FOLLOW_TREE_REMOVE :
-                                ev->mask & IN_CREATE ? FOLLOW_TREE_ADD_NEW : FOLLOW_TREE_ADD,
-                                path,
-                        };
+                        followup_add(&followups, s->id,
+                                     ev->mask & IN_MOVED_FROM ? FOLLOW_TREE_REMOVE :
+                                     ev->mask & IN_CREATE ? FOLLOW_TREE_ADD_NEW : FOLLOW_TREE_ADD,
+                                     path);
                 }
         }
 
-        for (size_t k = 0; k < n_followups; k++) {
-                Followup *f = &followups[k];
+        for (size_t k = 0; followups && k < followups->len; k++) {
+                Followup *f = &g_array_index(followups, Followup, k);
                 Subscription *s = watch_table_get_subscription(m->table, f->id);
 
                 if (s)
@@ -529,8 +546,6 @@ static int on_pair_timer(sd_event_source *source, uint64_t usec, void *userdata)
 
 void manager_flush(Manager *m) {
         uint64_t now = now_usec(), next = UINT64_MAX, queued = 0;
-        GHashTableIter i;
-        gpointer v;
         int r;
 
         if (m->bus && sd_bus_get_n_queued_write(m->bus, &queued) >= 0 && queued > BUS_WRITE_QUEUE_HIGH) {
@@ -543,18 +558,24 @@ void manager_flush(Manager *m) {
         }
         m->bus_stalled = false;
 
-        g_hash_table_iter_init(&i, m->clients);
-        while (g_hash_table_iter_next(&i, NULL, &v)) {
-                Client *c = v;
+        /* Only the clients with something queued; those left waiting for a
+         * rename's partner stay on the list, compacted in place. */
+        guint kept = 0;
+        for (guint k = 0; k < m->dirty->len; k++) {
+                Client *c = g_ptr_array_index(m->dirty, k);
                 uint64_t d;
 
-                if (move_pairer_size(&c->queue) == 0)
-                        continue;
                 dbus_iface_flush_client(m, c, now);
+                if (move_pairer_size(&c->queue) == 0) {
+                        c->dirty = false;
+                        continue;
+                }
+                m->dirty->pdata[kept++] = c;
                 d = move_pairer_next_deadline(&c->queue);
                 if (d < next)
                         next = d;
         }
+        g_ptr_array_set_size(m->dirty, kept);
 
 arm:
         if (next == UINT64_MAX) {

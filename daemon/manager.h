@@ -54,6 +54,7 @@ typedef struct Manager {
 
         GHashTable *clients;            /* unique name -> Client (owned) */
         GHashTable *users;              /* uid -> UserAccount (owned) */
+        GPtrArray *dirty;               /* Clients with records queued (not owned) */
 
         Stats stats;
         uint8_t *read_buf;
@@ -105,5 +106,7 @@ int manager_link(Manager *m, Subscription *s, int fd, const struct stat *st, con
 void manager_unlink(Manager *m, WatchLink *l);
 void manager_subscription_end(Manager *m, Subscription *s);
 void manager_queue_record(Manager *m, Client *c, Record *rec);
+/* Puts c on the list manager_flush() walks, if it has records queued. */
+void manager_mark_dirty(Manager *m, Client *c);
 /* Queues Overflow(s->id): s lost events, or coverage of part of its tree. */
 void manager_queue_overflow(Manager *m, Subscription *s);
