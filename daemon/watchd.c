@@ -11,10 +11,12 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -143,6 +145,9 @@ static int bus_open(const Args *args, sd_bus **ret) {
         default:
                 r = -EINVAL;
         }
+        if (r >= 0)
+                /* Without its bus the daemon serves no one: exit, and let systemd restart it. */
+                r = sd_bus_set_exit_on_disconnect(bus, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to connect to the %s bus%s%s: %m",
                                        args->bus == BUS_SYSTEM ? "system" : args->bus == BUS_SESSION ? "session" : "given",
@@ -151,13 +156,22 @@ static int bus_open(const Args *args, sd_bus **ret) {
         return 0;
 }
 
+static uint64_t now_monotonic_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
         _cleanup_free_ char *error = NULL;
         Config c;
         int r;
 
-        (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading the configuration...");
+        /* MONOTONIC_USEC: what Type=notify-reload (systemd >= 253) asks for; older ones ignore it. */
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading the configuration...",
+                          now_monotonic_usec());
         r = config_init(&c);
         if (r >= 0)
                 r = config_load(m->config_path, &c, &error);

@@ -1138,6 +1138,26 @@ static void test_backend_auto(void) {
         wt_bus_stop(bus);
 }
 
+static void on_exited(GObject *src, GAsyncResult *res, gpointer data) {
+        (void) g_subprocess_wait_finish(G_SUBPROCESS(src), res, NULL);
+        *(gboolean *) data = TRUE;
+}
+
+/* The bus goes away: watchd exits (systemd restarts it) instead of serving no one. */
+static void test_bus_gone(void) {
+        WtBus *bus = wt_bus_start();
+        WtDaemon *d = wt_daemon_start(bus, NULL);
+        gboolean exited = FALSE;
+
+        g_subprocess_wait_async(d->process, NULL, on_exited, &exited);
+        g_subprocess_send_signal(bus->process, SIGTERM);
+        g_assert_true(wt_await_flag(&exited, TIMEOUT_MS));
+        g_assert_false(g_subprocess_get_if_signaled(d->process));
+        g_assert_cmpint(g_subprocess_get_exit_status(d->process), !=, 0);
+        (void) wt_daemon_stop(d);
+        wt_bus_stop(bus);
+}
+
 /* ---------------------------------------------------------------- command line */
 
 static int run_watchd(const char *const *argv, char **ret_stderr) {
@@ -1434,6 +1454,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/dbus/command-line", test_command_line);
         g_test_add_func("/dbus/sd-notify", test_sd_notify);
         g_test_add_func("/dbus/backend-auto", test_backend_auto);
+        g_test_add_func("/dbus/bus-gone", test_bus_gone);
 
         return g_test_run();
 }
