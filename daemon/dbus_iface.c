@@ -164,23 +164,23 @@ static int caller_from_message(Manager *m, sd_bus_message *msg, Caller *ret, gid
 static int error_for(Manager *m, int r, const char *what, sd_bus_error *error) {
         switch (r) {
         case -ENOENT:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_FILE_NOT_FOUND, "%s does not exist.", what);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FILE_NOT_FOUND, "No such file or directory: %s.", what);
         case -EACCES:
         case -EPERM:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                          "Permission denied: you may not read %s.", what);
         case -ENOTDIR:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "%s is not a directory (ONLYDIR), or a component of its path is not.", what);
+                                         "Not a directory (ONLYDIR), or a component of the path is not: %s.", what);
         case -ELOOP:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "%s is a symbolic link (DONT_FOLLOW) or has too many levels of them.", what);
+                                         "A symbolic link (DONT_FOLLOW), or too many levels of them: %s.", what);
         case -ENAMETOOLONG:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "A component of the path is too long.");
         case -EMEDIUMTYPE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "%s is not a regular file or a directory (FIFOs, sockets and device nodes cannot be watched).",
-                                         what);
+                                         "Not a regular file or a directory (FIFOs, sockets and device nodes "
+                                         "cannot be watched): %s.", what);
         case -EBADFD:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The descriptor was opened with O_PATH: open it for reading.");
@@ -262,7 +262,7 @@ static int client_for_call(Manager *m, sd_bus_message *msg, Client **ret, sd_bus
 
         r = manager_new_client(m, sender, &caller, &c);
         if (r < 0)
-                return error_for(m, r, "", error);
+                return error_for(m, r, "the path", error);
         r = sd_bus_track_new(m->bus, &c->track, on_client_gone, c);
         if (r >= 0)
                 r = sd_bus_track_add_sender(c->track, msg);
@@ -312,6 +312,9 @@ static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, 
         if (r < 0) {
                 _cleanup_free_ char *what = NULL;
 
+                /* A connection whose first call failed holds no client slot. */
+                if (c->n_subscriptions == 0 && move_pairer_size(&c->queue) == 0)
+                        manager_client_gone(m, c);
                 if (by_fd)
                         what = strdup("the descriptor");
                 else if (asprintf(&what, "'%s'", path) < 0)
