@@ -626,7 +626,7 @@ int manager_start(Manager *m, sd_event *event) {
         (void) sd_event_source_set_description(m->kernel_source, "kernel");
 
         /* Armed only while a client's queue waits for the partner of a rename. */
-        r = sd_event_add_time(event, &m->pair_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_pair_timer, m);
+        r = sd_event_add_time(event, &m->pair_timer, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1, on_pair_timer, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the pairing timer: %m");
         (void) sd_event_source_set_enabled(m->pair_timer, SD_EVENT_OFF);

@@ -479,6 +479,37 @@ static void test_rename(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(r->mask & IN_MOVED_FROM, ==, 0);
 }
 
+static int cmp_int64(gconstpointer a, gconstpointer b) {
+        gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* A lone MOVED_FROM waits move_pair_timeout_ms (10), not more: the median
+ * from rename to record over 20 renames stays far below the 250 ms a
+ * coarse timer would add. */
+static void test_rename_timeout(Fixture *f, gconstpointer data) {
+        g_autofree char *in = path_in(f, "in"), *out = path_in(f, "out");
+        gint64 dt[20];
+
+        g_assert_cmpint(g_mkdir(in, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
+        add_watch(f->proxy, in, IN_MOVED_FROM, 0);
+        for (int i = 0; i < 20; i++) {
+                g_autofree char *a = g_strdup_printf("%s/f%d", in, i), *b = g_strdup_printf("%s/f%d", out, i);
+                gint64 t0;
+
+                touch(a);
+                t0 = g_get_monotonic_time();
+                g_assert_cmpint(rename(a, b), ==, 0);
+                await_rec(&f->a, a, IN_MOVED_FROM);
+                dt[i] = g_get_monotonic_time() - t0;
+        }
+        qsort(dt, G_N_ELEMENTS(dt), sizeof(dt[0]), cmp_int64);
+        g_test_message("moved out: median %" G_GINT64_FORMAT " us, max %" G_GINT64_FORMAT " us", dt[10], dt[19]);
+        g_assert_cmpint(dt[10], >=, 10000);     /* it did wait for a partner */
+        g_assert_cmpint(dt[10], <, 100000);
+}
+
 static void test_remove_and_list(Fixture *f, gconstpointer data) {
         g_autoptr(GVariant) list = NULL, list2 = NULL;
         g_autoptr(GError) error = NULL;
@@ -1433,6 +1464,7 @@ int main(int argc, char *argv[]) {
         T("batching", "[events]\nbatch_max_events = 8\n", test_batching);
         T("coalescing", NULL, test_coalescing);
         T("rename", NULL, test_rename);
+        T("rename-timeout", NULL, test_rename_timeout);
         T("remove-and-list", NULL, test_remove_and_list);
         T("bad-input", NULL, test_bad_input);
         T("add-watch-fd", NULL, test_add_watch_fd);
