@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -803,6 +804,45 @@ static void test_deleted(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
 }
 
+static gboolean two_removed(gpointer data) {
+        return ((Collector *) data)->removed->len >= 2;
+}
+
+static gboolean removed_has(Collector *c, const char *want) {
+        for (guint i = 0; i < c->removed->len; i++)
+                if (strcmp(g_ptr_array_index(c->removed, i), want) == 0)
+                        return TRUE;
+        return FALSE;
+}
+
+/* An unmounted filesystem: IN_UNMOUNT to every subscriber, then WatchRemoved(id, "unmounted"). */
+static void test_unmounted(Fixture *f, gconstpointer data) {
+        g_autofree char *mnt = path_in(f, "mnt"), *sub = path_in(f, "mnt/sub"), *want = NULL;
+        guint32 id, id_sub;
+
+        g_assert_cmpint(g_mkdir(mnt, 0755), ==, 0);
+        if (mount("watchd-test", mnt, "tmpfs", 0, NULL) < 0) {
+                g_test_skip("cannot mount a tmpfs here");
+                return;
+        }
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
+        id = add_watch(f->proxy, mnt, IN_CREATE, 0);
+        id_sub = add_watch(f->proxy, sub, IN_CREATE, 1 /* RECURSIVE */);
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
+        g_assert_cmpint(umount(mnt), ==, 0);
+
+        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 0, TIMEOUT_MS));
+        await_rec(&f->a, mnt, IN_UNMOUNT);
+        await_rec(&f->a, sub, IN_UNMOUNT);
+        g_assert_true(wt_await_stat(f->proxy, "subscriptions", 0, TIMEOUT_MS));
+        g_assert_true(wt_await(two_removed, &f->a, TIMEOUT_MS));
+        want = g_strdup_printf("%u unmounted", id);
+        g_assert_true(removed_has(&f->a, want));
+        g_free(want);
+        want = g_strdup_printf("%u unmounted", id_sub);
+        g_assert_true(removed_has(&f->a, want));
+}
+
 /* A client past its backlog limit loses its backlog and gets Overflow; the others are served on. */
 static void test_backlog_overflow(Fixture *f, gconstpointer data) {
         g_autofree char *busy = path_in(f, "busy"), *calm = path_in(f, "calm"), *c1 = NULL;
@@ -1472,6 +1512,7 @@ int main(int argc, char *argv[]) {
         T("recursive-limit", "[limits]\nmax_watches_per_client = 3\n", test_recursive_limit);
         T("oneshot", NULL, test_oneshot);
         T("deleted", NULL, test_deleted);
+        T("unmounted", NULL, test_unmounted);
         T("backlog-overflow", "[limits]\nmax_pending_events_per_client = 16\n", test_backlog_overflow);
         T("kernel-overflow", NULL, test_kernel_overflow);
         T("unicast", NULL, test_unicast);
