@@ -1383,9 +1383,13 @@ static void test_sigkill(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_stat(f->proxy, "clients"), ==, 1);
 }
 
-/* A client running as nobody: AccessDenied on a root-only directory, and only its own events. */
+/* A client running as nobody: AccessDenied on a root-only directory, only its
+ * own events, and a RECURSIVE subscription that does not enter what nobody
+ * may not read. */
 static void test_nobody(Fixture *f, gconstpointer data) {
         g_autofree char *private = path_in(f, "private"), *shared = path_in(f, "shared");
+        g_autofree char *secret = path_in(f, "shared/secret"), *s_file = path_in(f, "shared/secret/s");
+        g_autofree char *o_file = path_in(f, "shared/open/o");
         g_autofree char *x = NULL, *y = NULL, *done = NULL, *line = NULL, *want = NULL;
         g_autoptr(GDataInputStream) out = NULL;
         g_autoptr(GSubprocess) p = NULL;
@@ -1399,6 +1403,8 @@ static void test_nobody(Fixture *f, gconstpointer data) {
         }
         g_assert_cmpint(g_mkdir(private, 0700), ==, 0);
         g_assert_cmpint(g_mkdir(shared, 0755), ==, 0);
+        mkdir_p(f, "shared/open");
+        g_assert_cmpint(g_mkdir(secret, 0700), ==, 0);
         root_id = add_watch(f->proxy, shared, IN_CREATE, 0);
         add_watch(f->proxy, private, IN_CREATE, 0);
 
@@ -1410,12 +1416,16 @@ static void test_nobody(Fixture *f, gconstpointer data) {
         g_assert_true(g_str_has_prefix(line, "id "));
         nobody_id = (guint32) g_ascii_strtoull(line + 3, NULL, 10);
         g_assert_cmpuint(nobody_id, !=, root_id);
+        /* shared and private for root; shared (the same) and shared/open for nobody; never shared/secret. */
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 3);
 
         x = g_build_filename(shared, "x", NULL);
         y = g_build_filename(private, "y", NULL);
         done = g_build_filename(shared, "done", NULL);
         touch(y);       /* root's only */
         touch(x);       /* both */
+        touch(s_file);  /* inside what nobody may not read */
+        touch(o_file);  /* inside nobody's tree */
         touch(done);
         await_rec(&f->a, done, IN_CREATE);
         await_rec(&f->a, y, IN_CREATE);
@@ -1430,9 +1440,10 @@ static void test_nobody(Fixture *f, gconstpointer data) {
                 g_assert_true(g_str_has_prefix(line, want));
                 g_clear_pointer(&want, g_free);
                 g_assert_null(strstr(line, "private"));
+                g_assert_null(strstr(line, "secret"));
                 n_recs++;
         }
-        g_assert_cmpuint(n_recs, ==, 2);        /* x and done */
+        g_assert_cmpuint(n_recs, ==, 3);        /* x, open/o and done */
         g_assert_true(g_subprocess_wait_check(p, NULL, NULL));
 }
 
@@ -1479,7 +1490,7 @@ static int helper_main(int argc, char *argv[]) {
                 name = g_dbus_error_get_remote_error(error);
                 printf("private %s\n", name);
                 g_signal_connect(p, "events", G_CALLBACK(helper_on_events), &done);
-                id = add_watch(p, argv[5], IN_CREATE, 0);
+                id = add_watch(p, argv[5], IN_CREATE, 1 /* RECURSIVE */);
                 printf("id %u\n", id);
                 if (!wt_await_flag(&done, TIMEOUT_MS))
                         return 1;
