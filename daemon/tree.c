@@ -106,6 +106,10 @@ static int walk(Manager *m, Subscription *s, GPtrArray *stack, bool synthesize, 
                 _cleanup_close_ int fd = -1;
                 struct stat st;
 
+                if (strlen(path) >= PATH_MAX) {
+                        manager_queue_overflow(m, s);   /* a part of the tree it cannot see */
+                        continue;
+                }
                 fd = access_open_as(&c->caller, path, /* only_dir= */ true, /* no_follow= */ true, &st);
                 if (fd < 0)
                         continue;       /* gone already, or not the owner's to read */
