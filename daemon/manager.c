@@ -82,6 +82,8 @@ Manager *manager_free(Manager *m) {
                 g_hash_table_destroy(m->users);
         if (m->dirty)
                 g_ptr_array_unref(m->dirty);
+        if (m->dir_move_old)
+                g_ptr_array_unref(m->dir_move_old);
         m->table = watch_table_free(m->table);
         m->kernel_source = sd_event_source_disable_unref(m->kernel_source);
         m->pair_timer = sd_event_source_disable_unref(m->pair_timer);
@@ -419,6 +421,48 @@ typedef struct Followup {
         char *path;
 } Followup;
 
+/*
+ * A watched directory's parent reports its rename as IN_MOVED_FROM and
+ * IN_MOVED_TO (one cookie, in a row). When both halves are seen, the paths
+ * of every subscription at or below the old path follow it, so records keep
+ * naming the directory by where it is. Within one directory each link keeps
+ * its own spelling of the path; across two, the new directory's first link
+ * gives the new spelling. A RECURSIVE tree follows its own renames too
+ * (tree.c), this only catches what it did not.
+ */
+static void follow_dir_move(Manager *m, Watch *w, const RawEvent *ev) {
+        g_autoptr(GPtrArray) new_paths = NULL;
+        bool same_dir;
+
+        if (ev->mask & IN_MOVED_FROM) {
+                /* Remember where it was, as each link of its parent spells it. */
+                g_clear_pointer(&m->dir_move_old, g_ptr_array_unref);
+                m->dir_move_old = g_ptr_array_new_with_free_func(free);
+                for (WatchLink *l = w->links; l; l = l->watch_next)
+                        g_ptr_array_add(m->dir_move_old, tree_path_join(l->path, ev->name, ev->name_len));
+                m->dir_move_cookie = ev->cookie;
+                m->dir_move_watch = w;
+                return;
+        }
+        if (!m->dir_move_old || ev->cookie != m->dir_move_cookie)
+                return;
+
+        new_paths = g_ptr_array_new_with_free_func(free);
+        for (WatchLink *l = w->links; l; l = l->watch_next)
+                g_ptr_array_add(new_paths, tree_path_join(l->path, ev->name, ev->name_len));
+        /* The MOVED_FROM's watch pointer is only compared, never followed: it may be gone. */
+        same_dir = m->dir_move_watch == w && new_paths->len == m->dir_move_old->len;
+        for (guint i = 0; i < m->dir_move_old->len && new_paths->len > 0; i++) {
+                const char *o = g_ptr_array_index(m->dir_move_old, i);
+                const char *n = g_ptr_array_index(new_paths, same_dir ? i : 0);
+
+                if (!o || !n || watch_table_rename_paths(m->table, o, n) < 0)
+                        log_warning("Out of memory following a directory rename, ignoring.");
+        }
+        m->dir_move_cookie = 0;
+        g_clear_pointer(&m->dir_move_old, g_ptr_array_unref);
+}
+
 static void followup_add(GArray **a, uint32_t id, int what, char *path) {
         if (!*a)
                 *a = g_array_new(FALSE, FALSE, sizeof(Followup));
@@ -443,6 +487,8 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                 return watch_ignored(m, w, now);
         if (ev->mask & IN_UNMOUNT)
                 w->unmounted = true;
+        if ((ev->mask & IN_ISDIR) && ev->name && ev->cookie && (ev->mask & IN_MOVE))
+                follow_dir_move(m, w, ev);
 
         for (WatchLink *l = w->links; l; l = l->watch_next) {
                 Subscription *s = l->subscription;

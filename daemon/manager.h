@@ -56,6 +56,11 @@ typedef struct Manager {
         GHashTable *users;              /* uid -> UserAccount (owned) */
         GPtrArray *dirty;               /* Clients with records queued (not owned) */
 
+        /* The last IN_MOVED_FROM of a directory, until its IN_MOVED_TO. */
+        uint32_t dir_move_cookie;
+        const Watch *dir_move_watch;    /* compared only: it may be freed meanwhile */
+        GPtrArray *dir_move_old;        /* old path as each link of its parent spells it */
+
         Stats stats;
         uint8_t *read_buf;
         size_t read_buf_size;

@@ -397,3 +397,46 @@ void watch_table_watch_gone(WatchTable *t, Watch *w) {
         if (w->n_links == 0)
                 watch_free(w);
 }
+
+/* path with its leading old (a whole path or a prefix ending at a '/') replaced by new, or NULL if
+ * path is not old nor below it. *ret_oom is set on allocation failure. */
+static char *path_rebase(const char *path, const char *old, size_t ol, const char *new, bool *ret_oom) {
+        char *p;
+
+        if (strncmp(path, old, ol) != 0 || (path[ol] != '\0' && path[ol] != '/'))
+                return NULL;
+        if (asprintf(&p, "%s%s", new, path + ol) < 0) {
+                *ret_oom = true;
+                return NULL;
+        }
+        return p;
+}
+
+int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *new_path) {
+        size_t ol = strlen(old_path);
+        bool oom = false;
+        GHashTableIter i;
+        gpointer v;
+        int n = 0;
+
+        g_hash_table_iter_init(&i, t->subscriptions);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Subscription *s = v;
+                char *p;
+
+                p = path_rebase(s->path, old_path, ol, new_path, &oom);
+                if (p) {
+                        free(s->path);
+                        s->path = p;
+                }
+                for (WatchLink *l = s->links; l; l = l->sub_next) {
+                        p = path_rebase(l->path, old_path, ol, new_path, &oom);
+                        if (!p)
+                                continue;
+                        free(l->path);
+                        l->path = p;
+                        n++;
+                }
+        }
+        return oom ? -ENOMEM : n;
+}

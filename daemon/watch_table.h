@@ -100,6 +100,13 @@ void watch_table_unsubscribe(WatchTable *t, Subscription *s);
  */
 void watch_table_watch_gone(WatchTable *t, Watch *w);
 
+/*
+ * A directory moved from old_path to new_path: every link whose path is
+ * old_path or below it, and every subscription's own path, follows.
+ * Return: how many links changed, or -ENOMEM (then some may have).
+ */
+int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *new_path);
+
 Watch *watch_table_get_watch(WatchTable *t, int wd);
 Subscription *watch_table_get_subscription(WatchTable *t, uint32_t id);
 

@@ -223,6 +223,11 @@ static void add_watch_fails(WatchdInotify *p, const char *path, guint32 mask, gu
                         error->message);
 }
 
+static void mkdir_p(Fixture *f, const char *rel) {
+        g_autofree char *p = path_in(f, rel);
+        g_assert_cmpint(g_mkdir_with_parents(p, 0755), ==, 0);
+}
+
 /* Creates (or opens and closes) path in place: IN_CREATE once, then IN_CLOSE_WRITE. */
 static void touch(const char *path) {
         int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
@@ -480,6 +485,36 @@ static void test_rename(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(r->mask & IN_MOVED_FROM, ==, 0);
 }
 
+/* A watched directory renamed where its parent is watched too: its records
+ * (and ListWatches) follow it, within one directory and across two. */
+static void test_rename_followed(Fixture *f, gconstpointer data) {
+        g_autofree char *p = path_in(f, "p"), *q = path_in(f, "q"), *d = path_in(f, "p/d"), *e = path_in(f, "p/e");
+        g_autofree char *g = path_in(f, "q/g"), *ef = path_in(f, "p/e/f"), *gh = path_in(f, "q/g/h");
+        g_autoptr(GVariant) list = NULL;
+        const char *listed = NULL;
+        guint32 id, mask, flags;
+
+        mkdir_p(f, "p/d");
+        g_assert_cmpint(g_mkdir(q, 0755), ==, 0);
+        add_watch(f->proxy, p, IN_MOVE, 0);
+        add_watch(f->proxy, q, IN_MOVE, 0);
+        add_watch(f->proxy2, d, IN_CREATE, 0);
+
+        g_assert_cmpint(rename(d, e), ==, 0);
+        await_rec(&f->a, d, IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR);
+        touch(ef);
+        await_rec(&f->b, ef, IN_CREATE);
+        watchd_inotify_call_list_watches_sync(f->proxy2, &list, NULL, NULL);
+        g_assert_true(g_variant_n_children(list) == 1);
+        g_variant_get_child(list, 0, "(u&suu)", &id, &listed, &mask, &flags);
+        g_assert_cmpstr(listed, ==, e);
+
+        g_assert_cmpint(rename(e, g), ==, 0);
+        await_rec(&f->a, e, IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR);
+        touch(gh);
+        await_rec(&f->b, gh, IN_CREATE);
+}
+
 static int cmp_int64(gconstpointer a, gconstpointer b) {
         gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
         return x < y ? -1 : x > y;
@@ -605,11 +640,6 @@ static void test_bad_input(Fixture *f, gconstpointer data) {
                 add_watch(f->proxy, up, IN_CREATE, 0);
         }
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
-}
-
-static void mkdir_p(Fixture *f, const char *rel) {
-        g_autofree char *p = path_in(f, rel);
-        g_assert_cmpint(g_mkdir_with_parents(p, 0755), ==, 0);
 }
 
 /* RECURSIVE: a kernel watch per directory, new directories followed and
@@ -1516,6 +1546,7 @@ int main(int argc, char *argv[]) {
         T("coalescing", NULL, test_coalescing);
         T("rename", NULL, test_rename);
         T("rename-timeout", NULL, test_rename_timeout);
+        T("rename-followed", NULL, test_rename_followed);
         T("remove-and-list", NULL, test_remove_and_list);
         T("bad-input", NULL, test_bad_input);
         T("add-watch-fd", NULL, test_add_watch_fd);
