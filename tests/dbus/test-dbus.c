@@ -515,6 +515,12 @@ static void test_rename_followed(Fixture *f, gconstpointer data) {
         await_rec(&f->b, gh, IN_CREATE);
 }
 
+/* Under a wrapper (valgrind) watchd runs tens of times slower: bounds on time say nothing then. */
+static gboolean timing_checked(void) {
+        const char *w = g_getenv("WATCHD_TEST_WRAPPER");
+        return !w || !*w;
+}
+
 static int cmp_int64(gconstpointer a, gconstpointer b) {
         gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
         return x < y ? -1 : x > y;
@@ -543,7 +549,8 @@ static void test_rename_timeout(Fixture *f, gconstpointer data) {
         qsort(dt, G_N_ELEMENTS(dt), sizeof(dt[0]), cmp_int64);
         g_test_message("moved out: median %" G_GINT64_FORMAT " us, max %" G_GINT64_FORMAT " us", dt[10], dt[19]);
         g_assert_cmpint(dt[10], >=, 10000);     /* it did wait for a partner */
-        g_assert_cmpint(dt[10], <, 100000);
+        if (timing_checked())
+                g_assert_cmpint(dt[10], <, 100000);
 }
 
 static void test_remove_and_list(Fixture *f, gconstpointer data) {
@@ -1098,7 +1105,8 @@ static void test_flood(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(fl.ok, ==, 8192);      /* the default max_watches_per_client */
         g_assert_cmpuint(fl.limited, ==, 10000 - 8192);
         g_assert_cmpuint(p.n, >, 0);
-        g_assert_cmpint(p.worst_usec, <, G_USEC_PER_SEC);
+        if (timing_checked())
+                g_assert_cmpint(p.worst_usec, <, G_USEC_PER_SEC);
         g_assert_cmpuint(wt_stat(f->proxy2, "kernel_watches"), ==, 1);
         g_free(fl.other_error);
 }
