@@ -70,12 +70,17 @@ static int on_overflow(sd_bus_message *m, void *userdata, sd_bus_error *error) {
 
 static int add_watch(sd_bus *bus, const char *path, uint32_t mask, uint32_t flags) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        sd_bus_message *reply = NULL;
+        sd_bus_message *call = NULL, *reply = NULL;
         uint32_t id;
         int r;
 
-        r = sd_bus_call_method(bus, WATCHD_NAME, WATCHD_PATH, WATCHD_IFACE, "AddWatch",
-                               &error, &reply, "suu", path, mask, flags);
+        /* A recursive watch of a large tree may take longer than sd-bus's default 25 s. */
+        r = sd_bus_message_new_method_call(bus, &call, WATCHD_NAME, WATCHD_PATH, WATCHD_IFACE, "AddWatch");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "suu", path, mask, flags);
+        if (r >= 0)
+                r = sd_bus_call(bus, call, 300u * 1000000u, &error, &reply);
+        sd_bus_message_unref(call);
         if (r < 0) {
                 fprintf(stderr, "AddWatch \"%s\": %s\n", path, error.message ? error.message : strerror(-r));
                 sd_bus_error_free(&error);
