@@ -16,7 +16,8 @@
  * supplementary groups, SO_PEERGROUPS). sd-bus gives the first as the EUID
  * credential; libsystemd 252 (Debian 12) does not parse the groups, so they
  * are asked of the bus driver itself (GetConnectionCredentials), once per
- * client: a connection's credentials never change. Nothing is taken from
+ * client (one synchronous call to the driver, at a connection's first
+ * AddWatch: a connection's credentials never change). Nothing is taken from
  * /proc, and a caller the bus says too little about is refused. The primary
  * gid is not reported apart from the others, so fsgid is set to the first
  * group and every reported group is a supplementary group: the kernel's
@@ -312,9 +313,6 @@ static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, 
         if (r < 0) {
                 _cleanup_free_ char *what = NULL;
 
-                /* A connection whose first call failed holds no client slot. */
-                if (c->n_subscriptions == 0 && move_pairer_size(&c->queue) == 0)
-                        manager_client_gone(m, c);
                 if (by_fd)
                         what = strdup("the descriptor");
                 else if (asprintf(&what, "'%s'", path) < 0)

@@ -332,9 +332,6 @@ int manager_remove_watch(Manager *m, Client *c, uint32_t id) {
         if (!s || s->owner != c)
                 return -ESRCH;
         manager_subscription_end(m, s);
-        /* A connection holds a client slot (max_clients_per_user) only while it has subscriptions. */
-        if (c->n_subscriptions == 0 && move_pairer_size(&c->queue) == 0)
-                manager_client_gone(m, c);
         return 0;
 }
 

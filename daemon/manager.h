@@ -92,8 +92,7 @@ int manager_add_watch_path(Manager *m, Client *c, const char *path,
                            uint32_t mask, uint32_t flags, uint32_t *ret_id);
 int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id);
 
-/* Ends c's subscription id; c is freed if that was its last and nothing is queued for it.
- * Return: 0, or -ESRCH if c has no such subscription. */
+/* Ends c's subscription id. Return: 0, or -ESRCH if c has no such subscription. */
 int manager_remove_watch(Manager *m, Client *c, uint32_t id);
 
 /* Applies a re-read config; the backend and device stay until restart. */
