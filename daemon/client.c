@@ -38,6 +38,7 @@ int client_new(const char *name, const Caller *caller, uint64_t pair_timeout_use
 Client *client_free(Client *c) {
         if (!c)
                 return NULL;
+        sd_bus_slot_unref(c->ping);
         move_pairer_done(&c->queue);
         free(c->lost_ids);
         free(c->caller.gids);

@@ -36,6 +36,14 @@ typedef struct Client {
         uint32_t *lost_ids;             /* ids for the next Overflow, unsorted, may repeat */
         size_t n_lost_ids, cap_lost_ids;
         bool overflow_queued;           /* a RECORD_OVERFLOW is in the queue */
+
+        /* Flow control (dbus_iface.c): records sent in Events signals, and how
+         * many of them the client has read, known when a Peer.Ping sent after
+         * them is answered. The bus would otherwise buffer without bound for a
+         * client that stops reading, or drop its signals without a word. */
+        uint64_t sent, read;
+        uint64_t ping_at;               /* sent, when the outstanding Ping went out */
+        sd_bus_slot *ping;              /* the outstanding Ping, or NULL */
         bool dirty;                     /* on the manager's list of clients to flush */
 } Client;
 

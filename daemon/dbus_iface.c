@@ -467,6 +467,7 @@ static int events_send(Manager *m, Client *c, sd_bus_message **msg, unsigned *n)
                 return log_warning_errno(r, "Failed to send %u events to %s, ignoring: %m", *n, c->name);
         m->stats.events_delivered += *n;
         m->stats.signals_sent++;
+        c->sent += *n;
         *n = 0;
         return 0;
 }
@@ -511,6 +512,50 @@ static void notice_send(Manager *m, Client *c, const Record *rec) {
                 m->stats.overflows++;
 }
 
+static void client_ping(Manager *m, Client *c);
+
+/* Any answer to the Ping, even an error from the client, means it has read
+ * everything sent before it; a timeout (sd-bus's or the bus's) means it has
+ * not, and it is asked again. */
+static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        Client *c = userdata;
+        Manager *m = c->manager;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        c->ping = sd_bus_slot_unref(c->ping);
+        if (!e || !sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT))
+                c->read = c->ping_at;
+        client_ping(m, c);
+        /* What was held back for it goes now (manager_flush walks the dirty clients). */
+        manager_mark_dirty(m, c);
+        manager_flush(m);
+        return 0;
+}
+
+/* One Ping in flight per client at most, sent after the records it vouches for. */
+static void client_ping(Manager *m, Client *c) {
+        int r;
+
+        if (c->ping || c->read == c->sent)
+                return;
+        r = sd_bus_call_method_async(m->bus, &c->ping, c->name, "/", "org.freedesktop.DBus.Peer", "Ping",
+                                     on_ping_reply, c, NULL);
+        if (r < 0) {
+                /* Then nothing more is sent to it until the next record tries again. */
+                log_warning_errno(r, "Failed to ask %s whether it reads its events, ignoring: %m", c->name);
+                return;
+        }
+        c->ping_at = c->sent;
+}
+
+/*
+ * Sends c what its queue lets go, but never more than
+ * max_pending_events_per_client records that c has not yet read: past that
+ * its records wait in its queue, which is bounded by the same limit (then
+ * its backlog is dropped and it gets Overflow, sent once it reads again).
+ * So a client that stops reading costs at most twice that many records, in
+ * the daemon and the bus together, and the other clients are not delayed.
+ */
 void dbus_iface_flush_client(Manager *m, Client *c, uint64_t now_usec) {
         _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
         bool unicast = m->config.delivery == DELIVERY_UNICAST;
@@ -518,7 +563,8 @@ void dbus_iface_flush_client(Manager *m, Client *c, uint64_t now_usec) {
         Record *rec;
         int r;
 
-        while ((rec = move_pairer_pop(&c->queue, now_usec))) {
+        while (c->sent + n - c->read < m->config.max_pending_events_per_client &&
+               (rec = move_pairer_pop(&c->queue, now_usec))) {
                 if (rec->kind != RECORD_EVENT) {
                         /* Notices keep their place: what came before goes first. */
                         (void) events_send(m, c, &msg, &n);
@@ -549,6 +595,7 @@ void dbus_iface_flush_client(Manager *m, Client *c, uint64_t now_usec) {
                         (void) events_send(m, c, &msg, &n);
         }
         (void) events_send(m, c, &msg, &n);
+        client_ping(m, c);
 }
 
 int dbus_iface_attach(Manager *m, sd_bus *bus) {
