@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glib-unix.h>
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <stdio.h>
@@ -681,7 +682,117 @@ static void test_kernel_overflow(Fixture *f, gconstpointer data) {
         counter_free(b);
 }
 
+/* ---------------------------------------------------------------- a client that floods calls */
+
+/* The helper process (test-robustness --flood ADDRESS DIR): keeps FLOOD_WINDOW
+ * AddWatch calls in flight on one connection until SIGTERM, then prints
+ * "calls ok limited other". */
+#define FLOOD_WINDOW 1000
+
+typedef struct Flooder {
+        WatchdInotify *proxy;
+        const char *dir;
+        guint64 ok, limited, other;
+        gboolean stop;
+} Flooder;
+
+static void flood_send(Flooder *fl);
+
+static void on_flood_reply(GObject *source, GAsyncResult *res, gpointer data) {
+        Flooder *fl = data;
+        g_autoptr(GError) error = NULL;
+        guint32 id;
+
+        if (watchd_inotify_call_add_watch_finish(fl->proxy, &id, res, &error))
+                fl->ok++;
+        else if (g_dbus_error_is_remote_error(error) &&
+                 g_str_equal(g_dbus_error_get_remote_error(error), "org.freedesktop.DBus.Error.LimitsExceeded"))
+                fl->limited++;
+        else
+                fl->other++;
+        if (!fl->stop)
+                flood_send(fl);
+}
+
+static void flood_send(Flooder *fl) {
+        watchd_inotify_call_add_watch(fl->proxy, fl->dir, IN_CREATE, 0, NULL, on_flood_reply, fl);
+}
+
+static G_GNUC_NORETURN gboolean on_flood_sigterm(gpointer data) {
+        Flooder *fl = data;
+
+        fl->stop = TRUE;
+        printf("%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT "\n",
+               fl->ok + fl->limited + fl->other, fl->ok, fl->limited, fl->other);
+        fflush(stdout);
+        exit(0);
+}
+
+static G_GNUC_NORETURN int flood_main(const char *address, const char *dir) {
+        WtBus bus = { .address = (char *) address };
+        GDBusConnection *c = wt_connect(&bus);
+        Flooder fl = { .proxy = wt_proxy(c), .dir = dir };
+
+        g_unix_signal_add(SIGTERM, on_flood_sigterm, &fl);
+        for (int i = 0; i < FLOOD_WINDOW; i++)
+                flood_send(&fl);
+        for (;;)
+                g_main_context_iteration(NULL, TRUE);
+}
+
+/*
+ * A storm while another client keeps 1,000 calls in flight without pause:
+ * the flooder is held to max_watches_per_client (LimitsExceeded past it)
+ * and the client that reads still gets every event, none lost.
+ */
+static void test_flood_during_storm(Fixture *f, gconstpointer data) {
+        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+        g_autoptr(GDBusConnection) sconn = NULL;
+        g_autoptr(WatchdInotify) stats = stats_proxy(f, &sconn);
+        g_autoptr(GSubprocess) flooder = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autofree char *self = g_file_read_link("/proc/self/exe", NULL), *out = NULL;
+        g_autofree char *quiet = g_build_filename(f->bus->dir, "quiet", NULL);
+        guint batches = MAX(storm_events() / 2 / (2 * BATCH_PAIRS), 4);
+        guint64 calls = 0, ok = 0, limited = 0, other = 0;
+        Counter *a = counter_new(f->bus);
+        gint64 t0;
+
+        g_assert_cmpint(g_mkdir(quiet, 0755), ==, 0);
+        add_watch(a, f->dir, STORM_MASK);
+        flooder = g_subprocess_launcher_spawn(l, &error, self, "--flood", f->bus->address, quiet, NULL);
+        g_assert_no_error(error);
+        /* The flooder reaches its limit: 8192 subscriptions (the default max_watches_per_client), +1 for a. */
+        g_assert_true(wt_await_stat(stats, "subscriptions", 8192 + 1, 60000));
+
+        t0 = g_get_monotonic_time();
+        for (guint b = 0; b < batches; b++) {
+                storm_batch(f->dir, b);
+                if (!await_at_least(&a->records, (guint64) (b + 1) * 2 * BATCH_PAIRS, TIMEOUT_MS))
+                        g_error("Under the flood the reading client got %" G_GUINT64_FORMAT " of %u events",
+                                a->records, (b + 1) * 2 * BATCH_PAIRS);
+        }
+        g_subprocess_send_signal(flooder, SIGTERM);
+        g_assert_true(g_subprocess_communicate_utf8(flooder, NULL, NULL, &out, NULL, &error));
+        g_assert_no_error(error);
+        g_assert_cmpint(sscanf(out, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
+                               " %" G_GUINT64_FORMAT, &calls, &ok, &limited, &other), ==, 4);
+        g_test_message("figure: flood: %u events in %.1f s while one client made %" G_GUINT64_FORMAT " AddWatch calls "
+                       "(%" G_GUINT64_FORMAT " accepted, %" G_GUINT64_FORMAT " LimitsExceeded); the reading client got "
+                       "%" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT " Overflow",
+                       batches * 2 * BATCH_PAIRS, (g_get_monotonic_time() - t0) / 1e6, calls, ok, limited,
+                       a->records, a->overflows);
+        g_assert_cmpuint(ok, ==, 8192);
+        g_assert_cmpuint(other, ==, 0);
+        g_assert_cmpuint(limited, >, 0);
+        g_assert_cmpuint(a->records, ==, (guint64) batches * 2 * BATCH_PAIRS);
+        g_assert_cmpuint(a->overflows, ==, 0);
+        counter_free(a);
+}
+
 int main(int argc, char *argv[]) {
+        if (argc == 4 && g_str_equal(argv[1], "--flood"))
+                return flood_main(argv[2], argv[3]);
         g_test_init(&argc, &argv, NULL);
 
 #define T(name, config, fn) \
@@ -693,5 +804,6 @@ int main(int argc, char *argv[]) {
         T("deleted-in-storm", NULL, test_deleted_in_storm);
         T("unmounted", NULL, test_unmounted);
         T("kernel-overflow", NULL, test_kernel_overflow);
+        T("flood-during-storm", NULL, test_flood_during_storm);
         return g_test_run();
 }
