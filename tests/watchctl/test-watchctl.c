@@ -176,6 +176,19 @@ static void wait_stderr(Proc *p, const char *text) {
         wait_until(what, has_stderr, &w, p);
 }
 
+static gboolean has_stdout(gpointer data) {
+        Wanted *w = data;
+
+        return strstr(w->p->out->str, w->text) != NULL;
+}
+
+static void wait_stdout(Proc *p, const char *text) {
+        Wanted w = { p, text };
+        g_autofree char *what = g_strdup_printf("\"%s\" on the stdout of %s", text, p->name);
+
+        wait_until(what, has_stdout, &w, p);
+}
+
 static gboolean proc_done(gpointer data) {
         Proc *p = data;
 
@@ -544,6 +557,28 @@ static void test_no_stdout(void) {
         g_assert_cmpint(g_subprocess_get_exit_status(sp), ==, 0);
 }
 
+/* mkdir -p a/b/c && touch a/b/c/f under a -r watch: every level and the
+ * file are reported (the daemon scans a new directory once it watches it),
+ * with paths relative to the watched root in %f. A file may be reported
+ * twice (seen by the scan and by the kernel), so lines are looked for, not
+ * counted. */
+static void test_recursive(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *deep = g_build_filename(dir, "a/b/c", NULL);
+        g_autofree char *f = g_build_filename(deep, "f", NULL);
+        g_autoptr(Proc) p = WATCHCTL("watch", "-r", "-e", "create", "--format", "%f %e", dir);
+
+        start_watch_established(p);
+        g_assert_cmpint(g_mkdir_with_parents(deep, 0755), ==, 0);
+        write_file(f, "");
+        wait_stdout(p, "a/b/c/f CREATE\n");
+        g_subprocess_send_signal(p->sp, SIGTERM);
+        assert_exit(p, 0);
+        g_assert_true(g_str_has_prefix(p->out->str, "a CREATE,ISDIR\n"));
+        g_assert_nonnull(strstr(p->out->str, "\na/b CREATE,ISDIR\n"));
+        g_assert_nonnull(strstr(p->out->str, "\na/b/c CREATE,ISDIR\n"));
+}
+
 static void test_timeout(void) {
         g_autofree char *dir = make_dir();
         g_autoptr(Proc) quiet = WATCHCTL("watch", "-e", "create", "--timeout", "0.3", dir);
@@ -833,6 +868,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/watchctl/watch/json", test_json);
         g_test_add_func("/watchctl/watch/timeout", test_timeout);
         g_test_add_func("/watchctl/watch/oneshot", test_oneshot);
+        g_test_add_func("/watchctl/watch/recursive", test_recursive);
         g_test_add_func("/watchctl/watch/overflow", test_overflow);
         g_test_add_func("/watchctl/watch/stdout-closed", test_stdout_closed);
         g_test_add_func("/watchctl/watch/no-stdout", test_no_stdout);
