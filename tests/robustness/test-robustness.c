@@ -701,12 +701,13 @@ static void flood_send(Flooder *fl);
 static void on_flood_reply(GObject *source, GAsyncResult *res, gpointer data) {
         Flooder *fl = data;
         g_autoptr(GError) error = NULL;
+        g_autofree char *name = NULL;
         guint32 id;
 
         if (watchd_inotify_call_add_watch_finish(fl->proxy, &id, res, &error))
                 fl->ok++;
-        else if (g_dbus_error_is_remote_error(error) &&
-                 g_str_equal(g_dbus_error_get_remote_error(error), "org.freedesktop.DBus.Error.LimitsExceeded"))
+        else if ((name = g_dbus_error_get_remote_error(error)) &&
+                 g_str_equal(name, "org.freedesktop.DBus.Error.LimitsExceeded"))
                 fl->limited++;
         else
                 fl->other++;
