@@ -95,11 +95,15 @@ static int check_type(const struct stat *st, bool only_dir) {
         return -EMEDIUMTYPE;
 }
 
+/* Opens path O_PATH (which opens nothing: no IN_OPEN, and no IN_CLOSE_NOWRITE
+ * when it is closed) and checks that the current filesystem credentials may
+ * read it: faccessat2() with AT_EACCESS checks with the current credentials
+ * (fsuid, fsgid, groups), not the real ids, and with AT_EMPTY_PATH it checks
+ * the object open at pfd itself, so no second lookup of the path. */
 static int open_checked(const char *path, bool only_dir, bool no_follow, struct stat *ret_st) {
         _cleanup_close_ int pfd = -1;
-        char proc[sizeof("/proc/self/fd/") + 12];
         struct stat st;
-        int fd, r;
+        int r;
 
         pfd = open(path, O_PATH | O_CLOEXEC | (no_follow ? O_NOFOLLOW : 0) | (only_dir ? O_DIRECTORY : 0));
         if (pfd < 0)
@@ -109,13 +113,10 @@ static int open_checked(const char *path, bool only_dir, bool no_follow, struct 
         r = check_type(&st, only_dir);
         if (r < 0)
                 return r;
-
-        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", pfd);
-        fd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-        if (fd < 0)
+        if (faccessat(pfd, "", R_OK, AT_EACCESS | AT_EMPTY_PATH) < 0)
                 return negative_errno();
         *ret_st = st;
-        return fd;
+        return TAKE_FD(pfd);
 }
 
 int access_open_as(const Caller *caller, const char *path, bool only_dir, bool no_follow,

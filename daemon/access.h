@@ -10,11 +10,15 @@
  * filesystem credentials, which are restored before returning. The daemon
  * is single-threaded, so nothing else runs under the borrowed credentials.
  *
- * The object is first opened O_PATH, which opens nothing: only a directory
- * or a regular file is then reopened for reading (through /proc/self/fd, a
- * full open with permission checks). FIFOs, sockets and device nodes are
- * refused with -EMEDIUMTYPE, so the daemon never blocks on a FIFO or opens a
- * device; a symbolic link with DONT_FOLLOW is refused with -ELOOP.
+ * The object is opened O_PATH only, which opens nothing: no IN_OPEN is
+ * generated, and closing it gives no IN_CLOSE_NOWRITE, so a client never
+ * sees the daemon's own look at a path it watches. Read permission is
+ * checked with faccessat2(fd, "", R_OK, AT_EACCESS|AT_EMPTY_PATH) under the
+ * borrowed credentials (the object itself, not the path again). Only a
+ * directory or a regular file is accepted: FIFOs, sockets and device nodes
+ * are refused with -EMEDIUMTYPE; a symbolic link with DONT_FOLLOW is refused
+ * with -ELOOP. Whoever must read the object (a RECURSIVE scan, the device
+ * backend) reopens it through /proc/self/fd.
  */
 
 #include <stdbool.h>
@@ -29,9 +33,9 @@ typedef struct Caller {
 } Caller;
 
 /*
- * Opens path for reading as caller. only_dir and no_follow are the ONLYDIR
- * and DONT_FOLLOW flags. On success returns the fd (O_RDONLY|O_NONBLOCK|
- * O_CLOEXEC) and fills *ret_st.
+ * Opens path O_PATH as caller, if caller may read it. only_dir and no_follow
+ * are the ONLYDIR and DONT_FOLLOW flags. On success returns the fd
+ * (O_PATH|O_CLOEXEC) and fills *ret_st.
  * Return: fd, or -errno: -EACCES/-EPERM (not allowed), -ENOENT, -ENOTDIR,
  * -ELOOP, -ENAMETOOLONG, -EMEDIUMTYPE (not a file or directory).
  */

@@ -13,7 +13,9 @@
  *
  * A watch is always placed through an fd the daemon has opened (with the
  * caller's credentials), never by path, so the object checked is the object
- * watched. Masks are the eleven 0.23 events only: ONESHOT is the daemon's.
+ * watched. That fd may be O_PATH (access_open_as() returns one): the syscall
+ * backend uses it as it is, so placing a watch generates no event; the
+ * device backend reopens it for reading, for the module's ioctl. Masks are the eleven 0.23 events only: ONESHOT is the daemon's.
  */
 
 #include <stddef.h>

@@ -26,12 +26,31 @@
 #include "macro.h"
 
 static int device_add_watch(Backend *b, int fd, uint32_t mask, int *ret_wd) {
+        _cleanup_close_ int rfd = -1;
         struct inotify_watch_request req = {
                 .fd = fd,
                 .mask = mask,
         };
-        int wd;
+        int fl, wd;
 
+        /* The module's ioctl wants an fd open for reading (fget, then
+         * f_dentry, and a read permission check on it): an O_PATH fd is
+         * reopened through /proc/self/fd. That open and its close are seen
+         * like anyone's: the watchers of this inode (the new watch only for
+         * the close) get IN_OPEN/IN_CLOSE_NOWRITE for it. See ARCHITECTURE.md,
+         * "The daemon's own opens". */
+        fl = fcntl(fd, F_GETFL);
+        if (fl < 0)
+                return negative_errno();
+        if (fl & O_PATH) {
+                char proc[sizeof("/proc/self/fd/") + 12];
+
+                snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fd);
+                rfd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+                if (rfd < 0)
+                        return negative_errno();
+                req.fd = rfd;
+        }
         wd = ioctl(b->fd, INOTIFY_WATCH, &req);
         if (wd < 0)
                 return negative_errno();

@@ -5,7 +5,10 @@
  * inotify_add_watch() takes a path; to watch exactly the object the daemon
  * opened with the caller's credentials, the path is /proc/self/fd/N, which
  * the kernel resolves to the open file itself (no second lookup of the
- * client's path, so no race between the check and the watch).
+ * client's path, so no race between the check and the watch). fd may be
+ * O_PATH (it usually is: see access.h), so placing a watch opens nothing
+ * and neither the new watch nor the inode's other watchers see IN_OPEN or
+ * IN_CLOSE_NOWRITE from the daemon.
  */
 
 #include <errno.h>

@@ -4,8 +4,9 @@
  *
  * The walk keeps a stack of paths, not of open directories, so a wide tree
  * costs memory for names, not file descriptors. Each directory is opened as
- * the owner (access_open_as: O_DIRECTORY|O_NOFOLLOW), linked, then read
- * with readdir on a duplicate of that fd. The walk is synchronous: a tree of
+ * the owner (access_open_as: O_PATH, O_DIRECTORY|O_NOFOLLOW, read
+ * permission checked), linked, then read with readdir on an fd reopened
+ * from it. The walk is synchronous: a tree of
  * N directories costs N opens and N kernel watches before AddWatch returns,
  * and the owner's limits bound N.
  */
@@ -52,7 +53,17 @@ static int scan(Manager *m, Subscription *s, int fd, const char *path, bool synt
         DIR *d;
         int dfd;
 
-        dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        /* fd is O_PATH (access_open_as) or a client's readable fd: reading
+         * needs an fd of our own, reopened as the daemon (the owner's read
+         * permission was checked when fd was opened). This open, the
+         * getdents and the close are seen by this directory's watchers:
+         * IN_OPEN, IN_ACCESS, IN_CLOSE_NOWRITE with IN_ISDIR. */
+        {
+                char proc[sizeof("/proc/self/fd/") + 12];
+
+                snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fd);
+                dfd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        }
         if (dfd < 0)
                 return negative_errno();
         d = fdopendir(dfd);

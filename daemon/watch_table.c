@@ -4,8 +4,8 @@
  *
  * Widening a mask is done on the fd the caller opened. Narrowing happens
  * when a subscription ends, when there is no caller's fd: the table reopens
- * the watch's recorded path (as the daemon, O_PATH first so no device is
- * ever opened), checks that it is still the same inode, and re-adds the
+ * the watch's recorded path (as the daemon, O_PATH only, so no device is
+ * ever opened and no IN_OPEN is generated), checks that it is still the same inode, and re-adds the
  * watch with the smaller mask. If any of that fails, the kernel keeps the
  * wider mask: nothing is lost, because events are filtered per subscription
  * anyway, and the watch is released for good when its last link goes.
@@ -305,8 +305,7 @@ int watch_table_link(WatchTable *t, Subscription *s, int fd, const struct stat *
 
 /* Best effort: see the top of the file. */
 static void watch_narrow(WatchTable *t, Watch *w, const char *path, uint32_t mask) {
-        _cleanup_close_ int pfd = -1, fd = -1;
-        char proc[sizeof("/proc/self/fd/") + 12];
+        _cleanup_close_ int pfd = -1;
         struct stat st;
         int wd, r;
 
@@ -315,11 +314,7 @@ static void watch_narrow(WatchTable *t, Watch *w, const char *path, uint32_t mas
                 return;
         if (st.st_dev != w->dev || st.st_ino != w->ino || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
                 return;
-        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", pfd);
-        fd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-        if (fd < 0)
-                return;
-        r = backend_add_watch(t->backend, fd, mask, &wd);
+        r = backend_add_watch(t->backend, pfd, mask, &wd);      /* O_PATH: see backend.h */
         if (r < 0) {
                 log_debug_errno(r, "Failed to narrow the watch on '%s', keeping its mask: %m", path);
                 return;

@@ -649,6 +649,42 @@ static void test_bad_input(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
 }
 
+/* The daemon does not report itself: placing a watch (the first on an inode,
+ * or one more that widens the kernel mask) opens nothing, so neither the new
+ * subscriber nor the inode's existing ones get IN_OPEN/IN_ACCESS/
+ * IN_CLOSE_NOWRITE for it (it used to open the path for reading and close it). */
+static void test_no_self_events(Fixture *f, gconstpointer data) {
+        g_autofree char *file = path_in(f, "file"), *marker = path_in(f, "marker");
+        const guint32 noise = IN_OPEN | IN_ACCESS | IN_CLOSE_NOWRITE, all = 0x7ff;    /* the 0.23 events */
+
+        touch(file);
+        add_watch(f->proxy, f->dir, all, 0);
+        add_watch(f->proxy2, f->dir, all, 0);
+        add_watch(f->proxy2, f->dir, IN_ATTRIB, 0);                   /* the same inode again */
+        add_watch(f->proxy2, file, IN_ATTRIB, 0);                     /* a file in a watched directory */
+        /* Widening the file's kernel mask, then narrowing it again (the daemon re-adds the watch by path). */
+        {
+                g_autoptr(GError) error = NULL;
+                guint32 id = add_watch(f->proxy2, file, IN_ATTRIB | IN_MODIFY, 0);
+
+                watchd_inotify_call_remove_watch_sync(f->proxy2, id, NULL, &error);
+                g_assert_no_error(error);
+        }
+        g_assert_cmpint(g_mkdir(marker, 0755), ==, 0);                 /* a marker after all that */
+        await_rec(&f->a, marker, IN_CREATE | IN_ISDIR);
+        await_rec(&f->b, marker, IN_CREATE | IN_ISDIR);
+        for (guint i = 0; i < f->a.recs->len; i++) {
+                Rec *r = &g_array_index(f->a.recs, Rec, i);
+                if (r->mask & noise)
+                        g_error("client a got 0x%x for '%s': the daemon's own open", r->mask, r->path);
+        }
+        for (guint i = 0; i < f->b.recs->len; i++) {
+                Rec *r = &g_array_index(f->b.recs, Rec, i);
+                if (r->mask & noise)
+                        g_error("client b got 0x%x for '%s': the daemon's own open", r->mask, r->path);
+        }
+}
+
 /* RECURSIVE: a kernel watch per directory, new directories followed and
  * scanned (mkdir -p then touch is seen whole), renames followed into the
  * paths, a directory moved out dropped. */
@@ -1577,6 +1613,7 @@ int main(int argc, char *argv[]) {
         T("remove-and-list", NULL, test_remove_and_list);
         T("bad-input", NULL, test_bad_input);
         T("add-watch-fd", NULL, test_add_watch_fd);
+        T("no-self-events", NULL, test_no_self_events);
         T("recursive", NULL, test_recursive);
         T("recursive-limit", "[limits]\nmax_watches_per_client = 3\n", test_recursive_limit);
         T("oneshot", NULL, test_oneshot);

@@ -44,9 +44,9 @@ static int fake_add(Backend *b, int fd, uint32_t mask, int *ret_wd) {
                 f->fail_add = 0;
                 return r;
         }
+        /* An fd the daemon opened: O_PATH or readable, both backends take either (backend.h). */
         g_assert_cmpint(fstat(fd, &st), ==, 0);
-        /* A read-open fd, as the real backends need. */
-        g_assert_cmpint(fcntl(fd, F_GETFL) & O_PATH, ==, 0);
+        g_assert_cmpint(fcntl(fd, F_GETFL), >=, 0);
         for (int wd = 0; wd < f->next_wd; wd++)
                 if (f->watches[wd].live && f->watches[wd].dev == st.st_dev && f->watches[wd].ino == st.st_ino) {
                         f->watches[wd].mask = mask;
