@@ -84,6 +84,8 @@ Manager *manager_free(Manager *m) {
                 g_ptr_array_unref(m->dirty);
         if (m->dir_move_old)
                 g_ptr_array_unref(m->dir_move_old);
+        if (m->scanned)
+                g_hash_table_destroy(m->scanned);
         m->table = watch_table_free(m->table);
         m->kernel_source = sd_event_source_disable_unref(m->kernel_source);
         m->pair_timer = sd_event_source_disable_unref(m->pair_timer);
@@ -466,6 +468,32 @@ static void followup_add(GArray **a, uint32_t id, int what, char *path) {
         g_array_append_val(*a, ((Followup) { id, what, path }));
 }
 
+static char *scanned_key(uint32_t id, const char *dir, const char *name, size_t name_len) {
+        size_t dl = strlen(dir);
+
+        if (dl == 1 && dir[0] == '/')
+                dl = 0;
+        return g_strdup_printf("%" PRIu32 ":%.*s/%.*s", id, (int) dl, dir, (int) name_len, name);
+}
+
+void manager_scanned_add(Manager *m, uint32_t id, const char *dir, const char *name, size_t name_len) {
+        if (!m->scanned)
+                m->scanned = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        g_hash_table_add(m->scanned, scanned_key(id, dir, name, name_len));
+}
+
+/* Whether the record of ev for s (at link path dir) was already reported by a scan. */
+static bool scanned_check(Manager *m, const Subscription *s, const char *dir, const RawEvent *ev) {
+        g_autofree char *key = NULL;
+
+        if (!m->scanned || g_hash_table_size(m->scanned) == 0 || !ev->name ||
+            !(s->flags & WATCHD_FLAG_RECURSIVE) || !(ev->mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)))
+                return false;
+        key = scanned_key(s->id, dir, ev->name, ev->name_len);
+        /* Gone again: a later IN_CREATE of the same name is a new object. */
+        return g_hash_table_remove(m->scanned, key) && (ev->mask & (IN_CREATE | IN_MOVED_TO));
+}
+
 static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
         /* Rare (ONESHOT, directories in RECURSIVE trees): allocated on first use. */
         g_autoptr(GArray) followups = NULL;
@@ -496,7 +524,8 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                 if (!l->root && !ev->name && !(ev->mask & IN_UNMOUNT))
                         continue;
                 /* IN_UNMOUNT reaches every subscriber, as the kernel sends it to every watch. */
-                if ((ev->mask & s->mask & WATCHD_MASK_VALID) || (ev->mask & IN_UNMOUNT)) {
+                if (((ev->mask & s->mask & WATCHD_MASK_VALID) || (ev->mask & IN_UNMOUNT)) &&
+                    !scanned_check(m, s, l->path, ev)) {
                         manager_queue_record(m, s->owner, record_new(RECORD_EVENT, s->id, ev->mask, ev->cookie, now,
                                                                      l->path, ev->name, ev->name_len));
                         if (s->flags & WATCHD_FLAG_ONESHOT) {
@@ -569,8 +598,12 @@ static int on_kernel(sd_event_source *source, int fd, uint32_t revents, void *us
         for (int i = 0; i < KERNEL_READ_ROUNDS; i++) {
                 ssize_t n = backend_read(m->backend, m->read_buf, m->read_buf_size);
 
-                if (n == -EAGAIN)
+                if (n == -EAGAIN) {
+                        /* Everything queued before any scan so far has been read. */
+                        if (m->scanned)
+                                g_hash_table_remove_all(m->scanned);
                         break;
+                }
                 if (n < 0) {
                         log_error_errno((int) n, "Failed to read the kernel's events: %m");
                         break;

@@ -61,10 +61,19 @@ typedef struct Manager {
         const Watch *dir_move_watch;    /* compared only: it may be freed meanwhile */
         GPtrArray *dir_move_old;        /* old path as each link of its parent spells it */
 
+        /* "id:path" of each entry a scan of a new directory reported as
+         * IN_CREATE, until the kernel queue is next read empty: the kernel's
+         * own IN_CREATE/IN_MOVED_TO for it, queued before the scan saw it,
+         * is then not reported again (tree.h). NULL until first used. */
+        GHashTable *scanned;
+
         Stats stats;
         uint8_t *read_buf;
         size_t read_buf_size;
 } Manager;
+
+/* A scan reported dir/name to subscription id as IN_CREATE (see Manager.scanned). */
+void manager_scanned_add(Manager *m, uint32_t id, const char *dir, const char *name, size_t name_len);
 
 /* Takes over *config (it is reset). */
 int manager_new(Config *config, const char *config_path, Manager **ret);

@@ -85,9 +85,11 @@ static int scan(Manager *m, Subscription *s, int fd, const char *path, bool synt
 
                         is_dir = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
                 }
-                if (synthesize && (s->mask & IN_CREATE))
+                if (synthesize && (s->mask & IN_CREATE)) {
                         manager_queue_record(m, c, record_new(RECORD_EVENT, s->id, IN_CREATE | (is_dir ? IN_ISDIR : 0),
                                                               0, now, path, de->d_name, l));
+                        manager_scanned_add(m, s->id, path, de->d_name, l);
+                }
                 if (!is_dir)
                         continue;
 
@@ -125,8 +127,10 @@ static int walk(Manager *m, Subscription *s, GPtrArray *stack, bool synthesize, 
                 if (fd < 0)
                         continue;       /* gone already, or not the owner's to read */
                 r = manager_link(m, s, fd, &st, path);
-                if (r == -EEXIST)
-                        continue;       /* seen already: a loop */
+                if (r == -EEXIST) {
+                        r = 0;
+                        continue;       /* seen already: a loop, or linked by a scan before its IN_CREATE was read */
+                }
                 if (r < 0)
                         break;
                 r = scan(m, s, fd, path, synthesize, now, stack);

@@ -13,8 +13,12 @@
  * When a directory appears (IN_CREATE or IN_MOVED_TO with IN_ISDIR), it is
  * linked first and read after, so nothing created in it is missed: what the
  * scan finds in a directory that was just created is reported as IN_CREATE
- * records (mkdir -p a/b/c && touch a/b/c/f gives a, b, c and f), at the
- * cost of an occasional duplicate. A directory that leaves the tree
+ * records (mkdir -p a/b/c && touch a/b/c/f gives a, b, c and f), each
+ * once: a name the scan reported is remembered (Manager.scanned) until the
+ * kernel queue is next read empty, and the kernel's IN_CREATE/IN_MOVED_TO
+ * for it, queued before the scan could see it (the kernel queues it under
+ * the directory's lock, which getdents also takes), is not reported again;
+ * an IN_DELETE/IN_MOVED_FROM of the name ends that. A directory that leaves the tree
  * (IN_MOVED_FROM) is unlinked with everything below it.
  */
 

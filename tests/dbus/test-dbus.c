@@ -758,6 +758,104 @@ static void test_recursive(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 0);
 }
 
+/* How many IN_CREATE records each path got (path -> count), over all of c's records. */
+static GHashTable *create_counts(Collector *c) {
+        GHashTable *h = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+
+        for (guint i = 0; i < c->recs->len; i++) {
+                Rec *r = &g_array_index(c->recs, Rec, i);
+                if (r->mask & IN_CREATE)
+                        g_hash_table_insert(h, g_strdup(r->path),
+                                            GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(h, r->path)) + 1));
+        }
+        return h;
+}
+
+/* Every path in want was reported created exactly once. */
+static void assert_created_once(Collector *c, GPtrArray *want) {
+        g_autoptr(GHashTable) h = create_counts(c);
+
+        for (guint i = 0; i < want->len; i++) {
+                const char *p = g_ptr_array_index(want, i);
+                guint n = GPOINTER_TO_UINT(g_hash_table_lookup(h, p));
+
+                if (n != 1)
+                        g_error("'%s' reported created %u times (want 1)", p, n);
+        }
+        g_assert_cmpuint(g_hash_table_size(h), ==, want->len);
+}
+
+/* mkdir -p a/b/c/d && touch a/b/c/d/f: each of the five reported created exactly once. */
+static void test_recursive_mkdir_p(Fixture *f, gconstpointer data) {
+        g_autoptr(GPtrArray) want = g_ptr_array_new_with_free_func(g_free);
+        g_autofree char *t = path_in(f, "t"), *marker = path_in(f, "t/marker");
+
+        mkdir_p(f, "t");
+        add_watch(f->proxy, t, IN_CREATE | IN_DELETE | IN_MOVE, 1 /* RECURSIVE */);
+        for (int round = 0; round < 20; round++) {
+                g_autofree char *top = g_strdup_printf("t/r%d", round);
+                g_autofree char *d = g_strdup_printf("t/r%d/b/c/d", round);
+                g_autofree char *dp = path_in(f, d), *file = g_build_filename(dp, "f", NULL);
+
+                mkdir_p(f, d);
+                touch(file);
+                g_ptr_array_add(want, path_in(f, top));
+                g_ptr_array_add(want, g_strdup_printf("%s/r%d/b", t, round));
+                g_ptr_array_add(want, g_strdup_printf("%s/r%d/b/c", t, round));
+                g_ptr_array_add(want, g_strdup(dp));
+                g_ptr_array_add(want, g_steal_pointer(&file));
+        }
+        /* Records come in kernel order: once the marker is in, so is everything before it. */
+        touch(marker);
+        g_ptr_array_add(want, g_strdup(marker));
+        await_rec(&f->a, marker, IN_CREATE);
+        g_assert_cmpuint(f->a.n_overflows, ==, 0);
+        assert_created_once(&f->a, want);
+}
+
+/* A checkout-like burst: 1,000 directories (100 x 10) and 10,000 files, made
+ * as fast as this process can. Each is reported created exactly once, or the
+ * client got Overflow. */
+static void test_recursive_burst(Fixture *f, gconstpointer data) {
+        g_autoptr(GPtrArray) want = g_ptr_array_new_with_free_func(g_free);
+        g_autofree char *t = path_in(f, "t"), *marker = path_in(f, "t/marker");
+        gint64 t0;
+
+        mkdir_p(f, "t");
+        add_watch(f->proxy, t, IN_CREATE, 1 /* RECURSIVE */);
+        t0 = g_get_monotonic_time();
+        /* 100 top directories of 9 subdirectories each: 1,000 directories, 10 files in each. */
+        for (int i = 0; i < 100; i++) {
+                for (int j = -1; j < 9; j++) {
+                        char *dir = j < 0 ? g_strdup_printf("%s/d%03d", t, i) : g_strdup_printf("%s/d%03d/s%d", t, i, j);
+
+                        g_assert_cmpint(mkdir(dir, 0755), ==, 0);
+                        g_ptr_array_add(want, dir);
+                        for (int k = 0; k < 10; k++) {
+                                char *file = g_strdup_printf("%s/f%d", dir, k);
+
+                                touch(file);
+                                g_ptr_array_add(want, file);
+                        }
+                }
+        }
+        g_test_message("burst: %u paths made in %.2f s", want->len, (g_get_monotonic_time() - t0) / 1e6);
+        g_assert_cmpuint(want->len, ==, 11000);
+        touch(marker);
+        g_ptr_array_add(want, g_strdup(marker));
+        {
+                Want w = { &f->a, marker, IN_CREATE };
+                if (!wt_await(want_met, &w, 60000) && f->a.n_overflows == 0)
+                        g_error("No marker and no Overflow within 60 s (%u records)", f->a.recs->len);
+        }
+        if (f->a.n_overflows > 0) {
+                g_test_message("burst: Overflow received (%u records before it)", f->a.recs->len);
+                return;
+        }
+        g_test_message("burst: %u records, no Overflow", f->a.recs->len);
+        assert_created_once(&f->a, want);
+}
+
 /* A RECURSIVE subscription counts a watch per directory; over the limit, all of it is undone. */
 static void test_recursive_limit(Fixture *f, gconstpointer data) {
         g_autofree char *t = path_in(f, "t"), *small = path_in(f, "t/a");
@@ -1615,6 +1713,8 @@ int main(int argc, char *argv[]) {
         T("add-watch-fd", NULL, test_add_watch_fd);
         T("no-self-events", NULL, test_no_self_events);
         T("recursive", NULL, test_recursive);
+        T("recursive-mkdir-p", NULL, test_recursive_mkdir_p);
+        T("recursive-burst", "[limits]\nmax_pending_events_per_client = 200000\n", test_recursive_burst);
         T("recursive-limit", "[limits]\nmax_watches_per_client = 3\n", test_recursive_limit);
         T("oneshot", NULL, test_oneshot);
         T("deleted", NULL, test_deleted);
