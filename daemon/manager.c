@@ -283,6 +283,119 @@ static char *path_simplify(const char *path) {
         return p;
 }
 
+/*
+ * A path that does not exist yet (see watchd(8), "MISSING PATHS"): the
+ * subscription keeps its path and is linked, as a non-root link counted like
+ * any other, to the deepest existing directory of it (opened as the caller),
+ * whose watch only needs WATCH_PENDING_BITS. When the next component appears
+ * there, this runs again and goes down; once the whole path opens it places
+ * the subscription's real (root) watch. After each link the next component is
+ * looked up again: one created before the watch was placed sends nothing.
+ * Return: 0 (pending, or placed), or -errno (the caller ends s).
+ */
+static int pending_place(Manager *m, Subscription *s) {
+        Client *c = s->owner;
+
+        for (unsigned round = 0; round < PATH_MAX; round++) {
+                _cleanup_free_ char *dir = NULL, *next = NULL;
+                _cleanup_close_ int fd = -1, nfd = -1;
+                struct stat st;
+                UserAccount *u;
+                size_t dl, nl;
+                int r;
+
+                while (s->links)
+                        manager_unlink(m, s->links);
+
+                fd = access_open_as(&c->caller, s->path, s->flags & WATCHD_FLAG_ONLYDIR,
+                                    s->flags & WATCHD_FLAG_DONT_FOLLOW, &st);
+                if (fd >= 0) {
+                        r = watch_allowed(m, c, &u);
+                        if (r < 0)
+                                return r;
+                        r = watch_table_link_root(m->table, s, fd, &st);
+                        if (r < 0)
+                                return r;
+                        c->n_watches++;
+                        u->n_watches++;
+                        if ((s->flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st.st_mode))
+                                return tree_add_below(m, s, fd, s->path, /* synthesize= */ false, /* now_usec= */ 0);
+                        return 0;
+                }
+                if (fd != -ENOENT)
+                        return fd;
+
+                /* The deepest existing directory. */
+                dir = strdup(s->path);
+                if (!dir)
+                        return -ENOMEM;
+                for (;;) {
+                        char *slash = strrchr(dir, '/');
+
+                        if (!slash || (slash == dir && dir[1] == '\0'))
+                                return -ENOENT;
+                        slash[slash == dir ? 1 : 0] = '\0';
+                        fd = access_open_as(&c->caller, dir, /* only_dir= */ true, /* no_follow= */ false, &st);
+                        if (fd >= 0)
+                                break;
+                        if (fd != -ENOENT)
+                                return fd;
+                }
+                r = manager_link(m, s, fd, &st, dir);
+                if (r < 0)
+                        return r;
+
+                /* Did the next component appear before the watch was placed? */
+                dl = strlen(dir) == 1 ? 0 : strlen(dir);
+                nl = strcspn(s->path + dl + 1, "/");
+                next = strndup(s->path, dl + 1 + nl);
+                if (!next)
+                        return -ENOMEM;
+                nfd = access_open_as(&c->caller, next, false, false, &st);
+                if (nfd == -ENOENT)
+                        return 0;
+        }
+        return -ELOOP;
+}
+
+/* Whether name (created or moved in under link path dir) is the next component of pending s's path. */
+static bool pending_next(const Subscription *s, const char *dir, const char *name, size_t name_len) {
+        size_t dl = strlen(dir);
+        const char *p;
+
+        if (dl == 1)
+                dl = 0;         /* "/" */
+        if (strncmp(s->path, dir, dl) != 0 || s->path[dl] != '/')
+                return false;
+        p = s->path + dl + 1;
+        return strncmp(p, name, name_len) == 0 && (p[name_len] == '/' || p[name_len] == '\0');
+}
+
+static bool has_dotdot(const char *path) {
+        for (const char *p = strstr(path, "/.."); p; p = strstr(p + 1, "/.."))
+                if (p[3] == '/' || p[3] == '\0')
+                        return true;
+        return false;
+}
+
+static int subscribe_pending(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
+                             uint32_t *ret_id) {
+        Subscription *s;
+        int r;
+
+        r = watch_table_subscribe_pending(m->table, path, c, mask, flags, &s);
+        if (r < 0)
+                return r;
+        client_link_subscription(c, s);
+        r = pending_place(m, s);
+        if (r < 0) {
+                manager_subscription_end(m, s);
+                return r;
+        }
+        *ret_id = s->id;
+        return 0;
+}
+
 int manager_add_watch_path(Manager *m, Client *c, const char *path_in,
                            uint32_t mask, uint32_t flags, uint32_t *ret_id) {
         _cleanup_free_ char *path = NULL;
@@ -297,6 +410,10 @@ int manager_add_watch_path(Manager *m, Client *c, const char *path_in,
         if (!path)
                 return -ENOMEM;
         fd = access_open_as(&c->caller, path, flags & WATCHD_FLAG_ONLYDIR, flags & WATCHD_FLAG_DONT_FOLLOW, &st);
+        /* Not there yet: pending on its deepest existing directory. With "..",
+         * which the kernel resolves, there is no such directory to name. */
+        if (fd == -ENOENT && !has_dotdot(path))
+                return subscribe_pending(m, c, path, mask, flags, ret_id);
         if (fd < 0)
                 return fd;
         return subscribe(m, c, fd, &st, path, mask, flags, ret_id);
@@ -380,7 +497,7 @@ static void watch_ignored(Manager *m, Watch *w, uint64_t now) {
                 Subscription *s = l->subscription;
                 Record *rec;
 
-                if (!l->root) {
+                if (!l->root && !s->pending) {
                         manager_unlink(m, l);
                         continue;
                 }
@@ -416,6 +533,7 @@ typedef struct Followup {
                 FOLLOW_TREE_ADD,        /* a directory appeared in a RECURSIVE tree */
                 FOLLOW_TREE_ADD_NEW,    /* ... was created: report what it already holds */
                 FOLLOW_TREE_REMOVE,     /* a directory left it */
+                FOLLOW_PENDING,         /* the next component of a pending path appeared */
         } what;
         char *path;
 } Followup;
@@ -519,6 +637,14 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                 Subscription *s = l->subscription;
                 bool tree = (s->flags & WATCHD_FLAG_RECURSIVE) && ev->name && (ev->mask & IN_ISDIR);
 
+                /* Pending: nothing is delivered, the path is only followed down. */
+                if (s->pending) {
+                        if (ev->name && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
+                            pending_next(s, l->path, ev->name, ev->name_len))
+                                followup_add(&followups, s->id, FOLLOW_PENDING, NULL);
+                        continue;
+                }
+
                 /* A directory below a RECURSIVE root: what happens to the
                  * directory itself is reported by its parent's link. */
                 if (!l->root && !ev->name && !(ev->mask & IN_UNMOUNT))
@@ -571,6 +697,17 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                                 break;
                         case FOLLOW_TREE_REMOVE:
                                 tree_remove(m, s, f->path);
+                                break;
+                        case FOLLOW_PENDING:
+                                if (s->pending && pending_place(m, s) < 0) {
+                                        /* It appeared as something that cannot be watched, or over a limit. */
+                                        Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
+
+                                        if (rec)
+                                                rec->reason = "deleted";
+                                        manager_queue_record(m, s->owner, rec);
+                                        manager_subscription_end(m, s);
+                                }
                                 break;
                         }
                 free(f->path);

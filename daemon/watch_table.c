@@ -123,8 +123,14 @@ unsigned watch_table_n_subscriptions(const WatchTable *t) {
 }
 
 /* What subscription s needs from the kernel on w. */
+static uint32_t need_mask(const Subscription *s, bool is_dir) {
+        if (s->pending)
+                return WATCH_PENDING_BITS;
+        return s->mask | ((s->flags & WATCHD_FLAG_RECURSIVE) && is_dir ? WATCH_TREE_BITS : 0);
+}
+
 static uint32_t link_mask(const Subscription *s, const Watch *w) {
-        return s->mask | ((s->flags & WATCHD_FLAG_RECURSIVE) && w->is_dir ? WATCH_TREE_BITS : 0);
+        return need_mask(s, w->is_dir);
 }
 
 static uint32_t union_mask(const Watch *w) {
@@ -212,8 +218,7 @@ static int watch_get(WatchTable *t, int fd, const struct stat *st, uint32_t mask
 
 static int link_new(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path, bool root,
                     WatchLink **ret) {
-        bool is_dir = S_ISDIR(st->st_mode);
-        uint32_t need = s->mask | ((s->flags & WATCHD_FLAG_RECURSIVE) && is_dir ? WATCH_TREE_BITS : 0);
+        uint32_t need = need_mask(s, S_ISDIR(st->st_mode));
         WatchLink *l;
         Watch *w;
         int r;
@@ -265,15 +270,12 @@ static int link_new(WatchTable *t, Subscription *s, int fd, const struct stat *s
         return 0;
 }
 
-int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
-                          void *owner, uint32_t mask, uint32_t flags, Subscription **ret) {
+static int subscription_new(WatchTable *t, const char *path, void *owner, uint32_t mask, uint32_t flags,
+                            Subscription **ret) {
         Subscription *s;
-        WatchLink *l;
-        int r;
 
         if (t->next_id == UINT32_MAX)
                 return -EOVERFLOW;
-
         s = calloc(1, sizeof(Subscription));
         if (!s)
                 return -ENOMEM;
@@ -285,17 +287,53 @@ int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const ch
         s->owner = owner;
         s->mask = mask;
         s->flags = flags;
+        *ret = s;
+        return 0;
+}
 
+static void subscription_insert(WatchTable *t, Subscription *s) {
+        s->id = t->next_id++;
+        g_hash_table_insert(t->subscriptions, GUINT_TO_POINTER(s->id), s);
+}
+
+int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
+                          void *owner, uint32_t mask, uint32_t flags, Subscription **ret) {
+        Subscription *s;
+        WatchLink *l;
+        int r;
+
+        r = subscription_new(t, path, owner, mask, flags, &s);
+        if (r < 0)
+                return r;
         r = link_new(t, s, fd, st, path, true, &l);
         if (r < 0) {
                 subscription_free(s);
                 return r;
         }
-
-        s->id = t->next_id++;
-        g_hash_table_insert(t->subscriptions, GUINT_TO_POINTER(s->id), s);
+        subscription_insert(t, s);
         *ret = s;
         return 0;
+}
+
+int watch_table_subscribe_pending(WatchTable *t, const char *path, void *owner, uint32_t mask, uint32_t flags,
+                                  Subscription **ret) {
+        Subscription *s;
+        int r;
+
+        r = subscription_new(t, path, owner, mask, flags, &s);
+        if (r < 0)
+                return r;
+        s->pending = true;
+        subscription_insert(t, s);
+        *ret = s;
+        return 0;
+}
+
+int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct stat *st) {
+        WatchLink *l;
+
+        s->pending = false;
+        return link_new(t, s, fd, st, s->path, true, &l);
 }
 
 int watch_table_link(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path,

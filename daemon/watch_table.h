@@ -31,6 +31,8 @@ typedef struct Subscription Subscription;
 
 /* What a RECURSIVE subscription needs on each directory to follow its tree. */
 #define WATCH_TREE_BITS (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO)
+/* What a pending subscription needs on its path's deepest existing directory. */
+#define WATCH_PENDING_BITS (IN_CREATE | IN_MOVED_TO)
 
 struct Subscription {
         uint32_t id;            /* never reused while the daemon runs */
@@ -40,6 +42,8 @@ struct Subscription {
         char *path;             /* as asked (simplified) */
         WatchLink *links;       /* the root first */
         unsigned n_links;
+        bool pending;           /* path does not exist yet: one non-root link on its
+                                 * deepest existing directory, nothing delivered */
 
         Subscription *owner_prev, *owner_next;  /* the owner's list, kept by the owner */
 };
@@ -78,6 +82,14 @@ WatchTable *watch_table_free(WatchTable *t);
  */
 int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
                           void *owner, uint32_t mask, uint32_t flags, Subscription **ret);
+
+/* A pending subscription to path (which does not exist yet), with no link:
+ * the caller links it (watch_table_link) and places its root
+ * (watch_table_link_root) once path exists. Return: 0, -ENOMEM, -EOVERFLOW. */
+int watch_table_subscribe_pending(WatchTable *t, const char *path, void *owner, uint32_t mask, uint32_t flags,
+                                  Subscription **ret);
+/* Places the root link of a subscription that has none (it stops being pending). */
+int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct stat *st);
 
 /*
  * Links s to one more object (a directory below its root, for RECURSIVE).

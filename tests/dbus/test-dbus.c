@@ -605,10 +605,106 @@ static void test_remove_and_list(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(g_variant_n_children(list2), ==, 1);
 }
 
+/* A path that does not exist yet: pending on its deepest existing directory
+ * (a kernel watch shared like any other), delivering once it is there. */
+static void test_missing_path(Fixture *f, gconstpointer data) {
+        g_autofree char *file = path_in(f, "a/b/c/file"), *c = path_in(f, "a/b/c"), *other = path_in(f, "x/y");
+        g_autoptr(GVariant) list = NULL;
+        g_autoptr(GError) error = NULL;
+        guint64 before = wt_stat(f->proxy, "kernel_watches");
+        guint32 id, id2, id3, lid, lmask, lflags;
+        const char *lpath;
+        FILE *fp;
+        Rec *r;
+
+        /* Pending, then removed: the ancestor's watch goes with it. */
+        id2 = add_watch(f->proxy, other, IN_MODIFY, 0);
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, before + 1);
+        watchd_inotify_call_remove_watch_sync(f->proxy, id2, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", before, TIMEOUT_MS));
+
+        id = add_watch(f->proxy, file, IN_MODIFY, 0);
+        id2 = add_watch(f->proxy, other, IN_MODIFY, 0);
+        /* Both pending on f->dir: one kernel watch. */
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, before + 1);
+        g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 2);
+        watchd_inotify_call_list_watches_sync(f->proxy, &list, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(g_variant_n_children(list), ==, 2);
+        g_variant_get_child(list, 0, "(u&suu)", &lid, &lpath, &lmask, &lflags);
+        g_assert_cmpstr(lpath, ==, lid == id ? file : other);
+        g_variant_get_child(list, 1, "(u&suu)", &lid, &lpath, &lmask, &lflags);
+        g_assert_cmpstr(lpath, ==, lid == id ? file : other);
+
+        mkdir_p(f, "a/b/c");
+        /* Another client on a/b/c: once it hears of the file's creation, the
+         * daemon has handled that event, and the pending subscription (on the
+         * same kernel watch by then: the kernel queue is in order) went down to the file. */
+        id3 = add_watch(f->proxy2, c, IN_CREATE, 0);
+        touch(file);
+        await_rec(&f->b, file, IN_CREATE);
+        fp = fopen(file, "a");
+        g_assert_nonnull(fp);
+        fputs("x\n", fp);
+        g_assert_cmpint(fclose(fp), ==, 0);
+        r = await_rec(&f->a, file, IN_MODIFY);
+        g_assert_cmpuint(r->id, ==, id);
+        g_assert_cmpuint(f->a.removed->len, ==, 0);
+
+        /* The ancestors' watches are released: f->dir (id2), a/b/c (id3), the file (id). */
+        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", before + 3, TIMEOUT_MS));
+        watchd_inotify_call_remove_watch_sync(f->proxy, id, NULL, &error);
+        g_assert_no_error(error);
+        watchd_inotify_call_remove_watch_sync(f->proxy, id2, NULL, &error);
+        g_assert_no_error(error);
+        watchd_inotify_call_remove_watch_sync(f->proxy2, id3, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", before, TIMEOUT_MS));
+        g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
+}
+
+/* A pending path that appears by a rename of a directory holding it, and one
+ * whose watched ancestor is deleted. */
+static void test_missing_path_moved(Fixture *f, gconstpointer data) {
+        g_autofree char *staging = path_in(f, "staging"), *m = path_in(f, "m"), *file = path_in(f, "m/n/f");
+        g_autofree char *staged = path_in(f, "staging/n/f");
+        g_autofree char *gone = path_in(f, "gone"), *under = path_in(f, "gone/x/y"), *want = NULL;
+        g_autoptr(GError) error = NULL;
+        guint64 before = wt_stat(f->proxy, "kernel_watches");
+        guint32 id, id2;
+        FILE *fp;
+
+        id = add_watch(f->proxy, file, IN_MODIFY, 0);
+        add_watch(f->proxy2, f->dir, IN_MOVED_TO, 0);
+        mkdir_p(f, "staging/n");
+        touch(staged);
+        g_assert_cmpint(rename(staging, m), ==, 0);
+        /* The same kernel watch (f->dir) carries the MOVED_TO: once proxy2 has it, id is placed. */
+        await_rec(&f->b, m, IN_MOVED_TO);
+        fp = fopen(file, "a");
+        g_assert_nonnull(fp);
+        fputs("x\n", fp);
+        g_assert_cmpint(fclose(fp), ==, 0);
+        g_assert_cmpuint(await_rec(&f->a, file, IN_MODIFY)->id, ==, id);
+
+        g_assert_cmpint(g_mkdir(gone, 0755), ==, 0);
+        id2 = add_watch(f->proxy, under, IN_MODIFY, 0);
+        g_assert_cmpint(g_rmdir(gone), ==, 0);
+        g_assert_true(wt_await(removed_met, &f->a, TIMEOUT_MS));
+        want = g_strdup_printf("%u deleted", id2);
+        g_assert_cmpstr(g_ptr_array_index(f->a.removed, 0), ==, want);
+
+        watchd_inotify_call_remove_watch_sync(f->proxy, id, NULL, &error);
+        g_assert_no_error(error);
+        /* f->dir (proxy2) is all that is left. */
+        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", before + 1, TIMEOUT_MS));
+}
+
 static void test_bad_input(Fixture *f, gconstpointer data) {
         g_autofree char *file = path_in(f, "file"), *fifo = path_in(f, "fifo"), *link = path_in(f, "link");
         g_autofree char *loop1 = path_in(f, "loop1"), *loop2 = path_in(f, "loop2");
-        g_autofree char *missing = path_in(f, "missing");
+        g_autofree char *missing = path_in(f, "file/missing");
         g_autofree char *dotdot = g_strdup_printf("%s/../files/../files/./missing/..", f->dir);
         GString *huge = g_string_new("");
 
@@ -627,7 +723,7 @@ static void test_bad_input(Fixture *f, gconstpointer data) {
         add_watch_fails(f->proxy, "relative/path", IN_CREATE, 0, E_INVALID_ARGS);
         add_watch_fails(f->proxy, "", IN_CREATE, 0, E_INVALID_ARGS);
         add_watch_fails(f->proxy, huge->str, IN_CREATE, 0, E_INVALID_ARGS);            /* 5,000 bytes */
-        add_watch_fails(f->proxy, missing, IN_CREATE, 0, E_FILE_NOT_FOUND);
+        add_watch_fails(f->proxy, missing, IN_CREATE, 0, E_INVALID_ARGS);              /* below a file: never pending */
         add_watch_fails(f->proxy, dotdot, IN_CREATE, 0, E_FILE_NOT_FOUND);             /* .. through a missing dir */
         add_watch_fails(f->proxy, fifo, IN_CREATE, 0, E_INVALID_ARGS);                 /* never blocks on a FIFO */
         add_watch_fails(f->proxy, "/dev/null", IN_CREATE, 0, E_INVALID_ARGS);          /* device node */
@@ -1710,6 +1806,8 @@ int main(int argc, char *argv[]) {
         T("rename-followed", NULL, test_rename_followed);
         T("remove-and-list", NULL, test_remove_and_list);
         T("bad-input", NULL, test_bad_input);
+        T("missing-path", NULL, test_missing_path);
+        T("missing-path-moved", NULL, test_missing_path_moved);
         T("add-watch-fd", NULL, test_add_watch_fd);
         T("no-self-events", NULL, test_no_self_events);
         T("recursive", NULL, test_recursive);

@@ -687,7 +687,8 @@ static void test_stats_documented(void) {
 
 static void test_missing_path(void) {
         g_autofree char *dir = make_dir();
-        g_autofree char *nope = g_build_filename(dir, "nope", NULL);
+        /* A missing path is pending (watchd(8), MISSING PATHS); through ".." it is not found. */
+        g_autofree char *nope = g_strdup_printf("%s/nope/../nope", dir);
         g_autofree char *want = g_strdup_printf("watchctl: %s: no such file or directory (FileNotFound)\n", nope);
         g_autoptr(Proc) p = WATCHCTL("watch", dir, nope);
 
