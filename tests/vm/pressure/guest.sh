@@ -4,23 +4,7 @@
 # then the pressure tests (pressure.c), then the module's counters must be
 # back to zero and rmmod must work. One "PASS name" / "FAIL name: why" line
 # per test; tests/vm/lib.sh checks the kernel log for warnings.
-S=/sys/class/misc/inotify
-
-result() {  # name status [why]
-    if [ "$2" -eq 0 ]; then echo "PASS $1"; else echo "FAIL $1: ${3:-failed}"; fi
-}
-
-counters_zero() {
-    n=0
-    while [ $n -lt 100 ]; do
-        c="$(cat $S/stats/instances) $(cat $S/stats/watches) $(cat $S/stats/queued_events) $(cat $S/stats/groups)"
-        [ "$c" = "0 0 0 0" ] && return 0
-        n=$((n + 1))
-        usleep 100000
-    done
-    echo "counters (instances watches queued_events groups): $c"
-    return 1
-}
+# S, result and counters_zero come from tests/vm/guest-common.sh.
 
 mem=$(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo)
 echo "PRESSURE memory: MemTotal $mem kB, MemAvailable $(sed -n 's/^MemAvailable: *\([0-9]*\) kB/\1/p' /proc/meminfo) kB"
