@@ -29,14 +29,7 @@
 #include "config.h"
 #include "log.h"
 
-#define CHECK(expr)                                                             \
-        do {                                                                    \
-                if (!(expr)) {                                                  \
-                        fprintf(stderr, "%s:%d: check failed: %s\n",            \
-                                __FILE__, __LINE__, #expr);                     \
-                        abort();                                                \
-                }                                                               \
-        } while (0)
+#include "fuzz-check.h"
 
 static char *strip(char *s) {
         char *e;

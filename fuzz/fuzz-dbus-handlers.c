@@ -52,14 +52,7 @@
 #include "log.h"
 #include "manager.h"
 
-#define CHECK(expr)                                                             \
-        do {                                                                    \
-                if (!(expr)) {                                                  \
-                        fprintf(stderr, "%s:%d: check failed: %s\n",            \
-                                __FILE__, __LINE__, #expr);                     \
-                        abort();                                                \
-                }                                                               \
-        } while (0)
+#include "fuzz-check.h"
 
 #define N_CLIENTS 2
 #define CALL_TIMEOUT_USEC (10 * 1000000ull)

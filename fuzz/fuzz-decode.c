@@ -35,14 +35,7 @@
 #include "move_pairer.h"
 #include "record.h"
 
-#define CHECK(expr)                                                             \
-        do {                                                                    \
-                if (!(expr)) {                                                  \
-                        fprintf(stderr, "%s:%d: check failed: %s\n",            \
-                                __FILE__, __LINE__, #expr);                     \
-                        abort();                                                \
-                }                                                               \
-        } while (0)
+#include "fuzz-check.h"
 
 typedef struct Input {
         const uint8_t *p;
