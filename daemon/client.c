@@ -108,6 +108,17 @@ static void on_dropped(uint32_t id, void *userdata) {
         (void) lost_id_add(c, id);
 }
 
+/* Every push goes through here, so that n_notices stays true (dbus_iface.c counts the pops). */
+static int queue_push(Client *c, Record *rec) {
+        bool notice = rec->kind != RECORD_EVENT;
+        int r;
+
+        r = move_pairer_push(&c->queue, rec);
+        if (r >= 0 && notice)
+                c->n_notices++;
+        return r;
+}
+
 static int queue_overflow(Client *c, uint64_t now_usec) {
         Record *o;
 
@@ -117,7 +128,7 @@ static int queue_overflow(Client *c, uint64_t now_usec) {
         if (!o)
                 return -ENOMEM;
         c->overflow_queued = true;
-        return move_pairer_push(&c->queue, o);
+        return queue_push(c, o);
 }
 
 int client_enqueue(Client *c, Record *rec, size_t max_pending) {
@@ -125,7 +136,7 @@ int client_enqueue(Client *c, Record *rec, size_t max_pending) {
         int r;
 
         if (move_pairer_size(&c->queue) < max_pending)
-                return move_pairer_push(&c->queue, rec);
+                return queue_push(c, rec);
 
         lost = move_pairer_drop_events(&c->queue, on_dropped, c) + (rec->kind == RECORD_EVENT);
 
@@ -133,7 +144,7 @@ int client_enqueue(Client *c, Record *rec, size_t max_pending) {
                 r = lost_id_add(c, rec->id);
                 record_free(rec);
         } else
-                r = move_pairer_push(&c->queue, rec);   /* notices are never dropped */
+                r = queue_push(c, rec);                 /* notices are never dropped */
         if (r < 0)
                 return r;
         lost_ids_compact(c);

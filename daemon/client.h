@@ -36,6 +36,7 @@ typedef struct Client {
         uint32_t *lost_ids;             /* ids for the next Overflow, unsorted, may repeat */
         size_t n_lost_ids, cap_lost_ids;
         bool overflow_queued;           /* a RECORD_OVERFLOW is in the queue */
+        size_t n_notices;               /* RECORD_OVERFLOW and RECORD_REMOVED in the queue: they are never held */
 
         /* Flow control (dbus_iface.c): records sent in Events signals, and how
          * many of them the client has read, known when a Peer.Ping sent after
@@ -44,6 +45,11 @@ typedef struct Client {
         uint64_t sent, read;
         uint64_t ping_at;               /* sent, when the outstanding Ping went out */
         sd_bus_slot *ping;              /* the outstanding Ping, or NULL */
+        /* Its last Ping was answered (a reply or an error, not a timeout).
+         * Records are held behind a Ping in flight only for such a client: one
+         * that does not answer would otherwise hold them for sd-bus's Ping
+         * timeout (25 s) each time. */
+        bool answers_ping;
         bool dirty;                     /* on the manager's list of clients to flush */
 } Client;
 

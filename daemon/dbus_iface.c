@@ -26,8 +26,18 @@
  *
  * Signals go to their client only (destination set), except Events with
  * delivery=broadcast, which watchd refuses on the system bus.
+ *
+ * Flow control and batching: each client is sent at most
+ * max_pending_events_per_client records it has not confirmed reading, and
+ * confirms by answering the org.freedesktop.DBus.Peer.Ping sent after them
+ * (one in flight at a time). While that Ping is in flight, records for the
+ * client are held in its queue and go out as one signal when it answers
+ * (or as soon as batch_max_events of them, or a notice, are queued): the
+ * batch follows the client's own pace, with no timer of ours, and a record
+ * after a quiet moment finds no Ping in flight and goes at once.
  */
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -523,12 +533,18 @@ static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *re
         const sd_bus_error *e = sd_bus_message_get_error(reply);
 
         c->ping = sd_bus_slot_unref(c->ping);
-        if (!e || !sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT))
+        c->answers_ping = !e || !sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT);
+        if (c->answers_ping)
                 c->read = c->ping_at;
-        client_ping(m, c);
-        /* What was held back for it goes now (manager_flush walks the dirty clients). */
+        /* What was held back for it goes now, as one signal (manager_flush
+         * walks the dirty clients), and only then the next Ping: sent first,
+         * that Ping would vouch for none of it and hold it for one more round
+         * trip. The flush pings c itself if it sent anything; the call below
+         * is for the records sent before this Ping went out and not yet
+         * vouched for, and for a flush that did not run (the bus stalled). */
         manager_mark_dirty(m, c);
         manager_flush(m);
+        client_ping(m, c);
         return 0;
 }
 
@@ -549,12 +565,41 @@ static void client_ping(Manager *m, Client *c) {
 }
 
 /*
+ * Whether c's queued records wait for the answer to its Ping rather than go
+ * out now. While a Ping is in flight the client has not yet confirmed
+ * reading the last signal; what arrives meanwhile is sent as one signal when
+ * it answers (on_ping_reply). So the batch size follows the client's round
+ * trip, with no delay of our own: a record waits at most one round trip, and
+ * one after a quiet moment finds no Ping in flight and goes at once. Without
+ * this, each kernel read of a few events became a signal of its own, and the
+ * per-message costs (sd-bus, dbus-daemon, the client's dispatch) were most
+ * of the CPU under a storm.
+ */
+static bool client_hold(Manager *m, Client *c, uint64_t now_usec) {
+        /* Half the backlog limit: holding must never be what overflows it. */
+        size_t enough = MIN((size_t) m->config.batch_max_events,
+                            (size_t) m->config.max_pending_events_per_client / 2);
+
+        if (!c->ping || !c->answers_ping)
+                return false;   /* nothing to wait for, or an answer that may never come */
+        if (c->n_notices > 0)
+                return false;   /* notices go now, and the events before them first */
+        if (move_pairer_size(&c->queue) >= enough)
+                return false;   /* a full signal gains nothing by waiting */
+        /* A rename half whose pairing time is up goes now: the pairing timer
+         * would otherwise fire again at once, for as long as the Ping waits. */
+        return move_pairer_next_deadline(&c->queue) > now_usec;
+}
+
+/*
  * Sends c what its queue lets go, but never more than
  * max_pending_events_per_client records that c has not yet read: past that
  * its records wait in its queue, which is bounded by the same limit (then
  * its backlog is dropped and it gets Overflow, sent once it reads again).
  * So a client that stops reading costs at most twice that many records, in
  * the daemon and the bus together, and the other clients are not delayed.
+ * While c has a Ping in flight, a small batch waits for its answer
+ * (client_hold()).
  */
 void dbus_iface_flush_client(Manager *m, Client *c, uint64_t now_usec) {
         _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
@@ -563,10 +608,15 @@ void dbus_iface_flush_client(Manager *m, Client *c, uint64_t now_usec) {
         Record *rec;
         int r;
 
+        if (client_hold(m, c, now_usec))
+                return;
+
         while (c->sent + n - c->read < m->config.max_pending_events_per_client &&
                (rec = move_pairer_pop(&c->queue, now_usec))) {
                 if (rec->kind != RECORD_EVENT) {
                         /* Notices keep their place: what came before goes first. */
+                        assert(c->n_notices > 0);
+                        c->n_notices--;
                         (void) events_send(m, c, &msg, &n);
                         notice_send(m, c, rec);
                         record_free(rec);

@@ -9,8 +9,12 @@
  * for each matching subscription, queued on its owner -> once the kernel
  * queue is drained (or the round budget spent), manager_flush() sends each
  * client what its queue lets go, through dbus_iface_flush_client(). No fixed
- * delay is added: only an unpaired IN_MOVED_FROM waits, for at most
- * move_pair_timeout_ms, and the pairing timer wakes the loop for it.
+ * delay is added: an unpaired IN_MOVED_FROM waits, for at most
+ * move_pair_timeout_ms, and the pairing timer wakes the loop for it; and a
+ * client that has not yet confirmed reading its last signal (its Peer.Ping
+ * is in flight) has its new records held until it answers, so that they go
+ * out as one signal: at most one round trip of the client's own, see
+ * dbus_iface.c.
  */
 
 #include <errno.h>
