@@ -13,9 +13,11 @@
  *
  * A watch is always placed through an fd the daemon has opened (with the
  * caller's credentials), never by path, so the object checked is the object
- * watched. That fd may be O_PATH (access_open_as() returns one): the syscall
- * backend uses it as it is, so placing a watch generates no event; the
- * device backend reopens it for reading, for the module's ioctl. Masks are the eleven 0.23 events only: ONESHOT is the daemon's.
+ * watched. That fd may be O_PATH (access_open_as() returns one) and both
+ * backends use it as it is, so placing a watch generates no event; only with
+ * an older build of the module, which refuses O_PATH fds, does the device
+ * backend reopen it for reading. Masks are the eleven 0.23 events only:
+ * ONESHOT is the daemon's.
  */
 
 #include <stddef.h>

@@ -10,10 +10,19 @@
  * cannot happen with the daemon's buffer (>= BACKEND_MIN_READ) but is not
  * mistaken for end of file either. INOTIFY_IGNORE gets a pointer to the wd,
  * the 2005 form that the module reads unambiguously for any wd.
+ *
+ * INOTIFY_WATCH is given the daemon's O_PATH fd as it is: the module takes
+ * it (fget_raw) and checks read permission itself, so placing a watch opens
+ * nothing, as with the syscalls. An older build of the module refuses O_PATH
+ * fds with EBADF; then, for the rest of the backend's life (the open device
+ * pins the module), the fd is reopened for reading, which its watchers see
+ * (ARCHITECTURE.md, "The daemon's own opens").
  */
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,37 +34,60 @@
 #include "event_bits.h"
 #include "macro.h"
 
-static int device_add_watch(Backend *b, int fd, uint32_t mask, int *ret_wd) {
-        _cleanup_close_ int rfd = -1;
+typedef struct DeviceBackend {
+        Backend backend;
+        bool reopen_path_fds;           /* the module refuses O_PATH fds: an older build */
+} DeviceBackend;
+
+static DeviceBackend *device_backend(Backend *b) {
+        return (DeviceBackend *) ((char *) b - offsetof(DeviceBackend, backend));
+}
+
+static int device_watch(Backend *b, int fd, uint32_t mask, int *ret_wd) {
         struct inotify_watch_request req = {
                 .fd = fd,
                 .mask = mask,
         };
-        int fl, wd;
+        int wd;
 
-        /* The module's ioctl wants an fd open for reading (fget, then
-         * f_dentry, and a read permission check on it): an O_PATH fd is
-         * reopened through /proc/self/fd. That open and its close are seen
-         * like anyone's: the watchers of this inode (the new watch only for
-         * the close) get IN_OPEN/IN_CLOSE_NOWRITE for it. See ARCHITECTURE.md,
-         * "The daemon's own opens". */
-        fl = fcntl(fd, F_GETFL);
-        if (fl < 0)
-                return negative_errno();
-        if (fl & O_PATH) {
-                char proc[sizeof("/proc/self/fd/") + 12];
-
-                snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fd);
-                rfd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-                if (rfd < 0)
-                        return negative_errno();
-                req.fd = rfd;
-        }
         wd = ioctl(b->fd, INOTIFY_WATCH, &req);
         if (wd < 0)
                 return negative_errno();
         *ret_wd = wd;
         return 0;
+}
+
+/* The older module's way: an fd open for reading, through /proc/self/fd.
+ * That open and its close are seen like anyone's: the watchers of this
+ * inode (the new watch only the close) get IN_OPEN/IN_CLOSE_NOWRITE. */
+static int device_watch_reopened(Backend *b, int fd, uint32_t mask, int *ret_wd) {
+        _cleanup_close_ int rfd = -1;
+        char proc[sizeof("/proc/self/fd/") + 12];
+
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fd);
+        rfd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (rfd < 0)
+                return negative_errno();
+        return device_watch(b, rfd, mask, ret_wd);
+}
+
+static int device_add_watch(Backend *b, int fd, uint32_t mask, int *ret_wd) {
+        DeviceBackend *d = device_backend(b);
+        int fl, r;
+
+        fl = fcntl(fd, F_GETFL);
+        if (fl < 0)
+                return negative_errno();
+        if (!(fl & O_PATH))
+                return device_watch(b, fd, mask, ret_wd);
+        if (!d->reopen_path_fds) {
+                r = device_watch(b, fd, mask, ret_wd);
+                /* fd is open (F_GETFL said so): EBADF is the module refusing O_PATH. */
+                if (r != -EBADF)
+                        return r;
+                d->reopen_path_fds = true;
+        }
+        return device_watch_reopened(b, fd, mask, ret_wd);
 }
 
 static int device_rm_watch(Backend *b, int wd) {
@@ -80,7 +112,7 @@ static ssize_t device_read(Backend *b, void *buf, size_t size) {
 static void device_free(Backend *b) {
         safe_close(b->fd);
         free(b->limit_hint);
-        free(b);
+        free(device_backend(b));
 }
 
 static const BackendOps device_ops = {
@@ -107,12 +139,14 @@ static int device_check(int fd) {
 }
 
 int backend_device_new(const char *device, Backend **ret) {
+        DeviceBackend *d;
         Backend *b;
         int r;
 
-        b = calloc(1, sizeof(Backend));
-        if (!b)
+        d = calloc(1, sizeof(DeviceBackend));
+        if (!d)
                 return -ENOMEM;
+        b = &d->backend;
         b->ops = &device_ops;
         b->fd = open(device, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         r = b->fd < 0 ? negative_errno() : device_check(b->fd);

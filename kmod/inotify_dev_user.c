@@ -198,9 +198,17 @@ out_dec_watches:
  * returns the same wd (0.23). Unknown mask bits are ignored as in 0.23;
  * a mask with no event bit is EINVAL.
  *
- * Permission: holding the open fd (0.23), and read permission on the inode
- * as inotify_add_watch(2) requires, so a write-only fd cannot be used to
- * see who reads a file. fget() refuses O_PATH fds (EBADF).
+ * The fd may be an O_PATH fd (fget_raw): then placing the watch opens
+ * nothing, so the object's watchers see no IN_OPEN/IN_CLOSE_NOWRITE for it,
+ * as with inotify_add_watch(2) on /proc/self/fd/N. An fd number that is not
+ * open is EBADF.
+ *
+ * Permission: holding the fd (0.23), and read permission on the inode for
+ * the caller's current credentials, checked here for every fd, as
+ * inotify_add_watch(2) requires: a write-only fd cannot be used to see who
+ * reads a file, and an O_PATH open checked no permission on the object at
+ * all. The LSM hook that inotify_add_watch() also runs, security_path_notify,
+ * is not exported to modules.
  *
  * Locking: takes dev->watch_mutex; may sleep.
  */
@@ -217,8 +225,11 @@ static int idev_add_watch(struct idev_device *dev,
 	if (copy_from_user(&req, ureq, sizeof(req)))
 		return -EFAULT;
 
-	/* Takes a file reference, dropped before we return: a watch pins nothing. */
-	filp = fget(req.fd);
+	/*
+	 * Takes a file reference, dropped before we return: a watch pins
+	 * nothing. Unlike fget(), also finds O_PATH files.
+	 */
+	filp = fget_raw(req.fd);
 	if (!filp)
 		return -EBADF;
 
@@ -228,6 +239,11 @@ static int idev_add_watch(struct idev_device *dev,
 		goto out_fput;
 	}
 
+	/*
+	 * For every fd, and the only check an O_PATH fd gets (its open asked
+	 * for no access): current's fsuid/fsgid and capabilities, through the
+	 * idmapping of the fd's mount.
+	 */
 	inode = file_inode(filp);
 	ret = inode_permission(file_mnt_user_ns(filp), inode, MAY_READ);
 	if (ret)

@@ -44,7 +44,13 @@ struct inotify_event {
 };
 #endif
 
-/* The INOTIFY_WATCH argument: an open fd of the object and the events wanted. */
+/*
+ * The INOTIFY_WATCH argument: an open fd of the object and the events wanted.
+ * Any fd of the object will do, O_PATH included (then nothing is opened to
+ * place the watch); the caller needs read permission on the object (EACCES).
+ * Older builds of the module (fget() rather than fget_raw()) refuse an O_PATH
+ * fd with EBADF: a caller may fall back to an fd open for reading.
+ */
 struct inotify_watch_request {
 	int fd;
 	__u32 mask;

@@ -226,10 +226,141 @@ static int t_watch_ebadf(void) {
         CHECK(ioctl(dev, INOTIFY_WATCH, &req) < 0 && errno == EBADF, "fd -1");
         req.fd = 999;
         CHECK(ioctl(dev, INOTIFY_WATCH, &req) < 0 && errno == EBADF, "fd 999");
-        fd = open("/tmp", O_PATH);
-        CHECK(fd >= 0, "O_PATH open");
+        /* Closed since: the number is not an open fd any more. */
+        fd = open("/tmp", O_PATH | O_CLOEXEC);
+        CHECK(fd >= 0 && close(fd) == 0, "O_PATH open and close");
         req.fd = fd;
-        CHECK(ioctl(dev, INOTIFY_WATCH, &req) < 0 && errno == EBADF, "O_PATH fd must be EBADF");
+        CHECK(ioctl(dev, INOTIFY_WATCH, &req) < 0 && errno == EBADF, "closed O_PATH fd must be EBADF");
+        return 0;
+}
+
+/* Watches @path through an O_PATH fd, closed after the ioctl. */
+static int add_watch_opath(int dev, const char *path, int oflags, uint32_t mask) {
+        struct inotify_watch_request req;
+        int fd, wd, e;
+
+        fd = open(path, O_PATH | O_CLOEXEC | oflags);
+        if (fd < 0)
+                return -1;
+        req.fd = fd;
+        req.mask = mask;
+        wd = ioctl(dev, INOTIFY_WATCH, &req);
+        e = errno;
+        close(fd);
+        errno = e;
+        return wd;
+}
+
+/* An O_PATH fd of a file and of a directory: accepted, and events arrive. */
+static int t_watch_opath(void) {
+        struct vt_reader r;
+        int wdd, wdf;
+
+        CHECK(setup_dir("opath") == 0, "mkdir");
+        CHECK(write_file(p("f"), "abc") == 0, "create f");
+        CHECK(open_dev(&r) >= 0, "open");
+        wdd = add_watch_opath(r.fd, dir, O_DIRECTORY, IN_CREATE);
+        CHECK(wdd > 0, "O_PATH fd of a directory: INOTIFY_WATCH returned %d", wdd);
+        wdf = add_watch_opath(r.fd, p("f"), 0, IN_MODIFY);
+        CHECK(wdf > 0 && wdf != wdd, "O_PATH fd of a file: INOTIFY_WATCH returned %d", wdf);
+        /* The same inode through an ordinary fd: the same watch, mask replaced. */
+        CHECK(add_watch(r.fd, p("f"), IN_MODIFY | IN_ATTRIB) == wdf, "ordinary fd of the same file");
+        CHECK(touch(p("new")) == 0, "create");
+        if (expect(&r, wdd, IN_CREATE, "new", NULL) < 0)
+                return -1;
+        CHECK(write_file(p("f"), "x") == 0 && chmod(p("f"), 0600) == 0, "write, chmod");
+        if (expect(&r, wdf, IN_MODIFY, NULL, NULL) < 0 || expect(&r, wdf, IN_ATTRIB, NULL, NULL) < 0)
+                return -1;
+        return expect_none(&r);
+}
+
+/*
+ * Placing a watch through an O_PATH fd opens nothing: another watch of the
+ * directory asking for IN_OPEN|IN_CLOSE_NOWRITE sees no record of it (the
+ * sentinel's records come first), nor does the parent's watch, nor does the
+ * new watch itself. An ordinary fd, for contrast, does give them.
+ */
+static int t_watch_opath_no_open(void) {
+        struct vt_reader r, r2;
+        int wd, wdp, wd2;
+        char *sub;
+
+        CHECK(setup_dir("opathnoopen") == 0, "mkdir");
+        CHECK(mkdir(p("d"), 0755) == 0 && touch(p("d/sentinel")) == 0, "mkdir d, sentinel");
+        sub = strdup(p("d"));
+        CHECK(sub, "strdup");
+        CHECK(open_dev(&r) >= 0 && open_dev(&r2) >= 0, "open");
+        wd = add_watch_opath(r.fd, sub, O_DIRECTORY, IN_OPEN | IN_CLOSE_NOWRITE);
+        CHECK(wd > 0, "first watch");
+        wdp = add_watch_opath(r.fd, dir, O_DIRECTORY, IN_OPEN | IN_CLOSE_NOWRITE);
+        CHECK(wdp > 0 && wdp != wd, "parent watch");
+        /* A second instance, and the same instance widening its mask. */
+        wd2 = add_watch_opath(r2.fd, sub, O_DIRECTORY, IN_OPEN | IN_CLOSE_NOWRITE | IN_CREATE);
+        CHECK(wd2 > 0, "second instance's watch");
+        CHECK(add_watch_opath(r.fd, sub, O_DIRECTORY, IN_OPEN | IN_CLOSE_NOWRITE | IN_CREATE) == wd,
+              "re-watch through O_PATH");
+        /* The sentinel: a read-only open and close of an entry. */
+        CHECK(close(open(p("d/sentinel"), O_RDONLY | O_CLOEXEC)) == 0, "sentinel open/close");
+        {
+                const struct want w[] = {{wd, IN_OPEN, "sentinel"}, {wd, IN_CLOSE_NOWRITE, "sentinel"}};
+                const struct want w2[] = {{wd2, IN_OPEN, "sentinel"}, {wd2, IN_CLOSE_NOWRITE, "sentinel"}};
+
+                if (expect_set(&r, w, 2) < 0 || expect_set(&r2, w2, 2) < 0)
+                        return -1;
+        }
+        if (expect_none(&r) < 0 || expect_none(&r2) < 0)
+                return -1;
+        /* Contrast: the old way, an fd open for reading, is seen by the others. */
+        CHECK(add_watch(r2.fd, sub, IN_OPEN | IN_CLOSE_NOWRITE) == wd2, "re-watch through O_RDONLY");
+        {
+                const struct want w[] = {{wd, IN_OPEN | IN_ISDIR, NULL},
+                                         {wd, IN_CLOSE_NOWRITE | IN_ISDIR, NULL},
+                                         {wdp, IN_OPEN | IN_ISDIR, "d"},
+                                         {wdp, IN_CLOSE_NOWRITE | IN_ISDIR, "d"}};
+
+                if (expect_set(&r, w, 4) < 0)
+                        return -1;
+        }
+        return expect_none(&r);
+}
+
+/*
+ * An O_PATH open checks no permission on the object, so the ioctl does: as
+ * nobody, an O_PATH fd of a 0600 root file or a 0700 root directory (both
+ * reachable) is EACCES; of a readable one it is accepted.
+ */
+static int t_watch_opath_eacces(void) {
+        int status;
+        pid_t pid;
+
+        CHECK(setup_dir("opatheacces") == 0, "mkdir");
+        CHECK(chmod(dir, 0755) == 0, "chmod dir");
+        CHECK(touch(p("secret")) == 0 && chmod(p("secret"), 0600) == 0, "0600 file");
+        CHECK(mkdir(p("private"), 0700) == 0 && chmod(p("private"), 0700) == 0, "0700 dir");
+        CHECK(touch(p("public")) == 0 && chmod(p("public"), 0644) == 0, "0644 file");
+        pid = fork();
+        CHECK(pid >= 0, "fork");
+        if (pid == 0) {
+                int dev;
+
+                if (setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(10);
+                dev = open(DEV, O_RDONLY);
+                if (dev < 0)
+                        _exit(11);
+                if (add_watch_opath(dev, p("secret"), 0, IN_ACCESS) >= 0 || errno != EACCES)
+                        _exit(12);
+                if (add_watch_opath(dev, p("private"), O_DIRECTORY, IN_CREATE) >= 0 || errno != EACCES)
+                        _exit(13);
+                if (add_watch_opath(dev, p("public"), 0, IN_ACCESS) <= 0)
+                        _exit(14);
+                _exit(0);
+        }
+        CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "as nobody: want EACCES for O_PATH fds of a 0600 file (12) and a 0700 directory (13), "
+              "a wd for a 0644 file (14); child status %d",
+              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         return 0;
 }
 
@@ -956,6 +1087,9 @@ static const struct vt_test tests[] = {
         {"ignore_einval", t_ignore_einval, 0},
         {"ignore_efault", t_ignore_efault, 0},
         {"watch_ebadf", t_watch_ebadf, 0},
+        {"watch_opath", t_watch_opath, 0},
+        {"watch_opath_no_open", t_watch_opath_no_open, 0},
+        {"watch_opath_eacces", t_watch_opath_eacces, 0},
         {"watch_einval_mask", t_watch_einval_mask, 0},
         {"watch_efault", t_watch_efault, 0},
         {"watch_eacces", t_watch_eacces, 0},
