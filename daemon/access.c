@@ -25,15 +25,7 @@
 
 #define GROUPS_MAX 65536
 
-typedef struct SavedCreds {
-        uid_t fsuid;
-        gid_t fsgid;
-        gid_t *groups;
-        int n_groups;
-        bool saved;             /* the above hold the daemon's own credentials */
-} SavedCreds;
-
-static int creds_switch(const Caller *c, SavedCreds *saved) {
+static int creds_switch(const Caller *c, AccessSaved *saved) {
         int n;
 
         n = getgroups(0, NULL);
@@ -63,7 +55,7 @@ static int creds_switch(const Caller *c, SavedCreds *saved) {
         return 0;
 }
 
-static void creds_restore(SavedCreds *saved) {
+static void creds_restore(AccessSaved *saved) {
         if (!saved->saved) {
                 free(saved->groups);
                 saved->groups = NULL;
@@ -121,7 +113,7 @@ static int open_checked(const char *path, bool only_dir, bool no_follow, struct 
 
 int access_open_as(const Caller *caller, const char *path, bool only_dir, bool no_follow,
                    struct stat *ret_st) {
-        SavedCreds saved = {};
+        AccessSaved saved = {};
         int fd, r;
 
         if (caller->n_gids > GROUPS_MAX)
@@ -145,6 +137,26 @@ int access_open_as(const Caller *caller, const char *path, bool only_dir, bool n
         fd = open_checked(path, only_dir, no_follow, ret_st);
         creds_restore(&saved);
         return fd;
+}
+
+int access_become(const Caller *caller, AccessSaved *saved) {
+        int r;
+
+        *saved = (AccessSaved) {};
+        if (caller->n_gids > GROUPS_MAX)
+                return -EINVAL;
+        if (geteuid() != 0)
+                return caller->uid == geteuid() ? 0 : -EPERM;
+        if (caller->uid == 0)
+                return 0;
+        r = creds_switch(caller, saved);
+        if (r < 0)
+                creds_restore(saved);
+        return r;
+}
+
+void access_restore(AccessSaved *saved) {
+        creds_restore(saved);
 }
 
 int access_check_fd(int fd, struct stat *ret_st) {

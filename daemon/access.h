@@ -42,5 +42,25 @@ typedef struct Caller {
 int access_open_as(const Caller *caller, const char *path, bool only_dir, bool no_follow,
                    struct stat *ret_st);
 
+/*
+ * For a stretch of work done as caller (a slice of a RECURSIVE walk): from
+ * access_become() to access_restore(), everything the kernel checks (opens,
+ * inotify_add_watch's read check) is checked with the caller's filesystem
+ * credentials. Nothing else may run in between: the daemon is single-threaded
+ * and the stretch must not reach the bus or log files by path. For a root
+ * caller, or a daemon that is not root and serves only its own uid, nothing
+ * is switched. Return: 0, or -errno (then nothing is switched).
+ */
+typedef struct AccessSaved {
+        uid_t fsuid;
+        gid_t fsgid;
+        gid_t *groups;
+        int n_groups;
+        bool saved;             /* the above hold the daemon's own credentials */
+} AccessSaved;
+
+int access_become(const Caller *caller, AccessSaved *saved);
+void access_restore(AccessSaved *saved);
+
 /* Whether an fd received from a client may be watched: open for reading, not O_PATH, a file or directory. */
 int access_check_fd(int fd, struct stat *ret_st);

@@ -48,6 +48,7 @@
 #include "event_bits.h"
 #include "log.h"
 #include "macro.h"
+#include "tree.h"
 
 
 static void creds_unrefp(sd_bus_creds **c) {
@@ -285,9 +286,44 @@ static int client_for_call(Manager *m, sd_bus_message *msg, Client **ret, sd_bus
         return 0;
 }
 
+/* The name errors give the object: "'path'" or "the descriptor". */
+static char *what_of(const char *path) {
+        char *what;
+
+        if (!path)
+                return strdup("the descriptor");
+        if (asprintf(&what, "'%s'", path) < 0)
+                return NULL;
+        return what;
+}
+
+/* A RECURSIVE AddWatch whose walk went on from the loop: answered now. */
+static void add_watch_done(Manager *m, uint32_t id, int r, void *userdata) {
+        _cleanup_(message_unrefp) sd_bus_message *msg = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *what = NULL;
+        const char *path = NULL;
+
+        if (r == -ECANCELED)
+                r = sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_FAILED, "The daemon is exiting.");
+        else if (r < 0) {
+                if (strcmp(sd_bus_message_get_signature(msg, true), "suu") == 0) {
+                        (void) sd_bus_message_rewind(msg, true);
+                        (void) sd_bus_message_read(msg, "s", &path);
+                }
+                what = what_of(path);
+                (void) error_for(m, r, what ?: "the path", &error);
+                r = sd_bus_reply_method_error(msg, &error);
+        } else
+                r = sd_bus_reply_method_return(msg, "u", id);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", id);
+}
+
 static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, sd_bus_error *error) {
         const char *path = NULL;
         uint32_t mask, flags, id;
+        TreeWalk *walk = NULL;
         Client *c;
         int fd = -1, r;
 
@@ -317,21 +353,24 @@ static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, 
                 return r;
 
         if (by_fd)
-                r = manager_add_watch_fd(m, c, fd, mask, flags, &id);
+                r = manager_add_watch_fd(m, c, fd, mask, flags, &id, &walk);
         else
-                r = manager_add_watch_path(m, c, path, mask, flags, &id);
+                r = manager_add_watch_path(m, c, path, mask, flags, &id, &walk);
         if (r < 0) {
-                _cleanup_free_ char *what = NULL;
+                _cleanup_free_ char *what = what_of(path);
 
-                if (by_fd)
-                        what = strdup("the descriptor");
-                else if (asprintf(&what, "'%s'", path) < 0)
-                        what = NULL;
                 return error_for(m, r, what ?: "the path", error);
         }
 
-        log_debug("%s: subscription %" PRIu32 " on %s%s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 ".",
-                  c->name, id, by_fd ? "fd " : "", by_fd ? "" : path, mask, flags);
+        log_debug("%s: subscription %" PRIu32 " on %s%s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.",
+                  c->name, id, by_fd ? "fd " : "", by_fd ? "" : path, mask, flags,
+                  walk ? ", its tree walked from the loop" : "");
+        if (walk) {
+                /* A big tree: answered when its walk ends (add_watch_done), its
+                 * events already flowing for the part watched so far. */
+                tree_walk_set_done(walk, add_watch_done, sd_bus_message_ref(msg));
+                return 1;
+        }
         return sd_bus_reply_method_return(msg, "u", id);
 }
 

@@ -34,6 +34,8 @@
 
 #define KERNEL_READ_BUF (64u * 1024u)
 #define KERNEL_READ_ROUNDS 16
+/* A slice of the RECURSIVE walks, between two looks at the kernel and the bus. */
+#define WALK_SLICE_USEC 5000u
 
 /* Messages sd-bus may hold unsent before we stop handing it more. Past it
  * the bus is not reading us: records stay in the clients' queues, which are
@@ -57,7 +59,8 @@ int manager_new(Config *config, const char *config_path, Manager **ret) {
         m->config_path = strdup(config_path);
         m->read_buf_size = KERNEL_READ_BUF;
         m->read_buf = malloc(m->read_buf_size);
-        if (!m->config_path || !m->read_buf) {
+        m->dents_buf = malloc(TREE_DENTS_BUF);
+        if (!m->config_path || !m->read_buf || !m->dents_buf) {
                 manager_free(m);
                 return -ENOMEM;
         }
@@ -74,6 +77,9 @@ Manager *manager_free(Manager *m) {
 
         if (!m)
                 return NULL;
+        /* Walks hold links: they go before the table. */
+        tree_walks_free(m);
+        m->walker = sd_event_source_disable_unref(m->walker);
         if (m->clients) {
                 g_hash_table_iter_init(&i, m->clients);
                 while (g_hash_table_iter_next(&i, NULL, &v)) {
@@ -99,6 +105,7 @@ Manager *manager_free(Manager *m) {
         config_done(&m->config);
         free(m->config_path);
         free(m->read_buf);
+        free(m->dents_buf);
         free(m);
         return NULL;
 }
@@ -191,7 +198,8 @@ static int watch_allowed(Manager *m, Client *c, UserAccount **ret_user) {
         return 0;
 }
 
-int manager_link(Manager *m, Subscription *s, int fd, const struct stat *st, const char *path) {
+int manager_link(Manager *m, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
+                 const char *name, size_t name_len, WatchLink **ret) {
         Client *c = s->owner;
         UserAccount *u;
         WatchLink *l;
@@ -200,22 +208,28 @@ int manager_link(Manager *m, Subscription *s, int fd, const struct stat *st, con
         r = watch_allowed(m, c, &u);
         if (r < 0)
                 return r;
-        r = watch_table_link(m->table, s, fd, st, path, &l);
+        if (parent)
+                r = watch_table_link(m->table, s, parent, fd, st, name, name_len, &l);
+        else
+                r = watch_table_link_pending(m->table, s, fd, st, name, &l);
         if (r < 0)
                 return r;
         c->n_watches++;
         u->n_watches++;
+        if (ret)
+                *ret = l;
         return 0;
 }
 
 void manager_unlink(Manager *m, WatchLink *l) {
         Client *c = l->subscription->owner;
         UserAccount *u = user_get(m, c->uid, false);
+        unsigned n;
 
-        c->n_watches--;
+        n = watch_table_unlink(m->table, l);
+        c->n_watches -= n;
         if (u)
-                u->n_watches--;
-        watch_table_unlink(m->table, l);
+                u->n_watches -= n;
 }
 
 void manager_queue_overflow(Manager *m, Subscription *s) {
@@ -242,7 +256,7 @@ void manager_client_gone(Manager *m, Client *c) {
 }
 
 static int subscribe(Manager *m, Client *c, int fd, const struct stat *st, const char *path,
-                     uint32_t mask, uint32_t flags, uint32_t *ret_id) {
+                     uint32_t mask, uint32_t flags, uint32_t *ret_id, TreeWalk **ret_walk) {
         Subscription *s;
         UserAccount *u;
         int r;
@@ -258,15 +272,20 @@ static int subscribe(Manager *m, Client *c, int fd, const struct stat *st, const
         c->n_watches++;
         u->n_watches++;
 
+        *ret_id = s->id;
+        *ret_walk = NULL;
         if ((flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode)) {
-                /* The whole tree, or nothing: a limit met half-way undoes it. */
-                r = tree_add_below(m, s, fd, path, /* synthesize= */ false, /* now_usec= */ 0);
+                /* The whole tree, or nothing: a limit met half-way undoes it (tree.c). */
+                uint32_t id = s->id;
+
+                r = tree_walk_below(m, s, fd, /* all_or_nothing= */ true, ret_walk);
                 if (r < 0) {
-                        manager_subscription_end(m, s);
+                        s = watch_table_get_subscription(m->table, id);
+                        if (s)
+                                manager_subscription_end(m, s);
                         return r;
                 }
         }
-        *ret_id = s->id;
         return 0;
 }
 
@@ -322,8 +341,9 @@ static int pending_place(Manager *m, Subscription *s) {
                                 return r;
                         c->n_watches++;
                         u->n_watches++;
+                        /* Its tree is walked like a directory moved in: a limit gives Overflow. */
                         if ((s->flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st.st_mode))
-                                return tree_add_below(m, s, fd, s->path, /* synthesize= */ false, /* now_usec= */ 0);
+                                return tree_walk_below(m, s, fd, /* all_or_nothing= */ false, NULL);
                         return 0;
                 }
                 if (fd != -ENOENT)
@@ -345,7 +365,7 @@ static int pending_place(Manager *m, Subscription *s) {
                         if (fd != -ENOENT)
                                 return fd;
                 }
-                r = manager_link(m, s, fd, &st, dir);
+                r = manager_link(m, s, NULL, fd, &st, dir, strlen(dir), NULL);
                 if (r < 0)
                         return r;
 
@@ -401,7 +421,7 @@ static int subscribe_pending(Manager *m, Client *c, const char *path, uint32_t m
 }
 
 int manager_add_watch_path(Manager *m, Client *c, const char *path_in,
-                           uint32_t mask, uint32_t flags, uint32_t *ret_id) {
+                           uint32_t mask, uint32_t flags, uint32_t *ret_id, TreeWalk **ret_walk) {
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -1;
         struct stat st;
@@ -416,14 +436,16 @@ int manager_add_watch_path(Manager *m, Client *c, const char *path_in,
         fd = access_open_as(&c->caller, path, flags & WATCHD_FLAG_ONLYDIR, flags & WATCHD_FLAG_DONT_FOLLOW, &st);
         /* Not there yet: pending on its deepest existing directory. With "..",
          * which the kernel resolves, there is no such directory to name. */
+        *ret_walk = NULL;
         if (fd == -ENOENT && !has_dotdot(path))
                 return subscribe_pending(m, c, path, mask, flags, ret_id);
         if (fd < 0)
                 return fd;
-        return subscribe(m, c, fd, &st, path, mask, flags, ret_id);
+        return subscribe(m, c, fd, &st, path, mask, flags, ret_id, ret_walk);
 }
 
-int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id) {
+int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
+                         TreeWalk **ret_walk) {
         char proc[sizeof("/proc/self/fd/") + 12], path[PATH_MAX];
         struct stat st;
         ssize_t n;
@@ -446,7 +468,7 @@ int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t 
         if (path[0] != '/')
                 return -EMEDIUMTYPE;    /* not in the filesystem tree (pipe:, anon_inode:...) */
 
-        return subscribe(m, c, fd, &st, path, mask, flags, ret_id);
+        return subscribe(m, c, fd, &st, path, mask, flags, ret_id, ret_walk);
 }
 
 int manager_remove_watch(Manager *m, Client *c, uint32_t id) {
@@ -553,14 +575,18 @@ typedef struct Followup {
  */
 static void follow_dir_move(Manager *m, Watch *w, const RawEvent *ev) {
         g_autoptr(GPtrArray) new_paths = NULL;
+        char buf[PATH_MAX];
         bool same_dir;
 
         if (ev->mask & IN_MOVED_FROM) {
                 /* Remember where it was, as each link of its parent spells it. */
                 g_clear_pointer(&m->dir_move_old, g_ptr_array_unref);
                 m->dir_move_old = g_ptr_array_new_with_free_func(free);
-                for (WatchLink *l = w->links; l; l = l->watch_next)
-                        g_ptr_array_add(m->dir_move_old, tree_path_join(l->path, ev->name, ev->name_len));
+                for (WatchLink *l = w->links; l; l = l->watch_next) {
+                        const char *dir = tree_link_path(l, buf);
+
+                        g_ptr_array_add(m->dir_move_old, dir ? tree_path_join(dir, ev->name, ev->name_len) : NULL);
+                }
                 m->dir_move_cookie = ev->cookie;
                 m->dir_move_watch = w;
                 return;
@@ -569,8 +595,11 @@ static void follow_dir_move(Manager *m, Watch *w, const RawEvent *ev) {
                 return;
 
         new_paths = g_ptr_array_new_with_free_func(free);
-        for (WatchLink *l = w->links; l; l = l->watch_next)
-                g_ptr_array_add(new_paths, tree_path_join(l->path, ev->name, ev->name_len));
+        for (WatchLink *l = w->links; l; l = l->watch_next) {
+                const char *dir = tree_link_path(l, buf);
+
+                g_ptr_array_add(new_paths, dir ? tree_path_join(dir, ev->name, ev->name_len) : NULL);
+        }
         /* The MOVED_FROM's watch pointer is only compared, never followed: it may be gone. */
         same_dir = m->dir_move_watch == w && new_paths->len == m->dir_move_old->len;
         for (guint i = 0; i < m->dir_move_old->len && new_paths->len > 0; i++) {
@@ -619,6 +648,7 @@ static bool scanned_check(Manager *m, const Subscription *s, const char *dir, co
 static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
         /* Rare (ONESHOT, directories in RECURSIVE trees): allocated on first use. */
         g_autoptr(GArray) followups = NULL;
+        char buf[PATH_MAX];
         Watch *w;
 
         m->stats.events_read++;
@@ -640,11 +670,17 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
         for (WatchLink *l = w->links; l; l = l->watch_next) {
                 Subscription *s = l->subscription;
                 bool tree = (s->flags & WATCHD_FLAG_RECURSIVE) && ev->name && (ev->mask & IN_ISDIR);
+                const char *dir = tree_link_path(l, buf);
+
+                if (!dir) {
+                        manager_queue_overflow(m, s);   /* deeper than PATH_MAX: cannot be named */
+                        continue;
+                }
 
                 /* Pending: nothing is delivered, the path is only followed down. */
                 if (s->pending) {
                         if (ev->name && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
-                            pending_next(s, l->path, ev->name, ev->name_len))
+                            pending_next(s, dir, ev->name, ev->name_len))
                                 followup_add(&followups, s->id, FOLLOW_PENDING, NULL);
                         continue;
                 }
@@ -655,9 +691,9 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                         continue;
                 /* IN_UNMOUNT reaches every subscriber, as the kernel sends it to every watch. */
                 if (((ev->mask & s->mask & WATCHD_MASK_VALID) || (ev->mask & IN_UNMOUNT)) &&
-                    !scanned_check(m, s, l->path, ev)) {
+                    !scanned_check(m, s, dir, ev)) {
                         manager_queue_record(m, s->owner, record_new(RECORD_EVENT, s->id, ev->mask, ev->cookie, now,
-                                                                     l->path, ev->name, ev->name_len));
+                                                                     dir, ev->name, ev->name_len));
                         if (s->flags & WATCHD_FLAG_ONESHOT) {
                                 followup_add(&followups, s->id, FOLLOW_ONESHOT, NULL);
                                 continue;
@@ -665,7 +701,7 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                 }
 
                 if (tree && (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM))) {
-                        char *path = tree_path_join(l->path, ev->name, ev->name_len);
+                        char *path = tree_path_join(dir, ev->name, ev->name_len);
 
                         if (!path) {
                                 manager_queue_overflow(m, s);
@@ -761,6 +797,23 @@ static int on_pair_timer(sd_event_source *source, uint64_t usec, void *userdata)
         return 0;
 }
 
+static int on_walker(sd_event_source *source, void *userdata) {
+        Manager *m = userdata;
+
+        if (!tree_walks_run(m, WALK_SLICE_USEC))
+                (void) sd_event_source_set_enabled(m->walker, SD_EVENT_OFF);
+        manager_flush(m);       /* what the walks reported, and answers to their AddWatch */
+        return 0;
+}
+
+void manager_walks_wake(Manager *m) {
+        int r;
+
+        r = sd_event_source_set_enabled(m->walker, SD_EVENT_ON);
+        if (r < 0)
+                log_warning_errno(r, "Failed to start the walker, ignoring: %m");
+}
+
 void manager_flush(Manager *m) {
         uint64_t now = now_usec(), next = UINT64_MAX, queued = 0;
         int r;
@@ -848,6 +901,16 @@ int manager_start(Manager *m, sd_event *event) {
                 return log_error_errno(r, "Failed to add the pairing timer: %m");
         (void) sd_event_source_set_enabled(m->pair_timer, SD_EVENT_OFF);
         (void) sd_event_source_set_description(m->pair_timer, "move-pairing");
+
+        /* Enabled only while a RECURSIVE walk is in progress. Below the kernel
+         * fd and the bus: each loop iteration serves them first. */
+        r = sd_event_add_defer(event, &m->walker, on_walker, m);
+        if (r >= 0)
+                r = sd_event_source_set_priority(m->walker, SD_EVENT_PRIORITY_NORMAL + 10);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the walker: %m");
+        (void) sd_event_source_set_enabled(m->walker, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(m->walker, "tree-walker");
         return 0;
 }
 

@@ -38,6 +38,8 @@ typedef struct UserAccount {
         unsigned n_watches;             /* links of all its clients' subscriptions */
 } UserAccount;
 
+struct TreeWalk;
+
 typedef struct Manager {
         Config config;
         char *config_path;
@@ -67,6 +69,12 @@ typedef struct Manager {
          * is then not reported again (tree.h). NULL until first used. */
         GHashTable *scanned;
 
+        /* RECURSIVE walks in progress (tree.c), run in slices by the walker
+         * source, which has a lower priority than the kernel fd and the bus. */
+        struct TreeWalk *walks, *walks_tail;
+        sd_event_source *walker;
+        uint8_t *dents_buf;             /* getdents64 buffer of the walks */
+
         Stats stats;
         uint8_t *read_buf;
         size_t read_buf_size;
@@ -92,14 +100,17 @@ void manager_client_gone(Manager *m, Client *c);
 /*
  * Subscribes c to path (opened with c's credentials) or to fd (already open by the client).
  * With RECURSIVE on a directory, every directory below is watched too, and
- * each counts against the limits like a subscription.
+ * each counts against the limits like a subscription; if that walk is not
+ * done within its first slice, *ret_walk is set and the walk goes on from the
+ * loop (the caller sets its completion with tree_walk_set_done()).
  * Return: 0, or -errno: see access_open_as(); -EDQUOT over
  * max_watches_per_client, -EMLINK over max_watches_per_user, -ENOSPC the
  * kernel's watch limit, -EBADFD an O_PATH fd, -EBADF a write-only fd.
  */
 int manager_add_watch_path(Manager *m, Client *c, const char *path,
-                           uint32_t mask, uint32_t flags, uint32_t *ret_id);
-int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id);
+                           uint32_t mask, uint32_t flags, uint32_t *ret_id, struct TreeWalk **ret_walk);
+int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
+                         struct TreeWalk **ret_walk);
 
 /* Ends c's subscription id. Return: 0, or -ESRCH if c has no such subscription. */
 int manager_remove_watch(Manager *m, Client *c, uint32_t id);
@@ -112,11 +123,15 @@ void manager_flush(Manager *m);
 
 uint64_t manager_pending_events(Manager *m);
 
-/* For tree.c: one more directory for a RECURSIVE subscription, within the
- * owner's limits. Return: 0, -EDQUOT/-EMLINK (limits), -EEXIST (already
- * linked), or -errno from the kernel. */
-int manager_link(Manager *m, Subscription *s, int fd, const struct stat *st, const char *path);
+/* For tree.c: one more directory for a RECURSIVE subscription (name in
+ * parent's directory), within the owner's limits. Return: 0, -EDQUOT/-EMLINK
+ * (limits), -EEXIST (already linked), or -errno from the kernel. */
+int manager_link(Manager *m, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
+                 const char *name, size_t name_len, WatchLink **ret);
+/* Removes l and everything below it. */
 void manager_unlink(Manager *m, WatchLink *l);
+/* A walk is waiting: run it from the loop. */
+void manager_walks_wake(Manager *m);
 void manager_subscription_end(Manager *m, Subscription *s);
 void manager_queue_record(Manager *m, Client *c, Record *rec);
 /* Puts c on the list manager_flush() walks, if it has records queued. */

@@ -2,24 +2,32 @@
 /*
  * tree - following the directory tree of a RECURSIVE subscription
  *
- * The walk keeps a stack of paths, not of open directories, so a wide tree
- * costs memory for names, not file descriptors. Each directory is opened as
- * the owner (access_open_as: O_PATH, O_DIRECTORY|O_NOFOLLOW, read
- * permission checked), linked, then read with readdir on an fd reopened
- * from it. The walk is synchronous: a tree of
- * N directories costs N opens and N kernel watches before AddWatch returns,
- * and the owner's limits bound N.
+ * A walk is a stack of frames, one per directory on the path from where it
+ * started to where it is: the directory's link (held with a reference, so a
+ * link unlinked meanwhile is seen dead instead of freed), an fd open on it,
+ * and the names of its subdirectories, read once right after its watch was
+ * placed. A step takes the next name of the deepest frame, opens it with
+ * openat(frame fd, name, O_NOFOLLOW) as the owner, links it, reads it, and
+ * pushes it if it has subdirectories. So a directory costs one open, one
+ * fstat, one inotify_add_watch, its getdents and one close; the names of a
+ * tree are held only while their parent is on the stack, and the fds in use
+ * are as many as the tree is deep.
+ *
+ * A slice of a walk runs with the owner's filesystem credentials
+ * (access_become), so the kernel checks every open, and the read permission
+ * inotify_add_watch wants, as the owner.
  */
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
-#include <inttypes.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "access.h"
@@ -27,6 +35,32 @@
 #include "log.h"
 #include "macro.h"
 #include "tree.h"
+
+/* Steps between looks at the clock. */
+#define STEPS_PER_CLOCK 32u
+/* The first slice, inside the AddWatch call or the event that found the directory. */
+#define FIRST_SLICE_USEC 2000u
+
+typedef struct Frame {
+        WatchLink *link;        /* the directory (a reference is held) */
+        int fd;                 /* open on it (for openat) */
+        char *names;            /* its subdirectories: "a\0b\0" */
+        size_t len, pos;
+        size_t path_len;        /* of its path, to stop below PATH_MAX */
+} Frame;
+
+struct TreeWalk {
+        Manager *manager;
+        uint32_t id;            /* the subscription, looked up at each slice: it may have ended */
+        bool synthesize;        /* report what the directories hold (they were just created) */
+        bool initial;           /* AddWatch's walk: a limit ends the subscription */
+        uint64_t now;
+        GArray *frames;         /* Frame, the deepest last */
+        int error;
+        TreeWalkDone done;
+        void *userdata;
+        TreeWalk *next;         /* manager's list */
+};
 
 char *tree_path_join(const char *dir, const char *name, size_t name_len) {
         size_t dl = strlen(dir);
@@ -44,139 +78,400 @@ char *tree_path_join(const char *dir, const char *name, size_t name_len) {
         return p;
 }
 
-/* Reads the directory open at fd (at path): reports its entries if
- * synthesize, and pushes its subdirectories on the stack. */
-static int scan(Manager *m, Subscription *s, int fd, const char *path, bool synthesize, uint64_t now,
-                GPtrArray *stack) {
-        Client *c = s->owner;
-        struct dirent *de;
-        DIR *d;
-        int dfd;
+const char *tree_link_path(const WatchLink *l, char *buf) {
+        if (!l->parent)
+                return l->root ? l->subscription->path : l->name;
+        return watch_link_path(l, buf, PATH_MAX) < 0 ? NULL : buf;
+}
 
-        /* fd is O_PATH (access_open_as) or a client's readable fd: reading
-         * needs an fd of our own, reopened as the daemon (the owner's read
-         * permission was checked when fd was opened). This open, the
-         * getdents and the close are seen by this directory's watchers:
-         * IN_OPEN, IN_ACCESS, IN_CLOSE_NOWRITE with IN_ISDIR. */
-        {
-                char proc[sizeof("/proc/self/fd/") + 12];
+static uint64_t now_usec(void) {
+        struct timespec ts;
 
-                snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fd);
-                dfd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+static void frame_done(Frame *f) {
+        watch_link_unref(f->link);
+        safe_close(f->fd);
+        free(f->names);
+}
+
+/*
+ * Reads the directory open at fd (l's): reports its entries if the walk
+ * synthesizes, and pushes a frame with its subdirectories (taking fd), or
+ * closes fd if it has none. Runs as the owner.
+ */
+static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t path_len) {
+        Manager *m = w->manager;
+        char pathbuf[PATH_MAX];
+        const char *path = NULL;
+        size_t len = 0, cap = 0;
+        char *names = NULL;
+        bool report = w->synthesize && (s->mask & IN_CREATE);
+
+        if (report) {
+                path = tree_link_path(l, pathbuf);
+                if (!path)
+                        report = false;
         }
-        if (dfd < 0)
-                return negative_errno();
-        d = fdopendir(dfd);
-        if (!d) {
-                int r = negative_errno();
-                safe_close(dfd);
-                return r;
+        for (;;) {
+                ssize_t n = getdents64(fd, m->dents_buf, TREE_DENTS_BUF);
+
+                if (n < 0) {
+                        int r = negative_errno();
+
+                        free(names);
+                        safe_close(fd);
+                        /* Gone while being read: its deletion is reported by its parent. */
+                        return r == -ENOENT ? 0 : r;
+                }
+                if (n == 0)
+                        break;
+                for (ssize_t off = 0; off < n;) {
+                        struct dirent64 *de = (struct dirent64 *) (m->dents_buf + off);
+                        size_t nl = strlen(de->d_name);
+                        bool is_dir = de->d_type == DT_DIR;
+
+                        off += de->d_reclen;
+                        if (de->d_name[0] == '.' && (nl == 1 || (nl == 2 && de->d_name[1] == '.')))
+                                continue;
+                        if (de->d_type == DT_UNKNOWN) {
+                                struct stat st;
+
+                                is_dir = fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
+                        }
+                        if (report) {
+                                manager_queue_record(m, s->owner, record_new(RECORD_EVENT, s->id,
+                                                                             IN_CREATE | (is_dir ? IN_ISDIR : 0),
+                                                                             0, w->now, path, de->d_name, nl));
+                                manager_scanned_add(m, s->id, path, de->d_name, nl);
+                        }
+                        if (!is_dir)
+                                continue;
+                        if (len + nl + 1 > cap) {
+                                char *p;
+
+                                cap = MAX(cap * 2, len + nl + 1 + 256);
+                                p = realloc(names, cap);
+                                if (!p) {
+                                        free(names);
+                                        safe_close(fd);
+                                        return -ENOMEM;
+                                }
+                                names = p;
+                        }
+                        memcpy(names + len, de->d_name, nl + 1);
+                        len += nl + 1;
+                }
         }
-
-        while ((de = readdir(d))) {
-                size_t l = strlen(de->d_name);
-                bool is_dir = de->d_type == DT_DIR;
-                char *child;
-
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (de->d_type == DT_UNKNOWN) {
-                        struct stat st;
-
-                        is_dir = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
-                }
-                if (synthesize && (s->mask & IN_CREATE)) {
-                        manager_queue_record(m, c, record_new(RECORD_EVENT, s->id, IN_CREATE | (is_dir ? IN_ISDIR : 0),
-                                                              0, now, path, de->d_name, l));
-                        manager_scanned_add(m, s->id, path, de->d_name, l);
-                }
-                if (!is_dir)
-                        continue;
-
-                child = tree_path_join(path, de->d_name, l);
-                if (!child) {
-                        closedir(d);
-                        return -ENOMEM;
-                }
-                if (strlen(child) >= PATH_MAX) {
-                        free(child);
-                        manager_queue_overflow(m, s);   /* a part of the tree it cannot see */
-                        continue;
-                }
-                g_ptr_array_add(stack, child);
+        if (len == 0) {
+                free(names);
+                safe_close(fd);
+                return 0;
         }
-        closedir(d);
+        watch_link_ref(l);
+        g_array_append_val(w->frames, ((Frame) {
+                .link = l,
+                .fd = fd,
+                .names = names,
+                .len = len,
+                .path_len = path_len,
+        }));
         return 0;
 }
 
-/* Links and scans every directory on the stack, and what they push. */
-static int walk(Manager *m, Subscription *s, GPtrArray *stack, bool synthesize, uint64_t now) {
-        Client *c = s->owner;
-        int r = 0;
-
-        while (stack->len > 0) {
-                _cleanup_free_ char *path = g_ptr_array_steal_index(stack, stack->len - 1);
-                _cleanup_close_ int fd = -1;
-                struct stat st;
-
-                if (strlen(path) >= PATH_MAX) {
-                        manager_queue_overflow(m, s);   /* a part of the tree it cannot see */
-                        continue;
-                }
-                fd = access_open_as(&c->caller, path, /* only_dir= */ true, /* no_follow= */ true, &st);
-                if (fd < 0)
-                        continue;       /* gone already, or not the owner's to read */
-                r = manager_link(m, s, fd, &st, path);
-                if (r == -EEXIST) {
-                        r = 0;
-                        continue;       /* seen already: a loop, or linked by a scan before its IN_CREATE was read */
-                }
-                if (r < 0)
-                        break;
-                r = scan(m, s, fd, path, synthesize, now, stack);
-                if (r < 0)
-                        break;
-        }
-        return r;
+static void frame_pop(TreeWalk *w) {
+        frame_done(&g_array_index(w->frames, Frame, w->frames->len - 1));
+        g_array_set_size(w->frames, w->frames->len - 1);
 }
 
-int tree_add_below(Manager *m, Subscription *s, int dir_fd, const char *dir_path, bool synthesize, uint64_t now_usec) {
-        g_autoptr(GPtrArray) stack = g_ptr_array_new_with_free_func(free);
+/*
+ * One directory: the next name of the deepest frame. Runs as the owner.
+ * Return: 0, or an error that stops the walk.
+ */
+static int step(TreeWalk *w, Subscription *s) {
+        Frame *f = &g_array_index(w->frames, Frame, w->frames->len - 1);
+        _cleanup_close_ int fd = -1;
+        const char *name;
+        WatchLink *l;
+        struct stat st;
+        size_t nl;
         int r;
 
-        r = scan(m, s, dir_fd, dir_path, synthesize, now_usec, stack);
+        if (f->link->dead || f->pos >= f->len) {
+                frame_pop(w);   /* done, or left the tree meanwhile */
+                return 0;
+        }
+        name = f->names + f->pos;
+        nl = strlen(name);
+        f->pos += nl + 1;
+
+        if (f->path_len + 1 + nl >= PATH_MAX) {
+                manager_queue_overflow(w->manager, s);   /* a part of the tree it cannot see */
+                return 0;
+        }
+        fd = openat(f->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) {
+                r = negative_errno();
+                if (r == -EMFILE || r == -ENFILE || r == -ENOMEM)
+                        return r;
+                return 0;       /* gone already, replaced, or not the owner's to read */
+        }
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        r = manager_link(w->manager, s, f->link, fd, &st, name, nl, &l);
+        if (r == -EEXIST)
+                return 0;       /* seen already: a loop, or linked by an event's walk first */
         if (r < 0)
                 return r;
-        return walk(m, s, stack, synthesize, now_usec);
+        return frame_push(w, s, l, TAKE_FD(fd), f->path_len + 1 + nl);
+}
+
+static void walk_free(TreeWalk *w) {
+        while (w->frames->len > 0)
+                frame_pop(w);
+        g_array_unref(w->frames);
+        free(w);
+}
+
+/* Runs w until it is done or until deadline. Return: whether it is done. */
+static bool walk_run(TreeWalk *w, uint64_t deadline) {
+        Manager *m = w->manager;
+        Subscription *s = watch_table_get_subscription(m->table, w->id);
+        AccessSaved saved;
+        unsigned n = 0;
+        int r;
+
+        if (!s || w->error < 0) {
+                while (w->frames->len > 0)
+                        frame_pop(w);
+                return true;
+        }
+        r = access_become(&((Client *) s->owner)->caller, &saved);
+        if (r < 0) {
+                w->error = r;
+                return true;
+        }
+        while (w->frames->len > 0) {
+                r = step(w, s);
+                if (r < 0) {
+                        w->error = r;
+                        break;
+                }
+                if (++n % STEPS_PER_CLOCK == 0 && now_usec() >= deadline)
+                        break;
+        }
+        access_restore(&saved);
+        return w->frames->len == 0 || w->error < 0;
+}
+
+/* A walk that ended: its subscription hears how. */
+static int walk_end(TreeWalk *w) {
+        Manager *m = w->manager;
+        Subscription *s = watch_table_get_subscription(m->table, w->id);
+        bool initial = w->initial;
+        int r = w->error;
+
+        while (w->frames->len > 0)
+                frame_pop(w);
+        if (r < 0 && s) {
+                if (w->initial)
+                        /* The whole tree, or nothing: a limit met half-way undoes it. */
+                        manager_subscription_end(m, s);
+                else {
+                        /* Part of the tree is not watched: never silently. */
+                        log_info_errno(r, "Subscription %" PRIu32 " cannot follow its tree: %m; it gets Overflow.",
+                                       w->id);
+                        manager_queue_overflow(m, s);
+                }
+        }
+        if (w->done)
+                w->done(m, w->id, r, w->userdata);
+        walk_free(w);
+        return initial ? r : 0;
+}
+
+static TreeWalk *walk_new(Manager *m, Subscription *s, bool synthesize, uint64_t now) {
+        TreeWalk *w = calloc(1, sizeof(TreeWalk));
+
+        if (!w)
+                return NULL;
+        w->manager = m;
+        w->id = s->id;
+        w->synthesize = synthesize;
+        w->now = now;
+        w->frames = g_array_new(FALSE, FALSE, sizeof(Frame));
+        return w;
+}
+
+/* Runs w's first slice; what is left goes on from the loop (manager's list). */
+static int walk_start(TreeWalk *w, TreeWalk **ret) {
+        Manager *m = w->manager;
+
+        if (walk_run(w, now_usec() + FIRST_SLICE_USEC)) {
+                if (ret)
+                        *ret = NULL;
+                return walk_end(w);
+        }
+        if (m->walks_tail)
+                m->walks_tail->next = w;
+        else
+                m->walks = w;
+        m->walks_tail = w;
+        manager_walks_wake(m);
+        if (ret)
+                *ret = w;
+        return 0;
+}
+
+int tree_walk_below(Manager *m, Subscription *s, int fd, bool all_or_nothing, TreeWalk **ret) {
+        TreeWalk *w;
+        AccessSaved saved;
+        int dfd, r;
+
+        w = walk_new(m, s, /* synthesize= */ false, 0);
+        if (!w)
+                return -ENOMEM;
+        w->initial = all_or_nothing;
+
+        /* The root is read through an fd of our own: fd may be O_PATH, or the
+         * client's (whose offset is not ours to move). */
+        r = access_become(&((Client *) s->owner)->caller, &saved);
+        if (r >= 0) {
+                dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+                r = dfd < 0 ? negative_errno() : frame_push(w, s, s->links, dfd, strlen(s->path));
+                access_restore(&saved);
+        }
+        if (r < 0) {
+                walk_free(w);
+                *ret = NULL;
+                return r;
+        }
+        return walk_start(w, ret);
+}
+
+void tree_walk_set_done(TreeWalk *w, TreeWalkDone done, void *userdata) {
+        w->done = done;
+        w->userdata = userdata;
+}
+
+/* The link of s at path (its root or a directory below), or NULL. */
+static WatchLink *tree_find(Subscription *s, const char *path) {
+        size_t rl = strlen(s->path);
+        WatchLink *l = s->links;
+        const char *p;
+
+        if (!l || !l->root)
+                return NULL;
+        if (rl == 1)
+                rl = 0;         /* "/" */
+        if (strncmp(path, s->path, rl) != 0 || (path[rl] != '\0' && path[rl] != '/'))
+                return NULL;
+        for (p = path + rl; l && *p == '/';) {
+                size_t n = strcspn(p + 1, "/");
+
+                l = watch_link_child(l, p + 1, n);
+                p += 1 + n;
+        }
+        return *p == '\0' ? l : NULL;
 }
 
 void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, uint64_t now_usec) {
-        g_autoptr(GPtrArray) stack = g_ptr_array_new_with_free_func(free);
-        char *p = strdup(path);
+        _cleanup_close_ int pfd = -1;
+        char pathbuf[PATH_MAX];
+        const char *slash = strrchr(path, '/'), *name = slash + 1, *ppath;
+        _cleanup_free_ char *dir = NULL;
+        WatchLink *parent;
+        struct stat st;
+        TreeWalk *w;
+        char *names;
         int r;
 
-        if (!p) {
-                manager_queue_overflow(m, s);
-                return;
+        dir = slash == path ? strdup("/") : strndup(path, (size_t) (slash - path));
+        if (!dir)
+                goto overflow;
+        parent = tree_find(s, dir);
+        if (!parent)
+                return;         /* its parent left the tree meanwhile */
+        ppath = tree_link_path(parent, pathbuf);
+        if (!ppath)
+                goto overflow;
+
+        /* The parent as the link knows it: if the path now leads elsewhere, a
+         * rename is on its way and its walk will find this directory. Open as
+         * the owner, like everything of its tree. */
+        pfd = access_open_as(&((Client *) s->owner)->caller, ppath, /* only_dir= */ true, /* no_follow= */ false, &st);
+        if (pfd < 0 || st.st_dev != parent->watch->dev || st.st_ino != parent->watch->ino)
+                goto overflow;
+
+        /* A frame on the parent holding just this name: the walk's first step opens it. */
+        w = walk_new(m, s, synthesize, now_usec);
+        names = strdup(name);
+        if (!w || !names) {
+                free(names);
+                if (w)
+                        walk_free(w);
+                goto overflow;
         }
-        g_ptr_array_add(stack, p);
-        r = walk(m, s, stack, synthesize, now_usec);
-        if (r < 0) {
-                /* Part of the tree is not watched: never silently. */
-                log_info_errno(r, "Subscription %" PRIu32 " cannot follow '%s': %m; it gets Overflow.", s->id, path);
-                manager_queue_overflow(m, s);
-        }
+        watch_link_ref(parent);
+        g_array_append_val(w->frames, ((Frame) {
+                .link = parent,
+                .fd = TAKE_FD(pfd),
+                .names = names,
+                .len = strlen(names) + 1,
+                .path_len = strlen(ppath),
+        }));
+        r = walk_start(w, NULL);
+        (void) r;       /* a limit gives Overflow (walk_end) */
+        return;
+
+overflow:
+        log_info("Subscription %" PRIu32 " cannot follow '%s'; it gets Overflow.", s->id, path);
+        manager_queue_overflow(m, s);
 }
 
 void tree_remove(Manager *m, Subscription *s, const char *path) {
-        size_t l = strlen(path);
-        WatchLink *next;
+        WatchLink *l = tree_find(s, path);
 
-        for (WatchLink *k = s->links; k; k = next) {
-                next = k->sub_next;
-                if (k->root)
-                        continue;
-                if (strncmp(k->path, path, l) == 0 && (k->path[l] == '\0' || k->path[l] == '/'))
-                        manager_unlink(m, k);
+        if (l && !l->root)
+                manager_unlink(m, l);
+}
+
+bool tree_walks_run(Manager *m, uint64_t budget_usec) {
+        TreeWalk *w = m->walks;
+
+        if (!w)
+                return false;
+        /* One walk per slice, round robin: one client's huge tree does not
+         * hold back another's small one. */
+        m->walks = w->next;
+        if (!m->walks)
+                m->walks_tail = NULL;
+        w->next = NULL;
+        if (walk_run(w, now_usec() + budget_usec))
+                (void) walk_end(w);
+        else {
+                if (m->walks_tail)
+                        m->walks_tail->next = w;
+                else
+                        m->walks = w;
+                m->walks_tail = w;
         }
+        return m->walks != NULL;
+}
+
+void tree_walks_free(Manager *m) {
+        while (m->walks) {
+                TreeWalk *w = m->walks;
+
+                m->walks = w->next;
+                w->error = -ECANCELED;
+                while (w->frames->len > 0)
+                        frame_pop(w);
+                if (w->done)
+                        w->done(m, w->id, -ECANCELED, w->userdata);
+                walk_free(w);
+        }
+        m->walks_tail = NULL;
 }

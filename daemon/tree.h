@@ -10,16 +10,22 @@
  * cannot read is not entered. Symbolic links are not followed; a directory
  * reached twice (a bind mount loop) is linked once.
  *
+ * A walk links a directory first and reads it after, so nothing created in
+ * it is missed. Walks run in slices between the loop's other work (the
+ * kernel's events, other clients' calls): a tree of a million directories
+ * neither stops the daemon nor holds back the events of the part already
+ * watched. An AddWatch of a RECURSIVE tree is answered when its walk ends.
+ *
  * When a directory appears (IN_CREATE or IN_MOVED_TO with IN_ISDIR), it is
- * linked first and read after, so nothing created in it is missed: what the
- * scan finds in a directory that was just created is reported as IN_CREATE
- * records (mkdir -p a/b/c && touch a/b/c/f gives a, b, c and f), each
- * once: a name the scan reported is remembered (Manager.scanned) until the
- * kernel queue is next read empty, and the kernel's IN_CREATE/IN_MOVED_TO
- * for it, queued before the scan could see it (the kernel queues it under
- * the directory's lock, which getdents also takes), is not reported again;
- * an IN_DELETE/IN_MOVED_FROM of the name ends that. A directory that leaves the tree
- * (IN_MOVED_FROM) is unlinked with everything below it.
+ * walked the same way, and what the walk finds in a directory that was just
+ * created is reported as IN_CREATE records (mkdir -p a/b/c && touch
+ * a/b/c/f gives a, b, c and f), each once: a name the scan reported is
+ * remembered (Manager.scanned) until the kernel queue is next read empty, and
+ * the kernel's IN_CREATE/IN_MOVED_TO for it, queued before the scan could see
+ * it (the kernel queues it under the directory's lock, which getdents also
+ * takes), is not reported again; an IN_DELETE/IN_MOVED_FROM of the name ends
+ * that. A directory that leaves the tree (IN_MOVED_FROM) is unlinked with
+ * everything below it.
  */
 
 #include <stdbool.h>
@@ -28,19 +34,43 @@
 
 #include "manager.h"
 
-/*
- * Links every directory below the one open at dir_fd (already linked, at
- * dir_path). Return: 0, or the error that stopped the walk: -EDQUOT/-EMLINK
- * (the owner's limits), -ENOSPC (the kernel's), -ENOMEM.
- */
-int tree_add_below(Manager *m, Subscription *s, int dir_fd, const char *dir_path, bool synthesize, uint64_t now_usec);
+typedef struct TreeWalk TreeWalk;
 
-/* A directory appeared at path: link it and what is below; if synthesize,
- * report what it holds. A limit met on the way gives the owner Overflow. */
+/* The size of Manager.dents_buf. */
+#define TREE_DENTS_BUF (32u * 1024u)
+
+/* Called once when a walk ends: r is 0, or the error that stopped it
+ * (-EDQUOT/-EMLINK: the owner's limits, -ENOSPC: the kernel's, -ENOMEM,
+ * -EMFILE), or -ECANCELED when the daemon exits first. */
+typedef void (*TreeWalkDone)(Manager *m, uint32_t id, int r, void *userdata);
+
+/*
+ * Walks everything below the root of s, open at fd (O_PATH or readable; not
+ * consumed). Runs a first slice at once: if the walk is done by then, returns
+ * 0 (or its error) and *ret is NULL; else *ret is the walk, which goes on
+ * from the loop and calls done (set with tree_walk_set_done()) when it ends.
+ * With all_or_nothing, a walk that fails on a limit ends s (AddWatch: the
+ * whole tree or nothing); without, s gets Overflow and 0 is returned.
+ */
+int tree_walk_below(Manager *m, Subscription *s, int fd, bool all_or_nothing, TreeWalk **ret);
+void tree_walk_set_done(TreeWalk *w, TreeWalkDone done, void *userdata);
+
+/* A directory appeared at path (below s's root): link it and what is
+ * below; if synthesize, report what it holds. A limit met on the way gives
+ * the owner Overflow. */
 void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, uint64_t now_usec);
 
 /* The directory at path left s's tree: unlink it and everything below. */
 void tree_remove(Manager *m, Subscription *s, const char *path);
 
+/* Runs the walks in progress for at most budget_usec. Return: whether any is left. */
+bool tree_walks_run(Manager *m, uint64_t budget_usec);
+/* Ends every walk (done gets -ECANCELED): at exit. */
+void tree_walks_free(Manager *m);
+
 /* dir + "/" + name (dir "/" gives "/name"); NULL on ENOMEM. */
 char *tree_path_join(const char *dir, const char *name, size_t name_len);
+
+/* The path of l: for a root link its subscription's, else built into buf
+ * (PATH_MAX bytes). NULL if it would not fit. */
+const char *tree_link_path(const WatchLink *l, char *buf);

@@ -11,7 +11,9 @@
  * anyway, and the watch is released for good when its last link goes.
  */
 
+#include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <glib.h>
 #include <stdio.h>
@@ -26,29 +28,36 @@
 
 struct WatchTable {
         Backend *backend;
-        GHashTable *by_wd;              /* wd -> Watch (owned) */
-        GHashTable *by_inode;           /* InodeKey -> Watch (not stale) */
+        GHashTable *by_wd;              /* wd -> Watch (a set keyed by the Watch itself; owned) */
+        GHashTable *by_inode;           /* (dev, ino) -> Watch (a set, not stale ones) */
         GHashTable *subscriptions;      /* id -> Subscription (owned) */
         uint32_t next_id;
 };
 
-typedef struct InodeKey {
-        dev_t dev;
-        ino_t ino;
-} InodeKey;
-
-static guint inode_key_hash(gconstpointer p) {
-        const InodeKey *k = p;
-        return g_int64_hash(&(gint64) { (gint64) k->ino }) ^ g_int64_hash(&(gint64) { (gint64) k->dev });
+/* Both maps are sets of Watch pointers hashed on the fields they map from,
+ * looked up with a Watch on the stack: no key allocated per watch. */
+static guint watch_wd_hash(gconstpointer p) {
+        return (guint) ((const Watch *) p)->wd;
 }
 
-static gboolean inode_key_equal(gconstpointer a, gconstpointer b) {
-        const InodeKey *x = a, *y = b;
+static gboolean watch_wd_equal(gconstpointer a, gconstpointer b) {
+        return ((const Watch *) a)->wd == ((const Watch *) b)->wd;
+}
+
+static guint watch_inode_hash(gconstpointer p) {
+        const Watch *w = p;
+        uint64_t h = (uint64_t) w->ino * UINT64_C(0x9e3779b97f4a7c15) ^ (uint64_t) w->dev;
+
+        return (guint) (h ^ (h >> 32));
+}
+
+static gboolean watch_inode_equal(gconstpointer a, gconstpointer b) {
+        const Watch *x = a, *y = b;
         return x->dev == y->dev && x->ino == y->ino;
 }
 
-static void watch_free(gpointer p) {
-        free(p);
+static void watch_free(Watch *w) {
+        free(w);
 }
 
 static void subscription_free(gpointer p) {
@@ -59,8 +68,22 @@ static void subscription_free(gpointer p) {
 }
 
 static void link_free(WatchLink *l) {
-        free(l->path);
+        if (l->refs > 0) {
+                l->dead = true;         /* its walk frees it (watch_link_unref) */
+                return;
+        }
         free(l);
+}
+
+void watch_link_ref(WatchLink *l) {
+        assert(l->refs < UINT16_MAX);
+        l->refs++;
+}
+
+void watch_link_unref(WatchLink *l) {
+        assert(l->refs > 0);
+        if (--l->refs == 0 && l->dead)
+                free(l);
 }
 
 int watch_table_new(Backend *backend, WatchTable **ret) {
@@ -71,11 +94,86 @@ int watch_table_new(Backend *backend, WatchTable **ret) {
                 return -ENOMEM;
         t->backend = backend;
         t->next_id = 1;
-        t->by_wd = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, watch_free);
-        t->by_inode = g_hash_table_new_full(inode_key_hash, inode_key_equal, free, NULL);
+        t->by_wd = g_hash_table_new(watch_wd_hash, watch_wd_equal);
+        t->by_inode = g_hash_table_new(watch_inode_hash, watch_inode_equal);
         t->subscriptions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, subscription_free);
         *ret = t;
         return 0;
+}
+
+WatchLink *watch_link_next(WatchLink *l) {
+        if (l->children)
+                return l->children;
+        for (; l->parent; l = l->parent)
+                if (l->sib_next)
+                        return l->sib_next;
+        return NULL;
+}
+
+WatchLink *watch_link_child(WatchLink *l, const char *name, size_t name_len) {
+        for (WatchLink *c = l->children; c; c = c->sib_next)
+                if (strncmp(c->name, name, name_len) == 0 && c->name[name_len] == '\0')
+                        return c;
+        return NULL;
+}
+
+int watch_link_path(const WatchLink *l, char *buf, size_t size) {
+        size_t end = size, tl;
+        const char *top;
+
+        /* Right to left: each name and its "/", then the top's absolute path
+         * (a root link's is its subscription's path). */
+        for (; l->parent; l = l->parent) {
+                size_t n = strlen(l->name);
+
+                if (n + 1 >= end)
+                        return -ENAMETOOLONG;
+                end -= n;
+                memcpy(buf + end, l->name, n);
+                buf[--end] = '/';
+        }
+        top = l->root ? l->subscription->path : l->name;
+        tl = strlen(top);
+        if (tl == 1 && end < size)
+                tl = 0;         /* "/" + "/a" would double the slash */
+        if (tl + (size - end) >= size)
+                return -ENAMETOOLONG;
+        memmove(buf + tl, buf + end, size - end);
+        memcpy(buf, top, tl);
+        tl += size - end;
+        buf[tl] = '\0';
+        return (int) tl;
+}
+
+char *watch_link_path_dup(const WatchLink *l) {
+        char buf[PATH_MAX];
+
+        if (watch_link_path(l, buf, sizeof(buf)) < 0)
+                return NULL;
+        return strdup(buf);
+}
+
+/* Frees every link of s without telling the kernel (watch_table_free). */
+static void links_free_all(Subscription *s) {
+        WatchLink *l = s->links;
+
+        /* Post-order: always down to the first child, so a freed link is its parent's first. */
+        while (l) {
+                WatchLink *p;
+                Watch *w;
+
+                while (l->children)
+                        l = l->children;
+                p = l->parent;
+                if (p)
+                        p->children = l->sib_next;
+                w = l->watch;
+                if (w->wd < 0 && --w->n_links == 0)
+                        watch_free(w);
+                free(l);
+                l = p;
+        }
+        s->links = NULL;
 }
 
 WatchTable *watch_table_free(WatchTable *t) {
@@ -86,28 +184,20 @@ WatchTable *watch_table_free(WatchTable *t) {
                 return NULL;
         /* Links, and watches whose wd was detached (they belong to their links). */
         g_hash_table_iter_init(&i, t->subscriptions);
-        while (g_hash_table_iter_next(&i, NULL, &v)) {
-                Subscription *s = v;
-
-                while (s->links) {
-                        WatchLink *l = s->links;
-                        Watch *w = l->watch;
-
-                        s->links = l->sub_next;
-                        if (w->wd < 0 && --w->n_links == 0)
-                                watch_free(w);
-                        link_free(l);
-                }
-        }
+        while (g_hash_table_iter_next(&i, NULL, &v))
+                links_free_all(v);
         g_hash_table_destroy(t->subscriptions);
         g_hash_table_destroy(t->by_inode);
+        g_hash_table_iter_init(&i, t->by_wd);
+        while (g_hash_table_iter_next(&i, &v, NULL))
+                watch_free(v);
         g_hash_table_destroy(t->by_wd);
         free(t);
         return NULL;
 }
 
 Watch *watch_table_get_watch(WatchTable *t, int wd) {
-        return g_hash_table_lookup(t->by_wd, GINT_TO_POINTER(wd));
+        return g_hash_table_lookup(t->by_wd, &(Watch) { .wd = wd });
 }
 
 Subscription *watch_table_get_subscription(WatchTable *t, uint32_t id) {
@@ -145,23 +235,17 @@ static uint32_t union_mask(const Watch *w) {
 static void watch_make_stale(WatchTable *t, Watch *w) {
         if (w->stale)
                 return;
-        g_hash_table_remove(t->by_inode, &(InodeKey) { w->dev, w->ino });
+        if (g_hash_table_lookup(t->by_inode, w) == w)
+                g_hash_table_remove(t->by_inode, w);
         w->stale = true;
 }
 
-static void watch_detach_wd(WatchTable *t, Watch *w);
-
 static int watch_new(WatchTable *t, int wd, const struct stat *st, uint32_t mask, Watch **ret) {
         Watch *w, *old;
-        InodeKey *k;
 
         w = calloc(1, sizeof(Watch));
-        k = malloc(sizeof(InodeKey));
-        if (!w || !k) {
-                free(w);
-                free(k);
+        if (!w)
                 return -ENOMEM;
-        }
         *w = (Watch) {
                 .wd = wd,
                 .dev = st->st_dev,
@@ -169,16 +253,15 @@ static int watch_new(WatchTable *t, int wd, const struct stat *st, uint32_t mask
                 .is_dir = S_ISDIR(st->st_mode),
                 .kernel_mask = mask,
         };
-        *k = (InodeKey) { st->st_dev, st->st_ino };
 
         /* A wd we still hold is one the kernel has released and reused (its
          * IN_IGNORED is not read yet): that watch is dead. Its subscriptions
          * hear of it when the IN_IGNORED arrives; it can no longer be found by wd. */
-        old = g_hash_table_lookup(t->by_wd, GINT_TO_POINTER(wd));
+        old = watch_table_get_watch(t, wd);
         if (old)
                 watch_table_watch_gone(t, old);
-        g_hash_table_insert(t->by_wd, GINT_TO_POINTER(wd), w);
-        g_hash_table_insert(t->by_inode, k, w);
+        g_hash_table_add(t->by_wd, w);
+        g_hash_table_add(t->by_inode, w);
         *ret = w;
         return 0;
 }
@@ -188,7 +271,7 @@ static int watch_get(WatchTable *t, int fd, const struct stat *st, uint32_t mask
         Watch *w;
         int wd, r;
 
-        w = g_hash_table_lookup(t->by_inode, &(InodeKey) { st->st_dev, st->st_ino });
+        w = g_hash_table_lookup(t->by_inode, &(Watch) { .dev = st->st_dev, .ino = st->st_ino });
         if (w && (w->kernel_mask | mask) == w->kernel_mask) {
                 *ret = w;
                 return 0;
@@ -216,54 +299,52 @@ static int watch_get(WatchTable *t, int fd, const struct stat *st, uint32_t mask
         return 0;
 }
 
-static int link_new(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path, bool root,
-                    WatchLink **ret) {
+/* Links s to the object at fd; parent NULL makes the top link, whose name
+ * is an absolute path, or "" for the root (its path is s->path). */
+static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
+                    const char *name, size_t name_len, bool root, WatchLink **ret) {
         uint32_t need = need_mask(s, S_ISDIR(st->st_mode));
         WatchLink *l;
         Watch *w;
         int r;
 
-        l = calloc(1, sizeof(WatchLink));
+        l = malloc(sizeof(WatchLink) + name_len + 1);
         if (!l)
                 return -ENOMEM;
-        l->path = strdup(path);
-        if (!l->path) {
-                free(l);
-                return -ENOMEM;
-        }
+        *l = (WatchLink) {
+                .subscription = s,
+                .parent = parent,
+                .root = root,
+        };
+        memcpy(l->name, name, name_len);
+        l->name[name_len] = '\0';
 
         r = watch_get(t, fd, st, need, &w);
         if (r < 0) {
-                link_free(l);
+                free(l);
                 return r;
         }
         for (WatchLink *o = w->links; o; o = o->watch_next)
                 if (o->subscription == s) {
                         /* Already linked: a loop. The watch existed, so nothing to undo. */
-                        link_free(l);
+                        free(l);
                         return -EEXIST;
                 }
 
-        l->subscription = s;
         l->watch = w;
-        l->root = root;
         l->watch_next = w->links;
         if (w->links)
                 w->links->watch_prev = l;
         w->links = l;
         w->n_links++;
-        /* The root stays first in the subscription's list. */
-        if (root || !s->links) {
-                l->sub_next = s->links;
-                if (s->links)
-                        s->links->sub_prev = l;
-                s->links = l;
+        if (parent) {
+                l->sib_next = parent->children;
+                if (parent->children)
+                        parent->children->sib_prev = l;
+                parent->children = l;
         } else {
-                l->sub_prev = s->links;
-                l->sub_next = s->links->sub_next;
-                if (l->sub_next)
-                        l->sub_next->sub_prev = l;
-                s->links->sub_next = l;
+                assert(!s->links);
+                s->links = l;
         }
         s->n_links++;
         *ret = l;
@@ -305,7 +386,7 @@ int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const ch
         r = subscription_new(t, path, owner, mask, flags, &s);
         if (r < 0)
                 return r;
-        r = link_new(t, s, fd, st, path, true, &l);
+        r = link_new(t, s, NULL, fd, st, "", 0, true, &l);
         if (r < 0) {
                 subscription_free(s);
                 return r;
@@ -333,20 +414,29 @@ int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct s
         WatchLink *l;
 
         s->pending = false;
-        return link_new(t, s, fd, st, s->path, true, &l);
+        return link_new(t, s, NULL, fd, st, "", 0, true, &l);
 }
 
-int watch_table_link(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path,
-                     WatchLink **ret) {
-        return link_new(t, s, fd, st, path, false, ret);
+int watch_table_link(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
+                     const char *name, size_t name_len, WatchLink **ret) {
+        assert(parent && parent->subscription == s && !parent->dead);
+        return link_new(t, s, parent, fd, st, name, name_len, false, ret);
+}
+
+int watch_table_link_pending(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path,
+                             WatchLink **ret) {
+        return link_new(t, s, NULL, fd, st, path, strlen(path), false, ret);
 }
 
 /* Best effort: see the top of the file. */
-static void watch_narrow(WatchTable *t, Watch *w, const char *path, uint32_t mask) {
+static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t mask) {
         _cleanup_close_ int pfd = -1;
+        char path[PATH_MAX];
         struct stat st;
         int wd, r;
 
+        if (watch_link_path(l, path, sizeof(path)) < 0)
+                return;
         pfd = open(path, O_PATH | O_CLOEXEC);
         if (pfd < 0 || fstat(pfd, &st) < 0)
                 return;
@@ -368,8 +458,8 @@ static void watch_narrow(WatchTable *t, Watch *w, const char *path, uint32_t mas
 /* Forgets w's wd: from now on w is owned by its links and freed with the last. */
 static void watch_detach_wd(WatchTable *t, Watch *w) {
         watch_make_stale(t, w);
-        if (w->wd >= 0 && g_hash_table_lookup(t->by_wd, GINT_TO_POINTER(w->wd)) == w)
-                g_hash_table_steal(t->by_wd, GINT_TO_POINTER(w->wd));
+        if (w->wd >= 0 && g_hash_table_lookup(t->by_wd, w) == w)
+                g_hash_table_remove(t->by_wd, w);
         w->wd = -1;
 }
 
@@ -388,10 +478,12 @@ static void watch_release(WatchTable *t, Watch *w) {
         watch_free(w);
 }
 
-void watch_table_unlink(WatchTable *t, WatchLink *l) {
+/* Removes one link that has no children. */
+static void link_remove(WatchTable *t, WatchLink *l) {
         Subscription *s = l->subscription;
         Watch *w = l->watch;
 
+        assert(!l->children);
         if (l->watch_prev)
                 l->watch_prev->watch_next = l->watch_next;
         else
@@ -400,12 +492,14 @@ void watch_table_unlink(WatchTable *t, WatchLink *l) {
                 l->watch_next->watch_prev = l->watch_prev;
         w->n_links--;
 
-        if (l->sub_prev)
-                l->sub_prev->sub_next = l->sub_next;
+        if (l->sib_prev)
+                l->sib_prev->sib_next = l->sib_next;
+        else if (l->parent)
+                l->parent->children = l->sib_next;
         else
-                s->links = l->sub_next;
-        if (l->sub_next)
-                l->sub_next->sub_prev = l->sub_prev;
+                s->links = NULL;
+        if (l->sib_next)
+                l->sib_next->sib_prev = l->sib_prev;
         s->n_links--;
         link_free(l);
 
@@ -415,13 +509,34 @@ void watch_table_unlink(WatchTable *t, WatchLink *l) {
                 uint32_t m = union_mask(w);
 
                 if (m != w->kernel_mask && !w->stale)
-                        watch_narrow(t, w, w->links->path, m);
+                        watch_narrow(t, w, w->links, m);
+        }
+}
+
+unsigned watch_table_unlink(WatchTable *t, WatchLink *top) {
+        WatchLink *l = top;
+        unsigned n = 0;
+
+        /* Post-order, so each link removed has no children left. */
+        for (;;) {
+                WatchLink *p;
+                bool last;
+
+                while (l->children)
+                        l = l->children;
+                p = l->parent;
+                last = l == top;
+                link_remove(t, l);
+                n++;
+                if (last)
+                        return n;
+                l = p;
         }
 }
 
 void watch_table_unsubscribe(WatchTable *t, Subscription *s) {
-        while (s->links)
-                watch_table_unlink(t, s->links);
+        if (s->links)
+                (void) watch_table_unlink(t, s->links);
         g_hash_table_remove(t->subscriptions, GUINT_TO_POINTER(s->id));
 }
 
@@ -445,6 +560,29 @@ static char *path_rebase(const char *path, const char *old, size_t ol, const cha
         return p;
 }
 
+/* A pending subscription's top link holds its absolute path inline: a
+ * renamed one is a new allocation (it has no children and no walk holds it). */
+static int pending_link_rename(Subscription *s, const char *path) {
+        WatchLink *o = s->links, *l;
+        size_t n = strlen(path);
+
+        assert(!o->children && o->refs == 0 && !o->root);
+        l = malloc(sizeof(WatchLink) + n + 1);
+        if (!l)
+                return -ENOMEM;
+        *l = *o;
+        memcpy(l->name, path, n + 1);
+        if (l->watch_prev)
+                l->watch_prev->watch_next = l;
+        else
+                l->watch->links = l;
+        if (l->watch_next)
+                l->watch_next->watch_prev = l;
+        s->links = l;
+        free(o);
+        return 1;
+}
+
 int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *new_path) {
         size_t ol = strlen(old_path);
         bool oom = false;
@@ -455,21 +593,23 @@ int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *ne
         g_hash_table_iter_init(&i, t->subscriptions);
         while (g_hash_table_iter_next(&i, NULL, &v)) {
                 Subscription *s = v;
-                char *p;
+                _cleanup_free_ char *p = NULL;
 
                 p = path_rebase(s->path, old_path, ol, new_path, &oom);
                 if (p) {
-                        free(s->path);
-                        s->path = p;
-                }
-                for (WatchLink *l = s->links; l; l = l->sub_next) {
-                        p = path_rebase(l->path, old_path, ol, new_path, &oom);
-                        if (!p)
-                                continue;
-                        free(l->path);
-                        l->path = p;
+                        free(s->path);          /* a root link's path (watch_link_path) */
+                        s->path = TAKE_PTR(p);
                         n++;
                 }
+                if (!s->links || s->links->root)
+                        continue;
+                p = path_rebase(s->links->name, old_path, ol, new_path, &oom);
+                if (!p)
+                        continue;
+                int r = pending_link_rename(s, p);
+                if (r < 0)
+                        oom = true;
+                n += r > 0;
         }
         return oom ? -ENOMEM : n;
 }

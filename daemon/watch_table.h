@@ -8,8 +8,8 @@
  * Watch is one kernel watch, keyed by the inode it is on (device and inode
  * number, not the path string): every subscription on that inode, whoever
  * owns it, shares it, and its kernel mask is the union of what they need.
- * A WatchLink joins one subscription to one watch, with the path that watch
- * has for that subscription: a plain subscription has one link (its root),
+ * A WatchLink joins one subscription to one watch, with where that watch
+ * is for that subscription: a plain subscription has one link (its root),
  * a RECURSIVE one a link per directory of its tree. Removing a link
  * recomputes the union; removing the last one releases the kernel watch.
  *
@@ -40,7 +40,8 @@ struct Subscription {
         uint32_t mask;          /* IN_* events asked for */
         uint32_t flags;         /* WATCHD_FLAG_* */
         char *path;             /* as asked (simplified) */
-        WatchLink *links;       /* the root first */
+        WatchLink *links;       /* the top of its tree of links: the root, or a pending
+                                 * subscription's link on its deepest existing directory */
         unsigned n_links;
         bool pending;           /* path does not exist yet: one non-root link on its
                                  * deepest existing directory, nothing delivered */
@@ -48,24 +49,36 @@ struct Subscription {
         Subscription *owner_prev, *owner_next;  /* the owner's list, kept by the owner */
 };
 
+/*
+ * One per (subscription, watched inode). A subscription's links form a tree
+ * that mirrors its directories: the top link holds an absolute path, every
+ * other link the name of its directory in its parent link's directory, so a
+ * rename above a link changes nothing in it, and a tree of N directories
+ * stores N names, not N paths. The path of a link is built by walking up
+ * (watch_link_path()).
+ */
 struct WatchLink {
         Subscription *subscription;
         Watch *watch;
-        char *path;             /* the absolute path records under this watch are built from */
-        bool root;              /* the subscription's own object, not a directory below it */
+        WatchLink *parent;                      /* NULL for the top link */
+        WatchLink *children;                    /* first link below it */
+        WatchLink *sib_prev, *sib_next;         /* among parent->children */
         WatchLink *watch_prev, *watch_next;     /* in watch->links */
-        WatchLink *sub_prev, *sub_next;         /* in subscription->links */
+        uint16_t refs;          /* walks holding it (tree.c); it is freed when they let go */
+        bool root;              /* the subscription's own object, not a directory below it */
+        bool dead;              /* unlinked while referenced: in no list, waiting for its last unref */
+        char name[];            /* the top link: an absolute path; others: a name */
 };
 
 struct Watch {
         int wd;                 /* the kernel's; 0 is valid on the device backend; -1 once gone */
+        uint32_t kernel_mask;   /* what the kernel was last told */
         dev_t dev;
         ino_t ino;
+        unsigned n_links;
         bool is_dir;
-        uint32_t kernel_mask;   /* what the kernel was last told */
         bool unmounted;         /* IN_UNMOUNT seen: the coming IN_IGNORED means "unmounted" */
         bool stale;             /* no longer the watch of (dev, ino) */
-        unsigned n_links;
         WatchLink *links;
 };
 
@@ -92,15 +105,38 @@ int watch_table_subscribe_pending(WatchTable *t, const char *path, void *owner, 
 int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct stat *st);
 
 /*
- * Links s to one more object (a directory below its root, for RECURSIVE).
- * Return: 0, -EEXIST if s already has a link on that inode (a loop through a
- * bind mount, or a directory seen twice), or -errno as for subscribe.
+ * Links s to one more object: a directory named name in the directory of
+ * parent (a link of s), for RECURSIVE. Return: 0, -EEXIST if s already has
+ * a link on that inode (a loop through a bind mount, or a directory seen
+ * twice), or -errno as for subscribe.
  */
-int watch_table_link(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path,
-                     WatchLink **ret);
+int watch_table_link(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
+                     const char *name, size_t name_len, WatchLink **ret);
+/* Links pending s to the directory at the absolute path (its top link). */
+int watch_table_link_pending(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path,
+                             WatchLink **ret);
 
-/* Removes one link; narrows or releases its kernel watch. Never fails. */
-void watch_table_unlink(WatchTable *t, WatchLink *l);
+/* Removes l and every link below it; narrows or releases their kernel
+ * watches. Never fails. Return: how many links were removed. */
+unsigned watch_table_unlink(WatchTable *t, WatchLink *l);
+
+/* A walk keeps a link it will come back to: an unlinked link stays
+ * allocated (dead) until its last unref. */
+void watch_link_ref(WatchLink *l);
+void watch_link_unref(WatchLink *l);
+
+/* The child link of l named name, or NULL. */
+WatchLink *watch_link_child(WatchLink *l, const char *name, size_t name_len);
+
+/* The next link of l's subscription after l, in pre-order (parents before
+ * children), or NULL. Start from s->links. */
+WatchLink *watch_link_next(WatchLink *l);
+
+/* Writes the absolute path of l into buf. Return: its length, or
+ * -ENAMETOOLONG if it does not fit. */
+int watch_link_path(const WatchLink *l, char *buf, size_t size);
+/* The same, allocated; NULL on ENOMEM or a path of PATH_MAX or more. */
+char *watch_link_path_dup(const WatchLink *l);
 
 /* Ends a subscription and all its links. Never fails. */
 void watch_table_unsubscribe(WatchTable *t, Subscription *s);
@@ -113,8 +149,9 @@ void watch_table_unsubscribe(WatchTable *t, Subscription *s);
 void watch_table_watch_gone(WatchTable *t, Watch *w);
 
 /*
- * A directory moved from old_path to new_path: every link whose path is
- * old_path or below it, and every subscription's own path, follows.
+ * A directory moved from old_path to new_path: every top link whose path is
+ * old_path or below it, and every subscription's own path, follows (links
+ * below a top link hold names and need nothing).
  * Return: how many links changed, or -ENOMEM (then some may have).
  */
 int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *new_path);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
@@ -192,6 +193,19 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+/* A RECURSIVE walk holds an fd per level of the tree it is in (tree.c), for
+ * each walk in progress: the soft limit (1024 under systemd) is raised to the
+ * hard one. The daemon uses no select(), which is what the soft limit protects. */
+static void raise_fd_limit(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_warning_errno(-errno, "Failed to raise the limit on open files, ignoring: %m");
+}
+
 static int run(int argc, char *argv[]) {
         _cleanup_(bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(event_unrefp) sd_event *event = NULL;
@@ -226,6 +240,7 @@ static int run(int argc, char *argv[]) {
                 return EXIT_CONFIG;
         }
         log_set_max_level(config.log_level);
+        raise_fd_limit();
         if (args.backend >= 0)
                 config.backend = args.backend;
 

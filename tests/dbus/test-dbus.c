@@ -156,6 +156,7 @@ typedef struct Fixture {
         WatchdInotify *proxy, *proxy2;     /* two clients of the same uid */
         Collector a, b;
         char *dir;                         /* files for the test, mode 0755 */
+        char *fast;                        /* a tmpfs directory for big trees, or NULL */
 } Fixture;
 
 static void fixture_setup_with(Fixture *f, const char *config) {
@@ -193,6 +194,9 @@ static void fixture_teardown(Fixture *f, gconstpointer data) {
         g_assert_cmpint(status, ==, 0);
         wt_bus_stop(f->bus);
         g_free(f->dir);
+        if (f->fast)
+                wt_remove_tree(f->fast);
+        g_free(f->fast);
 }
 
 static char *path_in(Fixture *f, const char *name) {
@@ -965,6 +969,118 @@ static void test_recursive_limit(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
         add_watch(f->proxy, t, IN_CREATE, 0);
         add_watch_fails(f->proxy, t, IN_CREATE, 0, E_LIMITS_EXCEEDED);
+}
+
+/* A tree of n_top x n_sub directories below t; returns how many directories it has, t included. */
+static guint make_tree(const char *t, guint n_top, guint n_sub) {
+        g_assert_cmpint(g_mkdir_with_parents(t, 0755), ==, 0);
+        for (guint i = 0; i < n_top; i++) {
+                g_autofree char *d = g_strdup_printf("%s/d%03u", t, i);
+
+                g_assert_cmpint(mkdir(d, 0755), ==, 0);
+                for (guint j = 0; j < n_sub; j++) {
+                        g_autofree char *s = g_strdup_printf("%s/s%03u", d, j);
+
+                        g_assert_cmpint(mkdir(s, 0755), ==, 0);
+                }
+        }
+        return 1 + n_top * (1 + n_sub);
+}
+
+typedef struct AsyncAdd {
+        gboolean done;
+        guint32 id;
+        GError *error;
+        guint recs_at_reply;    /* how many records the client had when the answer came */
+        Collector *c;
+} AsyncAdd;
+
+static void on_add_watch_done(GObject *source, GAsyncResult *res, gpointer data) {
+        AsyncAdd *a = data;
+
+        (void) watchd_inotify_call_add_watch_finish(WATCHD_INOTIFY(source), &a->id, res, &a->error);
+        a->recs_at_reply = a->c ? a->c->recs->len : 0;
+        a->done = TRUE;
+}
+
+/* A tree too big for one slice (30,000 directories) is walked from the loop:
+ * meanwhile other clients are answered and the part already watched
+ * delivers its events, before AddWatch answers; then the whole tree is
+ * watched. A client that leaves while its walk goes on leaves nothing. */
+static void test_recursive_big(Fixture *f, gconstpointer data) {
+        g_autofree char *t = g_build_filename((f->fast = wt_make_fast_dir()), "t", NULL);
+        g_autofree char *early = g_build_filename(t, "early", NULL), *late = NULL;
+        AsyncAdd a = { .c = &f->a };
+        guint n = make_tree(t, 300, 99), polls = 0;
+        guint64 kw = 0;
+        int i;
+
+        g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000);      /* under valgrind too */
+        watchd_inotify_call_add_watch(f->proxy, t, IN_CREATE, 1 /* RECURSIVE */, NULL, on_add_watch_done, &a);
+        /* Another client's calls are answered while the walk goes on. */
+        for (;;) {
+                kw = wt_stat(f->proxy2, "kernel_watches");
+                polls++;
+                if (kw > 1 || a.done)
+                        break;
+        }
+        if (a.done)
+                g_error("AddWatch of %u directories answered before another client's GetStats saw its walk", n);
+        g_assert_cmpuint(kw, <, n);
+        g_test_message("big: walk seen at %" G_GUINT64_FORMAT " of %u watches after %u GetStats", kw, n, polls);
+
+        /* The root is watched: its events come before AddWatch's answer. */
+        touch(early);
+        await_rec(&f->a, early, IN_CREATE);
+        g_assert_true(wt_await_flag(&a.done, 600000));
+        g_assert_no_error(a.error);
+        i = find_rec(&f->a, early, IN_CREATE);
+        if ((guint) i >= a.recs_at_reply)
+                g_error("The event of the watched root came after AddWatch's answer (record %d, %u at the answer)",
+                        i, a.recs_at_reply);
+        g_assert_cmpuint(g_array_index(f->a.recs, Rec, i).id, ==, a.id);
+        g_assert_cmpuint(wt_stat(f->proxy2, "kernel_watches"), ==, n);
+
+        /* The last directory walked is followed like any other. */
+        late = g_strdup_printf("%s/d%03u/s%03u/late", t, 299, 98);
+        touch(late);
+        await_rec(&f->a, late, IN_CREATE);
+
+        /* A third client starts a walk of the same tree (shared watches) and leaves at once. */
+        {
+                g_autoptr(GDBusConnection) conn = wt_connect(f->bus);
+                g_autoptr(WatchdInotify) proxy = wt_proxy(conn);
+                AsyncAdd b = {};
+
+                watchd_inotify_call_add_watch(proxy, t, IN_DELETE, 1, NULL, on_add_watch_done, &b);
+                g_assert_true(wt_await_stat(f->proxy2, "subscriptions", 2, TIMEOUT_MS));
+                g_assert_true(g_dbus_connection_close_sync(conn, NULL, NULL));
+                g_assert_true(wt_await_flag(&b.done, TIMEOUT_MS));      /* its call fails: closed */
+                g_clear_error(&b.error);
+        }
+        g_assert_true(wt_await_stat(f->proxy2, "subscriptions", 1, 600000));
+        g_assert_cmpuint(wt_stat(f->proxy2, "kernel_watches"), ==, n);
+        g_assert_cmpuint(f->a.n_overflows, ==, 0);
+}
+
+/* Over the limit part-way through a walk from the loop: AddWatch fails
+ * with LimitsExceeded and nothing of the subscription is left. */
+static void test_recursive_big_limit(Fixture *f, gconstpointer data) {
+        g_autofree char *t = g_build_filename((f->fast = wt_make_fast_dir()), "t", NULL);
+        g_autofree char *name = NULL;
+        AsyncAdd a = {};
+
+        make_tree(t, 300, 99);
+        g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000);
+        watchd_inotify_call_add_watch(f->proxy, t, IN_CREATE, 1, NULL, on_add_watch_done, &a);
+        g_assert_true(wt_await_flag(&a.done, 600000));
+        g_assert_nonnull(a.error);
+        name = g_dbus_error_get_remote_error(a.error);
+        g_assert_cmpstr(name, ==, E_LIMITS_EXCEEDED);
+        g_assert_nonnull(strstr(a.error->message, "max_watches_per_client"));
+        g_error_free(a.error);
+        g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 0);
 }
 
 /* AddWatchFd with fd index 0 of fds; returns the id or sets *error. */
@@ -1814,6 +1930,9 @@ int main(int argc, char *argv[]) {
         T("recursive-mkdir-p", NULL, test_recursive_mkdir_p);
         T("recursive-burst", "[limits]\nmax_pending_events_per_client = 200000\n", test_recursive_burst);
         T("recursive-limit", "[limits]\nmax_watches_per_client = 3\n", test_recursive_limit);
+        T("recursive-big", "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n",
+          test_recursive_big);
+        T("recursive-big-limit", "[limits]\nmax_watches_per_client = 20000\n", test_recursive_big_limit);
         T("oneshot", NULL, test_oneshot);
         T("deleted", NULL, test_deleted);
         T("unmounted", NULL, test_unmounted);

@@ -83,7 +83,7 @@ WtBus *wt_bus_start(void) {
         return bus;
 }
 
-static void remove_tree(const char *dir) {
+void wt_remove_tree(const char *dir) {
         g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
         const char *name;
 
@@ -93,11 +93,26 @@ static void remove_tree(const char *dir) {
                 g_autofree char *p = g_build_filename(dir, name, NULL);
 
                 if (g_file_test(p, G_FILE_TEST_IS_DIR) && !g_file_test(p, G_FILE_TEST_IS_SYMLINK))
-                        remove_tree(p);
+                        wt_remove_tree(p);
                 else
                         (void) g_unlink(p);
         }
         (void) g_rmdir(dir);
+}
+
+char *wt_make_fast_dir(void) {
+        g_autoptr(GError) error = NULL;
+        char *d;
+
+        if (access("/dev/shm", W_OK) == 0) {
+                d = g_build_filename("/dev/shm", "watchd-test-XXXXXX", NULL);
+                if (g_mkdtemp(d))
+                        return d;
+                g_free(d);
+        }
+        d = g_dir_make_tmp("watchd-test-XXXXXX", &error);
+        g_assert_no_error(error);
+        return d;
 }
 
 void wt_bus_stop(WtBus *bus) {
@@ -106,7 +121,7 @@ void wt_bus_stop(WtBus *bus) {
         g_subprocess_send_signal(bus->process, SIGTERM);
         (void) g_subprocess_wait(bus->process, NULL, NULL);
         g_object_unref(bus->process);
-        remove_tree(bus->dir);
+        wt_remove_tree(bus->dir);
         g_free(bus->dir);
         g_free(bus->address);
         g_free(bus);

@@ -43,6 +43,11 @@ typedef struct WtDaemon {
 
 WtBus *wt_bus_start(void);
 void wt_bus_stop(WtBus *bus);
+/* rm -rf dir (symbolic links are removed, not followed). */
+void wt_remove_tree(const char *dir);
+/* A new directory on tmpfs (/dev/shm) if there is one, else in TMPDIR: big
+ * trees are made fast there. The caller removes it (wt_remove_tree). */
+char *wt_make_fast_dir(void);
 
 /* Writes config (may be NULL: defaults) and starts "watchd --address ... --config ...
  * --backend syscall" plus extra_args; returns once it owns org.example.Inotify. */

@@ -12,7 +12,9 @@
 #include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -289,11 +291,21 @@ static void test_links(Fixture *f, gconstpointer data) {
 
         fd = open(sub_dir, O_RDONLY | O_CLOEXEC);
         g_assert_cmpint(fstat(fd, &st), ==, 0);
-        g_assert_cmpint(watch_table_link(f->t, s, fd, &st, sub_dir, &l), ==, 0);
-        g_assert_cmpint(watch_table_link(f->t, s, fd, &st, "/elsewhere", &l2), ==, -EEXIST);
+        g_assert_cmpint(watch_table_link(f->t, s, s->links, fd, &st, "sub", 3, &l), ==, 0);
+        g_assert_cmpint(watch_table_link(f->t, s, s->links, fd, &st, "elsewhere", 9, &l2), ==, -EEXIST);
         close(fd);
         g_assert_false(l->root);
-        g_assert_cmpstr(l->path, ==, sub_dir);
+        g_assert_true(l->parent == s->links);
+        g_assert_cmpstr(l->name, ==, "sub");                    /* a name, its path built on demand */
+        {
+                char buf[PATH_MAX];
+
+                g_assert_cmpint(watch_link_path(l, buf, sizeof(buf)), ==, (int) strlen(sub_dir));
+                g_assert_cmpstr(buf, ==, sub_dir);
+                g_assert_cmpint(watch_link_path(l, buf, strlen(sub_dir)), ==, -ENAMETOOLONG);
+        }
+        g_assert_true(watch_link_next(s->links) == l);          /* pre-order: the root, then below */
+        g_assert_null(watch_link_next(l));
         g_assert_true(s->links->root);                          /* the root stays first */
         g_assert_cmpuint(s->n_links, ==, 2);
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 2);
@@ -304,7 +316,7 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_assert_true(plain->links->watch == l->watch);
         g_assert_cmpuint(f->fake.watches[l->watch->wd].mask, ==, IN_ATTRIB | IN_DELETE | WATCH_TREE_BITS);
 
-        watch_table_unlink(f->t, l);
+        g_assert_cmpuint(watch_table_unlink(f->t, l), ==, 1);
         g_assert_cmpuint(s->n_links, ==, 1);
         g_assert_cmpuint(kmask(f, plain), ==, IN_ATTRIB);        /* narrowed to what is left */
         watch_table_unsubscribe(f->t, s);
