@@ -307,6 +307,60 @@ static char *path_simplify(const char *path) {
 }
 
 /*
+ * Links pending s to each existing directory of its path, top down (see
+ * pending_place). *ret_complete: every directory of the path exists, only
+ * the path itself (its last component) does not.
+ */
+static int pending_chain(Manager *m, Subscription *s, bool *ret_complete) {
+        Client *c = s->owner;
+        WatchLink *prev = NULL;
+        size_t end = 1, start;  /* the prefix of s->path looked at: "/" first */
+
+        *ret_complete = false;
+        for (;;) {
+                _cleanup_free_ char *prefix = strndup(s->path, end);
+                _cleanup_close_ int fd = -1;
+                const char *name;
+                struct stat st;
+                WatchLink *l;
+                size_t nl;
+                int r;
+
+                if (!prefix)
+                        return -ENOMEM;
+                fd = access_open_as(&c->caller, prefix, /* only_dir= */ true, /* no_follow= */ false, &st);
+                if (fd == -ENOENT || fd == -ENOTDIR)
+                        break;          /* the deepest directory is prev */
+                if (fd < 0 && fd != -EACCES)
+                        return fd;
+                if (fd == -EACCES) {
+                        if (s->links)
+                                manager_unlink(m, s->links);
+                        prev = NULL;
+                } else {
+                        name = prev ? strrchr(prefix, '/') + 1 : prefix;
+                        nl = strlen(name);
+                        r = manager_link(m, s, prev, fd, &st, name, nl, &l);
+                        if (r == -EEXIST)
+                                break;  /* an inode twice on the path: follow no further */
+                        if (r < 0)
+                                return r;
+                        prev = l;
+                }
+                /* The next prefix: up to the end of the next component. */
+                start = end == 1 ? 1 : end + 1;
+                end = start + strcspn(s->path + start, "/");
+                if (s->path[end] == '\0') {
+                        *ret_complete = prev != NULL;
+                        break;  /* that is the path itself: pending_place opens it */
+                }
+        }
+        if (!s->links)
+                return -EACCES;         /* no directory of the path may be read */
+        return 0;
+}
+
+/*
  * A path that does not exist yet (see watchd(8), "MISSING PATHS"): the
  * subscription keeps its path and is linked, as a non-root link counted like
  * any other, to the deepest existing directory of it (opened as the caller),
@@ -319,12 +373,11 @@ static char *path_simplify(const char *path) {
 static int pending_place(Manager *m, Subscription *s) {
         Client *c = s->owner;
 
-        for (unsigned round = 0; round < PATH_MAX; round++) {
-                _cleanup_free_ char *dir = NULL, *next = NULL;
-                _cleanup_close_ int fd = -1, nfd = -1;
+        for (unsigned round = 0; round < 64; round++) {
+                _cleanup_close_ int fd = -1;
+                bool complete;
                 struct stat st;
                 UserAccount *u;
-                size_t dl, nl;
                 int r;
 
                 while (s->links)
@@ -349,40 +402,43 @@ static int pending_place(Manager *m, Subscription *s) {
                 if (fd != -ENOENT)
                         return fd;
 
-                /* The deepest existing directory. */
-                dir = strdup(s->path);
-                if (!dir)
-                        return -ENOMEM;
-                for (;;) {
-                        char *slash = strrchr(dir, '/');
-
-                        if (!slash || (slash == dir && dir[1] == '\0'))
-                                return -ENOENT;
-                        slash[slash == dir ? 1 : 0] = '\0';
-                        fd = access_open_as(&c->caller, dir, /* only_dir= */ true, /* no_follow= */ false, &st);
-                        if (fd >= 0)
-                                break;
-                        if (fd != -ENOENT)
-                                return fd;
-                }
-                r = manager_link(m, s, NULL, fd, &st, dir, strlen(dir), NULL);
+                /* Every existing directory of the path, from the top down, each
+                 * linked before the next is looked up: the deepest waits for the
+                 * next component to appear, the ones above for a component to go
+                 * away (deleted or renamed: then the subscription climbs back),
+                 * and nothing created in between is missed. An ancestor the
+                 * caller may not read cannot be watched: the chain starts again
+                 * below it. */
+                r = pending_chain(m, s, &complete);
                 if (r < 0)
                         return r;
-
-                /* Did the next component appear before the watch was placed? */
-                dl = strlen(dir) == 1 ? 0 : strlen(dir);
-                nl = strcspn(s->path + dl + 1, "/");
-                next = strndup(s->path, dl + 1 + nl);
-                if (!next)
-                        return -ENOMEM;
-                nfd = access_open_as(&c->caller, next, false, false, &st);
-                if (nfd == -ENOENT)
+                if (!complete)
+                        return 0;
+                /* Every directory of the path exists: did the path itself
+                 * appear before the watch on its directory was placed? */
+                fd = access_open_as(&c->caller, s->path, false, s->flags & WATCHD_FLAG_DONT_FOLLOW, &st);
+                if (fd == -ENOENT)
                         return 0;
         }
         return -ELOOP;
 }
 
-/* Whether name (created or moved in under link path dir) is the next component of pending s's path. */
+/* A component of pending s's path appeared or went: place s again from its
+ * path. If that fails (it appeared as something that cannot be watched, or
+ * over a limit), s ends with WatchRemoved "deleted". */
+static void pending_follow(Manager *m, Subscription *s, uint64_t now) {
+        Record *rec;
+
+        if (pending_place(m, s) >= 0)
+                return;
+        rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
+        if (rec)
+                rec->reason = "deleted";
+        manager_queue_record(m, s->owner, rec);
+        manager_subscription_end(m, s);
+}
+
+/* Whether name (appeared in or left the directory at link path dir) is a component of pending s's path. */
 static bool pending_next(const Subscription *s, const char *dir, const char *name, size_t name_len) {
         size_t dl = strlen(dir);
         const char *p;
@@ -512,6 +568,7 @@ void manager_mark_dirty(Manager *m, Client *c) {
  * (their parent already reported the deletion). */
 static void watch_ignored(Manager *m, Watch *w, uint64_t now) {
         const char *reason = w->unmounted ? "unmounted" : "deleted";
+        g_autoptr(GArray) climb = NULL;
         unsigned n = w->n_links;
 
         /* Each step removes exactly one link of w (a subscription has at most
@@ -523,7 +580,15 @@ static void watch_ignored(Manager *m, Watch *w, uint64_t now) {
                 Subscription *s = l->subscription;
                 Record *rec;
 
-                if (!l->root && !s->pending) {
+                if (s->pending) {
+                        /* A directory of its path went: it climbs back (below). */
+                        manager_unlink(m, l);
+                        if (!climb)
+                                climb = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+                        g_array_append_val(climb, s->id);
+                        continue;
+                }
+                if (!l->root) {
                         manager_unlink(m, l);
                         continue;
                 }
@@ -532,6 +597,12 @@ static void watch_ignored(Manager *m, Watch *w, uint64_t now) {
                         rec->reason = reason;
                 manager_queue_record(m, s->owner, rec);
                 manager_subscription_end(m, s);
+        }
+        for (guint k = 0; climb && k < climb->len; k++) {
+                Subscription *s = watch_table_get_subscription(m->table, g_array_index(climb, uint32_t, k));
+
+                if (s && s->pending)
+                        pending_follow(m, s, now);
         }
 }
 
@@ -679,7 +750,7 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
 
                 /* Pending: nothing is delivered, the path is only followed down. */
                 if (s->pending) {
-                        if (ev->name && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
+                        if (ev->name && (ev->mask & WATCH_PENDING_BITS) &&
                             pending_next(s, dir, ev->name, ev->name_len))
                                 followup_add(&followups, s->id, FOLLOW_PENDING, NULL);
                         continue;
@@ -739,15 +810,8 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                                 tree_remove(m, s, f->path);
                                 break;
                         case FOLLOW_PENDING:
-                                if (s->pending && pending_place(m, s) < 0) {
-                                        /* It appeared as something that cannot be watched, or over a limit. */
-                                        Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
-
-                                        if (rec)
-                                                rec->reason = "deleted";
-                                        manager_queue_record(m, s->owner, rec);
-                                        manager_subscription_end(m, s);
-                                }
+                                if (s->pending)
+                                        pending_follow(m, s, now);
                                 break;
                         }
                 free(f->path);

@@ -560,29 +560,6 @@ static char *path_rebase(const char *path, const char *old, size_t ol, const cha
         return p;
 }
 
-/* A pending subscription's top link holds its absolute path inline: a
- * renamed one is a new allocation (it has no children and no walk holds it). */
-static int pending_link_rename(Subscription *s, const char *path) {
-        WatchLink *o = s->links, *l;
-        size_t n = strlen(path);
-
-        assert(!o->children && o->refs == 0 && !o->root);
-        l = malloc(sizeof(WatchLink) + n + 1);
-        if (!l)
-                return -ENOMEM;
-        *l = *o;
-        memcpy(l->name, path, n + 1);
-        if (l->watch_prev)
-                l->watch_prev->watch_next = l;
-        else
-                l->watch->links = l;
-        if (l->watch_next)
-                l->watch_next->watch_prev = l;
-        s->links = l;
-        free(o);
-        return 1;
-}
-
 int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *new_path) {
         size_t ol = strlen(old_path);
         bool oom = false;
@@ -595,21 +572,16 @@ int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *ne
                 Subscription *s = v;
                 _cleanup_free_ char *p = NULL;
 
+                /* A pending subscription keeps the path it asked for: a rename of a
+                 * directory of it is seen by its own links, which place it again. */
+                if (s->pending)
+                        continue;
                 p = path_rebase(s->path, old_path, ol, new_path, &oom);
                 if (p) {
                         free(s->path);          /* a root link's path (watch_link_path) */
                         s->path = TAKE_PTR(p);
                         n++;
                 }
-                if (!s->links || s->links->root)
-                        continue;
-                p = path_rebase(s->links->name, old_path, ol, new_path, &oom);
-                if (!p)
-                        continue;
-                int r = pending_link_rename(s, p);
-                if (r < 0)
-                        oom = true;
-                n += r > 0;
         }
         return oom ? -ENOMEM : n;
 }

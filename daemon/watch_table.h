@@ -31,8 +31,9 @@ typedef struct Subscription Subscription;
 
 /* What a RECURSIVE subscription needs on each directory to follow its tree. */
 #define WATCH_TREE_BITS (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO)
-/* What a pending subscription needs on its path's deepest existing directory. */
-#define WATCH_PENDING_BITS (IN_CREATE | IN_MOVED_TO)
+/* What a pending subscription needs on each existing directory of its path:
+ * a component appearing (the deepest) or going away (the others). */
+#define WATCH_PENDING_BITS (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE)
 
 struct Subscription {
         uint32_t id;            /* never reused while the daemon runs */
@@ -41,10 +42,10 @@ struct Subscription {
         uint32_t flags;         /* WATCHD_FLAG_* */
         char *path;             /* as asked (simplified) */
         WatchLink *links;       /* the top of its tree of links: the root, or a pending
-                                 * subscription's link on its deepest existing directory */
+                                 * subscription's links on the existing directories of its path */
         unsigned n_links;
-        bool pending;           /* path does not exist yet: one non-root link on its
-                                 * deepest existing directory, nothing delivered */
+        bool pending;           /* path does not exist yet: non-root links on the existing
+                                 * directories of it, nothing delivered */
 
         Subscription *owner_prev, *owner_next;  /* the owner's list, kept by the owner */
 };
@@ -112,7 +113,7 @@ int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct s
  */
 int watch_table_link(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
                      const char *name, size_t name_len, WatchLink **ret);
-/* Links pending s to the directory at the absolute path (its top link). */
+/* Links pending s to the directory at the absolute path: its top link. */
 int watch_table_link_pending(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path,
                              WatchLink **ret);
 
@@ -149,10 +150,11 @@ void watch_table_unsubscribe(WatchTable *t, Subscription *s);
 void watch_table_watch_gone(WatchTable *t, Watch *w);
 
 /*
- * A directory moved from old_path to new_path: every top link whose path is
- * old_path or below it, and every subscription's own path, follows (links
- * below a top link hold names and need nothing).
- * Return: how many links changed, or -ENOMEM (then some may have).
+ * A directory moved from old_path to new_path: the path of every placed
+ * subscription at or below old_path follows (it is its root link's path;
+ * links below a root hold names and need nothing). Pending subscriptions
+ * keep the path they asked for.
+ * Return: how many paths changed, or -ENOMEM (then some may have).
  */
 int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *new_path);
 
