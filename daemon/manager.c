@@ -588,7 +588,7 @@ static void watch_ignored(Manager *m, Watch *w, uint64_t now) {
                         g_array_append_val(climb, s->id);
                         continue;
                 }
-                if (!l->root) {
+                if (!watch_link_is_root(l)) {
                         manager_unlink(m, l);
                         continue;
                 }
@@ -758,7 +758,7 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
 
                 /* A directory below a RECURSIVE root: what happens to the
                  * directory itself is reported by its parent's link. */
-                if (!l->root && !ev->name && !(ev->mask & IN_UNMOUNT))
+                if (!watch_link_is_root(l) && !ev->name && !(ev->mask & IN_UNMOUNT))
                         continue;
                 /* IN_UNMOUNT reaches every subscriber, as the kernel sends it to every watch. */
                 if (((ev->mask & s->mask & WATCHD_MASK_VALID) || (ev->mask & IN_UNMOUNT)) &&

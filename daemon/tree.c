@@ -3,8 +3,8 @@
  * tree - following the directory tree of a RECURSIVE subscription
  *
  * A walk is a stack of frames, one per directory on the path from where it
- * started to where it is: the directory's link (held with a reference, so a
- * link unlinked meanwhile is seen dead instead of freed), an fd open on it,
+ * started to where it is: the directory's link (held, watch_table_hold(), so
+ * a link unlinked meanwhile is seen dead instead of freed), an fd open on it,
  * and the names of its subdirectories, read once right after its watch was
  * placed. A step takes the next name of the deepest frame, opens it with
  * openat(frame fd, name, O_NOFOLLOW) as the owner, links it, reads it, and
@@ -80,7 +80,7 @@ char *tree_path_join(const char *dir, const char *name, size_t name_len) {
 
 const char *tree_link_path(const WatchLink *l, char *buf) {
         if (!l->parent)
-                return l->root ? l->subscription->path : l->name;
+                return watch_link_is_root(l) ? l->subscription->path : l->name;
         return watch_link_path(l, buf, PATH_MAX) < 0 ? NULL : buf;
 }
 
@@ -91,8 +91,8 @@ static uint64_t now_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
-static void frame_done(Frame *f) {
-        watch_link_unref(f->link);
+static void frame_done(Manager *m, Frame *f) {
+        watch_table_release(m->table, f->link);
         safe_close(f->fd);
         free(f->names);
 }
@@ -170,7 +170,7 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
                 safe_close(fd);
                 return 0;
         }
-        watch_link_ref(l);
+        watch_table_hold(m->table, l);
         g_array_append_val(w->frames, ((Frame) {
                 .link = l,
                 .fd = fd,
@@ -182,7 +182,7 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
 }
 
 static void frame_pop(TreeWalk *w) {
-        frame_done(&g_array_index(w->frames, Frame, w->frames->len - 1));
+        frame_done(w->manager, &g_array_index(w->frames, Frame, w->frames->len - 1));
         g_array_set_size(w->frames, w->frames->len - 1);
 }
 
@@ -199,7 +199,7 @@ static int step(TreeWalk *w, Subscription *s) {
         size_t nl;
         int r;
 
-        if (f->link->dead || f->pos >= f->len) {
+        if (f->pos >= f->len || watch_table_link_dead(w->manager->table, f->link)) {
                 frame_pop(w);   /* done, or left the tree meanwhile */
                 return 0;
         }
@@ -362,7 +362,7 @@ static WatchLink *tree_find(Subscription *s, const char *path) {
         WatchLink *l = s->links;
         const char *p;
 
-        if (!l || !l->root)
+        if (!l || !watch_link_is_root(l))
                 return NULL;
         if (rl == 1)
                 rl = 0;         /* "/" */
@@ -414,7 +414,7 @@ void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, ui
                         walk_free(w);
                 goto overflow;
         }
-        watch_link_ref(parent);
+        watch_table_hold(m->table, parent);
         g_array_append_val(w->frames, ((Frame) {
                 .link = parent,
                 .fd = TAKE_FD(pfd),
@@ -434,7 +434,7 @@ overflow:
 void tree_remove(Manager *m, Subscription *s, const char *path) {
         WatchLink *l = tree_find(s, path);
 
-        if (l && !l->root)
+        if (l && !watch_link_is_root(l))
                 manager_unlink(m, l);
 }
 

@@ -31,6 +31,7 @@ struct WatchTable {
         GHashTable *by_wd;              /* wd -> Watch (a set keyed by the Watch itself; owned) */
         GHashTable *by_inode;           /* (dev, ino) -> Watch (a set, not stale ones) */
         GHashTable *subscriptions;      /* id -> Subscription (owned) */
+        GHashTable *held;               /* WatchLink -> times held << 1 | dead */
         uint32_t next_id;
 };
 
@@ -67,23 +68,40 @@ static void subscription_free(gpointer p) {
         free(s);
 }
 
-static void link_free(WatchLink *l) {
-        if (l->refs > 0) {
-                l->dead = true;         /* its walk frees it (watch_link_unref) */
+static void link_free(WatchTable *t, WatchLink *l) {
+        gpointer v;
+
+        if (g_hash_table_lookup_extended(t->held, l, NULL, &v)) {
+                /* Its walk frees it (watch_table_release). */
+                g_hash_table_insert(t->held, l, GUINT_TO_POINTER(GPOINTER_TO_UINT(v) | 1u));
                 return;
         }
         free(l);
 }
 
-void watch_link_ref(WatchLink *l) {
-        assert(l->refs < UINT16_MAX);
-        l->refs++;
+void watch_table_hold(WatchTable *t, WatchLink *l) {
+        guint v = GPOINTER_TO_UINT(g_hash_table_lookup(t->held, l));
+
+        assert(!(v & 1u));
+        g_hash_table_insert(t->held, l, GUINT_TO_POINTER(v + 2u));
 }
 
-void watch_link_unref(WatchLink *l) {
-        assert(l->refs > 0);
-        if (--l->refs == 0 && l->dead)
+void watch_table_release(WatchTable *t, WatchLink *l) {
+        guint v = GPOINTER_TO_UINT(g_hash_table_lookup(t->held, l));
+
+        assert(v >= 2u);
+        v -= 2u;
+        if (v >= 2u) {
+                g_hash_table_insert(t->held, l, GUINT_TO_POINTER(v));
+                return;
+        }
+        g_hash_table_remove(t->held, l);
+        if (v & 1u)
                 free(l);
+}
+
+bool watch_table_link_dead(WatchTable *t, const WatchLink *l) {
+        return GPOINTER_TO_UINT(g_hash_table_lookup(t->held, l)) & 1u;
 }
 
 int watch_table_new(Backend *backend, WatchTable **ret) {
@@ -97,6 +115,7 @@ int watch_table_new(Backend *backend, WatchTable **ret) {
         t->by_wd = g_hash_table_new(watch_wd_hash, watch_wd_equal);
         t->by_inode = g_hash_table_new(watch_inode_hash, watch_inode_equal);
         t->subscriptions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, subscription_free);
+        t->held = g_hash_table_new(g_direct_hash, g_direct_equal);
         *ret = t;
         return 0;
 }
@@ -132,7 +151,7 @@ int watch_link_path(const WatchLink *l, char *buf, size_t size) {
                 memcpy(buf + end, l->name, n);
                 buf[--end] = '/';
         }
-        top = l->root ? l->subscription->path : l->name;
+        top = watch_link_is_root(l) ? l->subscription->path : l->name;
         tl = strlen(top);
         if (tl == 1 && end < size)
                 tl = 0;         /* "/" + "/a" would double the slash */
@@ -187,6 +206,12 @@ WatchTable *watch_table_free(WatchTable *t) {
         while (g_hash_table_iter_next(&i, NULL, &v))
                 links_free_all(v);
         g_hash_table_destroy(t->subscriptions);
+        /* Dead links still held: their walks are gone (the manager frees them first). */
+        g_hash_table_iter_init(&i, t->held);
+        while (g_hash_table_iter_next(&i, &v, NULL))
+                if (watch_table_link_dead(t, v))
+                        free(v);
+        g_hash_table_destroy(t->held);
         g_hash_table_destroy(t->by_inode);
         g_hash_table_iter_init(&i, t->by_wd);
         while (g_hash_table_iter_next(&i, &v, NULL))
@@ -302,7 +327,7 @@ static int watch_get(WatchTable *t, int fd, const struct stat *st, uint32_t mask
 /* Links s to the object at fd; parent NULL makes the top link, whose name
  * is an absolute path, or "" for the root (its path is s->path). */
 static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
-                    const char *name, size_t name_len, bool root, WatchLink **ret) {
+                    const char *name, size_t name_len, WatchLink **ret) {
         uint32_t need = need_mask(s, S_ISDIR(st->st_mode));
         WatchLink *l;
         Watch *w;
@@ -314,7 +339,6 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
         *l = (WatchLink) {
                 .subscription = s,
                 .parent = parent,
-                .root = root,
         };
         memcpy(l->name, name, name_len);
         l->name[name_len] = '\0';
@@ -386,7 +410,7 @@ int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const ch
         r = subscription_new(t, path, owner, mask, flags, &s);
         if (r < 0)
                 return r;
-        r = link_new(t, s, NULL, fd, st, "", 0, true, &l);
+        r = link_new(t, s, NULL, fd, st, "", 0, &l);
         if (r < 0) {
                 subscription_free(s);
                 return r;
@@ -414,18 +438,18 @@ int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct s
         WatchLink *l;
 
         s->pending = false;
-        return link_new(t, s, NULL, fd, st, "", 0, true, &l);
+        return link_new(t, s, NULL, fd, st, "", 0, &l);
 }
 
 int watch_table_link(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
                      const char *name, size_t name_len, WatchLink **ret) {
-        assert(parent && parent->subscription == s && !parent->dead);
-        return link_new(t, s, parent, fd, st, name, name_len, false, ret);
+        assert(parent && parent->subscription == s && !watch_table_link_dead(t, parent));
+        return link_new(t, s, parent, fd, st, name, name_len, ret);
 }
 
 int watch_table_link_pending(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path,
                              WatchLink **ret) {
-        return link_new(t, s, NULL, fd, st, path, strlen(path), false, ret);
+        return link_new(t, s, NULL, fd, st, path, strlen(path), ret);
 }
 
 /* Best effort: see the top of the file. */
@@ -501,7 +525,7 @@ static void link_remove(WatchTable *t, WatchLink *l) {
         if (l->sib_next)
                 l->sib_next->sib_prev = l->sib_prev;
         s->n_links--;
-        link_free(l);
+        link_free(t, l);
 
         if (w->n_links == 0)
                 watch_release(t, w);

@@ -65,11 +65,14 @@ struct WatchLink {
         WatchLink *children;                    /* first link below it */
         WatchLink *sib_prev, *sib_next;         /* among parent->children */
         WatchLink *watch_prev, *watch_next;     /* in watch->links */
-        uint16_t refs;          /* walks holding it (tree.c); it is freed when they let go */
-        bool root;              /* the subscription's own object, not a directory below it */
-        bool dead;              /* unlinked while referenced: in no list, waiting for its last unref */
-        char name[];            /* the top link: an absolute path; others: a name */
+        char name[];            /* a pending subscription's top link: an absolute path;
+                                 * a root link: "" (its path is the subscription's); others: a name */
 };
+
+/* The subscription's own object, not a directory below it nor a directory of a pending path. */
+static inline bool watch_link_is_root(const WatchLink *l) {
+        return !l->parent && !l->subscription->pending;
+}
 
 struct Watch {
         int wd;                 /* the kernel's; 0 is valid on the device backend; -1 once gone */
@@ -121,10 +124,13 @@ int watch_table_link_pending(WatchTable *t, Subscription *s, int fd, const struc
  * watches. Never fails. Return: how many links were removed. */
 unsigned watch_table_unlink(WatchTable *t, WatchLink *l);
 
-/* A walk keeps a link it will come back to: an unlinked link stays
- * allocated (dead) until its last unref. */
-void watch_link_ref(WatchLink *l);
-void watch_link_unref(WatchLink *l);
+/* A walk keeps a link it will come back to: a link unlinked while held
+ * stays allocated (dead, in no list) until its last release. Held links are
+ * few (the directories walks are in): their count is kept in a side table,
+ * not in every link. */
+void watch_table_hold(WatchTable *t, WatchLink *l);
+void watch_table_release(WatchTable *t, WatchLink *l);
+bool watch_table_link_dead(WatchTable *t, const WatchLink *l);
 
 /* The child link of l named name, or NULL. */
 WatchLink *watch_link_child(WatchLink *l, const char *name, size_t name_len);

@@ -286,7 +286,7 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_assert_cmpint(fstat(fd, &st), ==, 0);
         g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, f, IN_DELETE, WATCHD_FLAG_RECURSIVE, &s), ==, 0);
         close(fd);
-        g_assert_true(s->links->root);
+        g_assert_true(watch_link_is_root(s->links));
         g_assert_cmpuint(kmask(f, s), ==, IN_DELETE | WATCH_TREE_BITS);
 
         fd = open(sub_dir, O_RDONLY | O_CLOEXEC);
@@ -294,7 +294,7 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_assert_cmpint(watch_table_link(f->t, s, s->links, fd, &st, "sub", 3, &l), ==, 0);
         g_assert_cmpint(watch_table_link(f->t, s, s->links, fd, &st, "elsewhere", 9, &l2), ==, -EEXIST);
         close(fd);
-        g_assert_false(l->root);
+        g_assert_false(watch_link_is_root(l));
         g_assert_true(l->parent == s->links);
         g_assert_cmpstr(l->name, ==, "sub");                    /* a name, its path built on demand */
         {
@@ -306,7 +306,7 @@ static void test_links(Fixture *f, gconstpointer data) {
         }
         g_assert_true(watch_link_next(s->links) == l);          /* pre-order: the root, then below */
         g_assert_null(watch_link_next(l));
-        g_assert_true(s->links->root);                          /* the root stays first */
+        g_assert_true(watch_link_is_root(s->links));                          /* the root stays first */
         g_assert_cmpuint(s->n_links, ==, 2);
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 2);
         g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 1);
@@ -316,7 +316,17 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_assert_true(plain->links->watch == l->watch);
         g_assert_cmpuint(f->fake.watches[l->watch->wd].mask, ==, IN_ATTRIB | IN_DELETE | WATCH_TREE_BITS);
 
+        /* Held by a walk: unlinked, it is dead but still there until released. */
+        watch_table_hold(f->t, l);
+        watch_table_hold(f->t, l);
+        g_assert_false(watch_table_link_dead(f->t, l));
         g_assert_cmpuint(watch_table_unlink(f->t, l), ==, 1);
+        g_assert_true(watch_table_link_dead(f->t, l));
+        g_assert_cmpstr(l->name, ==, "sub");                    /* not freed: ASan/valgrind would say */
+        watch_table_release(f->t, l);
+        g_assert_true(watch_table_link_dead(f->t, l));
+        watch_table_release(f->t, l);                           /* the last release frees it */
+        g_assert_null(s->links->children);
         g_assert_cmpuint(s->n_links, ==, 1);
         g_assert_cmpuint(kmask(f, plain), ==, IN_ATTRIB);        /* narrowed to what is left */
         watch_table_unsubscribe(f->t, s);
