@@ -77,7 +77,9 @@ Manager *manager_free(Manager *m) {
 
         if (!m)
                 return NULL;
-        /* Walks hold links: they go before the table. */
+        /* Walks, moves and retries hold links: they go before the table. */
+        tree_moves_end(m);
+        tree_retries_free(m);
         tree_walks_free(m);
         m->walker = sd_event_source_disable_unref(m->walker);
         if (m->clients) {
@@ -92,6 +94,8 @@ Manager *manager_free(Manager *m) {
                 g_hash_table_destroy(m->users);
         if (m->dirty)
                 g_ptr_array_unref(m->dirty);
+        if (m->tree_moves)
+                g_array_unref(m->tree_moves);
         if (m->dir_move_old)
                 g_ptr_array_unref(m->dir_move_old);
         if (m->scanned)
@@ -627,11 +631,12 @@ typedef struct Followup {
         uint32_t id;            /* the subscription, looked up again: it may have ended */
         enum {
                 FOLLOW_ONESHOT,
-                FOLLOW_TREE_ADD,        /* a directory appeared in a RECURSIVE tree */
-                FOLLOW_TREE_ADD_NEW,    /* ... was created: report what it already holds */
-                FOLLOW_TREE_REMOVE,     /* a directory left it */
+                FOLLOW_TREE_ADD_NEW,    /* a directory was created in a RECURSIVE tree */
+                FOLLOW_TREE_MOVED_FROM, /* a directory was moved out of its place in it */
+                FOLLOW_TREE_MOVED_TO,   /* a directory was moved in (from it, or from elsewhere) */
                 FOLLOW_PENDING,         /* the next component of a pending path appeared */
         } what;
+        uint32_t cookie;
         char *path;
 } Followup;
 
@@ -684,10 +689,10 @@ static void follow_dir_move(Manager *m, Watch *w, const RawEvent *ev) {
         g_clear_pointer(&m->dir_move_old, g_ptr_array_unref);
 }
 
-static void followup_add(GArray **a, uint32_t id, int what, char *path) {
+static void followup_add(GArray **a, uint32_t id, int what, uint32_t cookie, char *path) {
         if (!*a)
                 *a = g_array_new(FALSE, FALSE, sizeof(Followup));
-        g_array_append_val(*a, ((Followup) { id, what, path }));
+        g_array_append_val(*a, ((Followup) { id, what, cookie, path }));
 }
 
 static char *scanned_key(uint32_t id, const char *dir, const char *name, size_t name_len) {
@@ -724,6 +729,11 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
 
         m->stats.events_read++;
 
+        /* A directory moved out of its place in a tree is moved within it
+         * only if the very next record is its IN_MOVED_TO. */
+        if (!((ev->mask & IN_MOVED_TO) && tree_moves_pending(m, ev->cookie)))
+                tree_moves_end(m);
+
         if (ev->mask & IN_Q_OVERFLOW)
                 return kernel_overflow(m, now);
 
@@ -752,7 +762,7 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                 if (s->pending) {
                         if (ev->name && (ev->mask & WATCH_PENDING_BITS) &&
                             pending_next(s, dir, ev->name, ev->name_len))
-                                followup_add(&followups, s->id, FOLLOW_PENDING, NULL);
+                                followup_add(&followups, s->id, FOLLOW_PENDING, 0, NULL);
                         continue;
                 }
 
@@ -766,7 +776,7 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                         manager_queue_record(m, s->owner, record_new(RECORD_EVENT, s->id, ev->mask, ev->cookie, now,
                                                                      dir, ev->name, ev->name_len));
                         if (s->flags & WATCHD_FLAG_ONESHOT) {
-                                followup_add(&followups, s->id, FOLLOW_ONESHOT, NULL);
+                                followup_add(&followups, s->id, FOLLOW_ONESHOT, 0, NULL);
                                 continue;
                         }
                 }
@@ -779,9 +789,9 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                                 continue;
                         }
                         followup_add(&followups, s->id,
-                                     ev->mask & IN_MOVED_FROM ? FOLLOW_TREE_REMOVE :
-                                     ev->mask & IN_CREATE ? FOLLOW_TREE_ADD_NEW : FOLLOW_TREE_ADD,
-                                     path);
+                                     ev->mask & IN_MOVED_FROM ? FOLLOW_TREE_MOVED_FROM :
+                                     ev->mask & IN_CREATE ? FOLLOW_TREE_ADD_NEW : FOLLOW_TREE_MOVED_TO,
+                                     ev->cookie, path);
                 }
         }
 
@@ -802,12 +812,14 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                                 manager_subscription_end(m, s);
                                 break;
                         }
-                        case FOLLOW_TREE_ADD:
                         case FOLLOW_TREE_ADD_NEW:
-                                tree_add(m, s, f->path, f->what == FOLLOW_TREE_ADD_NEW, now);
+                                tree_add(m, s, f->path, /* synthesize= */ true, now);
                                 break;
-                        case FOLLOW_TREE_REMOVE:
-                                tree_remove(m, s, f->path);
+                        case FOLLOW_TREE_MOVED_FROM:
+                                tree_moved_from(m, s, f->path, f->cookie);
+                                break;
+                        case FOLLOW_TREE_MOVED_TO:
+                                tree_moved_to(m, s, f->path, f->cookie, now);
                                 break;
                         case FOLLOW_PENDING:
                                 if (s->pending)
@@ -816,6 +828,9 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                         }
                 free(f->path);
         }
+        /* Its IN_MOVED_TO was this record: what it did not take into a tree left it. */
+        if (ev->mask & IN_MOVED_TO)
+                tree_moves_end(m);
 }
 
 static void handle_buffer(Manager *m, const uint8_t *buf, size_t size, uint64_t now) {
@@ -843,6 +858,10 @@ static int on_kernel(sd_event_source *source, int fd, uint32_t revents, void *us
                         /* Everything queued before any scan so far has been read. */
                         if (m->scanned)
                                 g_hash_table_remove_all(m->scanned);
+                        /* A rename queues both halves at once: none is coming. */
+                        tree_moves_end(m);
+                        /* Every rename is read: their new parents' paths are right now. */
+                        tree_retries_run(m);
                         break;
                 }
                 if (n < 0) {

@@ -377,33 +377,44 @@ static WatchLink *tree_find(Subscription *s, const char *path) {
         return *p == '\0' ? l : NULL;
 }
 
-void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, uint64_t now_usec) {
+/* A directory that appeared below a link whose path did not lead to it:
+ * tried again once the kernel queue is read empty (tree_retries_run). */
+typedef struct TreeRetry {
+        uint32_t id;
+        WatchLink *parent;      /* held */
+        char *name;
+        bool synthesize;
+        uint64_t now;
+} TreeRetry;
+
+#define TREE_RETRIES_MAX 4096u
+
+/*
+ * Walks name below parent (a link of s). Return: 0, or -ESTALE if parent's
+ * path does not lead to parent's directory now (a rename not yet read), or
+ * another error (the caller gives Overflow).
+ */
+static int add_at(Manager *m, Subscription *s, WatchLink *parent, const char *name, bool synthesize,
+                  uint64_t now_usec) {
         _cleanup_close_ int pfd = -1;
         char pathbuf[PATH_MAX];
-        const char *slash = strrchr(path, '/'), *name = slash + 1, *ppath;
-        _cleanup_free_ char *dir = NULL;
-        WatchLink *parent;
+        const char *ppath;
         struct stat st;
         TreeWalk *w;
         char *names;
-        int r;
 
-        dir = slash == path ? strdup("/") : strndup(path, (size_t) (slash - path));
-        if (!dir)
-                goto overflow;
-        parent = tree_find(s, dir);
-        if (!parent)
-                return;         /* its parent left the tree meanwhile */
         ppath = tree_link_path(parent, pathbuf);
         if (!ppath)
-                goto overflow;
-
-        /* The parent as the link knows it: if the path now leads elsewhere, a
-         * rename is on its way and its walk will find this directory. Open as
-         * the owner, like everything of its tree. */
+                return -ENAMETOOLONG;
+        /* The parent as the link knows it, opened as the owner like everything
+         * of its tree: if its path leads elsewhere, a rename of it (or above)
+         * is still in the kernel queue. */
         pfd = access_open_as(&((Client *) s->owner)->caller, ppath, /* only_dir= */ true, /* no_follow= */ false, &st);
-        if (pfd < 0 || st.st_dev != parent->watch->dev || st.st_ino != parent->watch->ino)
-                goto overflow;
+        if (pfd == -ENOENT || pfd == -ENOTDIR ||
+            (pfd >= 0 && (st.st_dev != parent->watch->dev || st.st_ino != parent->watch->ino)))
+                return -ESTALE;
+        if (pfd < 0)
+                return pfd;
 
         /* A frame on the parent holding just this name: the walk's first step opens it. */
         w = walk_new(m, s, synthesize, now_usec);
@@ -412,7 +423,7 @@ void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, ui
                 free(names);
                 if (w)
                         walk_free(w);
-                goto overflow;
+                return -ENOMEM;
         }
         watch_table_hold(m->table, parent);
         g_array_append_val(w->frames, ((Frame) {
@@ -422,20 +433,168 @@ void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, ui
                 .len = strlen(names) + 1,
                 .path_len = strlen(ppath),
         }));
-        r = walk_start(w, NULL);
-        (void) r;       /* a limit gives Overflow (walk_end) */
-        return;
+        (void) walk_start(w, NULL);     /* a limit gives Overflow (walk_end) */
+        return 0;
+}
 
+void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, uint64_t now_usec) {
+        const char *slash = strrchr(path, '/'), *name = slash + 1;
+        _cleanup_free_ char *dir = NULL;
+        WatchLink *parent;
+        int r;
+
+        dir = slash == path ? strdup("/") : strndup(path, (size_t) (slash - path));
+        if (!dir) {
+                r = -ENOMEM;
+                goto overflow;
+        }
+        parent = tree_find(s, dir);
+        if (!parent)
+                return;         /* its parent left the tree meanwhile */
+        r = add_at(m, s, parent, name, synthesize, now_usec);
+        if (r == -ESTALE && (!m->tree_retries || m->tree_retries->len < TREE_RETRIES_MAX)) {
+                char *n = strdup(name);
+
+                if (n) {
+                        if (!m->tree_retries)
+                                m->tree_retries = g_array_new(FALSE, FALSE, sizeof(TreeRetry));
+                        watch_table_hold(m->table, parent);
+                        g_array_append_val(m->tree_retries, ((TreeRetry) { s->id, parent, n, synthesize, now_usec }));
+                        return;
+                }
+        }
+        if (r >= 0)
+                return;
 overflow:
-        log_info("Subscription %" PRIu32 " cannot follow '%s'; it gets Overflow.", s->id, path);
+        log_info_errno(r, "Subscription %" PRIu32 " cannot follow '%s' (%m); it gets Overflow.", s->id, path);
         manager_queue_overflow(m, s);
 }
 
-void tree_remove(Manager *m, Subscription *s, const char *path) {
+void tree_retries_run(Manager *m) {
+        g_autoptr(GArray) retries = NULL;
+
+        if (!m->tree_retries || m->tree_retries->len == 0)
+                return;
+        retries = TAKE_PTR(m->tree_retries);
+        for (guint k = 0; k < retries->len; k++) {
+                TreeRetry *t = &g_array_index(retries, TreeRetry, k);
+                Subscription *s = watch_table_get_subscription(m->table, t->id);
+                int r;
+
+                /* A parent that left the tree, or a subscription that ended, takes the directory along. */
+                if (s && !watch_table_link_dead(m->table, t->parent)) {
+                        r = add_at(m, s, t->parent, t->name, t->synthesize, t->now);
+                        if (r < 0) {
+                                log_info_errno(r, "Subscription %" PRIu32 " cannot follow '%s' (%m); it gets Overflow.",
+                                               s->id, t->name);
+                                manager_queue_overflow(m, s);
+                        }
+                }
+                watch_table_release(m->table, t->parent);
+                free(t->name);
+        }
+}
+
+void tree_retries_free(Manager *m) {
+        if (!m->tree_retries)
+                return;
+        for (guint k = 0; k < m->tree_retries->len; k++) {
+                TreeRetry *t = &g_array_index(m->tree_retries, TreeRetry, k);
+
+                watch_table_release(m->table, t->parent);
+                free(t->name);
+        }
+        g_clear_pointer(&m->tree_retries, g_array_unref);
+}
+
+typedef struct TreeMove {
+        uint32_t id;            /* the subscription */
+        uint32_t cookie;
+        WatchLink *link;        /* the moved directory's link (held), or NULL: it was not linked yet */
+} TreeMove;
+
+void tree_moved_from(Manager *m, Subscription *s, const char *path, uint32_t cookie) {
         WatchLink *l = tree_find(s, path);
 
-        if (l && !watch_link_is_root(l))
+        if (l && watch_link_is_root(l))
+                return;         /* the root itself: its subscription follows by its path */
+        if (!m->tree_moves)
+                m->tree_moves = g_array_new(FALSE, FALSE, sizeof(TreeMove));
+        if (l)
+                watch_table_hold(m->table, l);
+        g_array_append_val(m->tree_moves, ((TreeMove) { s->id, cookie, l }));
+}
+
+bool tree_moves_pending(Manager *m, uint32_t cookie) {
+        return m->tree_moves && m->tree_moves->len > 0 &&
+               g_array_index(m->tree_moves, TreeMove, 0).cookie == cookie;
+}
+
+/* A walk in a moved link goes on in it: its frames follow a reallocation. */
+static void walks_relink(Manager *m, WatchLink *old, WatchLink *new) {
+        for (TreeWalk *w = m->walks; w; w = w->next)
+                for (guint i = 0; i < w->frames->len; i++) {
+                        Frame *f = &g_array_index(w->frames, Frame, i);
+
+                        if (f->link == old)
+                                f->link = new;
+                }
+}
+
+void tree_moved_to(Manager *m, Subscription *s, const char *path, uint32_t cookie, uint64_t now_usec) {
+        const char *slash = strrchr(path, '/'), *name = slash + 1;
+        _cleanup_free_ char *dir = NULL;
+        WatchLink *parent, *l, *n;
+        guint k;
+
+        for (k = 0; m->tree_moves && k < m->tree_moves->len; k++) {
+                TreeMove *mv = &g_array_index(m->tree_moves, TreeMove, k);
+
+                if (mv->id == s->id && mv->cookie == cookie)
+                        break;
+        }
+        if (!m->tree_moves || k == m->tree_moves->len)
+                return tree_add(m, s, path, /* synthesize= */ false, now_usec);         /* from elsewhere */
+
+        l = g_array_index(m->tree_moves, TreeMove, k).link;
+        g_array_remove_index_fast(m->tree_moves, k);
+        if (!l)
+                /* Created and moved before it was linked: nothing in it was reported. */
+                return tree_add(m, s, path, /* synthesize= */ true, now_usec);
+
+        dir = slash == path ? strdup("/") : strndup(path, (size_t) (slash - path));
+        parent = dir ? tree_find(s, dir) : NULL;
+        if (watch_table_link_dead(m->table, l) || !parent) {
+                if (!watch_table_link_dead(m->table, l))
+                        manager_unlink(m, l);
+                watch_table_release(m->table, l);
+                return tree_add(m, s, path, /* synthesize= */ false, now_usec);
+        }
+        n = watch_table_move_link(m->table, l, parent, name, strlen(name));
+        if (!n) {
                 manager_unlink(m, l);
+                watch_table_release(m->table, l);
+                return tree_add(m, s, path, /* synthesize= */ false, now_usec);
+        }
+        if (n != l)
+                walks_relink(m, l, n);
+        watch_table_release(m->table, n);
+}
+
+void tree_moves_end(Manager *m) {
+        if (!m->tree_moves)
+                return;
+        for (guint k = 0; k < m->tree_moves->len; k++) {
+                WatchLink *l = g_array_index(m->tree_moves, TreeMove, k).link;
+
+                if (!l)
+                        continue;
+                /* Moved out of the tree: unlinked with everything below it. */
+                if (!watch_table_link_dead(m->table, l))
+                        manager_unlink(m, l);
+                watch_table_release(m->table, l);
+        }
+        g_array_set_size(m->tree_moves, 0);
 }
 
 bool tree_walks_run(Manager *m, uint64_t budget_usec) {

@@ -24,8 +24,7 @@
  * the kernel's IN_CREATE/IN_MOVED_TO for it, queued before the scan could see
  * it (the kernel queues it under the directory's lock, which getdents also
  * takes), is not reported again; an IN_DELETE/IN_MOVED_FROM of the name ends
- * that. A directory that leaves the tree (IN_MOVED_FROM) is unlinked with
- * everything below it.
+ * that.
  */
 
 #include <stdbool.h>
@@ -57,11 +56,29 @@ void tree_walk_set_done(TreeWalk *w, TreeWalkDone done, void *userdata);
 
 /* A directory appeared at path (below s's root): link it and what is
  * below; if synthesize, report what it holds. A limit met on the way gives
- * the owner Overflow. */
+ * the owner Overflow. If the parent's path does not lead to the parent (a
+ * rename of it is still in the kernel queue), it is tried again once the
+ * queue is read empty (tree_retries_run), and only then Overflow. */
 void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, uint64_t now_usec);
+void tree_retries_run(Manager *m);
+void tree_retries_free(Manager *m);
 
-/* The directory at path left s's tree: unlink it and everything below. */
-void tree_remove(Manager *m, Subscription *s, const char *path);
+/*
+ * A rename inside a tree keeps the moved directory's links (and walks in
+ * progress in it): at IN_MOVED_FROM its link is set aside (tree_moved_from);
+ * if the next record is the IN_MOVED_TO with the same cookie into the same
+ * subscription's tree, the link moves to its new parent and name
+ * (tree_moved_to); else it left the tree and is unlinked with everything
+ * below (tree_moves_end, called for any other record and when the queue is
+ * read empty). A directory that was not linked yet when it moved (created
+ * and renamed at once) is walked at its new place and what it holds
+ * reported, as for a new directory; one moved in from elsewhere is walked
+ * without reports.
+ */
+void tree_moved_from(Manager *m, Subscription *s, const char *path, uint32_t cookie);
+void tree_moved_to(Manager *m, Subscription *s, const char *path, uint32_t cookie, uint64_t now_usec);
+bool tree_moves_pending(Manager *m, uint32_t cookie);
+void tree_moves_end(Manager *m);
 
 /* Runs the walks in progress for at most budget_usec. Return: whether any is left. */
 bool tree_walks_run(Manager *m, uint64_t budget_usec);

@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <glib.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +171,55 @@ char *watch_link_path_dup(const WatchLink *l) {
         if (watch_link_path(l, buf, sizeof(buf)) < 0)
                 return NULL;
         return strdup(buf);
+}
+
+WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name,
+                                 size_t name_len) {
+        gpointer held;
+
+        assert(l->parent && new_parent->subscription == l->subscription);
+        if (malloc_usable_size(l) < sizeof(WatchLink) + name_len + 1) {
+                WatchLink *n = malloc(sizeof(WatchLink) + name_len + 1);
+
+                if (!n)
+                        return NULL;
+                *n = *l;
+                if (n->watch_prev)
+                        n->watch_prev->watch_next = n;
+                else
+                        n->watch->links = n;
+                if (n->watch_next)
+                        n->watch_next->watch_prev = n;
+                if (n->sib_prev)
+                        n->sib_prev->sib_next = n;
+                else
+                        n->parent->children = n;
+                if (n->sib_next)
+                        n->sib_next->sib_prev = n;
+                for (WatchLink *c = n->children; c; c = c->sib_next)
+                        c->parent = n;
+                if (g_hash_table_steal_extended(t->held, l, NULL, &held))
+                        g_hash_table_insert(t->held, n, held);
+                free(l);
+                l = n;
+        }
+
+        /* Out of its old parent's children, into the new one's. */
+        if (l->sib_prev)
+                l->sib_prev->sib_next = l->sib_next;
+        else
+                l->parent->children = l->sib_next;
+        if (l->sib_next)
+                l->sib_next->sib_prev = l->sib_prev;
+        l->parent = new_parent;
+        l->sib_prev = NULL;
+        l->sib_next = new_parent->children;
+        if (new_parent->children)
+                new_parent->children->sib_prev = l;
+        new_parent->children = l;
+        memcpy(l->name, name, name_len);
+        l->name[name_len] = '\0';
+        return l;
 }
 
 /* Frees every link of s without telling the kernel (watch_table_free). */

@@ -132,6 +132,16 @@ void watch_table_hold(WatchTable *t, WatchLink *l);
 void watch_table_release(WatchTable *t, WatchLink *l);
 bool watch_table_link_dead(WatchTable *t, const WatchLink *l);
 
+/*
+ * Moves l (not a top link) below new_parent (a link of the same
+ * subscription), as name: a directory renamed inside its tree keeps its
+ * links and watches. l may be reallocated (its name is inline): the new
+ * pointer is returned (the table's own references, its children's parent
+ * pointers and its hold count follow), or NULL on ENOMEM (l is unchanged).
+ */
+WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name,
+                                 size_t name_len);
+
 /* The child link of l named name, or NULL. */
 WatchLink *watch_link_child(WatchLink *l, const char *name, size_t name_len);
 
