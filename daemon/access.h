@@ -17,8 +17,10 @@
  * borrowed credentials (the object itself, not the path again). Only a
  * directory or a regular file is accepted: FIFOs, sockets and device nodes
  * are refused with -EMEDIUMTYPE; a symbolic link with DONT_FOLLOW is refused
- * with -ELOOP. Whoever must read the object (a RECURSIVE scan, the device
- * backend) reopens it through /proc/self/fd.
+ * with -ELOOP. Both backends place a watch through the O_PATH fd itself
+ * (the device backend reopens it only for an older module that refuses
+ * O_PATH fds); a RECURSIVE walk reads the root through openat(fd, ".")
+ * as the caller (tree.c).
  */
 
 #include <stdbool.h>
