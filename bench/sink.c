@@ -307,6 +307,28 @@ int sink_report(Sink *s) {
                s->records, s->distinct, s->expect, s->t_first, s->t_last, s->overflow,
                s->pair_records, s->bad_records, s->halves, s->setup_ns);
 
+        /* Which files were missed, as runs of indexes (at most 8): a loss at
+         * the start, the end or in the middle of a storm points at different causes. */
+        if (s->distinct < s->expect && s->mode != SINK_TREE) {
+                unsigned runs = 0;
+
+                printf("missing=");
+                for (uint32_t i = 0; i < s->expect && runs < 8;) {
+                        uint32_t j = i;
+
+                        if (s->seen[i] & SEEN_DONE) {
+                                i++;
+                                continue;
+                        }
+                        while (j + 1 < s->expect && !(s->seen[j + 1] & SEEN_DONE))
+                                j++;
+                        printf("%s%u-%u", runs ? "," : "", i, j);
+                        runs++;
+                        i = j + 1;
+                }
+                printf("\n");
+        }
+
         if (s->rx_file) {
                 FILE *f = fopen(s->rx_file, "we");
 

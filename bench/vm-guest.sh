@@ -73,6 +73,9 @@ trial() {  # system rep
             fi
             set -- /sink-watchd --extra "$BUS" ;;
     esac
+    # The last trial's "ready" must not be taken for this one's: the
+    # redirection below truncates the file only when the child gets to it.
+    rm -f /tmp/sink.out /tmp/sink.err
     "$@" --mode storm --dir "$dir" --expect "$N" --timeout-ms 300000 > /tmp/sink.out 2> /tmp/sink.err &
     sink=$!
     if ! wait_for grep -q '^ready' /tmp/sink.out; then
