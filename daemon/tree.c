@@ -402,6 +402,7 @@ static int add_at(Manager *m, Subscription *s, WatchLink *parent, const char *na
         struct stat st;
         TreeWalk *w;
         char *names;
+        Frame frame;
 
         ppath = tree_link_path(parent, pathbuf);
         if (!ppath)
@@ -426,13 +427,14 @@ static int add_at(Manager *m, Subscription *s, WatchLink *parent, const char *na
                 return -ENOMEM;
         }
         watch_table_hold(m->table, parent);
-        g_array_append_val(w->frames, ((Frame) {
+        frame = (Frame) {
                 .link = parent,
                 .fd = TAKE_FD(pfd),
-                .names = names,
+                .names = names,         /* the frame owns it now */
                 .len = strlen(names) + 1,
                 .path_len = strlen(ppath),
-        }));
+        };
+        g_array_append_val(w->frames, frame);
         (void) walk_start(w, NULL);     /* a limit gives Overflow (walk_end) */
         return 0;
 }

@@ -1163,7 +1163,7 @@ static void test_recursive_big(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_stat(f->proxy2, "kernel_watches"), ==, n);
 
         /* The last directory walked is followed like any other. */
-        late = g_strdup_printf("%s/d%03u/s%03u/late", t, 299, 98);
+        late = g_strdup_printf("%s/d%03u/s%03u/late", t, 299u, 98u);
         touch(late);
         await_rec(&f->a, late, IN_CREATE);
 
