@@ -20,6 +20,7 @@
  * ONESHOT is the daemon's.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -35,6 +36,8 @@ typedef struct BackendOps {
         /* Return: bytes read (> 0), or -EAGAIN when nothing is queued, or -errno. */
         ssize_t (*read)(Backend *b, void *buf, size_t size);
         void (*free)(Backend *b);
+        /* Optional: many watches on directories in a row (a RECURSIVE walk's slice). */
+        void (*batch)(Backend *b, bool begin);
 } BackendOps;
 
 struct Backend {
@@ -69,6 +72,19 @@ static inline int backend_add_watch(Backend *b, int fd, uint32_t mask, int *ret_
 /* Removes a watch; the kernel queues IN_IGNORED for it. Return: 0 or -errno (-EINVAL: unknown wd). */
 static inline int backend_rm_watch(Backend *b, int wd) {
         return b->ops->rm_watch(b, wd);
+}
+
+/*
+ * Brackets a run of backend_add_watch() calls on directories with nothing
+ * else in between (a slice of a RECURSIVE walk): the syscall backend then
+ * places each watch through the directory itself (its fd made the
+ * process's working directory, and ".") instead of /proc/self/fd/N, whose
+ * lookup costs about 2 µs more a directory; the working directory is put
+ * back where the daemon started at the end of the run.
+ */
+static inline void backend_batch(Backend *b, bool begin) {
+        if (b->ops->batch)
+                b->ops->batch(b, begin);
 }
 
 static inline ssize_t backend_read(Backend *b, void *buf, size_t size) {

@@ -9,7 +9,9 @@
  * placed. A step takes the next name of the deepest frame, opens it with
  * openat(frame fd, name, O_NOFOLLOW) as the owner, links it, reads it, and
  * pushes it if it has subdirectories. So a directory costs one open, one
- * fstat, one inotify_add_watch, its getdents and one close; the names of a
+ * fstat, one inotify_add_watch (on the syscall backend, through the
+ * directory as working directory: backend_batch()), its getdents and one
+ * close; the names of a
  * tree are held only while their parent is on the stack, and the fds in use
  * are as many as the tree is deep.
  *
@@ -253,6 +255,7 @@ static bool walk_run(TreeWalk *w, uint64_t deadline) {
                 w->error = r;
                 return true;
         }
+        backend_batch(m->backend, true);
         while (w->frames->len > 0) {
                 r = step(w, s);
                 if (r < 0) {
@@ -262,6 +265,7 @@ static bool walk_run(TreeWalk *w, uint64_t deadline) {
                 if (++n % STEPS_PER_CLOCK == 0 && now_usec() >= deadline)
                         break;
         }
+        backend_batch(m->backend, false);
         access_restore(&saved);
         return w->frames->len == 0 || w->error < 0;
 }

@@ -1162,6 +1162,16 @@ static void test_recursive_big(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(g_array_index(f->a.recs, Rec, i).id, ==, a.id);
         g_assert_cmpuint(wt_stat(f->proxy2, "kernel_watches"), ==, n);
 
+        /* The walk moved the daemon's working directory into the tree
+         * (backend_syscall.c) and put it back: it keeps no filesystem busy. */
+        {
+                g_autofree char *proc = g_strdup_printf("/proc/%s/cwd",
+                                                        g_subprocess_get_identifier(f->daemon->process));
+                g_autofree char *cwd = g_file_read_link(proc, NULL), *mine = g_get_current_dir();
+
+                g_assert_cmpstr(cwd, ==, mine);
+        }
+
         /* The last directory walked is followed like any other. */
         late = g_strdup_printf("%s/d%03u/s%03u/late", t, 299u, 98u);
         touch(late);
