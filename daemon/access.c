@@ -113,29 +113,14 @@ static int open_checked(const char *path, bool only_dir, bool no_follow, struct 
 
 int access_open_as(const Caller *caller, const char *path, bool only_dir, bool no_follow,
                    struct stat *ret_st) {
-        AccessSaved saved = {};
+        AccessSaved saved;
         int fd, r;
 
-        if (caller->n_gids > GROUPS_MAX)
-                return -EINVAL;
-
-        if (geteuid() != 0) {
-                if (caller->uid != geteuid())
-                        return -EPERM;
-                return open_checked(path, only_dir, no_follow, ret_st);
-        }
-        /* A root caller would get fsuid 0, and with it the daemon's own
-         * capabilities: the same access as not switching, for fewer syscalls. */
-        if (caller->uid == 0)
-                return open_checked(path, only_dir, no_follow, ret_st);
-
-        r = creds_switch(caller, &saved);
-        if (r < 0) {
-                creds_restore(&saved);
+        r = access_become(caller, &saved);
+        if (r < 0)
                 return r;
-        }
         fd = open_checked(path, only_dir, no_follow, ret_st);
-        creds_restore(&saved);
+        access_restore(&saved);
         return fd;
 }
 
@@ -147,6 +132,8 @@ int access_become(const Caller *caller, AccessSaved *saved) {
                 return -EINVAL;
         if (geteuid() != 0)
                 return caller->uid == geteuid() ? 0 : -EPERM;
+        /* A root caller would get fsuid 0, and with it the daemon's own
+         * capabilities: the same access as not switching, for fewer syscalls. */
         if (caller->uid == 0)
                 return 0;
         r = creds_switch(caller, saved);

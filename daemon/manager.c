@@ -114,7 +114,7 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
-static uint64_t now_usec(void) {
+uint64_t manager_now_usec(void) {
         struct timespec ts;
 
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -868,7 +868,7 @@ static int on_kernel(sd_event_source *source, int fd, uint32_t revents, void *us
                         log_error_errno((int) n, "Failed to read the kernel's events: %m");
                         break;
                 }
-                handle_buffer(m, m->read_buf, (size_t) n, now_usec());
+                handle_buffer(m, m->read_buf, (size_t) n, manager_now_usec());
         }
 
         manager_flush(m);
@@ -898,7 +898,7 @@ void manager_walks_wake(Manager *m) {
 }
 
 void manager_flush(Manager *m) {
-        uint64_t now = now_usec(), next = UINT64_MAX, queued = 0;
+        uint64_t now = manager_now_usec(), next = UINT64_MAX, queued = 0;
         int r;
 
         if (m->bus && sd_bus_get_n_queued_write(m->bus, &queued) >= 0 && queued > BUS_WRITE_QUEUE_HIGH) {

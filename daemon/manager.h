@@ -127,6 +127,9 @@ void manager_flush(Manager *m);
 
 uint64_t manager_pending_events(Manager *m);
 
+/* CLOCK_MONOTONIC in µs: the time of records, deadlines and walk slices. */
+uint64_t manager_now_usec(void);
+
 /* For tree.c: one more directory for a RECURSIVE subscription (name in
  * parent's directory), within the owner's limits. Return: 0, -EDQUOT/-EMLINK
  * (limits), -EEXIST (already linked), or -errno from the kernel. */

@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "access.h"
@@ -84,13 +83,6 @@ const char *tree_link_path(const WatchLink *l, char *buf) {
         if (!l->parent)
                 return watch_link_is_root(l) ? l->subscription->path : l->name;
         return watch_link_path(l, buf, PATH_MAX) < 0 ? NULL : buf;
-}
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
 static void frame_done(Manager *m, Frame *f) {
@@ -245,11 +237,8 @@ static bool walk_run(TreeWalk *w, uint64_t deadline) {
         unsigned n = 0;
         int r;
 
-        if (!s || w->error < 0) {
-                while (w->frames->len > 0)
-                        frame_pop(w);
-                return true;
-        }
+        if (!s || w->error < 0)
+                return true;    /* walk_end() lets go of its frames */
         r = access_become(&((Client *) s->owner)->caller, &saved);
         if (r < 0) {
                 w->error = r;
@@ -262,7 +251,7 @@ static bool walk_run(TreeWalk *w, uint64_t deadline) {
                         w->error = r;
                         break;
                 }
-                if (++n % STEPS_PER_CLOCK == 0 && now_usec() >= deadline)
+                if (++n % STEPS_PER_CLOCK == 0 && manager_now_usec() >= deadline)
                         break;
         }
         backend_batch(m->backend, false);
@@ -313,7 +302,7 @@ static TreeWalk *walk_new(Manager *m, Subscription *s, bool synthesize, uint64_t
 static int walk_start(TreeWalk *w, TreeWalk **ret) {
         Manager *m = w->manager;
 
-        if (walk_run(w, now_usec() + FIRST_SLICE_USEC)) {
+        if (walk_run(w, manager_now_usec() + FIRST_SLICE_USEC)) {
                 if (ret)
                         *ret = NULL;
                 return walk_end(w);
@@ -614,7 +603,7 @@ bool tree_walks_run(Manager *m, uint64_t budget_usec) {
         if (!m->walks)
                 m->walks_tail = NULL;
         w->next = NULL;
-        if (walk_run(w, now_usec() + budget_usec))
+        if (walk_run(w, manager_now_usec() + budget_usec))
                 (void) walk_end(w);
         else {
                 if (m->walks_tail)

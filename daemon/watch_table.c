@@ -165,14 +165,6 @@ int watch_link_path(const WatchLink *l, char *buf, size_t size) {
         return (int) tl;
 }
 
-char *watch_link_path_dup(const WatchLink *l) {
-        char buf[PATH_MAX];
-
-        if (watch_link_path(l, buf, sizeof(buf)) < 0)
-                return NULL;
-        return strdup(buf);
-}
-
 WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name,
                                  size_t name_len) {
         gpointer held;

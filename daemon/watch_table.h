@@ -152,8 +152,6 @@ WatchLink *watch_link_next(WatchLink *l);
 /* Writes the absolute path of l into buf. Return: its length, or
  * -ENAMETOOLONG if it does not fit. */
 int watch_link_path(const WatchLink *l, char *buf, size_t size);
-/* The same, allocated; NULL on ENOMEM or a path of PATH_MAX or more. */
-char *watch_link_path_dup(const WatchLink *l);
 
 /* Ends a subscription and all its links. Never fails. */
 void watch_table_unsubscribe(WatchTable *t, Subscription *s);

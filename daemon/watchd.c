@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -157,13 +156,6 @@ static int bus_open(const Args *args, sd_bus **ret) {
         return 0;
 }
 
-static uint64_t now_monotonic_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
         _cleanup_free_ char *error = NULL;
@@ -172,7 +164,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
         /* MONOTONIC_USEC: what Type=notify-reload (systemd >= 253) asks for; older ones ignore it. */
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading the configuration...",
-                          now_monotonic_usec());
+                          manager_now_usec());
         r = config_init(&c);
         if (r >= 0)
                 r = config_load(m->config_path, &c, &error);
