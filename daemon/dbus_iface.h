@@ -13,11 +13,7 @@
 #include <systemd/sd-bus.h>
 
 #include "manager.h"
-
-#define WATCHD_BUS_NAME "org.example.Inotify"
-#define WATCHD_OBJECT_PATH "/org/example/Inotify"
-#define WATCHD_INTERFACE "org.example.Inotify"
-#define WATCHD_ERROR_NO_SUCH_WATCH "org.example.Inotify.Error.NoSuchWatch"
+#include "watchd-api.h"
 
 /* Publishes the object on bus, takes the name and attaches the bus to the manager's loop. */
 int dbus_iface_attach(Manager *m, sd_bus *bus);

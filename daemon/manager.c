@@ -437,7 +437,7 @@ static void pending_follow(Manager *m, Subscription *s, uint64_t now) {
                 return;
         rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
         if (rec)
-                rec->reason = "deleted";
+                rec->reason = WATCHD_REMOVED_DELETED;
         manager_queue_record(m, s->owner, rec);
         manager_subscription_end(m, s);
 }
@@ -571,7 +571,7 @@ void manager_mark_dirty(Manager *m, Client *c) {
  * it end and hear why; directories below a RECURSIVE root just drop out
  * (their parent already reported the deletion). */
 static void watch_ignored(Manager *m, Watch *w, uint64_t now) {
-        const char *reason = w->unmounted ? "unmounted" : "deleted";
+        const char *reason = w->unmounted ? WATCHD_REMOVED_UNMOUNTED : WATCHD_REMOVED_DELETED;
         g_autoptr(GArray) climb = NULL;
         unsigned n = w->n_links;
 
@@ -807,7 +807,7 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                                 Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
 
                                 if (rec)
-                                        rec->reason = "oneshot";
+                                        rec->reason = WATCHD_REMOVED_ONESHOT;
                                 manager_queue_record(m, s->owner, rec);
                                 manager_subscription_end(m, s);
                                 break;

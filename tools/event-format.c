@@ -68,10 +68,10 @@ static const struct {
         uint32_t flag;
         const char *name;
 } flag_names[] = {
-        { WATCH_FLAG_RECURSIVE,   "recursive" },
-        { WATCH_FLAG_ONLYDIR,     "onlydir" },
-        { WATCH_FLAG_DONT_FOLLOW, "dont_follow" },
-        { WATCH_FLAG_ONESHOT,     "oneshot" },
+        { WATCHD_FLAG_RECURSIVE,   "recursive" },
+        { WATCHD_FLAG_ONLYDIR,     "onlydir" },
+        { WATCHD_FLAG_DONT_FOLLOW, "dont_follow" },
+        { WATCHD_FLAG_ONESHOT,     "oneshot" },
 };
 
 gboolean event_mask_parse(const char *list, uint32_t *mask, GError **error) {

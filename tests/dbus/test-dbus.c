@@ -23,13 +23,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "watchd-api.h"
 #include "watchd-test.h"
 
-#define E_INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
-#define E_ACCESS_DENIED "org.freedesktop.DBus.Error.AccessDenied"
-#define E_FILE_NOT_FOUND "org.freedesktop.DBus.Error.FileNotFound"
-#define E_LIMITS_EXCEEDED "org.freedesktop.DBus.Error.LimitsExceeded"
-#define E_NO_SUCH_WATCH "org.example.Inotify.Error.NoSuchWatch"
 
 #define TIMEOUT_MS 5000
 
@@ -273,7 +269,7 @@ static void test_introspection(Fixture *f, gconstpointer data) {
         GDBusNodeInfo *live, *file;
         GDBusInterfaceInfo *li, *fi;
 
-        r = g_dbus_connection_call_sync(f->conn, "org.example.Inotify", "/org/example/Inotify",
+        r = g_dbus_connection_call_sync(f->conn, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH,
                                         "org.freedesktop.DBus.Introspectable", "Introspect", NULL,
                                         G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, &error);
         g_assert_no_error(error);
@@ -284,8 +280,8 @@ static void test_introspection(Fixture *f, gconstpointer data) {
         g_assert_no_error(error);
         file = g_dbus_node_info_new_for_xml(file_xml, &error);
         g_assert_no_error(error);
-        li = g_dbus_node_info_lookup_interface(live, "org.example.Inotify");
-        fi = g_dbus_node_info_lookup_interface(file, "org.example.Inotify");
+        li = g_dbus_node_info_lookup_interface(live, WATCHD_INTERFACE);
+        fi = g_dbus_node_info_lookup_interface(file, WATCHD_INTERFACE);
         g_assert_nonnull(li);
         g_assert_nonnull(fi);
 
@@ -594,7 +590,7 @@ static void test_remove_and_list(Fixture *f, gconstpointer data) {
         /* Another client's id is not yours to remove. */
         g_assert_false(watchd_inotify_call_remove_watch_sync(f->proxy, other, NULL, &error));
         name = g_dbus_error_get_remote_error(error);
-        g_assert_cmpstr(name, ==, E_NO_SUCH_WATCH);
+        g_assert_cmpstr(name, ==, WATCHD_ERROR_NO_SUCH_WATCH);
         g_clear_error(&error);
         g_clear_pointer(&name, g_free);
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 3);
@@ -605,14 +601,14 @@ static void test_remove_and_list(Fixture *f, gconstpointer data) {
         for (int i = 0; i < 2; i++) {
                 g_assert_false(watchd_inotify_call_remove_watch_sync(f->proxy, i ? 999999 : id1, NULL, &error));
                 name = g_dbus_error_get_remote_error(error);
-                g_assert_cmpstr(name, ==, E_NO_SUCH_WATCH);
+                g_assert_cmpstr(name, ==, WATCHD_ERROR_NO_SUCH_WATCH);
                 g_clear_error(&error);
                 g_clear_pointer(&name, g_free);
         }
         /* A connection that never subscribed. */
         g_assert_false(watchd_inotify_call_remove_watch_sync(f->proxy2, id2, NULL, &error));
         name = g_dbus_error_get_remote_error(error);
-        g_assert_cmpstr(name, ==, E_NO_SUCH_WATCH);
+        g_assert_cmpstr(name, ==, WATCHD_ERROR_NO_SUCH_WATCH);
 
         watchd_inotify_call_list_watches_sync(f->proxy2, &list2, NULL, NULL);
         g_assert_cmpuint(g_variant_n_children(list2), ==, 1);
@@ -776,20 +772,20 @@ static void test_bad_input(Fixture *f, gconstpointer data) {
         while (huge->len < 5000)
                 g_string_append(huge, "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
 
-        add_watch_fails(f->proxy, f->dir, 0, 0, E_INVALID_ARGS);                       /* mask 0 */
-        add_watch_fails(f->proxy, f->dir, 0x800, 0, E_INVALID_ARGS);                   /* IN_MOVE_SELF: not in the API */
-        add_watch_fails(f->proxy, f->dir, IN_CREATE | IN_ONESHOT, 0, E_INVALID_ARGS);  /* a kernel flag as mask */
-        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0x10, E_INVALID_ARGS);            /* unknown flag */
-        add_watch_fails(f->proxy, "relative/path", IN_CREATE, 0, E_INVALID_ARGS);
-        add_watch_fails(f->proxy, "", IN_CREATE, 0, E_INVALID_ARGS);
-        add_watch_fails(f->proxy, huge->str, IN_CREATE, 0, E_INVALID_ARGS);            /* 5,000 bytes */
-        add_watch_fails(f->proxy, missing, IN_CREATE, 0, E_INVALID_ARGS);              /* below a file: never pending */
-        add_watch_fails(f->proxy, dotdot, IN_CREATE, 0, E_FILE_NOT_FOUND);             /* .. through a missing dir */
-        add_watch_fails(f->proxy, fifo, IN_CREATE, 0, E_INVALID_ARGS);                 /* never blocks on a FIFO */
-        add_watch_fails(f->proxy, "/dev/null", IN_CREATE, 0, E_INVALID_ARGS);          /* device node */
-        add_watch_fails(f->proxy, file, IN_CREATE, 2, E_INVALID_ARGS);                 /* ONLYDIR on a file */
-        add_watch_fails(f->proxy, link, IN_CREATE, 4, E_INVALID_ARGS);                 /* DONT_FOLLOW on a symlink */
-        add_watch_fails(f->proxy, loop1, IN_CREATE, 0, E_INVALID_ARGS);                /* symlink loop */
+        add_watch_fails(f->proxy, f->dir, 0, 0, WATCHD_ERROR_INVALID_ARGS);                       /* mask 0 */
+        add_watch_fails(f->proxy, f->dir, 0x800, 0, WATCHD_ERROR_INVALID_ARGS);                   /* IN_MOVE_SELF: not in the API */
+        add_watch_fails(f->proxy, f->dir, IN_CREATE | IN_ONESHOT, 0, WATCHD_ERROR_INVALID_ARGS);  /* a kernel flag as mask */
+        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0x10, WATCHD_ERROR_INVALID_ARGS);            /* unknown flag */
+        add_watch_fails(f->proxy, "relative/path", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);
+        add_watch_fails(f->proxy, "", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);
+        add_watch_fails(f->proxy, huge->str, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);            /* 5,000 bytes */
+        add_watch_fails(f->proxy, missing, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);              /* below a file: never pending */
+        add_watch_fails(f->proxy, dotdot, IN_CREATE, 0, WATCHD_ERROR_FILE_NOT_FOUND);             /* .. through a missing dir */
+        add_watch_fails(f->proxy, fifo, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);                 /* never blocks on a FIFO */
+        add_watch_fails(f->proxy, "/dev/null", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);          /* device node */
+        add_watch_fails(f->proxy, file, IN_CREATE, 2, WATCHD_ERROR_INVALID_ARGS);                 /* ONLYDIR on a file */
+        add_watch_fails(f->proxy, link, IN_CREATE, 4, WATCHD_ERROR_INVALID_ARGS);                 /* DONT_FOLLOW on a symlink */
+        add_watch_fails(f->proxy, loop1, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);                /* symlink loop */
         g_string_free(huge, TRUE);
 
         /* None of it left anything behind, and everyone is still served. */
@@ -856,7 +852,7 @@ static void test_recursive(Fixture *f, gconstpointer data) {
 
         mkdir_p(f, "t/a/b");
         g_assert_cmpint(g_mkdir(outside, 0755), ==, 0);
-        id = add_watch(f->proxy, t, mask, 1 /* RECURSIVE */);
+        id = add_watch(f->proxy, t, mask, WATCHD_FLAG_RECURSIVE);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 3);          /* t, t/a, t/a/b */
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 1);
         /* Another client's plain subscription on t/a shares the watch. */
@@ -947,7 +943,7 @@ static void test_recursive_mkdir_p(Fixture *f, gconstpointer data) {
         g_autofree char *t = path_in(f, "t"), *marker = path_in(f, "t/marker");
 
         mkdir_p(f, "t");
-        add_watch(f->proxy, t, IN_CREATE | IN_DELETE | IN_MOVE, 1 /* RECURSIVE */);
+        add_watch(f->proxy, t, IN_CREATE | IN_DELETE | IN_MOVE, WATCHD_FLAG_RECURSIVE);
         for (int round = 0; round < 20; round++) {
                 g_autofree char *top = g_strdup_printf("t/r%d", round);
                 g_autofree char *d = g_strdup_printf("t/r%d/b/c/d", round);
@@ -978,7 +974,7 @@ static void test_recursive_burst(Fixture *f, gconstpointer data) {
         gint64 t0;
 
         mkdir_p(f, "t");
-        add_watch(f->proxy, t, IN_CREATE, 1 /* RECURSIVE */);
+        add_watch(f->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE);
         t0 = g_get_monotonic_time();
         /* 100 top directories of 9 subdirectories each: 1,000 directories, 10 files in each. */
         for (int i = 0; i < 100; i++) {
@@ -1037,7 +1033,7 @@ static void test_recursive_rename_race(Fixture *f, gconstpointer data) {
         guint n_late = 0;
 
         mkdir_p(f, "t");
-        add_watch(f->proxy, t, IN_CREATE | IN_MOVE, 1 /* RECURSIVE */);
+        add_watch(f->proxy, t, IN_CREATE | IN_MOVE, WATCHD_FLAG_RECURSIVE);
         for (int i = 0; i < 50; i++) {
                 g_autofree char *a = g_strdup_printf("%s/a%d", t, i), *c = g_strdup_printf("%s/c%d", t, i);
                 g_autofree char *b = g_strdup_printf("%s/b", a), *file = g_strdup_printf("%s/b/f", a);
@@ -1076,7 +1072,7 @@ static void test_recursive_rename_big(Fixture *f, gconstpointer data) {
         g_autofree char *marker = path_in(f, "t/marker"), *deep = path_in(f, "t/big2/d049/s019/f");
         guint n = make_tree(big, 50, 20) + 1, opens = 0;
 
-        add_watch(f->proxy, t, IN_CREATE | IN_MOVE | IN_OPEN, 1 /* RECURSIVE */);
+        add_watch(f->proxy, t, IN_CREATE | IN_MOVE | IN_OPEN, WATCHD_FLAG_RECURSIVE);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, n);
         touch(marker);
         await_rec(&f->a, marker, IN_CREATE);
@@ -1099,13 +1095,13 @@ static void test_recursive_limit(Fixture *f, gconstpointer data) {
 
         mkdir_p(f, "t/a/b");
         mkdir_p(f, "t/c");
-        add_watch_fails(f->proxy, t, IN_CREATE, 1, E_LIMITS_EXCEEDED);         /* 4 directories, limit 3 */
+        add_watch_fails(f->proxy, t, IN_CREATE, 1, WATCHD_ERROR_LIMITS_EXCEEDED);         /* 4 directories, limit 3 */
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 0);
         add_watch(f->proxy, small, IN_CREATE, 1);                               /* 2 directories */
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
         add_watch(f->proxy, t, IN_CREATE, 0);
-        add_watch_fails(f->proxy, t, IN_CREATE, 0, E_LIMITS_EXCEEDED);
+        add_watch_fails(f->proxy, t, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
 }
 
 typedef struct AsyncAdd {
@@ -1137,7 +1133,7 @@ static void test_recursive_big(Fixture *f, gconstpointer data) {
         int i;
 
         g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000);      /* under valgrind too */
-        watchd_inotify_call_add_watch(f->proxy, t, IN_CREATE, 1 /* RECURSIVE */, NULL, on_add_watch_done, &a);
+        watchd_inotify_call_add_watch(f->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, on_add_watch_done, &a);
         /* Another client's calls are answered while the walk goes on. */
         for (;;) {
                 kw = wt_stat(f->proxy2, "kernel_watches");
@@ -1207,7 +1203,7 @@ static void test_recursive_big_limit(Fixture *f, gconstpointer data) {
         g_assert_true(wt_await_flag(&a.done, 600000));
         g_assert_nonnull(a.error);
         name = g_dbus_error_get_remote_error(a.error);
-        g_assert_cmpstr(name, ==, E_LIMITS_EXCEEDED);
+        g_assert_cmpstr(name, ==, WATCHD_ERROR_LIMITS_EXCEEDED);
         g_assert_nonnull(strstr(a.error->message, "max_watches_per_client"));
         g_error_free(a.error);
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
@@ -1258,16 +1254,16 @@ static void test_add_watch_fd(Fixture *f, gconstpointer data) {
 
         pfd = open(f->dir, O_PATH | O_CLOEXEC);
         g_assert_cmpint(pfd, >=, 0);
-        add_watch_fd_fails(f->proxy, pfd, E_INVALID_ARGS);
+        add_watch_fd_fails(f->proxy, pfd, WATCHD_ERROR_INVALID_ARGS);
         close(pfd);
 
         wfd = open(file, O_WRONLY | O_CLOEXEC);
         g_assert_cmpint(wfd, >=, 0);
-        add_watch_fd_fails(f->proxy, wfd, E_INVALID_ARGS);
+        add_watch_fd_fails(f->proxy, wfd, WATCHD_ERROR_INVALID_ARGS);
         close(wfd);
 
         g_assert_cmpint(pipe2(pipefd, O_CLOEXEC), ==, 0);
-        add_watch_fd_fails(f->proxy, pipefd[0], E_INVALID_ARGS);
+        add_watch_fd_fails(f->proxy, pipefd[0], WATCHD_ERROR_INVALID_ARGS);
         close(pipefd[0]);
         close(pipefd[1]);
 
@@ -1341,7 +1337,7 @@ static void test_unmounted(Fixture *f, gconstpointer data) {
         }
         g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
         id = add_watch(f->proxy, mnt, IN_CREATE, 0);
-        id_sub = add_watch(f->proxy, sub, IN_CREATE, 1 /* RECURSIVE */);
+        id_sub = add_watch(f->proxy, sub, IN_CREATE, WATCHD_FLAG_RECURSIVE);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
         g_assert_cmpint(umount(mnt), ==, 0);
 
@@ -1449,7 +1445,7 @@ static void test_unicast(Fixture *f, gconstpointer data) {
         guint heard = 0;
         guint sub;
 
-        sub = g_dbus_connection_signal_subscribe(listener, NULL, "org.example.Inotify", NULL, NULL, NULL,
+        sub = g_dbus_connection_signal_subscribe(listener, NULL, WATCHD_INTERFACE, NULL, NULL, NULL,
                                                  G_DBUS_SIGNAL_FLAGS_NONE, on_any_signal, &heard, NULL);
         add_watch(f->proxy, f->dir, IN_CREATE, 0);
         touch(a);
@@ -1472,7 +1468,7 @@ static void test_broadcast(Fixture *f, gconstpointer data) {
         guint heard = 0;
         guint sub;
 
-        sub = g_dbus_connection_signal_subscribe(listener, NULL, "org.example.Inotify", "Events", NULL, NULL,
+        sub = g_dbus_connection_signal_subscribe(listener, NULL, WATCHD_INTERFACE, "Events", NULL, NULL,
                                                  G_DBUS_SIGNAL_FLAGS_NONE, on_any_signal, &heard, NULL);
         g_dbus_connection_call_sync(listener, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                     "GetId", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, NULL);
@@ -1512,7 +1508,7 @@ static void on_flood_reply(GObject *src, GAsyncResult *res, gpointer data) {
                 fl->ok++;
         else {
                 g_autofree char *name = g_dbus_error_get_remote_error(error);
-                if (g_strcmp0(name, E_LIMITS_EXCEEDED) == 0 && strstr(error->message, "max_watches_per_client"))
+                if (g_strcmp0(name, WATCHD_ERROR_LIMITS_EXCEEDED) == 0 && strstr(error->message, "max_watches_per_client"))
                         fl->limited++;
                 else {
                         fl->other++;
@@ -1614,11 +1610,11 @@ static void test_limits(Fixture *f, gconstpointer data) {
         /* max_watches_per_client = 3, max_watches_per_user = 5, max_clients_per_user = 2 */
         for (int i = 0; i < 3; i++)
                 add_watch(f->proxy, f->dir, IN_CREATE, 0);
-        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);
+        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
         add_watch(f->proxy2, f->dir, IN_CREATE, 0);
         add_watch(f->proxy2, f->dir, IN_CREATE, 0);
-        add_watch_fails(f->proxy2, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);    /* per user */
-        add_watch_fails(p3, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);           /* a third client of the uid */
+        add_watch_fails(f->proxy2, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);    /* per user */
+        add_watch_fails(p3, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);           /* a third client of the uid */
         g_assert_cmpuint(wt_stat(f->proxy, "clients"), ==, 2);
         g_dbus_connection_close_sync(c3, NULL, NULL);
 }
@@ -1647,7 +1643,7 @@ static void test_reload(Fixture *f, gconstpointer data) {
                 }
                 g_assert_true(limited);
         }
-        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);
+        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
 
         g_assert_true(g_file_set_contents(f->daemon->config_path, "[limits]\nmax_watches_per_client = 1\nbogus = 1\n", -1,
                                           NULL));
@@ -1663,7 +1659,7 @@ static void test_reload(Fixture *f, gconstpointer data) {
                 } while (g_get_monotonic_time() < deadline);
         }
         g_assert_nonnull(strstr(log, "watchd.conf:3: unknown key 'bogus' in section [limits]; keeping the old settings"));
-        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);
+        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
 }
 
 /* The systemd protocol: READY=1, WATCHDOG=1 pings, RELOADING=1 on SIGHUP, STOPPING=1 on SIGTERM. */
@@ -1944,7 +1940,7 @@ static void test_nobody(Fixture *f, gconstpointer data) {
 
         p = spawn_helper(TRUE, &out, args);
         line = read_line(out);
-        g_assert_cmpstr(line, ==, "private " E_ACCESS_DENIED);
+        g_assert_cmpstr(line, ==, "private " WATCHD_ERROR_ACCESS_DENIED);
         g_free(line);
         line = read_line(out);
         g_assert_true(g_str_has_prefix(line, "id "));
@@ -2024,7 +2020,7 @@ static int helper_main(int argc, char *argv[]) {
                 name = g_dbus_error_get_remote_error(error);
                 printf("private %s\n", name);
                 g_signal_connect(p, "events", G_CALLBACK(helper_on_events), &done);
-                id = add_watch(p, argv[5], IN_CREATE, 1 /* RECURSIVE */);
+                id = add_watch(p, argv[5], IN_CREATE, WATCHD_FLAG_RECURSIVE);
                 printf("id %u\n", id);
                 if (!wt_await_flag(&done, TIMEOUT_MS))
                         return 1;

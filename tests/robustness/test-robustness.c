@@ -33,6 +33,7 @@
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
+#include "watchd-api.h"
 #include "watchd-test.h"
 
 #define TIMEOUT_MS 20000
@@ -257,12 +258,12 @@ static int slow_on_message(sd_bus_message *m, void *userdata, sd_bus_error *erro
         SlowClient *s = userdata;
         int r;
 
-        if (sd_bus_message_is_signal(m, "org.example.Inotify", "Events")) {
+        if (sd_bus_message_is_signal(m, WATCHD_INTERFACE, "Events")) {
                 g_assert_cmpint(sd_bus_message_enter_container(m, 'a', "(uuuss)"), >=, 0);
                 while ((r = sd_bus_message_skip(m, "(uuuss)")) > 0)
                         s->records++;
                 g_assert_cmpint(r, >=, 0);
-        } else if (sd_bus_message_is_signal(m, "org.example.Inotify", "Overflow")) {
+        } else if (sd_bus_message_is_signal(m, WATCHD_INTERFACE, "Overflow")) {
                 const guint32 *ids;
                 size_t sz;
 
@@ -284,8 +285,8 @@ static void slow_connect(SlowClient *s, WtBus *bus, const char *dir) {
         g_assert_cmpint(sd_bus_set_bus_client(s->bus, 1), >=, 0);
         g_assert_cmpint(sd_bus_start(s->bus), >=, 0);
         g_assert_cmpint(sd_bus_add_filter(s->bus, NULL, slow_on_message, s), >=, 0);
-        g_assert_cmpint(sd_bus_call_method(s->bus, "org.example.Inotify", "/org/example/Inotify",
-                                           "org.example.Inotify", "AddWatch", &error, &reply, "suu",
+        g_assert_cmpint(sd_bus_call_method(s->bus, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH,
+                                           WATCHD_INTERFACE, "AddWatch", &error, &reply, "suu",
                                            dir, (guint32) STORM_MASK, (guint32) 0), >=, 0);
         g_assert_cmpint(sd_bus_message_read(reply, "u", &s->id), >=, 0);
         sd_bus_message_unref(reply);

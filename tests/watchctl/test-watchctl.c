@@ -24,9 +24,9 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
+#include "watchd-api.h"
 #include "watchd-test.h"
 
-#define WATCHD_BUS_NAME "org.example.Inotify"
 #define DEADLINE_SECONDS 20
 
 typedef struct Env {
