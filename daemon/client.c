@@ -48,22 +48,12 @@ Client *client_free(Client *c) {
 }
 
 void client_link_subscription(Client *c, Subscription *s) {
-        s->owner_prev = NULL;
-        s->owner_next = c->subscriptions;
-        if (c->subscriptions)
-                c->subscriptions->owner_prev = s;
-        c->subscriptions = s;
+        LIST_PREPEND(owner, c->subscriptions, s);
         c->n_subscriptions++;
 }
 
 void client_unlink_subscription(Client *c, Subscription *s) {
-        if (s->owner_prev)
-                s->owner_prev->owner_next = s->owner_next;
-        else
-                c->subscriptions = s->owner_next;
-        if (s->owner_next)
-                s->owner_next->owner_prev = s->owner_prev;
-        s->owner_prev = s->owner_next = NULL;
+        LIST_REMOVE(owner, c->subscriptions, s);
         c->n_subscriptions--;
 }
 
@@ -167,7 +157,7 @@ int client_queue_overflow(Client *c, uint32_t id) {
 int client_queue_overflow_all(Client *c, uint64_t now_usec) {
         int r;
 
-        for (Subscription *s = c->subscriptions; s; s = s->owner_next) {
+        LIST_FOREACH(owner, s, c->subscriptions) {
                 r = lost_id_add(c, s->id);
                 if (r < 0)
                         return r;

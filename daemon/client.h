@@ -28,7 +28,7 @@ typedef struct Client {
         Caller caller;                  /* as the bus reported it at the first call (owns gids) */
         sd_bus_track *track;            /* set and released by dbus_iface.c */
 
-        Subscription *subscriptions;    /* list through owner_next */
+        LIST_HEAD(Subscription, subscriptions);
         unsigned n_subscriptions;
         unsigned n_watches;             /* links of its subscriptions: what the limits count */
 

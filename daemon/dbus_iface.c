@@ -416,7 +416,7 @@ static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error
         if (r < 0)
                 return r;
         if (manager_get_client(m, sd_bus_message_get_sender(msg), &c) >= 0)
-                for (Subscription *s = c->subscriptions; s; s = s->owner_next) {
+                LIST_FOREACH(owner, s, c->subscriptions) {
                         r = sd_bus_message_append(reply, "(usuu)", s->id, s->path, s->mask, s->flags);
                         if (r < 0)
                                 return r;

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "path.h"
 #include "tree.h"
 
 #define KERNEL_READ_BUF (64u * 1024u)
@@ -293,23 +294,6 @@ static int subscribe(Manager *m, Client *c, int fd, const struct stat *st, const
         return 0;
 }
 
-/* "//a///b/" -> "/a/b": records are built as path + "/" + name, so no
- * doubled or trailing slashes. ".." is left to the kernel, which resolves it
- * with the caller's credentials. */
-static char *path_simplify(const char *path) {
-        char *p = malloc(strlen(path) + 1), *o = p;
-
-        if (!p)
-                return NULL;
-        for (const char *i = path; *i; i++)
-                if (*i != '/' || o == p || o[-1] != '/')
-                        *o++ = *i;
-        if (o > p + 1 && o[-1] == '/')
-                o--;
-        *o = '\0';
-        return p;
-}
-
 /*
  * Links pending s to each existing directory of its path, top down (see
  * pending_place). *ret_complete: every directory of the path exists, only
@@ -444,22 +428,9 @@ static void pending_follow(Manager *m, Subscription *s, uint64_t now) {
 
 /* Whether name (appeared in or left the directory at link path dir) is a component of pending s's path. */
 static bool pending_next(const Subscription *s, const char *dir, const char *name, size_t name_len) {
-        size_t dl = strlen(dir);
-        const char *p;
+        const char *p = path_startswith(s->path, dir);
 
-        if (dl == 1)
-                dl = 0;         /* "/" */
-        if (strncmp(s->path, dir, dl) != 0 || s->path[dl] != '/')
-                return false;
-        p = s->path + dl + 1;
-        return strncmp(p, name, name_len) == 0 && (p[name_len] == '/' || p[name_len] == '\0');
-}
-
-static bool has_dotdot(const char *path) {
-        for (const char *p = strstr(path, "/.."); p; p = strstr(p + 1, "/.."))
-                if (p[3] == '/' || p[3] == '\0')
-                        return true;
-        return false;
+        return p && *p && strncmp(p, name, name_len) == 0 && (p[name_len] == '/' || p[name_len] == '\0');
 }
 
 static int subscribe_pending(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
@@ -497,7 +468,7 @@ int manager_add_watch_path(Manager *m, Client *c, const char *path_in,
         /* Not there yet: pending on its deepest existing directory. With "..",
          * which the kernel resolves, there is no such directory to name. */
         *ret_walk = NULL;
-        if (fd == -ENOENT && !has_dotdot(path))
+        if (fd == -ENOENT && !path_has_dotdot(path))
                 return subscribe_pending(m, c, path, mask, flags, ret_id);
         if (fd < 0)
                 return fd;
@@ -658,10 +629,10 @@ static void follow_dir_move(Manager *m, Watch *w, const RawEvent *ev) {
                 /* Remember where it was, as each link of its parent spells it. */
                 g_clear_pointer(&m->dir_move_old, g_ptr_array_unref);
                 m->dir_move_old = g_ptr_array_new_with_free_func(free);
-                for (WatchLink *l = w->links; l; l = l->watch_next) {
+                LIST_FOREACH(watch, l, w->links) {
                         const char *dir = tree_link_path(l, buf);
 
-                        g_ptr_array_add(m->dir_move_old, dir ? tree_path_join(dir, ev->name, ev->name_len) : NULL);
+                        g_ptr_array_add(m->dir_move_old, dir ? path_join(dir, ev->name, ev->name_len) : NULL);
                 }
                 m->dir_move_cookie = ev->cookie;
                 m->dir_move_watch = w;
@@ -671,10 +642,10 @@ static void follow_dir_move(Manager *m, Watch *w, const RawEvent *ev) {
                 return;
 
         new_paths = g_ptr_array_new_with_free_func(free);
-        for (WatchLink *l = w->links; l; l = l->watch_next) {
+        LIST_FOREACH(watch, l, w->links) {
                 const char *dir = tree_link_path(l, buf);
 
-                g_ptr_array_add(new_paths, dir ? tree_path_join(dir, ev->name, ev->name_len) : NULL);
+                g_ptr_array_add(new_paths, dir ? path_join(dir, ev->name, ev->name_len) : NULL);
         }
         /* The MOVED_FROM's watch pointer is only compared, never followed: it may be gone. */
         same_dir = m->dir_move_watch == w && new_paths->len == m->dir_move_old->len;
@@ -696,11 +667,7 @@ static void followup_add(GArray **a, uint32_t id, int what, uint32_t cookie, cha
 }
 
 static char *scanned_key(uint32_t id, const char *dir, const char *name, size_t name_len) {
-        size_t dl = strlen(dir);
-
-        if (dl == 1 && dir[0] == '/')
-                dl = 0;
-        return g_strdup_printf("%" PRIu32 ":%.*s/%.*s", id, (int) dl, dir, (int) name_len, name);
+        return g_strdup_printf("%" PRIu32 ":%.*s/%.*s", id, (int) path_prefix_len(dir), dir, (int) name_len, name);
 }
 
 void manager_scanned_add(Manager *m, uint32_t id, const char *dir, const char *name, size_t name_len) {
@@ -748,7 +715,7 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
         if ((ev->mask & IN_ISDIR) && ev->name && ev->cookie && (ev->mask & IN_MOVE))
                 follow_dir_move(m, w, ev);
 
-        for (WatchLink *l = w->links; l; l = l->watch_next) {
+        LIST_FOREACH(watch, l, w->links) {
                 Subscription *s = l->subscription;
                 bool tree = (s->flags & WATCHD_FLAG_RECURSIVE) && ev->name && (ev->mask & IN_ISDIR);
                 const char *dir = tree_link_path(l, buf);
@@ -782,7 +749,7 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                 }
 
                 if (tree && (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM))) {
-                        char *path = tree_path_join(dir, ev->name, ev->name_len);
+                        char *path = path_join(dir, ev->name, ev->name_len);
 
                         if (!path) {
                                 manager_queue_overflow(m, s);

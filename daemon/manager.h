@@ -71,7 +71,7 @@ typedef struct Manager {
 
         /* RECURSIVE walks in progress (tree.c), run in slices by the walker
          * source, which has a lower priority than the kernel fd and the bus. */
-        struct TreeWalk *walks, *walks_tail;
+        struct TreeWalk *walks;         /* list through walks_next, run round robin */
         GArray *tree_moves;             /* TreeMove (tree.c): directories moved out of their
                                          * place in a tree, until their IN_MOVED_TO */
         GArray *tree_retries;           /* TreeRetry (tree.c): new directories to walk once the

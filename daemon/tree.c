@@ -33,8 +33,10 @@
 
 #include "access.h"
 #include "event_bits.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
+#include "path.h"
 #include "tree.h"
 
 /* Steps between looks at the clock. */
@@ -60,24 +62,8 @@ struct TreeWalk {
         int error;
         TreeWalkDone done;
         void *userdata;
-        TreeWalk *next;         /* manager's list */
+        LIST_FIELDS(TreeWalk, walks);   /* the walks going on from the loop */
 };
-
-char *tree_path_join(const char *dir, const char *name, size_t name_len) {
-        size_t dl = strlen(dir);
-        char *p;
-
-        if (dl == 1 && dir[0] == '/')
-                dl = 0;
-        p = malloc(dl + 1 + name_len + 1);
-        if (!p)
-                return NULL;
-        memcpy(p, dir, dl);
-        p[dl] = '/';
-        memcpy(p + dl + 1, name, name_len);
-        p[dl + 1 + name_len] = '\0';
-        return p;
-}
 
 const char *tree_link_path(const WatchLink *l, char *buf) {
         if (!l->parent)
@@ -307,11 +293,7 @@ static int walk_start(TreeWalk *w, TreeWalk **ret) {
                         *ret = NULL;
                 return walk_end(w);
         }
-        if (m->walks_tail)
-                m->walks_tail->next = w;
-        else
-                m->walks = w;
-        m->walks_tail = w;
+        LIST_APPEND(walks, m->walks, w);
         manager_walks_wake(m);
         if (ret)
                 *ret = w;
@@ -351,23 +333,18 @@ void tree_walk_set_done(TreeWalk *w, TreeWalkDone done, void *userdata) {
 
 /* The link of s at path (its root or a directory below), or NULL. */
 static WatchLink *tree_find(Subscription *s, const char *path) {
-        size_t rl = strlen(s->path);
+        const char *p = path_startswith(path, s->path);
         WatchLink *l = s->links;
-        const char *p;
 
-        if (!l || !watch_link_is_root(l))
+        if (!p || !l || !watch_link_is_root(l))
                 return NULL;
-        if (rl == 1)
-                rl = 0;         /* "/" */
-        if (strncmp(path, s->path, rl) != 0 || (path[rl] != '\0' && path[rl] != '/'))
-                return NULL;
-        for (p = path + rl; l && *p == '/';) {
-                size_t n = strcspn(p + 1, "/");
+        while (l && *p) {
+                size_t n = strcspn(p, "/");
 
-                l = watch_link_child(l, p + 1, n);
-                p += 1 + n;
+                l = watch_link_child(l, p, n);
+                p += n + (p[n] == '/');
         }
-        return *p == '\0' ? l : NULL;
+        return l;
 }
 
 /* A directory that appeared below a link whose path did not lead to it:
@@ -433,12 +410,12 @@ static int add_at(Manager *m, Subscription *s, WatchLink *parent, const char *na
 }
 
 void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, uint64_t now_usec) {
-        const char *slash = strrchr(path, '/'), *name = slash + 1;
+        const char *name = path_basename(path, NULL);
         _cleanup_free_ char *dir = NULL;
         WatchLink *parent;
         int r;
 
-        dir = slash == path ? strdup("/") : strndup(path, (size_t) (slash - path));
+        dir = path_dirname(path);
         if (!dir) {
                 r = -ENOMEM;
                 goto overflow;
@@ -527,7 +504,7 @@ bool tree_moves_pending(Manager *m, uint32_t cookie) {
 
 /* A walk in a moved link goes on in it: its frames follow a reallocation. */
 static void walks_relink(Manager *m, WatchLink *old, WatchLink *new) {
-        for (TreeWalk *w = m->walks; w; w = w->next)
+        LIST_FOREACH(walks, w, m->walks)
                 for (guint i = 0; i < w->frames->len; i++) {
                         Frame *f = &g_array_index(w->frames, Frame, i);
 
@@ -537,7 +514,7 @@ static void walks_relink(Manager *m, WatchLink *old, WatchLink *new) {
 }
 
 void tree_moved_to(Manager *m, Subscription *s, const char *path, uint32_t cookie, uint64_t now_usec) {
-        const char *slash = strrchr(path, '/'), *name = slash + 1;
+        const char *name = path_basename(path, NULL);
         _cleanup_free_ char *dir = NULL;
         WatchLink *parent, *l, *n;
         guint k;
@@ -557,7 +534,7 @@ void tree_moved_to(Manager *m, Subscription *s, const char *path, uint32_t cooki
                 /* Created and moved before it was linked: nothing in it was reported. */
                 return tree_add(m, s, path, /* synthesize= */ true, now_usec);
 
-        dir = slash == path ? strdup("/") : strndup(path, (size_t) (slash - path));
+        dir = path_dirname(path);
         parent = dir ? tree_find(s, dir) : NULL;
         if (watch_table_link_dead(m->table, l) || !parent) {
                 if (!watch_table_link_dead(m->table, l))
@@ -593,33 +570,23 @@ void tree_moves_end(Manager *m) {
 }
 
 bool tree_walks_run(Manager *m, uint64_t budget_usec) {
-        TreeWalk *w = m->walks;
+        /* One walk per slice, round robin: one client's huge tree does not
+         * hold back another's small one. */
+        TreeWalk *w = LIST_POP(walks, m->walks);
 
         if (!w)
                 return false;
-        /* One walk per slice, round robin: one client's huge tree does not
-         * hold back another's small one. */
-        m->walks = w->next;
-        if (!m->walks)
-                m->walks_tail = NULL;
-        w->next = NULL;
         if (walk_run(w, manager_now_usec() + budget_usec))
                 (void) walk_end(w);
-        else {
-                if (m->walks_tail)
-                        m->walks_tail->next = w;
-                else
-                        m->walks = w;
-                m->walks_tail = w;
-        }
+        else
+                LIST_APPEND(walks, m->walks, w);
         return m->walks != NULL;
 }
 
 void tree_walks_free(Manager *m) {
-        while (m->walks) {
-                TreeWalk *w = m->walks;
+        TreeWalk *w;
 
-                m->walks = w->next;
+        while ((w = LIST_POP(walks, m->walks))) {
                 w->error = -ECANCELED;
                 while (w->frames->len > 0)
                         frame_pop(w);
@@ -627,5 +594,4 @@ void tree_walks_free(Manager *m) {
                         w->done(m, w->id, -ECANCELED, w->userdata);
                 walk_free(w);
         }
-        m->walks_tail = NULL;
 }

@@ -85,9 +85,6 @@ bool tree_walks_run(Manager *m, uint64_t budget_usec);
 /* Ends every walk (done gets -ECANCELED): at exit. */
 void tree_walks_free(Manager *m);
 
-/* dir + "/" + name (dir "/" gives "/name"); NULL on ENOMEM. */
-char *tree_path_join(const char *dir, const char *name, size_t name_len);
-
 /* The path of l: for a root link its subscription's, else built into buf
  * (PATH_MAX bytes). NULL if it would not fit. */
 const char *tree_link_path(const WatchLink *l, char *buf);

@@ -23,8 +23,10 @@
 #include <unistd.h>
 
 #include "event_bits.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
+#include "path.h"
 #include "watch_table.h"
 
 struct WatchTable {
@@ -131,7 +133,7 @@ WatchLink *watch_link_next(WatchLink *l) {
 }
 
 WatchLink *watch_link_child(WatchLink *l, const char *name, size_t name_len) {
-        for (WatchLink *c = l->children; c; c = c->sib_next)
+        LIST_FOREACH(sib, c, l->children)
                 if (strncmp(c->name, name, name_len) == 0 && c->name[name_len] == '\0')
                         return c;
         return NULL;
@@ -153,9 +155,7 @@ int watch_link_path(const WatchLink *l, char *buf, size_t size) {
                 buf[--end] = '/';
         }
         top = watch_link_is_root(l) ? l->subscription->path : l->name;
-        tl = strlen(top);
-        if (tl == 1 && end < size)
-                tl = 0;         /* "/" + "/a" would double the slash */
+        tl = end < size ? path_prefix_len(top) : strlen(top);
         if (tl + (size - end) >= size)
                 return -ENAMETOOLONG;
         memmove(buf + tl, buf + end, size - end);
@@ -175,20 +175,12 @@ WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_par
 
                 if (!n)
                         return NULL;
+                LIST_REMOVE(watch, l->watch->links, l);
+                LIST_REMOVE(sib, l->parent->children, l);
                 *n = *l;
-                if (n->watch_prev)
-                        n->watch_prev->watch_next = n;
-                else
-                        n->watch->links = n;
-                if (n->watch_next)
-                        n->watch_next->watch_prev = n;
-                if (n->sib_prev)
-                        n->sib_prev->sib_next = n;
-                else
-                        n->parent->children = n;
-                if (n->sib_next)
-                        n->sib_next->sib_prev = n;
-                for (WatchLink *c = n->children; c; c = c->sib_next)
+                LIST_PREPEND(watch, n->watch->links, n);
+                LIST_PREPEND(sib, n->parent->children, n);
+                LIST_FOREACH(sib, c, n->children)
                         c->parent = n;
                 if (g_hash_table_steal_extended(t->held, l, NULL, &held))
                         g_hash_table_insert(t->held, n, held);
@@ -197,18 +189,9 @@ WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_par
         }
 
         /* Out of its old parent's children, into the new one's. */
-        if (l->sib_prev)
-                l->sib_prev->sib_next = l->sib_next;
-        else
-                l->parent->children = l->sib_next;
-        if (l->sib_next)
-                l->sib_next->sib_prev = l->sib_prev;
+        LIST_REMOVE(sib, l->parent->children, l);
         l->parent = new_parent;
-        l->sib_prev = NULL;
-        l->sib_next = new_parent->children;
-        if (new_parent->children)
-                new_parent->children->sib_prev = l;
-        new_parent->children = l;
+        LIST_PREPEND(sib, new_parent->children, l);
         memcpy(l->name, name, name_len);
         l->name[name_len] = '\0';
         return l;
@@ -293,7 +276,7 @@ static uint32_t link_mask(const Subscription *s, const Watch *w) {
 static uint32_t union_mask(const Watch *w) {
         uint32_t m = 0;
 
-        for (const WatchLink *l = w->links; l; l = l->watch_next)
+        LIST_FOREACH(watch, l, w->links)
                 m |= link_mask(l->subscription, w);
         return m;
 }
@@ -390,7 +373,7 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
                 free(l);
                 return r;
         }
-        for (WatchLink *o = w->links; o; o = o->watch_next)
+        LIST_FOREACH(watch, o, w->links)
                 if (o->subscription == s) {
                         /* Already linked: a loop. The watch existed, so nothing to undo. */
                         free(l);
@@ -398,17 +381,11 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
                 }
 
         l->watch = w;
-        l->watch_next = w->links;
-        if (w->links)
-                w->links->watch_prev = l;
-        w->links = l;
+        LIST_PREPEND(watch, w->links, l);
         w->n_links++;
-        if (parent) {
-                l->sib_next = parent->children;
-                if (parent->children)
-                        parent->children->sib_prev = l;
-                parent->children = l;
-        } else {
+        if (parent)
+                LIST_PREPEND(sib, parent->children, l);
+        else {
                 assert(!s->links);
                 s->links = l;
         }
@@ -550,22 +527,13 @@ static void link_remove(WatchTable *t, WatchLink *l) {
         Watch *w = l->watch;
 
         assert(!l->children);
-        if (l->watch_prev)
-                l->watch_prev->watch_next = l->watch_next;
-        else
-                w->links = l->watch_next;
-        if (l->watch_next)
-                l->watch_next->watch_prev = l->watch_prev;
+        LIST_REMOVE(watch, w->links, l);
         w->n_links--;
 
-        if (l->sib_prev)
-                l->sib_prev->sib_next = l->sib_next;
-        else if (l->parent)
-                l->parent->children = l->sib_next;
+        if (l->parent)
+                LIST_REMOVE(sib, l->parent->children, l);
         else
                 s->links = NULL;
-        if (l->sib_next)
-                l->sib_next->sib_prev = l->sib_prev;
         s->n_links--;
         link_free(t, l);
 
@@ -612,22 +580,7 @@ void watch_table_watch_gone(WatchTable *t, Watch *w) {
                 watch_free(w);
 }
 
-/* path with its leading old (a whole path or a prefix ending at a '/') replaced by new, or NULL if
- * path is not old nor below it. *ret_oom is set on allocation failure. */
-static char *path_rebase(const char *path, const char *old, size_t ol, const char *new, bool *ret_oom) {
-        char *p;
-
-        if (strncmp(path, old, ol) != 0 || (path[ol] != '\0' && path[ol] != '/'))
-                return NULL;
-        if (asprintf(&p, "%s%s", new, path + ol) < 0) {
-                *ret_oom = true;
-                return NULL;
-        }
-        return p;
-}
-
 int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *new_path) {
-        size_t ol = strlen(old_path);
         bool oom = false;
         GHashTableIter i;
         gpointer v;
@@ -642,7 +595,10 @@ int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *ne
                  * directory of it is seen by its own links, which place it again. */
                 if (s->pending)
                         continue;
-                p = path_rebase(s->path, old_path, ol, new_path, &oom);
+                bool o;
+
+                p = path_rebase(s->path, old_path, new_path, &o);
+                oom = oom || o;
                 if (p) {
                         free(s->path);          /* a root link's path (watch_link_path) */
                         s->path = TAKE_PTR(p);

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "backend.h"
+#include "list.h"
 
 typedef struct WatchTable WatchTable;
 typedef struct Watch Watch;
@@ -47,7 +48,7 @@ struct Subscription {
         bool pending;           /* path does not exist yet: non-root links on the existing
                                  * directories of it, nothing delivered */
 
-        Subscription *owner_prev, *owner_next;  /* the owner's list, kept by the owner */
+        LIST_FIELDS(Subscription, owner);       /* the owner's list, kept by the owner */
 };
 
 /*
@@ -62,9 +63,9 @@ struct WatchLink {
         Subscription *subscription;
         Watch *watch;
         WatchLink *parent;                      /* NULL for the top link */
-        WatchLink *children;                    /* first link below it */
-        WatchLink *sib_prev, *sib_next;         /* among parent->children */
-        WatchLink *watch_prev, *watch_next;     /* in watch->links */
+        LIST_HEAD(WatchLink, children);         /* the links below it */
+        LIST_FIELDS(WatchLink, sib);            /* among parent->children */
+        LIST_FIELDS(WatchLink, watch);          /* in watch->links */
         char name[];            /* a pending subscription's top link: an absolute path;
                                  * a root link: "" (its path is the subscription's); others: a name */
 };
@@ -83,7 +84,7 @@ struct Watch {
         bool is_dir;
         bool unmounted;         /* IN_UNMOUNT seen: the coming IN_IGNORED means "unmounted" */
         bool stale;             /* no longer the watch of (dev, ino) */
-        WatchLink *links;
+        LIST_HEAD(WatchLink, links);
 };
 
 int watch_table_new(Backend *backend, WatchTable **ret);

@@ -13,6 +13,7 @@
 #include <json-glib/json-glib.h>
 #include "inotify_dev.h"
 #include "event-format.h"
+#include "path.h"
 
 GQuark event_format_error_quark(void) {
         return g_quark_from_static_string("watchctl-event-format-error-quark");
@@ -153,19 +154,12 @@ gboolean event_record_is_paired_move(const EventRecord *r) {
 }
 
 const char *event_record_name(const EventRecord *r) {
-        size_t n;
+        const char *rest;
 
         if (!r->watch || !r->watch[0])
                 return r->path;
-        n = strlen(r->watch);
-        if (strcmp(r->path, r->watch) == 0)
-                return "";
-        /* "/" is the one watched path that already ends in a slash. */
-        if (n == 1 && r->watch[0] == '/')
-                return r->path + 1;
-        if (strncmp(r->path, r->watch, n) == 0 && r->path[n] == '/')
-                return r->path + n + 1;
-        return r->path;
+        rest = path_startswith(r->path, r->watch);
+        return rest ?: r->path;
 }
 
 struct EventFormat {
