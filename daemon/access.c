@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "error.h"
 #include "log.h"
 #include "macro.h"
 
@@ -84,7 +85,7 @@ static int check_type(const struct stat *st, bool only_dir) {
                 return 0;
         if (S_ISLNK(st->st_mode))
                 return -ELOOP;
-        return -EMEDIUMTYPE;
+        return -WATCHD_E_NOT_WATCHABLE;
 }
 
 /* Opens path O_PATH (which opens nothing: no IN_OPEN, and no IN_CLOSE_NOWRITE
@@ -153,9 +154,9 @@ int access_check_fd(int fd, struct stat *ret_st) {
         if (fl < 0)
                 return negative_errno();
         if (fl & O_PATH)
-                return -EBADFD;
+                return -WATCHD_E_FD_PATH;
         if ((fl & O_ACCMODE) == O_WRONLY)
-                return -EBADF;
+                return -WATCHD_E_FD_WRITE_ONLY;
         if (fstat(fd, ret_st) < 0)
                 return negative_errno();
         return check_type(ret_st, false);

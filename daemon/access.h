@@ -16,7 +16,7 @@
  * checked with faccessat2(fd, "", R_OK, AT_EACCESS|AT_EMPTY_PATH) under the
  * borrowed credentials (the object itself, not the path again). Only a
  * directory or a regular file is accepted: FIFOs, sockets and device nodes
- * are refused with -EMEDIUMTYPE; a symbolic link with DONT_FOLLOW is refused
+ * are refused with -WATCHD_E_NOT_WATCHABLE; a symbolic link with DONT_FOLLOW is refused
  * with -ELOOP. Both backends place a watch through the O_PATH fd itself
  * (the device backend reopens it only for an older module that refuses
  * O_PATH fds); a RECURSIVE walk reads the root through openat(fd, ".")
@@ -39,7 +39,7 @@ typedef struct Caller {
  * are the ONLYDIR and DONT_FOLLOW flags. On success returns the fd
  * (O_PATH|O_CLOEXEC) and fills *ret_st.
  * Return: fd, or -errno: -EACCES/-EPERM (not allowed), -ENOENT, -ENOTDIR,
- * -ELOOP, -ENAMETOOLONG, -EMEDIUMTYPE (not a file or directory).
+ * -ELOOP, -ENAMETOOLONG, -WATCHD_E_NOT_WATCHABLE (not a file or directory).
  */
 int access_open_as(const Caller *caller, const char *path, bool only_dir, bool no_follow,
                    struct stat *ret_st);
@@ -64,5 +64,7 @@ typedef struct AccessSaved {
 int access_become(const Caller *caller, AccessSaved *saved);
 void access_restore(AccessSaved *saved);
 
-/* Whether an fd received from a client may be watched: open for reading, not O_PATH, a file or directory. */
+/* Whether an fd received from a client may be watched: open for reading
+ * (else -WATCHD_E_FD_WRITE_ONLY), not O_PATH (-WATCHD_E_FD_PATH), a file or
+ * directory (-WATCHD_E_NOT_WATCHABLE). */
 int access_check_fd(int fd, struct stat *ret_st);

@@ -45,6 +45,7 @@
 
 #include "config.h"
 #include "dbus_iface.h"
+#include "error.h"
 #include "event_bits.h"
 #include "log.h"
 #include "macro.h"
@@ -189,29 +190,29 @@ static int error_for(Manager *m, int r, const char *what, sd_bus_error *error) {
                                          "A symbolic link (DONT_FOLLOW), or too many levels of them: %s.", what);
         case -ENAMETOOLONG:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "A component of the path is too long.");
-        case -EMEDIUMTYPE:
+        case -WATCHD_E_NOT_WATCHABLE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Not a regular file or a directory (FIFOs, sockets and device nodes "
                                          "cannot be watched): %s.", what);
-        case -EBADFD:
+        case -WATCHD_E_FD_PATH:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The descriptor was opened with O_PATH: open it for reading.");
-        case -EBADF:
+        case -WATCHD_E_FD_WRITE_ONLY:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The descriptor is not open for reading.");
-        case -EDQUOT:
+        case -WATCHD_E_CLIENT_WATCHES:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "This connection holds %" PRIu32 " watches, the most allowed "
                                          "(max_watches_per_client in watchd.conf; a RECURSIVE subscription "
                                          "counts each directory).",
                                          m->config.max_watches_per_client);
-        case -EMLINK:
+        case -WATCHD_E_USER_WATCHES:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Your user holds %" PRIu32 " watches, the most allowed "
                                          "(max_watches_per_user in watchd.conf; a RECURSIVE subscription "
                                          "counts each directory).",
                                          m->config.max_watches_per_user);
-        case -EUSERS:
+        case -WATCHD_E_USER_CLIENTS:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Your user has %" PRIu32 " connections with subscriptions, the most allowed "
                                          "(max_clients_per_user in watchd.conf).",
@@ -220,12 +221,15 @@ static int error_for(Manager *m, int r, const char *what, sd_bus_error *error) {
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "The kernel's limit on inotify watches (max_user_watches) is reached; "
                                          "an administrator can raise it in %s.", m->backend->limit_hint);
-        case -EOVERFLOW:
+        case -WATCHD_E_IDS_USED_UP:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "The daemon has used up its subscription ids; restart it.");
-        case -ESRCH:
+        case -WATCHD_E_NO_SUCH_WATCH:
                 return sd_bus_error_setf(error, WATCHD_ERROR_NO_SUCH_WATCH, "You have no subscription %s.", what);
         default:
+                if (error_is_watchd(r))         /* every one has its case above: a forgotten one still reads */
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Failed to watch %s: %s.", what,
+                                                 error_to_string(r));
                 return sd_bus_error_set_errnof(error, -r, "Failed to watch %s: %m", what);
         }
 }
@@ -396,7 +400,7 @@ static int method_remove_watch(sd_bus_message *msg, void *userdata, sd_bus_error
         snprintf(what, sizeof(what), "%" PRIu32, id);
         r = manager_get_client(m, sd_bus_message_get_sender(msg), &c);
         if (r < 0)
-                return error_for(m, -ESRCH, what, error);
+                return error_for(m, -WATCHD_E_NO_SUCH_WATCH, what, error);
         r = manager_remove_watch(m, c, id);
         if (r < 0)
                 return error_for(m, r, what, error);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "dbus_iface.h"
+#include "error.h"
 #include "event_bits.h"
 #include "event_decode.h"
 #include "log.h"
@@ -159,7 +160,7 @@ int manager_new_client(Manager *m, const char *name, const Caller *caller, Clien
                 return -ENOMEM;
         if (u->n_clients >= m->config.max_clients_per_user) {
                 user_put(m, u);
-                return -EUSERS;
+                return -WATCHD_E_USER_CLIENTS;
         }
         r = client_new(name, caller, (uint64_t) m->config.move_pair_timeout_ms * 1000u,
                        m->config.move_pair_max_distance, &c);
@@ -193,12 +194,12 @@ static int watch_allowed(Manager *m, Client *c, UserAccount **ret_user) {
         UserAccount *u;
 
         if (c->n_watches >= m->config.max_watches_per_client)
-                return -EDQUOT;
+                return -WATCHD_E_CLIENT_WATCHES;
         u = user_get(m, c->uid, true);
         if (!u)
                 return -ENOMEM;
         if (u->n_watches >= m->config.max_watches_per_user)
-                return -EMLINK;
+                return -WATCHD_E_USER_WATCHES;
         *ret_user = u;
         return 0;
 }
@@ -459,7 +460,7 @@ int manager_add_watch_path(Manager *m, Client *c, const char *path_in,
 
         /* Cheap limit checks first: a client over its limit costs no open(). */
         if (c->n_watches >= m->config.max_watches_per_client)
-                return -EDQUOT;
+                return -WATCHD_E_CLIENT_WATCHES;
 
         path = path_simplify(path_in);
         if (!path)
@@ -483,7 +484,7 @@ int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t 
         int r;
 
         if (c->n_watches >= m->config.max_watches_per_client)
-                return -EDQUOT;
+                return -WATCHD_E_CLIENT_WATCHES;
         r = access_check_fd(fd, &st);
         if (r < 0)
                 return r;
@@ -497,7 +498,7 @@ int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t 
                 return negative_errno();
         path[n] = '\0';
         if (path[0] != '/')
-                return -EMEDIUMTYPE;    /* not in the filesystem tree (pipe:, anon_inode:...) */
+                return -WATCHD_E_NOT_WATCHABLE;        /* not in the filesystem tree (pipe:, anon_inode:...) */
 
         return subscribe(m, c, fd, &st, path, mask, flags, ret_id, ret_walk);
 }
@@ -506,7 +507,7 @@ int manager_remove_watch(Manager *m, Client *c, uint32_t id) {
         Subscription *s = watch_table_get_subscription(m->table, id);
 
         if (!s || s->owner != c)
-                return -ESRCH;
+                return -WATCHD_E_NO_SUCH_WATCH;
         manager_subscription_end(m, s);
         return 0;
 }

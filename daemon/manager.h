@@ -96,7 +96,7 @@ int manager_start(Manager *m, sd_event *event);
 
 /* The client for a bus name, or -ENOENT. */
 int manager_get_client(Manager *m, const char *name, Client **ret);
-/* A new client for a bus name, with the caller's credentials. Limits: -EUSERS. */
+/* A new client for a bus name, with the caller's credentials. Limits: -WATCHD_E_USER_CLIENTS. */
 int manager_new_client(Manager *m, const char *name, const Caller *caller, Client **ret);
 /* The client's connection went away: end its subscriptions, free it. */
 void manager_client_gone(Manager *m, Client *c);
@@ -107,16 +107,16 @@ void manager_client_gone(Manager *m, Client *c);
  * each counts against the limits like a subscription; if that walk is not
  * done within its first slice, *ret_walk is set and the walk goes on from the
  * loop (the caller sets its completion with tree_walk_set_done()).
- * Return: 0, or -errno: see access_open_as(); -EDQUOT over
- * max_watches_per_client, -EMLINK over max_watches_per_user, -ENOSPC the
- * kernel's watch limit, -EBADFD an O_PATH fd, -EBADF a write-only fd.
+ * Return: 0, or -errno: see access_open_as() and access_check_fd();
+ * -WATCHD_E_CLIENT_WATCHES/-WATCHD_E_USER_WATCHES over the daemon's limits,
+ * -ENOSPC the kernel's watch limit.
  */
 int manager_add_watch_path(Manager *m, Client *c, const char *path,
                            uint32_t mask, uint32_t flags, uint32_t *ret_id, struct TreeWalk **ret_walk);
 int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
                          struct TreeWalk **ret_walk);
 
-/* Ends c's subscription id. Return: 0, or -ESRCH if c has no such subscription. */
+/* Ends c's subscription id. Return: 0, or -WATCHD_E_NO_SUCH_WATCH if c has no such subscription. */
 int manager_remove_watch(Manager *m, Client *c, uint32_t id);
 
 /* Applies a re-read config; the backend and device stay until restart. */
@@ -131,7 +131,7 @@ uint64_t manager_pending_events(Manager *m);
 uint64_t manager_now_usec(void);
 
 /* For tree.c: one more directory for a RECURSIVE subscription (name in
- * parent's directory), within the owner's limits. Return: 0, -EDQUOT/-EMLINK
+ * parent's directory), within the owner's limits. Return: 0, -WATCHD_E_*_WATCHES
  * (limits), -EEXIST (already linked), or -errno from the kernel. */
 int manager_link(Manager *m, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
                  const char *name, size_t name_len, WatchLink **ret);

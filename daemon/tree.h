@@ -39,7 +39,7 @@ typedef struct TreeWalk TreeWalk;
 #define TREE_DENTS_BUF (32u * 1024u)
 
 /* Called once when a walk ends: r is 0, or the error that stopped it
- * (-EDQUOT/-EMLINK: the owner's limits, -ENOSPC: the kernel's, -ENOMEM,
+ * (-WATCHD_E_*_WATCHES: the owner's limits, -ENOSPC: the kernel's, -ENOMEM,
  * -EMFILE), or -ECANCELED when the daemon exits first. */
 typedef void (*TreeWalkDone)(Manager *m, uint32_t id, int r, void *userdata);
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "event_bits.h"
+#include "error.h"
 #include "list.h"
 #include "log.h"
 #include "macro.h"
@@ -399,7 +400,7 @@ static int subscription_new(WatchTable *t, const char *path, void *owner, uint32
         Subscription *s;
 
         if (t->next_id == UINT32_MAX)
-                return -EOVERFLOW;
+                return -WATCHD_E_IDS_USED_UP;
         s = calloc(1, sizeof(Subscription));
         if (!s)
                 return -ENOMEM;

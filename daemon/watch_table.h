@@ -96,14 +96,14 @@ WatchTable *watch_table_free(WatchTable *t);
  * the subscription and its root link. Adds the kernel watch or widens its
  * mask as needed.
  * Return: 0, or -errno from the backend (-ENOSPC: the kernel's watch limit),
- * -ENOMEM, -EOVERFLOW when the ids are used up.
+ * -ENOMEM, -WATCHD_E_IDS_USED_UP.
  */
 int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
                           void *owner, uint32_t mask, uint32_t flags, Subscription **ret);
 
 /* A pending subscription to path (which does not exist yet), with no link:
  * the caller links it (watch_table_link) and places its root
- * (watch_table_link_root) once path exists. Return: 0, -ENOMEM, -EOVERFLOW. */
+ * (watch_table_link_root) once path exists. Return: 0, -ENOMEM, -WATCHD_E_IDS_USED_UP. */
 int watch_table_subscribe_pending(WatchTable *t, const char *path, void *owner, uint32_t mask, uint32_t flags,
                                   Subscription **ret);
 /* Places the root link of a subscription that has none (it stops being pending). */
