@@ -154,7 +154,8 @@ int backend_device_new(const char *device, Backend **ret) {
                 device_free(b);
                 return r;
         }
-        if (asprintf(&b->limit_hint, "/sys/class/misc/inotify/max_user_watches") < 0) {
+        b->limit_path = "/sys/class/misc/inotify/max_user_watches";
+        if (asprintf(&b->limit_hint, "%s", b->limit_path) < 0) {
                 b->limit_hint = NULL;
                 device_free(b);
                 return -ENOMEM;

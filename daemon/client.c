@@ -11,25 +11,28 @@
 #include "client.h"
 #include "macro.h"
 
-int client_new(const char *name, const Caller *caller, uint64_t pair_timeout_usec, size_t pair_max_distance,
-               Client **ret) {
+int client_new(Accounting *a, const char *name, const Caller *caller, uint64_t pair_timeout_usec,
+               size_t pair_max_distance, Client **ret) {
         Client *c;
+        int r;
 
         c = calloc(1, sizeof(Client));
         if (!c)
                 return -ENOMEM;
+        r = account_open(a, caller->uid, &c->account);
+        if (r < 0) {
+                free(c);
+                return r;
+        }
         c->name = strdup(name);
         c->caller = *caller;
         c->caller.gids = calloc(caller->n_gids + 1, sizeof(gid_t));
         if (!c->name || !c->caller.gids) {
-                free(c->caller.gids);
-                free(c->name);
-                free(c);
+                client_free(c);
                 return -ENOMEM;
         }
         if (caller->n_gids > 0)
                 memcpy(c->caller.gids, caller->gids, caller->n_gids * sizeof(gid_t));
-        c->uid = caller->uid;
         move_pairer_init(&c->queue, pair_timeout_usec, pair_max_distance);
         *ret = c;
         return 0;
@@ -40,6 +43,7 @@ Client *client_free(Client *c) {
                 return NULL;
         sd_bus_slot_unref(c->ping);
         move_pairer_done(&c->queue);
+        account_close(&c->account);
         free(c->lost_ids);
         free(c->caller.gids);
         free(c->name);

@@ -16,6 +16,7 @@
 #include <systemd/sd-bus.h>
 
 #include "access.h"
+#include "accounting.h"
 #include "move_pairer.h"
 #include "watch_table.h"
 
@@ -24,13 +25,12 @@ struct Manager;
 typedef struct Client {
         struct Manager *manager;
         char *name;                     /* unique bus name, ":1.42" */
-        uid_t uid;
         Caller caller;                  /* as the bus reported it at the first call (owns gids) */
         sd_bus_track *track;            /* set and released by dbus_iface.c */
 
         LIST_HEAD(Subscription, subscriptions);
         unsigned n_subscriptions;
-        unsigned n_watches;             /* links of its subscriptions: what the limits count */
+        Account account;                /* one watch per link of its subscriptions */
 
         MovePairer queue;               /* records not yet sent, kernel order */
         uint32_t *lost_ids;             /* ids for the next Overflow, unsorted, may repeat */
@@ -53,9 +53,9 @@ typedef struct Client {
         bool dirty;                     /* on the manager's list of clients to flush */
 } Client;
 
-/* Copies caller. */
-int client_new(const char *name, const Caller *caller, uint64_t pair_timeout_usec, size_t pair_max_distance,
-               Client **ret);
+/* Copies caller; opens its account (-WATCHD_E_USER_CLIENTS: the limit). */
+int client_new(Accounting *a, const char *name, const Caller *caller, uint64_t pair_timeout_usec,
+               size_t pair_max_distance, Client **ret);
 /* Frees the client and its queue; its subscriptions must have been ended. */
 Client *client_free(Client *c);
 

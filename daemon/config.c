@@ -65,8 +65,9 @@ int config_init(Config *c) {
                 .backend = BACKEND_AUTO,
                 .device = strdup("/dev/inotify"),
                 .log_level = LOG_INFO,
-                .max_watches_per_client = 8192,
-                .max_watches_per_user = 65536,
+                .max_watches_per_client = CONFIG_AUTO,
+                .max_watches_per_user = CONFIG_AUTO,
+                .max_watches_unprivileged = CONFIG_AUTO,
                 .max_clients_per_user = 128,
                 .max_pending_events_per_client = 65536,
                 .move_pair_timeout_ms = 10,
@@ -169,16 +170,25 @@ static int handler(void *userdata, const char *section, const char *name, const 
                 static const struct {
                         const char *key;
                         size_t offset;
+                        bool can_be_auto;
                 } keys[] = {
-                        { "max_watches_per_client",        offsetof(Config, max_watches_per_client) },
-                        { "max_watches_per_user",          offsetof(Config, max_watches_per_user) },
-                        { "max_clients_per_user",          offsetof(Config, max_clients_per_user) },
-                        { "max_pending_events_per_client", offsetof(Config, max_pending_events_per_client) },
+                        { "max_watches_per_client",        offsetof(Config, max_watches_per_client), true },
+                        { "max_watches_per_user",          offsetof(Config, max_watches_per_user), true },
+                        { "max_watches_unprivileged",      offsetof(Config, max_watches_unprivileged), true },
+                        { "max_clients_per_user",          offsetof(Config, max_clients_per_user), false },
+                        { "max_pending_events_per_client", offsetof(Config, max_pending_events_per_client), false },
                 };
-                for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-                        if (strcmp(name, keys[i].key) == 0)
-                                return parse_uint(s, name, value, 1, UINT32_MAX,
-                                                  (uint32_t *) ((char *) c + keys[i].offset));
+                for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                        uint32_t *v = (uint32_t *) ((char *) c + keys[i].offset);
+
+                        if (strcmp(name, keys[i].key) != 0)
+                                continue;
+                        if (keys[i].can_be_auto && strcmp(value, "auto") == 0) {
+                                *v = CONFIG_AUTO;
+                                return 1;
+                        }
+                        return parse_uint(s, name, value, 1, UINT32_MAX, v);
+                }
         } else if (strcmp(section, "events") == 0) {
                 if (strcmp(name, "move_pair_timeout_ms") == 0)
                         return parse_uint(s, name, value, 0, 1000, &c->move_pair_timeout_ms);

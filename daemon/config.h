@@ -16,6 +16,9 @@
 
 #define WATCHD_DEFAULT_CONFIG "/etc/watchd/watchd.conf"
 
+/* A watch limit given as "auto" (the default). */
+#define CONFIG_AUTO 0u
+
 typedef enum BackendType {
         BACKEND_AUTO,
         BACKEND_DEVICE,
@@ -37,9 +40,10 @@ typedef struct Config {
         char *device;
         int log_level;
 
-        /* [limits] */
+        /* [limits]; CONFIG_AUTO: sized from the kernel's limit (accounting.h) */
         uint32_t max_watches_per_client;
         uint32_t max_watches_per_user;
+        uint32_t max_watches_unprivileged;
         uint32_t max_clients_per_user;
         uint32_t max_pending_events_per_client;
 

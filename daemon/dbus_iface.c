@@ -175,6 +175,8 @@ static int caller_from_message(Manager *m, sd_bus_message *msg, Caller *ret, gid
 
 /* One place turns the core's -errno into a D-Bus error a person understands. */
 static int error_for(Manager *m, int r, const char *what, sd_bus_error *error) {
+        const AccountingLimits *limits = accounting_get_limits(m->accounting);
+
         switch (r) {
         case -ENOENT:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FILE_NOT_FOUND, "No such file or directory: %s.", what);
@@ -205,18 +207,24 @@ static int error_for(Manager *m, int r, const char *what, sd_bus_error *error) {
                                          "This connection holds %" PRIu32 " watches, the most allowed "
                                          "(max_watches_per_client in watchd.conf; a RECURSIVE subscription "
                                          "counts each directory).",
-                                         m->config.max_watches_per_client);
+                                         limits->max_watches_per_client);
         case -WATCHD_E_USER_WATCHES:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Your user holds %" PRIu32 " watches, the most allowed "
                                          "(max_watches_per_user in watchd.conf; a RECURSIVE subscription "
                                          "counts each directory).",
-                                         m->config.max_watches_per_user);
+                                         limits->max_watches_per_user);
+        case -WATCHD_E_UNPRIVILEGED_WATCHES:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "All users but root hold %" PRIu32 " watches together, the most allowed "
+                                         "(max_watches_unprivileged in watchd.conf, by default sized from the "
+                                         "kernel's limit in %s).",
+                                         limits->max_watches_unprivileged, m->backend->limit_hint);
         case -WATCHD_E_USER_CLIENTS:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Your user has %" PRIu32 " connections with subscriptions, the most allowed "
                                          "(max_clients_per_user in watchd.conf).",
-                                         m->config.max_clients_per_user);
+                                         limits->max_clients_per_user);
         case -ENOSPC:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "The kernel's limit on inotify watches (max_user_watches) is reached; "
@@ -455,7 +463,7 @@ static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
                                   "events_dropped", "t", m->stats.events_dropped,
                                   "signals_sent", "t", m->stats.signals_sent,
                                   "bus_queued_messages", "t", queued,
-                                  "users", "u", (uint32_t) g_hash_table_size(m->users));
+                                  "users", "u", (uint32_t) accounting_n_users(m->accounting));
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);

@@ -11,6 +11,7 @@
 static const char *const error_names[_WATCHD_E_MAX - _WATCHD_E_FIRST] = {
         [WATCHD_E_CLIENT_WATCHES - _WATCHD_E_FIRST] = "max_watches_per_client reached",
         [WATCHD_E_USER_WATCHES - _WATCHD_E_FIRST] = "max_watches_per_user reached",
+        [WATCHD_E_UNPRIVILEGED_WATCHES - _WATCHD_E_FIRST] = "max_watches_unprivileged reached",
         [WATCHD_E_USER_CLIENTS - _WATCHD_E_FIRST] = "max_clients_per_user reached",
         [WATCHD_E_NOT_WATCHABLE - _WATCHD_E_FIRST] = "not a regular file or a directory",
         [WATCHD_E_FD_PATH - _WATCHD_E_FIRST] = "an O_PATH descriptor",

@@ -18,6 +18,7 @@ typedef enum WatchdError {
         _WATCHD_E_FIRST = 4096,
         WATCHD_E_CLIENT_WATCHES = _WATCHD_E_FIRST,      /* max_watches_per_client reached */
         WATCHD_E_USER_WATCHES,          /* max_watches_per_user reached */
+        WATCHD_E_UNPRIVILEGED_WATCHES,  /* max_watches_unprivileged reached (all users but root) */
         WATCHD_E_USER_CLIENTS,          /* max_clients_per_user reached */
         WATCHD_E_NOT_WATCHABLE,         /* not a regular file or a directory, or not in the filesystem tree */
         WATCHD_E_FD_PATH,               /* a client's descriptor is O_PATH */

@@ -59,6 +59,10 @@ static inline void closep(int *fd) {
                         func(*p);                               \
         }
 
+static inline const char *strna(const char *s) {
+        return s ?: "n/a";
+}
+
 /* -errno of the last libc failure, never 0 (a missing errno is a bug; EIO then). */
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;

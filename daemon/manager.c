@@ -68,7 +68,6 @@ int manager_new(Config *config, const char *config_path, Manager **ret) {
         }
         m->clients = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, client_destroy);
         m->dirty = g_ptr_array_new();
-        m->users = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, free);
         *ret = m;
         return 0;
 }
@@ -92,8 +91,6 @@ Manager *manager_free(Manager *m) {
                 }
                 g_hash_table_destroy(m->clients);
         }
-        if (m->users)
-                g_hash_table_destroy(m->users);
         if (m->dirty)
                 g_ptr_array_unref(m->dirty);
         if (m->tree_moves)
@@ -103,6 +100,7 @@ Manager *manager_free(Manager *m) {
         if (m->scanned)
                 g_hash_table_destroy(m->scanned);
         m->table = watch_table_free(m->table);
+        m->accounting = accounting_free(m->accounting);
         m->kernel_source = sd_event_source_disable_unref(m->kernel_source);
         m->pair_timer = sd_event_source_disable_unref(m->pair_timer);
         m->backend = backend_free(m->backend);
@@ -123,24 +121,6 @@ uint64_t manager_now_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
-static UserAccount *user_get(Manager *m, uid_t uid, bool create) {
-        UserAccount *u = g_hash_table_lookup(m->users, GUINT_TO_POINTER(uid));
-
-        if (u || !create)
-                return u;
-        u = calloc(1, sizeof(UserAccount));
-        if (!u)
-                return NULL;
-        u->uid = uid;
-        g_hash_table_insert(m->users, GUINT_TO_POINTER(uid), u);
-        return u;
-}
-
-static void user_put(Manager *m, UserAccount *u) {
-        if (u->n_clients == 0 && u->n_watches == 0)
-                g_hash_table_remove(m->users, GUINT_TO_POINTER(u->uid));
-}
-
 int manager_get_client(Manager *m, const char *name, Client **ret) {
         Client *c = g_hash_table_lookup(m->clients, name);
 
@@ -151,91 +131,43 @@ int manager_get_client(Manager *m, const char *name, Client **ret) {
 }
 
 int manager_new_client(Manager *m, const char *name, const Caller *caller, Client **ret) {
-        UserAccount *u;
         Client *c;
         int r;
 
-        u = user_get(m, caller->uid, true);
-        if (!u)
-                return -ENOMEM;
-        if (u->n_clients >= m->config.max_clients_per_user) {
-                user_put(m, u);
-                return -WATCHD_E_USER_CLIENTS;
-        }
-        r = client_new(name, caller, (uint64_t) m->config.move_pair_timeout_ms * 1000u,
+        r = client_new(m->accounting, name, caller, (uint64_t) m->config.move_pair_timeout_ms * 1000u,
                        m->config.move_pair_max_distance, &c);
-        if (r < 0) {
-                user_put(m, u);
+        if (r < 0)
                 return r;
-        }
         c->manager = m;
         g_hash_table_insert(m->clients, c->name, c);
-        u->n_clients++;
         *ret = c;
         return 0;
 }
 
 /* Ends s: no notice is queued (the caller queues one if the daemon ended it). */
 void manager_subscription_end(Manager *m, Subscription *s) {
-        Client *c = s->owner;
-        UserAccount *u = user_get(m, c->uid, false);
-
-        c->n_watches -= s->n_links;
-        client_unlink_subscription(c, s);
-        if (u) {
-                u->n_watches -= s->n_links;
-                user_put(m, u);
-        }
+        client_unlink_subscription(s->owner, s);
         watch_table_unsubscribe(m->table, s);
-}
-
-/* Whether c may hold one more watch (a subscription, or a directory of a RECURSIVE one). */
-static int watch_allowed(Manager *m, Client *c, UserAccount **ret_user) {
-        UserAccount *u;
-
-        if (c->n_watches >= m->config.max_watches_per_client)
-                return -WATCHD_E_CLIENT_WATCHES;
-        u = user_get(m, c->uid, true);
-        if (!u)
-                return -ENOMEM;
-        if (u->n_watches >= m->config.max_watches_per_user)
-                return -WATCHD_E_USER_WATCHES;
-        *ret_user = u;
-        return 0;
 }
 
 int manager_link(Manager *m, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
                  const char *name, size_t name_len, WatchLink **ret) {
-        Client *c = s->owner;
-        UserAccount *u;
         WatchLink *l;
         int r;
 
-        r = watch_allowed(m, c, &u);
-        if (r < 0)
-                return r;
         if (parent)
                 r = watch_table_link(m->table, s, parent, fd, st, name, name_len, &l);
         else
                 r = watch_table_link_pending(m->table, s, fd, st, name, &l);
         if (r < 0)
                 return r;
-        c->n_watches++;
-        u->n_watches++;
         if (ret)
                 *ret = l;
         return 0;
 }
 
 void manager_unlink(Manager *m, WatchLink *l) {
-        Client *c = l->subscription->owner;
-        UserAccount *u = user_get(m, c->uid, false);
-        unsigned n;
-
-        n = watch_table_unlink(m->table, l);
-        c->n_watches -= n;
-        if (u)
-                u->n_watches -= n;
+        (void) watch_table_unlink(m->table, l);
 }
 
 void manager_queue_overflow(Manager *m, Subscription *s) {
@@ -245,17 +177,10 @@ void manager_queue_overflow(Manager *m, Subscription *s) {
 }
 
 void manager_client_gone(Manager *m, Client *c) {
-        UserAccount *u;
-
         log_debug("Client %s is gone, ending its %u subscriptions.", c->name, c->n_subscriptions);
         while (c->subscriptions)
                 manager_subscription_end(m, c->subscriptions);
         c->track = sd_bus_track_unref(c->track);
-        u = user_get(m, c->uid, false);
-        if (u) {
-                u->n_clients--;
-                user_put(m, u);
-        }
         if (c->dirty)
                 g_ptr_array_remove_fast(m->dirty, c);
         g_hash_table_remove(m->clients, c->name);
@@ -264,19 +189,12 @@ void manager_client_gone(Manager *m, Client *c) {
 static int subscribe(Manager *m, Client *c, int fd, const struct stat *st, const char *path,
                      uint32_t mask, uint32_t flags, uint32_t *ret_id, TreeWalk **ret_walk) {
         Subscription *s;
-        UserAccount *u;
         int r;
 
-        r = watch_allowed(m, c, &u);
-        if (r < 0)
-                return r;
-
-        r = watch_table_subscribe(m->table, fd, st, path, c, mask, flags, &s);
+        r = watch_table_subscribe(m->table, fd, st, path, c, &c->account, mask, flags, &s);
         if (r < 0)
                 return r;
         client_link_subscription(c, s);
-        c->n_watches++;
-        u->n_watches++;
 
         *ret_id = s->id;
         *ret_walk = NULL;
@@ -366,7 +284,6 @@ static int pending_place(Manager *m, Subscription *s) {
                 _cleanup_close_ int fd = -1;
                 bool complete;
                 struct stat st;
-                UserAccount *u;
                 int r;
 
                 while (s->links)
@@ -375,14 +292,9 @@ static int pending_place(Manager *m, Subscription *s) {
                 fd = access_open_as(&c->caller, s->path, s->flags & WATCHD_FLAG_ONLYDIR,
                                     s->flags & WATCHD_FLAG_DONT_FOLLOW, &st);
                 if (fd >= 0) {
-                        r = watch_allowed(m, c, &u);
-                        if (r < 0)
-                                return r;
                         r = watch_table_link_root(m->table, s, fd, &st);
                         if (r < 0)
                                 return r;
-                        c->n_watches++;
-                        u->n_watches++;
                         /* Its tree is walked like a directory moved in: a limit gives Overflow. */
                         if ((s->flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st.st_mode))
                                 return tree_walk_below(m, s, fd, /* all_or_nothing= */ false, NULL);
@@ -439,7 +351,7 @@ static int subscribe_pending(Manager *m, Client *c, const char *path, uint32_t m
         Subscription *s;
         int r;
 
-        r = watch_table_subscribe_pending(m->table, path, c, mask, flags, &s);
+        r = watch_table_subscribe_pending(m->table, path, c, &c->account, mask, flags, &s);
         if (r < 0)
                 return r;
         client_link_subscription(c, s);
@@ -457,10 +369,12 @@ int manager_add_watch_path(Manager *m, Client *c, const char *path_in,
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -1;
         struct stat st;
+        int r;
 
-        /* Cheap limit checks first: a client over its limit costs no open(). */
-        if (c->n_watches >= m->config.max_watches_per_client)
-                return -WATCHD_E_CLIENT_WATCHES;
+        /* The limits first: a client over them costs no open(). */
+        r = account_check(&c->account, 1);
+        if (r < 0)
+                return r;
 
         path = path_simplify(path_in);
         if (!path)
@@ -483,8 +397,9 @@ int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t 
         ssize_t n;
         int r;
 
-        if (c->n_watches >= m->config.max_watches_per_client)
-                return -WATCHD_E_CLIENT_WATCHES;
+        r = account_check(&c->account, 1);
+        if (r < 0)
+                return r;
         r = access_check_fd(fd, &st);
         if (r < 0)
                 return r;
@@ -921,7 +836,19 @@ uint64_t manager_pending_events(Manager *m) {
         return n;
 }
 
+/* The config's limits, each "auto" sized from the kernel's limit read at start. */
+static void limits_from_config(Manager *m, AccountingLimits *ret) {
+        *ret = (AccountingLimits) {
+                .max_watches_per_client = m->config.max_watches_per_client,
+                .max_watches_per_user = m->config.max_watches_per_user,
+                .max_watches_unprivileged = m->config.max_watches_unprivileged,
+                .max_clients_per_user = m->config.max_clients_per_user,
+        };
+        accounting_limits_size(ret, m->kernel_watch_limit);
+}
+
 int manager_start(Manager *m, sd_event *event) {
+        AccountingLimits limits;
         int r;
 
         m->event = sd_event_ref(event);
@@ -936,6 +863,21 @@ int manager_start(Manager *m, sd_event *event) {
                 log_info("Using the device backend ('%s').", m->config.device);
         else
                 log_info("Using the syscall backend (inotify_init1).");
+
+        r = backend_watch_limit(m->backend, &m->kernel_watch_limit);
+        if (r < 0) {
+                /* The kernel's own minimum: whatever the kernel allows, no less. */
+                m->kernel_watch_limit = 8192;
+                log_warning_errno(r, "Failed to read the kernel's watch limit from %s (%m), taking %" PRIu32 ".",
+                                  strna(m->backend->limit_path), m->kernel_watch_limit);
+        }
+        limits_from_config(m, &limits);
+        r = accounting_new(&limits, &m->accounting);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate the accounting: %m");
+        log_info("Watch limits: %" PRIu32 " a client, %" PRIu32 " a user, %" PRIu32 " for all users but root "
+                 "(the kernel allows %" PRIu32 ").", limits.max_watches_per_client, limits.max_watches_per_user,
+                 limits.max_watches_unprivileged, m->kernel_watch_limit);
 
         r = watch_table_new(m->backend, &m->table);
         if (r < 0)
@@ -979,6 +921,12 @@ void manager_reload(Manager *m, Config *config) {
         m->config = *config;
         *config = (Config) {};
         log_set_max_level(m->config.log_level);
+        if (m->accounting) {
+                AccountingLimits limits;
+
+                limits_from_config(m, &limits);
+                accounting_set_limits(m->accounting, &limits);
+        }
 
         g_hash_table_iter_init(&i, m->clients);
         while (g_hash_table_iter_next(&i, NULL, &v))

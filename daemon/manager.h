@@ -18,6 +18,7 @@
 #include <systemd/sd-event.h>
 
 #include "access.h"
+#include "accounting.h"
 #include "backend.h"
 #include "client.h"
 #include "config.h"
@@ -31,12 +32,6 @@ typedef struct Stats {
         uint64_t events_dropped;        /* records dropped from clients' backlogs */
         uint64_t signals_sent;          /* Events signals sent */
 } Stats;
-
-typedef struct UserAccount {
-        uid_t uid;
-        unsigned n_clients;
-        unsigned n_watches;             /* links of all its clients' subscriptions */
-} UserAccount;
 
 struct TreeWalk;
 
@@ -55,7 +50,8 @@ typedef struct Manager {
         WatchTable *table;
 
         GHashTable *clients;            /* unique name -> Client (owned) */
-        GHashTable *users;              /* uid -> UserAccount (owned) */
+        Accounting *accounting;         /* set by manager_start(): its limits are sized from the kernel's */
+        uint32_t kernel_watch_limit;    /* the kernel's, read at start */
         GPtrArray *dirty;               /* Clients with records queued (not owned) */
 
         /* The last IN_MOVED_FROM of a directory, until its IN_MOVED_TO. */

@@ -359,9 +359,17 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
         Watch *w;
         int r;
 
+        /* The limits first: a link over them costs no kernel call. */
+        if (s->account) {
+                r = account_charge(s->account, 1);
+                if (r < 0)
+                        return r;
+        }
         l = malloc(sizeof(WatchLink) + name_len + 1);
-        if (!l)
-                return -ENOMEM;
+        if (!l) {
+                r = -ENOMEM;
+                goto fail;
+        }
         *l = (WatchLink) {
                 .subscription = s,
                 .parent = parent,
@@ -372,13 +380,14 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
         r = watch_get(t, fd, st, need, &w);
         if (r < 0) {
                 free(l);
-                return r;
+                goto fail;
         }
         LIST_FOREACH(watch, o, w->links)
                 if (o->subscription == s) {
                         /* Already linked: a loop. The watch existed, so nothing to undo. */
                         free(l);
-                        return -EEXIST;
+                        r = -EEXIST;
+                        goto fail;
                 }
 
         l->watch = w;
@@ -393,10 +402,15 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
         s->n_links++;
         *ret = l;
         return 0;
+
+fail:
+        if (s->account)
+                account_uncharge(s->account, 1);
+        return r;
 }
 
-static int subscription_new(WatchTable *t, const char *path, void *owner, uint32_t mask, uint32_t flags,
-                            Subscription **ret) {
+static int subscription_new(WatchTable *t, const char *path, Client *owner, Account *account, uint32_t mask,
+                            uint32_t flags, Subscription **ret) {
         Subscription *s;
 
         if (t->next_id == UINT32_MAX)
@@ -410,6 +424,7 @@ static int subscription_new(WatchTable *t, const char *path, void *owner, uint32
                 return -ENOMEM;
         }
         s->owner = owner;
+        s->account = account;
         s->mask = mask;
         s->flags = flags;
         *ret = s;
@@ -422,12 +437,12 @@ static void subscription_insert(WatchTable *t, Subscription *s) {
 }
 
 int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
-                          void *owner, uint32_t mask, uint32_t flags, Subscription **ret) {
+                          Client *owner, Account *account, uint32_t mask, uint32_t flags, Subscription **ret) {
         Subscription *s;
         WatchLink *l;
         int r;
 
-        r = subscription_new(t, path, owner, mask, flags, &s);
+        r = subscription_new(t, path, owner, account, mask, flags, &s);
         if (r < 0)
                 return r;
         r = link_new(t, s, NULL, fd, st, "", 0, &l);
@@ -440,12 +455,12 @@ int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const ch
         return 0;
 }
 
-int watch_table_subscribe_pending(WatchTable *t, const char *path, void *owner, uint32_t mask, uint32_t flags,
-                                  Subscription **ret) {
+int watch_table_subscribe_pending(WatchTable *t, const char *path, Client *owner, Account *account, uint32_t mask,
+                                  uint32_t flags, Subscription **ret) {
         Subscription *s;
         int r;
 
-        r = subscription_new(t, path, owner, mask, flags, &s);
+        r = subscription_new(t, path, owner, account, mask, flags, &s);
         if (r < 0)
                 return r;
         s->pending = true;
@@ -536,6 +551,8 @@ static void link_remove(WatchTable *t, WatchLink *l) {
         else
                 s->links = NULL;
         s->n_links--;
+        if (s->account)
+                account_uncharge(s->account, 1);
         link_free(t, l);
 
         if (w->n_links == 0)

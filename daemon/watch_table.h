@@ -13,8 +13,11 @@
  * a RECURSIVE one a link per directory of its tree. Removing a link
  * recomputes the union; removing the last one releases the kernel watch.
  *
- * The table calls the backend for the kernel side and nothing else. Owners
- * are opaque pointers (the daemon's Client).
+ * The table calls the backend for the kernel side. Each link is charged to
+ * its subscription's account (accounting.h) when it is made, and the charge
+ * returned when it goes: the limits count links, and no count can drift
+ * from the links there are. The owner is the daemon's Client, which the
+ * table only points to.
  */
 
 #include <stdbool.h>
@@ -22,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "accounting.h"
 #include "backend.h"
 #include "list.h"
 
@@ -29,6 +33,7 @@ typedef struct WatchTable WatchTable;
 typedef struct Watch Watch;
 typedef struct WatchLink WatchLink;
 typedef struct Subscription Subscription;
+typedef struct Client Client;
 
 /* What a RECURSIVE subscription needs on each directory to follow its tree. */
 #define WATCH_TREE_BITS (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO)
@@ -38,7 +43,8 @@ typedef struct Subscription Subscription;
 
 struct Subscription {
         uint32_t id;            /* never reused while the daemon runs */
-        void *owner;
+        Client *owner;
+        Account *account;       /* charged one watch per link; NULL: not counted */
         uint32_t mask;          /* IN_* events asked for */
         uint32_t flags;         /* WATCHD_FLAG_* */
         char *path;             /* as asked (simplified) */
@@ -93,19 +99,19 @@ WatchTable *watch_table_free(WatchTable *t);
 
 /*
  * Subscribes owner to the object open at fd (st is its fstat), for mask:
- * the subscription and its root link. Adds the kernel watch or widens its
- * mask as needed.
+ * the subscription and its root link, charged to account. Adds the kernel
+ * watch or widens its mask as needed.
  * Return: 0, or -errno from the backend (-ENOSPC: the kernel's watch limit),
- * -ENOMEM, -WATCHD_E_IDS_USED_UP.
+ * -ENOMEM, -WATCHD_E_IDS_USED_UP, or a limit of account_charge().
  */
 int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
-                          void *owner, uint32_t mask, uint32_t flags, Subscription **ret);
+                          Client *owner, Account *account, uint32_t mask, uint32_t flags, Subscription **ret);
 
 /* A pending subscription to path (which does not exist yet), with no link:
  * the caller links it (watch_table_link) and places its root
  * (watch_table_link_root) once path exists. Return: 0, -ENOMEM, -WATCHD_E_IDS_USED_UP. */
-int watch_table_subscribe_pending(WatchTable *t, const char *path, void *owner, uint32_t mask, uint32_t flags,
-                                  Subscription **ret);
+int watch_table_subscribe_pending(WatchTable *t, const char *path, Client *owner, Account *account, uint32_t mask,
+                                  uint32_t flags, Subscription **ret);
 /* Places the root link of a subscription that has none (it stops being pending). */
 int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct stat *st);
 

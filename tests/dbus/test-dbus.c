@@ -1594,7 +1594,7 @@ static void test_flood(Fixture *f, gconstpointer data) {
                        (cpu_usec(daemon_pid(f)) - cpu0) / 1000, p.worst_usec, p.n);
         if (fl.other)
                 g_error("unexpected error in the flood: %s", fl.other_error);
-        g_assert_cmpuint(fl.ok, ==, 8192);      /* the default max_watches_per_client */
+        g_assert_cmpuint(fl.ok, ==, 8192);      /* max_watches_per_client here (the old default) */
         g_assert_cmpuint(fl.limited, ==, FLOOD_CALLS - 8192);
         g_assert_cmpuint(p.n, >, 0);
         if (timing_checked())
@@ -2072,7 +2072,7 @@ int main(int argc, char *argv[]) {
         T("broadcast", "[events]\ndelivery = broadcast\n", test_broadcast);
         T("limits", "[limits]\nmax_watches_per_client = 3\nmax_watches_per_user = 5\nmax_clients_per_user = 2\n",
           test_limits);
-        T("flood", NULL, test_flood);
+        T("flood", "[limits]\nmax_watches_per_client = 8192\n", test_flood);
         T("reload", NULL, test_reload);
         T("name-taken", NULL, test_name_taken);
         T("sigkill", NULL, test_sigkill);

@@ -112,14 +112,14 @@ static void teardown(Fixture *f, gconstpointer data) {
         g_free(f->dir);
 }
 
-static Subscription *sub(Fixture *f, const char *path, void *owner, uint32_t mask) {
+static Subscription *sub(Fixture *f, const char *path, Client *owner, uint32_t mask) {
         Subscription *s = NULL;
         struct stat st;
         int fd = open(path, O_RDONLY | O_CLOEXEC);
 
         g_assert_cmpint(fd, >=, 0);
         g_assert_cmpint(fstat(fd, &st), ==, 0);
-        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, path, owner, mask, 0, &s), ==, 0);
+        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, path, owner, NULL, mask, 0, &s), ==, 0);
         close(fd);
         return s;
 }
@@ -181,7 +181,7 @@ static void test_scenario(Fixture *f, gconstpointer data) {
                 uint32_t ka = 0, kb = 0;
 
                 if (s->op == '+') {
-                        slots[s->slot] = sub(f, paths[s->path], f, s->mask);
+                        slots[s->slot] = sub(f, paths[s->path], NULL, s->mask);
                         g_assert_cmpuint(slots[s->slot]->id, >, last_id);       /* ids only grow */
                         last_id = slots[s->slot]->id;
                 } else {
@@ -212,17 +212,17 @@ static void test_enospc(Fixture *f, gconstpointer data) {
 
         g_assert_cmpint(fstat(fd, &st), ==, 0);
         f->fake.fail_add = -ENOSPC;
-        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, f, IN_CREATE, 0, &s), ==, -ENOSPC);
+        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, NULL, NULL, IN_CREATE, 0, &s), ==, -ENOSPC);
         g_assert_null(s);
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
         g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 0);
 
         /* Widening an existing watch that the kernel refuses: the old subscription is untouched. */
-        s = sub(f, f->a, f, IN_CREATE);
+        s = sub(f, f->a, NULL, IN_CREATE);
         f->fake.fail_add = -ENOSPC;
         {
                 Subscription *s2 = NULL;
-                g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, f, IN_DELETE, 0, &s2), ==, -ENOSPC);
+                g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, NULL, NULL, IN_DELETE, 0, &s2), ==, -ENOSPC);
         }
         g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 1);
         g_assert_cmpuint(kmask(f, s), ==, IN_CREATE);
@@ -231,7 +231,7 @@ static void test_enospc(Fixture *f, gconstpointer data) {
 
 /* IN_IGNORED: the kernel dropped the watch; the table forgets the wd without calling the kernel. */
 static void test_watch_gone(Fixture *f, gconstpointer data) {
-        Subscription *s1 = sub(f, f->a, f, IN_CREATE), *s2 = sub(f, f->a, f, IN_DELETE), *s3;
+        Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *s2 = sub(f, f->a, NULL, IN_DELETE), *s3;
         Watch *w = s1->links->watch;
         int wd = w->wd;
         unsigned rm_before = f->fake.n_rm;
@@ -243,7 +243,7 @@ static void test_watch_gone(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
 
         /* A new subscription on the same inode gets a new kernel watch, not the dead one. */
-        s3 = sub(f, f->a, f, IN_ATTRIB);
+        s3 = sub(f, f->a, NULL, IN_ATTRIB);
         g_assert_true(s3->links->watch != w);
         g_assert_cmpint(s3->links->watch->wd, !=, wd);
 
@@ -256,13 +256,13 @@ static void test_watch_gone(Fixture *f, gconstpointer data) {
 
 /* The kernel reused a wd we still hold (its IN_IGNORED not read yet): the old watch is dropped. */
 static void test_wd_reuse(Fixture *f, gconstpointer data) {
-        Subscription *s1 = sub(f, f->a, f, IN_CREATE), *s2;
+        Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *s2;
         int wd = s1->links->watch->wd;
 
         /* The kernel forgot a's watch and will give the same wd to b. */
         f->fake.watches[wd].live = FALSE;
         f->fake.next_wd = wd;
-        s2 = sub(f, f->b, f, IN_MODIFY);
+        s2 = sub(f, f->b, NULL, IN_MODIFY);
         g_assert_cmpint(s2->links->watch->wd, ==, wd);
         g_assert_true(watch_table_get_watch(f->t, wd) == s2->links->watch);
         g_assert_cmpint(s1->links->watch->wd, ==, -1);
@@ -284,7 +284,7 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_assert_cmpint(g_mkdir(sub_dir, 0755), ==, 0);
         fd = open(f->a, O_RDONLY | O_CLOEXEC);
         g_assert_cmpint(fstat(fd, &st), ==, 0);
-        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, f, IN_DELETE, WATCHD_FLAG_RECURSIVE, &s), ==, 0);
+        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, NULL, NULL, IN_DELETE, WATCHD_FLAG_RECURSIVE, &s), ==, 0);
         close(fd);
         g_assert_true(watch_link_is_root(s->links));
         g_assert_cmpuint(kmask(f, s), ==, IN_DELETE | WATCH_TREE_BITS);
@@ -312,7 +312,7 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 1);
 
         /* A plain subscription on the same directory shares its watch. */
-        plain = sub(f, sub_dir, f, IN_ATTRIB);
+        plain = sub(f, sub_dir, NULL, IN_ATTRIB);
         g_assert_true(plain->links->watch == l->watch);
         g_assert_cmpuint(f->fake.watches[l->watch->wd].mask, ==, IN_ATTRIB | IN_DELETE | WATCH_TREE_BITS);
 
