@@ -93,12 +93,12 @@ static int check_type(const struct stat *st, bool only_dir) {
  * read it: faccessat2() with AT_EACCESS checks with the current credentials
  * (fsuid, fsgid, groups), not the real ids, and with AT_EMPTY_PATH it checks
  * the object open at pfd itself, so no second lookup of the path. */
-static int open_checked(const char *path, bool only_dir, bool no_follow, struct stat *ret_st) {
+int access_open_at(int dirfd, const char *path, bool only_dir, bool no_follow, struct stat *ret_st) {
         _cleanup_close_ int pfd = -1;
         struct stat st;
         int r;
 
-        pfd = open(path, O_PATH | O_CLOEXEC | (no_follow ? O_NOFOLLOW : 0) | (only_dir ? O_DIRECTORY : 0));
+        pfd = openat(dirfd, path, O_PATH | O_CLOEXEC | (no_follow ? O_NOFOLLOW : 0) | (only_dir ? O_DIRECTORY : 0));
         if (pfd < 0)
                 return negative_errno();
         if (fstat(pfd, &st) < 0)
@@ -120,7 +120,7 @@ int access_open_as(const Caller *caller, const char *path, bool only_dir, bool n
         r = access_become(caller, &saved);
         if (r < 0)
                 return r;
-        fd = open_checked(path, only_dir, no_follow, ret_st);
+        fd = access_open_at(AT_FDCWD, path, only_dir, no_follow, ret_st);
         access_restore(&saved);
         return fd;
 }

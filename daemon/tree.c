@@ -3,7 +3,7 @@
  * tree - following the directory tree of a RECURSIVE subscription
  *
  * A walk is a stack of frames, one per directory on the path from where it
- * started to where it is: the directory's link (held, watch_table_hold(), so
+ * started to where it is: the directory's link (held, watch_link_hold(), so
  * a link unlinked meanwhile is seen dead instead of freed), an fd open on it,
  * and the names of its subdirectories, read once right after its watch was
  * placed. A step takes the next name of the deepest frame, opens it with
@@ -72,7 +72,7 @@ const char *tree_link_path(const WatchLink *l, char *buf) {
 }
 
 static void frame_done(Manager *m, Frame *f) {
-        watch_table_release(m->table, f->link);
+        watch_link_release(f->link);
         safe_close(f->fd);
         free(f->names);
 }
@@ -150,7 +150,7 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
                 safe_close(fd);
                 return 0;
         }
-        watch_table_hold(m->table, l);
+        watch_link_hold(l);
         g_array_append_val(w->frames, ((Frame) {
                 .link = l,
                 .fd = fd,
@@ -179,7 +179,7 @@ static int step(TreeWalk *w, Subscription *s) {
         size_t nl;
         int r;
 
-        if (f->pos >= f->len || watch_table_link_dead(w->manager->table, f->link)) {
+        if (f->pos >= f->len || f->link->dead) {
                 frame_pop(w);   /* done, or left the tree meanwhile */
                 return 0;
         }
@@ -396,7 +396,7 @@ static int add_at(Manager *m, Subscription *s, WatchLink *parent, const char *na
                         walk_free(w);
                 return -ENOMEM;
         }
-        watch_table_hold(m->table, parent);
+        watch_link_hold(parent);
         frame = (Frame) {
                 .link = parent,
                 .fd = TAKE_FD(pfd),
@@ -430,7 +430,7 @@ void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, ui
                 if (n) {
                         if (!m->tree_retries)
                                 m->tree_retries = g_array_new(FALSE, FALSE, sizeof(TreeRetry));
-                        watch_table_hold(m->table, parent);
+                        watch_link_hold(parent);
                         g_array_append_val(m->tree_retries, ((TreeRetry) { s->id, parent, n, synthesize, now_usec }));
                         return;
                 }
@@ -454,7 +454,7 @@ void tree_retries_run(Manager *m) {
                 int r;
 
                 /* A parent that left the tree, or a subscription that ended, takes the directory along. */
-                if (s && !watch_table_link_dead(m->table, t->parent)) {
+                if (s && !t->parent->dead) {
                         r = add_at(m, s, t->parent, t->name, t->synthesize, t->now);
                         if (r < 0) {
                                 log_info_errno(r, "Subscription %" PRIu32 " cannot follow '%s' (%m); it gets Overflow.",
@@ -462,7 +462,7 @@ void tree_retries_run(Manager *m) {
                                 manager_queue_overflow(m, s);
                         }
                 }
-                watch_table_release(m->table, t->parent);
+                watch_link_release(t->parent);
                 free(t->name);
         }
 }
@@ -473,7 +473,7 @@ void tree_retries_free(Manager *m) {
         for (guint k = 0; k < m->tree_retries->len; k++) {
                 TreeRetry *t = &g_array_index(m->tree_retries, TreeRetry, k);
 
-                watch_table_release(m->table, t->parent);
+                watch_link_release(t->parent);
                 free(t->name);
         }
         g_clear_pointer(&m->tree_retries, g_array_unref);
@@ -493,7 +493,7 @@ void tree_moved_from(Manager *m, Subscription *s, const char *path, uint32_t coo
         if (!m->tree_moves)
                 m->tree_moves = g_array_new(FALSE, FALSE, sizeof(TreeMove));
         if (l)
-                watch_table_hold(m->table, l);
+                watch_link_hold(l);
         g_array_append_val(m->tree_moves, ((TreeMove) { s->id, cookie, l }));
 }
 
@@ -536,21 +536,21 @@ void tree_moved_to(Manager *m, Subscription *s, const char *path, uint32_t cooki
 
         dir = path_dirname(path);
         parent = dir ? tree_find(s, dir) : NULL;
-        if (watch_table_link_dead(m->table, l) || !parent) {
-                if (!watch_table_link_dead(m->table, l))
+        if (l->dead || !parent) {
+                if (!l->dead)
                         manager_unlink(m, l);
-                watch_table_release(m->table, l);
+                watch_link_release(l);
                 return tree_add(m, s, path, /* synthesize= */ false, now_usec);
         }
         n = watch_table_move_link(m->table, l, parent, name, strlen(name));
         if (!n) {
                 manager_unlink(m, l);
-                watch_table_release(m->table, l);
+                watch_link_release(l);
                 return tree_add(m, s, path, /* synthesize= */ false, now_usec);
         }
         if (n != l)
                 walks_relink(m, l, n);
-        watch_table_release(m->table, n);
+        watch_link_release(n);
 }
 
 void tree_moves_end(Manager *m) {
@@ -562,9 +562,9 @@ void tree_moves_end(Manager *m) {
                 if (!l)
                         continue;
                 /* Moved out of the tree: unlinked with everything below it. */
-                if (!watch_table_link_dead(m->table, l))
+                if (!l->dead)
                         manager_unlink(m, l);
-                watch_table_release(m->table, l);
+                watch_link_release(l);
         }
         g_array_set_size(m->tree_moves, 0);
 }

@@ -35,7 +35,6 @@ struct WatchTable {
         GHashTable *by_wd;              /* wd -> Watch (a set keyed by the Watch itself; owned) */
         GHashTable *by_inode;           /* (dev, ino) -> Watch (a set, not stale ones) */
         GHashTable *subscriptions;      /* id -> Subscription (owned) */
-        GHashTable *held;               /* WatchLink -> times held << 1 | dead */
         uint32_t next_id;
 };
 
@@ -72,40 +71,23 @@ static void subscription_free(gpointer p) {
         free(s);
 }
 
-static void link_free(WatchTable *t, WatchLink *l) {
-        gpointer v;
-
-        if (g_hash_table_lookup_extended(t->held, l, NULL, &v)) {
-                /* Its walk frees it (watch_table_release). */
-                g_hash_table_insert(t->held, l, GUINT_TO_POINTER(GPOINTER_TO_UINT(v) | 1u));
+static void link_free(WatchLink *l) {
+        if (l->n_holds > 0) {
+                l->dead = true;         /* its last holder frees it (watch_link_release) */
                 return;
         }
         free(l);
 }
 
-void watch_table_hold(WatchTable *t, WatchLink *l) {
-        guint v = GPOINTER_TO_UINT(g_hash_table_lookup(t->held, l));
-
-        assert(!(v & 1u));
-        g_hash_table_insert(t->held, l, GUINT_TO_POINTER(v + 2u));
+void watch_link_hold(WatchLink *l) {
+        assert(!l->dead);
+        l->n_holds++;
 }
 
-void watch_table_release(WatchTable *t, WatchLink *l) {
-        guint v = GPOINTER_TO_UINT(g_hash_table_lookup(t->held, l));
-
-        assert(v >= 2u);
-        v -= 2u;
-        if (v >= 2u) {
-                g_hash_table_insert(t->held, l, GUINT_TO_POINTER(v));
-                return;
-        }
-        g_hash_table_remove(t->held, l);
-        if (v & 1u)
+void watch_link_release(WatchLink *l) {
+        assert(l->n_holds > 0);
+        if (--l->n_holds == 0 && l->dead)
                 free(l);
-}
-
-bool watch_table_link_dead(WatchTable *t, const WatchLink *l) {
-        return GPOINTER_TO_UINT(g_hash_table_lookup(t->held, l)) & 1u;
 }
 
 int watch_table_new(Backend *backend, WatchTable **ret) {
@@ -119,7 +101,6 @@ int watch_table_new(Backend *backend, WatchTable **ret) {
         t->by_wd = g_hash_table_new(watch_wd_hash, watch_wd_equal);
         t->by_inode = g_hash_table_new(watch_inode_hash, watch_inode_equal);
         t->subscriptions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, subscription_free);
-        t->held = g_hash_table_new(g_direct_hash, g_direct_equal);
         *ret = t;
         return 0;
 }
@@ -168,8 +149,6 @@ int watch_link_path(const WatchLink *l, char *buf, size_t size) {
 
 WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name,
                                  size_t name_len) {
-        gpointer held;
-
         assert(l->parent && new_parent->subscription == l->subscription);
         if (malloc_usable_size(l) < sizeof(WatchLink) + name_len + 1) {
                 WatchLink *n = malloc(sizeof(WatchLink) + name_len + 1);
@@ -183,8 +162,6 @@ WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_par
                 LIST_PREPEND(sib, n->parent->children, n);
                 LIST_FOREACH(sib, c, n->children)
                         c->parent = n;
-                if (g_hash_table_steal_extended(t->held, l, NULL, &held))
-                        g_hash_table_insert(t->held, n, held);
                 free(l);
                 l = n;
         }
@@ -232,12 +209,6 @@ WatchTable *watch_table_free(WatchTable *t) {
         while (g_hash_table_iter_next(&i, NULL, &v))
                 links_free_all(v);
         g_hash_table_destroy(t->subscriptions);
-        /* Dead links still held: their walks are gone (the manager frees them first). */
-        g_hash_table_iter_init(&i, t->held);
-        while (g_hash_table_iter_next(&i, &v, NULL))
-                if (watch_table_link_dead(t, v))
-                        free(v);
-        g_hash_table_destroy(t->held);
         g_hash_table_destroy(t->by_inode);
         g_hash_table_iter_init(&i, t->by_wd);
         while (g_hash_table_iter_next(&i, &v, NULL))
@@ -478,7 +449,7 @@ int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct s
 
 int watch_table_link(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
                      const char *name, size_t name_len, WatchLink **ret) {
-        assert(parent && parent->subscription == s && !watch_table_link_dead(t, parent));
+        assert(parent && parent->subscription == s && !parent->dead);
         return link_new(t, s, parent, fd, st, name, name_len, ret);
 }
 
@@ -553,7 +524,7 @@ static void link_remove(WatchTable *t, WatchLink *l) {
         s->n_links--;
         if (s->account)
                 account_uncharge(s->account, 1);
-        link_free(t, l);
+        link_free(l);
 
         if (w->n_links == 0)
                 watch_release(t, w);

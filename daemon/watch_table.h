@@ -72,6 +72,8 @@ struct WatchLink {
         LIST_HEAD(WatchLink, children);         /* the links below it */
         LIST_FIELDS(WatchLink, sib);            /* among parent->children */
         LIST_FIELDS(WatchLink, watch);          /* in watch->links */
+        unsigned n_holds;                       /* watch_link_hold() */
+        bool dead;                              /* unlinked while held: in no list, freed at the last release */
         char name[];            /* a pending subscription's top link: an absolute path;
                                  * a root link: "" (its path is the subscription's); others: a name */
 };
@@ -131,13 +133,10 @@ int watch_table_link_pending(WatchTable *t, Subscription *s, int fd, const struc
  * watches. Never fails. Return: how many links were removed. */
 unsigned watch_table_unlink(WatchTable *t, WatchLink *l);
 
-/* A walk keeps a link it will come back to: a link unlinked while held
- * stays allocated (dead, in no list) until its last release. Held links are
- * few (the directories walks are in): their count is kept in a side table,
- * not in every link. */
-void watch_table_hold(WatchTable *t, WatchLink *l);
-void watch_table_release(WatchTable *t, WatchLink *l);
-bool watch_table_link_dead(WatchTable *t, const WatchLink *l);
+/* A walk (or a follower) keeps a link it will come back to: a link unlinked
+ * while held stays allocated (dead, in no list) until its last release. */
+void watch_link_hold(WatchLink *l);
+void watch_link_release(WatchLink *l);
 
 /*
  * Moves l (not a top link) below new_parent (a link of the same

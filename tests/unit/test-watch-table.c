@@ -317,15 +317,15 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->fake.watches[l->watch->wd].mask, ==, IN_ATTRIB | IN_DELETE | WATCH_TREE_BITS);
 
         /* Held by a walk: unlinked, it is dead but still there until released. */
-        watch_table_hold(f->t, l);
-        watch_table_hold(f->t, l);
-        g_assert_false(watch_table_link_dead(f->t, l));
+        watch_link_hold(l);
+        watch_link_hold(l);
+        g_assert_false(l->dead);
         g_assert_cmpuint(watch_table_unlink(f->t, l), ==, 1);
-        g_assert_true(watch_table_link_dead(f->t, l));
+        g_assert_true(l->dead);
         g_assert_cmpstr(l->name, ==, "sub");                    /* not freed: ASan/valgrind would say */
-        watch_table_release(f->t, l);
-        g_assert_true(watch_table_link_dead(f->t, l));
-        watch_table_release(f->t, l);                           /* the last release frees it */
+        watch_link_release(l);
+        g_assert_true(l->dead);
+        watch_link_release(l);                           /* the last release frees it */
         g_assert_null(s->links->children);
         g_assert_cmpuint(s->n_links, ==, 1);
         g_assert_cmpuint(kmask(f, plain), ==, IN_ATTRIB);        /* narrowed to what is left */
