@@ -31,11 +31,14 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "missing.h"
 #include "path.h"
 #include "tree.h"
 
 #define KERNEL_READ_BUF (64u * 1024u)
 #define KERNEL_READ_ROUNDS 16
+/* The kernel's records are handled for at most this long at a time. */
+#define KERNEL_SLICE_USEC 5000u
 /* A slice of the RECURSIVE walks, between two looks at the kernel and the bus. */
 #define WALK_SLICE_USEC 5000u
 
@@ -99,9 +102,11 @@ Manager *manager_free(Manager *m) {
                 g_ptr_array_unref(m->dir_move_old);
         if (m->scanned)
                 g_hash_table_destroy(m->scanned);
+        m->missing = missing_free(m->missing);
         m->table = watch_table_free(m->table);
         m->accounting = accounting_free(m->accounting);
         m->kernel_source = sd_event_source_disable_unref(m->kernel_source);
+        m->kernel_backlog = sd_event_source_disable_unref(m->kernel_backlog);
         m->pair_timer = sd_event_source_disable_unref(m->pair_timer);
         m->backend = backend_free(m->backend);
         m->bus = sd_bus_unref(m->bus);
@@ -146,6 +151,8 @@ int manager_new_client(Manager *m, const char *name, const Caller *caller, Clien
 
 /* Ends s: no notice is queued (the caller queues one if the daemon ended it). */
 void manager_subscription_end(Manager *m, Subscription *s) {
+        if (s->pending)
+                missing_remove(m->missing, s);
         client_unlink_subscription(s->owner, s);
         watch_table_unsubscribe(m->table, s);
 }
@@ -213,137 +220,36 @@ static int subscribe(Manager *m, Client *c, int fd, const struct stat *st, const
         return 0;
 }
 
-/*
- * Links pending s to each existing directory of its path, top down (see
- * pending_place). *ret_complete: every directory of the path exists, only
- * the path itself (its last component) does not.
- */
-static int pending_chain(Manager *m, Subscription *s, bool *ret_complete) {
-        Client *c = s->owner;
-        WatchLink *prev = NULL;
-        size_t end = 1, start;  /* the prefix of s->path looked at: "/" first */
+/* The missing-path follower found s's path (missing.h): its own watch now. */
+static int on_missing_appeared(Subscription *s, int fd, const struct stat *st, void *userdata) {
+        Manager *m = userdata;
+        int r;
 
-        *ret_complete = false;
-        for (;;) {
-                _cleanup_free_ char *prefix = strndup(s->path, end);
-                _cleanup_close_ int fd = -1;
-                const char *name;
-                struct stat st;
-                WatchLink *l;
-                size_t nl;
-                int r;
-
-                if (!prefix)
-                        return -ENOMEM;
-                fd = access_open_as(&c->caller, prefix, /* only_dir= */ true, /* no_follow= */ false, &st);
-                if (fd == -ENOENT || fd == -ENOTDIR)
-                        break;          /* the deepest directory is prev */
-                if (fd < 0 && fd != -EACCES)
-                        return fd;
-                if (fd == -EACCES) {
-                        if (s->links)
-                                manager_unlink(m, s->links);
-                        prev = NULL;
-                } else {
-                        name = prev ? strrchr(prefix, '/') + 1 : prefix;
-                        nl = strlen(name);
-                        r = manager_link(m, s, prev, fd, &st, name, nl, &l);
-                        if (r == -EEXIST)
-                                break;  /* an inode twice on the path: follow no further */
-                        if (r < 0)
-                                return r;
-                        prev = l;
-                }
-                /* The next prefix: up to the end of the next component. */
-                start = end == 1 ? 1 : end + 1;
-                end = start + strcspn(s->path + start, "/");
-                if (s->path[end] == '\0') {
-                        *ret_complete = prev != NULL;
-                        break;  /* that is the path itself: pending_place opens it */
-                }
-        }
-        if (!s->links)
-                return -EACCES;         /* no directory of the path may be read */
+        r = watch_table_link_root(m->table, s, fd, st);
+        if (r < 0)
+                return r;
+        /* Its tree is walked like a directory moved in: a limit gives Overflow. */
+        if ((s->flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode))
+                return tree_walk_below(m, s, fd, /* all_or_nothing= */ false, NULL);
         return 0;
 }
 
-/*
- * A path that does not exist yet (see watchd(8), "MISSING PATHS"): the
- * subscription keeps its path and is linked, as a non-root link counted like
- * any other, to the deepest existing directory of it (opened as the caller),
- * whose watch only needs WATCH_PENDING_BITS. When the next component appears
- * there, this runs again and goes down; once the whole path opens it places
- * the subscription's real (root) watch. After each link the next component is
- * looked up again: one created before the watch was placed sends nothing.
- * Return: 0 (pending, or placed), or -errno (the caller ends s).
- */
-static int pending_place(Manager *m, Subscription *s) {
-        Client *c = s->owner;
-
-        for (unsigned round = 0; round < 64; round++) {
-                _cleanup_close_ int fd = -1;
-                bool complete;
-                struct stat st;
-                int r;
-
-                while (s->links)
-                        manager_unlink(m, s->links);
-
-                fd = access_open_as(&c->caller, s->path, s->flags & WATCHD_FLAG_ONLYDIR,
-                                    s->flags & WATCHD_FLAG_DONT_FOLLOW, &st);
-                if (fd >= 0) {
-                        r = watch_table_link_root(m->table, s, fd, &st);
-                        if (r < 0)
-                                return r;
-                        /* Its tree is walked like a directory moved in: a limit gives Overflow. */
-                        if ((s->flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st.st_mode))
-                                return tree_walk_below(m, s, fd, /* all_or_nothing= */ false, NULL);
-                        return 0;
-                }
-                if (fd != -ENOENT)
-                        return fd;
-
-                /* Every existing directory of the path, from the top down, each
-                 * linked before the next is looked up: the deepest waits for the
-                 * next component to appear, the ones above for a component to go
-                 * away (deleted or renamed: then the subscription climbs back),
-                 * and nothing created in between is missed. An ancestor the
-                 * caller may not read cannot be watched: the chain starts again
-                 * below it. */
-                r = pending_chain(m, s, &complete);
-                if (r < 0)
-                        return r;
-                if (!complete)
-                        return 0;
-                /* Every directory of the path exists: did the path itself
-                 * appear before the watch on its directory was placed? */
-                fd = access_open_as(&c->caller, s->path, false, s->flags & WATCHD_FLAG_DONT_FOLLOW, &st);
-                if (fd == -ENOENT)
-                        return 0;
-        }
-        return -ELOOP;
+static void on_missing_wake(void *userdata) {
+        manager_walks_wake(userdata);
 }
 
-/* A component of pending s's path appeared or went: place s again from its
- * path. If that fails (it appeared as something that cannot be watched, or
- * over a limit), s ends with WatchRemoved "deleted". */
-static void pending_follow(Manager *m, Subscription *s, uint64_t now) {
+/* s cannot be followed (something that cannot be watched appeared, a
+ * limit): it ends with WatchRemoved "deleted". */
+static void on_missing_gone(Subscription *s, int r, void *userdata) {
+        Manager *m = userdata;
         Record *rec;
 
-        if (pending_place(m, s) >= 0)
-                return;
-        rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
+        log_debug_errno(r, "Pending subscription %" PRIu32 " cannot be followed (%m), ending it.", s->id);
+        rec = record_new(RECORD_REMOVED, s->id, 0, 0, manager_now_usec(), NULL, NULL, 0);
         if (rec)
                 rec->reason = WATCHD_REMOVED_DELETED;
         manager_queue_record(m, s->owner, rec);
         manager_subscription_end(m, s);
-}
-
-/* Whether name (appeared in or left the directory at link path dir) is a component of pending s's path. */
-static bool pending_next(const Subscription *s, const char *dir, const char *name, size_t name_len) {
-        const char *p = path_startswith(s->path, dir);
-
-        return p && *p && strncmp(p, name, name_len) == 0 && (p[name_len] == '/' || p[name_len] == '\0');
 }
 
 static int subscribe_pending(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
@@ -355,7 +261,7 @@ static int subscribe_pending(Manager *m, Client *c, const char *path, uint32_t m
         if (r < 0)
                 return r;
         client_link_subscription(c, s);
-        r = pending_place(m, s);
+        r = missing_add(m->missing, s, &c->caller);
         if (r < 0) {
                 manager_subscription_end(m, s);
                 return r;
@@ -456,44 +362,39 @@ void manager_mark_dirty(Manager *m, Client *c) {
 
 /* The kernel removed a watch (deleted, unmounted): subscriptions rooted on
  * it end and hear why; directories below a RECURSIVE root just drop out
- * (their parent already reported the deletion). */
+ * (their parent already reported the deletion); a directory of a pending
+ * path is the missing-path follower's. */
 static void watch_ignored(Manager *m, Watch *w, uint64_t now) {
         const char *reason = w->unmounted ? WATCHD_REMOVED_UNMOUNTED : WATCHD_REMOVED_DELETED;
-        g_autoptr(GArray) climb = NULL;
-        unsigned n = w->n_links;
+        g_autoptr(GPtrArray) links = g_ptr_array_new();
 
-        /* Each step removes exactly one link of w (a subscription has at most
-         * one link per watch), and the last one frees w: count, and do not
-         * look at w after it. */
+        /* Ending one link can end others of w (the follower cuts a chain below
+         * a link, and one directory may be on it twice); the last frees w.
+         * So: hold them all, and look at w no more. */
+        LIST_FOREACH(watch, l, w->links) {
+                watch_link_hold(l);
+                g_ptr_array_add(links, l);
+        }
         watch_table_watch_gone(m->table, w);
-        while (n-- > 0) {
-                WatchLink *l = w->links;
+        for (guint k = 0; k < links->len; k++) {
+                WatchLink *l = links->pdata[k];
                 Subscription *s = l->subscription;
                 Record *rec;
 
-                if (s->pending) {
-                        /* A directory of its path went: it climbs back (below). */
+                if (l->dead)
+                        ;
+                else if (s->chain)
+                        missing_on_watch_gone(m->missing, l);
+                else if (!watch_link_is_root(l))
                         manager_unlink(m, l);
-                        if (!climb)
-                                climb = g_array_new(FALSE, FALSE, sizeof(uint32_t));
-                        g_array_append_val(climb, s->id);
-                        continue;
+                else {
+                        rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
+                        if (rec)
+                                rec->reason = reason;
+                        manager_queue_record(m, s->owner, rec);
+                        manager_subscription_end(m, s);
                 }
-                if (!watch_link_is_root(l)) {
-                        manager_unlink(m, l);
-                        continue;
-                }
-                rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
-                if (rec)
-                        rec->reason = reason;
-                manager_queue_record(m, s->owner, rec);
-                manager_subscription_end(m, s);
-        }
-        for (guint k = 0; climb && k < climb->len; k++) {
-                Subscription *s = watch_table_get_subscription(m->table, g_array_index(climb, uint32_t, k));
-
-                if (s && s->pending)
-                        pending_follow(m, s, now);
+                watch_link_release(l);
         }
 }
 
@@ -521,10 +422,11 @@ typedef struct Followup {
                 FOLLOW_TREE_ADD_NEW,    /* a directory was created in a RECURSIVE tree */
                 FOLLOW_TREE_MOVED_FROM, /* a directory was moved out of its place in it */
                 FOLLOW_TREE_MOVED_TO,   /* a directory was moved in (from it, or from elsewhere) */
-                FOLLOW_PENDING,         /* the next component of a pending path appeared */
+                FOLLOW_CHAIN,           /* an event on a directory of pending paths (link, held) */
         } what;
         uint32_t cookie;
         char *path;
+        WatchLink *link;
 } Followup;
 
 /*
@@ -576,10 +478,10 @@ static void follow_dir_move(Manager *m, Watch *w, const RawEvent *ev) {
         g_clear_pointer(&m->dir_move_old, g_ptr_array_unref);
 }
 
-static void followup_add(GArray **a, uint32_t id, int what, uint32_t cookie, char *path) {
+static void followup_add(GArray **a, uint32_t id, int what, uint32_t cookie, char *path, WatchLink *link) {
         if (!*a)
                 *a = g_array_new(FALSE, FALSE, sizeof(Followup));
-        g_array_append_val(*a, ((Followup) { id, what, cookie, path }));
+        g_array_append_val(*a, ((Followup) { id, what, cookie, path, link }));
 }
 
 static char *scanned_key(uint32_t id, const char *dir, const char *name, size_t name_len) {
@@ -634,18 +536,20 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
         LIST_FOREACH(watch, l, w->links) {
                 Subscription *s = l->subscription;
                 bool tree = (s->flags & WATCHD_FLAG_RECURSIVE) && ev->name && (ev->mask & IN_ISDIR);
-                const char *dir = tree_link_path(l, buf);
+                const char *dir;
 
-                if (!dir) {
-                        manager_queue_overflow(m, s);   /* deeper than PATH_MAX: cannot be named */
+                /* A directory of pending paths: nothing is delivered, the follower looks. */
+                if (s->chain) {
+                        if (ev->name && (ev->mask & WATCH_PENDING_BITS)) {
+                                watch_link_hold(l);
+                                followup_add(&followups, 0, FOLLOW_CHAIN, 0, NULL, l);
+                        }
                         continue;
                 }
 
-                /* Pending: nothing is delivered, the path is only followed down. */
-                if (s->pending) {
-                        if (ev->name && (ev->mask & WATCH_PENDING_BITS) &&
-                            pending_next(s, dir, ev->name, ev->name_len))
-                                followup_add(&followups, s->id, FOLLOW_PENDING, 0, NULL);
+                dir = tree_link_path(l, buf);
+                if (!dir) {
+                        manager_queue_overflow(m, s);   /* deeper than PATH_MAX: cannot be named */
                         continue;
                 }
 
@@ -659,7 +563,7 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                         manager_queue_record(m, s->owner, record_new(RECORD_EVENT, s->id, ev->mask, ev->cookie, now,
                                                                      dir, ev->name, ev->name_len));
                         if (s->flags & WATCHD_FLAG_ONESHOT) {
-                                followup_add(&followups, s->id, FOLLOW_ONESHOT, 0, NULL);
+                                followup_add(&followups, s->id, FOLLOW_ONESHOT, 0, NULL, NULL);
                                 continue;
                         }
                 }
@@ -674,7 +578,7 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                         followup_add(&followups, s->id,
                                      ev->mask & IN_MOVED_FROM ? FOLLOW_TREE_MOVED_FROM :
                                      ev->mask & IN_CREATE ? FOLLOW_TREE_ADD_NEW : FOLLOW_TREE_MOVED_TO,
-                                     ev->cookie, path);
+                                     ev->cookie, path, NULL);
                 }
         }
 
@@ -682,6 +586,12 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                 Followup *f = &g_array_index(followups, Followup, k);
                 Subscription *s = watch_table_get_subscription(m->table, f->id);
 
+                if (f->what == FOLLOW_CHAIN) {
+                        if (!f->link->dead)
+                                missing_on_event(m->missing, f->link, ev->mask, ev->name, ev->name_len);
+                        watch_link_release(f->link);
+                        continue;
+                }
                 if (s)
                         switch (f->what) {
                         case FOLLOW_ONESHOT: {
@@ -704,9 +614,7 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                         case FOLLOW_TREE_MOVED_TO:
                                 tree_moved_to(m, s, f->path, f->cookie, now);
                                 break;
-                        case FOLLOW_PENDING:
-                                if (s->pending)
-                                        pending_follow(m, s, now);
+                        case FOLLOW_CHAIN:
                                 break;
                         }
                 free(f->path);
@@ -716,46 +624,74 @@ static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
                 tree_moves_end(m);
 }
 
-static void handle_buffer(Manager *m, const uint8_t *buf, size_t size, uint64_t now) {
-        size_t off = 0;
-        RawEvent ev;
-        int r;
+/*
+ * Reads and handles the kernel's records for at most KERNEL_SLICE_USEC (and
+ * KERNEL_READ_ROUNDS reads): a writer that keeps the queue full, or records
+ * that each cost much (a pending path's chain rebuilt), cannot keep the loop
+ * from the bus and the signals. What is left of a read stays in read_buf for
+ * the next call. Return: whether anything is left (read, or to read).
+ */
+static bool kernel_slice(Manager *m) {
+        uint64_t deadline = manager_now_usec() + KERNEL_SLICE_USEC;
 
-        while ((r = event_decode(buf, size, &off, &ev)) > 0)
-                handle_event(m, &ev, now);
-        if (r < 0)
-                log_error("Malformed record from the kernel at offset %zu of %zu bytes, dropping the rest of the read.",
-                          off, size);
+        for (int i = 0; i < KERNEL_READ_ROUNDS; ) {
+                RawEvent ev;
+                uint64_t now;
+                int r;
+
+                if (m->read_off == m->read_len) {
+                        ssize_t n = backend_read(m->backend, m->read_buf, m->read_buf_size);
+
+                        if (n == -EAGAIN) {
+                                /* Everything queued before any scan so far has been read. */
+                                if (m->scanned)
+                                        g_hash_table_remove_all(m->scanned);
+                                /* A rename queues both halves at once: none is coming. */
+                                tree_moves_end(m);
+                                /* Every rename is read: their new parents' paths are right now. */
+                                tree_retries_run(m);
+                                return false;
+                        }
+                        if (n < 0) {
+                                log_error_errno((int) n, "Failed to read the kernel's events: %m");
+                                return false;
+                        }
+                        m->read_off = 0;
+                        m->read_len = (size_t) n;
+                        m->read_time = manager_now_usec();
+                        i++;
+                }
+                r = event_decode(m->read_buf, m->read_len, &m->read_off, &ev);
+                if (r <= 0) {
+                        if (r < 0)
+                                log_error("Malformed record from the kernel at offset %zu of %zu bytes, "
+                                          "dropping the rest of the read.", m->read_off, m->read_len);
+                        m->read_off = m->read_len;
+                        continue;
+                }
+                handle_event(m, &ev, m->read_time);
+                now = manager_now_usec();
+                if (now >= deadline)
+                        return true;
+        }
+        return true;
 }
 
 static int on_kernel(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
+        int r;
 
-        /* A finite number of reads: the loop must come back to the bus even
-         * if a writer keeps the kernel queue full. The fd stays readable and
-         * we are called again on the next iteration. */
-        for (int i = 0; i < KERNEL_READ_ROUNDS; i++) {
-                ssize_t n = backend_read(m->backend, m->read_buf, m->read_buf_size);
-
-                if (n == -EAGAIN) {
-                        /* Everything queued before any scan so far has been read. */
-                        if (m->scanned)
-                                g_hash_table_remove_all(m->scanned);
-                        /* A rename queues both halves at once: none is coming. */
-                        tree_moves_end(m);
-                        /* Every rename is read: their new parents' paths are right now. */
-                        tree_retries_run(m);
-                        break;
-                }
-                if (n < 0) {
-                        log_error_errno((int) n, "Failed to read the kernel's events: %m");
-                        break;
-                }
-                handle_buffer(m, m->read_buf, (size_t) n, manager_now_usec());
-        }
-
+        /* More than a slice: the rest comes at the next turn of the kernel fd,
+         * or from the backlog source when nothing else waits. */
+        r = sd_event_source_set_enabled(m->kernel_backlog, kernel_slice(m) ? SD_EVENT_ON : SD_EVENT_OFF);
+        if (r < 0)
+                log_warning_errno(r, "Failed to set the kernel backlog source, ignoring: %m");
         manager_flush(m);
         return 0;
+}
+
+static int on_kernel_backlog(sd_event_source *source, void *userdata) {
+        return on_kernel(NULL, -1, 0, userdata);
 }
 
 static int on_pair_timer(sd_event_source *source, uint64_t usec, void *userdata) {
@@ -766,7 +702,11 @@ static int on_pair_timer(sd_event_source *source, uint64_t usec, void *userdata)
 static int on_walker(sd_event_source *source, void *userdata) {
         Manager *m = userdata;
 
-        if (!tree_walks_run(m, WALK_SLICE_USEC))
+        bool more = tree_walks_run(m, WALK_SLICE_USEC);
+
+        /* And the descents of pending paths left by events (missing.c). */
+        more = missing_run(m->missing, WALK_SLICE_USEC) || more;
+        if (!more)
                 (void) sd_event_source_set_enabled(m->walker, SD_EVENT_OFF);
         manager_flush(m);       /* what the walks reported, and answers to their AddWatch */
         return 0;
@@ -882,11 +822,31 @@ int manager_start(Manager *m, sd_event *event) {
         r = watch_table_new(m->backend, &m->table);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the watch table: %m");
+        r = missing_new(m->table, &(MissingOps) {
+                                .appeared = on_missing_appeared,
+                                .gone = on_missing_gone,
+                                .wake = on_missing_wake,
+                        }, m, &m->missing);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate the missing-path follower: %m");
 
         r = sd_event_add_io(event, &m->kernel_source, backend_get_fd(m->backend), EPOLLIN, on_kernel, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the kernel fd: %m");
         (void) sd_event_source_set_description(m->kernel_source, "kernel");
+        /* Enabled while a slice of the kernel's records left some (kernel_slice()).
+         * Below the kernel fd and the bus: a defer source stays pending, and
+         * sd-event serves the source pending longest first, so at their
+         * priority it would starve them. While the fd is readable, the io
+         * source takes turns with the bus and the signals; this one finishes
+         * a read once nothing else waits. */
+        r = sd_event_add_defer(event, &m->kernel_backlog, on_kernel_backlog, m);
+        if (r >= 0)
+                r = sd_event_source_set_priority(m->kernel_backlog, SD_EVENT_PRIORITY_NORMAL + 5);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the kernel backlog source: %m");
+        (void) sd_event_source_set_enabled(m->kernel_backlog, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(m->kernel_backlog, "kernel-backlog");
 
         /* Armed only while a client's queue waits for the partner of a rename. */
         r = sd_event_add_time(event, &m->pair_timer, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1, on_pair_timer, m);

@@ -48,6 +48,7 @@ typedef struct Manager {
         sd_event_source *kernel_source;
         sd_event_source *pair_timer;
         WatchTable *table;
+        struct Missing *missing;        /* pending paths (missing.c) */
 
         GHashTable *clients;            /* unique name -> Client (owned) */
         Accounting *accounting;         /* set by manager_start(): its limits are sized from the kernel's */
@@ -78,6 +79,9 @@ typedef struct Manager {
         Stats stats;
         uint8_t *read_buf;
         size_t read_buf_size;
+        size_t read_off, read_len;      /* read_buf[read_off, read_len): read, not handled yet */
+        uint64_t read_time;             /* when it was read: the time of its records */
+        sd_event_source *kernel_backlog;
 } Manager;
 
 /* A scan reported dir/name to subscription id as IN_CREATE (see Manager.scanned). */

@@ -354,7 +354,7 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
                 goto fail;
         }
         LIST_FOREACH(watch, o, w->links)
-                if (o->subscription == s) {
+                if (o->subscription == s && !s->chain) {
                         /* Already linked: a loop. The watch existed, so nothing to undo. */
                         free(l);
                         r = -EEXIST;
@@ -438,6 +438,27 @@ int watch_table_subscribe_pending(WatchTable *t, const char *path, Client *owner
         subscription_insert(t, s);
         *ret = s;
         return 0;
+}
+
+int watch_table_chain_new(WatchTable *t, const char *top, Subscription **ret) {
+        Subscription *s;
+        int r;
+
+        r = subscription_new(t, top, NULL, NULL, 0, 0, &s);
+        if (r < 0)
+                return r;
+        s->pending = s->chain = true;
+        *ret = s;
+        return 0;
+}
+
+void watch_table_chain_free(WatchTable *t, Subscription *s) {
+        if (!s)
+                return;
+        assert(s->chain);
+        if (s->links)
+                (void) watch_table_unlink(t, s->links);
+        subscription_free(s);
 }
 
 int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct stat *st) {

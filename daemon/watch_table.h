@@ -51,8 +51,10 @@ struct Subscription {
         WatchLink *links;       /* the top of its tree of links: the root, or a pending
                                  * subscription's links on the existing directories of its path */
         unsigned n_links;
-        bool pending;           /* path does not exist yet: non-root links on the existing
-                                 * directories of it, nothing delivered */
+        bool pending;           /* path does not exist yet: no link of its own (missing.c follows
+                                 * it), nothing delivered; or a chain (below) */
+        bool chain;             /* the missing-path follower's: its links are the existing
+                                 * directories of pending paths; no id, owner or account */
 
         LIST_FIELDS(Subscription, owner);       /* the owner's list, kept by the owner */
 };
@@ -114,6 +116,14 @@ int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const ch
  * (watch_table_link_root) once path exists. Return: 0, -ENOMEM, -WATCHD_E_IDS_USED_UP. */
 int watch_table_subscribe_pending(WatchTable *t, const char *path, Client *owner, Account *account, uint32_t mask,
                                   uint32_t flags, Subscription **ret);
+/* A chain for the missing-path follower, with no link yet; its top link
+ * (watch_table_link_pending) holds top, an absolute path. Not an API
+ * subscription: no id, not counted, not listed; a watch may hold several
+ * links of one chain (the same directory by two paths). */
+int watch_table_chain_new(WatchTable *t, const char *top, Subscription **ret);
+/* Unlinks a chain and frees it. */
+void watch_table_chain_free(WatchTable *t, Subscription *s);
+
 /* Places the root link of a subscription that has none (it stops being pending). */
 int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct stat *st);
 
