@@ -33,14 +33,10 @@ static const char *const backend_names[_BACKEND_TYPE_MAX] = {
         [BACKEND_SYSCALL] = "syscall",
 };
 
-static const char *const delivery_names[_DELIVERY_MAX] = {
+static const char *const delivery_names[_DELIVERY_MODE_MAX] = {
         [DELIVERY_UNICAST] = "unicast",
         [DELIVERY_BROADCAST] = "broadcast",
 };
-
-const char *backend_type_to_string(BackendType t) {
-        return t >= 0 && t < _BACKEND_TYPE_MAX ? backend_names[t] : NULL;
-}
 
 BackendType backend_type_from_string(const char *s) {
         for (int i = 0; i < _BACKEND_TYPE_MAX; i++)
@@ -49,15 +45,11 @@ BackendType backend_type_from_string(const char *s) {
         return _BACKEND_TYPE_INVALID;
 }
 
-const char *delivery_to_string(Delivery d) {
-        return d >= 0 && d < _DELIVERY_MAX ? delivery_names[d] : NULL;
-}
-
-Delivery delivery_from_string(const char *s) {
-        for (int i = 0; i < _DELIVERY_MAX; i++)
+DeliveryMode delivery_mode_from_string(const char *s) {
+        for (int i = 0; i < _DELIVERY_MODE_MAX; i++)
                 if (strcmp(delivery_names[i], s) == 0)
                         return i;
-        return _DELIVERY_INVALID;
+        return _DELIVERY_MODE_INVALID;
 }
 
 int config_init(Config *c) {
@@ -197,7 +189,7 @@ static int handler(void *userdata, const char *section, const char *name, const 
                 if (strcmp(name, "batch_max_events") == 0)
                         return parse_uint(s, name, value, 1, 65536, &c->batch_max_events);
                 if (strcmp(name, "delivery") == 0) {
-                        Delivery d = delivery_from_string(value);
+                        DeliveryMode d = delivery_mode_from_string(value);
                         if (d < 0)
                                 return parse_fail(s, "delivery: '%s' is not one of unicast, broadcast", value);
                         c->delivery = d;

@@ -27,12 +27,12 @@ typedef enum BackendType {
         _BACKEND_TYPE_INVALID = -EINVAL,
 } BackendType;
 
-typedef enum Delivery {
+typedef enum DeliveryMode {
         DELIVERY_UNICAST,
         DELIVERY_BROADCAST,
-        _DELIVERY_MAX,
-        _DELIVERY_INVALID = -EINVAL,
-} Delivery;
+        _DELIVERY_MODE_MAX,
+        _DELIVERY_MODE_INVALID = -EINVAL,
+} DeliveryMode;
 
 typedef struct Config {
         /* [daemon] */
@@ -51,7 +51,7 @@ typedef struct Config {
         uint32_t move_pair_timeout_ms;
         uint32_t move_pair_max_distance;
         uint32_t batch_max_events;
-        Delivery delivery;
+        DeliveryMode delivery;
         unsigned delivery_line;         /* line of "delivery=", 0 if unset: for later errors */
 } Config;
 
@@ -69,7 +69,5 @@ int config_load(const char *path, Config *ret, char **ret_error);
 /* The same for text in memory, named name in messages (for tests). */
 int config_load_string(const char *name, const char *text, Config *ret, char **ret_error);
 
-const char *backend_type_to_string(BackendType t);
 BackendType backend_type_from_string(const char *s);
-const char *delivery_to_string(Delivery d);
-Delivery delivery_from_string(const char *s);
+DeliveryMode delivery_mode_from_string(const char *s);

@@ -51,6 +51,12 @@
 #include "macro.h"
 #include "tree.h"
 
+struct DbusIface {
+        Manager *manager;
+        sd_bus *bus;
+        sd_bus_slot *vtable_slot;
+        bool stalled;                   /* the bus was congested at the last look */
+};
 
 static void creds_unrefp(sd_bus_creds **c) {
         sd_bus_creds_unref(*c);
@@ -61,7 +67,7 @@ static void message_unrefp(sd_bus_message **m) {
 }
 
 /* UnixUserID and UnixGroupIDs of sender, from the bus driver (dbus-daemon, dbus-broker). */
-static int caller_from_driver(Manager *m, const char *sender, uid_t *ret_uid, gid_t **ret_gids, size_t *ret_n) {
+static int caller_from_driver(DbusIface *d, const char *sender, uid_t *ret_uid, gid_t **ret_gids, size_t *ret_n) {
         _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ gid_t *gids = NULL;
         bool have_uid = false, have_gids = false;
@@ -69,7 +75,7 @@ static int caller_from_driver(Manager *m, const char *sender, uid_t *ret_uid, gi
         uid_t uid = 0;
         int r;
 
-        r = sd_bus_call_method(m->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+        r = sd_bus_call_method(d->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                "GetConnectionCredentials", NULL, &reply, "s", sender);
         if (r < 0)
                 return r;
@@ -127,7 +133,7 @@ static int caller_from_driver(Manager *m, const char *sender, uid_t *ret_uid, gi
  * GetConnectionCredentials, which libsystemd 252 does not parse for groups.
  * -EPERM if the bus did not say enough.
  */
-static int caller_from_message(Manager *m, sd_bus_message *msg, Caller *ret, gid_t **ret_gids) {
+static int caller_from_message(DbusIface *d, sd_bus_message *msg, Caller *ret, gid_t **ret_gids) {
         _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
         _cleanup_free_ gid_t *gids = NULL;
         const gid_t *sd_gids = NULL;
@@ -154,7 +160,7 @@ static int caller_from_message(Manager *m, sd_bus_message *msg, Caller *ret, gid
                 if (n > 0)
                         memcpy(gids, sd_gids, n * sizeof(gid_t));
         } else {
-                r = caller_from_driver(m, sd_bus_message_get_sender(msg), &driver_uid, &gids, &n);
+                r = caller_from_driver(d, sd_bus_message_get_sender(msg), &driver_uid, &gids, &n);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0 || driver_uid != uid)
@@ -174,7 +180,8 @@ static int caller_from_message(Manager *m, sd_bus_message *msg, Caller *ret, gid
 }
 
 /* One place turns the core's -errno into a D-Bus error a person understands. */
-static int error_for(Manager *m, int r, const char *what, sd_bus_error *error) {
+static int error_for(DbusIface *d, int r, const char *what, sd_bus_error *error) {
+        Manager *m = d->manager;
         const AccountingLimits *limits = accounting_get_limits(m->accounting);
 
         switch (r) {
@@ -257,41 +264,82 @@ static int validate(uint32_t mask, uint32_t flags, sd_bus_error *error) {
         return 0;
 }
 
-static int on_client_gone(sd_bus_track *track, void *userdata) {
-        Client *c = userdata;
+/* A client on the bus: its connection's tracking and its outstanding Ping;
+ * the transport data of its delivery queue. */
+typedef struct BusClient {
+        DbusIface *iface;
+        Client *client;
+        sd_bus_track *track;            /* ends the client when its connection goes */
+        sd_bus_slot *ping;              /* the outstanding Peer.Ping, or NULL */
+} BusClient;
 
-        manager_client_gone(c->manager, c);     /* frees c and unrefs track */
+static const DeliveryOps bus_delivery_ops;
+
+static BusClient *bus_client_free(BusClient *bc) {
+        if (!bc)
+                return NULL;
+        sd_bus_slot_unref(bc->ping);
+        sd_bus_track_unref(bc->track);
+        free(bc);
+        return NULL;
+}
+
+static void client_end(DbusIface *d, Client *c) {
+        BusClient *bc = c->queue.data;
+
+        manager_client_gone(d->manager, c);     /* frees c */
+        bus_client_free(bc);
+}
+
+static int on_client_gone(sd_bus_track *track, void *userdata) {
+        BusClient *bc = userdata;
+
+        client_end(bc->iface, bc->client);
         return 0;
 }
 
 /* The caller's Client. A new one gets the caller's credentials from the bus
  * (a connection's credentials never change, so once is enough) and is
  * tracked so that it ends when its connection does. */
-static int client_for_call(Manager *m, sd_bus_message *msg, Client **ret, sd_bus_error *error) {
+static int client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_error *error) {
         _cleanup_free_ gid_t *gids = NULL;
         const char *sender = sd_bus_message_get_sender(msg);
+        BusClient *bc;
         Caller caller;
         Client *c;
         int r;
 
-        if (manager_get_client(m, sender, ret) >= 0)
+        c = manager_get_client(d->manager, sender);
+        if (c) {
+                *ret = c;
                 return 0;
+        }
 
-        r = caller_from_message(m, msg, &caller, &gids);
+        r = caller_from_message(d, msg, &caller, &gids);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                          "The bus did not tell who you are (uid and groups), so nothing is opened for you.");
 
-        r = manager_new_client(m, sender, &caller, &c);
-        if (r < 0)
-                return error_for(m, r, "the path", error);
-        r = sd_bus_track_new(m->bus, &c->track, on_client_gone, c);
-        if (r >= 0)
-                r = sd_bus_track_add_sender(c->track, msg);
+        bc = calloc(1, sizeof(BusClient));
+        if (!bc)
+                return -ENOMEM;
+        r = manager_new_client(d->manager, sender, &caller, &c);
         if (r < 0) {
-                manager_client_gone(m, c);
+                free(bc);
+                return error_for(d, r, "the path", error);
+        }
+        *bc = (BusClient) {
+                .iface = d,
+                .client = c,
+        };
+        delivery_queue_set_transport(&c->queue, &bus_delivery_ops, bc);
+        r = sd_bus_track_new(d->bus, &bc->track, on_client_gone, bc);
+        if (r >= 0)
+                r = sd_bus_track_add_sender(bc->track, msg);
+        if (r < 0) {
+                client_end(d, c);
                 return r;
         }
         *ret = c;
@@ -309,9 +357,15 @@ static char *what_of(const char *path) {
         return what;
 }
 
-/* A RECURSIVE AddWatch whose walk went on from the loop: answered now. */
-static void add_watch_done(Manager *m, uint32_t id, int r, void *userdata) {
-        _cleanup_(message_unrefp) sd_bus_message *msg = userdata;
+/* A RECURSIVE AddWatch whose walk goes on from the loop: answered when it ends. */
+typedef struct PendingAdd {
+        DbusIface *iface;
+        sd_bus_message *msg;
+} PendingAdd;
+
+static void add_watch_done(uint32_t id, int r, void *userdata) {
+        _cleanup_free_ PendingAdd *p = userdata;
+        _cleanup_(message_unrefp) sd_bus_message *msg = p->msg;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *what = NULL;
         const char *path = NULL;
@@ -324,7 +378,7 @@ static void add_watch_done(Manager *m, uint32_t id, int r, void *userdata) {
                         (void) sd_bus_message_read(msg, "s", &path);
                 }
                 what = what_of(path);
-                (void) error_for(m, r, what ?: "the path", &error);
+                (void) error_for(p->iface, r, what ?: "the path", &error);
                 r = sd_bus_reply_method_error(msg, &error);
         } else
                 r = sd_bus_reply_method_return(msg, "u", id);
@@ -332,11 +386,12 @@ static void add_watch_done(Manager *m, uint32_t id, int r, void *userdata) {
                 log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", id);
 }
 
-static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, sd_bus_error *error) {
+static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd, sd_bus_error *error) {
+        Manager *m = d->manager;
         const char *path = NULL;
         uint32_t mask, flags, id;
         TreeWalk *walk = NULL;
-        Client *c;
+        Client *c = NULL;
         int fd = -1, r;
 
         if (by_fd)
@@ -360,7 +415,7 @@ static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, 
                                                  "The path is %zu bytes long, the most is %u.", l, PATH_MAX - 1);
         }
 
-        r = client_for_call(m, msg, &c, error);
+        r = client_for_call(d, msg, &c, error);
         if (r < 0)
                 return r;
 
@@ -371,7 +426,7 @@ static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, 
         if (r < 0) {
                 _cleanup_free_ char *what = what_of(path);
 
-                return error_for(m, r, what ?: "the path", error);
+                return error_for(d, r, what ?: "the path", error);
         }
 
         log_debug("%s: subscription %" PRIu32 " on %s%s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.",
@@ -380,7 +435,12 @@ static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, 
         if (walk) {
                 /* A big tree: answered when its walk ends (add_watch_done), its
                  * events already flowing for the part watched so far. */
-                tree_walk_set_done(walk, add_watch_done, sd_bus_message_ref(msg));
+                PendingAdd *p = malloc(sizeof(PendingAdd));
+
+                if (!p)
+                        return -ENOMEM;         /* the walk goes on; its subscription stays, unanswered: rare enough */
+                *p = (PendingAdd) { d, sd_bus_message_ref(msg) };
+                tree_walk_set_done(walk, add_watch_done, p);
                 return 1;
         }
         return sd_bus_reply_method_return(msg, "u", id);
@@ -395,7 +455,7 @@ static int method_add_watch_fd(sd_bus_message *msg, void *userdata, sd_bus_error
 }
 
 static int method_remove_watch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        DbusIface *d = userdata;
         char what[16];
         uint32_t id;
         Client *c;
@@ -406,19 +466,19 @@ static int method_remove_watch(sd_bus_message *msg, void *userdata, sd_bus_error
                 return r;
 
         snprintf(what, sizeof(what), "%" PRIu32, id);
-        r = manager_get_client(m, sd_bus_message_get_sender(msg), &c);
+        c = manager_get_client(d->manager, sd_bus_message_get_sender(msg));
+        if (!c)
+                return error_for(d, -WATCHD_E_NO_SUCH_WATCH, what, error);
+        r = manager_remove_watch(d->manager, c, id);
         if (r < 0)
-                return error_for(m, -WATCHD_E_NO_SUCH_WATCH, what, error);
-        r = manager_remove_watch(m, c, id);
-        if (r < 0)
-                return error_for(m, r, what, error);
+                return error_for(d, r, what, error);
         return sd_bus_reply_method_return(msg, NULL);
 }
 
 static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
-        Manager *m = userdata;
-        Client *c = NULL;
+        DbusIface *d = userdata;
+        Client *c;
         int r;
 
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -427,7 +487,8 @@ static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error
         r = sd_bus_message_open_container(reply, 'a', "(usuu)");
         if (r < 0)
                 return r;
-        if (manager_get_client(m, sd_bus_message_get_sender(msg), &c) >= 0)
+        c = manager_get_client(d->manager, sd_bus_message_get_sender(msg));
+        if (c)
                 LIST_FOREACH(owner, s, c->subscriptions) {
                         r = sd_bus_message_append(reply, "(usuu)", s->id, s->path, s->mask, s->flags);
                         if (r < 0)
@@ -441,29 +502,31 @@ static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error
 
 static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
-        Manager *m = userdata;
+        DbusIface *d = userdata;
+        ManagerStats st;
         uint64_t queued = 0;
         int r;
 
-        (void) sd_bus_get_n_queued_write(m->bus, &queued);
+        (void) sd_bus_get_n_queued_write(d->bus, &queued);
+        manager_get_stats(d->manager, &st);
 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
         r = sd_bus_message_append(reply, "a{sv}", 13,
-                                  "clients", "u", (uint32_t) g_hash_table_size(m->clients),
-                                  "subscriptions", "u", (uint32_t) watch_table_n_subscriptions(m->table),
-                                  "kernel_watches", "u", (uint32_t) watch_table_n_watches(m->table),
-                                  "events_read", "t", m->stats.events_read,
-                                  "events_delivered", "t", m->stats.events_delivered,
-                                  "overflows", "t", m->stats.overflows,
-                                  "backend", "s", backend_name(m->backend),
-                                  "pending_events", "t", manager_pending_events(m),
-                                  "kernel_overflows", "t", m->stats.kernel_overflows,
-                                  "events_dropped", "t", m->stats.events_dropped,
-                                  "signals_sent", "t", m->stats.signals_sent,
+                                  "clients", "u", (uint32_t) st.clients,
+                                  "subscriptions", "u", (uint32_t) st.subscriptions,
+                                  "kernel_watches", "u", (uint32_t) st.kernel_watches,
+                                  "events_read", "t", st.events_read,
+                                  "events_delivered", "t", st.events_delivered,
+                                  "overflows", "t", st.overflows,
+                                  "backend", "s", backend_name(d->manager->backend),
+                                  "pending_events", "t", st.pending_events,
+                                  "kernel_overflows", "t", st.kernel_overflows,
+                                  "events_dropped", "t", st.events_dropped,
+                                  "signals_sent", "t", st.signals_sent,
                                   "bus_queued_messages", "t", queued,
-                                  "users", "u", (uint32_t) accounting_n_users(m->accounting));
+                                  "users", "u", (uint32_t) st.users);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
@@ -476,9 +539,10 @@ static int property_get_version(sd_bus *bus, const char *path, const char *inter
 
 static int property_get_backend(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        return sd_bus_message_append(reply, "s", backend_name(m->backend));
+        DbusIface *d = userdata;
+        return sd_bus_message_append(reply, "s", backend_name(d->manager->backend));
 }
+
 
 static const sd_bus_vtable watchd_vtable[] = {
         SD_BUS_VTABLE_START(0),
@@ -515,28 +579,32 @@ static const sd_bus_vtable watchd_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-static int events_send(Manager *m, Client *c, sd_bus_message **msg, unsigned *n) {
-        int r;
+/* Messages sd-bus may hold unsent before we stop handing it more. Past it
+ * the bus is not reading us: records stay in the clients' queues, which are
+ * bounded (max_pending_events_per_client, then Overflow), and delivery
+ * tries again after DELIVERY_RETRY_USEC. */
+#define BUS_WRITE_QUEUE_HIGH 4096u
 
-        if (!*msg)
-                return 0;
-        r = sd_bus_message_close_container(*msg);
-        if (r >= 0)
-                r = sd_bus_send(m->bus, *msg, NULL);
-        *msg = sd_bus_message_unref(*msg);
-        if (r < 0)
-                return log_warning_errno(r, "Failed to send %u events to %s, ignoring: %m", *n, c->name);
-        m->stats.events_delivered += *n;
-        m->stats.signals_sent++;
-        c->sent += *n;
-        *n = 0;
-        return 0;
+static bool bus_congested(void *data) {
+        BusClient *bc = data;
+        DbusIface *d = bc->iface;
+        uint64_t queued = 0;
+
+        if (sd_bus_get_n_queued_write(d->bus, &queued) >= 0 && queued > BUS_WRITE_QUEUE_HIGH) {
+                if (!d->stalled)
+                        log_warning("The bus is not reading our messages (%" PRIu64 " queued): holding events back.",
+                                    queued);
+                d->stalled = true;
+                return true;
+        }
+        d->stalled = false;
+        return false;
 }
 
-static int signal_new(Manager *m, Client *c, const char *member, bool unicast, sd_bus_message **ret) {
+static int signal_new(DbusIface *d, Client *c, const char *member, bool unicast, sd_bus_message **ret) {
         int r;
 
-        r = sd_bus_message_new_signal(m->bus, ret, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, member);
+        r = sd_bus_message_new_signal(d->bus, ret, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, member);
         if (r < 0)
                 return r;
         if (unicast) {
@@ -547,172 +615,110 @@ static int signal_new(Manager *m, Client *c, const char *member, bool unicast, s
         return r;
 }
 
-static void notice_send(Manager *m, Client *c, const Record *rec) {
+/* One Events signal: unicast unless delivery=broadcast. */
+static int bus_send_events(DeliveryQueue *q, Record *const *recs, size_t n, void *data) {
         _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
-        _cleanup_free_ uint32_t *ids = NULL;
-        size_t n = 0;
+        BusClient *bc = data;
+        DbusIface *d = bc->iface;
+        int r;
+
+        r = signal_new(d, bc->client, "Events", d->manager->config.delivery == DELIVERY_UNICAST, &msg);
+        if (r >= 0)
+                r = sd_bus_message_open_container(msg, 'a', "(uuuss)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(msg, "(uuuss)", recs[i]->id, recs[i]->mask, recs[i]->cookie,
+                                          recs[i]->path, recs[i]->new_path ?: "");
+        if (r >= 0)
+                r = sd_bus_message_close_container(msg);
+        if (r >= 0)
+                r = sd_bus_send(d->bus, msg, NULL);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to send %zu events to %s, ignoring: %m", n, q->name);
+        return 0;
+}
+
+/* Overflow(ids) or WatchRemoved(id, reason): always unicast. */
+static int bus_send_notice(DeliveryQueue *q, const Record *rec, const uint32_t *ids, size_t n_ids, void *data) {
+        _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
+        BusClient *bc = data;
+        DbusIface *d = bc->iface;
         int r;
 
         if (rec->kind == RECORD_OVERFLOW) {
-                ids = client_take_lost_ids(c, &n);
-                r = signal_new(m, c, "Overflow", true, &msg);
+                r = signal_new(d, bc->client, "Overflow", true, &msg);
                 if (r >= 0)
-                        r = sd_bus_message_append_array(msg, 'u', ids, n * sizeof(uint32_t));
+                        r = sd_bus_message_append_array(msg, 'u', ids, n_ids * sizeof(uint32_t));
         } else {
-                r = signal_new(m, c, "WatchRemoved", true, &msg);
+                r = signal_new(d, bc->client, "WatchRemoved", true, &msg);
                 if (r >= 0)
                         r = sd_bus_message_append(msg, "us", rec->id, rec->reason);
         }
         if (r >= 0)
-                r = sd_bus_send(m->bus, msg, NULL);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to send a notice to %s, ignoring: %m", c->name);
-                return;
-        }
-        if (rec->kind == RECORD_OVERFLOW)
-                m->stats.overflows++;
-}
-
-static void client_ping(Manager *m, Client *c);
-
-/* Any answer to the Ping, even an error from the client, means it has read
- * everything sent before it; a timeout (sd-bus's or the bus's) means it has
- * not, and it is asked again. */
-static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-        Client *c = userdata;
-        Manager *m = c->manager;
-        const sd_bus_error *e = sd_bus_message_get_error(reply);
-
-        c->ping = sd_bus_slot_unref(c->ping);
-        c->answers_ping = !e || !sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT);
-        if (c->answers_ping)
-                c->read = c->ping_at;
-        /* What was held back for it goes now, as one signal (manager_flush
-         * walks the dirty clients), and only then the next Ping: sent first,
-         * that Ping would vouch for none of it and hold it for one more round
-         * trip. The flush pings c itself if it sent anything; the call below
-         * is for the records sent before this Ping went out and not yet
-         * vouched for, and for a flush that did not run (the bus stalled). */
-        manager_mark_dirty(m, c);
-        manager_flush(m);
-        client_ping(m, c);
+                r = sd_bus_send(d->bus, msg, NULL);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to send a notice to %s, ignoring: %m", q->name);
         return 0;
 }
 
-/* One Ping in flight per client at most, sent after the records it vouches for. */
-static void client_ping(Manager *m, Client *c) {
-        int r;
+/* Any answer to the Ping, even an error from the client, means it has read
+ * everything sent before it; a timeout (sd-bus's or the bus's) means it has
+ * not. */
+static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        BusClient *bc = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
 
-        if (c->ping || c->read == c->sent)
-                return;
-        r = sd_bus_call_method_async(m->bus, &c->ping, c->name, "/", "org.freedesktop.DBus.Peer", "Ping",
-                                     on_ping_reply, c, NULL);
-        if (r < 0) {
-                /* Then nothing more is sent to it until the next record tries again. */
-                log_warning_errno(r, "Failed to ask %s whether it reads its events, ignoring: %m", c->name);
-                return;
+        bc->ping = sd_bus_slot_unref(bc->ping);
+        delivery_confirmed(bc->iface->manager->delivery, &bc->client->queue,
+                           !e || !sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT), now_usec());
+        return 0;
+}
+
+/* Has the client read what was sent? Its Peer.Ping answers, after them. */
+static int bus_ask_confirm(DeliveryQueue *q, void *data) {
+        BusClient *bc = data;
+
+        return sd_bus_call_method_async(bc->iface->bus, &bc->ping, bc->client->name, "/",
+                                        "org.freedesktop.DBus.Peer", "Ping", on_ping_reply, bc, NULL);
+}
+
+static const DeliveryOps bus_delivery_ops = {
+        .send_events = bus_send_events,
+        .send_notice = bus_send_notice,
+        .ask_confirm = bus_ask_confirm,
+        .congested = bus_congested,
+};
+
+DbusIface *dbus_iface_free(DbusIface *d) {
+        GHashTableIter i;
+        gpointer v;
+
+        if (!d)
+                return NULL;
+        /* The clients stay the manager's; what the bus held for them goes. */
+        g_hash_table_iter_init(&i, d->manager->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Client *c = v;
+
+                bus_client_free(c->queue.data);
+                delivery_queue_set_transport(&c->queue, NULL, NULL);
         }
-        c->ping_at = c->sent;
+        sd_bus_slot_unref(d->vtable_slot);
+        sd_bus_unref(d->bus);
+        free(d);
+        return NULL;
 }
 
-/*
- * Whether c's queued records wait for the answer to its Ping rather than go
- * out now. While a Ping is in flight the client has not yet confirmed
- * reading the last signal; what arrives meanwhile is sent as one signal when
- * it answers (on_ping_reply). So the batch size follows the client's round
- * trip, with no delay of our own: a record waits at most one round trip, and
- * only in a burst (HOLD_MIN_UNREAD records unconfirmed); one after a quiet
- * moment finds no Ping in flight and goes at once. Without
- * this, each kernel read of a few events became a signal of its own, and the
- * per-message costs (sd-bus, dbus-daemon, the client's dispatch) were most
- * of the CPU under a storm.
- */
-/* Records the client may have unread before its next ones wait for its
- * Ping: below it, nothing is held, so a slow client's round trip never adds
- * to the latency of events that come one at a time (W4: 200 a second). */
-#define HOLD_MIN_UNREAD 16u
-
-static bool client_hold(Manager *m, Client *c, uint64_t now_usec) {
-        /* Half the backlog limit: holding must never be what overflows it. */
-        size_t enough = MIN((size_t) m->config.batch_max_events,
-                            (size_t) m->config.max_pending_events_per_client / 2);
-
-        if (!c->ping || !c->answers_ping)
-                return false;   /* nothing to wait for, or an answer that may never come */
-        if (c->sent - c->read < HOLD_MIN_UNREAD)
-                return false;   /* not a burst: a record every few ms goes at once, whatever the round trip */
-        if (c->n_notices > 0)
-                return false;   /* notices go now, and the events before them first */
-        if (move_pairer_size(&c->queue) >= enough)
-                return false;   /* a full signal gains nothing by waiting */
-        /* A rename half whose pairing time is up goes now: the pairing timer
-         * would otherwise fire again at once, for as long as the Ping waits. */
-        return move_pairer_next_deadline(&c->queue) > now_usec;
-}
-
-/*
- * Sends c what its queue lets go, but never more than
- * max_pending_events_per_client records that c has not yet read: past that
- * its records wait in its queue, which is bounded by the same limit (then
- * its backlog is dropped and it gets Overflow, sent once it reads again).
- * So a client that stops reading costs at most twice that many records, in
- * the daemon and the bus together, and the other clients are not delayed.
- * While c has a Ping in flight, a small batch waits for its answer
- * (client_hold()).
- */
-void dbus_iface_flush_client(Manager *m, Client *c, uint64_t now_usec) {
-        _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
-        bool unicast = m->config.delivery == DELIVERY_UNICAST;
-        unsigned n = 0;
-        Record *rec;
+int dbus_iface_new(Manager *m, sd_bus *bus, sd_event *event, DbusIface **ret) {
+        _cleanup_(dbus_iface_freep) DbusIface *d = NULL;
         int r;
 
-        if (client_hold(m, c, now_usec))
-                return;
+        d = calloc(1, sizeof(DbusIface));
+        if (!d)
+                return log_error_errno(-ENOMEM, "Out of memory.");
+        d->manager = m;
+        d->bus = sd_bus_ref(bus);
 
-        while (c->sent + n - c->read < m->config.max_pending_events_per_client &&
-               (rec = move_pairer_pop(&c->queue, now_usec))) {
-                if (rec->kind != RECORD_EVENT) {
-                        /* Notices keep their place: what came before goes first. */
-                        assert(c->n_notices > 0);
-                        c->n_notices--;
-                        (void) events_send(m, c, &msg, &n);
-                        notice_send(m, c, rec);
-                        record_free(rec);
-                        continue;
-                }
-
-                if (!msg) {
-                        r = signal_new(m, c, "Events", unicast, &msg);
-                        if (r >= 0)
-                                r = sd_bus_message_open_container(msg, 'a', "(uuuss)");
-                        if (r < 0) {
-                                log_warning_errno(r, "Failed to build an Events signal for %s, ignoring: %m", c->name);
-                                msg = sd_bus_message_unref(msg);
-                                record_free(rec);
-                                continue;
-                        }
-                }
-                r = sd_bus_message_append(msg, "(uuuss)", rec->id, rec->mask, rec->cookie, rec->path,
-                                          rec->new_path ?: "");
-                record_free(rec);
-                if (r < 0) {
-                        log_warning_errno(r, "Failed to add a record for %s, ignoring: %m", c->name);
-                        continue;
-                }
-                if (++n >= m->config.batch_max_events)
-                        (void) events_send(m, c, &msg, &n);
-        }
-        (void) events_send(m, c, &msg, &n);
-        client_ping(m, c);
-}
-
-int dbus_iface_attach(Manager *m, sd_bus *bus) {
-        int r;
-
-        m->bus = sd_bus_ref(bus);
-
-        r = sd_bus_add_object_vtable(bus, NULL, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, watchd_vtable, m);
+        r = sd_bus_add_object_vtable(bus, &d->vtable_slot, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, watchd_vtable, d);
         if (r < 0)
                 return log_error_errno(r, "Failed to publish %s: %m", WATCHD_OBJECT_PATH);
 
@@ -722,8 +728,9 @@ int dbus_iface_attach(Manager *m, sd_bus *bus) {
         if (r < 0)
                 return log_error_errno(r, "Failed to take the name %s: %m", WATCHD_BUS_NAME);
 
-        r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        r = sd_bus_attach_event(bus, event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+        *ret = TAKE_PTR(d);
         return 0;
 }

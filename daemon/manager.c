@@ -1,53 +1,34 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * manager - the daemon's one context
+ * manager - the daemon's core, put together
  *
- * The path of an event: the kernel fd becomes readable -> on_kernel() reads
- * it through the backend (bounded: at most KERNEL_READ_ROUNDS reads per
- * wake-up, so a busy writer cannot keep the loop from serving the bus) ->
- * event_decode() -> handle_event() finds the Watch by wd and makes a Record
- * for each matching subscription, queued on its owner -> once the kernel
- * queue is drained (or the round budget spent), manager_flush() sends each
- * client what its queue lets go, through dbus_iface_flush_client(). No fixed
- * delay is added: an unpaired IN_MOVED_FROM waits, for at most
- * move_pair_timeout_ms, and the pairing timer wakes the loop for it; and a
- * client that has not yet confirmed reading its last signal (its Peer.Ping
- * is in flight) has its new records held until it answers, so that they go
- * out as one signal: at most one round trip of the client's own, see
- * dbus_iface.c.
+ * The parts, from the bottom: the backend (the kernel), the watch table
+ * (subscriptions and the kernel watches they share), the accounting (the
+ * limits), delivery (each client's queue to its transport), the tree
+ * follower (RECURSIVE), the missing-path follower (pending paths), the
+ * rename follower, and the event path on top of them. Each lower part tells
+ * the manager what only it can do through callbacks given here: end a
+ * subscription (tree, events, missing), place one whose path appeared
+ * (missing), give every client Overflow (events). Nothing below calls up.
  */
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "dbus_iface.h"
 #include "error.h"
 #include "event_bits.h"
-#include "event_decode.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
-#include "missing.h"
 #include "path.h"
-#include "tree.h"
 
-#define KERNEL_READ_BUF (64u * 1024u)
-#define KERNEL_READ_ROUNDS 16
 /* The kernel's records are handled for at most this long at a time. */
 #define KERNEL_SLICE_USEC 5000u
-/* A slice of the RECURSIVE walks, between two looks at the kernel and the bus. */
-#define WALK_SLICE_USEC 5000u
-
-/* Messages sd-bus may hold unsent before we stop handing it more. Past it
- * the bus is not reading us: records stay in the clients' queues, which are
- * bounded (max_pending_events_per_client, then Overflow), and we try again
- * after BUS_RETRY_USEC. */
-#define BUS_WRITE_QUEUE_HIGH 4096u
-#define BUS_RETRY_USEC 10000u
 
 static void client_destroy(gpointer p) {
         client_free(p);
@@ -62,134 +43,241 @@ int manager_new(Config *config, const char *config_path, Manager **ret) {
         m->config = *config;
         *config = (Config) {};
         m->config_path = strdup(config_path);
-        m->read_buf_size = KERNEL_READ_BUF;
-        m->read_buf = malloc(m->read_buf_size);
-        m->dents_buf = malloc(TREE_DENTS_BUF);
-        if (!m->config_path || !m->read_buf || !m->dents_buf) {
+        if (!m->config_path) {
                 manager_free(m);
                 return -ENOMEM;
         }
         m->clients = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, client_destroy);
-        m->dirty = g_ptr_array_new();
         *ret = m;
         return 0;
 }
 
 Manager *manager_free(Manager *m) {
-        GHashTableIter i;
-        gpointer v;
-
         if (!m)
                 return NULL;
-        /* Walks, moves and retries hold links: they go before the table. */
-        tree_moves_end(m);
-        tree_retries_free(m);
-        tree_walks_free(m);
-        m->walker = sd_event_source_disable_unref(m->walker);
-        if (m->clients) {
-                g_hash_table_iter_init(&i, m->clients);
-                while (g_hash_table_iter_next(&i, NULL, &v)) {
-                        Client *c = v;
-                        c->track = sd_bus_track_unref(c->track);
-                }
-                g_hash_table_destroy(m->clients);
-        }
-        if (m->dirty)
-                g_ptr_array_unref(m->dirty);
-        if (m->tree_moves)
-                g_array_unref(m->tree_moves);
-        if (m->dir_move_old)
-                g_ptr_array_unref(m->dir_move_old);
-        if (m->scanned)
-                g_hash_table_destroy(m->scanned);
+        m->events = events_free(m->events);
+        /* Walks, moves, retries and descents hold links: they go before the table. */
+        m->tree = tree_free(m->tree);
         m->missing = missing_free(m->missing);
+        m->moves = moves_free(m->moves);
+        /* Clients before the table's links are freed without being unlinked:
+         * their accounts return what is charged. */
+        g_hash_table_destroy(m->clients);
         m->table = watch_table_free(m->table);
+        m->delivery = delivery_free(m->delivery);
         m->accounting = accounting_free(m->accounting);
-        m->kernel_source = sd_event_source_disable_unref(m->kernel_source);
-        m->kernel_backlog = sd_event_source_disable_unref(m->kernel_backlog);
-        m->pair_timer = sd_event_source_disable_unref(m->pair_timer);
         m->backend = backend_free(m->backend);
-        m->bus = sd_bus_unref(m->bus);
-        m->event = sd_event_unref(m->event);
         config_done(&m->config);
         free(m->config_path);
-        free(m->read_buf);
-        free(m->dents_buf);
         free(m);
         return NULL;
 }
 
-uint64_t manager_now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
-}
-
-int manager_get_client(Manager *m, const char *name, Client **ret) {
-        Client *c = g_hash_table_lookup(m->clients, name);
-
-        if (!c)
-                return -ENOENT;
-        *ret = c;
-        return 0;
-}
-
-int manager_new_client(Manager *m, const char *name, const Caller *caller, Client **ret) {
-        Client *c;
-        int r;
-
-        r = client_new(m->accounting, name, caller, (uint64_t) m->config.move_pair_timeout_ms * 1000u,
-                       m->config.move_pair_max_distance, &c);
-        if (r < 0)
-                return r;
-        c->manager = m;
-        g_hash_table_insert(m->clients, c->name, c);
-        *ret = c;
-        return 0;
-}
-
 /* Ends s: no notice is queued (the caller queues one if the daemon ended it). */
-void manager_subscription_end(Manager *m, Subscription *s) {
+static void subscription_end(Manager *m, Subscription *s) {
         if (s->pending)
                 missing_remove(m->missing, s);
         client_unlink_subscription(s->owner, s);
         watch_table_unsubscribe(m->table, s);
 }
 
-int manager_link(Manager *m, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
-                 const char *name, size_t name_len, WatchLink **ret) {
-        WatchLink *l;
+static void on_end(Subscription *s, void *userdata) {
+        subscription_end(userdata, s);
+}
+
+static void on_overflow_all(void *userdata) {
+        Manager *m = userdata;
+        GHashTableIter i;
+        gpointer v;
+
+        g_hash_table_iter_init(&i, m->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Client *c = v;
+                g_autofree uint32_t *ids = NULL;
+                size_t n = 0;
+
+                if (c->n_subscriptions == 0)
+                        continue;
+                ids = calloc(c->n_subscriptions, sizeof(uint32_t));
+                if (!ids) {
+                        log_warning("Out of memory queueing Overflow for %s, ignoring.", c->name);
+                        continue;
+                }
+                LIST_FOREACH(owner, s, c->subscriptions)
+                        ids[n++] = s->id;
+                delivery_lost_all(m->delivery, &c->queue, ids, n);
+        }
+}
+
+/* The missing-path follower found s's path (missing.h): its own watch now. */
+static int on_missing_appeared(Subscription *s, int fd, const struct stat *st, void *userdata) {
+        Manager *m = userdata;
         int r;
 
-        if (parent)
-                r = watch_table_link(m->table, s, parent, fd, st, name, name_len, &l);
-        else
-                r = watch_table_link_pending(m->table, s, fd, st, name, &l);
+        r = watch_table_link_root(m->table, s, fd, st);
         if (r < 0)
                 return r;
-        if (ret)
-                *ret = l;
+        /* Its tree is walked like a directory moved in: a limit gives Overflow. */
+        if ((s->flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode))
+                return tree_walk_below(m->tree, s, fd, /* all_or_nothing= */ false, NULL);
         return 0;
 }
 
-void manager_unlink(Manager *m, WatchLink *l) {
-        (void) watch_table_unlink(m->table, l);
+/* s cannot be followed (something that cannot be watched appeared, a
+ * limit): it ends with WatchRemoved "deleted". */
+static void on_missing_gone(Subscription *s, int r, void *userdata) {
+        Manager *m = userdata;
+        Record *rec;
+
+        log_debug_errno(r, "Pending subscription %" PRIu32 " cannot be followed (%m), ending it.", s->id);
+        rec = record_new(RECORD_REMOVED, s->id, 0, 0, now_usec(), NULL, NULL, 0);
+        if (rec)
+                rec->reason = WATCHD_REMOVED_DELETED;
+        delivery_submit(m->delivery, &s->owner->queue, rec);
+        subscription_end(m, s);
 }
 
-void manager_queue_overflow(Manager *m, Subscription *s) {
-        if (client_queue_overflow(s->owner, s->id) < 0)
-                log_warning("Out of memory queueing Overflow for %s, ignoring.", ((Client *) s->owner)->name);
-        manager_mark_dirty(m, s->owner);
+/* The config's limits, each "auto" sized from the kernel's limit read at start. */
+static void limits_from_config(const Manager *m, AccountingLimits *ret_accounting, DeliveryLimits *ret_delivery) {
+        *ret_accounting = (AccountingLimits) {
+                .max_watches_per_client = m->config.max_watches_per_client,
+                .max_watches_per_user = m->config.max_watches_per_user,
+                .max_watches_unprivileged = m->config.max_watches_unprivileged,
+                .max_clients_per_user = m->config.max_clients_per_user,
+        };
+        accounting_limits_size(ret_accounting, m->kernel_watch_limit);
+        *ret_delivery = (DeliveryLimits) {
+                .max_pending = m->config.max_pending_events_per_client,
+                .batch_max = m->config.batch_max_events,
+                .pair_timeout_usec = (uint64_t) m->config.move_pair_timeout_ms * 1000u,
+                .pair_max_distance = m->config.move_pair_max_distance,
+        };
+}
+
+int manager_start(Manager *m) {
+        AccountingLimits al;
+        DeliveryLimits dl;
+        int r;
+
+        r = backend_new(m->config.backend, m->config.device, &m->backend);
+        if (r < 0) {
+                if (m->config.backend == BACKEND_DEVICE)
+                        return log_error_errno(r, "Failed to open '%s': %m", m->config.device);
+                return log_error_errno(r, "Failed to set up the inotify syscalls: %m");
+        }
+        if (strcmp(backend_name(m->backend), "device") == 0)
+                log_info("Using the device backend ('%s').", m->config.device);
+        else
+                log_info("Using the syscall backend (inotify_init1).");
+
+        r = backend_watch_limit(m->backend, &m->kernel_watch_limit);
+        if (r < 0) {
+                /* The kernel's own minimum: whatever the kernel allows, no less. */
+                m->kernel_watch_limit = 8192;
+                log_warning_errno(r, "Failed to read the kernel's watch limit from %s (%m), taking %" PRIu32 ".",
+                                  strna(m->backend->limit_path), m->kernel_watch_limit);
+        }
+        limits_from_config(m, &al, &dl);
+        log_info("Watch limits: %" PRIu32 " a client, %" PRIu32 " a user, %" PRIu32 " for all users but root "
+                 "(the kernel allows %" PRIu32 ").", al.max_watches_per_client, al.max_watches_per_user,
+                 al.max_watches_unprivileged, m->kernel_watch_limit);
+
+        r = accounting_new(&al, &m->accounting);
+        if (r >= 0)
+                r = delivery_new(&dl, &m->delivery);
+        if (r >= 0)
+                r = watch_table_new(m->backend, &m->table);
+        if (r >= 0)
+                r = tree_new(m->table, m->backend, m->delivery, &(TreeOps) { .end = on_end }, m, &m->tree);
+        if (r >= 0)
+                r = missing_new(m->table, &(MissingOps) {
+                                        .appeared = on_missing_appeared,
+                                        .gone = on_missing_gone,
+                                }, m, &m->missing);
+        if (r >= 0)
+                r = moves_new(m->table, &m->moves);
+        if (r >= 0)
+                r = events_new(m->backend, m->table, m->delivery, m->tree, m->missing, m->moves,
+                               &(EventsOps) {
+                                       .end = on_end,
+                                       .overflow_all = on_overflow_all,
+                               }, m, &m->events);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the daemon's core: %m");
+        return 0;
+}
+
+void manager_reload(Manager *m, Config *config) {
+        AccountingLimits al;
+        DeliveryLimits dl;
+        GHashTableIter i;
+        gpointer v;
+
+        if (config->backend != m->config.backend || strcmp(config->device, m->config.device) != 0)
+                log_notice("The backend and device settings take effect at the next start, ignoring their change.");
+        config->backend = m->config.backend;
+        free(config->device);
+        config->device = TAKE_PTR(m->config.device);
+
+        config_done(&m->config);
+        m->config = *config;
+        *config = (Config) {};
+        log_set_max_level(m->config.log_level);
+
+        limits_from_config(m, &al, &dl);
+        accounting_set_limits(m->accounting, &al);
+        delivery_set_limits(m->delivery, &dl);
+        g_hash_table_iter_init(&i, m->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v))
+                delivery_queue_update(m->delivery, &((Client *) v)->queue);
+}
+
+int manager_kernel_fd(const Manager *m) {
+        return backend_get_fd(m->backend);
+}
+
+bool manager_on_kernel_readable(Manager *m) {
+        return events_slice(m->events, KERNEL_SLICE_USEC);
+}
+
+void manager_flush(Manager *m) {
+        delivery_flush(m->delivery, now_usec());
+}
+
+uint64_t manager_next_deadline(const Manager *m) {
+        return delivery_next_deadline(m->delivery);
+}
+
+bool manager_run_walks(Manager *m, uint64_t budget_usec) {
+        bool more = tree_walks_run(m->tree, budget_usec);
+
+        return missing_run(m->missing, budget_usec) || more;
+}
+
+bool manager_has_walks(const Manager *m) {
+        return tree_has_walks(m->tree) || missing_has_work(m->missing);
+}
+
+Client *manager_get_client(Manager *m, const char *name) {
+        return g_hash_table_lookup(m->clients, name);
+}
+
+int manager_new_client(Manager *m, const char *name, const Caller *caller, Client **ret) {
+        Client *c;
+        int r;
+
+        r = client_new(m->accounting, m->delivery, name, caller, &c);
+        if (r < 0)
+                return r;
+        g_hash_table_insert(m->clients, c->name, c);
+        *ret = c;
+        return 0;
 }
 
 void manager_client_gone(Manager *m, Client *c) {
         log_debug("Client %s is gone, ending its %u subscriptions.", c->name, c->n_subscriptions);
         while (c->subscriptions)
-                manager_subscription_end(m, c->subscriptions);
-        c->track = sd_bus_track_unref(c->track);
-        if (c->dirty)
-                g_ptr_array_remove_fast(m->dirty, c);
+                subscription_end(m, c->subscriptions);
         g_hash_table_remove(m->clients, c->name);
 }
 
@@ -206,50 +294,19 @@ static int subscribe(Manager *m, Client *c, int fd, const struct stat *st, const
         *ret_id = s->id;
         *ret_walk = NULL;
         if ((flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode)) {
-                /* The whole tree, or nothing: a limit met half-way undoes it (tree.c). */
+                /* The whole tree, or nothing: a limit met half-way ends s (TreeOps.end),
+                 * and a walk that could not start does too. */
                 uint32_t id = s->id;
 
-                r = tree_walk_below(m, s, fd, /* all_or_nothing= */ true, ret_walk);
+                r = tree_walk_below(m->tree, s, fd, /* all_or_nothing= */ true, ret_walk);
                 if (r < 0) {
                         s = watch_table_get_subscription(m->table, id);
                         if (s)
-                                manager_subscription_end(m, s);
+                                subscription_end(m, s);
                         return r;
                 }
         }
         return 0;
-}
-
-/* The missing-path follower found s's path (missing.h): its own watch now. */
-static int on_missing_appeared(Subscription *s, int fd, const struct stat *st, void *userdata) {
-        Manager *m = userdata;
-        int r;
-
-        r = watch_table_link_root(m->table, s, fd, st);
-        if (r < 0)
-                return r;
-        /* Its tree is walked like a directory moved in: a limit gives Overflow. */
-        if ((s->flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode))
-                return tree_walk_below(m, s, fd, /* all_or_nothing= */ false, NULL);
-        return 0;
-}
-
-static void on_missing_wake(void *userdata) {
-        manager_walks_wake(userdata);
-}
-
-/* s cannot be followed (something that cannot be watched appeared, a
- * limit): it ends with WatchRemoved "deleted". */
-static void on_missing_gone(Subscription *s, int r, void *userdata) {
-        Manager *m = userdata;
-        Record *rec;
-
-        log_debug_errno(r, "Pending subscription %" PRIu32 " cannot be followed (%m), ending it.", s->id);
-        rec = record_new(RECORD_REMOVED, s->id, 0, 0, manager_now_usec(), NULL, NULL, 0);
-        if (rec)
-                rec->reason = WATCHD_REMOVED_DELETED;
-        manager_queue_record(m, s->owner, rec);
-        manager_subscription_end(m, s);
 }
 
 static int subscribe_pending(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
@@ -263,15 +320,15 @@ static int subscribe_pending(Manager *m, Client *c, const char *path, uint32_t m
         client_link_subscription(c, s);
         r = missing_add(m->missing, s, &c->caller);
         if (r < 0) {
-                manager_subscription_end(m, s);
+                subscription_end(m, s);
                 return r;
         }
         *ret_id = s->id;
         return 0;
 }
 
-int manager_add_watch_path(Manager *m, Client *c, const char *path_in,
-                           uint32_t mask, uint32_t flags, uint32_t *ret_id, TreeWalk **ret_walk) {
+int manager_add_watch_path(Manager *m, Client *c, const char *path_in, uint32_t mask, uint32_t flags,
+                           uint32_t *ret_id, TreeWalk **ret_walk) {
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -1;
         struct stat st;
@@ -329,567 +386,31 @@ int manager_remove_watch(Manager *m, Client *c, uint32_t id) {
 
         if (!s || s->owner != c)
                 return -WATCHD_E_NO_SUCH_WATCH;
-        manager_subscription_end(m, s);
+        subscription_end(m, s);
         return 0;
 }
 
-void manager_queue_record(Manager *m, Client *c, Record *rec) {
-        bool overflowing = c->overflow_queued;
-        int r;
-
-        if (!rec) {
-                log_warning("Out of memory queueing a record for %s, ignoring.", c->name);
-                return;
-        }
-        r = client_enqueue(c, rec, m->config.max_pending_events_per_client);
-        if (r < 0)
-                log_warning_errno(r, "Failed to queue a record for %s, ignoring: %m", c->name);
-        else if (r > 0) {
-                m->stats.events_dropped += (uint64_t) r;
-                if (!overflowing)       /* once per Overflow, not once per dropped record */
-                        log_info("Client %s is %u records behind: dropped its backlog, it gets Overflow.",
-                                 c->name, m->config.max_pending_events_per_client);
-        }
-        manager_mark_dirty(m, c);
-}
-
-void manager_mark_dirty(Manager *m, Client *c) {
-        if (!c->dirty && move_pairer_size(&c->queue) > 0) {
-                c->dirty = true;
-                g_ptr_array_add(m->dirty, c);
-        }
-}
-
-/* The kernel removed a watch (deleted, unmounted): subscriptions rooted on
- * it end and hear why; directories below a RECURSIVE root just drop out
- * (their parent already reported the deletion); a directory of a pending
- * path is the missing-path follower's. */
-static void watch_ignored(Manager *m, Watch *w, uint64_t now) {
-        const char *reason = w->unmounted ? WATCHD_REMOVED_UNMOUNTED : WATCHD_REMOVED_DELETED;
-        g_autoptr(GPtrArray) links = g_ptr_array_new();
-
-        /* Ending one link can end others of w (the follower cuts a chain below
-         * a link, and one directory may be on it twice); the last frees w.
-         * So: hold them all, and look at w no more. */
-        LIST_FOREACH(watch, l, w->links) {
-                watch_link_hold(l);
-                g_ptr_array_add(links, l);
-        }
-        watch_table_watch_gone(m->table, w);
-        for (guint k = 0; k < links->len; k++) {
-                WatchLink *l = links->pdata[k];
-                Subscription *s = l->subscription;
-                Record *rec;
-
-                if (l->dead)
-                        ;
-                else if (s->chain)
-                        missing_on_watch_gone(m->missing, l);
-                else if (!watch_link_is_root(l))
-                        manager_unlink(m, l);
-                else {
-                        rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
-                        if (rec)
-                                rec->reason = reason;
-                        manager_queue_record(m, s->owner, rec);
-                        manager_subscription_end(m, s);
-                }
-                watch_link_release(l);
-        }
-}
-
-static void kernel_overflow(Manager *m, uint64_t now) {
+void manager_get_stats(const Manager *m, ManagerStats *ret) {
+        const DeliveryStats *ds = delivery_get_stats(m->delivery);
+        const EventsStats *es = events_get_stats(m->events);
         GHashTableIter i;
         gpointer v;
-
-        m->stats.kernel_overflows++;
-        log_warning("The kernel's event queue overflowed: every client gets Overflow.");
-        g_hash_table_iter_init(&i, m->clients);
-        while (g_hash_table_iter_next(&i, NULL, &v)) {
-                Client *c = v;
-
-                if (c->n_subscriptions > 0 && client_queue_overflow_all(c, now) < 0)
-                        log_warning("Out of memory queueing Overflow for %s, ignoring.", c->name);
-                manager_mark_dirty(m, c);
-        }
-}
-
-/* Work an event leaves for after the walk over the watch's links, which it may change. */
-typedef struct Followup {
-        uint32_t id;            /* the subscription, looked up again: it may have ended */
-        enum {
-                FOLLOW_ONESHOT,
-                FOLLOW_TREE_ADD_NEW,    /* a directory was created in a RECURSIVE tree */
-                FOLLOW_TREE_MOVED_FROM, /* a directory was moved out of its place in it */
-                FOLLOW_TREE_MOVED_TO,   /* a directory was moved in (from it, or from elsewhere) */
-                FOLLOW_CHAIN,           /* an event on a directory of pending paths (link, held) */
-        } what;
-        uint32_t cookie;
-        char *path;
-        WatchLink *link;
-} Followup;
-
-/*
- * A watched directory's parent reports its rename as IN_MOVED_FROM and
- * IN_MOVED_TO (one cookie, in a row). When both halves are seen, the paths
- * of every subscription at or below the old path follow it, so records keep
- * naming the directory by where it is. Within one directory each link keeps
- * its own spelling of the path; across two, the new directory's first link
- * gives the new spelling. A RECURSIVE tree follows its own renames too
- * (tree.c), this only catches what it did not.
- */
-static void follow_dir_move(Manager *m, Watch *w, const RawEvent *ev) {
-        g_autoptr(GPtrArray) new_paths = NULL;
-        char buf[PATH_MAX];
-        bool same_dir;
-
-        if (ev->mask & IN_MOVED_FROM) {
-                /* Remember where it was, as each link of its parent spells it. */
-                g_clear_pointer(&m->dir_move_old, g_ptr_array_unref);
-                m->dir_move_old = g_ptr_array_new_with_free_func(free);
-                LIST_FOREACH(watch, l, w->links) {
-                        const char *dir = tree_link_path(l, buf);
-
-                        g_ptr_array_add(m->dir_move_old, dir ? path_join(dir, ev->name, ev->name_len) : NULL);
-                }
-                m->dir_move_cookie = ev->cookie;
-                m->dir_move_watch = w;
-                return;
-        }
-        if (!m->dir_move_old || ev->cookie != m->dir_move_cookie)
-                return;
-
-        new_paths = g_ptr_array_new_with_free_func(free);
-        LIST_FOREACH(watch, l, w->links) {
-                const char *dir = tree_link_path(l, buf);
-
-                g_ptr_array_add(new_paths, dir ? path_join(dir, ev->name, ev->name_len) : NULL);
-        }
-        /* The MOVED_FROM's watch pointer is only compared, never followed: it may be gone. */
-        same_dir = m->dir_move_watch == w && new_paths->len == m->dir_move_old->len;
-        for (guint i = 0; i < m->dir_move_old->len && new_paths->len > 0; i++) {
-                const char *o = g_ptr_array_index(m->dir_move_old, i);
-                const char *n = g_ptr_array_index(new_paths, same_dir ? i : 0);
-
-                if (!o || !n || watch_table_rename_paths(m->table, o, n) < 0)
-                        log_warning("Out of memory following a directory rename, ignoring.");
-        }
-        m->dir_move_cookie = 0;
-        g_clear_pointer(&m->dir_move_old, g_ptr_array_unref);
-}
-
-static void followup_add(GArray **a, uint32_t id, int what, uint32_t cookie, char *path, WatchLink *link) {
-        if (!*a)
-                *a = g_array_new(FALSE, FALSE, sizeof(Followup));
-        g_array_append_val(*a, ((Followup) { id, what, cookie, path, link }));
-}
-
-static char *scanned_key(uint32_t id, const char *dir, const char *name, size_t name_len) {
-        return g_strdup_printf("%" PRIu32 ":%.*s/%.*s", id, (int) path_prefix_len(dir), dir, (int) name_len, name);
-}
-
-void manager_scanned_add(Manager *m, uint32_t id, const char *dir, const char *name, size_t name_len) {
-        if (!m->scanned)
-                m->scanned = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-        g_hash_table_add(m->scanned, scanned_key(id, dir, name, name_len));
-}
-
-/* Whether the record of ev for s (at link path dir) was already reported by a scan. */
-static bool scanned_check(Manager *m, const Subscription *s, const char *dir, const RawEvent *ev) {
-        g_autofree char *key = NULL;
-
-        if (!m->scanned || g_hash_table_size(m->scanned) == 0 || !ev->name ||
-            !(s->flags & WATCHD_FLAG_RECURSIVE) || !(ev->mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)))
-                return false;
-        key = scanned_key(s->id, dir, ev->name, ev->name_len);
-        /* Gone again: a later IN_CREATE of the same name is a new object. */
-        return g_hash_table_remove(m->scanned, key) && (ev->mask & (IN_CREATE | IN_MOVED_TO));
-}
-
-static void handle_event(Manager *m, const RawEvent *ev, uint64_t now) {
-        /* Rare (ONESHOT, directories in RECURSIVE trees): allocated on first use. */
-        g_autoptr(GArray) followups = NULL;
-        char buf[PATH_MAX];
-        Watch *w;
-
-        m->stats.events_read++;
-
-        /* A directory moved out of its place in a tree is moved within it
-         * only if the very next record is its IN_MOVED_TO. */
-        if (!((ev->mask & IN_MOVED_TO) && tree_moves_pending(m, ev->cookie)))
-                tree_moves_end(m);
-
-        if (ev->mask & IN_Q_OVERFLOW)
-                return kernel_overflow(m, now);
-
-        w = watch_table_get_watch(m->table, ev->wd);
-        if (!w)
-                return;         /* a watch we have released; its last records still trickle in */
-
-        if (ev->mask & IN_IGNORED)
-                return watch_ignored(m, w, now);
-        if (ev->mask & IN_UNMOUNT)
-                w->unmounted = true;
-        if ((ev->mask & IN_ISDIR) && ev->name && ev->cookie && (ev->mask & IN_MOVE))
-                follow_dir_move(m, w, ev);
-
-        LIST_FOREACH(watch, l, w->links) {
-                Subscription *s = l->subscription;
-                bool tree = (s->flags & WATCHD_FLAG_RECURSIVE) && ev->name && (ev->mask & IN_ISDIR);
-                const char *dir;
-
-                /* A directory of pending paths: nothing is delivered, the follower looks. */
-                if (s->chain) {
-                        if (ev->name && (ev->mask & WATCH_PENDING_BITS)) {
-                                watch_link_hold(l);
-                                followup_add(&followups, 0, FOLLOW_CHAIN, 0, NULL, l);
-                        }
-                        continue;
-                }
-
-                dir = tree_link_path(l, buf);
-                if (!dir) {
-                        manager_queue_overflow(m, s);   /* deeper than PATH_MAX: cannot be named */
-                        continue;
-                }
-
-                /* A directory below a RECURSIVE root: what happens to the
-                 * directory itself is reported by its parent's link. */
-                if (!watch_link_is_root(l) && !ev->name && !(ev->mask & IN_UNMOUNT))
-                        continue;
-                /* IN_UNMOUNT reaches every subscriber, as the kernel sends it to every watch. */
-                if (((ev->mask & s->mask & WATCHD_MASK_VALID) || (ev->mask & IN_UNMOUNT)) &&
-                    !scanned_check(m, s, dir, ev)) {
-                        manager_queue_record(m, s->owner, record_new(RECORD_EVENT, s->id, ev->mask, ev->cookie, now,
-                                                                     dir, ev->name, ev->name_len));
-                        if (s->flags & WATCHD_FLAG_ONESHOT) {
-                                followup_add(&followups, s->id, FOLLOW_ONESHOT, 0, NULL, NULL);
-                                continue;
-                        }
-                }
-
-                if (tree && (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM))) {
-                        char *path = path_join(dir, ev->name, ev->name_len);
-
-                        if (!path) {
-                                manager_queue_overflow(m, s);
-                                continue;
-                        }
-                        followup_add(&followups, s->id,
-                                     ev->mask & IN_MOVED_FROM ? FOLLOW_TREE_MOVED_FROM :
-                                     ev->mask & IN_CREATE ? FOLLOW_TREE_ADD_NEW : FOLLOW_TREE_MOVED_TO,
-                                     ev->cookie, path, NULL);
-                }
-        }
-
-        for (size_t k = 0; followups && k < followups->len; k++) {
-                Followup *f = &g_array_index(followups, Followup, k);
-                Subscription *s = watch_table_get_subscription(m->table, f->id);
-
-                if (f->what == FOLLOW_CHAIN) {
-                        if (!f->link->dead)
-                                missing_on_event(m->missing, f->link, ev->mask, ev->name, ev->name_len);
-                        watch_link_release(f->link);
-                        continue;
-                }
-                if (s)
-                        switch (f->what) {
-                        case FOLLOW_ONESHOT: {
-                                /* ONESHOT is the daemon's (the device has none, and a shared
-                                 * kernel watch must outlive one subscriber's first event). */
-                                Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
-
-                                if (rec)
-                                        rec->reason = WATCHD_REMOVED_ONESHOT;
-                                manager_queue_record(m, s->owner, rec);
-                                manager_subscription_end(m, s);
-                                break;
-                        }
-                        case FOLLOW_TREE_ADD_NEW:
-                                tree_add(m, s, f->path, /* synthesize= */ true, now);
-                                break;
-                        case FOLLOW_TREE_MOVED_FROM:
-                                tree_moved_from(m, s, f->path, f->cookie);
-                                break;
-                        case FOLLOW_TREE_MOVED_TO:
-                                tree_moved_to(m, s, f->path, f->cookie, now);
-                                break;
-                        case FOLLOW_CHAIN:
-                                break;
-                        }
-                free(f->path);
-        }
-        /* Its IN_MOVED_TO was this record: what it did not take into a tree left it. */
-        if (ev->mask & IN_MOVED_TO)
-                tree_moves_end(m);
-}
-
-/*
- * Reads and handles the kernel's records for at most KERNEL_SLICE_USEC (and
- * KERNEL_READ_ROUNDS reads): a writer that keeps the queue full, or records
- * that each cost much (a pending path's chain rebuilt), cannot keep the loop
- * from the bus and the signals. What is left of a read stays in read_buf for
- * the next call. Return: whether anything is left (read, or to read).
- */
-static bool kernel_slice(Manager *m) {
-        uint64_t deadline = manager_now_usec() + KERNEL_SLICE_USEC;
-
-        for (int i = 0; i < KERNEL_READ_ROUNDS; ) {
-                RawEvent ev;
-                uint64_t now;
-                int r;
-
-                if (m->read_off == m->read_len) {
-                        ssize_t n = backend_read(m->backend, m->read_buf, m->read_buf_size);
-
-                        if (n == -EAGAIN) {
-                                /* Everything queued before any scan so far has been read. */
-                                if (m->scanned)
-                                        g_hash_table_remove_all(m->scanned);
-                                /* A rename queues both halves at once: none is coming. */
-                                tree_moves_end(m);
-                                /* Every rename is read: their new parents' paths are right now. */
-                                tree_retries_run(m);
-                                return false;
-                        }
-                        if (n < 0) {
-                                log_error_errno((int) n, "Failed to read the kernel's events: %m");
-                                return false;
-                        }
-                        m->read_off = 0;
-                        m->read_len = (size_t) n;
-                        m->read_time = manager_now_usec();
-                        i++;
-                }
-                r = event_decode(m->read_buf, m->read_len, &m->read_off, &ev);
-                if (r <= 0) {
-                        if (r < 0)
-                                log_error("Malformed record from the kernel at offset %zu of %zu bytes, "
-                                          "dropping the rest of the read.", m->read_off, m->read_len);
-                        m->read_off = m->read_len;
-                        continue;
-                }
-                handle_event(m, &ev, m->read_time);
-                now = manager_now_usec();
-                if (now >= deadline)
-                        return true;
-        }
-        return true;
-}
-
-static int on_kernel(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
-        Manager *m = userdata;
-        int r;
-
-        /* More than a slice: the rest comes at the next turn of the kernel fd,
-         * or from the backlog source when nothing else waits. */
-        r = sd_event_source_set_enabled(m->kernel_backlog, kernel_slice(m) ? SD_EVENT_ON : SD_EVENT_OFF);
-        if (r < 0)
-                log_warning_errno(r, "Failed to set the kernel backlog source, ignoring: %m");
-        manager_flush(m);
-        return 0;
-}
-
-static int on_kernel_backlog(sd_event_source *source, void *userdata) {
-        return on_kernel(NULL, -1, 0, userdata);
-}
-
-static int on_pair_timer(sd_event_source *source, uint64_t usec, void *userdata) {
-        manager_flush(userdata);
-        return 0;
-}
-
-static int on_walker(sd_event_source *source, void *userdata) {
-        Manager *m = userdata;
-
-        bool more = tree_walks_run(m, WALK_SLICE_USEC);
-
-        /* And the descents of pending paths left by events (missing.c). */
-        more = missing_run(m->missing, WALK_SLICE_USEC) || more;
-        if (!more)
-                (void) sd_event_source_set_enabled(m->walker, SD_EVENT_OFF);
-        manager_flush(m);       /* what the walks reported, and answers to their AddWatch */
-        return 0;
-}
-
-void manager_walks_wake(Manager *m) {
-        int r;
-
-        r = sd_event_source_set_enabled(m->walker, SD_EVENT_ON);
-        if (r < 0)
-                log_warning_errno(r, "Failed to start the walker, ignoring: %m");
-}
-
-void manager_flush(Manager *m) {
-        uint64_t now = manager_now_usec(), next = UINT64_MAX, queued = 0;
-        int r;
-
-        if (m->bus && sd_bus_get_n_queued_write(m->bus, &queued) >= 0 && queued > BUS_WRITE_QUEUE_HIGH) {
-                if (!m->bus_stalled)
-                        log_warning("The bus is not reading our messages (%" PRIu64 " queued): holding events back.",
-                                    queued);
-                m->bus_stalled = true;
-                next = now + BUS_RETRY_USEC;
-                goto arm;
-        }
-        m->bus_stalled = false;
-
-        /* Only the clients with something queued; those left waiting for a
-         * rename's partner stay on the list, compacted in place. */
-        guint kept = 0;
-        for (guint k = 0; k < m->dirty->len; k++) {
-                Client *c = g_ptr_array_index(m->dirty, k);
-                uint64_t d;
-
-                dbus_iface_flush_client(m, c, now);
-                if (move_pairer_size(&c->queue) == 0) {
-                        c->dirty = false;
-                        continue;
-                }
-                m->dirty->pdata[kept++] = c;
-                d = move_pairer_next_deadline(&c->queue);
-                if (d < next)
-                        next = d;
-        }
-        g_ptr_array_set_size(m->dirty, kept);
-
-arm:
-        if (next == UINT64_MAX) {
-                (void) sd_event_source_set_enabled(m->pair_timer, SD_EVENT_OFF);
-                return;
-        }
-        r = sd_event_source_set_time(m->pair_timer, next);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(m->pair_timer, SD_EVENT_ONESHOT);
-        if (r < 0)
-                log_warning_errno(r, "Failed to arm the pairing timer, ignoring: %m");
-}
-
-uint64_t manager_pending_events(Manager *m) {
-        GHashTableIter i;
-        gpointer v;
-        uint64_t n = 0;
+        uint64_t pending = 0;
 
         g_hash_table_iter_init(&i, m->clients);
         while (g_hash_table_iter_next(&i, NULL, &v))
-                n += move_pairer_size(&((Client *) v)->queue);
-        return n;
-}
-
-/* The config's limits, each "auto" sized from the kernel's limit read at start. */
-static void limits_from_config(Manager *m, AccountingLimits *ret) {
-        *ret = (AccountingLimits) {
-                .max_watches_per_client = m->config.max_watches_per_client,
-                .max_watches_per_user = m->config.max_watches_per_user,
-                .max_watches_unprivileged = m->config.max_watches_unprivileged,
-                .max_clients_per_user = m->config.max_clients_per_user,
+                pending += delivery_queue_size(&((Client *) v)->queue);
+        *ret = (ManagerStats) {
+                .clients = g_hash_table_size(m->clients),
+                .users = accounting_n_users(m->accounting),
+                .subscriptions = watch_table_n_subscriptions(m->table),
+                .kernel_watches = watch_table_n_watches(m->table),
+                .events_read = es->events_read,
+                .events_delivered = ds->events_delivered,
+                .signals_sent = ds->batches_sent,
+                .overflows = ds->overflows,
+                .kernel_overflows = es->kernel_overflows,
+                .events_dropped = ds->events_dropped,
+                .pending_events = pending,
         };
-        accounting_limits_size(ret, m->kernel_watch_limit);
-}
-
-int manager_start(Manager *m, sd_event *event) {
-        AccountingLimits limits;
-        int r;
-
-        m->event = sd_event_ref(event);
-
-        r = backend_new(m->config.backend, m->config.device, &m->backend);
-        if (r < 0) {
-                if (m->config.backend == BACKEND_DEVICE)
-                        return log_error_errno(r, "Failed to open '%s': %m", m->config.device);
-                return log_error_errno(r, "Failed to set up the inotify syscalls: %m");
-        }
-        if (strcmp(backend_name(m->backend), "device") == 0)
-                log_info("Using the device backend ('%s').", m->config.device);
-        else
-                log_info("Using the syscall backend (inotify_init1).");
-
-        r = backend_watch_limit(m->backend, &m->kernel_watch_limit);
-        if (r < 0) {
-                /* The kernel's own minimum: whatever the kernel allows, no less. */
-                m->kernel_watch_limit = 8192;
-                log_warning_errno(r, "Failed to read the kernel's watch limit from %s (%m), taking %" PRIu32 ".",
-                                  strna(m->backend->limit_path), m->kernel_watch_limit);
-        }
-        limits_from_config(m, &limits);
-        r = accounting_new(&limits, &m->accounting);
-        if (r < 0)
-                return log_error_errno(r, "Failed to allocate the accounting: %m");
-        log_info("Watch limits: %" PRIu32 " a client, %" PRIu32 " a user, %" PRIu32 " for all users but root "
-                 "(the kernel allows %" PRIu32 ").", limits.max_watches_per_client, limits.max_watches_per_user,
-                 limits.max_watches_unprivileged, m->kernel_watch_limit);
-
-        r = watch_table_new(m->backend, &m->table);
-        if (r < 0)
-                return log_error_errno(r, "Failed to allocate the watch table: %m");
-        r = missing_new(m->table, &(MissingOps) {
-                                .appeared = on_missing_appeared,
-                                .gone = on_missing_gone,
-                                .wake = on_missing_wake,
-                        }, m, &m->missing);
-        if (r < 0)
-                return log_error_errno(r, "Failed to allocate the missing-path follower: %m");
-
-        r = sd_event_add_io(event, &m->kernel_source, backend_get_fd(m->backend), EPOLLIN, on_kernel, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to watch the kernel fd: %m");
-        (void) sd_event_source_set_description(m->kernel_source, "kernel");
-        /* Enabled while a slice of the kernel's records left some (kernel_slice()).
-         * Below the kernel fd and the bus: a defer source stays pending, and
-         * sd-event serves the source pending longest first, so at their
-         * priority it would starve them. While the fd is readable, the io
-         * source takes turns with the bus and the signals; this one finishes
-         * a read once nothing else waits. */
-        r = sd_event_add_defer(event, &m->kernel_backlog, on_kernel_backlog, m);
-        if (r >= 0)
-                r = sd_event_source_set_priority(m->kernel_backlog, SD_EVENT_PRIORITY_NORMAL + 5);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the kernel backlog source: %m");
-        (void) sd_event_source_set_enabled(m->kernel_backlog, SD_EVENT_OFF);
-        (void) sd_event_source_set_description(m->kernel_backlog, "kernel-backlog");
-
-        /* Armed only while a client's queue waits for the partner of a rename. */
-        r = sd_event_add_time(event, &m->pair_timer, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1, on_pair_timer, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the pairing timer: %m");
-        (void) sd_event_source_set_enabled(m->pair_timer, SD_EVENT_OFF);
-        (void) sd_event_source_set_description(m->pair_timer, "move-pairing");
-
-        /* Enabled only while a RECURSIVE walk is in progress. Below the kernel
-         * fd and the bus: each loop iteration serves them first. */
-        r = sd_event_add_defer(event, &m->walker, on_walker, m);
-        if (r >= 0)
-                r = sd_event_source_set_priority(m->walker, SD_EVENT_PRIORITY_NORMAL + 10);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the walker: %m");
-        (void) sd_event_source_set_enabled(m->walker, SD_EVENT_OFF);
-        (void) sd_event_source_set_description(m->walker, "tree-walker");
-        return 0;
-}
-
-void manager_reload(Manager *m, Config *config) {
-        GHashTableIter i;
-        gpointer v;
-
-        if (config->backend != m->config.backend || strcmp(config->device, m->config.device) != 0)
-                log_notice("The backend and device settings take effect at the next start, ignoring their change.");
-        config->backend = m->config.backend;
-        free(config->device);
-        config->device = TAKE_PTR(m->config.device);
-
-        config_done(&m->config);
-        m->config = *config;
-        *config = (Config) {};
-        log_set_max_level(m->config.log_level);
-        if (m->accounting) {
-                AccountingLimits limits;
-
-                limits_from_config(m, &limits);
-                accounting_set_limits(m->accounting, &limits);
-        }
-
-        g_hash_table_iter_init(&i, m->clients);
-        while (g_hash_table_iter_next(&i, NULL, &v))
-                move_pairer_set_limits(&((Client *) v)->queue, (uint64_t) m->config.move_pair_timeout_ms * 1000u,
-                                       m->config.move_pair_max_distance);
 }

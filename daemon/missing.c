@@ -158,6 +158,10 @@ bool missing_run(Missing *m, uint64_t budget_usec) {
         return more;
 }
 
+bool missing_has_work(const Missing *m) {
+        return m->steps != NULL;
+}
+
 unsigned missing_n_waiting(const Missing *m) {
         return g_hash_table_size(m->waiters);
 }
@@ -521,13 +525,12 @@ static void waiter_destroy(Missing *m, Waiter *w) {
 
 static int waiter_add(Missing *m, Subscription *s, const Caller *caller, bool sync);
 
-/* run() for budget_usec; asks the loop for more if that was not enough. */
+/* run() for budget_usec; what is left waits for missing_run(). */
 static void run_slice(Missing *m, uint64_t budget_usec) {
         struct timespec ts;
 
         (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        if (run(m, (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u + budget_usec))
-                m->ops.wake(m->userdata);
+        (void) run(m, (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u + budget_usec);
 }
 
 /* Waiters that were cut off at their chain's top: each looked up afresh. */

@@ -44,8 +44,6 @@ typedef struct MissingOps {
         /* s cannot be followed any more (r: a limit, or what appeared cannot
          * be watched): the layer above ends it. s is no longer followed. */
         void (*gone)(Subscription *s, int r, void *userdata);
-        /* A descent is left to go on with: call missing_run() from the loop. */
-        void (*wake)(void *userdata);
 } MissingOps;
 
 int missing_new(WatchTable *table, const MissingOps *ops, void *userdata, Missing **ret);
@@ -70,6 +68,8 @@ void missing_on_watch_gone(Missing *m, WatchLink *l);
 
 /* Goes on with the descents left for at most budget_usec. Return: whether any is left. */
 bool missing_run(Missing *m, uint64_t budget_usec);
+/* Whether descents are left (for missing_run()). */
+bool missing_has_work(const Missing *m);
 
 /* Pending subscriptions followed, and the directories their chains hold. */
 unsigned missing_n_waiting(const Missing *m);

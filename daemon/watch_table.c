@@ -147,6 +147,12 @@ int watch_link_path(const WatchLink *l, char *buf, size_t size) {
         return (int) tl;
 }
 
+const char *watch_link_get_path(const WatchLink *l, char *buf) {
+        if (!l->parent)
+                return watch_link_is_root(l) ? l->subscription->path : l->name;
+        return watch_link_path(l, buf, PATH_MAX) < 0 ? NULL : buf;
+}
+
 WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name,
                                  size_t name_len) {
         assert(l->parent && new_parent->subscription == l->subscription);

@@ -169,6 +169,10 @@ WatchLink *watch_link_next(WatchLink *l);
  * -ENAMETOOLONG if it does not fit. */
 int watch_link_path(const WatchLink *l, char *buf, size_t size);
 
+/* The path of l: for a root link its subscription's, for a top link its
+ * name, else built into buf (PATH_MAX bytes). NULL if it would not fit. */
+const char *watch_link_get_path(const WatchLink *l, char *buf);
+
 /* Ends a subscription and all its links. Never fails. */
 void watch_table_unsubscribe(WatchTable *t, Subscription *s);
 
