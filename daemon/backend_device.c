@@ -2,7 +2,7 @@
 /*
  * backend_device - the kernel interface on /dev/inotify (inotify 0.23 ABI)
  *
- * The differences from the syscalls that matter here (research/abi.md §B):
+ * The differences from the syscalls that matter here (docs/KERNEL-MODULE.md, "Behaviour"):
  * wd 0 is valid; the device silently drops mask bits it does not know (we
  * only pass the eleven 0.23 events); it has no IN_ONESHOT (the daemon does
  * oneshot itself, for both backends) and no IN_MOVE_SELF; a read() whose

@@ -3,7 +3,7 @@
  * dbus_iface - org.example.Inotify on the bus
  *
  * The path of an AddWatch call: method_add_watch() reads (path, mask,
- * flags), validates them (the rules of design.md §3), takes the caller's
+ * flags), validates them (the rules of watchd(8), "D-BUS INTERFACE"), takes the caller's
  * uid and groups from the bus (sd_bus_query_sender_creds; never augmented
  * from /proc, and refused if the bus did not say), finds or makes the
  * caller's Client (and tracks its name), and calls manager_add_watch_path(),

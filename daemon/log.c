@@ -20,10 +20,6 @@ void log_set_max_level(int level) {
         log_max_level = level;
 }
 
-int log_get_max_level(void) {
-        return log_max_level;
-}
-
 static const char *const level_names[] = {
         [LOG_ERR] = "err",
         [LOG_WARNING] = "warning",
@@ -37,12 +33,6 @@ int log_level_from_string(const char *s) {
                 if (level_names[i] && strcmp(level_names[i], s) == 0)
                         return (int) i;
         return -EINVAL;
-}
-
-const char *log_level_to_string(int level) {
-        if (level < 0 || (size_t) level >= ELEMENTSOF(level_names))
-                return NULL;
-        return level_names[level];
 }
 
 /* "%m" of one of the daemon's own codes (error.h) printed strerror()'s

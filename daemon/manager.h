@@ -53,7 +53,7 @@ int manager_new(Config *config, const char *config_path, Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
-/* Opens the backend (per config) and builds the parts; logs its failures. */
+/* Opens the backend (per config, unless one was set in m->backend) and builds the parts; logs its failures. */
 int manager_start(Manager *m);
 
 /* Applies a re-read config; the backend and device stay until restart. */

@@ -22,7 +22,7 @@
  *   disconnect the client and connect it again
  *
  * Checked on every input, besides ASan/UBSan/LSan: every call is answered
- * (no hang), with success or one of the API's errors (design.md §3), never
+ * (no hang), with success or one of the API's errors (watchd(8), "D-BUS INTERFACE"), never
  * a generic one; ids are never handed out twice; a client receives signals
  * only about its own subscriptions; ListWatches lists nothing the client
  * does not own; and once both clients are gone the daemon is back to zero
