@@ -144,6 +144,13 @@ static void test_hold(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(sent(f), ==, 70);
 }
 
+static const DeliveryLimits small = {
+        .max_pending = 4,
+        .batch_max = 10,
+        .pair_timeout_usec = 1000,
+        .pair_max_distance = 100,
+};
+
 /* Past max_pending queued, the events are dropped and Overflow names their ids; notices stay. */
 static void test_backlog(Fixture *f, gconstpointer data) {
         Record *rec;
@@ -199,10 +206,7 @@ int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/delivery/batches", Fixture, &limits, setup, test_batches, teardown);
         g_test_add("/delivery/hold", Fixture, &limits, setup, test_hold, teardown);
-        g_test_add("/delivery/backlog", Fixture, &((DeliveryLimits) { .max_pending = 4, .batch_max = 10,
-                                                                       .pair_timeout_usec = 1000,
-                                                                       .pair_max_distance = 100 }),
-                   setup, test_backlog, teardown);
+        g_test_add("/delivery/backlog", Fixture, &small, setup, test_backlog, teardown);
         g_test_add("/delivery/congested", Fixture, &limits, setup, test_congested, teardown);
         g_test_add("/delivery/pairing", Fixture, &limits, setup, test_pairing, teardown);
         return g_test_run();

@@ -117,6 +117,7 @@ static int subscribe(Fixture *f, Subscription **ret) {
 }
 
 static const AccountingLimits roomy = { 1000, 1000, 1000, 10 };
+static const AccountingLimits tight = { 3, 1000, 1000, 10 };
 
 static void test_walk(Fixture *f, gconstpointer data) {
         Subscription *s;
@@ -189,6 +190,6 @@ int main(int argc, char *argv[]) {
         g_test_add("/tree/walk", Fixture, &roomy, setup, test_walk, teardown);
         g_test_add("/tree/add", Fixture, &roomy, setup, test_add, teardown);
         g_test_add("/tree/moves", Fixture, &roomy, setup, test_moves, teardown);
-        g_test_add("/tree/limit", Fixture, &((AccountingLimits) { 3, 1000, 1000, 10 }), setup, test_limit, teardown);
+        g_test_add("/tree/limit", Fixture, &tight, setup, test_limit, teardown);
         return g_test_run();
 }
