@@ -280,6 +280,16 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                 RawEvent ev;
                 int r;
 
+                /* The descents of pending paths that earlier records started go
+                 * first: a later record must find the chains they build, as the
+                 * kernel's order says (a client that heard of the record that
+                 * made a path appear may count on its watch being placed). */
+                if (missing_has_work(e->missing)) {
+                        uint64_t now = now_usec();
+
+                        if (now >= deadline || missing_run(e->missing, deadline - now))
+                                return true;
+                }
                 if (e->off == e->len) {
                         ssize_t n = backend_read(e->backend, e->buf, KERNEL_READ_BUF);
 

@@ -49,7 +49,8 @@ Events *events_free(Events *e);
  * Reads and handles the kernel's records for at most budget_usec: a writer
  * that keeps the queue full, or records that each cost much, cannot keep
  * the loop from the bus and the signals. What is left of a read is kept for
- * the next call. Return: whether anything is left (read, or to read).
+ * the next call; the descents of pending paths left by earlier records are
+ * finished before the next record. Return: whether anything is left.
  */
 bool events_slice(Events *e, uint64_t budget_usec);
 

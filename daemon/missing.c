@@ -43,9 +43,8 @@
 /* Placements, climbs and retries one probe may chain before it gives up on
  * a waiter: a path whose directories are replaced faster than it can look. */
 #define PROBE_ROUNDS 64u
-/* How long an AddWatch, and an event, go down a path before the rest of
- * the way is left to the loop (missing_run). */
-#define FIRST_SLICE_USEC 5000u
+/* How long an event goes down a path before the rest of the way is left to
+ * the loop (missing_run(), which the event path runs before its next record). */
 #define EVENT_SLICE_USEC 1000u
 
 typedef struct Chain Chain;
@@ -701,9 +700,10 @@ static int waiter_add(Missing *m, Subscription *s, const Caller *caller, bool sy
                 g_hash_table_insert(m->waiters, s, w);
                 r = waiter_start(m, w);
                 if (r >= 0) {
-                        /* A path of a few levels is followed down at once (an error
-                         * is AddWatch's); a deep one goes on from the loop. */
-                        run_slice(m, FIRST_SLICE_USEC);
+                        /* Followed down at once, to the end: AddWatch answers with
+                         * its chain in place (or its error), as a client may count
+                         * on. It costs one open a level of the path, at most. */
+                        (void) run(m, UINT64_MAX);
                         return finish(m, sync ? w : NULL);
                 }
                 waiter_destroy(m, w);
