@@ -10,11 +10,15 @@
  * lists at once, each with its own name. Prepending and removing are O(1);
  * appending walks to the tail. In the style of systemd's list.h.
  *
- *   struct Watch { LIST_HEAD(WatchLink, links); };
- *   struct WatchLink { LIST_FIELDS(WatchLink, watch); };
- *   LIST_PREPEND(watch, w->links, l);
- *   LIST_FOREACH(watch, i, w->links) ...
- *   LIST_REMOVE(watch, w->links, l);
+ *   struct Tree { LIST_HEAD(TreeWalk, walks); };
+ *   struct TreeWalk { LIST_FIELDS(TreeWalk, walks); };
+ *   LIST_PREPEND(walks, t->walks, w);
+ *   LIST_FOREACH(walks, i, t->walks) ...
+ *   LIST_REMOVE(walks, t->walks, w);
+ *
+ * SLIST_* are the same lists singly linked, for items that are many and
+ * small (a pointer less each) on lists that are short: removing walks
+ * from the head to the item. LIST_FOREACH serves both.
  */
 
 #define LIST_HEAD(t, name) t *name
@@ -61,6 +65,24 @@
                 else                                                    \
                         *_head = _item->name##_next;                    \
                 _item->name##_next = _item->name##_prev = NULL;         \
+        } while (0)
+
+#define SLIST_FIELDS(t, name) t *name##_next
+
+#define SLIST_PREPEND(name, head, item)                                 \
+        do {                                                            \
+                __typeof__(*(head)) **_head = &(head), *_item = (item); \
+                _item->name##_next = *_head;                            \
+                *_head = _item;                                         \
+        } while (0)
+
+#define SLIST_REMOVE(name, head, item)                                  \
+        do {                                                            \
+                __typeof__(*(head)) **_p = &(head), *_item = (item);    \
+                while (*_p != _item)                                    \
+                        _p = &(*_p)->name##_next;                       \
+                *_p = _item->name##_next;                               \
+                _item->name##_next = NULL;                              \
         } while (0)
 
 /* Removes and yields the first item, or NULL. */

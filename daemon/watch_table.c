@@ -156,15 +156,15 @@ const char *watch_link_get_path(const WatchLink *l, char *buf) {
 WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name,
                                  size_t name_len) {
         assert(l->parent && new_parent->subscription == l->subscription);
-        if (malloc_usable_size(l) < sizeof(WatchLink) + name_len + 1) {
-                WatchLink *n = malloc(sizeof(WatchLink) + name_len + 1);
+        if (malloc_usable_size(l) < WATCH_LINK_SIZE(name_len)) {
+                WatchLink *n = malloc(WATCH_LINK_SIZE(name_len));
 
                 if (!n)
                         return NULL;
-                LIST_REMOVE(watch, l->watch->links, l);
+                SLIST_REMOVE(watch, l->watch->links, l);
                 LIST_REMOVE(sib, l->parent->children, l);
                 *n = *l;
-                LIST_PREPEND(watch, n->watch->links, n);
+                SLIST_PREPEND(watch, n->watch->links, n);
                 LIST_PREPEND(sib, n->parent->children, n);
                 LIST_FOREACH(sib, c, n->children)
                         c->parent = n;
@@ -342,7 +342,7 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
                 if (r < 0)
                         return r;
         }
-        l = malloc(sizeof(WatchLink) + name_len + 1);
+        l = malloc(WATCH_LINK_SIZE(name_len));
         if (!l) {
                 r = -ENOMEM;
                 goto fail;
@@ -368,7 +368,7 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
                 }
 
         l->watch = w;
-        LIST_PREPEND(watch, w->links, l);
+        SLIST_PREPEND(watch, w->links, l);
         w->n_links++;
         if (parent)
                 LIST_PREPEND(sib, parent->children, l);
@@ -541,7 +541,7 @@ static void link_remove(WatchTable *t, WatchLink *l) {
         Watch *w = l->watch;
 
         assert(!l->children);
-        LIST_REMOVE(watch, w->links, l);
+        SLIST_REMOVE(watch, w->links, l);
         w->n_links--;
 
         if (l->parent)

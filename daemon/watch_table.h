@@ -21,6 +21,7 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -73,12 +74,19 @@ struct WatchLink {
         WatchLink *parent;                      /* NULL for the top link */
         LIST_HEAD(WatchLink, children);         /* the links below it */
         LIST_FIELDS(WatchLink, sib);            /* among parent->children */
-        LIST_FIELDS(WatchLink, watch);          /* in watch->links */
-        unsigned n_holds;                       /* watch_link_hold() */
+        SLIST_FIELDS(WatchLink, watch);         /* in watch->links (a few each) */
+        uint32_t n_holds;                       /* watch_link_hold() */
         bool dead;                              /* unlinked while held: in no list, freed at the last release */
-        char name[];            /* a pending subscription's top link: an absolute path;
+        char name[];            /* allocated to its length: see WATCH_LINK_SIZE() */            /* a pending subscription's top link: an absolute path;
                                  * a root link: "" (its path is the subscription's); others: a name */
 };
+
+/* The allocation of a link with a name of name_len bytes: the name starts
+ * inside the struct's tail padding (sizeof(WatchLink) would waste it, and a
+ * tree of N directories holds N links). */
+#define WATCH_LINK_SIZE(name_len) \
+        (offsetof(WatchLink, name) + (name_len) + 1 > sizeof(WatchLink) ? \
+         offsetof(WatchLink, name) + (name_len) + 1 : sizeof(WatchLink))
 
 /* The subscription's own object, not a directory below it nor a directory of a pending path. */
 static inline bool watch_link_is_root(const WatchLink *l) {
