@@ -9,7 +9,8 @@
  * of its own. Events are awaited, never slept for: a case iterates the main
  * context until the record it expects arrives or a deadline passes. Cases
  * that need a second uid or a process to kill run this binary again as a
- * helper (--helper ...), as nobody where needed.
+ * helper (--helper ...), as nobody where needed (a copy that nobody can
+ * reach, wherever the build tree is).
  */
 
 #include <errno.h>
@@ -1655,27 +1656,36 @@ static void test_name_taken(WtFixture *f, gconstpointer data) {
 
 /* ---------------------------------------------------------------- helpers in other processes */
 
-static GSubprocess *spawn_helper(gboolean as_nobody, GDataInputStream **ret_out, const char *const *args) {
+/* Runs this test program again as a helper (--helper ARGS...), as nobody if
+ * as_nobody. Returns NULL, the test skipped saying why, if nobody cannot
+ * run it here. */
+static GSubprocess *spawn_helper(WtFixture *f, gboolean as_nobody, GDataInputStream **ret_out,
+                                 const char *const *args) {
         g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
-        g_autoptr(GPtrArray) argv = g_ptr_array_new();
+        g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
         g_autoptr(GError) error = NULL;
+        g_autofree char *self = g_file_read_link("/proc/self/exe", &error);
         GSubprocess *p;
 
-        g_ptr_array_add(argv, (gpointer) "/proc/self/exe");
-        g_ptr_array_add(argv, (gpointer) "--helper");
-        for (size_t i = 0; args[i]; i++)
-                g_ptr_array_add(argv, (gpointer) args[i]);
-        g_ptr_array_add(argv, NULL);
-        if (as_nobody)
-                g_subprocess_launcher_set_child_setup(l, wt_child_become_nobody, NULL, NULL);
-        /* /proc/self/exe is this test binary, resolved in the child before exec. */
-        {
-                g_autofree char *self = g_file_read_link("/proc/self/exe", &error);
-                g_assert_no_error(error);
-                argv->pdata[0] = g_steal_pointer(&self);
+        g_assert_no_error(error);
+        if (as_nobody) {
+                /* A copy nobody can reach, wherever the build tree is. */
+                char *copy = wt_launcher_as_nobody(l, f->bus, self, &error);
+
+                if (!copy) {
+                        g_test_skip(error->message);
+                        return NULL;
+                }
+                g_ptr_array_add(argv, copy);
+        } else {
+                g_subprocess_launcher_set_child_setup(l, wt_child_die_with_parent, NULL, NULL);
+                g_ptr_array_add(argv, g_steal_pointer(&self));
         }
+        g_ptr_array_add(argv, g_strdup("--helper"));
+        for (size_t i = 0; args[i]; i++)
+                g_ptr_array_add(argv, g_strdup(args[i]));
+        g_ptr_array_add(argv, NULL);
         p = g_subprocess_launcher_spawnv(l, (const char *const *) argv->pdata, &error);
-        g_free(argv->pdata[0]);
         g_assert_no_error(error);
         *ret_out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(p));
         return p;
@@ -1698,7 +1708,7 @@ static void test_sigkill(WtFixture *f, gconstpointer data) {
 
         wt_touch(file);
         wt_add_watch(f->proxy, f->dir, IN_DELETE, 0, NULL);      /* shares the helper's directory watch */
-        p = spawn_helper(FALSE, &out, args);
+        p = spawn_helper(f, FALSE, &out, args);
         line = read_line(out);
         g_assert_true(g_str_has_prefix(line, "id "));
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 3);
@@ -1739,7 +1749,9 @@ static void test_nobody(WtFixture *f, gconstpointer data) {
         root_id = wt_add_watch(f->proxy, shared, IN_CREATE, 0, NULL);
         wt_add_watch(f->proxy, private, IN_CREATE, 0, NULL);
 
-        p = spawn_helper(TRUE, &out, args);
+        p = spawn_helper(f, TRUE, &out, args);
+        if (!p)
+                return;
         line = read_line(out);
         g_assert_cmpstr(line, ==, "private " E_ACCESS_DENIED);
         g_free(line);

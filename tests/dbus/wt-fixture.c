@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * wt-fixture - the fixture, AddWatch and the signal collector, shared by
- * the D-Bus test programs (see wt-fixture.h)
+ * wt-fixture - the fixture, AddWatch, the signal collector and nobody's
+ * programs, shared by the D-Bus test programs (see wt-fixture.h)
  */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -296,4 +297,87 @@ pid_t wt_process_pid(GSubprocess *p) {
 
 void wt_child_die_with_parent(gpointer user_data) {
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* Whether a user of no group of path's owners can reach path: every
+ * directory above it searchable by others, and path itself with the mode
+ * bits in want for others. (Groups and ACLs are not looked at: a path they
+ * would open counts as out of reach, which only costs a copy.) */
+static gboolean others_reach(const char *path, mode_t want) {
+        g_autofree char *real = realpath(path, NULL);
+        struct stat st;
+
+        if (!real || stat(real, &st) < 0 || (st.st_mode & want) != want)
+                return FALSE;
+        for (char *p = g_path_get_dirname(real);; ) {
+                gboolean ok = stat(p, &st) == 0 && (st.st_mode & S_IXOTH);
+                gboolean top = strcmp(p, "/") == 0;
+                char *up = g_path_get_dirname(p);
+
+                g_free(p);
+                p = up;
+                if (!ok || top) {
+                        g_free(p);
+                        return ok;
+                }
+        }
+}
+
+static void copy_file(const char *from, const char *to) {
+        g_autoptr(GFile) src = g_file_new_for_path(from), dst = g_file_new_for_path(to);
+        g_autoptr(GError) error = NULL;
+
+        if (!g_file_copy(src, dst, G_FILE_COPY_NONE, NULL, NULL, NULL, &error))
+                g_error("Cannot copy '%s' to '%s': %s", from, to, error->message);
+        g_assert_cmpint(g_chmod(to, 0755), ==, 0);
+}
+
+/* Copies into dir each shared library that program loads from where
+ * others cannot reach, as ldd(1) lists them (without running program's
+ * code). Returns how many. */
+static guint copy_unreachable_libraries(const char *program, const char *dir) {
+        g_autoptr(GSubprocess) p = NULL;
+        g_autofree char *out = NULL;
+        g_auto(GStrv) lines = NULL;
+        guint n = 0;
+
+        p = g_subprocess_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL,
+                             "ldd", program, NULL);
+        if (!p || !g_subprocess_communicate_utf8(p, NULL, NULL, &out, NULL, NULL) || !out)
+                return 0;       /* no ldd, or not a dynamic program: then nothing is loaded from elsewhere */
+        lines = g_strsplit(out, "\n", -1);
+        for (char **line = lines; *line; line++) {
+                /* "\tlibfoo.so.1 => /path/to/libfoo.so.1 (0x...)" */
+                g_auto(GStrv) words = g_strsplit_set(g_strstrip(*line), " ", -1);
+                g_autofree char *to = NULL;
+
+                if (g_strv_length(words) < 3 || !g_str_equal(words[1], "=>") || words[2][0] != '/' ||
+                    others_reach(words[2], S_IROTH))
+                        continue;
+                to = g_build_filename(dir, words[0], NULL);
+                copy_file(words[2], to);
+                n++;
+        }
+        return n;
+}
+
+char *wt_launcher_as_nobody(GSubprocessLauncher *l, WtBus *bus, const char *program, GError **error) {
+        g_autofree char *dir = g_build_filename(bus->dir, "nobody-XXXXXX", NULL);
+        g_autofree char *base = g_path_get_basename(program);
+        char *copy;
+
+        if (!others_reach(bus->dir, S_IXOTH)) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                            "nobody cannot enter the test's directory '%s' (is TMPDIR in a directory only its owner "
+                            "may enter?)", bus->dir);
+                return NULL;
+        }
+        g_assert_nonnull(g_mkdtemp(dir));
+        g_assert_cmpint(g_chmod(dir, 0755), ==, 0);
+        copy = g_build_filename(dir, base, NULL);
+        copy_file(program, copy);
+        if (copy_unreachable_libraries(program, dir) > 0)
+                g_subprocess_launcher_setenv(l, "LD_LIBRARY_PATH", dir, TRUE);
+        g_subprocess_launcher_set_child_setup(l, wt_child_become_nobody, NULL, NULL);
+        return copy;
 }

@@ -7,8 +7,9 @@
  * One fixture (a private bus, watchd with a config text, two clients of the
  * test's uid, each with its connection, proxy and collector of signals), one
  * AddWatch, one collector of Events, Overflow and WatchRemoved with waits for
- * a count or a condition (never a sleep). Used by tests/dbus,
- * tests/robustness and tests/watchctl.
+ * a count or a condition (never a sleep), and a way to run a program of the
+ * build tree as nobody. Used by tests/dbus, tests/robustness and
+ * tests/watchctl.
  *
  * A test program registers each case once, in main():
  *
@@ -120,3 +121,14 @@ pid_t wt_process_pid(GSubprocess *p);
 /* A GSubprocessLauncher child setup (user_data NULL): the child dies with the test. */
 void wt_child_die_with_parent(gpointer user_data);
 
+/*
+ * Makes l run program as nobody (65534, no groups) and returns the path to
+ * run (the caller frees). The build tree may sit in a directory nobody
+ * cannot enter (a clone in /root, mode 0700), so program is copied into a
+ * new directory under bus->dir, which anyone can enter, and so is every
+ * shared library it loads from a directory nobody cannot enter (found
+ * beside it through LD_LIBRARY_PATH). Returns NULL with *error set if
+ * nobody cannot reach bus->dir either (TMPDIR in such a directory): the
+ * test then skips, saying so.
+ */
+char *wt_launcher_as_nobody(GSubprocessLauncher *l, WtBus *bus, const char *program, GError **error);
