@@ -1235,50 +1235,151 @@ static void test_kernel_overflow(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_overflows"), >=, 1);
 }
 
-/* Unicast: a connection that listens for every Events signal hears nothing of others'. */
-static void on_any_signal(GDBusConnection *c, const char *sender, const char *path, const char *iface,
-                          const char *member, GVariant *params, gpointer data) {
-        (*(guint *) data)++;
+/* ---------------------------------------------------------------- who hears a client's signals */
+
+/* A passive listener: a connection of its own that never calls watchd, with
+ * a match rule for every signal of org.example.Inotify (its collector's),
+ * and a filter that counts every message of that interface the bus routes
+ * to it, whatever GDBus would make of it. */
+typedef struct Listener {
+        GDBusConnection *conn;
+        guint filter;
+        gint n_messages;        /* atomic: the filter runs in GDBus's worker thread */
+        WtCollector heard;
+} Listener;
+
+static GDBusMessage *listener_filter(GDBusConnection *conn, GDBusMessage *msg, gboolean incoming, gpointer data) {
+        Listener *l = data;
+
+        if (incoming && g_strcmp0(g_dbus_message_get_interface(msg), "org.example.Inotify") == 0)
+                g_atomic_int_inc(&l->n_messages);
+        return msg;
 }
 
+static GVariant *bus_call(GDBusConnection *c, const char *method, GVariant *args) {
+        g_autoptr(GError) error = NULL;
+        GVariant *r;
+
+        r = g_dbus_connection_call_sync(c, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                        method, args, NULL, G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, &error);
+        g_assert_no_error(error);
+        return r;
+}
+
+static void listener_start(Listener *l, WtBus *bus, gboolean eavesdrop) {
+        l->conn = wt_connect(bus);
+        l->filter = g_dbus_connection_add_filter(l->conn, listener_filter, l, NULL);
+        if (eavesdrop) {
+                /* The most a client may ask for: messages addressed to others
+                 * too. The bus takes the rule; its policy, like the system
+                 * bus's, gives no one the right to eavesdrop. */
+                g_autoptr(GVariant) r = bus_call(l->conn, "AddMatch",
+                                                 g_variant_new("(s)", "type='signal',interface='org.example.Inotify',"
+                                                                      "eavesdrop=true"));
+        }
+        wt_collector_init_listener(&l->heard, l->conn);        /* its match rule holds on return */
+}
+
+static void listener_stop(Listener *l) {
+        wt_collector_clear(&l->heard);
+        g_dbus_connection_remove_filter(l->conn, l->filter);
+        g_dbus_connection_close_sync(l->conn, NULL, NULL);
+        g_object_unref(l->conn);
+}
+
+/* Everything the bus routed to c before now has reached c's filters and
+ * its signal handlers: the bus queues its answer to this call after it,
+ * and GDBus attaches a signal's dispatch to the main context when it reads
+ * the signal, before it reads the answer. */
+static void connection_sync(GDBusConnection *c) {
+        g_autoptr(GVariant) r = bus_call(c, "GetId", NULL);
+
+        while (g_main_context_iteration(NULL, FALSE))
+                ;
+}
+
+/* The owner's client (f->a) gets 20 records of f->dir, one of a ONESHOT
+ * watch and its WatchRemoved, then a sentinel record after all of them:
+ * once the owner has the sentinel, the bus has routed every signal before
+ * it, to whoever it was going to. */
+static void owner_signals(WtFixture *f) {
+        g_autofree char *once = path_in(f, "once"), *once_x = path_in(f, "once/x");
+        g_autofree char *sentinel = path_in(f, "sentinel");
+        guint32 id, id_once;
+
+        g_assert_cmpint(g_mkdir(once, 0755), ==, 0);
+        id = wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
+        id_once = wt_add_watch(f->proxy, once, IN_CREATE, 8 /* ONESHOT */, NULL);
+        for (int i = 0; i < 20; i++) {
+                g_autofree char *p = g_strdup_printf("%s/f-%d", f->dir, i);
+                wt_touch(p);
+        }
+        wt_touch(once_x);
+        g_assert_true(wt_await_removed(&f->a, id_once, "oneshot", TIMEOUT_MS));
+        wt_touch(sentinel);
+        g_assert_cmpuint(wt_await_record(&f->a, sentinel, IN_CREATE, TIMEOUT_MS)->id, ==, id);
+
+        /* All of them, each once. */
+        g_assert_cmpuint(f->a.records->len, ==, 22);
+        for (int i = 0; i < 20; i++) {
+                g_autofree char *p = g_strdup_printf("%s/f-%d", f->dir, i);
+                int k = wt_collector_find(&f->a, p, IN_CREATE);
+
+                g_assert_cmpint(k, >=, 0);
+                g_assert_cmpuint(wt_collector_record(&f->a, k)->id, ==, id);
+        }
+        g_assert_cmpint(wt_collector_find(&f->a, once_x, IN_CREATE), >=, 0);
+        g_assert_cmpuint(f->a.removed->len, ==, 1);
+        g_assert_cmpuint(f->a.n_overflows, ==, 0);
+}
+
+/* Unicast (the default): a client's Events and WatchRemoved reach it alone.
+ * Neither a listener with a match rule for every signal of the interface
+ * and an eavesdrop rule, nor the other client of the same uid (whose proxy
+ * listens to watchd's signals), receives any of them. */
 static void test_unicast(WtFixture *f, gconstpointer data) {
-        g_autofree char *a = path_in(f, "a"), *b = path_in(f, "b");
-        g_autoptr(GDBusConnection) listener = wt_connect(f->bus);
-        guint heard = 0;
-        guint sub;
+        Listener l = {};
 
-        sub = g_dbus_connection_signal_subscribe(listener, NULL, "org.example.Inotify", NULL, NULL, NULL,
-                                                 G_DBUS_SIGNAL_FLAGS_NONE, on_any_signal, &heard, NULL);
-        wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
-        wt_touch(a);
-        wt_await_record(&f->a, a, IN_CREATE, TIMEOUT_MS);
-        /* Make sure the listener's connection has caught up: a round trip after the signal. */
-        g_dbus_connection_call_sync(listener, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                    "GetId", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, NULL);
-        wt_touch(b);
-        wt_await_record(&f->a, b, IN_CREATE, TIMEOUT_MS);
-        g_main_context_iteration(NULL, FALSE);
-        g_assert_cmpuint(heard, ==, 0);
-        g_assert_cmpuint(f->b.records->len, ==, 0);
-        g_dbus_connection_signal_unsubscribe(listener, sub);
+        listener_start(&l, f->bus, TRUE);
+        owner_signals(f);
+        connection_sync(l.conn);
+        connection_sync(f->conn2);
+
+        if (g_atomic_int_get(&l.n_messages) != 0)
+                g_error("A listener received %d messages of org.example.Inotify (%u records, %u WatchRemoved) "
+                        "sent to another client", g_atomic_int_get(&l.n_messages), l.heard.records->len,
+                        l.heard.removed->len);
+        g_assert_cmpuint(l.heard.n_signals + l.heard.removed->len + l.heard.n_overflows, ==, 0);
+        g_assert_cmpuint(f->b.n_signals + f->b.removed->len + f->b.n_overflows, ==, 0);
+        listener_stop(&l);
 }
 
-/* delivery=broadcast (allowed on a private bus): passive listeners see Events. */
+/* delivery=broadcast (allowed on a private bus): a passive listener, with a
+ * match rule only and no call to watchd ever, receives every Events signal
+ * of the owner, each record in the owner's order. WatchRemoved stays the
+ * owner's own. */
 static void test_broadcast(WtFixture *f, gconstpointer data) {
-        g_autofree char *a = path_in(f, "a");
-        g_autoptr(GDBusConnection) listener = wt_connect(f->bus);
-        guint heard = 0;
-        guint sub;
+        Listener l = {};
 
-        sub = g_dbus_connection_signal_subscribe(listener, NULL, "org.example.Inotify", "Events", NULL, NULL,
-                                                 G_DBUS_SIGNAL_FLAGS_NONE, on_any_signal, &heard, NULL);
-        g_dbus_connection_call_sync(listener, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                    "GetId", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, NULL);
-        wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
-        wt_touch(a);
-        wt_await_record(&f->a, a, IN_CREATE, TIMEOUT_MS);
-        g_assert_true(wt_await_flag((gboolean *) &heard, TIMEOUT_MS));
-        g_dbus_connection_signal_unsubscribe(listener, sub);
+        listener_start(&l, f->bus, FALSE);
+        owner_signals(f);
+        connection_sync(l.conn);
+
+        g_assert_cmpuint(l.heard.n_signals, ==, f->a.n_signals);
+        g_assert_cmpuint(l.heard.records->len, ==, f->a.records->len);
+        for (guint i = 0; i < f->a.records->len; i++) {
+                WtRecord *want = wt_collector_record(&f->a, i), *got = wt_collector_record(&l.heard, i);
+
+                g_assert_cmpuint(got->id, ==, want->id);
+                g_assert_cmpuint(got->mask, ==, want->mask);
+                g_assert_cmpuint(got->cookie, ==, want->cookie);
+                g_assert_cmpstr(got->path, ==, want->path);
+                g_assert_cmpstr(got->new_path, ==, want->new_path);
+        }
+        g_assert_cmpuint(l.heard.removed->len, ==, 0);
+        /* And nothing but those Events signals reached it. */
+        g_assert_cmpint(g_atomic_int_get(&l.n_messages), ==, (gint) l.heard.n_signals);
+        listener_stop(&l);
 }
 
 /* 10,000 calls, 1,000 in flight at any time: eight times what the system

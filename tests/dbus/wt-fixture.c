@@ -16,6 +16,8 @@
 
 #include "wt-fixture.h"
 
+#define WATCHD_INTERFACE "org.example.Inotify"
+
 /* ---------------------------------------------------------------- collecting signals */
 
 static void record_clear(gpointer p) {
@@ -73,6 +75,26 @@ static void on_proxy_removed(WatchdInotify *p, guint id, const char *reason, gpo
         collector_add_removed(data, id, reason);
 }
 
+static void on_listener_signal(GDBusConnection *conn, const char *sender, const char *path, const char *iface,
+                               const char *member, GVariant *params, gpointer data) {
+        WtCollector *c = data;
+
+        if (g_str_equal(member, "Events") && g_variant_is_of_type(params, G_VARIANT_TYPE("(a(uuuss))"))) {
+                g_autoptr(GVariant) events = g_variant_get_child_value(params, 0);
+                collector_add_events(c, events);
+        } else if (g_str_equal(member, "Overflow") && g_variant_is_of_type(params, G_VARIANT_TYPE("(au)"))) {
+                g_autoptr(GVariant) ids = g_variant_get_child_value(params, 0);
+                collector_add_overflow(c, ids);
+        } else if (g_str_equal(member, "WatchRemoved") && g_variant_is_of_type(params, G_VARIANT_TYPE("(us)"))) {
+                guint32 id;
+                const char *reason;
+
+                g_variant_get(params, "(u&s)", &id, &reason);
+                collector_add_removed(c, id, reason);
+        } else
+                g_error("Unexpected signal %s.%s%s from %s", iface, member, g_variant_get_type_string(params), sender);
+}
+
 static void collector_alloc(WtCollector *c) {
         *c = (WtCollector) {
                 .records = g_array_new(FALSE, TRUE, sizeof(WtRecord)),
@@ -90,11 +112,31 @@ void wt_collector_init(WtCollector *c, WatchdInotify *proxy) {
         c->handlers[2] = g_signal_connect(proxy, "watch-removed", G_CALLBACK(on_proxy_removed), c);
 }
 
+void wt_collector_init_listener(WtCollector *c, GDBusConnection *conn) {
+        g_autoptr(GVariant) r = NULL;
+        g_autoptr(GError) error = NULL;
+
+        collector_alloc(c);
+        c->conn = g_object_ref(conn);
+        c->subscription = g_dbus_connection_signal_subscribe(conn, NULL, WATCHD_INTERFACE, NULL, NULL, NULL,
+                                                             G_DBUS_SIGNAL_FLAGS_NONE, on_listener_signal, c, NULL);
+        /* GDBus sends AddMatch without awaiting its answer; the bus handles a
+         * connection's messages in order, so after this round trip the rule holds. */
+        r = g_dbus_connection_call_sync(conn, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                        "GetId", NULL, G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, -1, NULL,
+                                        &error);
+        g_assert_no_error(error);
+}
+
 void wt_collector_clear(WtCollector *c) {
         if (c->proxy) {
                 for (size_t i = 0; i < G_N_ELEMENTS(c->handlers); i++)
                         g_signal_handler_disconnect(c->proxy, c->handlers[i]);
                 g_clear_object(&c->proxy);
+        }
+        if (c->conn) {
+                g_dbus_connection_signal_unsubscribe(c->conn, c->subscription);
+                g_clear_object(&c->conn);
         }
         g_clear_pointer(&c->records, g_array_unref);
         g_clear_pointer(&c->overflow_ids, g_array_unref);

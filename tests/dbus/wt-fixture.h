@@ -45,13 +45,18 @@ typedef struct WtCollector {
         guint n_overflows;              /* Overflow signals */
         GPtrArray *removed;             /* "ID REASON" of each WatchRemoved */
 
-        /* Where the signals come from: a proxy's GObject signals. */
+        /* Where the signals come from: a proxy's GObject signals, or a connection's subscription. */
         WatchdInotify *proxy;
         gulong handlers[3];
+        GDBusConnection *conn;
+        guint subscription;
 } WtCollector;
 
 /* Collects what proxy's client receives (the proxy's own signals: from watchd only). */
 void wt_collector_init(WtCollector *c, WatchdInotify *proxy);
+/* Collects every org.example.Inotify signal that the bus routes to conn, from any
+ * sender: a match rule on the interface only, for listeners that never call watchd. */
+void wt_collector_init_listener(WtCollector *c, GDBusConnection *conn);
 /* Disconnects and frees what was collected. */
 void wt_collector_clear(WtCollector *c);
 
