@@ -9,14 +9,30 @@
  * the kernel checks together with fsgid. When the daemon is not root it
  * cannot borrow anyone's credentials: it then serves its own uid only, and
  * refuses everyone else (-EPERM), so it never lends its access.
+ *
+ * Paths are resolved with openat2(RESOLVE_NO_MAGICLINKS). A "magic link"
+ * (/proc/PID/cwd, /proc/PID/root, /proc/PID/fd/N, /proc/self/fd/N and so
+ * /dev/fd/N, /proc/PID/map_files/...) is not resolved by its path but by the
+ * kernel handing over an object it found for whoever may ptrace PID: it
+ * skips every directory permission on the way to that object. Followed by
+ * the daemon, it would give a client the daemon's reach instead of its own:
+ * another process's working directory past a 0700 parent (the daemon may
+ * ptrace any process), or the daemon's own open fds (the directories of
+ * another user's RECURSIVE walk). So no path a client gives is followed
+ * through one, whoever the client is; a client that may use such a link
+ * opens it itself and passes the fd (AddWatchFd). Ordinary symbolic links
+ * are followed as the kernel does (DONT_FOLLOW: not the last component).
  */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/openat2.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/fsuid.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "access.h"
@@ -87,6 +103,39 @@ static int check_type(const struct stat *st, bool only_dir) {
         return -EMEDIUMTYPE;
 }
 
+/* glibc 2.36 (Debian 12) has no openat2() wrapper. */
+static int openat2_fd(int dfd, const char *path, uint64_t flags, uint64_t resolve) {
+        struct open_how how = {
+                .flags = flags,
+                .resolve = resolve,
+        };
+        int fd;
+
+        fd = (int) syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+        return fd < 0 ? negative_errno() : fd;
+}
+
+/*
+ * The kernel says -ELOOP both for a magic link and for too many levels of
+ * symbolic links (or, without O_PATH, a last component that is a link and
+ * O_NOFOLLOW). To tell a client which, the path is resolved again without
+ * RESOLVE_NO_MAGICLINKS, O_PATH only (which opens nothing), and that fd is
+ * closed unused: whatever it finds, the answer is a refusal, -ELOOP if it
+ * loops too, else -EXDEV.
+ */
+int access_open_path(const char *path, int flags) {
+        int fd;
+
+        fd = openat2_fd(AT_FDCWD, path, (uint64_t) flags, RESOLVE_NO_MAGICLINKS);
+        if (fd != -ELOOP)
+                return fd;
+        fd = openat2_fd(AT_FDCWD, path, O_PATH | O_CLOEXEC | ((uint64_t) flags & (O_NOFOLLOW | O_DIRECTORY)), 0);
+        if (fd == -ELOOP)
+                return fd;
+        safe_close(fd);
+        return -EXDEV;
+}
+
 /* Opens path O_PATH (which opens nothing: no IN_OPEN, and no IN_CLOSE_NOWRITE
  * when it is closed) and checks that the current filesystem credentials may
  * read it: faccessat2() with AT_EACCESS checks with the current credentials
@@ -97,9 +146,9 @@ static int open_checked(const char *path, bool only_dir, bool no_follow, struct 
         struct stat st;
         int r;
 
-        pfd = open(path, O_PATH | O_CLOEXEC | (no_follow ? O_NOFOLLOW : 0) | (only_dir ? O_DIRECTORY : 0));
+        pfd = access_open_path(path, O_PATH | O_CLOEXEC | (no_follow ? O_NOFOLLOW : 0) | (only_dir ? O_DIRECTORY : 0));
         if (pfd < 0)
-                return negative_errno();
+                return pfd;
         if (fstat(pfd, &st) < 0)
                 return negative_errno();
         r = check_type(&st, only_dir);

@@ -21,6 +21,13 @@
  * (the device backend reopens it only for an older module that refuses
  * O_PATH fds); a RECURSIVE walk reads the root through openat(fd, ".")
  * as the caller (tree.c).
+ *
+ * The path is resolved with openat2(RESOLVE_NO_MAGICLINKS): through no link
+ * that the kernel resolves by privilege rather than by path (/proc/PID/cwd,
+ * /proc/self/fd/N, /dev/fd/N...), for any caller, root included; such a path
+ * is refused with -EXDEV. Ordinary symbolic links are followed. Everything a
+ * walk opens below a watched directory is one name from its directory
+ * listing, opened O_NOFOLLOW: no link at all is followed there.
  */
 
 #include <stdbool.h>
@@ -35,11 +42,20 @@ typedef struct Caller {
 } Caller;
 
 /*
+ * Opens path like open(2) with flags (without O_CREAT), with the current
+ * filesystem credentials, through no magic link: such a path is -EXDEV.
+ * For every path that comes from a client, or is built from one.
+ * Return: fd, or -errno.
+ */
+int access_open_path(const char *path, int flags);
+
+/*
  * Opens path O_PATH as caller, if caller may read it. only_dir and no_follow
  * are the ONLYDIR and DONT_FOLLOW flags. On success returns the fd
  * (O_PATH|O_CLOEXEC) and fills *ret_st.
  * Return: fd, or -errno: -EACCES/-EPERM (not allowed), -ENOENT, -ENOTDIR,
- * -ELOOP, -ENAMETOOLONG, -EMEDIUMTYPE (not a file or directory).
+ * -ELOOP, -ENAMETOOLONG, -EMEDIUMTYPE (not a file or directory), -EXDEV (the
+ * path goes through a magic link).
  */
 int access_open_as(const Caller *caller, const char *path, bool only_dir, bool no_follow,
                    struct stat *ret_st);

@@ -187,6 +187,12 @@ static int error_for(Manager *m, int r, const char *what, sd_bus_error *error) {
         case -ELOOP:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "A symbolic link (DONT_FOLLOW), or too many levels of them: %s.", what);
+        case -EXDEV:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "%s goes through a link that the kernel resolves by privilege, not by path "
+                                         "(/proc/PID/cwd, /proc/PID/root, /proc/PID/fd/N, /dev/fd/N...): watchd "
+                                         "follows none for anyone. Open it yourself and pass the descriptor to "
+                                         "AddWatchFd.", what);
         case -ENAMETOOLONG:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "A component of the path is too long.");
         case -EMEDIUMTYPE:

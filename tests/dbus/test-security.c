@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-security - the ways in that an unprivileged user had, each closed
+ *
+ * The daemon runs as root (this test's uid) on the syscall backend; the
+ * attacker is this binary run again as nobody (--helper ADDRESS), driven
+ * line by line through its stdin:
+ *
+ *   watch PATH      AddWatch(PATH, CREATE) -> "ok ID" or "err ERROR-NAME"
+ *   await           prints "rec ID PATH" for each record received, until
+ *                   one whose path ends in "/done" -> "end"
+ *
+ * A leak is looked for, not waited out: the attacker also watches a
+ * directory it may read, the test creates the secret names first and then
+ * "done" there, and records keep kernel order, so once "done" has arrived
+ * any record of a secret name would have arrived before it.
+ * See docs/RELIABILITY.md, "Security".
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gio/gunixfdlist.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "watchd-test.h"
+
+#define E_INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
+#define E_ACCESS_DENIED "org.freedesktop.DBus.Error.AccessDenied"
+
+#define TIMEOUT_MS 5000
+
+/* ---------------------------------------------------------------- fixture */
+
+typedef struct Fixture {
+        WtBus *bus;
+        WtDaemon *daemon;
+        GDBusConnection *conn;
+        WatchdInotify *proxy;   /* a client as root */
+        char *dir;              /* files for the test, mode 0755 */
+        char *fast;             /* a tmpfs directory for big trees, or NULL */
+} Fixture;
+
+static void fixture_setup(Fixture *f, gconstpointer data) {
+        f->bus = wt_bus_start();
+        f->daemon = wt_daemon_start(f->bus, data);
+        f->conn = wt_connect(f->bus);
+        f->proxy = wt_proxy(f->conn);
+        f->dir = g_build_filename(f->bus->dir, "files", NULL);
+        g_assert_cmpint(g_mkdir(f->dir, 0755), ==, 0);
+}
+
+static void fixture_teardown(Fixture *f, gconstpointer data) {
+        g_object_unref(f->proxy);
+        g_dbus_connection_close_sync(f->conn, NULL, NULL);
+        g_object_unref(f->conn);
+        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
+        wt_bus_stop(f->bus);
+        g_free(f->dir);
+        if (f->fast)
+                wt_remove_tree(f->fast);
+        g_free(f->fast);
+}
+
+static char *path_in(Fixture *f, const char *name) {
+        return g_build_filename(f->dir, name, NULL);
+}
+
+static void touch(const char *path) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+        g_assert_cmpint(fd, >=, 0);
+        close(fd);
+}
+
+static const char *daemon_pid(Fixture *f) {
+        const char *pid = g_subprocess_get_identifier(f->daemon->process);
+
+        g_assert_nonnull(pid);
+        return pid;
+}
+
+/* The D-Bus error name of a failed call, or NULL if it succeeded. */
+static char *add_watch_error(WatchdInotify *p, const char *path, guint32 flags, guint32 *ret_id) {
+        g_autoptr(GError) error = NULL;
+        guint id = 0;
+
+        if (watchd_inotify_call_add_watch_sync(p, path, IN_CREATE, flags, &id, NULL, &error)) {
+                if (ret_id)
+                        *ret_id = id;
+                return NULL;
+        }
+        g_test_message("AddWatch('%s'): %s", path, error->message);
+        return g_dbus_error_get_remote_error(error);
+}
+
+/* ---------------------------------------------------------------- the attacker, as nobody */
+
+typedef struct Attacker {
+        GSubprocess *process;
+        GOutputStream *in;
+        GDataInputStream *out;
+} Attacker;
+
+/* Starts this binary as nobody; NULL (and the test skipped) where that cannot be done. */
+static Attacker *attacker_start(Fixture *f) {
+        g_autoptr(GSubprocessLauncher) l =
+                g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+        g_autoptr(GError) error = NULL;
+        g_autofree char *self = NULL;
+        Attacker *a;
+
+        if (geteuid() != 0) {
+                g_test_skip("needs root: the daemon as root, the attacker as nobody");
+                return NULL;
+        }
+        self = g_file_read_link("/proc/self/exe", &error);
+        g_assert_no_error(error);
+        g_subprocess_launcher_set_child_setup(l, wt_child_become_nobody, NULL, NULL);
+        a = g_new0(Attacker, 1);
+        a->process = g_subprocess_launcher_spawn(l, &error, self, "--helper", f->bus->address, NULL);
+        if (!a->process) {
+                g_autofree char *why = g_strdup_printf("nobody cannot run %s (%s): is a parent directory "
+                                                       "closed to others?", self, error->message);
+                g_free(a);
+                g_test_skip(why);
+                return NULL;
+        }
+        a->in = g_subprocess_get_stdin_pipe(a->process);
+        a->out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(a->process));
+        return a;
+}
+
+static char *attacker_line(Attacker *a) {
+        g_autoptr(GError) error = NULL;
+        char *l = g_data_input_stream_read_line(a->out, NULL, NULL, &error);
+
+        g_assert_no_error(error);
+        if (!l)
+                g_error("The attacker (as nobody) exited early");
+        return l;
+}
+
+/* Sends one command; returns the first line of its answer. */
+static char *attacker_ask(Attacker *a, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static char *attacker_ask(Attacker *a, const char *fmt, ...) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *cmd = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        cmd = g_strdup_vprintf(fmt, ap);
+        va_end(ap);
+        g_assert_true(g_output_stream_write_all(a->in, cmd, strlen(cmd), NULL, NULL, &error) &&
+                      g_output_stream_write_all(a->in, "\n", 1, NULL, NULL, &error) &&
+                      g_output_stream_flush(a->in, NULL, &error));
+        g_assert_no_error(error);
+        return attacker_line(a);
+}
+
+/* Asks the attacker to watch path; returns its answer ("ok ID" or "err NAME"). */
+static char *attacker_watch(Attacker *a, const char *path) {
+        char *answer = attacker_ask(a, "watch %s", path);
+
+        g_test_message("nobody: AddWatch('%s') -> %s", path, answer);
+        return answer;
+}
+
+/* Awaits the attacker's "done" record; fails the test on any record that
+ * names one of the secrets (NULL-terminated). Returns the records seen. */
+static guint attacker_await(Attacker *a, const char *const *secrets) {
+        g_autofree char *line = attacker_ask(a, "await");
+        guint n = 0;
+
+        while (strcmp(line, "end") != 0) {
+                g_test_message("nobody received: %s", line);
+                if (strcmp(line, "timeout") == 0)
+                        g_error("The attacker's own 'done' record did not come");
+                g_assert_true(g_str_has_prefix(line, "rec "));
+                for (size_t i = 0; secrets[i]; i++)
+                        if (strstr(line, secrets[i]))
+                                g_error("nobody was told the secret name '%s': %s", secrets[i], line);
+                n++;
+                g_free(line);
+                line = attacker_line(a);
+        }
+        return n;
+}
+
+static void attacker_stop(Attacker *a) {
+        g_autoptr(GError) error = NULL;
+
+        if (!a)
+                return;
+        g_assert_true(g_output_stream_close(a->in, NULL, &error));
+        g_assert_no_error(error);
+        g_assert_true(g_subprocess_wait_check(a->process, NULL, &error));
+        g_assert_no_error(error);
+        g_object_unref(a->out);
+        g_object_unref(a->process);
+        g_free(a);
+}
+
+static void helper_on_events(WatchdInotify *p, GVariant *events, gpointer data) {
+        gboolean *done = data;
+        GVariantIter it;
+        guint32 id, mask, cookie;
+        const char *path, *new_path;
+
+        g_variant_iter_init(&it, events);
+        while (g_variant_iter_next(&it, "(uuu&s&s)", &id, &mask, &cookie, &path, &new_path)) {
+                printf("rec %u %s\n", id, path);
+                if (g_str_has_suffix(path, "/done"))
+                        *done = TRUE;
+        }
+}
+
+/* The attacker: runs as nobody, answers the commands on its stdin. */
+static int helper_main(int argc, char *argv[]) {
+        g_autoptr(GDBusConnection) c = NULL;
+        g_autoptr(WatchdInotify) p = NULL;
+        gboolean done = FALSE;
+        WtBus bus = {};
+        char line[8192];
+
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        if (argc != 3)
+                return 2;
+        bus.address = argv[2];
+        c = wt_connect(&bus);
+        p = wt_proxy(c);
+        g_signal_connect(p, "events", G_CALLBACK(helper_on_events), &done);
+
+        while (fgets(line, sizeof(line), stdin)) {
+                line[strcspn(line, "\n")] = '\0';
+                if (g_str_has_prefix(line, "watch ")) {
+                        g_autoptr(GError) error = NULL;
+                        guint id;
+
+                        if (watchd_inotify_call_add_watch_sync(p, line + 6, IN_CREATE, 0, &id, NULL, &error))
+                                printf("ok %u\n", id);
+                        else {
+                                g_autofree char *name = g_dbus_error_get_remote_error(error);
+
+                                printf("err %s\n", name ? name : error->message);
+                        }
+                } else if (strcmp(line, "await") == 0) {
+                        done = FALSE;
+                        printf(wt_await_flag(&done, TIMEOUT_MS) ? "end\n" : "timeout\n");
+                } else
+                        return 2;
+        }
+        return 0;
+}
+
+/* ---------------------------------------------------------------- magic links */
+
+/* A child that must not outlive a failed test (it would hold its output open). */
+static void child_die_with_parent(gpointer user_data) {
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/*
+ * A root process whose working directory is below a 0700 directory: nobody
+ * may not reach it by path, and /proc/PID/cwd, which the kernel resolves for
+ * whoever may ptrace PID (the daemon, with CAP_SYS_PTRACE), must not take
+ * it there. Refused for root too (the rule is about the link, not the
+ * caller), who opens it itself and uses AddWatchFd instead.
+ */
+static void test_proc_pid_cwd(Fixture *f, gconstpointer data) {
+        g_autofree char *secret = path_in(f, "secret"), *sub = path_in(f, "secret/sub");
+        g_autofree char *name = path_in(f, "secret/sub/secret-name"), *shared = path_in(f, "shared");
+        g_autofree char *done = path_in(f, "shared/done"), *cwd = NULL, *root_err = NULL;
+        g_autofree char *answer = NULL, *shared_answer = NULL;
+        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+        g_autoptr(GSubprocess) sleeper = NULL;
+        g_autoptr(GError) error = NULL;
+        const char *const secrets[] = { "secret-name", NULL };
+        Attacker *a;
+
+        g_assert_cmpint(g_mkdir(secret, 0700), ==, 0);
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(shared, 0755), ==, 0);
+        a = attacker_start(f);
+        if (!a)
+                return;
+        g_subprocess_launcher_set_cwd(l, sub);
+        g_subprocess_launcher_set_child_setup(l, child_die_with_parent, NULL, NULL);
+        sleeper = g_subprocess_launcher_spawn(l, &error, "sleep", "600", NULL);
+        g_assert_no_error(error);
+        cwd = g_strdup_printf("/proc/%s/cwd", g_subprocess_get_identifier(sleeper));
+
+        shared_answer = attacker_watch(a, shared);
+        g_assert_true(g_str_has_prefix(shared_answer, "ok "));
+        answer = attacker_watch(a, cwd);
+        touch(name);
+        touch(done);
+        g_assert_cmpuint(attacker_await(a, secrets), ==, 1);     /* "done" only */
+        g_assert_cmpstr(answer, ==, "err " E_INVALID_ARGS);
+        attacker_stop(a);
+
+        /* Root is refused the link too (the rule is about the link, not
+         * the caller)... */
+        root_err = add_watch_error(f->proxy, cwd, 0, NULL);
+        g_assert_cmpstr(root_err, ==, E_INVALID_ARGS);
+        /* ...and may watch what it opened itself. */
+        {
+                g_autoptr(GUnixFDList) fds = g_unix_fd_list_new();
+                g_autoptr(GVariant) r = NULL;
+                int fd = open(cwd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+                g_assert_cmpint(fd, >=, 0);
+                g_assert_cmpint(g_unix_fd_list_append(fds, fd, NULL), ==, 0);
+                close(fd);
+                r = g_dbus_proxy_call_with_unix_fd_list_sync(G_DBUS_PROXY(f->proxy), "AddWatchFd",
+                                                             g_variant_new("(huu)", 0, IN_CREATE, 0),
+                                                             G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, fds, NULL, NULL,
+                                                             &error);
+                g_assert_no_error(error);
+        }
+        g_subprocess_force_exit(sleeper);
+        (void) g_subprocess_wait(sleeper, NULL, NULL);
+}
+
+/* The fd of the daemon's that points at path, or -1. */
+static int daemon_fd_at(Fixture *f, const char *path) {
+        g_autofree char *fds = g_strdup_printf("/proc/%s/fd", daemon_pid(f));
+        g_autoptr(GDir) d = g_dir_open(fds, 0, NULL);
+        const char *n;
+
+        if (!d)
+                return -1;
+        while ((n = g_dir_read_name(d))) {
+                g_autofree char *link = g_build_filename(fds, n, NULL);
+                g_autofree char *target = g_file_read_link(link, NULL);
+
+                if (g_strcmp0(target, path) == 0)
+                        return (int) g_ascii_strtoll(n, NULL, 10);
+        }
+        return -1;
+}
+
+typedef struct AsyncAdd {
+        gboolean done;
+        GError *error;
+} AsyncAdd;
+
+static void on_add_watch_done(GObject *source, GAsyncResult *res, gpointer data) {
+        AsyncAdd *a = data;
+        guint id;
+
+        (void) watchd_inotify_call_add_watch_finish(WATCHD_INOTIFY(source), &id, res, &a->error);
+        a->done = TRUE;
+}
+
+/*
+ * The directories a RECURSIVE walk of root's holds open between its slices
+ * are the daemon's own fds: /proc/self/fd/N and /dev/fd/N (as the daemon
+ * resolves them) and /proc/DAEMON/fd/N must not give nobody the tree below
+ * a 0700 directory, nor a path still missing below one of them.
+ */
+static void test_proc_self_fd(Fixture *f, gconstpointer data) {
+        g_autofree char *top = NULL, *tree = NULL, *name = NULL, *answer = NULL;
+        g_autofree char *shared = path_in(f, "shared"), *done = path_in(f, "shared/done");
+        g_autofree char *self = NULL, *dev = NULL, *pid = NULL;
+        const char *const secrets[] = { "secret-name", NULL };
+        char *answers[4] = {};
+        AsyncAdd add = {};
+        Attacker *a;
+        int fd = -1;
+
+        f->fast = wt_make_fast_dir();
+        g_assert_cmpint(g_chmod(f->fast, 0700), ==, 0);
+        top = g_build_filename(f->fast, "top", NULL);
+        tree = g_build_filename(top, "tree", NULL);
+        name = g_build_filename(tree, "secret-name", NULL);
+        g_assert_cmpint(g_mkdir(top, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
+        /* Big enough that the walk is still going while the attacker asks. */
+        for (guint i = 0; i < 300; i++) {
+                g_autofree char *d = g_strdup_printf("%s/d%03u", tree, i);
+
+                g_assert_cmpint(mkdir(d, 0755), ==, 0);
+                for (guint j = 0; j < 150; j++) {
+                        g_autofree char *s = g_strdup_printf("%s/s%03u", d, j);
+
+                        g_assert_cmpint(mkdir(s, 0755), ==, 0);
+                }
+        }
+        g_assert_cmpint(g_mkdir(shared, 0755), ==, 0);
+        a = attacker_start(f);
+        if (!a)
+                return;
+        answer = attacker_watch(a, shared);
+        g_assert_true(g_str_has_prefix(answer, "ok "));
+
+        g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000);      /* under valgrind too */
+        watchd_inotify_call_add_watch(f->proxy, top, IN_CREATE, 1 /* RECURSIVE */, NULL, on_add_watch_done, &add);
+        while (!add.done && (fd = daemon_fd_at(f, tree)) < 0) {
+                g_main_context_iteration(NULL, FALSE);
+                g_usleep(500);
+        }
+        if (fd < 0)
+                g_error("The walk ended before the test found its fd on '%s'", tree);
+        g_test_message("The walk holds '%s' as the daemon's fd %d", tree, fd);
+
+        self = g_strdup_printf("/proc/self/fd/%d", fd);
+        dev = g_strdup_printf("/dev/fd/%d", fd);
+        pid = g_strdup_printf("/proc/%s/fd/%d", daemon_pid(f), fd);
+        answers[0] = attacker_watch(a, self);
+        answers[1] = attacker_watch(a, dev);
+        answers[2] = attacker_watch(a, pid);
+        /* Not there yet: it would be pending on the tree (MISSING PATHS in watchd(8)). */
+        {
+                g_autofree char *pending = g_strdup_printf("%s/not-yet", self);
+
+                answers[3] = attacker_watch(a, pending);
+        }
+        /* Still walking, the fd still on the tree: the calls met what they aimed at. */
+        g_main_context_iteration(NULL, FALSE);
+        if (add.done || daemon_fd_at(f, tree) != fd)
+                g_error("The walk ended while the attacker asked: the test proves nothing; make the tree bigger");
+
+        touch(name);
+        touch(done);
+        g_assert_cmpuint(attacker_await(a, secrets), ==, 1);     /* "done" only */
+        for (size_t i = 0; i < G_N_ELEMENTS(answers); i++) {
+                g_assert_cmpstr(answers[i], ==, "err " E_INVALID_ARGS);
+                g_free(answers[i]);
+        }
+        attacker_stop(a);
+        g_assert_true(wt_await_flag(&add.done, 600000));
+        g_assert_no_error(add.error);
+}
+
+int main(int argc, char *argv[]) {
+        if (argc > 1 && strcmp(argv[1], "--helper") == 0)
+                return helper_main(argc, argv);
+
+        g_test_init(&argc, &argv, NULL);
+
+#define T(name, config, fn) \
+        g_test_add("/security/" name, Fixture, config, fixture_setup, fn, fixture_teardown)
+
+        T("proc-pid-cwd", NULL, test_proc_pid_cwd);
+        T("proc-self-fd", "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n",
+          test_proc_self_fd);
+
+        return g_test_run();
+}
