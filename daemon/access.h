@@ -42,12 +42,15 @@ typedef struct Caller {
 } Caller;
 
 /*
- * Opens path like open(2) with flags (without O_CREAT), with the current
- * filesystem credentials, through no magic link: such a path is -EXDEV.
- * For every path that comes from a client, or is built from one.
- * Return: fd, or -errno.
+ * Opens path O_PATH|O_CLOEXEC, plus O_DIRECTORY and O_NOFOLLOW if in flags
+ * (nothing else is allowed), with the current filesystem credentials,
+ * through no magic link: such a path is -EXDEV. For every path that comes
+ * from a client, or is built from one. Return: fd, or -errno.
  */
 int access_open_path(const char *path, int flags);
+/* The same without openat2(), a component at a time: what access_open_path()
+ * falls back on where the kernel (or valgrind) lacks it. Exposed for its test. */
+int access_open_path_userspace(const char *path, int flags);
 
 /*
  * Opens path O_PATH as caller, if caller may read it. only_dir and no_follow
