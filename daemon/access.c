@@ -4,8 +4,8 @@
  *
  * setfsuid()/setfsgid() change only the credentials the kernel checks file
  * access with; moving fsuid away from 0 also drops the filesystem
- * capabilities (CAP_DAC_OVERRIDE...) from the effective set, and moving it
- * back restores them. setgroups() replaces the supplementary groups, which
+ * capabilities (CAP_DAC_READ_SEARCH, the one kept: capability.h) from the
+ * effective set, and moving it back restores them. setgroups() replaces the supplementary groups, which
  * the kernel checks together with fsgid. When the daemon is not root it
  * cannot borrow anyone's credentials: it then serves its own uid only, and
  * refuses everyone else (-EPERM), so it never lends its access.

@@ -148,15 +148,9 @@ static char *attacker_line(Attacker *a) {
 }
 
 /* Sends one command; returns the first line of its answer. */
-static char *attacker_ask(Attacker *a, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-static char *attacker_ask(Attacker *a, const char *fmt, ...) {
+static char *attacker_ask(Attacker *a, const char *cmd) {
         g_autoptr(GError) error = NULL;
-        g_autofree char *cmd = NULL;
-        va_list ap;
 
-        va_start(ap, fmt);
-        cmd = g_strdup_vprintf(fmt, ap);
-        va_end(ap);
         g_assert_true(g_output_stream_write_all(a->in, cmd, strlen(cmd), NULL, NULL, &error) &&
                       g_output_stream_write_all(a->in, "\n", 1, NULL, NULL, &error) &&
                       g_output_stream_flush(a->in, NULL, &error));
@@ -166,10 +160,22 @@ static char *attacker_ask(Attacker *a, const char *fmt, ...) {
 
 /* Asks the attacker to watch path; returns its answer ("ok ID" or "err NAME"). */
 static char *attacker_watch(Attacker *a, const char *path) {
-        char *answer = attacker_ask(a, "watch %s", path);
+        g_autofree char *cmd = g_strconcat("watch ", path, NULL);
+        char *answer = attacker_ask(a, cmd);
 
         g_test_message("nobody: AddWatch('%s') -> %s", path, answer);
         return answer;
+}
+
+/*
+ * A refusal of a path through a magic link: InvalidArgs (the daemon follows
+ * none), or AccessDenied where the kernel itself stops the caller at the
+ * link (it may not ptrace the process: /proc/PID/ of root's as nobody, now
+ * that the daemon keeps no CAP_SYS_PTRACE).
+ */
+static void assert_refused(const char *answer) {
+        if (strcmp(answer, "err " E_INVALID_ARGS) != 0 && strcmp(answer, "err " E_ACCESS_DENIED) != 0)
+                g_error("The attacker was not refused: %s", answer);
 }
 
 /* Awaits the attacker's "done" record; fails the test on any record that
@@ -302,12 +308,18 @@ static void test_proc_pid_cwd(Fixture *f, gconstpointer data) {
         touch(name);
         touch(done);
         g_assert_cmpuint(attacker_await(a, secrets), ==, 1);     /* "done" only */
-        g_assert_cmpstr(answer, ==, "err " E_INVALID_ARGS);
+        assert_refused(answer);
         attacker_stop(a);
 
-        /* Root is refused the link too (the rule is about the link, not
-         * the caller)... */
+        /* Root is refused too: the kernel now stops the daemon at that link
+         * (it may not ptrace a process with more capabilities than its
+         * own), and where the kernel lets it through, at its own
+         * /proc/self/cwd, the rule on magic links does: it is about the
+         * link, not the caller... */
         root_err = add_watch_error(f->proxy, cwd, 0, NULL);
+        g_assert_true(g_strcmp0(root_err, E_INVALID_ARGS) == 0 || g_strcmp0(root_err, E_ACCESS_DENIED) == 0);
+        g_free(root_err);
+        root_err = add_watch_error(f->proxy, "/proc/self/cwd", 0, NULL);
         g_assert_cmpstr(root_err, ==, E_INVALID_ARGS);
         /* ...and may watch what it opened itself. */
         {
@@ -430,13 +442,178 @@ static void test_proc_self_fd(Fixture *f, gconstpointer data) {
         touch(name);
         touch(done);
         g_assert_cmpuint(attacker_await(a, secrets), ==, 1);     /* "done" only */
-        for (size_t i = 0; i < G_N_ELEMENTS(answers); i++) {
-                g_assert_cmpstr(answers[i], ==, "err " E_INVALID_ARGS);
+        /* The daemon's own fds: the kernel lets it through /proc/self, so
+         * only the rule on magic links stops these. */
+        g_assert_cmpstr(answers[0], ==, "err " E_INVALID_ARGS);
+        g_assert_cmpstr(answers[1], ==, "err " E_INVALID_ARGS);
+        g_assert_cmpstr(answers[3], ==, "err " E_INVALID_ARGS);
+        assert_refused(answers[2]);
+        for (size_t i = 0; i < G_N_ELEMENTS(answers); i++)
                 g_free(answers[i]);
-        }
         attacker_stop(a);
         g_assert_true(wt_await_flag(&add.done, 600000));
         g_assert_no_error(add.error);
+}
+
+/* ---------------------------------------------------------------- capabilities */
+
+#define CAP_DAC_READ_SEARCH 2
+#define CAP_SETGID 6
+#define CAP_SETUID 7
+#define CAP_SETPCAP 8
+#define KEPT_BY_ROOT ((1u << CAP_DAC_READ_SEARCH) | (1u << CAP_SETGID) | (1u << CAP_SETUID))
+
+/* A "Key:" line of /proc/PID/status as a number (hexadecimal for Cap*). */
+static guint64 status_value(const char *pid, const char *key) {
+        g_autofree char *path = g_strdup_printf("/proc/%s/status", pid), *text = NULL;
+        g_autofree char *want = g_strdup_printf("\n%s:\t", key);
+        g_autoptr(GError) error = NULL;
+        const char *p;
+
+        g_assert_true(g_file_get_contents(path, &text, NULL, &error));
+        p = strstr(text, want);
+        if (!p)
+                g_error("%s has no %s", path, key);
+        return g_ascii_strtoull(p + strlen(want), NULL, g_str_has_prefix(key, "Cap") ? 16 : 10);
+}
+
+/*
+ * The daemon, started by root with every capability (as by hand or by a
+ * test, not by the unit), keeps only those it uses, in every set, and
+ * no_new_privs; and still serves: a root caller reads what only
+ * CAP_DAC_READ_SEARCH lets it (no CAP_DAC_OVERRIDE), a non-root caller is
+ * switched to (CAP_SETUID, CAP_SETGID: the other tests).
+ */
+static void test_capabilities(Fixture *f, gconstpointer data) {
+        const char *pid = daemon_pid(f);
+        guint64 mine = status_value("self", "CapEff"), want = KEPT_BY_ROOT & mine;
+        g_autofree char *log = NULL, *closed = path_in(f, "closed"), *file = path_in(f, "closed/file");
+        g_autofree char *err = NULL;
+
+        if (geteuid() != 0) {
+                g_test_skip("needs root: a daemon started by root");
+                return;
+        }
+        g_test_message("daemon %s: CapEff %" G_GINT64_MODIFIER "x CapPrm %" G_GINT64_MODIFIER "x CapBnd %"
+                       G_GINT64_MODIFIER "x", pid, status_value(pid, "CapEff"), status_value(pid, "CapPrm"),
+                       status_value(pid, "CapBnd"));
+        g_assert_cmphex(status_value(pid, "CapEff"), ==, want);
+        g_assert_cmphex(status_value(pid, "CapPrm"), ==, want);
+        g_assert_cmphex(status_value(pid, "CapInh"), ==, 0);
+        g_assert_cmphex(status_value(pid, "CapAmb"), ==, 0);
+        if (mine & (1u << CAP_SETPCAP))
+                g_assert_cmphex(status_value(pid, "CapBnd"), ==, want);
+        else
+                g_test_message("no CAP_SETPCAP here: the daemon's bounding set cannot be checked");
+        g_assert_cmpuint(status_value(pid, "NoNewPrivs"), ==, 1);
+        log = wt_daemon_log(f->daemon);
+        g_assert_nonnull(strstr(log, "Capabilities kept: cap_dac_read_search cap_setgid cap_setuid;"));
+
+        /* A directory of nobody's, mode 0700, and a file in it mode 0000:
+         * root's reach, with CAP_DAC_READ_SEARCH alone. */
+        g_assert_cmpint(g_mkdir(closed, 0700), ==, 0);
+        touch(file);
+        g_assert_cmpint(chmod(file, 0), ==, 0);
+        g_assert_cmpint(chown(closed, 65534, 65534), ==, 0);
+        g_assert_cmpint(chown(file, 65534, 65534), ==, 0);
+        err = add_watch_error(f->proxy, closed, 0, NULL);
+        g_assert_null(err);
+        err = add_watch_error(f->proxy, file, 0, NULL);
+        g_assert_null(err);
+}
+
+/* Starts watchd as nobody on f's bus, as wt_daemon_start() does as root. */
+static WtDaemon *daemon_start_as_nobody(Fixture *f) {
+        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+        g_autoptr(GDBusConnection) c = wt_connect(f->bus);
+        g_autoptr(GError) error = NULL;
+        WtDaemon *d = g_new0(WtDaemon, 1);
+        gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+        d->bus = f->bus;
+        d->config_path = g_build_filename(f->dir, "nobody.conf", NULL);
+        d->log_path = g_build_filename(f->dir, "nobody.log", NULL);
+        g_assert_true(g_file_set_contents(d->config_path, "", -1, &error));
+        g_subprocess_launcher_set_stderr_file_path(l, d->log_path);
+        g_subprocess_launcher_set_child_setup(l, wt_child_become_nobody, NULL, NULL);
+        d->process = g_subprocess_launcher_spawn(l, &error, wt_watchd_path(), "--address", f->bus->address,
+                                                 "--config", d->config_path, "--backend", "syscall", NULL);
+        if (!d->process) {
+                g_autofree char *why = g_strdup_printf("nobody cannot run %s (%s)", wt_watchd_path(), error->message);
+
+                g_test_skip(why);
+                g_free(d->config_path);
+                g_free(d->log_path);
+                g_free(d);
+                return NULL;
+        }
+        for (;;) {
+                g_autoptr(GVariant) r = g_dbus_connection_call_sync(c, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                                    "org.freedesktop.DBus", "NameHasOwner",
+                                                                    g_variant_new("(s)", "org.example.Inotify"),
+                                                                    G_VARIANT_TYPE("(b)"), G_DBUS_CALL_FLAGS_NONE,
+                                                                    TIMEOUT_MS, NULL, NULL);
+                gboolean has = FALSE;
+
+                if (r)
+                        g_variant_get(r, "(b)", &has);
+                if (has)
+                        return d;
+                if (g_get_monotonic_time() > deadline || !g_subprocess_get_identifier(d->process)) {
+                        g_autofree char *log = wt_daemon_log(d);
+
+                        g_error("watchd as nobody did not take its name. Its log:\n%s", log);
+                }
+                g_usleep(5000);
+        }
+}
+
+/*
+ * A daemon started as another user than root keeps no capability, sets
+ * no_new_privs, and serves its own uid only: nobody's watch works, root's
+ * is refused.
+ */
+static void test_non_root_daemon(Fixture *f, gconstpointer data) {
+        g_autofree char *shared = path_in(f, "shared"), *done = path_in(f, "shared/done");
+        g_autofree char *answer = NULL, *err = NULL, *log = NULL;
+        const char *const secrets[] = { NULL };
+        const char *pid;
+        Attacker *a;
+
+        if (geteuid() != 0) {
+                g_test_skip("needs root to start the daemon as nobody");
+                return;
+        }
+        g_assert_cmpint(g_mkdir(shared, 0755), ==, 0);
+        /* The fixture's daemon (root's) leaves the name to nobody's. */
+        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
+        f->daemon = daemon_start_as_nobody(f);
+        if (!f->daemon)
+                return;
+        pid = daemon_pid(f);
+        g_assert_cmpuint(status_value(pid, "Uid"), ==, 65534);
+        g_assert_cmphex(status_value(pid, "CapEff"), ==, 0);
+        g_assert_cmphex(status_value(pid, "CapPrm"), ==, 0);
+        g_assert_cmphex(status_value(pid, "CapAmb"), ==, 0);
+        g_assert_cmpuint(status_value(pid, "NoNewPrivs"), ==, 1);
+
+        a = attacker_start(f);
+        if (!a)
+                return;
+        answer = attacker_watch(a, shared);
+        g_assert_true(g_str_has_prefix(answer, "ok "));
+        {
+                /* A proxy of its own: f->proxy may not have seen the name change owner yet. */
+                g_autoptr(WatchdInotify) root = wt_proxy(f->conn);
+
+                err = add_watch_error(root, shared, 0, NULL);
+                g_assert_cmpstr(err, ==, E_ACCESS_DENIED);
+        }
+        touch(done);
+        g_assert_cmpuint(attacker_await(a, secrets), ==, 1);
+        attacker_stop(a);
+        log = wt_daemon_log(f->daemon);
+        g_assert_nonnull(strstr(log, "Running as uid 65534: no capabilities kept"));
 }
 
 int main(int argc, char *argv[]) {
@@ -451,6 +628,8 @@ int main(int argc, char *argv[]) {
         T("proc-pid-cwd", NULL, test_proc_pid_cwd);
         T("proc-self-fd", "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n",
           test_proc_self_fd);
+        T("capabilities", NULL, test_capabilities);
+        T("non-root-daemon", NULL, test_non_root_daemon);
 
         return g_test_run();
 }
