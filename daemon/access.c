@@ -316,8 +316,30 @@ void access_restore(AccessSaved *saved) {
         creds_restore(saved);
 }
 
+#ifndef PID_FS_MAGIC
+#define PID_FS_MAGIC 0x50494446         /* pidfs, Linux 6.9 */
+#endif
+
+/* The kernel's internal file systems, mounted nowhere: their files have no
+ * path. (A memfd lives on an internal tmpfs, which shares TMPFS_MAGIC with
+ * /dev/shm: it is told by its link count instead.) */
+static bool fs_is_internal(int fd) {
+        static const unsigned long internal[] = {
+                ANON_INODE_FS_MAGIC, DMA_BUF_MAGIC, NSFS_MAGIC, PID_FS_MAGIC, PIPEFS_MAGIC, SECRETMEM_MAGIC,
+                SOCKFS_MAGIC,
+        };
+        struct statfs sf;
+
+        if (fstatfs(fd, &sf) < 0)
+                return false;   /* fstat worked: the checks on the object itself decide */
+        for (size_t i = 0; i < ELEMENTSOF(internal); i++)
+                if ((unsigned long) sf.f_type == internal[i])
+                        return true;
+        return false;
+}
+
 int access_check_fd(int fd, struct stat *ret_st) {
-        int fl;
+        int fl, r;
 
         fl = fcntl(fd, F_GETFL);
         if (fl < 0)
@@ -328,5 +350,13 @@ int access_check_fd(int fd, struct stat *ret_st) {
                 return -EBADF;
         if (fstat(fd, ret_st) < 0)
                 return negative_errno();
-        return check_type(ret_st, false);
+        r = check_type(ret_st, false);
+        if (r < 0)
+                return r;
+        /* No name left to report its events under: a memfd, an O_TMPFILE
+         * file, a file or directory deleted since it was opened (and a
+         * watch on it would end as soon as the client closes it). */
+        if (ret_st->st_nlink == 0 || fs_is_internal(fd))
+                return -ENOLINK;
+        return 0;
 }

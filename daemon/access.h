@@ -83,5 +83,13 @@ typedef struct AccessSaved {
 int access_become(const Caller *caller, AccessSaved *saved);
 void access_restore(AccessSaved *saved);
 
-/* Whether an fd received from a client may be watched: open for reading, not O_PATH, a file or directory. */
+/*
+ * Whether an fd received from a client may be watched: open for reading, not
+ * O_PATH, a file or directory, with a name on a mounted file system (so that
+ * its events can be reported under a path). Fills *ret_st.
+ * Return: 0, or -EBADFD (O_PATH), -EBADF (write-only), -EMEDIUMTYPE (not a
+ * file or directory: FIFO, socket, device, most anonymous inodes), -ENOLINK
+ * (no name: a memfd, an O_TMPFILE or deleted file, a removed directory, a
+ * file of an internal file system such as anon_inodefs or pidfs).
+ */
 int access_check_fd(int fd, struct stat *ret_st);

@@ -197,8 +197,13 @@ static int error_for(Manager *m, int r, const char *what, sd_bus_error *error) {
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "A component of the path is too long.");
         case -EMEDIUMTYPE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Not a regular file or a directory (FIFOs, sockets and device nodes "
-                                         "cannot be watched): %s.", what);
+                                         "Not a regular file or a directory (FIFOs, sockets, device nodes and "
+                                         "anonymous inodes cannot be watched): %s.", what);
+        case -ENOLINK:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The descriptor is not a file with a name on a mounted file system (a "
+                                         "memfd, an anonymous inode, an O_TMPFILE file, or a file or directory "
+                                         "deleted since it was opened): there is no path to report its events under.");
         case -EBADFD:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The descriptor was opened with O_PATH: open it for reading.");

@@ -526,7 +526,7 @@ int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t 
                 return negative_errno();
         path[n] = '\0';
         if (path[0] != '/')
-                return -EMEDIUMTYPE;    /* not in the filesystem tree (pipe:, anon_inode:...) */
+                return -ENOLINK;        /* not in the filesystem tree (pipe:, anon_inode:...) */
 
         return subscribe(m, c, fd, &st, path, mask, flags, ret_id, ret_walk);
 }

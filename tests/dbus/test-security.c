@@ -25,8 +25,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "watchd-test.h"
@@ -455,6 +459,107 @@ static void test_proc_self_fd(Fixture *f, gconstpointer data) {
         g_assert_no_error(add.error);
 }
 
+/* ---------------------------------------------------------------- AddWatchFd */
+
+/* AddWatchFd(fd, CREATE); returns NULL and the id, or the D-Bus error name and its message. */
+static char *add_watch_fd_error(WatchdInotify *p, int fd, guint32 *ret_id, char **ret_message) {
+        g_autoptr(GUnixFDList) fds = g_unix_fd_list_new();
+        g_autoptr(GVariant) r = NULL;
+        g_autoptr(GError) error = NULL;
+
+        g_assert_cmpint(g_unix_fd_list_append(fds, fd, NULL), ==, 0);
+        r = g_dbus_proxy_call_with_unix_fd_list_sync(G_DBUS_PROXY(p), "AddWatchFd", g_variant_new("(huu)", 0, IN_CREATE, 0),
+                                                     G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, fds, NULL, NULL, &error);
+        if (r) {
+                if (ret_id)
+                        g_variant_get(r, "(u)", ret_id);
+                return NULL;
+        }
+        if (ret_message) {
+                g_dbus_error_strip_remote_error(error);
+                *ret_message = g_strdup(error->message);
+        }
+        return g_dbus_error_get_remote_error(error);
+}
+
+/*
+ * AddWatchFd takes what is not a file of a mounted file system: a memfd
+ * (its path reads "/memfd:... (deleted)"), and with it other objects whose
+ * events could be reported under no path. Each must be InvalidArgs with a
+ * message that says why; files and directories still work.
+ */
+static void test_add_watch_fd_nameless(Fixture *f, gconstpointer data) {
+        g_autofree char *gone = path_in(f, "gone"), *rmdir_me = path_in(f, "rmdir-me"), *file = path_in(f, "file");
+        struct {
+                const char *what;
+                int fd;
+        } cases[8];
+        size_t n = 0;
+        int sv[2], fd;
+
+        fd = (int) syscall(SYS_memfd_create, "secret-memfd", MFD_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(write(fd, "x", 1), ==, 1);
+        cases[n++] = (typeof(cases[0])) { "memfd", fd };
+
+        touch(gone);
+        fd = open(gone, O_RDONLY | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(unlink(gone), ==, 0);
+        cases[n++] = (typeof(cases[0])) { "deleted file", fd };
+
+        fd = open(f->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        g_assert_cmpint(fd, >=, 0);
+        cases[n++] = (typeof(cases[0])) { "O_TMPFILE file", fd };
+
+        g_assert_cmpint(g_mkdir(rmdir_me, 0755), ==, 0);
+        fd = open(rmdir_me, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(rmdir(rmdir_me), ==, 0);
+        cases[n++] = (typeof(cases[0])) { "removed directory", fd };
+
+        fd = eventfd(0, EFD_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        cases[n++] = (typeof(cases[0])) { "eventfd (anonymous inode)", fd };
+
+        fd = (int) syscall(SYS_pidfd_open, getpid(), 0);
+        if (fd >= 0)
+                cases[n++] = (typeof(cases[0])) { "pidfd", fd };
+
+        g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+        close(sv[1]);
+        cases[n++] = (typeof(cases[0])) { "socket", sv[0] };
+
+        fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        cases[n++] = (typeof(cases[0])) { "namespace file (nsfs)", fd };
+
+        for (size_t i = 0; i < n; i++) {
+                g_autofree char *message = NULL, *err = NULL;
+                guint32 id = 0;
+
+                err = add_watch_fd_error(f->proxy, cases[i].fd, &id, &message);
+                g_test_message("AddWatchFd(%s): %s: %s", cases[i].what, err ? err : "granted", message ? message : "");
+                if (!err)
+                        g_error("AddWatchFd of a %s was granted (subscription %u)", cases[i].what, id);
+                g_assert_cmpstr(err, ==, E_INVALID_ARGS);
+                close(cases[i].fd);
+        }
+        g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
+
+        /* A file and a directory with names still work. */
+        touch(file);
+        fd = open(file, O_RDONLY | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_null(add_watch_fd_error(f->proxy, fd, NULL, NULL));
+        close(fd);
+        fd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_null(add_watch_fd_error(f->proxy, fd, NULL, NULL));
+        close(fd);
+        g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 2);
+}
+
 /* ---------------------------------------------------------------- capabilities */
 
 #define CAP_DAC_READ_SEARCH 2
@@ -628,6 +733,7 @@ int main(int argc, char *argv[]) {
         T("proc-pid-cwd", NULL, test_proc_pid_cwd);
         T("proc-self-fd", "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n",
           test_proc_self_fd);
+        T("add-watch-fd-nameless", NULL, test_add_watch_fd_nameless);
         T("capabilities", NULL, test_capabilities);
         T("non-root-daemon", NULL, test_non_root_daemon);
 
