@@ -9,6 +9,7 @@
  *   watch PATH      AddWatch(PATH, CREATE) -> "ok ID" or "err ERROR-NAME"
  *   await           prints "rec ID PATH" for each record received, until
  *                   one whose path ends in "/done" -> "end"
+ *   stats           GetStats -> "KEY=VALUE" lines (GVariant text), "end"
  *
  * A leak is looked for, not waited out: the attacker also watches a
  * directory it may read, the test creates the secret names first and then
@@ -260,6 +261,25 @@ static int helper_main(int argc, char *argv[]) {
 
                                 printf("err %s\n", name ? name : error->message);
                         }
+                } else if (strcmp(line, "stats") == 0) {
+                        g_autoptr(GVariant) stats = NULL;
+                        g_autoptr(GError) error = NULL;
+                        GVariantIter it;
+                        const char *key;
+                        GVariant *value;
+
+                        if (!watchd_inotify_call_get_stats_sync(p, &stats, NULL, &error)) {
+                                printf("err %s\n", error->message);
+                                continue;
+                        }
+                        g_variant_iter_init(&it, stats);
+                        while (g_variant_iter_next(&it, "{&sv}", &key, &value)) {
+                                g_autofree char *text = g_variant_print(value, FALSE);
+
+                                printf("%s=%s\n", key, text);
+                                g_variant_unref(value);
+                        }
+                        printf("end\n");
                 } else if (strcmp(line, "await") == 0) {
                         done = FALSE;
                         printf(wt_await_flag(&done, TIMEOUT_MS) ? "end\n" : "timeout\n");
@@ -560,6 +580,114 @@ static void test_add_watch_fd_nameless(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 2);
 }
 
+/* ---------------------------------------------------------------- GetStats */
+
+/* The attacker's GetStats: key -> value as text. */
+static GHashTable *attacker_stats(Attacker *a) {
+        GHashTable *h = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        char *line = attacker_ask(a, "stats");
+
+        while (strcmp(line, "end") != 0) {
+                char *eq = strchr(line, '=');
+
+                if (!eq)
+                        g_error("GetStats failed for the attacker: %s", line);
+                *eq = '\0';
+                g_hash_table_insert(h, line, g_strdup(eq + 1));
+                line = attacker_line(a);
+        }
+        g_free(line);
+        return h;
+}
+
+static guint64 stat_of(GHashTable *h, const char *key) {
+        const char *v = g_hash_table_lookup(h, key);
+
+        if (!v)
+                g_error("GetStats has no '%s' for this caller", key);
+        return g_ascii_strtoull(v, NULL, 10);
+}
+
+/*
+ * GetStats told any caller the daemon's counters of events: what every
+ * user's watched files do (polling events_read shows when someone's file
+ * changes). A non-root caller now sees the totals (sizes) and its own
+ * uid's share only; root sees everything, and its own share too.
+ */
+static void test_stats_scoped(Fixture *f, gconstpointer data) {
+        static const char *const totals[] = { "backend", "clients", "users", "subscriptions", "kernel_watches" };
+        static const char *const own[] = {
+                "own_clients", "own_subscriptions", "own_watches", "own_events_delivered", "own_pending_events",
+                "own_events_dropped", "own_overflows",
+        };
+        static const char *const root_only[] = {
+                "events_read", "events_delivered", "signals_sent", "pending_events", "events_dropped", "overflows",
+                "kernel_overflows", "bus_queued_messages",
+        };
+        g_autofree char *busy = path_in(f, "busy"), *shared = path_in(f, "shared"), *a1 = path_in(f, "shared/a");
+        g_autofree char *done = path_in(f, "shared/done"), *answer = NULL;
+        g_autoptr(GHashTable) mine = NULL;
+        const char *const secrets[] = { NULL };
+        const char *pid = daemon_pid(f);
+        Attacker *a;
+
+        g_assert_cmpint(g_mkdir(busy, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(shared, 0755), ==, 0);
+        a = attacker_start(f);
+        if (!a)
+                return;
+        g_assert_null(add_watch_error(f->proxy, busy, 0, NULL));
+        answer = attacker_watch(a, shared);
+        g_assert_true(g_str_has_prefix(answer, "ok "));
+
+        /* Root's activity: 100 records for a backlog of 16 (dropped, Overflow);
+         * nobody's: two records. */
+        g_assert_cmpint(kill((pid_t) g_ascii_strtoll(pid, NULL, 10), SIGSTOP), ==, 0);
+        for (int i = 0; i < 100; i++) {
+                g_autofree char *n = g_strdup_printf("%s/f-%d", busy, i);
+
+                touch(n);
+        }
+        touch(a1);
+        touch(done);
+        g_assert_cmpint(kill((pid_t) g_ascii_strtoll(pid, NULL, 10), SIGCONT), ==, 0);
+        g_assert_cmpuint(attacker_await(a, secrets), ==, 2);
+
+        mine = attacker_stats(a);
+        for (size_t i = 0; i < G_N_ELEMENTS(root_only); i++)
+                if (g_hash_table_contains(mine, root_only[i]))
+                        g_error("GetStats shows nobody the daemon-wide '%s' = %s", root_only[i],
+                                (const char *) g_hash_table_lookup(mine, root_only[i]));
+        for (size_t i = 0; i < G_N_ELEMENTS(totals); i++)
+                g_assert_true(g_hash_table_contains(mine, totals[i]));
+        g_assert_cmpuint(g_hash_table_size(mine), ==, G_N_ELEMENTS(totals) + G_N_ELEMENTS(own));
+        /* Its own share... */
+        g_assert_cmpuint(stat_of(mine, "own_clients"), ==, 1);
+        g_assert_cmpuint(stat_of(mine, "own_subscriptions"), ==, 1);
+        g_assert_cmpuint(stat_of(mine, "own_watches"), ==, 1);
+        g_assert_cmpuint(stat_of(mine, "own_events_delivered"), ==, 2);
+        g_assert_cmpuint(stat_of(mine, "own_pending_events"), ==, 0);
+        g_assert_cmpuint(stat_of(mine, "own_events_dropped"), ==, 0);
+        g_assert_cmpuint(stat_of(mine, "own_overflows"), ==, 0);
+        /* ...and the totals, root's and its own together. */
+        g_assert_cmpuint(stat_of(mine, "clients"), ==, 2);
+        g_assert_cmpuint(stat_of(mine, "users"), ==, 2);
+        g_assert_cmpuint(stat_of(mine, "subscriptions"), ==, 2);
+        g_assert_cmpuint(stat_of(mine, "kernel_watches"), ==, 2);
+        attacker_stop(a);
+
+        /* Root sees everything, and its own share. */
+        g_assert_true(wt_await_stat(f->proxy, "own_overflows", 1, TIMEOUT_MS));
+        for (size_t i = 0; i < G_N_ELEMENTS(root_only); i++)
+                (void) wt_stat(f->proxy, root_only[i]);
+        g_assert_cmpuint(wt_stat(f->proxy, "events_read"), >=, 102);
+        g_assert_cmpuint(wt_stat(f->proxy, "overflows"), >=, 1);
+        g_assert_cmpuint(wt_stat(f->proxy, "own_clients"), ==, 1);
+        g_assert_cmpuint(wt_stat(f->proxy, "own_subscriptions"), ==, 1);
+        g_assert_cmpuint(wt_stat(f->proxy, "own_events_dropped"), >, 0);
+        g_assert_cmpuint(wt_stat(f->proxy, "own_events_dropped"), ==, wt_stat(f->proxy, "events_dropped"));
+}
+
 /* ---------------------------------------------------------------- capabilities */
 
 #define CAP_DAC_READ_SEARCH 2
@@ -734,6 +862,7 @@ int main(int argc, char *argv[]) {
         T("proc-self-fd", "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n",
           test_proc_self_fd);
         T("add-watch-fd-nameless", NULL, test_add_watch_fd_nameless);
+        T("stats-scoped", "[limits]\nmax_pending_events_per_client = 16\n", test_stats_scoped);
         T("capabilities", NULL, test_capabilities);
         T("non-root-daemon", NULL, test_non_root_daemon);
 
