@@ -51,6 +51,10 @@ typedef struct Client {
          * timeout (25 s) each time. */
         bool answers_ping;
         bool dirty;                     /* on the manager's list of clients to flush */
+
+        /* Its share of the daemon's Stats, for its uid's own GetStats keys. */
+        uint64_t events_dropped;        /* records dropped from its backlog */
+        uint64_t overflows;             /* Overflow signals sent to it */
 } Client;
 
 /* Copies caller. */

@@ -187,12 +187,23 @@ static int error_for(Manager *m, int r, const char *what, sd_bus_error *error) {
         case -ELOOP:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "A symbolic link (DONT_FOLLOW), or too many levels of them: %s.", what);
+        case -EXDEV:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "%s goes through a link that the kernel resolves by privilege, not by path "
+                                         "(/proc/PID/cwd, /proc/PID/root, /proc/PID/fd/N, /dev/fd/N...): watchd "
+                                         "follows none for anyone. Open it yourself and pass the descriptor to "
+                                         "AddWatchFd.", what);
         case -ENAMETOOLONG:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "A component of the path is too long.");
         case -EMEDIUMTYPE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Not a regular file or a directory (FIFOs, sockets and device nodes "
-                                         "cannot be watched): %s.", what);
+                                         "Not a regular file or a directory (FIFOs, sockets, device nodes and "
+                                         "anonymous inodes cannot be watched): %s.", what);
+        case -ENOLINK:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The descriptor is not a file with a name on a mounted file system (a "
+                                         "memfd, an anonymous inode, an O_TMPFILE file, or a file or directory "
+                                         "deleted since it was opened): there is no path to report its events under.");
         case -EBADFD:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The descriptor was opened with O_PATH: open it for reading.");
@@ -427,31 +438,133 @@ static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* The sender's uid as the bus reports it (never from /proc), or -EPERM. */
+static int sender_uid(sd_bus_message *msg, uid_t *ret) {
+        _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
+        uint64_t have;
+        int r;
+
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
+        if (r < 0)
+                return r;
+        have = sd_bus_creds_get_mask(creds) & ~sd_bus_creds_get_augmented_mask(creds);
+        if (!(have & SD_BUS_CREDS_EUID) || sd_bus_creds_get_euid(creds, ret) < 0)
+                return -EPERM;
+        return 0;
+}
+
+static int append_stat(sd_bus_message *reply, const char *key, char type, const void *value) {
+        const char sig[2] = { type, 0 };
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'e', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "s", key);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'v', sig);
+        if (r >= 0)
+                r = sd_bus_message_append_basic(reply, type, value);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+static int append_u(sd_bus_message *reply, const char *key, uint32_t value) {
+        return append_stat(reply, key, 'u', &value);
+}
+
+static int append_t(sd_bus_message *reply, const char *key, uint64_t value) {
+        return append_stat(reply, key, 't', &value);
+}
+
+/*
+ * GetStats answers every caller with the daemon's size (the totals: backend,
+ * clients, users, subscriptions, kernel_watches) and its own uid's share
+ * (own_*, summed over that uid's connections that hold subscriptions now).
+ * The counts of events (events_read, events_delivered, overflows, ...) are
+ * the activity of every user's files: only root, and the daemon's own uid,
+ * see them. Every key is in watchd(8).
+ */
 static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
         Manager *m = userdata;
-        uint64_t queued = 0;
+        uint32_t own_clients = 0, own_subscriptions = 0, own_watches = 0;
+        uint64_t own_delivered = 0, own_pending = 0, own_dropped = 0, own_overflows = 0, queued = 0;
+        bool known, all;
+        GHashTableIter i;
+        gpointer v;
+        uid_t uid;
         int r;
 
-        (void) sd_bus_get_n_queued_write(m->bus, &queued);
+        known = sender_uid(msg, &uid) >= 0;
+        all = known && (uid == 0 || uid == geteuid());
+        if (known) {
+                g_hash_table_iter_init(&i, m->clients);
+                while (g_hash_table_iter_next(&i, NULL, &v)) {
+                        Client *c = v;
+
+                        if (c->uid != uid)
+                                continue;
+                        own_clients++;
+                        own_subscriptions += c->n_subscriptions;
+                        own_watches += c->n_watches;
+                        own_delivered += c->sent;
+                        own_pending += move_pairer_size(&c->queue);
+                        own_dropped += c->events_dropped;
+                        own_overflows += c->overflows;
+                }
+        }
 
         r = sd_bus_message_new_method_return(msg, &reply);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(reply, "a{sv}", 13,
-                                  "clients", "u", (uint32_t) g_hash_table_size(m->clients),
-                                  "subscriptions", "u", (uint32_t) watch_table_n_subscriptions(m->table),
-                                  "kernel_watches", "u", (uint32_t) watch_table_n_watches(m->table),
-                                  "events_read", "t", m->stats.events_read,
-                                  "events_delivered", "t", m->stats.events_delivered,
-                                  "overflows", "t", m->stats.overflows,
-                                  "backend", "s", backend_name(m->backend),
-                                  "pending_events", "t", manager_pending_events(m),
-                                  "kernel_overflows", "t", m->stats.kernel_overflows,
-                                  "events_dropped", "t", m->stats.events_dropped,
-                                  "signals_sent", "t", m->stats.signals_sent,
-                                  "bus_queued_messages", "t", queued,
-                                  "users", "u", (uint32_t) g_hash_table_size(m->users));
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "{sv}");
+        if (r >= 0)
+                r = append_stat(reply, "backend", 's', backend_name(m->backend));
+        if (r >= 0)
+                r = append_u(reply, "clients", (uint32_t) g_hash_table_size(m->clients));
+        if (r >= 0)
+                r = append_u(reply, "users", (uint32_t) g_hash_table_size(m->users));
+        if (r >= 0)
+                r = append_u(reply, "subscriptions", (uint32_t) watch_table_n_subscriptions(m->table));
+        if (r >= 0)
+                r = append_u(reply, "kernel_watches", (uint32_t) watch_table_n_watches(m->table));
+        if (r >= 0 && known) {
+                r = append_u(reply, "own_clients", own_clients);
+                if (r >= 0)
+                        r = append_u(reply, "own_subscriptions", own_subscriptions);
+                if (r >= 0)
+                        r = append_u(reply, "own_watches", own_watches);
+                if (r >= 0)
+                        r = append_t(reply, "own_events_delivered", own_delivered);
+                if (r >= 0)
+                        r = append_t(reply, "own_pending_events", own_pending);
+                if (r >= 0)
+                        r = append_t(reply, "own_events_dropped", own_dropped);
+                if (r >= 0)
+                        r = append_t(reply, "own_overflows", own_overflows);
+        }
+        if (r >= 0 && all) {
+                (void) sd_bus_get_n_queued_write(m->bus, &queued);
+                r = append_t(reply, "events_read", m->stats.events_read);
+                if (r >= 0)
+                        r = append_t(reply, "events_delivered", m->stats.events_delivered);
+                if (r >= 0)
+                        r = append_t(reply, "signals_sent", m->stats.signals_sent);
+                if (r >= 0)
+                        r = append_t(reply, "pending_events", manager_pending_events(m));
+                if (r >= 0)
+                        r = append_t(reply, "events_dropped", m->stats.events_dropped);
+                if (r >= 0)
+                        r = append_t(reply, "overflows", m->stats.overflows);
+                if (r >= 0)
+                        r = append_t(reply, "kernel_overflows", m->stats.kernel_overflows);
+                if (r >= 0)
+                        r = append_t(reply, "bus_queued_messages", queued);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
@@ -557,8 +670,10 @@ static void notice_send(Manager *m, Client *c, const Record *rec) {
                 log_warning_errno(r, "Failed to send a notice to %s, ignoring: %m", c->name);
                 return;
         }
-        if (rec->kind == RECORD_OVERFLOW)
+        if (rec->kind == RECORD_OVERFLOW) {
                 m->stats.overflows++;
+                c->overflows++;
+        }
 }
 
 static void client_ping(Manager *m, Client *c);

@@ -526,7 +526,7 @@ int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t 
                 return negative_errno();
         path[n] = '\0';
         if (path[0] != '/')
-                return -EMEDIUMTYPE;    /* not in the filesystem tree (pipe:, anon_inode:...) */
+                return -ENOLINK;        /* not in the filesystem tree (pipe:, anon_inode:...) */
 
         return subscribe(m, c, fd, &st, path, mask, flags, ret_id, ret_walk);
 }
@@ -553,6 +553,7 @@ void manager_queue_record(Manager *m, Client *c, Record *rec) {
                 log_warning_errno(r, "Failed to queue a record for %s, ignoring: %m", c->name);
         else if (r > 0) {
                 m->stats.events_dropped += (uint64_t) r;
+                c->events_dropped += (uint64_t) r;
                 if (!overflowing)       /* once per Overflow, not once per dropped record */
                         log_info("Client %s is %u records behind: dropped its backlog, it gets Overflow.",
                                  c->name, m->config.max_pending_events_per_client);
