@@ -166,6 +166,9 @@ static gboolean name_has_owner(GDBusConnection *c, const char *name) {
         return has;
 }
 
+/* "NAME=value" strings added to watchd's environment (wt_daemon_start_env()). */
+static const char *const *daemon_env;
+
 WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const *extra_args) {
         g_autoptr(GSubprocessLauncher) l = NULL;
         g_autoptr(GPtrArray) argv = g_ptr_array_new();
@@ -201,6 +204,10 @@ WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const
         g_ptr_array_add(argv, NULL);
 
         l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+        for (size_t i = 0; daemon_env && daemon_env[i]; i++) {
+                g_auto(GStrv) kv = g_strsplit(daemon_env[i], "=", 2);
+                g_subprocess_launcher_setenv(l, kv[0], kv[1] ? kv[1] : "", TRUE);
+        }
         g_subprocess_launcher_set_stderr_file_path(l, d->log_path);
         g_subprocess_launcher_set_child_setup(l, child_die_with_parent, NULL, NULL);
         d->process = g_subprocess_launcher_spawnv(l, (const char *const *) argv->pdata, &error);
@@ -445,4 +452,13 @@ WtBus *wt_system_bus_start_with_policy(const char *policy_path) {
 
 WtBus *wt_system_bus_start(void) {
         return wt_system_bus_start_with_policy(wt_policy_path());
+}
+
+WtDaemon *wt_daemon_start_env(WtBus *bus, const char *config, const char *const *env) {
+        WtDaemon *d;
+
+        daemon_env = env;
+        d = wt_daemon_start_full(bus, config, NULL);
+        daemon_env = NULL;
+        return d;
 }

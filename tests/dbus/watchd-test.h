@@ -97,3 +97,8 @@ WtBus *wt_system_bus_start(void);
 WtBus *wt_system_bus_start_with_policy(const char *policy_path);
 /* data/org.example.Inotify.conf in the source tree: the file "meson install" installs. */
 const char *wt_policy_path(void);
+
+/* wt_daemon_start() with env ("NAME=value" strings, NULL-terminated) added to
+ * watchd's environment: the test's own environment cannot be changed once
+ * threads run (setenv is not thread-safe). */
+WtDaemon *wt_daemon_start_env(WtBus *bus, const char *config, const char *const *env);
