@@ -247,9 +247,12 @@ static int validate(uint32_t mask, uint32_t flags, sd_bus_error *error) {
         return 0;
 }
 
+static void client_ping_end(Manager *m, Client *c);
+
 static int on_client_gone(sd_bus_track *track, void *userdata) {
         Client *c = userdata;
 
+        client_ping_end(c->manager, c);         /* its Ping, if any, is no longer ours to count */
         manager_client_gone(c->manager, c);     /* frees c and unrefs track */
         return 0;
 }
@@ -586,9 +589,14 @@ static void client_ping(Manager *m, Client *c);
  * leaves. A second Ping would only queue behind the first at the bus, and
  * each pending one counts against the bus's limit on replies our connection
  * awaits (max_replies_per_connection: 128 on the system bus, and dbus-daemon
- * never expires them). After an answer that confirmed nothing, the next Ping
- * goes after PING_RETRY_MIN_USEC, doubling up to PING_RETRY_MAX_USEC, so
- * that a bus that refuses at once is not asked in a loop.
+ * never expires them). For the same limit, the clients of one uid have at
+ * most PINGS_PER_USER_MAX Pings in flight: a user's clients that never read
+ * hold that many of the bus's 128, not all of them (with all of them taken,
+ * every other client's Ping would be refused, and every other client held
+ * to its window). A client whose uid has none free waits for one, as after
+ * an answer that confirmed nothing: the next Ping goes after
+ * PING_RETRY_MIN_USEC, doubling up to PING_RETRY_MAX_USEC, so that a bus that
+ * refuses at once is not asked in a loop.
  *
  * So a client that is not confirmed, however the bus answers for it, is sent
  * no more than its window; its later records fill its queue (same limit),
@@ -597,6 +605,7 @@ static void client_ping(Manager *m, Client *c);
  */
 #define PING_RETRY_MIN_USEC (10u * 1000u)
 #define PING_RETRY_MAX_USEC (5u * 1000u * 1000u)
+#define PINGS_PER_USER_MAX 16u
 
 static bool ping_confirms(const Client *c, sd_bus_message *reply) {
         const char *sender = sd_bus_message_get_sender(reply);
@@ -612,7 +621,26 @@ static int on_ping_retry(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* The next Ping to c goes later: after an answer that confirmed nothing. */
+/* The account of c's uid, where its Pings in flight are counted (it exists
+ * while the uid has a client). */
+static UserAccount *client_user(Manager *m, const Client *c) {
+        return g_hash_table_lookup(m->users, GUINT_TO_POINTER(c->uid));
+}
+
+/* c's Ping is answered, or c is gone: it no longer holds one of its uid's Pings. */
+static void client_ping_end(Manager *m, Client *c) {
+        UserAccount *u;
+
+        if (!c->ping)
+                return;
+        c->ping = sd_bus_slot_unref(c->ping);
+        u = client_user(m, c);
+        assert(u && u->n_pings > 0);
+        u->n_pings--;
+}
+
+/* The next Ping to c goes later: after an answer that confirmed nothing, or
+ * while its uid has PINGS_PER_USER_MAX in flight. */
 static void ping_retry_later(Manager *m, Client *c) {
         uint64_t now;
         int r;
@@ -652,7 +680,7 @@ static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *re
         Client *c = userdata;
         Manager *m = c->manager;
 
-        c->ping = sd_bus_slot_unref(c->ping);
+        client_ping_end(m, c);
         c->answers_ping = ping_confirms(c, reply);
         if (!c->answers_ping) {
                 ping_unconfirmed(m, c, reply);
@@ -673,13 +701,19 @@ static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *re
 }
 
 /* One Ping in flight per client at most, sent after the records it vouches
- * for, with no timeout (see ping_confirms()). */
+ * for, with no timeout, and PINGS_PER_USER_MAX per uid (see ping_confirms()). */
 static void client_ping(Manager *m, Client *c) {
         _cleanup_(message_unrefp) sd_bus_message *ping = NULL;
+        UserAccount *u = client_user(m, c);
         int r;
 
+        assert(u);
         if (c->ping || c->ping_retry || c->read == c->sent)
                 return;
+        if (u->n_pings >= PINGS_PER_USER_MAX) {
+                ping_retry_later(m, c);
+                return;
+        }
         r = sd_bus_message_new_method_call(m->bus, &ping, c->name, "/", "org.freedesktop.DBus.Peer", "Ping");
         if (r >= 0)
                 r = sd_bus_call_async(m->bus, &c->ping, ping, on_ping_reply, c, /* usec= */ UINT64_MAX);
@@ -688,6 +722,7 @@ static void client_ping(Manager *m, Client *c) {
                 log_warning_errno(r, "Failed to ask %s whether it reads its events, ignoring: %m", c->name);
                 return;
         }
+        u->n_pings++;
         c->ping_at = c->sent;
 }
 

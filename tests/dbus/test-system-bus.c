@@ -27,6 +27,8 @@
  *   - with a policy that denies the Ping (ours without its Ping rule), the
  *     bus's error confirms nothing: a client that stops reading still gets
  *     no more than its window, and watchd says why in its log (ping-denied);
+ *   - 128 clients of one user that never read do not take all the replies
+ *     the bus lets watchd await: another user's reader is served (crowd);
  *   - the test bus really is strict, and our rule is narrow: a method call
  *     between two clients is denied, root may send Peer.Ping and nothing
  *     else of Peer (policy).
@@ -290,6 +292,34 @@ static void stuck_child(const char *address, const char *dir, bool until_quiet, 
         _exit(0);
 }
 
+/* A crowd of clients that never read: n connections of nobody, each with a
+ * subscription to dir. The child never returns: it waits for the parent to
+ * go (its end of go_fd closes), then exits, and so do its connections. */
+static void crowd_child(const char *address, const char *dir, unsigned n, int report_fd, int go_fd) {
+        char c;
+
+        if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0 ||
+            prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+                _exit(2);
+        for (unsigned i = 0; i < n; i++) {
+                sd_bus_error error = SD_BUS_ERROR_NULL;
+                sd_bus *bus = NULL;
+
+                if (sd_bus_new(&bus) < 0 || sd_bus_set_address(bus, address) < 0 ||
+                    sd_bus_set_bus_client(bus, 1) < 0 || sd_bus_start(bus) < 0)
+                        _exit(3);
+                if (sd_bus_call_method(bus, "org.example.Inotify", "/org/example/Inotify", "org.example.Inotify",
+                                       "AddWatch", &error, NULL, "suu", dir, (uint32_t) IN_CREATE, (uint32_t) 0) < 0) {
+                        dprintf(report_fd, "AddWatch %u failed: %s\n", i, error.message ? error.message : "?");
+                        _exit(4);
+                }
+                /* Kept open, never read again. */
+        }
+        dprintf(report_fd, "%u 0\n", n);
+        (void) read(go_fd, &c, 1);
+        _exit(0);
+}
+
 /* A line from the child, within TIMEOUT_MS. */
 static char *stuck_read_line(Stuck *st) {
         GString *line = g_string_new(NULL);
@@ -310,7 +340,8 @@ static char *stuck_read_line(Stuck *st) {
         }
 }
 
-static void stuck_start(Stuck *st, WtBus *bus, const char *dir, bool until_quiet) {
+/* crowd > 0: crowd_child() with that many connections, else stuck_child(). */
+static void stuck_start_full(Stuck *st, WtBus *bus, const char *dir, bool until_quiet, unsigned crowd) {
         int report[2], go[2];
         g_autofree char *line = NULL;
 
@@ -321,6 +352,8 @@ static void stuck_start(Stuck *st, WtBus *bus, const char *dir, bool until_quiet
         if (st->pid == 0) {
                 close(report[0]);
                 close(go[1]);
+                if (crowd > 0)
+                        crowd_child(bus->address, dir, crowd, report[1], go[0]);
                 stuck_child(bus->address, dir, until_quiet, report[1], go[0]);
         }
         close(report[1]);
@@ -332,6 +365,21 @@ static void stuck_start(Stuck *st, WtBus *bus, const char *dir, bool until_quiet
                 g_error("The stuck client could not subscribe: %s", line);
         st->id = (guint32) g_ascii_strtoull(line, NULL, 10);
         st->name = g_strdup(strchr(line, ' ') + 1);
+}
+
+static void stuck_start(Stuck *st, WtBus *bus, const char *dir, bool until_quiet) {
+        stuck_start_full(st, bus, dir, until_quiet, 0);
+}
+
+/* Ends a crowd: its connections close with it. */
+static void crowd_end(Stuck *st) {
+        int status = 0;
+
+        close(st->go_fd);
+        g_assert_cmpint(waitpid(st->pid, &status, 0), ==, st->pid);
+        g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        close(st->report_fd);
+        g_free(st->name);
 }
 
 /* Lets the child read; returns its report once it is done. */
@@ -686,6 +734,48 @@ static void test_ping_denied(Fixture *f, gconstpointer data) {
         reader_done(&reader);
 }
 
+/*
+ * 128 clients of one user (nobody: max_clients_per_user) that never read,
+ * each with a Ping waiting at the bus, and then a client of another user
+ * that reads: its storm arrives whole. dbus-daemon lets our connection await
+ * 128 replies; if the crowd's Pings took them all, the bus would refuse the
+ * reader's Ping (LimitsExceeded), which confirms nothing, and the reader
+ * would be held to its window. The crowd holds at most PINGS_PER_USER_MAX.
+ */
+static void test_crowd(Fixture *f, gconstpointer data) {
+        const guint crowd = 128, pairs = 8 * WINDOW;
+        g_autofree char *quiet = g_build_filename(f->dir, "quiet", NULL), *q = NULL;
+        Reader reader;
+        Stuck st;
+
+        if (!f->bus)
+                return;
+        g_assert_cmpint(g_mkdir(quiet, 0755), ==, 0);
+        stuck_start_full(&st, f->bus, quiet, false, crowd);
+        reader_init(&reader, f->bus, PING_ANSWER);
+        reader.id = add_watch(reader.proxy, f->dir);
+
+        /* One record for each of the crowd, and a Ping after it. */
+        q = g_build_filename(quiet, "q", NULL);
+        g_assert_cmpint(g_mkdir(q, 0755), ==, 0);
+        if (!wt_await_stat(reader.proxy, "events_delivered", crowd, TIMEOUT_MS))
+                g_error("%" G_GUINT64_FORMAT " records went to the crowd, not %u",
+                        wt_stat(reader.proxy, "events_delivered"), crowd);
+        /* The Pings went out before that answer: the bus holds them now. */
+
+        for (guint i = 0; i < pairs; i++) {
+                create_remove(f, "c", i);
+                if ((i + 1) % ROUND_PAIRS == 0)
+                        await_records(&reader, 2 * (i + 1));
+        }
+        g_assert_cmpuint(reader.n_records, ==, 2 * pairs);
+        g_assert_cmpuint(reader.n_overflows, ==, 0);
+        g_test_message("crowd of %u stuck clients: the reader got %u records, %d Pings", crowd, reader.n_records,
+                       g_atomic_int_get(&reader.n_pings));
+        reader_done(&reader);
+        crowd_end(&st);
+}
+
 /* The method Introspect, from one client to another; NULL if the bus allowed it, else the error's name. */
 static char *call_error(GDBusConnection *from, GDBusConnection *to, const char *iface, const char *method) {
         g_autoptr(GVariant) r = NULL;
@@ -744,6 +834,7 @@ int main(int argc, char *argv[]) {
         T("/system-bus/reader-ping-error", system_bus_error, test_reader);
         T("/session-bus/reader", session_bus, test_reader);
         T("/system-bus/ping-denied", system_bus_denied, test_ping_denied);
+        T("/system-bus/crowd", system_bus, test_crowd);
 #undef T
         return g_test_run();
 }
