@@ -39,6 +39,7 @@ Client *client_free(Client *c) {
         if (!c)
                 return NULL;
         sd_bus_slot_unref(c->ping);
+        sd_event_source_disable_unref(c->ping_retry);
         move_pairer_done(&c->queue);
         free(c->lost_ids);
         free(c->caller.gids);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
 
 #include "access.h"
 #include "move_pairer.h"
@@ -38,18 +39,23 @@ typedef struct Client {
         bool overflow_queued;           /* a RECORD_OVERFLOW is in the queue */
         size_t n_notices;               /* RECORD_OVERFLOW and RECORD_REMOVED in the queue: they are never held */
 
-        /* Flow control (dbus_iface.c): records sent in Events signals, and how
-         * many of them the client has read, known when a Peer.Ping sent after
-         * them is answered. The bus would otherwise buffer without bound for a
-         * client that stops reading, or drop its signals without a word. */
+        /* Flow control (dbus_iface.c, ping_confirms()): records sent in Events
+         * signals, and how many of them the client has read, known when the
+         * client itself answers a Peer.Ping sent after them. The bus would
+         * otherwise buffer without bound for a client that stops reading, or
+         * drop its signals without a word. */
         uint64_t sent, read;
         uint64_t ping_at;               /* sent, when the outstanding Ping went out */
         sd_bus_slot *ping;              /* the outstanding Ping, or NULL */
-        /* Its last Ping was answered (a reply or an error, not a timeout).
-         * Records are held behind a Ping in flight only for such a client: one
-         * that does not answer would otherwise hold them for sd-bus's Ping
-         * timeout (25 s) each time. */
+        /* Its last Ping was answered by the client itself. Records are held
+         * behind a Ping in flight only for such a client: one that does not
+         * answer would otherwise hold them for an answer that is not coming. */
         bool answers_ping;
+        /* After an answer that confirmed nothing (the bus's error), the next
+         * Ping waits on this timer, ping_retry_usec, doubling each time. */
+        sd_event_source *ping_retry;
+        uint64_t ping_retry_usec;
+        bool ping_refusal_logged;       /* the bus's refusal is logged once per client */
         bool dirty;                     /* on the manager's list of clients to flush */
 
         /* Its share of the daemon's Stats, for its uid's own GetStats keys. */

@@ -30,7 +30,8 @@
  * Flow control and batching: each client is sent at most
  * max_pending_events_per_client records it has not confirmed reading, and
  * confirms by answering the org.freedesktop.DBus.Peer.Ping sent after them
- * (one in flight at a time). While that Ping is in flight, records for the
+ * (one in flight at a time; what counts as an answer: ping_confirms()).
+ * While that Ping is in flight, records for the
  * client are held in its queue and go out as one signal when it answers
  * (or as soon as batch_max_events of them, or a notice, are queued): the
  * batch follows the client's own pace, with no timer of ours, and a record
@@ -42,6 +43,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config.h"
 #include "dbus_iface.h"
@@ -256,9 +258,12 @@ static int validate(uint32_t mask, uint32_t flags, sd_bus_error *error) {
         return 0;
 }
 
+static void client_ping_end(Manager *m, Client *c);
+
 static int on_client_gone(sd_bus_track *track, void *userdata) {
         Client *c = userdata;
 
+        client_ping_end(c->manager, c);         /* its Ping, if any, is no longer ours to count */
         manager_client_gone(c->manager, c);     /* frees c and unrefs track */
         return 0;
 }
@@ -678,18 +683,126 @@ static void notice_send(Manager *m, Client *c, const Record *rec) {
 
 static void client_ping(Manager *m, Client *c);
 
-/* Any answer to the Ping, even an error from the client, means it has read
- * everything sent before it; a timeout (sd-bus's or the bus's) means it has
- * not, and it is asked again. */
+/*
+ * What counts as read: the rule of flow control, in one place.
+ *
+ * A client is sent records while fewer than max_pending_events_per_client of
+ * those sent are unconfirmed. Records are confirmed by the answer to a
+ * Peer.Ping sent after them, and only by an answer the client itself sent
+ * (its unique name is the reply's sender, which the bus sets): a method
+ * return, or an error such as UnknownMethod from a library without Peer.
+ * Either one the client can only send once it has read the Ping, so once it
+ * has read everything queued for it before the Ping. An error from anyone
+ * else confirms nothing, whatever its name: the bus driver's AccessDenied (a
+ * policy that does not let us send the Ping: before our policy allowed it,
+ * Debian's system bus denied every Ping, and the error counted as read, so a
+ * client that never read was sent everything), LimitsExceeded (our
+ * connection has max_replies_per_connection calls pending), ServiceUnknown
+ * or NoReply (the client left), or an error sd-bus makes up locally.
+ *
+ * The Ping has no timeout: it waits at the bus until the client reads it or
+ * leaves. A second Ping would only queue behind the first at the bus, and
+ * each pending one counts against the bus's limit on replies our connection
+ * awaits (max_replies_per_connection: 128 on the system bus, and dbus-daemon
+ * never expires them). For the same limit, the clients of one uid have at
+ * most PINGS_PER_USER_MAX Pings in flight: a user's clients that never read
+ * hold that many of the bus's 128, not all of them (with all of them taken,
+ * every other client's Ping would be refused, and every other client held
+ * to its window). A client whose uid has none free waits for one, as after
+ * an answer that confirmed nothing: the next Ping goes after
+ * PING_RETRY_MIN_USEC, doubling up to PING_RETRY_MAX_USEC, so that a bus that
+ * refuses at once is not asked in a loop.
+ *
+ * So a client that is not confirmed, however the bus answers for it, is sent
+ * no more than its window; its later records fill its queue (same limit),
+ * which is then dropped with an Overflow queued, sent at the next
+ * confirmation (dbus_iface_flush_client()).
+ */
+#define PING_RETRY_MIN_USEC (10u * 1000u)
+#define PING_RETRY_MAX_USEC (5u * 1000u * 1000u)
+#define PINGS_PER_USER_MAX 16u
+
+static bool ping_confirms(const Client *c, sd_bus_message *reply) {
+        const char *sender = sd_bus_message_get_sender(reply);
+
+        return sender && strcmp(sender, c->name) == 0;
+}
+
+static int on_ping_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        Client *c = userdata;
+
+        c->ping_retry = sd_event_source_disable_unref(c->ping_retry);
+        client_ping(c->manager, c);
+        return 0;
+}
+
+/* The account of c's uid, where its Pings in flight are counted (it exists
+ * while the uid has a client). */
+static UserAccount *client_user(Manager *m, const Client *c) {
+        return g_hash_table_lookup(m->users, GUINT_TO_POINTER(c->uid));
+}
+
+/* c's Ping is answered, or c is gone: it no longer holds one of its uid's Pings. */
+static void client_ping_end(Manager *m, Client *c) {
+        UserAccount *u;
+
+        if (!c->ping)
+                return;
+        c->ping = sd_bus_slot_unref(c->ping);
+        u = client_user(m, c);
+        assert(u && u->n_pings > 0);
+        u->n_pings--;
+}
+
+/* The next Ping to c goes later: after an answer that confirmed nothing, or
+ * while its uid has PINGS_PER_USER_MAX in flight. */
+static void ping_retry_later(Manager *m, Client *c) {
+        uint64_t now;
+        int r;
+
+        c->ping_retry_usec = c->ping_retry_usec == 0 ? PING_RETRY_MIN_USEC
+                                                     : MIN(2 * c->ping_retry_usec, (uint64_t) PING_RETRY_MAX_USEC);
+        r = sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        if (r >= 0)
+                r = sd_event_add_time(m->event, &c->ping_retry, CLOCK_MONOTONIC, now + c->ping_retry_usec,
+                                      /* accuracy= */ 0, on_ping_retry, c);
+        if (r < 0)
+                /* Then the next flush for c asks again. */
+                log_warning_errno(r, "Failed to arm the timer of the next Ping to %s, ignoring: %m", c->name);
+}
+
+/* The answer to c's Ping confirmed nothing: say so (once, if the bus refused
+ * it) and ask again later. */
+static void ping_unconfirmed(Manager *m, Client *c, sd_bus_message *reply) {
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        if (e && sd_bus_error_has_names(e, SD_BUS_ERROR_ACCESS_DENIED, SD_BUS_ERROR_LIMITS_EXCEEDED) &&
+            !c->ping_refusal_logged) {
+                c->ping_refusal_logged = true;
+                log_warning("The bus refused our Ping to %s (%s: %s): until %s answers one, it is sent at most "
+                            "%" PRIu32 " records (max_pending_events_per_client)%s.",
+                            c->name, e->name, e->message ?: "no message", c->name,
+                            m->config.max_pending_events_per_client,
+                            sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED)
+                            ? "; the bus policy org.example.Inotify.conf must let root send Peer.Ping" : "");
+        } else
+                log_debug("Our Ping to %s confirmed nothing (%s), asking again later.",
+                          c->name, e ? e->name : "an answer from someone else");
+        ping_retry_later(m, c);
+}
+
 static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Client *c = userdata;
         Manager *m = c->manager;
-        const sd_bus_error *e = sd_bus_message_get_error(reply);
 
-        c->ping = sd_bus_slot_unref(c->ping);
-        c->answers_ping = !e || !sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT);
-        if (c->answers_ping)
-                c->read = c->ping_at;
+        client_ping_end(m, c);
+        c->answers_ping = ping_confirms(c, reply);
+        if (!c->answers_ping) {
+                ping_unconfirmed(m, c, reply);
+                return 0;
+        }
+        c->read = c->ping_at;
+        c->ping_retry_usec = 0;
         /* What was held back for it goes now, as one signal (manager_flush
          * walks the dirty clients), and only then the next Ping: sent first,
          * that Ping would vouch for none of it and hold it for one more round
@@ -702,19 +815,29 @@ static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *re
         return 0;
 }
 
-/* One Ping in flight per client at most, sent after the records it vouches for. */
+/* One Ping in flight per client at most, sent after the records it vouches
+ * for, with no timeout, and PINGS_PER_USER_MAX per uid (see ping_confirms()). */
 static void client_ping(Manager *m, Client *c) {
+        _cleanup_(message_unrefp) sd_bus_message *ping = NULL;
+        UserAccount *u = client_user(m, c);
         int r;
 
-        if (c->ping || c->read == c->sent)
+        assert(u);
+        if (c->ping || c->ping_retry || c->read == c->sent)
                 return;
-        r = sd_bus_call_method_async(m->bus, &c->ping, c->name, "/", "org.freedesktop.DBus.Peer", "Ping",
-                                     on_ping_reply, c, NULL);
+        if (u->n_pings >= PINGS_PER_USER_MAX) {
+                ping_retry_later(m, c);
+                return;
+        }
+        r = sd_bus_message_new_method_call(m->bus, &ping, c->name, "/", "org.freedesktop.DBus.Peer", "Ping");
+        if (r >= 0)
+                r = sd_bus_call_async(m->bus, &c->ping, ping, on_ping_reply, c, /* usec= */ UINT64_MAX);
         if (r < 0) {
                 /* Then nothing more is sent to it until the next record tries again. */
                 log_warning_errno(r, "Failed to ask %s whether it reads its events, ignoring: %m", c->name);
                 return;
         }
+        u->n_pings++;
         c->ping_at = c->sent;
 }
 

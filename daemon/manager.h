@@ -36,6 +36,7 @@ typedef struct UserAccount {
         uid_t uid;
         unsigned n_clients;
         unsigned n_watches;             /* links of all its clients' subscriptions */
+        unsigned n_pings;               /* Peer.Pings in flight to its clients (dbus_iface.c) */
 } UserAccount;
 
 struct TreeWalk;
