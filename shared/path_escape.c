@@ -52,14 +52,20 @@ static bool is_control(const uint8_t *s, size_t n) {
 bool path_needs_escape(const char *s) {
         const uint8_t *p = (const uint8_t *) s;
 
-        while (*p) {
-                size_t n = utf8_char_len(p);
+        /* Called for every path of every record: ASCII, the common case, is
+         * passed over without decoding. */
+        for (;;) {
+                size_t n;
 
+                while (*p && *p < 0x80)
+                        p++;
+                if (!*p)
+                        return false;
+                n = utf8_char_len(p);
                 if (n == 0)
                         return true;
                 p += n;
         }
-        return false;
 }
 
 /* Walks s, writing its escaped form to out if out is not NULL; returns its length. */

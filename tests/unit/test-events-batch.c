@@ -245,16 +245,22 @@ static void test_first_fails(void) {
         harness_done(&h);
 }
 
+/* "/" and n bytes 0xff: 4n + 1 bytes escaped. */
+static char *not_utf8_path(size_t n) {
+        char *p = g_malloc(n + 2);
+
+        p[0] = '/';
+        memset(p + 1, 0xff, n);
+        p[n + 1] = '\0';
+        return p;
+}
+
 /* Signals are cut at max_records and before EVENTS_BATCH_MAX_BYTES. */
 static void test_cuts(void) {
-        g_autofree char *long_path = g_malloc(100 * 1024 + 2);
+        g_autofree char *long_path = not_utf8_path(100 * 1024);        /* 400 KiB escaped */
         guint total = 0;
         Harness h;
         EventsBatch b;
-
-        long_path[0] = '/';
-        memset(long_path + 1, 0xff, 100 * 1024);        /* 400 KiB escaped */
-        long_path[100 * 1024 + 1] = '\0';
 
         harness_init(&h);
         events_batch_init(&b, &ops, &h, 3);
@@ -287,13 +293,9 @@ static void test_cuts(void) {
 
 /* A record that no signal could carry is dropped alone, named lost. */
 static void test_too_big(void) {
-        g_autofree char *huge = g_malloc(300 * 1024 + 2);
+        g_autofree char *huge = not_utf8_path(300 * 1024);     /* 1.2 MiB escaped */
         Harness h;
         EventsBatch b;
-
-        huge[0] = '/';
-        memset(huge + 1, 0xff, 300 * 1024);     /* 1.2 MiB escaped */
-        huge[300 * 1024 + 1] = '\0';
 
         harness_init(&h);
         events_batch_init(&b, &ops, &h, 1024);
