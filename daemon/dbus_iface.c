@@ -48,8 +48,10 @@
 #include "config.h"
 #include "dbus_iface.h"
 #include "event_bits.h"
+#include "events_batch.h"
 #include "log.h"
 #include "macro.h"
+#include "path_escape.h"
 #include "tree.h"
 
 
@@ -336,32 +338,89 @@ static void add_watch_done(Manager *m, uint32_t id, int r, void *userdata) {
                 log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", id);
 }
 
+/* Bytes of s to quote in a message, at most max, not cutting a character in
+ * two: s is UTF-8 (it came in a D-Bus string), a message must stay UTF-8
+ * too or sd-bus cannot send it. */
+static int quote_len(const char *s, size_t max) {
+        size_t n = strlen(s);
+
+        if (n > max)
+                for (n = max; n > 0 && ((unsigned char) s[n] & 0xc0) == 0x80; n--)
+                        ;
+        return (int) n;
+}
+
+#define QUOTE_MAX 200
+
+/*
+ * The path of an AddWatch as bytes: as sent, or unescaped with PATH_ESCAPED
+ * (shared/path_escape.h), strictly. Error messages quote the path as sent.
+ */
+static int path_from_call(const char *sent, bool escaped, char **ret, sd_bus_error *error) {
+        _cleanup_free_ char *path = NULL;
+        const char *more = strlen(sent) > QUOTE_MAX ? "…" : "";
+        int r;
+
+        if (escaped) {
+                r = path_unescape(sent, &path);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "The path '%.*s%s' is not in the escaped form PATH_ESCAPED says "
+                                                 "it is: a backslash must begin \\\\ or \\xHH (HH not 00).",
+                                                 quote_len(sent, QUOTE_MAX), sent, more);
+        } else {
+                path = strdup(sent);
+                if (!path)
+                        return -ENOMEM;
+        }
+        if (path[0] != '/')
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "The path '%.*s%s' is not absolute.",
+                                         quote_len(sent, QUOTE_MAX), sent, more);
+        if (strlen(path) >= PATH_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The path is %zu bytes long, the most is %u.", strlen(path), PATH_MAX - 1);
+        *ret = TAKE_PTR(path);
+        return 0;
+}
+
 static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, sd_bus_error *error) {
-        const char *path = NULL;
+        _cleanup_free_ char *path = NULL;
+        const char *sent = NULL;
         uint32_t mask, flags, id;
         TreeWalk *walk = NULL;
+        bool escaped;
         Client *c;
         int fd = -1, r;
 
         if (by_fd)
                 r = sd_bus_message_read(msg, "huu", &fd, &mask, &flags);
         else
-                r = sd_bus_message_read(msg, "suu", &path, &mask, &flags);
+                r = sd_bus_message_read(msg, "suu", &sent, &mask, &flags);
+        if (r == -EBADMSG && !by_fd)
+                /* UTF-8 to the bus and GLib, but sd-bus refuses noncharacters. */
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The path is not a string watchd can read (a noncharacter such as "
+                                         "U+FFFE?): send it escaped, with PATH_ESCAPED (0x%x).",
+                                         WATCHD_FLAG_PATH_ESCAPED);
         if (r < 0)
                 return r;
 
+        /* How the path is written, not a property of the subscription. */
+        escaped = flags & WATCHD_FLAG_PATH_ESCAPED;
+        if (escaped && by_fd)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "PATH_ESCAPED (0x%x) is a flag of AddWatch: a descriptor has no path to escape.",
+                                         WATCHD_FLAG_PATH_ESCAPED);
+        flags &= ~WATCHD_FLAG_PATH_ESCAPED;
         r = validate(mask, flags, error);
         if (r < 0)
                 return r;
-        if (path) {
-                size_t l = strlen(path);
-
-                if (path[0] != '/')
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "The path '%.200s%s' is not absolute.", path, l > 200 ? "…" : "");
-                if (l >= PATH_MAX)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "The path is %zu bytes long, the most is %u.", l, PATH_MAX - 1);
+        if (sent) {
+                r = path_from_call(sent, escaped, &path, error);
+                if (r < 0)
+                        return r;
         }
 
         r = client_for_call(m, msg, &c, error);
@@ -373,13 +432,13 @@ static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, 
         else
                 r = manager_add_watch_path(m, c, path, mask, flags, &id, &walk);
         if (r < 0) {
-                _cleanup_free_ char *what = what_of(path);
+                _cleanup_free_ char *what = what_of(sent);
 
                 return error_for(m, r, what ?: "the path", error);
         }
 
         log_debug("%s: subscription %" PRIu32 " on %s%s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.",
-                  c->name, id, by_fd ? "fd " : "", by_fd ? "" : path, mask, flags,
+                  c->name, id, by_fd ? "fd " : "", by_fd ? "" : sent, mask, flags,
                   walk ? ", its tree walked from the loop" : "");
         if (walk) {
                 /* A big tree: answered when its walk ends (add_watch_done), its
@@ -433,7 +492,13 @@ static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error
                 return r;
         if (manager_get_client(m, sd_bus_message_get_sender(msg), &c) >= 0)
                 for (Subscription *s = c->subscriptions; s; s = s->owner_next) {
-                        r = sd_bus_message_append(reply, "(usuu)", s->id, s->path, s->mask, s->flags);
+                        /* A path that is not UTF-8 (AddWatchFd, a rename) goes escaped, flagged. */
+                        _cleanup_free_ char *escaped = path_needs_escape(s->path) ? path_escape(s->path) : NULL;
+
+                        if (!escaped && path_needs_escape(s->path))
+                                return -ENOMEM;
+                        r = sd_bus_message_append(reply, "(usuu)", s->id, escaped ?: s->path, s->mask,
+                                                  s->flags | (escaped ? WATCHD_FLAG_PATH_ESCAPED : 0));
                         if (r < 0)
                                 return r;
                 }
@@ -620,24 +685,6 @@ static const sd_bus_vtable watchd_vtable[] = {
         SD_BUS_PROPERTY("Backend", "s", property_get_backend, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_VTABLE_END,
 };
-
-static int events_send(Manager *m, Client *c, sd_bus_message **msg, unsigned *n) {
-        int r;
-
-        if (!*msg)
-                return 0;
-        r = sd_bus_message_close_container(*msg);
-        if (r >= 0)
-                r = sd_bus_send(m->bus, *msg, NULL);
-        *msg = sd_bus_message_unref(*msg);
-        if (r < 0)
-                return log_warning_errno(r, "Failed to send %u events to %s, ignoring: %m", *n, c->name);
-        m->stats.events_delivered += *n;
-        m->stats.signals_sent++;
-        c->sent += *n;
-        *n = 0;
-        return 0;
-}
 
 static int signal_new(Manager *m, Client *c, const char *member, bool unicast, sd_bus_message **ret) {
         int r;
@@ -876,6 +923,44 @@ static bool client_hold(Manager *m, Client *c, uint64_t now_usec) {
         return move_pairer_next_deadline(&c->queue) > now_usec;
 }
 
+/* The Events signals of a flush (events_batch.c builds them). */
+static int events_new_signal(void *userdata, sd_bus_message **ret) {
+        Client *c = userdata;
+        Manager *m = c->manager;
+
+        return signal_new(m, c, "Events", m->config.delivery == DELIVERY_UNICAST, ret);
+}
+
+static int events_send(void *userdata, sd_bus_message *msg, size_t n) {
+        Client *c = userdata;
+        Manager *m = c->manager;
+        int r;
+
+        r = sd_bus_send(m->bus, msg, NULL);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to send %zu events to %s, naming them in an Overflow: %m",
+                                         n, c->name);
+        m->stats.events_delivered += n;
+        m->stats.signals_sent++;
+        c->sent += n;
+        return 0;
+}
+
+/* A record that could not be built or sent: it costs only itself, and the client hears of it. */
+static void events_lost(void *userdata, uint32_t id) {
+        Client *c = userdata;
+
+        c->manager->stats.events_dropped++;
+        if (client_queue_overflow(c, id) < 0)
+                log_warning("Out of memory queueing Overflow for %s, ignoring.", c->name);
+}
+
+static const EventsBatchOps events_ops = {
+        .new_signal = events_new_signal,
+        .send = events_send,
+        .lost = events_lost,
+};
+
 /*
  * Sends c what its queue lets go, but never more than
  * max_pending_events_per_client records that c has not yet read: past that
@@ -884,52 +969,36 @@ static bool client_hold(Manager *m, Client *c, uint64_t now_usec) {
  * So a client that stops reading costs at most twice that many records, in
  * the daemon and the bus together, and the other clients are not delayed.
  * While c has a Ping in flight, a small batch waits for its answer
- * (client_hold()).
+ * (client_hold()). A record that cannot be sent is named in an Overflow
+ * queued behind the others (events_lost), which this flush sends too.
  */
 void dbus_iface_flush_client(Manager *m, Client *c, uint64_t now_usec) {
-        _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
-        bool unicast = m->config.delivery == DELIVERY_UNICAST;
-        unsigned n = 0;
+        EventsBatch batch;
+        bool again;
         Record *rec;
-        int r;
 
         if (client_hold(m, c, now_usec))
                 return;
 
-        while (c->sent + n - c->read < m->config.max_pending_events_per_client &&
-               (rec = move_pairer_pop(&c->queue, now_usec))) {
-                if (rec->kind != RECORD_EVENT) {
-                        /* Notices keep their place: what came before goes first. */
-                        assert(c->n_notices > 0);
-                        c->n_notices--;
-                        (void) events_send(m, c, &msg, &n);
-                        notice_send(m, c, rec);
-                        record_free(rec);
-                        continue;
-                }
-
-                if (!msg) {
-                        r = signal_new(m, c, "Events", unicast, &msg);
-                        if (r >= 0)
-                                r = sd_bus_message_open_container(msg, 'a', "(uuuss)");
-                        if (r < 0) {
-                                log_warning_errno(r, "Failed to build an Events signal for %s, ignoring: %m", c->name);
-                                msg = sd_bus_message_unref(msg);
+        events_batch_init(&batch, &events_ops, c, m->config.batch_max_events);
+        do {
+                while (c->sent + batch.n_records - c->read < m->config.max_pending_events_per_client &&
+                       (rec = move_pairer_pop(&c->queue, now_usec))) {
+                        if (rec->kind != RECORD_EVENT) {
+                                /* Notices keep their place: what came before goes first. */
+                                assert(c->n_notices > 0);
+                                c->n_notices--;
+                                (void) events_batch_send(&batch);
+                                notice_send(m, c, rec);
                                 record_free(rec);
                                 continue;
                         }
+                        (void) events_batch_add(&batch, rec);
                 }
-                r = sd_bus_message_append(msg, "(uuuss)", rec->id, rec->mask, rec->cookie, rec->path,
-                                          rec->new_path ?: "");
-                record_free(rec);
-                if (r < 0) {
-                        log_warning_errno(r, "Failed to add a record for %s, ignoring: %m", c->name);
-                        continue;
-                }
-                if (++n >= m->config.batch_max_events)
-                        (void) events_send(m, c, &msg, &n);
-        }
-        (void) events_send(m, c, &msg, &n);
+                /* A last signal that failed queued its Overflow: that goes now, not at the next event. */
+                again = events_batch_send(&batch) < 0;
+        } while (again);
+        events_batch_done(&batch);
         client_ping(m, c);
 }
 

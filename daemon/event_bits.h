@@ -11,6 +11,7 @@
 
 #include <sys/inotify.h>
 #include "inotify_dev.h"
+#include "path_escape.h"
 
 /* Event bits a client may ask for. */
 #define WATCHD_MASK_VALID INOTIFY_DEV_ALL_EVENTS
@@ -20,3 +21,8 @@
 #define WATCHD_FLAG_DONT_FOLLOW 0x4u
 #define WATCHD_FLAG_ONESHOT     0x8u
 #define WATCHD_FLAGS_VALID      0xfu
+
+/* Not a request flag but how a path is written (shared/path_escape.h): in
+ * AddWatch's flags, the path is escaped; in a ListWatches entry, so is its
+ * path. The same bit marks an escaped Events record in its mask. */
+#define WATCHD_FLAG_PATH_ESCAPED WATCHD_PATH_ESCAPED

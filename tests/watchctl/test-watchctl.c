@@ -24,6 +24,7 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
+#include "path_escape.h"
 #include "wt-fixture.h"
 
 #define WATCHD_BUS_NAME "org.example.Inotify"
@@ -426,6 +427,8 @@ static void test_json(void) {
         g_assert_true(json_object_get_null_member(o, "new_path"));
         g_assert_cmpint(json_object_get_int_member(o, "cookie"), ==, 0);
         g_assert_cmpint(json_object_get_int_member(o, "id"), >, 0);
+        /* UTF-8 names, quote and backslash included, go as they are. */
+        g_assert_false(json_object_get_boolean_member(o, "escaped"));
         events = json_object_get_array_member(o, "events");
         g_assert_cmpuint(json_array_get_length(events), ==, 1);
         g_assert_cmpstr(json_array_get_string_element(events, 0), ==, "CREATE");
@@ -439,6 +442,88 @@ static void test_json(void) {
         g_assert_cmpuint(json_array_get_length(events), ==, 2);
         g_assert_cmpstr(json_array_get_string_element(events, 0), ==, "MOVED_FROM");
         g_assert_cmpstr(json_array_get_string_element(events, 1), ==, "MOVED_TO");
+}
+
+/* The bytes of a path in watchctl's escaped form. */
+static char *unescape(const char *s) {
+        char *out = NULL;
+
+        if (path_unescape(s, &out) < 0)
+                g_error("not in the escaped form: \"%s\"", s);
+        return out;
+}
+
+/*
+ * Names that are not UTF-8, a control character and a backslash: the
+ * watched directory itself is one (so watchctl sends it escaped, with
+ * PATH_ESCAPED), every event is printed, each path in the escaped form and
+ * on its one line, and --json stays valid JSON from which the bytes come
+ * back. list shows the path the same way.
+ */
+static void test_non_utf8(void) {
+        g_autofree char *top = make_dir();
+        g_autofree char *dir = g_build_filename(top, "w\xff", NULL);
+        g_autofree char *x = g_build_filename(dir, "x\xff", NULL);
+        g_autofree char *ab = g_build_filename(dir, "a\\b", NULL);
+        g_autofree char *nl = g_build_filename(dir, "n\nl", NULL);
+        g_autofree char *want = g_strdup_printf("CREATE %s/w\\xff/x\\xff\n"
+                                                "MOVED_FROM,MOVED_TO %s/w\\xff/x\\xff -> %s/w\\xff/a\\\\b\n"
+                                                "CREATE %s/w\\xff/n\\x0al\n", top, top, top, top);
+        g_autofree char *list_end = g_strdup_printf(" CREATE - %s/w\\xff\n", top);
+        g_autoptr(Proc) p = NULL, j = NULL, l = NULL, lj = NULL;
+        g_autoptr(JsonParser) parser = json_parser_new();
+        g_auto(GStrv) lines = NULL;
+        const char *const files[] = { x, x, nl };
+        JsonObject *o;
+
+        g_assert_cmpint(mkdir(dir, 0755), ==, 0);
+        p = WATCHCTL("watch", "-e", "create,move", "--count", "3", dir);
+        j = WATCHCTL("watch", "--json", "-e", "create,move", "--count", "3", dir);
+        start_watch_established(p);
+        start_watch_established(j);
+        write_file(x, "");
+        g_assert_cmpint(rename(x, ab), ==, 0);
+        write_file(nl, "");
+        assert_exit(p, 0);
+        assert_exit(j, 0);
+        g_assert_cmpstr(p->out->str, ==, want);
+
+        lines = g_strsplit(j->out->str, "\n", -1);
+        g_assert_cmpuint(g_strv_length(lines), ==, 4);
+        for (guint i = 0; i < 3; i++) {
+                g_autofree char *watch = NULL, *path = NULL, *file = NULL;
+
+                o = parse_line(parser, lines[i]);
+                /* The watch is not UTF-8: every object is escaped, each of its paths. */
+                g_assert_true(json_object_get_boolean_member(o, "escaped"));
+                watch = unescape(json_object_get_string_member(o, "watch"));
+                path = unescape(json_object_get_string_member(o, "path"));
+                file = unescape(json_object_get_string_member(o, "file"));
+                g_assert_cmpstr(watch, ==, dir);
+                g_assert_cmpstr(path, ==, files[i]);
+                g_assert_cmpstr(file, ==, files[i] + strlen(dir) + 1);
+                if (i == 1) {
+                        g_autofree char *new_path = unescape(json_object_get_string_member(o, "new_path"));
+
+                        g_assert_cmpstr(new_path, ==, ab);
+                } else
+                        g_assert_true(json_object_get_null_member(o, "new_path"));
+        }
+        /* The mask is the events', without the daemon's escape bit. */
+        g_assert_cmpint(json_object_get_int_member(o, "mask"), ==, 0x100);
+
+        l = WATCHCTL("list", "-e", "create", dir);
+        lj = WATCHCTL("list", "--json", "-e", "create", dir);
+        assert_exit(l, 0);
+        assert_exit(lj, 0);
+        g_assert_true(g_str_has_suffix(l->out->str, list_end));
+        o = parse_line(parser, lj->out->str);
+        g_assert_true(json_object_get_boolean_member(o, "escaped"));
+        g_assert_cmpint(json_object_get_int_member(o, "flags"), ==, 0);
+        {
+                g_autofree char *path = unescape(json_object_get_string_member(o, "path"));
+                g_assert_cmpstr(path, ==, dir);
+        }
 }
 
 static void test_overflow(void) {
@@ -893,6 +978,7 @@ int main(int argc, char **argv) {
         WT_CASE_FUNC("/watchctl/watch/stdout-closed", test_stdout_closed);
         WT_CASE_FUNC("/watchctl/watch/no-stdout", test_no_stdout);
         WT_CASE_FUNC("/watchctl/watch/watch-removed", test_watch_removed);
+        WT_CASE_FUNC("/watchctl/watch/non-utf8", test_non_utf8);
         WT_CASE_FUNC("/watchctl/list", test_list);
         WT_CASE_FUNC("/watchctl/stats", test_stats);
         WT_CASE_FUNC("/watchctl/stats-documented", test_stats_documented);
