@@ -11,11 +11,21 @@
  * FIONREAD say how much is pending.
  *
  * This file holds the fops, the ioctls, the limits (module parameters and
- * the same knobs in /sys/class/misc/inotify/) and the module's own counters
- * (/sys/class/misc/inotify/stats/). The fsnotify callbacks are in
+ * the same knobs in /sys/class/misc/inotify/), the node's mode (dev_mode)
+ * and the module's own counters (/sys/class/misc/inotify/stats/). The fsnotify callbacks are in
  * inotify_dev_fsnotify.c. What 6.1 does not export (the group's event queue,
  * fsnotify_destroy_group, fsnotify_recalc_mask, ucounts) is replaced by the
  * module's own queue, teardown loop, superset mark masks and per-uid counts.
+ *
+ * Who may open the node: the inotify syscalls run the LSM hook
+ * security_path_notify() before placing a watch, so that SELinux and AppArmor
+ * can refuse to let a task watch an object; 6.1 does not export it to modules,
+ * so INOTIFY_WATCH cannot run it and such rules would not apply here. The node
+ * is therefore 0600 (root) by default: the watchd daemon, which runs as root
+ * and decides for its callers, is its user. dev_mode=0666 (or a udev rule)
+ * opens it to every user, as 2005's device was, for programs written from the
+ * article; their watches then escape the LSM's notify rules, though not the
+ * read permission check (see idev_add_watch).
  *
  * Lock order: dev->watch_mutex, then group->mark_mutex (inside fsnotify),
  * then dev->idr_lock or dev->lock (never both at once). No lock of ours is
@@ -57,6 +67,9 @@
 static unsigned int max_queued_events = 16384;
 static unsigned int max_user_watches = 65536;
 static unsigned int max_user_devices = 128;
+
+/* The node's mode, at load time only (see the top of this file). */
+static unsigned short dev_mode = 0600;
 
 /* The module's own live counters, shown in /sys/class/misc/inotify/stats/. */
 atomic_long_t idev_stat_instances = ATOMIC_LONG_INIT(0);	/* open instances */
@@ -208,7 +221,7 @@ out_dec_watches:
  * inotify_add_watch(2) requires: a write-only fd cannot be used to see who
  * reads a file, and an O_PATH open checked no permission on the object at
  * all. The LSM hook that inotify_add_watch() also runs, security_path_notify,
- * is not exported to modules.
+ * is not exported to modules: hence the node's default mode (see the top).
  *
  * Locking: takes dev->watch_mutex; may sleep.
  */
@@ -700,6 +713,36 @@ MODULE_PARM_DESC(max_user_watches, "Watches per uid over all instances (default 
 module_param_cb(max_user_devices, &idev_limit_ops, &max_user_devices, 0644);
 MODULE_PARM_DESC(max_user_devices, "Open instances per uid (default 128)");
 
+/* dev_mode: octal, read and write bits only (no execute, setuid or sticky bit). */
+static int idev_dev_mode_set(const char *val, const struct kernel_param *kp)
+{
+	u16 mode;
+	int ret;
+
+	ret = kstrtou16(val, 8, &mode);
+	if (ret)
+		return ret;
+	if (mode & ~0666)
+		return -EINVAL;
+	*(unsigned short *)kp->arg = mode;
+	return 0;
+}
+
+static int idev_dev_mode_get(char *buffer, const struct kernel_param *kp)
+{
+	return scnprintf(buffer, PAGE_SIZE, "%04o\n", *(unsigned short *)kp->arg);
+}
+
+static const struct kernel_param_ops idev_dev_mode_ops = {
+	.set = idev_dev_mode_set,
+	.get = idev_dev_mode_get,
+};
+
+module_param_cb(dev_mode, &idev_dev_mode_ops, &dev_mode, 0444);
+MODULE_PARM_DESC(dev_mode,
+		 "Mode of /dev/inotify, octal, read/write bits only (default 0600: root only, "
+		 "because the LSM hook security_path_notify is not run; 0666 opens it to every user)");
+
 #define IDEV_LIMIT_ATTR(name)						\
 static ssize_t name##_show(struct device *d, struct device_attribute *a, \
 			   char *buf)					\
@@ -780,13 +823,14 @@ static struct miscdevice idev_miscdev = {
 	.name = "inotify",
 	.fops = &idev_fops,
 	.groups = idev_groups,
-	.mode = 0666,
+	/* .mode is set from dev_mode at load. */
 };
 
 static int __init idev_init(void)
 {
 	int ret;
 
+	idev_miscdev.mode = dev_mode;
 	ret = misc_register(&idev_miscdev);
 	if (ret == -EBUSY) {
 		pr_info("misc minor %d is taken, using a dynamic minor\n",

@@ -44,6 +44,24 @@ result rmmod $? "rmmod inotify_dev failed"
 [ ! -e /dev/inotify ]
 result devnode_gone $? "/dev/inotify still there after rmmod"
 
+# dev_mode: the node opened to every user at load time (the default, 0600,
+# was checked by the conformance suite), and a mode beyond read/write refused.
+if insmod /inotify_dev.ko dev_mode=0666; then
+    /conformance node dev_mode_open || rc=1
+    rmmod inotify_dev
+    result dev_mode_open_rmmod $? "rmmod inotify_dev (dev_mode=0666) failed"
+else
+    echo "FAIL dev_mode_open: insmod inotify_dev.ko dev_mode=0666 failed"
+    rc=1
+fi
+if insmod /inotify_dev.ko dev_mode=0777 2>/dev/null; then
+    rmmod inotify_dev
+    st=1
+else
+    st=0
+fi
+result dev_mode_invalid $st "insmod inotify_dev.ko dev_mode=0777 must be refused"
+
 # Minor 63 taken by another driver: a dynamic minor, a log line, same node name.
 if [ -f /squat63.ko ] && insmod /squat63.ko; then
     insmod /inotify_dev.ko
