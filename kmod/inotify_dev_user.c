@@ -156,10 +156,15 @@ static int idev_new_watch(struct idev_device *dev, struct inode *inode, u32 mask
 	imark->user_mask = mask;
 	imark->wd = -1;
 
-	/* Cyclic from 1, as 6.1: a stale record of a removed wd cannot alias a new watch. */
+	/*
+	 * Cyclic, as 6.1, so that a stale record of a removed wd cannot alias
+	 * a new watch; within [1, INOTIFY_WD_MAX], so that INOTIFY_IGNORE can
+	 * never take a wd for a pointer (uapi/inotify_dev.h). -ENOSPC when all
+	 * of them are in use.
+	 */
 	idr_preload(GFP_KERNEL);
 	spin_lock(&dev->idr_lock);
-	wd = idr_alloc_cyclic(&dev->idr, imark, 1, 0, GFP_NOWAIT);
+	wd = idr_alloc_cyclic(&dev->idr, imark, 1, INOTIFY_WD_MAX + 1, GFP_NOWAIT);
 	if (wd >= 0)
 		imark->wd = wd;
 	spin_unlock(&dev->idr_lock);
@@ -286,20 +291,19 @@ out_fput:
 
 /*
  * Reads the INOTIFY_IGNORE argument, by value or by pointer: see the rule in
- * uapi/inotify_dev.h. Returns 0 and the wd in @wd, or -EFAULT.
+ * uapi/inotify_dev.h. Exact for every wd, because idev_new_watch() hands out
+ * none at or above INOTIFY_IGNORE_PTR_MIN. Returns 0 and the wd in @wd, or
+ * -EFAULT.
  */
 static int idev_ignore_arg(unsigned long arg, int *wd)
 {
+	BUILD_BUG_ON(INOTIFY_WD_MAX >= INOTIFY_IGNORE_PTR_MIN);
+
 	if (arg < INOTIFY_IGNORE_PTR_MIN) {
 		*wd = (int)arg;
 		return 0;
 	}
-	if (!get_user(*wd, (int __user *)arg))
-		return 0;
-	if (arg > INT_MAX)
-		return -EFAULT;
-	*wd = (int)arg;
-	return 0;
+	return get_user(*wd, (int __user *)arg);
 }
 
 /*

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/select.h>
 #include <sys/sysmacros.h>
@@ -307,6 +308,94 @@ static int t_ignore_efault(void) {
         /* Above INT_MAX and not readable: neither a pointer nor a wd. */
         CHECK(ioctl(dev, INOTIFY_IGNORE, (void *)0xffff800000001000UL) < 0 && errno == EFAULT,
               "kernel address must be EFAULT");
+        /*
+         * 64 KiB and up is a pointer, always (no wd is that large): an
+         * unmapped one is EFAULT, not a wd by value.
+         */
+        CHECK(msync((void *)INOTIFY_IGNORE_PTR_MIN, 4096, MS_ASYNC) < 0 && errno == ENOMEM,
+              "the page at 64 KiB must be unmapped for this test");
+        CHECK(ioctl(dev, INOTIFY_IGNORE, INOTIFY_IGNORE_PTR_MIN) < 0 && errno == EFAULT,
+              "argument 65536 (an unmapped address) must be EFAULT");
+        return 0;
+}
+
+/* Watches the file @i of the wd_space test, creating it; the wd, or -1 and errno. */
+static int watch_nth(int dev, int i, uint32_t mask) {
+        struct inotify_watch_request req;
+        char name[32];
+        int fd, wd, e;
+
+        snprintf(name, sizeof(name), "f%d", i);
+        fd = open(p(name), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -1;
+        req.fd = fd;
+        req.mask = mask;
+        wd = ioctl(dev, INOTIFY_WATCH, &req);
+        e = errno;
+        close(fd);
+        errno = e;
+        return wd;
+}
+
+/*
+ * Every wd lies in [1, INOTIFY_WD_MAX], so that INOTIFY_IGNORE by value can
+ * never be taken for a pointer. One instance, 65536 files on a tmpfs of
+ * their own, max_user_watches raised above that: the watches get wds 1 to
+ * 65535 in order, the next new one is ENOSPC; records carry 65534 and
+ * 65535; those two are removed by pointer and by value; new watches then
+ * get them again (the allocation wraps within the range), and the space is
+ * full again.
+ */
+static int t_wd_space(void) {
+        long base = vt_sysfs_get(SYSFS_DIR "/stats/watches"), live;
+        int i, wd = 0, over, over_errno, wda, wdb;
+        struct vt_reader r;
+        char lim[32];
+
+        CHECK(base >= 0, "stats");
+        CHECK(setup_dir("wdspace") == 0, "mkdir");
+        CHECK(mount("tmpfs", dir, "tmpfs", 0, "size=1m,nr_inodes=70000") == 0, "mount tmpfs");
+        CHECK(open_dev(&r) >= 0, "open");
+        snprintf(lim, sizeof(lim), "%ld", base + INOTIFY_WD_MAX + 100);
+        CHECK(vt_sysfs_set(SYSFS_DIR "/max_user_watches", lim) == 0, "raise max_user_watches");
+        for (i = 0; i < INOTIFY_WD_MAX; i++) {
+                wd = watch_nth(r.fd, i, IN_ATTRIB);
+                if (wd != i + 1)
+                        break;
+        }
+        over = i == INOTIFY_WD_MAX ? watch_nth(r.fd, i, IN_ATTRIB) : 0;
+        over_errno = errno;
+        live = vt_sysfs_get(SYSFS_DIR "/stats/watches") - base;
+        /* Restore before checking, so that a failure does not leak into later tests. */
+        CHECK(vt_sysfs_set(SYSFS_DIR "/max_user_watches", "65536") == 0, "restore");
+        CHECK(i == INOTIFY_WD_MAX, "watch %d got wd %d, want %d", i + 1, wd, i + 1);
+        errno = over_errno;
+        CHECK(over < 0 && over_errno == ENOSPC,
+              "watch %d must be ENOSPC: no wd above %d (got wd %d)", INOTIFY_WD_MAX + 1, INOTIFY_WD_MAX, over);
+        CHECK(live == INOTIFY_WD_MAX, "%ld live watches counted, want %d", live, INOTIFY_WD_MAX);
+
+        wda = INOTIFY_WD_MAX - 1;
+        wdb = INOTIFY_WD_MAX;
+        CHECK(chmod(p("f65533"), 0600) == 0 && chmod(p("f65534"), 0600) == 0, "chmod");
+        if (expect(&r, wda, IN_ATTRIB, NULL, NULL) < 0 || expect(&r, wdb, IN_ATTRIB, NULL, NULL) < 0)
+                return -1;
+        CHECK(ioctl(r.fd, INOTIFY_IGNORE, wdb) == 0, "INOTIFY_IGNORE 65535 by value");
+        if (expect(&r, wdb, IN_IGNORED, NULL, NULL) < 0)
+                return -1;
+        CHECK(ioctl(r.fd, INOTIFY_IGNORE, &wda) == 0, "INOTIFY_IGNORE &65534");
+        if (expect(&r, wda, IN_IGNORED, NULL, NULL) < 0)
+                return -1;
+        CHECK(ioctl(r.fd, INOTIFY_IGNORE, wdb) < 0 && errno == EINVAL, "65535 is gone");
+
+        /* No wd above the range: the allocation wraps and finds the two free ones. */
+        wd = watch_nth(r.fd, INOTIFY_WD_MAX, IN_ATTRIB);
+        CHECK(wd == wda, "a new watch got wd %d, want %d (the lowest free one)", wd, wda);
+        CHECK(add_watch(r.fd, p("f65533"), IN_ATTRIB) == wdb, "another new watch: want wd %d", wdb);
+        CHECK(add_watch(r.fd, p("f0"), IN_ATTRIB | IN_MODIFY) == 1, "re-watching f0 keeps wd 1");
+        CHECK(watch_nth(r.fd, INOTIFY_WD_MAX + 1, IN_ATTRIB) < 0 && errno == ENOSPC, "full again: ENOSPC");
+        CHECK(close(r.fd) == 0, "close");
+        CHECK(umount(dir) == 0, "umount");
         return 0;
 }
 
@@ -1223,6 +1312,7 @@ static const struct vt_test tests[] = {
         {"limits_sysfs_invalid", t_limits_sysfs_invalid, 0},
         {"reported_bits", t_reported_bits, 0},
         {"close_destroys_watches", t_close_destroys_watches, 0},
+        {"wd_space", t_wd_space, 120},
 };
 
 /* Run only when named: they need the module loaded with other parameters. */
