@@ -51,6 +51,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/wait_bit.h>
 #include <asm/ioctls.h>
 
 #include "inotify_dev_priv.h"
@@ -579,11 +580,10 @@ static int idev_open(struct inode *inode, struct file *file)
 	dev->group = group;
 
 	/*
-	 * From here the group owns dev, the uid reference and this module
-	 * reference (we are pinned by fops.owner, so __module_get is safe);
-	 * idev_free_group_priv() gives them back.
+	 * From here the group owns dev and the uid reference;
+	 * idev_free_group_priv() gives them back and uncounts the group,
+	 * which idev_exit() waits for.
 	 */
-	__module_get(THIS_MODULE);
 	atomic_long_inc(&idev_stat_groups);
 	atomic_long_inc(&idev_stat_instances);
 	spin_lock(&idev_devices_lock);
@@ -849,14 +849,21 @@ static int __init idev_init(void)
 	return 0;
 }
 
+/*
+ * No instance is open here: each pins the module through fops.owner, the
+ * only module reference there is (the VFS takes and drops it). But a group
+ * lives until its last mark is freed, and a mark may outlive close() for a
+ * moment (held by a racing unlink or umount), to be freed later by
+ * fsnotify's mark reaper, which then calls idev_free_mark() and
+ * idev_free_group_priv(). So wait until every group is gone, then flush the
+ * reaper, so that the work that freed the last one has also returned from
+ * our code, as nfsd's file cache does at shutdown. The wait is short: the
+ * unlink or umount that holds such a mark is already tearing it down.
+ */
 static void __exit idev_exit(void)
 {
 	misc_deregister(&idev_miscdev);
-	/*
-	 * Every group holds a module reference until it is freed, so nothing
-	 * of ours should be left in fsnotify's reaper; flush it anyway before
-	 * the code of free_mark goes away.
-	 */
+	wait_var_event(&idev_stat_groups, !atomic_long_read(&idev_stat_groups));
 	fsnotify_wait_marks_destroyed();
 }
 

@@ -22,6 +22,14 @@ fi
 counters_zero
 result counters_zero $? "module counters not back to 0 after the tests"
 
+# rmmod (and insmod again) whenever no instance is open, under open/close.
+if [ -x /stress ]; then
+    /stress --unload "${UNLOAD_SECONDS:-10}" /inotify_dev.ko
+    rc=$((rc | $?))
+    counters_zero
+    result counters_zero_after_unload $? "module counters not back to 0 after the unload test"
+fi
+
 if [ -x /storm ]; then
     /storm "${STORM_FILES:-10000}" "${STORM_REPS:-5}"
     rc=$((rc | $?))
