@@ -1,9 +1,10 @@
 #!/bin/sh
 # tests/vm/guest.sh - runs inside the VM (as /test.sh): load the module, run
-# the conformance suite, the stress test and the storm figure, unload the
-# module, check the module's counters. One "PASS name" / "FAIL name: why" line
-# per test on the console; tests/vm/run parses them.
-# S, result and counters_zero come from tests/vm/guest-common.sh.
+# the conformance suite, the example program, the stress tests and the storm
+# figure, unload the module, check the module's counters. One "PASS name" /
+# "FAIL name: why" line per test on the console; tests/vm/run parses them.
+# S, result and counters_zero come from tests/vm/guest-common.sh, example_watch
+# from tests/vm/guest-example.sh.
 
 insmod /inotify_dev.ko
 result insmod $? "insmod inotify_dev.ko failed"
@@ -14,6 +15,9 @@ result minor_log $? "no 'inotify device minor=63' line in dmesg"
 # shellcheck disable=SC2086 # a list of test names
 /conformance ${conformance_args:-}
 rc=$?
+
+# The example program shipped with the module (tests/vm/guest-example.sh).
+example_watch || rc=1
 
 if [ -x /stress ]; then
     /stress "${STRESS_SECONDS:-30}"
