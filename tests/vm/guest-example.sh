@@ -75,7 +75,7 @@ example_watch() {
     elif [ $st -ne 0 ]; then
         result example_watch 1 "exit status $st after SIGTERM: $(cat $d/err)"
     elif [ "$(echo "$cookies" | wc -l)" -ne 1 ] || [ "$cookies" = 0 ]; then
-        result example_watch 1 "rename cookies '$(echo $cookies)': want one, not 0"
+        result example_watch 1 "rename cookies '$(echo "$cookies" | tr '\n' ' ')': want one, not 0"
     elif ! diff $d/want $d/got > $d/diff; then
         result example_watch 1 "output differs (- want, + got): $(tr '\t\n' ' |' < $d/diff)"
     elif [ "$(cat $d/err)" != "$(printf 'watching %s as wd 1\nwatching %s as wd 2\nready' $d/dir $d/file)" ]; then
