@@ -12,10 +12,11 @@
  *
  * This file holds the fops, the ioctls, the limits (module parameters and
  * the same knobs in /sys/class/misc/inotify/), the node's mode (dev_mode)
- * and the module's own counters (/sys/class/misc/inotify/stats/). The fsnotify callbacks are in
- * inotify_dev_fsnotify.c. What 6.1 does not export (the group's event queue,
- * fsnotify_destroy_group, fsnotify_recalc_mask, ucounts) is replaced by the
- * module's own queue, teardown loop, superset mark masks and per-uid counts.
+ * and the module's own counters (/sys/class/misc/inotify/stats/). The
+ * fsnotify callbacks are in inotify_dev_fsnotify.c. What 6.1 does not
+ * export (the group's event queue, fsnotify_destroy_group,
+ * fsnotify_recalc_mask, ucounts) is replaced by the module's own queue,
+ * teardown loop, superset mark masks and per-uid counts.
  *
  * Who may open the node: the inotify syscalls run the LSM hook
  * security_path_notify() before placing a watch, so that SELinux and AppArmor
