@@ -4,19 +4,41 @@
  *
  * setfsuid()/setfsgid() change only the credentials the kernel checks file
  * access with; moving fsuid away from 0 also drops the filesystem
- * capabilities (CAP_DAC_OVERRIDE...) from the effective set, and moving it
- * back restores them. setgroups() replaces the supplementary groups, which
+ * capabilities (CAP_DAC_READ_SEARCH, the one kept: capability.h) from the
+ * effective set, and moving it back restores them. setgroups() replaces the supplementary groups, which
  * the kernel checks together with fsgid. When the daemon is not root it
  * cannot borrow anyone's credentials: it then serves its own uid only, and
  * refuses everyone else (-EPERM), so it never lends its access.
+ *
+ * Paths are resolved with openat2(RESOLVE_NO_MAGICLINKS). A "magic link"
+ * (/proc/PID/cwd, /proc/PID/root, /proc/PID/fd/N, /proc/self/fd/N and so
+ * /dev/fd/N, /proc/PID/map_files/...) is not resolved by its path but by the
+ * kernel handing over an object it found for whoever may ptrace PID: it
+ * skips every directory permission on the way to that object. Followed by
+ * the daemon, it would give a client the daemon's reach instead of its own:
+ * another process's working directory past a 0700 parent (the daemon may
+ * ptrace any process), or the daemon's own open fds (the directories of
+ * another user's RECURSIVE walk). So no path a client gives is followed
+ * through one, whoever the client is; a client that may use such a link
+ * opens it itself and passes the fd (AddWatchFd). Ordinary symbolic links
+ * are followed as the kernel does (DONT_FOLLOW: not the last component).
  */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glib.h>
 #include <grp.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/fsuid.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "access.h"
@@ -88,6 +110,165 @@ static int check_type(const struct stat *st, bool only_dir) {
         return -WATCHD_E_NOT_WATCHABLE;
 }
 
+/* glibc 2.36 (Debian 12) has no openat2() wrapper. */
+static int openat2_fd(int dfd, const char *path, uint64_t flags, uint64_t resolve) {
+        struct open_how how = {
+                .flags = flags,
+                .resolve = resolve,
+        };
+        int fd;
+
+        fd = (int) syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+        return fd < 0 ? negative_errno() : fd;
+}
+
+/* Whether the symbolic link open (O_PATH|O_NOFOLLOW) at fd is a magic one.
+ * Only procfs has them (nd_jump_link()), and its ordinary links ("self",
+ * "thread-self", "mounts" -> "self/mounts", ...) all have a relative target
+ * without ':'; a magic link reads as an absolute path or "pipe:[N]",
+ * "mnt:[N]", "anon_inode:..." . Anything else on procfs counts as magic:
+ * refusing too much is the safe side. */
+static int link_is_magic(int fd, const char *target) {
+        struct statfs sf;
+
+        if (fstatfs(fd, &sf) < 0)
+                return negative_errno();
+        if ((unsigned long) sf.f_type != PROC_SUPER_MAGIC)
+                return false;
+        return target[0] == '/' || strchr(target, ':') != NULL;
+}
+
+#define LINKS_MAX 40    /* the kernel's MAXSYMLINKS */
+
+/* Each component is opened O_PATH|O_NOFOLLOW from the directory before it, so
+ * the kernel checks search permission on every directory as it would, and
+ * every symbolic link is seen here: a magic one is -EXDEV, an ordinary one is
+ * read and its target resolved in its place (from "/" if absolute), at most
+ * LINKS_MAX of them. One difference from the kernel's own walk: an automount
+ * point is not triggered by the component that names it. */
+int access_open_path_userspace(const char *path, int flags) {
+        return access_open_path_userspace_at(AT_FDCWD, path, flags);
+}
+
+int access_open_path_userspace_at(int dirfd, const char *path, int flags) {
+        g_autofree char *buf = g_strdup(path);  /* what is left to resolve */
+        _cleanup_close_ int dfd = -1;
+        unsigned links = 0;
+        const char *p;
+
+        if (path[0] == '/' || dirfd == AT_FDCWD)
+                dfd = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        else
+                dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+        if (dfd < 0)
+                return negative_errno();
+        for (p = buf;;) {
+                g_autofree char *comp = NULL;
+                _cleanup_close_ int fd = -1;
+                size_t len, skip;
+                bool last, slash;
+                struct stat st;
+
+                while (*p == '/')
+                        p++;
+                if (*p == '\0')
+                        break;  /* "/", or ending in "/" or "/.": dfd is the object */
+                len = strcspn(p, "/");
+                skip = strspn(p + len, "/");
+                last = p[len + skip] == '\0';
+                slash = last && skip > 0;       /* a trailing slash: a directory, links followed */
+                comp = g_strndup(p, len);
+                p += len;
+                if (strcmp(comp, ".") == 0)
+                        continue;
+
+                fd = openat(dfd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return negative_errno();
+                if (fstat(fd, &st) < 0)
+                        return negative_errno();
+                if (S_ISLNK(st.st_mode) && !(last && !slash && (flags & O_NOFOLLOW))) {
+                        char target[PATH_MAX];
+                        ssize_t n;
+                        int r;
+
+                        n = readlinkat(fd, "", target, sizeof(target) - 1);
+                        if (n < 0)
+                                return negative_errno();
+                        target[n] = '\0';
+                        r = link_is_magic(fd, target);
+                        if (r < 0)
+                                return r;
+                        if (r > 0)
+                                return -EXDEV;
+                        if (++links > LINKS_MAX)
+                                return -ELOOP;
+                        /* Go on with the target, then what was left after the link ("" or "/..."). */
+                        {
+                                char *next = g_strconcat(target, p, NULL);
+
+                                g_free(buf);
+                                p = buf = next;
+                        }
+                        if (target[0] == '/') {
+                                safe_close(dfd);
+                                dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                                if (dfd < 0)
+                                        return negative_errno();
+                        }
+                        continue;
+                }
+                if (!last || slash) {
+                        if (!S_ISDIR(st.st_mode))
+                                return -ENOTDIR;
+                        safe_close(dfd);
+                        dfd = TAKE_FD(fd);
+                        continue;
+                }
+                if ((flags & O_DIRECTORY) && !S_ISDIR(st.st_mode))
+                        return -ENOTDIR;
+                return TAKE_FD(fd);
+        }
+        return TAKE_FD(dfd);
+}
+
+/*
+ * The kernel says -ELOOP both for a magic link and for too many levels of
+ * symbolic links. To tell a client which, the path is resolved again
+ * without RESOLVE_NO_MAGICLINKS (O_PATH opens nothing) and that fd is
+ * closed unused: whatever it finds, the answer is a refusal, -ELOOP if it
+ * loops too, else -EXDEV. Without openat2() (before Linux 5.6, and under
+ * valgrind 3.19, which does not know it) the path is resolved a component
+ * at a time instead (access_open_path_userspace()).
+ */
+int access_open_path(const char *path, int flags) {
+        return access_open_path_at(AT_FDCWD, path, flags);
+}
+
+int access_open_path_at(int dirfd, const char *path, int flags) {
+        static bool no_openat2 = false;         /* a property of the kernel: asked once */
+        uint64_t f = O_PATH | O_CLOEXEC | ((uint64_t) flags & (O_DIRECTORY | O_NOFOLLOW));
+        int fd;
+
+        assert((flags & ~(O_PATH | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW)) == 0);
+        if (no_openat2)
+                return access_open_path_userspace_at(dirfd, path, flags);
+        fd = openat2_fd(dirfd, path, f, RESOLVE_NO_MAGICLINKS);
+        if (fd == -ENOSYS) {
+                log_info("The kernel has no openat2() (Linux < 5.6, or valgrind): paths are resolved a "
+                         "component at a time.");
+                no_openat2 = true;
+                return access_open_path_userspace_at(dirfd, path, flags);
+        }
+        if (fd != -ELOOP)
+                return fd;
+        fd = openat2_fd(dirfd, path, f, 0);
+        if (fd == -ELOOP)
+                return fd;
+        safe_close(fd);
+        return -EXDEV;
+}
+
 /* Opens path O_PATH (which opens nothing: no IN_OPEN, and no IN_CLOSE_NOWRITE
  * when it is closed) and checks that the current filesystem credentials may
  * read it: faccessat2() with AT_EACCESS checks with the current credentials
@@ -98,9 +279,9 @@ int access_open_at(int dirfd, const char *path, bool only_dir, bool no_follow, s
         struct stat st;
         int r;
 
-        pfd = openat(dirfd, path, O_PATH | O_CLOEXEC | (no_follow ? O_NOFOLLOW : 0) | (only_dir ? O_DIRECTORY : 0));
+        pfd = access_open_path_at(dirfd, path, (no_follow ? O_NOFOLLOW : 0) | (only_dir ? O_DIRECTORY : 0));
         if (pfd < 0)
-                return negative_errno();
+                return pfd;
         if (fstat(pfd, &st) < 0)
                 return negative_errno();
         r = check_type(&st, only_dir);
@@ -147,8 +328,30 @@ void access_restore(AccessSaved *saved) {
         creds_restore(saved);
 }
 
+#ifndef PID_FS_MAGIC
+#define PID_FS_MAGIC 0x50494446         /* pidfs, Linux 6.9 */
+#endif
+
+/* The kernel's internal file systems, mounted nowhere: their files have no
+ * path. (A memfd lives on an internal tmpfs, which shares TMPFS_MAGIC with
+ * /dev/shm: it is told by its link count instead.) */
+static bool fs_is_internal(int fd) {
+        static const unsigned long internal[] = {
+                ANON_INODE_FS_MAGIC, DMA_BUF_MAGIC, NSFS_MAGIC, PID_FS_MAGIC, PIPEFS_MAGIC, SECRETMEM_MAGIC,
+                SOCKFS_MAGIC,
+        };
+        struct statfs sf;
+
+        if (fstatfs(fd, &sf) < 0)
+                return false;   /* fstat worked: the checks on the object itself decide */
+        for (size_t i = 0; i < ELEMENTSOF(internal); i++)
+                if ((unsigned long) sf.f_type == internal[i])
+                        return true;
+        return false;
+}
+
 int access_check_fd(int fd, struct stat *ret_st) {
-        int fl;
+        int fl, r;
 
         fl = fcntl(fd, F_GETFL);
         if (fl < 0)
@@ -159,5 +362,13 @@ int access_check_fd(int fd, struct stat *ret_st) {
                 return -WATCHD_E_FD_WRITE_ONLY;
         if (fstat(fd, ret_st) < 0)
                 return negative_errno();
-        return check_type(ret_st, false);
+        r = check_type(ret_st, false);
+        if (r < 0)
+                return r;
+        /* No name left to report its events under: a memfd, an O_TMPFILE
+         * file, a file or directory deleted since it was opened (and a
+         * watch on it would end as soon as the client closes it). */
+        if (ret_st->st_nlink == 0 || fs_is_internal(fd))
+                return -WATCHD_E_NO_NAME;
+        return 0;
 }

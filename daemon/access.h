@@ -21,6 +21,13 @@
  * (the device backend reopens it only for an older module that refuses
  * O_PATH fds); a RECURSIVE walk reads the root through openat(fd, ".")
  * as the caller (tree.c).
+ *
+ * The path is resolved with openat2(RESOLVE_NO_MAGICLINKS): through no link
+ * that the kernel resolves by privilege rather than by path (/proc/PID/cwd,
+ * /proc/self/fd/N, /dev/fd/N...), for any caller, root included; such a path
+ * is refused with -EXDEV. Ordinary symbolic links are followed. Everything a
+ * walk opens below a watched directory is one name from its directory
+ * listing, opened O_NOFOLLOW: no link at all is followed there.
  */
 
 #include <stdbool.h>
@@ -35,11 +42,26 @@ typedef struct Caller {
 } Caller;
 
 /*
+ * Opens path O_PATH|O_CLOEXEC, plus O_DIRECTORY and O_NOFOLLOW if in flags
+ * (nothing else is allowed), with the current filesystem credentials,
+ * through no magic link: such a path is -EXDEV. For every path that comes
+ * from a client, or is built from one. Return: fd, or -errno.
+ */
+int access_open_path(const char *path, int flags);
+/* The same relative to dirfd (path may also be one name in it). */
+int access_open_path_at(int dirfd, const char *path, int flags);
+/* The same without openat2(), a component at a time: what access_open_path()
+ * falls back on where the kernel (or valgrind) lacks it. Exposed for its test. */
+int access_open_path_userspace(const char *path, int flags);
+int access_open_path_userspace_at(int dirfd, const char *path, int flags);
+
+/*
  * Opens path O_PATH as caller, if caller may read it. only_dir and no_follow
  * are the ONLYDIR and DONT_FOLLOW flags. On success returns the fd
  * (O_PATH|O_CLOEXEC) and fills *ret_st.
  * Return: fd, or -errno: -EACCES/-EPERM (not allowed), -ENOENT, -ENOTDIR,
- * -ELOOP, -ENAMETOOLONG, -WATCHD_E_NOT_WATCHABLE (not a file or directory).
+ * -ELOOP, -ENAMETOOLONG, -WATCHD_E_NOT_WATCHABLE (not a file or directory),
+ * -EXDEV (the path goes through a magic link).
  */
 int access_open_as(const Caller *caller, const char *path, bool only_dir, bool no_follow,
                    struct stat *ret_st);
@@ -72,7 +94,14 @@ typedef struct AccessSaved {
 int access_become(const Caller *caller, AccessSaved *saved);
 void access_restore(AccessSaved *saved);
 
-/* Whether an fd received from a client may be watched: open for reading
- * (else -WATCHD_E_FD_WRITE_ONLY), not O_PATH (-WATCHD_E_FD_PATH), a file or
- * directory (-WATCHD_E_NOT_WATCHABLE). */
+/*
+ * Whether an fd received from a client may be watched: open for reading, not
+ * O_PATH, a file or directory, with a name on a mounted file system (so that
+ * its events can be reported under a path). Fills *ret_st.
+ * Return: 0, or -WATCHD_E_FD_PATH (O_PATH), -WATCHD_E_FD_WRITE_ONLY
+ * (write-only), -WATCHD_E_NOT_WATCHABLE (not a file or directory: FIFO,
+ * socket, device, most anonymous inodes), -WATCHD_E_NO_NAME (no name: a
+ * memfd, an O_TMPFILE or deleted file, a removed directory, a file of an
+ * internal file system such as anon_inodefs or pidfs).
+ */
 int access_check_fd(int fd, struct stat *ret_st);

@@ -42,6 +42,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "dbus_iface.h"
@@ -49,13 +51,17 @@
 #include "event_bits.h"
 #include "log.h"
 #include "macro.h"
+#include "events_batch.h"
+#include "path_escape.h"
 #include "tree.h"
 
 struct DbusIface {
         Manager *manager;
         sd_bus *bus;
+        sd_event *event;
         sd_bus_slot *vtable_slot;
         bool stalled;                   /* the bus was congested at the last look */
+        GHashTable *pings;              /* uid -> Peer.Pings in flight to its clients (see bus_ask_confirm()) */
 };
 
 static void creds_unrefp(sd_bus_creds **c) {
@@ -197,12 +203,23 @@ static int error_for(DbusIface *d, int r, const char *what, sd_bus_error *error)
         case -ELOOP:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "A symbolic link (DONT_FOLLOW), or too many levels of them: %s.", what);
+        case -EXDEV:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "%s goes through a link that the kernel resolves by privilege, not by path "
+                                         "(/proc/PID/cwd, /proc/PID/root, /proc/PID/fd/N, /dev/fd/N...): watchd "
+                                         "follows none for anyone. Open it yourself and pass the descriptor to "
+                                         "AddWatchFd.", what);
         case -ENAMETOOLONG:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "A component of the path is too long.");
         case -WATCHD_E_NOT_WATCHABLE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Not a regular file or a directory (FIFOs, sockets and device nodes "
-                                         "cannot be watched): %s.", what);
+                                         "Not a regular file or a directory (FIFOs, sockets, device nodes and "
+                                         "anonymous inodes cannot be watched): %s.", what);
+        case -WATCHD_E_NO_NAME:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The descriptor is not a file with a name on a mounted file system (a "
+                                         "memfd, an anonymous inode, an O_TMPFILE file, or a file or directory "
+                                         "deleted since it was opened): there is no path to report its events under.");
         case -WATCHD_E_FD_PATH:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The descriptor was opened with O_PATH: open it for reading.");
@@ -271,14 +288,24 @@ typedef struct BusClient {
         Client *client;
         sd_bus_track *track;            /* ends the client when its connection goes */
         sd_bus_slot *ping;              /* the outstanding Peer.Ping, or NULL */
+        /* After an answer that confirmed nothing (the bus's error), or while
+         * its uid has PINGS_PER_USER_MAX in flight, the next Ping waits on this
+         * timer, ping_retry_usec, doubling each time. */
+        sd_event_source *ping_retry;
+        uint64_t ping_retry_usec;
+        bool ping_refusal_logged;       /* the bus's refusal is logged once per client */
 } BusClient;
+
+static void ping_end(BusClient *bc);
 
 static const DeliveryOps bus_delivery_ops;
 
 static BusClient *bus_client_free(BusClient *bc) {
         if (!bc)
                 return NULL;
+        /* Its Ping was ended while its client was there (ping_end()). */
         sd_bus_slot_unref(bc->ping);
+        sd_event_source_disable_unref(bc->ping_retry);
         sd_bus_track_unref(bc->track);
         free(bc);
         return NULL;
@@ -287,6 +314,7 @@ static BusClient *bus_client_free(BusClient *bc) {
 static void client_end(DbusIface *d, Client *c) {
         BusClient *bc = c->queue.data;
 
+        ping_end(bc);                           /* its Ping, if any, is no longer ours to count */
         manager_client_gone(d->manager, c);     /* frees c */
         bus_client_free(bc);
 }
@@ -386,33 +414,90 @@ static void add_watch_done(uint32_t id, int r, void *userdata) {
                 log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", id);
 }
 
+/* Bytes of s to quote in a message, at most max, not cutting a character in
+ * two: s is UTF-8 (it came in a D-Bus string), a message must stay UTF-8
+ * too or sd-bus cannot send it. */
+static int quote_len(const char *s, size_t max) {
+        size_t n = strlen(s);
+
+        if (n > max)
+                for (n = max; n > 0 && ((unsigned char) s[n] & 0xc0) == 0x80; n--)
+                        ;
+        return (int) n;
+}
+
+#define QUOTE_MAX 200
+
+/*
+ * The path of an AddWatch as bytes: as sent, or unescaped with PATH_ESCAPED
+ * (shared/path_escape.h), strictly. Error messages quote the path as sent.
+ */
+static int path_from_call(const char *sent, bool escaped, char **ret, sd_bus_error *error) {
+        _cleanup_free_ char *path = NULL;
+        const char *more = strlen(sent) > QUOTE_MAX ? "…" : "";
+        int r;
+
+        if (escaped) {
+                r = path_unescape(sent, &path);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "The path '%.*s%s' is not in the escaped form PATH_ESCAPED says "
+                                                 "it is: a backslash must begin \\\\ or \\xHH (HH not 00).",
+                                                 quote_len(sent, QUOTE_MAX), sent, more);
+        } else {
+                path = strdup(sent);
+                if (!path)
+                        return -ENOMEM;
+        }
+        if (path[0] != '/')
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "The path '%.*s%s' is not absolute.",
+                                         quote_len(sent, QUOTE_MAX), sent, more);
+        if (strlen(path) >= PATH_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The path is %zu bytes long, the most is %u.", strlen(path), PATH_MAX - 1);
+        *ret = TAKE_PTR(path);
+        return 0;
+}
+
 static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd, sd_bus_error *error) {
         Manager *m = d->manager;
-        const char *path = NULL;
+        _cleanup_free_ char *path = NULL;
+        const char *sent = NULL;
         uint32_t mask, flags, id;
         TreeWalk *walk = NULL;
         Client *c = NULL;
+        bool escaped;
         int fd = -1, r;
 
         if (by_fd)
                 r = sd_bus_message_read(msg, "huu", &fd, &mask, &flags);
         else
-                r = sd_bus_message_read(msg, "suu", &path, &mask, &flags);
+                r = sd_bus_message_read(msg, "suu", &sent, &mask, &flags);
+        if (r == -EBADMSG && !by_fd)
+                /* UTF-8 to the bus and GLib, but sd-bus refuses noncharacters. */
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The path is not a string watchd can read (a noncharacter such as "
+                                         "U+FFFE?): send it escaped, with PATH_ESCAPED (0x%x).",
+                                         WATCHD_FLAG_PATH_ESCAPED);
         if (r < 0)
                 return r;
 
+        /* How the path is written, not a property of the subscription. */
+        escaped = flags & WATCHD_FLAG_PATH_ESCAPED;
+        if (escaped && by_fd)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "PATH_ESCAPED (0x%x) is a flag of AddWatch: a descriptor has no path to escape.",
+                                         WATCHD_FLAG_PATH_ESCAPED);
+        flags &= ~WATCHD_FLAG_PATH_ESCAPED;
         r = validate(mask, flags, error);
         if (r < 0)
                 return r;
-        if (path) {
-                size_t l = strlen(path);
-
-                if (path[0] != '/')
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "The path '%.200s%s' is not absolute.", path, l > 200 ? "…" : "");
-                if (l >= PATH_MAX)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "The path is %zu bytes long, the most is %u.", l, PATH_MAX - 1);
+        if (sent) {
+                r = path_from_call(sent, escaped, &path, error);
+                if (r < 0)
+                        return r;
         }
 
         r = client_for_call(d, msg, &c, error);
@@ -424,13 +509,13 @@ static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd
         else
                 r = manager_add_watch_path(m, c, path, mask, flags, &id, &walk);
         if (r < 0) {
-                _cleanup_free_ char *what = what_of(path);
+                _cleanup_free_ char *what = what_of(sent);
 
                 return error_for(d, r, what ?: "the path", error);
         }
 
         log_debug("%s: subscription %" PRIu32 " on %s%s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.",
-                  c->name, id, by_fd ? "fd " : "", by_fd ? "" : path, mask, flags,
+                  c->name, id, by_fd ? "fd " : "", by_fd ? "" : sent, mask, flags,
                   walk ? ", its tree walked from the loop" : "");
         if (walk) {
                 /* A big tree: answered when its walk ends (add_watch_done), its
@@ -490,7 +575,13 @@ static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error
         c = manager_get_client(d->manager, sd_bus_message_get_sender(msg));
         if (c)
                 LIST_FOREACH(owner, s, c->subscriptions) {
-                        r = sd_bus_message_append(reply, "(usuu)", s->id, s->path, s->mask, s->flags);
+                        /* A path that is not UTF-8 (AddWatchFd, a rename) goes escaped, flagged. */
+                        _cleanup_free_ char *esc = path_needs_escape(s->path) ? path_escape(s->path) : NULL;
+
+                        if (!esc && path_needs_escape(s->path))
+                                return -ENOMEM;
+                        r = sd_bus_message_append(reply, "(usuu)", s->id, esc ?: s->path, s->mask,
+                                                  s->flags | (esc ? WATCHD_FLAG_PATH_ESCAPED : 0));
                         if (r < 0)
                                 return r;
                 }
@@ -500,33 +591,136 @@ static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* The sender's uid as the bus reports it (never from /proc), or -EPERM. */
+static int sender_uid(sd_bus_message *msg, uid_t *ret) {
+        _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
+        uint64_t have;
+        int r;
+
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
+        if (r < 0)
+                return r;
+        have = sd_bus_creds_get_mask(creds) & ~sd_bus_creds_get_augmented_mask(creds);
+        if (!(have & SD_BUS_CREDS_EUID) || sd_bus_creds_get_euid(creds, ret) < 0)
+                return -EPERM;
+        return 0;
+}
+
+static int append_stat(sd_bus_message *reply, const char *key, char type, const void *value) {
+        const char sig[2] = { type, 0 };
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'e', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "s", key);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'v', sig);
+        if (r >= 0)
+                r = sd_bus_message_append_basic(reply, type, value);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+static int append_u(sd_bus_message *reply, const char *key, uint32_t value) {
+        return append_stat(reply, key, 'u', &value);
+}
+
+static int append_t(sd_bus_message *reply, const char *key, uint64_t value) {
+        return append_stat(reply, key, 't', &value);
+}
+
+/*
+ * GetStats answers every caller with the daemon's size (the totals: backend,
+ * clients, users, subscriptions, kernel_watches) and its own uid's share
+ * (own_*, summed over that uid's connections that hold subscriptions now).
+ * The counts of events (events_read, events_delivered, overflows, ...) are
+ * the activity of every user's files: only root, and the daemon's own uid,
+ * see them. Every key is in watchd(8).
+ */
 static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
         DbusIface *d = userdata;
+        Manager *m = d->manager;
+        uint32_t own_clients = 0, own_subscriptions = 0, own_watches = 0;
+        uint64_t own_delivered = 0, own_pending = 0, own_dropped = 0, own_overflows = 0, queued = 0;
         ManagerStats st;
-        uint64_t queued = 0;
+        bool known, all;
+        GHashTableIter i;
+        gpointer v;
+        uid_t uid;
         int r;
 
-        (void) sd_bus_get_n_queued_write(d->bus, &queued);
-        manager_get_stats(d->manager, &st);
+        manager_get_stats(m, &st);
+        known = sender_uid(msg, &uid) >= 0;
+        all = known && (uid == 0 || uid == geteuid());
+        if (known) {
+                g_hash_table_iter_init(&i, m->clients);
+                while (g_hash_table_iter_next(&i, NULL, &v)) {
+                        Client *c = v;
+
+                        if (c->account.uid != uid)
+                                continue;
+                        own_clients++;
+                        own_subscriptions += c->n_subscriptions;
+                        own_watches += c->account.n_watches;
+                        own_delivered += c->queue.sent;
+                        own_pending += delivery_queue_size(&c->queue);
+                        own_dropped += c->queue.n_dropped;
+                        own_overflows += c->queue.n_overflows;
+                }
+        }
 
         r = sd_bus_message_new_method_return(msg, &reply);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(reply, "a{sv}", 13,
-                                  "clients", "u", (uint32_t) st.clients,
-                                  "subscriptions", "u", (uint32_t) st.subscriptions,
-                                  "kernel_watches", "u", (uint32_t) st.kernel_watches,
-                                  "events_read", "t", st.events_read,
-                                  "events_delivered", "t", st.events_delivered,
-                                  "overflows", "t", st.overflows,
-                                  "backend", "s", backend_name(d->manager->backend),
-                                  "pending_events", "t", st.pending_events,
-                                  "kernel_overflows", "t", st.kernel_overflows,
-                                  "events_dropped", "t", st.events_dropped,
-                                  "signals_sent", "t", st.signals_sent,
-                                  "bus_queued_messages", "t", queued,
-                                  "users", "u", (uint32_t) st.users);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "{sv}");
+        if (r >= 0)
+                r = append_stat(reply, "backend", 's', backend_name(m->backend));
+        if (r >= 0)
+                r = append_u(reply, "clients", st.clients);
+        if (r >= 0)
+                r = append_u(reply, "users", st.users);
+        if (r >= 0)
+                r = append_u(reply, "subscriptions", st.subscriptions);
+        if (r >= 0)
+                r = append_u(reply, "kernel_watches", st.kernel_watches);
+        if (r >= 0 && known) {
+                r = append_u(reply, "own_clients", own_clients);
+                if (r >= 0)
+                        r = append_u(reply, "own_subscriptions", own_subscriptions);
+                if (r >= 0)
+                        r = append_u(reply, "own_watches", own_watches);
+                if (r >= 0)
+                        r = append_t(reply, "own_events_delivered", own_delivered);
+                if (r >= 0)
+                        r = append_t(reply, "own_pending_events", own_pending);
+                if (r >= 0)
+                        r = append_t(reply, "own_events_dropped", own_dropped);
+                if (r >= 0)
+                        r = append_t(reply, "own_overflows", own_overflows);
+        }
+        if (r >= 0 && all) {
+                (void) sd_bus_get_n_queued_write(d->bus, &queued);
+                r = append_t(reply, "events_read", st.events_read);
+                if (r >= 0)
+                        r = append_t(reply, "events_delivered", st.events_delivered);
+                if (r >= 0)
+                        r = append_t(reply, "signals_sent", st.signals_sent);
+                if (r >= 0)
+                        r = append_t(reply, "pending_events", st.pending_events);
+                if (r >= 0)
+                        r = append_t(reply, "events_dropped", st.events_dropped);
+                if (r >= 0)
+                        r = append_t(reply, "overflows", st.overflows);
+                if (r >= 0)
+                        r = append_t(reply, "kernel_overflows", st.kernel_overflows);
+                if (r >= 0)
+                        r = append_t(reply, "bus_queued_messages", queued);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
@@ -615,25 +809,49 @@ static int signal_new(DbusIface *d, Client *c, const char *member, bool unicast,
         return r;
 }
 
-/* One Events signal: unicast unless delivery=broadcast. */
-static int bus_send_events(DeliveryQueue *q, Record *const *recs, size_t n, void *data) {
-        _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
-        BusClient *bc = data;
+/* The Events signals of a batch (events_batch.c builds them: escaped names, 1 MiB at most). */
+static int batch_new_signal(void *userdata, sd_bus_message **ret) {
+        BusClient *bc = userdata;
         DbusIface *d = bc->iface;
+
+        return signal_new(d, bc->client, "Events", d->manager->config.delivery == DELIVERY_UNICAST, ret);
+}
+
+static int batch_send(void *userdata, sd_bus_message *msg, size_t n) {
+        BusClient *bc = userdata;
         int r;
 
-        r = signal_new(d, bc->client, "Events", d->manager->config.delivery == DELIVERY_UNICAST, &msg);
-        if (r >= 0)
-                r = sd_bus_message_open_container(msg, 'a', "(uuuss)");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(msg, "(uuuss)", recs[i]->id, recs[i]->mask, recs[i]->cookie,
-                                          recs[i]->path, recs[i]->new_path ?: "");
-        if (r >= 0)
-                r = sd_bus_message_close_container(msg);
-        if (r >= 0)
-                r = sd_bus_send(d->bus, msg, NULL);
+        r = sd_bus_send(bc->iface->bus, msg, NULL);
         if (r < 0)
-                return log_warning_errno(r, "Failed to send %zu events to %s, ignoring: %m", n, q->name);
+                return log_warning_errno(r, "Failed to send %zu events to %s, naming them in an Overflow: %m",
+                                         n, bc->client->name);
+        delivery_sent(&bc->client->queue, n);
+        return 0;
+}
+
+/* A record that could not be built or sent: it costs only itself, and the client hears of it. */
+static void batch_lost(void *userdata, uint32_t id) {
+        BusClient *bc = userdata;
+
+        delivery_dropped(&bc->client->queue, id);
+}
+
+static const EventsBatchOps batch_ops = {
+        .new_signal = batch_new_signal,
+        .send = batch_send,
+        .lost = batch_lost,
+};
+
+/* Events signals, unicast unless delivery=broadcast: as many as the batch needs. */
+static int bus_send_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
+        BusClient *bc = data;
+        EventsBatch batch;
+
+        events_batch_init(&batch, &batch_ops, bc, bc->iface->manager->config.batch_max_events);
+        for (size_t i = 0; i < n; i++)
+                (void) events_batch_add(&batch, recs[i]);
+        (void) events_batch_send(&batch);
+        events_batch_done(&batch);
         return 0;
 }
 
@@ -660,25 +878,164 @@ static int bus_send_notice(DeliveryQueue *q, const Record *rec, const uint32_t *
         return 0;
 }
 
-/* Any answer to the Ping, even an error from the client, means it has read
- * everything sent before it; a timeout (sd-bus's or the bus's) means it has
- * not. */
-static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-        BusClient *bc = userdata;
-        const sd_bus_error *e = sd_bus_message_get_error(reply);
+/*
+ * What counts as read: the rule of flow control, in one place.
+ *
+ * A client is sent records while fewer than max_pending_events_per_client of
+ * those sent are unconfirmed. Records are confirmed by the answer to a
+ * Peer.Ping sent after them, and only by an answer the client itself sent
+ * (its unique name is the reply's sender, which the bus sets): a method
+ * return, or an error such as UnknownMethod from a library without Peer.
+ * Either one the client can only send once it has read the Ping, so once it
+ * has read everything queued for it before the Ping. An error from anyone
+ * else confirms nothing, whatever its name: the bus driver's AccessDenied (a
+ * policy that does not let us send the Ping: before our policy allowed it,
+ * Debian's system bus denied every Ping, and the error counted as read, so a
+ * client that never read was sent everything), LimitsExceeded (our
+ * connection has max_replies_per_connection calls pending), ServiceUnknown
+ * or NoReply (the client left), or an error sd-bus makes up locally.
+ *
+ * The Ping has no timeout: it waits at the bus until the client reads it or
+ * leaves. A second Ping would only queue behind the first at the bus, and
+ * each pending one counts against the bus's limit on replies our connection
+ * awaits (max_replies_per_connection: 128 on the system bus, and dbus-daemon
+ * never expires them). For the same limit, the clients of one uid have at
+ * most PINGS_PER_USER_MAX Pings in flight: a user's clients that never read
+ * hold that many of the bus's 128, not all of them (with all of them taken,
+ * every other client's Ping would be refused, and every other client held
+ * to its window). A client whose uid has none free waits for one, as after
+ * an answer that confirmed nothing: the next Ping goes after
+ * PING_RETRY_MIN_USEC, doubling up to PING_RETRY_MAX_USEC, so that a bus that
+ * refuses at once is not asked in a loop.
+ *
+ * So a client that is not confirmed, however the bus answers for it, is sent
+ * no more than its window; its later records fill its queue (same limit),
+ * which is then dropped with an Overflow queued, sent at the next
+ * confirmation (delivery.c).
+ */
+#define PING_RETRY_MIN_USEC (10u * 1000u)
+#define PING_RETRY_MAX_USEC (5u * 1000u * 1000u)
+#define PINGS_PER_USER_MAX 16u
 
+static bool ping_confirms(const BusClient *bc, sd_bus_message *reply) {
+        const char *sender = sd_bus_message_get_sender(reply);
+
+        return sender && strcmp(sender, bc->client->name) == 0;
+}
+
+static unsigned *user_pings(DbusIface *d, uid_t uid) {
+        unsigned *n = g_hash_table_lookup(d->pings, GUINT_TO_POINTER(uid));
+
+        if (!n) {
+                n = g_new0(unsigned, 1);
+                g_hash_table_insert(d->pings, GUINT_TO_POINTER(uid), n);
+        }
+        return n;
+}
+
+/* bc's Ping is answered, or bc is gone: it no longer holds one of its uid's Pings. */
+static void ping_end(BusClient *bc) {
+        unsigned *n;
+
+        if (!bc->ping)
+                return;
         bc->ping = sd_bus_slot_unref(bc->ping);
-        delivery_confirmed(bc->iface->manager->delivery, &bc->client->queue,
-                           !e || !sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT), now_usec());
+        n = user_pings(bc->iface, bc->client->account.uid);
+        assert(*n > 0);
+        if (--*n == 0)
+                g_hash_table_remove(bc->iface->pings, GUINT_TO_POINTER(bc->client->account.uid));
+}
+
+static int on_ping_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        BusClient *bc = userdata;
+
+        bc->ping_retry = sd_event_source_disable_unref(bc->ping_retry);
+        delivery_ask_confirm(&bc->client->queue);
         return 0;
 }
 
-/* Has the client read what was sent? Its Peer.Ping answers, after them. */
-static int bus_ask_confirm(DeliveryQueue *q, void *data) {
-        BusClient *bc = data;
+/* The next Ping to bc goes later: after an answer that confirmed nothing, or
+ * while its uid has PINGS_PER_USER_MAX in flight. */
+static void ping_retry_later(BusClient *bc) {
+        DbusIface *d = bc->iface;
+        uint64_t now;
+        int r;
 
-        return sd_bus_call_method_async(bc->iface->bus, &bc->ping, bc->client->name, "/",
-                                        "org.freedesktop.DBus.Peer", "Ping", on_ping_reply, bc, NULL);
+        if (bc->ping_retry)
+                return;
+        bc->ping_retry_usec = bc->ping_retry_usec == 0 ? PING_RETRY_MIN_USEC
+                                                       : MIN(2 * bc->ping_retry_usec, (uint64_t) PING_RETRY_MAX_USEC);
+        r = sd_event_now(d->event, CLOCK_MONOTONIC, &now);
+        if (r >= 0)
+                r = sd_event_add_time(d->event, &bc->ping_retry, CLOCK_MONOTONIC, now + bc->ping_retry_usec,
+                                      /* accuracy= */ 0, on_ping_retry, bc);
+        if (r < 0)
+                /* Then the next flush for it asks again. */
+                log_warning_errno(r, "Failed to arm the timer of the next Ping to %s, ignoring: %m", bc->client->name);
+}
+
+/* The answer to bc's Ping confirmed nothing: say so (once, if the bus refused
+ * it) and ask again later. */
+static void ping_unconfirmed(BusClient *bc, sd_bus_message *reply) {
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        Client *c = bc->client;
+
+        if (e && sd_bus_error_has_names(e, SD_BUS_ERROR_ACCESS_DENIED, SD_BUS_ERROR_LIMITS_EXCEEDED) &&
+            !bc->ping_refusal_logged) {
+                bc->ping_refusal_logged = true;
+                log_warning("The bus refused our Ping to %s (%s: %s): until %s answers one, it is sent at most "
+                            "%" PRIu32 " records (max_pending_events_per_client)%s.",
+                            c->name, e->name, e->message ?: "no message", c->name,
+                            bc->iface->manager->config.max_pending_events_per_client,
+                            sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED)
+                            ? "; the bus policy org.example.Inotify.conf must let root send Peer.Ping" : "");
+        } else
+                log_debug("Our Ping to %s confirmed nothing (%s), asking again later.",
+                          c->name, e ? e->name : "an answer from someone else");
+        ping_retry_later(bc);
+}
+
+static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        BusClient *bc = userdata;
+        bool confirmed;
+
+        ping_end(bc);
+        confirmed = ping_confirms(bc, reply);
+        if (confirmed)
+                bc->ping_retry_usec = 0;
+        else
+                ping_unconfirmed(bc, reply);
+        delivery_confirmed(bc->iface->manager->delivery, &bc->client->queue, confirmed, now_usec());
+        return 0;
+}
+
+/* Has the client read what was sent? Its own answer to a Peer.Ping sent
+ * after them says so; one in flight per client, with no timeout, and
+ * PINGS_PER_USER_MAX per uid (see ping_confirms()). */
+static int bus_ask_confirm(DeliveryQueue *q, void *data) {
+        _cleanup_(message_unrefp) sd_bus_message *ping = NULL;
+        BusClient *bc = data;
+        DbusIface *d = bc->iface;
+        unsigned *n;
+        int r;
+
+        if (bc->ping_retry)
+                return -EAGAIN;
+        n = user_pings(d, bc->client->account.uid);
+        if (*n >= PINGS_PER_USER_MAX) {
+                ping_retry_later(bc);
+                return -EAGAIN;
+        }
+        r = sd_bus_message_new_method_call(d->bus, &ping, bc->client->name, "/", "org.freedesktop.DBus.Peer", "Ping");
+        if (r >= 0)
+                r = sd_bus_call_async(d->bus, &bc->ping, ping, on_ping_reply, bc, /* usec= */ UINT64_MAX);
+        if (r < 0) {
+                if (*n == 0)
+                        g_hash_table_remove(d->pings, GUINT_TO_POINTER(bc->client->account.uid));
+                return r;
+        }
+        ++*n;
+        return 0;
 }
 
 static const DeliveryOps bus_delivery_ops = {
@@ -699,11 +1056,15 @@ DbusIface *dbus_iface_free(DbusIface *d) {
         while (g_hash_table_iter_next(&i, NULL, &v)) {
                 Client *c = v;
 
+                ping_end(c->queue.data);
                 bus_client_free(c->queue.data);
                 delivery_queue_set_transport(&c->queue, NULL, NULL);
         }
         sd_bus_slot_unref(d->vtable_slot);
         sd_bus_unref(d->bus);
+        sd_event_unref(d->event);
+        if (d->pings)
+                g_hash_table_destroy(d->pings);
         free(d);
         return NULL;
 }
@@ -717,6 +1078,8 @@ int dbus_iface_new(Manager *m, sd_bus *bus, sd_event *event, DbusIface **ret) {
                 return log_error_errno(-ENOMEM, "Out of memory.");
         d->manager = m;
         d->bus = sd_bus_ref(bus);
+        d->event = sd_event_ref(event);
+        d->pings = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 
         r = sd_bus_add_object_vtable(bus, &d->vtable_slot, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, watchd_vtable, d);
         if (r < 0)

@@ -79,6 +79,7 @@ const DeliveryStats *delivery_get_stats(const Delivery *d) {
 void delivery_queue_init(Delivery *d, DeliveryQueue *q, const char *name) {
         *q = (DeliveryQueue) {
                 .name = name,
+                .delivery = d,
         };
         move_pairer_init(&q->pairer, d->limits.pair_timeout_usec, d->limits.pair_max_distance);
 }
@@ -201,6 +202,7 @@ void delivery_submit(Delivery *d, DeliveryQueue *q, Record *rec) {
         if (r < 0)
                 log_warning_errno(r, "Failed to queue a record for %s, ignoring: %m", q->name);
         d->stats.events_dropped += lost;
+        q->n_dropped += lost;
         if (!overflowing)       /* once per Overflow, not once per dropped record */
                 log_info("Client %s is %" PRIu32 " records behind: dropped its backlog, it gets Overflow.",
                          q->name, d->limits.max_pending);
@@ -222,6 +224,12 @@ void delivery_lost_all(Delivery *d, DeliveryQueue *q, const uint32_t *ids, size_
 
 void delivery_lost(Delivery *d, DeliveryQueue *q, uint32_t id) {
         delivery_lost_all(d, q, &id, 1);
+}
+
+void delivery_dropped(DeliveryQueue *q, uint32_t id) {
+        q->delivery->stats.events_dropped++;
+        q->n_dropped++;
+        delivery_lost(q->delivery, q, id);
 }
 
 /*
@@ -250,9 +258,11 @@ static bool hold(Delivery *d, DeliveryQueue *q, uint64_t now_usec) {
 static void ask_confirm(DeliveryQueue *q) {
         int r;
 
-        if (!q->ops->ask_confirm || q->confirming || q->read == q->sent)
+        if (!q->ops || !q->ops->ask_confirm || q->confirming || q->read == q->sent)
                 return;
         r = q->ops->ask_confirm(q, q->data);
+        if (r == -EAGAIN)
+                return;         /* the transport asks later (delivery_ask_confirm()) */
         if (r < 0) {
                 /* Then nothing more is held for it until the next record tries again. */
                 log_warning_errno(r, "Failed to ask %s whether it reads its events, ignoring: %m", q->name);
@@ -262,19 +272,21 @@ static void ask_confirm(DeliveryQueue *q) {
         q->confirm_at = q->sent;
 }
 
-static void send_batch(Delivery *d, DeliveryQueue *q, Record **batch, size_t *n) {
-        int r;
+void delivery_sent(DeliveryQueue *q, size_t n) {
+        q->delivery->stats.events_delivered += n;
+        q->delivery->stats.batches_sent++;
+        q->sent += n;
+}
 
+void delivery_ask_confirm(DeliveryQueue *q) {
+        ask_confirm(q);
+}
+
+static void send_batch(Delivery *d, DeliveryQueue *q, Record **batch, size_t *n) {
         if (*n == 0)
                 return;
-        r = q->ops->send_events(q, batch, *n, q->data);
-        if (r >= 0) {
-                d->stats.events_delivered += *n;
-                d->stats.batches_sent++;
-                q->sent += *n;
-        }
-        for (size_t i = 0; i < *n; i++)
-                record_free(batch[i]);
+        /* The records are the transport's now; what it cannot send it names in an Overflow. */
+        (void) q->ops->send_events(q, batch, *n, q->data);
         *n = 0;
 }
 
@@ -289,8 +301,10 @@ static void send_notice(Delivery *d, DeliveryQueue *q, Record *rec) {
                 q->n_lost_ids = q->cap_lost_ids = q->n_lost_compacted = 0;
                 q->overflow_queued = false;
         }
-        if (q->ops->send_notice(q, rec, ids, n, q->data) >= 0 && rec->kind == RECORD_OVERFLOW)
+        if (q->ops->send_notice(q, rec, ids, n, q->data) >= 0 && rec->kind == RECORD_OVERFLOW) {
                 d->stats.overflows++;
+                q->n_overflows++;
+        }
 }
 
 /*
@@ -308,21 +322,30 @@ static void flush_queue(Delivery *d, DeliveryQueue *q, uint64_t now_usec) {
 
         if (!q->ops || hold(d, q, now_usec))
                 return;
-        while (q->sent + n - q->read < d->limits.max_pending && (rec = move_pairer_pop(&q->pairer, now_usec))) {
-                if (rec->kind != RECORD_EVENT) {
-                        /* Notices keep their place: what came before goes first. */
-                        assert(q->n_notices > 0);
-                        q->n_notices--;
-                        send_batch(d, q, batch, &n);
-                        send_notice(d, q, rec);
-                        record_free(rec);
-                        continue;
+        /* A last batch that could not be sent queues its Overflow: that goes now, once. */
+        for (int round = 0; round < 2; round++) {
+                size_t notices;
+
+                while (q->sent + n - q->read < d->limits.max_pending &&
+                       (rec = move_pairer_pop(&q->pairer, now_usec))) {
+                        if (rec->kind != RECORD_EVENT) {
+                                /* Notices keep their place: what came before goes first. */
+                                assert(q->n_notices > 0);
+                                q->n_notices--;
+                                send_batch(d, q, batch, &n);
+                                send_notice(d, q, rec);
+                                record_free(rec);
+                                continue;
+                        }
+                        batch[n++] = rec;
+                        if (n >= d->limits.batch_max)
+                                send_batch(d, q, batch, &n);
                 }
-                batch[n++] = rec;
-                if (n >= d->limits.batch_max)
-                        send_batch(d, q, batch, &n);
+                notices = q->n_notices;
+                send_batch(d, q, batch, &n);
+                if (q->n_notices == notices)
+                        break;
         }
-        send_batch(d, q, batch, &n);
         ask_confirm(q);
 }
 

@@ -37,12 +37,15 @@ typedef struct Delivery Delivery;
 typedef struct DeliveryQueue DeliveryQueue;
 
 typedef struct DeliveryOps {
-        /* Sends n event records (in order) as one batch. Return: 0, or -errno (they are lost; the transport logs). */
-        int (*send_events)(DeliveryQueue *q, Record *const *recs, size_t n, void *data);
+        /* Sends n event records (in order; taken: the transport frees them), in one message or more.
+         * For each message sent it calls delivery_sent(); for each record it could not send,
+         * delivery_lost() (the client hears of it in an Overflow). Return: 0, or -errno (logged). */
+        int (*send_events)(DeliveryQueue *q, Record **recs, size_t n, void *data);
         /* Sends a notice: RECORD_REMOVED, or RECORD_OVERFLOW with the ids it names. Return: 0, or -errno. */
         int (*send_notice)(DeliveryQueue *q, const Record *rec, const uint32_t *ids, size_t n_ids, void *data);
-        /* Optional: asks the client to confirm it has read everything sent so far; its answer (or the lack
-         * of one) is delivery_confirmed(). Return: 0 (asked), or -errno. */
+        /* Optional: asks the client to confirm it has read everything sent so far; its answer is
+         * delivery_confirmed(). Return: 0 (asked), -EAGAIN (not now: the transport calls
+         * delivery_ask_confirm() when it may), or -errno. */
         int (*ask_confirm)(DeliveryQueue *q, void *data);
         /* Optional: the transport takes no more now; delivery tries again after DELIVERY_RETRY_USEC. */
         bool (*congested)(void *data);
@@ -61,7 +64,7 @@ typedef struct DeliveryStats {
         uint64_t events_delivered;      /* records sent in batches */
         uint64_t batches_sent;
         uint64_t overflows;             /* Overflow notices sent */
-        uint64_t events_dropped;        /* records dropped from backlogs */
+        uint64_t events_dropped;        /* records dropped from backlogs, or that could not be sent */
 } DeliveryStats;
 
 struct DeliveryQueue {
@@ -81,7 +84,11 @@ struct DeliveryQueue {
          * that never answers would hold them for the transport's timeout. */
         bool answers;
 
+        /* Its own share of the stats (a caller's GetStats sees its uid's). */
+        uint64_t n_dropped, n_overflows;
+
         bool dirty;                     /* on the list delivery_flush() goes through */
+        Delivery *delivery;
         LIST_FIELDS(DeliveryQueue, dirty);
         const DeliveryOps *ops;
         void *data;
@@ -105,8 +112,16 @@ static inline size_t delivery_queue_size(const DeliveryQueue *q) {
 /* Queues rec (taken; NULL: out of memory, logged). Past max_pending, the
  * queue's events are dropped and an Overflow queued instead. */
 void delivery_submit(Delivery *d, DeliveryQueue *q, Record *rec);
+/* The transport sent a message of n event records of q. */
+void delivery_sent(DeliveryQueue *q, size_t n);
+/* The transport may ask q's client for a confirmation again (after -EAGAIN). */
+void delivery_ask_confirm(DeliveryQueue *q);
+
 /* Queues an Overflow naming id (its subscription lost events, or coverage). */
 void delivery_lost(Delivery *d, DeliveryQueue *q, uint32_t id);
+/* The transport could not send a record of subscription id: it costs only
+ * itself, counted as dropped, and the client hears of it in an Overflow. */
+void delivery_dropped(DeliveryQueue *q, uint32_t id);
 /* Queues one Overflow naming every id of ids (the kernel lost events). */
 void delivery_lost_all(Delivery *d, DeliveryQueue *q, const uint32_t *ids, size_t n);
 
@@ -116,6 +131,7 @@ void delivery_flush(Delivery *d, uint64_t now_usec);
  * pairing deadline, or a retry after congestion; UINT64_MAX if nothing waits. */
 uint64_t delivery_next_deadline(const Delivery *d);
 
-/* The answer to q's request (ask_confirm): answered, or timed out (false).
- * What was held for it goes now (and the next request after it). */
+/* The answer to q's request (ask_confirm): confirmed (the client itself
+ * answered), or not (the transport could not tell: then nothing is held
+ * for it until it confirms again). What was held for it goes now. */
 void delivery_confirmed(Delivery *d, DeliveryQueue *q, bool answered, uint64_t now_usec);

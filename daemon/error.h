@@ -20,7 +20,8 @@ typedef enum WatchdError {
         WATCHD_E_USER_WATCHES,          /* max_watches_per_user reached */
         WATCHD_E_UNPRIVILEGED_WATCHES,  /* max_watches_unprivileged reached (all users but root) */
         WATCHD_E_USER_CLIENTS,          /* max_clients_per_user reached */
-        WATCHD_E_NOT_WATCHABLE,         /* not a regular file or a directory, or not in the filesystem tree */
+        WATCHD_E_NOT_WATCHABLE,         /* not a regular file or a directory */
+        WATCHD_E_NO_NAME,               /* a descriptor with no name on a mounted file system (memfd, deleted...) */
         WATCHD_E_FD_PATH,               /* a client's descriptor is O_PATH */
         WATCHD_E_FD_WRITE_ONLY,         /* a client's descriptor is not open for reading */
         WATCHD_E_NO_SUCH_WATCH,         /* no subscription of the caller's has that id */

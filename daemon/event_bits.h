@@ -13,6 +13,7 @@
 #include <sys/inotify.h>
 
 #include "inotify_dev.h"
+#include "path_escape.h"
 #include "watchd-api.h"
 
 static_assert(WATCHD_MASK_VALID == INOTIFY_DEV_ALL_EVENTS, "the API's mask is the 0.23 events");

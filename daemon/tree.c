@@ -286,6 +286,8 @@ static int step(TreeWalk *w, Subscription *s) {
                 tree_overflow(w->tree, s);   /* a part of the tree it cannot see */
                 return 0;
         }
+        /* One name from a listing, O_NOFOLLOW: no link of any kind is
+         * followed, so not a magic one either (/proc/PID/cwd, access.h). */
         fd = openat(f->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         if (fd < 0) {
                 r = negative_errno();

@@ -2,8 +2,9 @@
 /*
  * watchd - file-change notifications for many clients over D-Bus
  *
- * The main loop only: parse the arguments, load the config, build the
- * manager, attach the bus, tell systemd we are ready, run. SIGTERM/SIGINT
+ * The main loop only: parse the arguments, drop the capabilities it does
+ * not use (capability.h), load the config, build the manager, attach the
+ * bus, tell systemd we are ready, run. SIGTERM/SIGINT
  * stop it cleanly, SIGHUP re-reads the config (a bad file is logged and the
  * old settings kept), and the watchdog is kept fed by sd-event when
  * WatchdogSec= is set.
@@ -21,6 +22,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
+#include "capability.h"
 #include "config.h"
 #include "dbus_iface.h"
 #include "loop.h"
@@ -226,6 +228,10 @@ static int run(int argc, char *argv[]) {
         r = parse_args(argc, argv, &args);
         if (r <= 0)
                 return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+
+        /* Before anything a client could reach: whoever started us. */
+        if (capability_drop_unneeded() < 0)
+                return EXIT_FAILURE;
 
         r = config_init(&config);
         if (r < 0)

@@ -18,14 +18,16 @@
  *   RemoveWatch an id this client got, another client's, or any u32
  *   ListWatches, GetStats
  *   any method with 0-3 arguments of arbitrary types (wrong signatures)
- *   a change under the tree (create, write, rename, delete, rmdir, ...)
+ *   a change under the tree (create, write, rename, delete, rmdir, names
+ *               that are not UTF-8, ...)
  *   disconnect the client and connect it again
  *
  * Checked on every input, besides ASan/UBSan/LSan: every call is answered
  * (no hang), with success or one of the API's errors (watchd(8), "D-BUS INTERFACE"), never
  * a generic one; ids are never handed out twice; a client receives signals
- * only about its own subscriptions; ListWatches lists nothing the client
- * does not own; and once both clients are gone the daemon is back to zero
+ * only about its own subscriptions; a path marked escaped (in a record or
+ * a ListWatches entry) unescapes and one not marked needed no escape;
+ * ListWatches lists nothing the client does not own; and once both clients are gone the daemon is back to zero
  * clients, subscriptions and kernel watches (nothing leaked).
  *
  * Needs dbus-daemon (dbus-daemon package) and a writable $TMPDIR.
@@ -52,6 +54,7 @@
 #include "loop.h"
 #include "log.h"
 #include "manager.h"
+#include "path_escape.h"
 
 #include "fuzz-check.h"
 
@@ -197,6 +200,23 @@ static sd_bus *connect_bus(bool attach) {
         return bus;
 }
 
+/* A record or entry marked escaped unescapes, and holds a path that needed
+ * it; one not marked needed none (shared/path_escape.h). */
+static void check_escaped(bool escaped, const char *path, const char *new_path) {
+        char *a = NULL, *b = NULL;
+
+        if (!escaped) {
+                CHECK(!path_needs_escape(path) && !path_needs_escape(new_path));
+                return;
+        }
+        CHECK(path_unescape(path, &a) == 0);
+        CHECK(path_unescape(new_path, &b) == 0);
+        CHECK(a[0] == '/');
+        CHECK(path_needs_escape(a) || path_needs_escape(b));
+        free(a);
+        free(b);
+}
+
 /* Signals reach a client only about its own subscriptions. */
 static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         FuzzClient *c = userdata;
@@ -218,6 +238,7 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                         CHECK(sd_bus_message_read(m, "uuuss", &id, &mask, &cookie, &path, &new_path) >= 0);
                         CHECK(g_hash_table_contains(c->all_ids, GUINT_TO_POINTER(id)));
                         CHECK(path[0] == '/');
+                        check_escaped(mask & WATCHD_PATH_ESCAPED, path, new_path);
                         CHECK(sd_bus_message_exit_container(m) >= 0);
                 }
                 CHECK(r >= 0);
@@ -373,7 +394,15 @@ static void op_add_watch(FuzzClient *c, Input *in) {
         uint32_t mask = take_u32(in), flags = take_u32(in);
         sd_bus_message *m = method(c, "AddWatch"), *reply;
 
-        /* sd-bus refuses to send a string that is not UTF-8 (so would the bus): not the daemon's case. */
+        /* Bytes sd-bus would refuse to send go escaped, as a client must send them. */
+        if (path_needs_escape(path)) {
+                char *e = path_escape(path);
+
+                CHECK(e);
+                free(path);
+                path = e;
+                flags |= WATCHD_PATH_ESCAPED;
+        }
         if (sd_bus_message_append(m, "suu", path, mask, flags) >= 0) {
                 reply = call(c, m);
                 got_id(c, reply);
@@ -457,6 +486,8 @@ static void op_list(FuzzClient *c) {
                 CHECK(g_hash_table_contains(c->all_ids, GUINT_TO_POINTER(id)));
                 CHECK(path[0] == '/');
                 CHECK(mask != 0 && (mask & ~0x7ffu) == 0);
+                CHECK((flags & ~(0xfu | WATCHD_PATH_ESCAPED)) == 0);
+                check_escaped(flags & WATCHD_PATH_ESCAPED, path, "");
         }
         CHECK(r >= 0);
         sd_bus_message_unref(reply);
@@ -509,7 +540,7 @@ static void op_touch_tree(Input *in) {
         char *a = NULL, *b = NULL;
         int fd;
 
-        switch (k % 10) {
+        switch (k % 12) {
         case 0:
                 a = tree("d/f");
                 fd = open(a, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -552,6 +583,22 @@ static void op_touch_tree(Input *in) {
         case 8:
                 a = tree("file");
                 (void) chmod(a, (k & 16) ? 0600 : 0644);
+                break;
+        case 10:
+                /* Names that are not UTF-8, or that sd-bus refuses. */
+                a = tree((k & 16) ? "d/x\xff" : "d/\xef\xbf\xbe");
+                fd = open(a, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                if (fd >= 0)
+                        close(fd);
+                if (k & 32)
+                        (void) unlink(a);
+                break;
+        case 11:
+                a = tree("d/sub"), b = tree("d/s\xff");
+                if (k & 16)
+                        (void) rename(a, b);
+                else
+                        (void) rename(b, a);
                 break;
         default:
                 /* A burst: enough to overflow a small per-client backlog. */

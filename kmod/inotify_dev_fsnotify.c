@@ -20,6 +20,7 @@
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/wait_bit.h>
 
 #include "inotify_dev_priv.h"
 
@@ -259,9 +260,13 @@ static void idev_free_mark(struct fsnotify_mark *fsn_mark)
  * The last reference to an instance's group is gone: close() has run and
  * every mark has been freed. The queue was flushed by close().
  *
- * Each group holds a reference on this module, taken at open(), so that the
- * mark reaper can never call into an unloaded module. It is dropped last:
- * what runs after it is only the return into fsnotify's own code.
+ * Called from close() (the open file pins the module through fops.owner) or
+ * from fsnotify's mark reaper, when a mark that outlived close() (held for a
+ * moment by a racing unlink or umount) is freed. The group holds no module
+ * reference: a module cannot drop its own last reference from its own code,
+ * whose remaining instructions would run after rmmod may have freed it.
+ * idev_exit() instead waits for the groups counter to reach 0, then flushes
+ * the reaper, which returns only once this function has returned.
  */
 static void idev_free_group_priv(struct fsnotify_group *group)
 {
@@ -272,8 +277,9 @@ static void idev_free_group_priv(struct fsnotify_group *group)
 	idev_event_free(dev->overflow);
 	idev_user_put(dev->user);
 	kfree(dev);
-	atomic_long_dec(&idev_stat_groups);
-	module_put(THIS_MODULE);
+	/* Last use of the module's data; fully ordered before the wake-up. */
+	if (atomic_long_dec_and_test(&idev_stat_groups))
+		wake_up_var(&idev_stat_groups);
 }
 
 const struct fsnotify_ops idev_fsnotify_ops = {

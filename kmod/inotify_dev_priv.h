@@ -17,6 +17,10 @@
  *    removes it from the idr and drops the table ref, exactly once.
  *  - struct idev_event is owned by whoever holds it: the handler until it is
  *    queued, the queue (under dev->lock) until read() pops it, then read().
+ *  - The module itself: an open instance pins it (fops.owner; the VFS takes
+ *    and drops that reference, never our code). A group may outlive its
+ *    close() until fsnotify's reaper frees its last mark; module_exit waits
+ *    for idev_stat_groups to reach 0, then flushes the reaper.
  */
 #ifndef _INOTIFY_DEV_PRIV_H
 #define _INOTIFY_DEV_PRIV_H

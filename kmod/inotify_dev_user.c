@@ -11,11 +11,22 @@
  * FIONREAD say how much is pending.
  *
  * This file holds the fops, the ioctls, the limits (module parameters and
- * the same knobs in /sys/class/misc/inotify/) and the module's own counters
- * (/sys/class/misc/inotify/stats/). The fsnotify callbacks are in
- * inotify_dev_fsnotify.c. What 6.1 does not export (the group's event queue,
- * fsnotify_destroy_group, fsnotify_recalc_mask, ucounts) is replaced by the
- * module's own queue, teardown loop, superset mark masks and per-uid counts.
+ * the same knobs in /sys/class/misc/inotify/), the node's mode (dev_mode)
+ * and the module's own counters (/sys/class/misc/inotify/stats/). The
+ * fsnotify callbacks are in inotify_dev_fsnotify.c. What 6.1 does not
+ * export (the group's event queue, fsnotify_destroy_group,
+ * fsnotify_recalc_mask, ucounts) is replaced by the module's own queue,
+ * teardown loop, superset mark masks and per-uid counts.
+ *
+ * Who may open the node: the inotify syscalls run the LSM hook
+ * security_path_notify() before placing a watch, so that SELinux and AppArmor
+ * can refuse to let a task watch an object; 6.1 does not export it to modules,
+ * so INOTIFY_WATCH cannot run it and such rules would not apply here. The node
+ * is therefore 0600 (root) by default: the watchd daemon, which runs as root
+ * and decides for its callers, is its user. dev_mode=0666 (or a udev rule)
+ * opens it to every user, as 2005's device was, for programs written from the
+ * article; their watches then escape the LSM's notify rules, though not the
+ * read permission check (see idev_add_watch).
  *
  * Lock order: dev->watch_mutex, then group->mark_mutex (inside fsnotify),
  * then dev->idr_lock or dev->lock (never both at once). No lock of ours is
@@ -41,6 +52,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/wait_bit.h>
 #include <asm/ioctls.h>
 
 #include "inotify_dev_priv.h"
@@ -57,6 +69,9 @@
 static unsigned int max_queued_events = 16384;
 static unsigned int max_user_watches = 65536;
 static unsigned int max_user_devices = 128;
+
+/* The node's mode, at load time only (see the top of this file). */
+static unsigned short dev_mode = 0600;
 
 /* The module's own live counters, shown in /sys/class/misc/inotify/stats/. */
 atomic_long_t idev_stat_instances = ATOMIC_LONG_INIT(0);	/* open instances */
@@ -143,10 +158,15 @@ static int idev_new_watch(struct idev_device *dev, struct inode *inode, u32 mask
 	imark->user_mask = mask;
 	imark->wd = -1;
 
-	/* Cyclic from 1, as 6.1: a stale record of a removed wd cannot alias a new watch. */
+	/*
+	 * Cyclic, as 6.1, so that a stale record of a removed wd cannot alias
+	 * a new watch; within [1, INOTIFY_WD_MAX], so that INOTIFY_IGNORE can
+	 * never take a wd for a pointer (uapi/inotify_dev.h). -ENOSPC when all
+	 * of them are in use.
+	 */
 	idr_preload(GFP_KERNEL);
 	spin_lock(&dev->idr_lock);
-	wd = idr_alloc_cyclic(&dev->idr, imark, 1, 0, GFP_NOWAIT);
+	wd = idr_alloc_cyclic(&dev->idr, imark, 1, INOTIFY_WD_MAX + 1, GFP_NOWAIT);
 	if (wd >= 0)
 		imark->wd = wd;
 	spin_unlock(&dev->idr_lock);
@@ -208,7 +228,7 @@ out_dec_watches:
  * inotify_add_watch(2) requires: a write-only fd cannot be used to see who
  * reads a file, and an O_PATH open checked no permission on the object at
  * all. The LSM hook that inotify_add_watch() also runs, security_path_notify,
- * is not exported to modules.
+ * is not exported to modules: hence the node's default mode (see the top).
  *
  * Locking: takes dev->watch_mutex; may sleep.
  */
@@ -273,20 +293,19 @@ out_fput:
 
 /*
  * Reads the INOTIFY_IGNORE argument, by value or by pointer: see the rule in
- * uapi/inotify_dev.h. Returns 0 and the wd in @wd, or -EFAULT.
+ * uapi/inotify_dev.h. Exact for every wd, because idev_new_watch() hands out
+ * none at or above INOTIFY_IGNORE_PTR_MIN. Returns 0 and the wd in @wd, or
+ * -EFAULT.
  */
 static int idev_ignore_arg(unsigned long arg, int *wd)
 {
+	BUILD_BUG_ON(INOTIFY_WD_MAX >= INOTIFY_IGNORE_PTR_MIN);
+
 	if (arg < INOTIFY_IGNORE_PTR_MIN) {
 		*wd = (int)arg;
 		return 0;
 	}
-	if (!get_user(*wd, (int __user *)arg))
-		return 0;
-	if (arg > INT_MAX)
-		return -EFAULT;
-	*wd = (int)arg;
-	return 0;
+	return get_user(*wd, (int __user *)arg);
 }
 
 /*
@@ -562,11 +581,10 @@ static int idev_open(struct inode *inode, struct file *file)
 	dev->group = group;
 
 	/*
-	 * From here the group owns dev, the uid reference and this module
-	 * reference (we are pinned by fops.owner, so __module_get is safe);
-	 * idev_free_group_priv() gives them back.
+	 * From here the group owns dev and the uid reference;
+	 * idev_free_group_priv() gives them back and uncounts the group,
+	 * which idev_exit() waits for.
 	 */
-	__module_get(THIS_MODULE);
 	atomic_long_inc(&idev_stat_groups);
 	atomic_long_inc(&idev_stat_instances);
 	spin_lock(&idev_devices_lock);
@@ -700,6 +718,36 @@ MODULE_PARM_DESC(max_user_watches, "Watches per uid over all instances (default 
 module_param_cb(max_user_devices, &idev_limit_ops, &max_user_devices, 0644);
 MODULE_PARM_DESC(max_user_devices, "Open instances per uid (default 128)");
 
+/* dev_mode: octal, read and write bits only (no execute, setuid or sticky bit). */
+static int idev_dev_mode_set(const char *val, const struct kernel_param *kp)
+{
+	u16 mode;
+	int ret;
+
+	ret = kstrtou16(val, 8, &mode);
+	if (ret)
+		return ret;
+	if (mode & ~0666)
+		return -EINVAL;
+	*(unsigned short *)kp->arg = mode;
+	return 0;
+}
+
+static int idev_dev_mode_get(char *buffer, const struct kernel_param *kp)
+{
+	return scnprintf(buffer, PAGE_SIZE, "%04o\n", *(unsigned short *)kp->arg);
+}
+
+static const struct kernel_param_ops idev_dev_mode_ops = {
+	.set = idev_dev_mode_set,
+	.get = idev_dev_mode_get,
+};
+
+module_param_cb(dev_mode, &idev_dev_mode_ops, &dev_mode, 0444);
+MODULE_PARM_DESC(dev_mode,
+		 "Mode of /dev/inotify, octal, read/write bits only (default 0600: root only, "
+		 "because the LSM hook security_path_notify is not run; 0666 opens it to every user)");
+
 #define IDEV_LIMIT_ATTR(name)						\
 static ssize_t name##_show(struct device *d, struct device_attribute *a, \
 			   char *buf)					\
@@ -780,13 +828,14 @@ static struct miscdevice idev_miscdev = {
 	.name = "inotify",
 	.fops = &idev_fops,
 	.groups = idev_groups,
-	.mode = 0666,
+	/* .mode is set from dev_mode at load. */
 };
 
 static int __init idev_init(void)
 {
 	int ret;
 
+	idev_miscdev.mode = dev_mode;
 	ret = misc_register(&idev_miscdev);
 	if (ret == -EBUSY) {
 		pr_info("misc minor %d is taken, using a dynamic minor\n",
@@ -801,14 +850,21 @@ static int __init idev_init(void)
 	return 0;
 }
 
+/*
+ * No instance is open here: each pins the module through fops.owner, the
+ * only module reference there is (the VFS takes and drops it). But a group
+ * lives until its last mark is freed, and a mark may outlive close() for a
+ * moment (held by a racing unlink or umount), to be freed later by
+ * fsnotify's mark reaper, which then calls idev_free_mark() and
+ * idev_free_group_priv(). So wait until every group is gone, then flush the
+ * reaper, so that the work that freed the last one has also returned from
+ * our code, as nfsd's file cache does at shutdown. The wait is short: the
+ * unlink or umount that holds such a mark is already tearing it down.
+ */
 static void __exit idev_exit(void)
 {
 	misc_deregister(&idev_miscdev);
-	/*
-	 * Every group holds a module reference until it is freed, so nothing
-	 * of ours should be left in fsnotify's reaper; flush it anyway before
-	 * the code of free_mark goes away.
-	 */
+	wait_var_event(&idev_stat_groups, !atomic_long_read(&idev_stat_groups));
 	fsnotify_wait_marks_destroyed();
 }
 

@@ -49,6 +49,12 @@
 #define WATCHD_EVENT_DELETE_SELF   0x00000400u
 #define WATCHD_MASK_VALID          0x000007ffu
 
+/* Not a request flag but how a path is written (shared/path_escape.h, the
+ * escaped form of a name that is not UTF-8): in AddWatch's flags, the path
+ * is escaped; in a ListWatches entry, so is its path; in an Events record's
+ * mask, its paths are. Not in WATCHD_FLAGS_VALID. */
+#define WATCHD_FLAG_PATH_ESCAPED 0x00100000u
+
 /* Bits a record carries besides the events asked for. */
 #define WATCHD_EVENT_UNMOUNT       0x00002000u  /* sent to every subscriber, asked for or not */
 #define WATCHD_EVENT_ISDIR         0x40000000u  /* the object is a directory */

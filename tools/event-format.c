@@ -7,6 +7,11 @@
  * same here. The --format language is inotifywait's (%w %f %e %Xe %c) plus
  * %p (full path), %n (new path of a paired rename) and %i (subscription id).
  * JSON objects are built with json-glib, which owns the escaping.
+ *
+ * File names are bytes. Printed for people, every path is in the escaped
+ * form watchd uses on the bus (shared/path_escape.h), so that it reads one
+ * way only; in JSON, which must be UTF-8, a record's paths are escaped only
+ * if one of them must be, and "escaped" says so.
  */
 
 #include <string.h>
@@ -14,6 +19,7 @@
 #include "inotify_dev.h"
 #include "event-format.h"
 #include "path.h"
+#include "path_escape.h"
 
 GQuark event_format_error_quark(void) {
         return g_quark_from_static_string("watchctl-event-format-error-quark");
@@ -162,6 +168,29 @@ const char *event_record_name(const EventRecord *r) {
         return rest ?: r->path;
 }
 
+char *event_path_display(const char *path) {
+        char *e = path_escape(path);
+
+        if (!e)
+                g_error("out of memory");
+        return e;
+}
+
+static void append_path(GString *out, const char *path) {
+        g_autofree char *e = event_path_display(path);
+
+        g_string_append(out, e);
+}
+
+void event_json_add_path(JsonBuilder *b, const char *name, const char *path, gboolean escaped) {
+        json_builder_set_member_name(b, name);
+        if (escaped) {
+                g_autofree char *e = event_path_display(path);
+                json_builder_add_string_value(b, e);
+        } else
+                json_builder_add_string_value(b, path);
+}
+
 struct EventFormat {
         char *fmt;      /* NULL: the default, "%e %p" (+ " -> %n" for a rename) */
 };
@@ -220,9 +249,11 @@ char *event_format_record(const EventFormat *f, const EventRecord *r) {
         if (!f->fmt) {
                 append_events(out, r->mask, ',');
                 g_string_append_c(out, ' ');
-                g_string_append(out, r->path);
-                if (event_record_is_paired_move(r))
-                        g_string_append_printf(out, " -> %s", r->new_path);
+                append_path(out, r->path);
+                if (event_record_is_paired_move(r)) {
+                        g_string_append(out, " -> ");
+                        append_path(out, r->new_path);
+                }
                 return g_string_free(out, FALSE);
         }
 
@@ -235,10 +266,10 @@ char *event_format_record(const EventFormat *f, const EventRecord *r) {
                 p++;
                 switch (*p) {
                 case 'w':
-                        g_string_append(out, r->watch ? r->watch : "");
+                        append_path(out, r->watch ? r->watch : "");
                         break;
                 case 'f':
-                        g_string_append(out, event_record_name(r));
+                        append_path(out, event_record_name(r));
                         break;
                 case 'e':
                         append_events(out, r->mask, ',');
@@ -247,10 +278,10 @@ char *event_format_record(const EventFormat *f, const EventRecord *r) {
                         g_string_append_printf(out, "%" G_GUINT32_FORMAT, r->cookie);
                         break;
                 case 'p':
-                        g_string_append(out, r->path);
+                        append_path(out, r->path);
                         break;
                 case 'n':
-                        g_string_append(out, r->new_path ? r->new_path : "");
+                        append_path(out, r->new_path ? r->new_path : "");
                         break;
                 case 'i':
                         g_string_append_printf(out, "%" G_GUINT32_FORMAT, r->id);
@@ -283,26 +314,30 @@ char *event_format_json(const EventRecord *r) {
         g_autoptr(JsonBuilder) b = json_builder_new();
         g_autoptr(JsonGenerator) gen = json_generator_new();
         g_autoptr(JsonNode) root = NULL;
+        const char *watch = r->watch ? r->watch : "", *new_path = r->new_path ? r->new_path : "";
+        /* One flag for the object, as for the record on the bus: a reader
+         * unescapes all of its paths or none. */
+        gboolean escaped = path_needs_escape(watch) || path_needs_escape(r->path) || path_needs_escape(new_path);
 
         json_builder_begin_object(b);
         json_builder_set_member_name(b, "type");
         json_builder_add_string_value(b, "event");
         json_builder_set_member_name(b, "id");
         json_builder_add_int_value(b, r->id);
-        json_builder_set_member_name(b, "watch");
-        json_builder_add_string_value(b, r->watch ? r->watch : "");
-        json_builder_set_member_name(b, "file");
-        json_builder_add_string_value(b, event_record_name(r));
+        event_json_add_path(b, "watch", watch, escaped);
+        event_json_add_path(b, "file", event_record_name(r), escaped);
         event_json_add_mask(b, r->mask);
         json_builder_set_member_name(b, "cookie");
         json_builder_add_int_value(b, r->cookie);
-        json_builder_set_member_name(b, "path");
-        json_builder_add_string_value(b, r->path);
-        json_builder_set_member_name(b, "new_path");
-        if (r->new_path && r->new_path[0])
-                json_builder_add_string_value(b, r->new_path);
-        else
+        event_json_add_path(b, "path", r->path, escaped);
+        if (new_path[0])
+                event_json_add_path(b, "new_path", new_path, escaped);
+        else {
+                json_builder_set_member_name(b, "new_path");
                 json_builder_add_null_value(b);
+        }
+        json_builder_set_member_name(b, "escaped");
+        json_builder_add_boolean_value(b, escaped);
         json_builder_end_object(b);
 
         root = json_builder_get_root(b);

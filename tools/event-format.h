@@ -15,7 +15,9 @@
 
 #include "watchd-api.h"
 
-/* One record of an Events signal, with the watched path it belongs to. */
+/* One record of an Events signal, with the watched path it belongs to.
+ * Paths are bytes: unescaped if the record was (WATCHD_PATH_ESCAPED), and
+ * the mask without that bit. */
 typedef struct EventRecord {
         uint32_t id;
         uint32_t mask;
@@ -60,9 +62,21 @@ EventFormat *event_format_free(EventFormat *f);
 /* One output line for r, without the newline. */
 char *event_format_record(const EventFormat *f, const EventRecord *r);
 
+/* A path (bytes) as watchctl prints it for people: the escaped form of
+ * shared/path_escape.h, always, so that a backslash ("\\"), a byte that
+ * is not UTF-8 and a control character ("\xHH") read one way only and a
+ * name cannot break its line. Other names print as they are. */
+char *event_path_display(const char *path);
+
+/* Adds member name with path (bytes): escaped (path_escape.h) if escaped,
+ * else as it is. Either way a valid JSON string. */
+void event_json_add_path(JsonBuilder *b, const char *name, const char *path, gboolean escaped);
+
 /* Adds the members "mask" (a number) and "events" (its names) to the object
  * being built. */
 void event_json_add_mask(JsonBuilder *b, uint32_t mask);
 
-/* One JSON Lines object for r, without the newline. */
+/* One JSON Lines object for r, without the newline. If any of its paths
+ * cannot go in a JSON string as it is (not UTF-8, or a noncharacter), all
+ * of them (watch, file, path, new_path) are escaped and "escaped" is true. */
 char *event_format_json(const EventRecord *r);

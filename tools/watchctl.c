@@ -34,6 +34,7 @@
 #include "config.h"
 #include "inotify_dev.h"
 #include "event-format.h"
+#include "path_escape.h"
 #include "watchd-gdbus.h"
 
 
@@ -49,7 +50,8 @@ enum {
 #define TIMEOUT_MAX_SECONDS 4000000.0
 
 typedef struct Watch {
-        char *path;             /* absolute, as sent to the daemon */
+        char *path;             /* absolute, bytes (sent escaped if it must be) */
+        char *display;          /* path as printed: escaped (event_path_display) */
         uint32_t id;            /* from the current daemon; 0 while it is away */
 } Watch;
 
@@ -96,6 +98,7 @@ typedef struct Context {
 
 static void watch_free(Watch *w) {
         g_free(w->path);
+        g_free(w->display);
         g_free(w);
 }
 
@@ -281,9 +284,12 @@ static gboolean connect_proxy(Context *c, GError **error) {
 }
 
 static gboolean add_watch(Context *c, Watch *w, GError **error) {
+        /* A path a D-Bus string cannot hold goes escaped, and says so. */
+        gboolean escaped = path_needs_escape(w->path);
         guint id;
 
-        if (!watchd_inotify_call_add_watch_sync(c->proxy, w->path, c->mask, c->flags, &id, NULL, error))
+        if (!watchd_inotify_call_add_watch_sync(c->proxy, escaped ? w->display : w->path, c->mask,
+                                                c->flags | (escaped ? WATCHD_PATH_ESCAPED : 0), &id, NULL, error))
                 return FALSE;
         w->id = id;
         g_hash_table_replace(c->by_id, GUINT_TO_POINTER(id), w);
@@ -318,6 +324,21 @@ static void drop_watch(Context *c, Watch *w) {
 /* ------------------------------------------------------------------------ */
 /* Signals */
 
+/* The bytes of a path the daemon sent escaped. */
+static char *unescape(const char *s) {
+        char *out = NULL;
+        int r = path_unescape(s, &out);
+
+        if (r == -ENOMEM)
+                g_error("out of memory");
+        if (r < 0) {
+                /* Not from watchd as documented: shown as it came. */
+                warn("watchd sent a path marked escaped that is not: \"%s\"", s);
+                out = g_strdup(s);
+        }
+        return out;
+}
+
 static void on_events(Context *c, GVariant *params) {
         g_autoptr(GVariant) records = g_variant_get_child_value(params, 0);
         GVariantIter it;
@@ -327,9 +348,12 @@ static void on_events(Context *c, GVariant *params) {
         g_variant_iter_init(&it, records);
         while (g_variant_iter_next(&it, "(uuu&s&s)", &id, &mask, &cookie, &path, &new_path)) {
                 Watch *w = lookup_watch(c, id);
+                gboolean escaped = mask & WATCHD_PATH_ESCAPED;
+                g_autofree char *path_bytes = escaped ? unescape(path) : NULL;
+                g_autofree char *new_path_bytes = escaped ? unescape(new_path) : NULL;
                 EventRecord r = {
-                        .id = id, .mask = mask, .cookie = cookie,
-                        .path = path, .new_path = new_path,
+                        .id = id, .mask = mask & ~WATCHD_PATH_ESCAPED, .cookie = cookie,
+                        .path = path_bytes ?: path, .new_path = new_path_bytes ?: new_path,
                 };
                 g_autofree char *line = NULL;
 
@@ -366,7 +390,7 @@ static void on_overflow(Context *c, GVariant *params) {
                 if (!w)
                         continue;
                 json_builder_add_int_value(b, id);
-                g_string_append_printf(paths, "%s\"%s\"", paths->len ? ", " : "", w->path);
+                g_string_append_printf(paths, "%s\"%s\"", paths->len ? ", " : "", w->display);
         }
         json_builder_end_array(b);
         json_builder_end_object(b);
@@ -389,7 +413,7 @@ static void on_watch_removed(Context *c, GVariant *params) {
         if (!w)
                 return;
         if (!c->opt_quiet || g_strcmp0(reason, "oneshot") != 0)
-                warn("\"%s\" is no longer watched (%s)", w->path, reason);
+                warn("\"%s\" is no longer watched (%s)", w->display, reason);
         if (c->opt_json) {
                 g_autoptr(JsonBuilder) b = json_builder_new();
 
@@ -398,10 +422,11 @@ static void on_watch_removed(Context *c, GVariant *params) {
                 json_builder_add_string_value(b, "removed");
                 json_builder_set_member_name(b, "id");
                 json_builder_add_int_value(b, id);
-                json_builder_set_member_name(b, "watch");
-                json_builder_add_string_value(b, w->path);
+                event_json_add_path(b, "watch", w->path, path_needs_escape(w->path));
                 json_builder_set_member_name(b, "reason");
                 json_builder_add_string_value(b, reason);
+                json_builder_set_member_name(b, "escaped");
+                json_builder_add_boolean_value(b, path_needs_escape(w->path));
                 json_builder_end_object(b);
                 print_json(b);
                 if (!flush_output(c))
@@ -504,8 +529,8 @@ static void on_name_appeared(GDBusConnection *bus, const char *name, const char 
                         on_name_vanished(bus, name, c);
                         return;
                 }
-                report_call_error(c, w->path, error);
-                warn("\"%s\" is no longer watched", w->path);
+                report_call_error(c, w->display, error);
+                warn("\"%s\" is no longer watched", w->display);
                 drop_watch(c, w);
                 if (c->watches->len == 0)
                         return;
@@ -651,6 +676,7 @@ static int check_selection(Context *c, const char *command, gboolean need_paths)
                         return usage_error(command, "empty PATH");
                 w = g_new0(Watch, 1);
                 w->path = absolute_path(*p);
+                w->display = event_path_display(w->path);
                 /* The same path twice would print each event twice. */
                 if (g_ptr_array_find_with_equal_func(c->watches, w, watch_path_equal, NULL)) {
                         watch_free(w);
@@ -693,7 +719,7 @@ static int add_all_watches(Context *c) {
                 Watch *w = c->watches->pdata[i];
 
                 if (!add_watch(c, w, &error))
-                        return report_call_error(c, w->path, error);
+                        return report_call_error(c, w->display, error);
         }
         return -1;
 }
@@ -843,9 +869,14 @@ static int cmd_list(Context *c, int argc, char **argv) {
                 g_ptr_array_add(rows, entry);
         g_ptr_array_sort(rows, compare_watch_ids);
         for (guint i = 0; i < rows->len; i++) {
-                g_autofree char *events = NULL, *flagnames = NULL;
+                g_autofree char *events = NULL, *flagnames = NULL, *bytes = NULL;
+                gboolean escaped;
 
                 g_variant_get(rows->pdata[i], "(u&suu)", &id, &path, &mask, &flags);
+                /* The flag says how the path is written, not what was asked. */
+                escaped = flags & WATCHD_PATH_ESCAPED;
+                flags &= ~WATCHD_PATH_ESCAPED;
+                bytes = escaped ? unescape(path) : g_strdup(path);
                 events = event_mask_to_string(mask, ',');
                 flagnames = event_flags_to_string(flags);
                 if (c->opt_json) {
@@ -854,15 +885,19 @@ static int cmd_list(Context *c, int argc, char **argv) {
                         json_builder_begin_object(b);
                         json_builder_set_member_name(b, "id");
                         json_builder_add_int_value(b, id);
-                        json_builder_set_member_name(b, "path");
-                        json_builder_add_string_value(b, path);
+                        event_json_add_path(b, "path", bytes, path_needs_escape(bytes));
                         event_json_add_mask(b, mask);
                         json_builder_set_member_name(b, "flags");
                         json_builder_add_int_value(b, flags);
+                        json_builder_set_member_name(b, "escaped");
+                        json_builder_add_boolean_value(b, path_needs_escape(bytes));
                         json_builder_end_object(b);
                         print_json(b);
-                } else
-                        printf("%" G_GUINT32_FORMAT " %s %s %s\n", id, events, flagnames, path);
+                } else {
+                        g_autofree char *display = event_path_display(bytes);
+
+                        printf("%" G_GUINT32_FORMAT " %s %s %s\n", id, events, flagnames, display);
+                }
         }
         return flush_output(c) ? EXIT_OK : c->exit_status;
 }

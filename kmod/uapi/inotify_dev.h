@@ -12,15 +12,17 @@
  *
  * INOTIFY_IGNORE argument: the 2005 kernel read the watch descriptor through a
  * pointer (ioctl(fd, INOTIFY_IGNORE, &wd)), while the article wrote it by value
- * (ioctl(fd, INOTIFY_IGNORE, wd)). Both work. The module tells them apart so:
- *   - an argument below INOTIFY_IGNORE_PTR_MIN (64 KiB) is the wd itself: no
- *     user pointer can lie there (vm.mmap_min_addr is 65536 on Debian, and
- *     the kernel never maps page 0 for user space);
- *   - any other argument is a pointer to an int holding the wd; if reading it
- *     faults and the argument fits in an int, the argument is the wd itself.
- * A by-value wd of 64 Ki or more that happens to equal a readable address in
- * the caller is read as a pointer: callers that may hold such wds should use
- * the pointer form, as the daemon does.
+ * (ioctl(fd, INOTIFY_IGNORE, wd)). Both work, and no wd is ever misread:
+ *   - every wd the module hands out lies in [1, INOTIFY_WD_MAX], 65535: wds
+ *     are allocated cyclically within that range, and an instance that holds
+ *     INOTIFY_WD_MAX watches already gets ENOSPC for a new one (a program that
+ *     needs more watches opens a second instance);
+ *   - so an argument below INOTIFY_IGNORE_PTR_MIN (64 KiB) is the wd itself,
+ *     and any other argument is a pointer to an int holding the wd (EFAULT if
+ *     it cannot be read).
+ * The only pointers taken for a wd are those below 64 KiB, where no user
+ * memory lies unless a process privileged to do so (CAP_SYS_RAWIO) maps it
+ * there on purpose: vm.mmap_min_addr is 65536 on Debian.
  */
 #ifndef _UAPI_INOTIFY_DEV_H
 #define _UAPI_INOTIFY_DEV_H
@@ -69,6 +71,8 @@ struct inotify_watch_request {
 
 /* Below this an INOTIFY_IGNORE argument is a wd by value (see above). */
 #define INOTIFY_IGNORE_PTR_MIN	0x10000UL
+/* The largest wd the module hands out, and the most watches of one instance. */
+#define INOTIFY_WD_MAX		0xffff
 
 /* Events a watch may ask for. */
 #ifndef IN_ACCESS

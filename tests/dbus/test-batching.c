@@ -23,7 +23,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "watchd-test.h"
+#include "wt-fixture.h"
 
 #define TIMEOUT_MS 5000
 
@@ -46,10 +46,12 @@ typedef enum PingMode {
         PING_DROP,      /* never answered */
 } PingMode;
 
-typedef struct TestClient {
+/* What a client's connection saw of watchd's Pings, through a GDBus filter.
+ * Its records are in the fixture's collector (f->a). */
+typedef struct Pings {
         GDBusConnection *conn;
-        WatchdInotify *proxy;
         guint filter;
+        gulong handler;
         PingMode mode;
 
         /* Written by the filter, in GDBus's worker thread. */
@@ -58,18 +60,14 @@ typedef struct TestClient {
         gint ping_serial;               /* the last Ping's serial */
         gint pings_at_signal;           /* n_pings when the last Events signal came */
 
-        /* Written by the signal handlers, in the main thread. */
-        GPtrArray *paths;               /* every record's path, in arrival order */
-        guint n_bad_masks;
-        guint n_signals, max_batch;
-        guint n_overflows, n_removed;
-        gint pings_at_record;           /* pings_at_signal for the record awaited, see await_path() */
-} TestClient;
+        /* Written by the signal handler, in the main thread. */
+        gint pings_at_record;           /* pings_at_signal for the record awaited, see await_records() */
+} Pings;
 
 static gboolean send_ping_error(gpointer data) {
         GDBusMessage *ping = data;
         g_autoptr(GDBusMessage) reply = NULL;
-        TestClient *c = g_object_get_data(G_OBJECT(ping), "client");
+        Pings *c = g_object_get_data(G_OBJECT(ping), "client");
 
         reply = g_dbus_message_new_method_error(ping, "org.freedesktop.DBus.Error.UnknownMethod",
                                                 "No Peer interface here.");
@@ -80,7 +78,7 @@ static gboolean send_ping_error(gpointer data) {
 }
 
 static GDBusMessage *filter(GDBusConnection *conn, GDBusMessage *msg, gboolean incoming, gpointer data) {
-        TestClient *c = data;
+        Pings *c = data;
         GDBusMessageType type = g_dbus_message_get_message_type(msg);
 
         if (incoming && type == G_DBUS_MESSAGE_TYPE_METHOD_CALL &&
@@ -114,91 +112,36 @@ static GDBusMessage *filter(GDBusConnection *conn, GDBusMessage *msg, gboolean i
 }
 
 static void on_events(WatchdInotify *p, GVariant *events, gpointer data) {
-        TestClient *c = data;
-        GVariantIter it;
-        const char *path, *new_path;
-        guint32 id, mask, cookie;
-        guint n = 0;
+        Pings *c = data;
 
-        g_variant_iter_init(&it, events);
-        while (g_variant_iter_next(&it, "(uuu&s&s)", &id, &mask, &cookie, &path, &new_path)) {
-                g_ptr_array_add(c->paths, g_strdup(path));
-                if (mask != IN_CREATE)
-                        c->n_bad_masks++;
-                n++;
-        }
-        c->n_signals++;
-        c->max_batch = MAX(c->max_batch, n);
-        /* Signals are dispatched in arrival order, after the filter saw them. */
+        /* Signals are dispatched in arrival order, after the filter saw them
+         * (and after the collector, connected first, took their records). */
         c->pings_at_record = g_atomic_int_get(&c->pings_at_signal);
 }
 
-static void on_overflow(WatchdInotify *p, GVariant *ids, gpointer data) {
-        ((TestClient *) data)->n_overflows++;
-}
-
-static void on_removed(WatchdInotify *p, guint id, const char *reason, gpointer data) {
-        ((TestClient *) data)->n_removed++;
-}
-
-static void client_init(TestClient *c, WtBus *bus, PingMode mode) {
-        *c = (TestClient) { .mode = mode, .paths = g_ptr_array_new_with_free_func(g_free) };
-        c->conn = wt_connect(bus);
+/* Watches f's first client (f->conn, f->proxy) and treats its Pings as mode says. */
+static void pings_attach(Pings *c, WtFixture *f, PingMode mode) {
+        *c = (Pings) { .conn = f->conn, .mode = mode };
         c->filter = g_dbus_connection_add_filter(c->conn, filter, c, NULL);
-        c->proxy = wt_proxy(c->conn);
-        g_signal_connect(c->proxy, "events", G_CALLBACK(on_events), c);
-        g_signal_connect(c->proxy, "overflow", G_CALLBACK(on_overflow), c);
-        g_signal_connect(c->proxy, "watch-removed", G_CALLBACK(on_removed), c);
+        c->handler = g_signal_connect(f->proxy, "events", G_CALLBACK(on_events), c);
 }
 
-static void client_done(TestClient *c) {
-        g_object_unref(c->proxy);
+static void pings_detach(Pings *c, WtFixture *f) {
+        g_signal_handler_disconnect(f->proxy, c->handler);
         g_dbus_connection_remove_filter(c->conn, c->filter);
-        g_dbus_connection_close_sync(c->conn, NULL, NULL);
-        g_object_unref(c->conn);
-        g_ptr_array_unref(c->paths);
 }
 
-typedef struct Fixture {
-        WtBus *bus;
-        WtDaemon *daemon;
-        char *dir;              /* on tmpfs, where a storm is cheap */
-} Fixture;
+/* How many records of f->a have a mask other than IN_CREATE. */
+static guint bad_masks(WtFixture *f) {
+        guint n = 0;
 
-static void fixture_setup(Fixture *f, gconstpointer config) {
-        f->bus = wt_bus_start();
-        f->daemon = wt_daemon_start(f->bus, config);
-        f->dir = g_strdup("/dev/shm/watchd-test-batching-XXXXXX");
-        g_assert_nonnull(g_mkdtemp_full(f->dir, 0755));
+        for (guint i = 0; i < f->a.records->len; i++)
+                n += wt_collector_record(&f->a, i)->mask != IN_CREATE;
+        return n;
 }
 
-static void fixture_teardown(Fixture *f, gconstpointer config) {
-        g_autoptr(GDir) d = NULL;
-        const char *name;
-
-        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
-        wt_bus_stop(f->bus);
-        d = g_dir_open(f->dir, 0, NULL);
-        g_assert_nonnull(d);
-        while ((name = g_dir_read_name(d))) {
-                g_autofree char *p = g_build_filename(f->dir, name, NULL);
-                g_assert_cmpint(g_unlink(p), ==, 0);
-        }
-        g_assert_cmpint(g_rmdir(f->dir), ==, 0);
-        g_free(f->dir);
-}
-
-static guint32 add_watch(TestClient *c, const char *path) {
-        g_autoptr(GError) error = NULL;
-        guint id = 0;
-
-        if (!watchd_inotify_call_add_watch_sync(c->proxy, path, IN_CREATE, 0, &id, NULL, &error))
-                g_error("AddWatch '%s': %s", path, error->message);
-        return id;
-}
-
-static char *storm_path(Fixture *f, guint i) {
-        return g_strdup_printf("%s/f-%05u", f->dir, i);
+static char *storm_path(WtFixture *f, guint i) {
+        return g_strdup_printf("%s/f-%05u", wt_fixture_fast_dir(f), i);
 }
 
 static void create(const char *path) {
@@ -210,64 +153,69 @@ static void create(const char *path) {
 }
 
 typedef struct Count {
-        TestClient *c;
+        WtCollector *c;
         guint n;
 } Count;
 
 static gboolean count_met(gpointer data) {
         Count *w = data;
-        return w->c->paths->len >= w->n || w->c->n_overflows > 0;
+        return w->c->records->len >= w->n || w->c->n_overflows > 0;
 }
 
-static void await_records(TestClient *c, guint n, int timeout_ms) {
-        Count w = { c, n };
+/* Awaits n records of f->a; an Overflow fails the test at once. */
+static void await_records(WtFixture *f, guint n, int timeout_ms) {
+        Count w = { &f->a, n };
 
-        if (!wt_await(count_met, &w, timeout_ms) || c->n_overflows > 0)
-                g_error("Got %u records and %u Overflow, wanted %u records within %d ms", c->paths->len,
-                        c->n_overflows, n, timeout_ms);
+        if (!wt_await(count_met, &w, timeout_ms) || f->a.n_overflows > 0)
+                g_error("Got %u records and %u Overflow, wanted %u records within %d ms", f->a.records->len,
+                        f->a.n_overflows, n, timeout_ms);
+}
+
+static const char *record_path(WtFixture *f, guint i) {
+        return wt_collector_record(&f->a, i)->path;
 }
 
 /* A storm arrives whole, in order, once, in signals that carry many records. */
-static void test_storm(Fixture *f, gconstpointer data) {
-        TestClient c;
+static void test_storm(WtFixture *f, gconstpointer data) {
+        Pings c;
         guint64 signals, delivered;
         gint64 t0;
 
-        client_init(&c, f->bus, PING_ANSWER);
-        add_watch(&c, f->dir);
+        pings_attach(&c, f, PING_ANSWER);
+        wt_add_watch(f->proxy, wt_fixture_fast_dir(f), IN_CREATE, 0, NULL);
         t0 = g_get_monotonic_time();
         for (guint i = 0; i < STORM_FILES; i++) {
                 g_autofree char *p = storm_path(f, i);
 
                 create(p);
                 if ((i + 1) % STORM_ROUND == 0)
-                        await_records(&c, i + 1, 60000);
+                        await_records(f, i + 1, 60000);
         }
 
-        for (guint i = 0; i < c.paths->len && i < STORM_FILES; i++) {
+        for (guint i = 0; i < f->a.records->len && i < STORM_FILES; i++) {
                 g_autofree char *want = storm_path(f, i);
 
-                if (strcmp(c.paths->pdata[i], want) != 0)
-                        g_error("Record %u is '%s', not '%s'", i, (char *) c.paths->pdata[i], want);
+                if (strcmp(record_path(f, i), want) != 0)
+                        g_error("Record %u is '%s', not '%s'", i, record_path(f, i), want);
         }
-        g_assert_cmpuint(c.paths->len, ==, STORM_FILES);
-        g_assert_cmpuint(c.n_bad_masks, ==, 0);
-        g_assert_cmpuint(c.n_overflows, ==, 0);
+        g_assert_cmpuint(f->a.records->len, ==, STORM_FILES);
+        g_assert_cmpuint(bad_masks(f), ==, 0);
+        g_assert_cmpuint(f->a.n_overflows, ==, 0);
 
-        signals = wt_stat(c.proxy, "signals_sent");
-        delivered = wt_stat(c.proxy, "events_delivered");
+        signals = wt_stat(f->proxy, "signals_sent");
+        delivered = wt_stat(f->proxy, "events_delivered");
         g_test_message("storm: %u records in %" G_GUINT64_FORMAT " signals (%.1f a signal, largest %u) "
                        "in %" G_GINT64_FORMAT " ms; %d Pings",
-                       STORM_FILES, signals, (double) STORM_FILES / (double) signals, c.max_batch,
+                       STORM_FILES, signals, (double) STORM_FILES / (double) signals, f->a.max_batch,
                        (g_get_monotonic_time() - t0) / 1000, g_atomic_int_get(&c.n_pings));
         g_assert_cmpuint(delivered, ==, STORM_FILES);
-        g_assert_cmpuint(signals, ==, c.n_signals);
+        g_assert_cmpuint(signals, ==, f->a.n_signals);
         g_assert_cmpuint(signals, <=, STORM_MAX_SIGNALS);
-        client_done(&c);
+        pings_detach(&c, f);
 }
 
 typedef struct Answered {
-        TestClient *c;
+        Pings *c;
         gint n;
 } Answered;
 
@@ -277,7 +225,7 @@ static gboolean answered_met(gpointer data) {
 }
 
 static gboolean pinged_met(gpointer data) {
-        return g_atomic_int_get(&((TestClient *) data)->n_pings) > 0;
+        return g_atomic_int_get(&((Pings *) data)->n_pings) > 0;
 }
 
 /*
@@ -286,16 +234,17 @@ static gboolean pinged_met(gpointer data) {
  * flight once it answered; one that does not answer (an error, or nothing)
  * must not have its records held for an answer that is not coming.
  */
-static void test_quiet(Fixture *f, PingMode mode) {
-        g_autofree char *a = g_build_filename(f->dir, "a", NULL), *b = g_build_filename(f->dir, "b", NULL);
-        TestClient c;
+static void test_quiet(WtFixture *f, PingMode mode) {
+        const char *dir = wt_fixture_fast_dir(f);
+        g_autofree char *a = g_build_filename(dir, "a", NULL), *b = g_build_filename(dir, "b", NULL);
+        Pings c;
         gint pings;
 
-        client_init(&c, f->bus, mode);
-        add_watch(&c, f->dir);
+        pings_attach(&c, f, mode);
+        wt_add_watch(f->proxy, dir, IN_CREATE, 0, NULL);
 
         create(a);
-        await_records(&c, 1, TIMEOUT_MS);
+        await_records(f, 1, TIMEOUT_MS);
         g_assert_cmpint(c.pings_at_record, ==, 0);
         /* watchd asks whether "a" was read; the client answers (or not). */
         g_assert_true(wt_await(pinged_met, &c, TIMEOUT_MS));
@@ -304,68 +253,66 @@ static void test_quiet(Fixture *f, PingMode mode) {
                 g_assert_true(wt_await(answered_met, &w, TIMEOUT_MS));
         }
         /* The answer went out before this call, so watchd has read it when it replies. */
-        (void) wt_stat(c.proxy, "signals_sent");
+        (void) wt_stat(f->proxy, "signals_sent");
         pings = g_atomic_int_get(&c.n_pings);
         g_assert_cmpint(pings, ==, 1);
 
         create(b);
         /* No fixed bound on latency is asserted: 1 s only catches a record
          * held for an answer (sd-bus waits 25 s for one). */
-        await_records(&c, 2, 1000);
-        g_assert_cmpstr(c.paths->pdata[1], ==, b);
+        await_records(f, 2, 1000);
+        g_assert_cmpstr(record_path(f, 1), ==, b);
         /* And it came without a Ping round trip before it. */
         g_assert_cmpint(c.pings_at_record, ==, pings);
-        g_assert_cmpuint(wt_stat(c.proxy, "signals_sent"), ==, 2);
-        client_done(&c);
+        g_assert_cmpuint(wt_stat(f->proxy, "signals_sent"), ==, 2);
+        pings_detach(&c, f);
 }
 
-static void test_quiet_answer(Fixture *f, gconstpointer data) {
+static void test_quiet_answer(WtFixture *f, gconstpointer data) {
         test_quiet(f, PING_ANSWER);
 }
 
-static void test_quiet_ping_error(Fixture *f, gconstpointer data) {
+static void test_quiet_ping_error(WtFixture *f, gconstpointer data) {
         test_quiet(f, PING_ERROR);
 }
 
-static void test_quiet_ping_dropped(Fixture *f, gconstpointer data) {
+static void test_quiet_ping_dropped(WtFixture *f, gconstpointer data) {
         test_quiet(f, PING_DROP);
 }
 
 /* A client that answers Ping with an error has read what came before: its storm flows, batched. */
-static void test_storm_ping_error(Fixture *f, gconstpointer data) {
-        TestClient c;
+static void test_storm_ping_error(WtFixture *f, gconstpointer data) {
+        Pings c;
         guint64 signals;
 
-        client_init(&c, f->bus, PING_ERROR);
-        add_watch(&c, f->dir);
+        pings_attach(&c, f, PING_ERROR);
+        wt_add_watch(f->proxy, wt_fixture_fast_dir(f), IN_CREATE, 0, NULL);
         for (guint i = 0; i < STORM_ROUND; i++) {
                 g_autofree char *p = storm_path(f, i);
                 create(p);
         }
-        await_records(&c, STORM_ROUND, 60000);
-        g_assert_cmpuint(c.paths->len, ==, STORM_ROUND);
+        await_records(f, STORM_ROUND, 60000);
+        g_assert_cmpuint(f->a.records->len, ==, STORM_ROUND);
         for (guint i = 0; i < STORM_ROUND; i++) {
                 g_autofree char *want = storm_path(f, i);
-                g_assert_cmpstr(c.paths->pdata[i], ==, want);
+                g_assert_cmpstr(record_path(f, i), ==, want);
         }
-        signals = wt_stat(c.proxy, "signals_sent");
+        signals = wt_stat(f->proxy, "signals_sent");
         g_test_message("storm, Ping answered with an error: %u records in %" G_GUINT64_FORMAT " signals, %d Pings",
                        STORM_ROUND, signals, g_atomic_int_get(&c.n_pings));
         g_assert_cmpint(g_atomic_int_get(&c.n_pings), >, 0);
-        client_done(&c);
+        pings_detach(&c, f);
 }
 
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
 
-#define T(name, config, fn) \
-        g_test_add("/batching/" name, Fixture, config, fixture_setup, fn, fixture_teardown)
-
-        T("storm", "[limits]\nmax_pending_events_per_client = 200000\n", test_storm);
-        T("storm-ping-error", "[limits]\nmax_pending_events_per_client = 200000\n", test_storm_ping_error);
-        T("quiet", NULL, test_quiet_answer);
-        T("quiet-ping-error", NULL, test_quiet_ping_error);
-        T("quiet-ping-dropped", NULL, test_quiet_ping_dropped);
+        WT_CASE("/batching/storm", "[limits]\nmax_pending_events_per_client = 200000\n", test_storm);
+        WT_CASE("/batching/storm-ping-error", "[limits]\nmax_pending_events_per_client = 200000\n",
+                test_storm_ping_error);
+        WT_CASE("/batching/quiet", NULL, test_quiet_answer);
+        WT_CASE("/batching/quiet-ping-error", NULL, test_quiet_ping_error);
+        WT_CASE("/batching/quiet-ping-dropped", NULL, test_quiet_ping_dropped);
 
         return g_test_run();
 }

@@ -4,11 +4,13 @@
  * private dbus-daemon, with the syscall backend and GIO clients generated
  * from data/org.example.Inotify.xml
  *
- * Each test starts its own bus and daemon (about 50 ms), so no test sees
- * another's state. Events are awaited, never slept for: a test iterates the
- * main context until the record it expects arrives or a deadline passes.
- * Tests that need a second uid or a process to kill run this binary again
- * as a helper (--helper ...), as nobody where needed.
+ * Each case starts its own bus and daemon (about 50 ms; the fixture of
+ * wt-fixture.h), so no case sees another's state, and each is a meson test
+ * of its own. Events are awaited, never slept for: a case iterates the main
+ * context until the record it expects arrives or a deadline passes. Cases
+ * that need a second uid or a process to kill run this binary again as a
+ * helper (--helper ...), as nobody where needed (a copy that nobody can
+ * reach, wherever the build tree is).
  */
 
 #include <errno.h>
@@ -24,211 +26,34 @@
 #include <unistd.h>
 
 #include "watchd-api.h"
-#include "watchd-test.h"
+#include "wt-fixture.h"
 
 
 #define TIMEOUT_MS 5000
 
-/* ---------------------------------------------------------------- collecting signals */
+/* ---------------------------------------------------------------- helpers */
 
-typedef struct Rec {
-        guint32 id, mask, cookie;
-        char *path, *new_path;
-} Rec;
-
-typedef struct Collector {
-        GArray *recs;           /* Rec */
-        guint n_events_signals;
-        guint max_batch;
-        GArray *overflow_ids;   /* guint32, all Overflow signals together */
-        guint n_overflows;
-        GPtrArray *removed;     /* "id reason" */
-} Collector;
-
-static void rec_clear(gpointer p) {
-        Rec *r = p;
-        g_free(r->path);
-        g_free(r->new_path);
-}
-
-static void collector_init(Collector *c) {
-        c->recs = g_array_new(FALSE, TRUE, sizeof(Rec));
-        g_array_set_clear_func(c->recs, rec_clear);
-        c->overflow_ids = g_array_new(FALSE, TRUE, sizeof(guint32));
-        c->removed = g_ptr_array_new_with_free_func(g_free);
-        c->n_events_signals = c->n_overflows = c->max_batch = 0;
-}
-
-static void collector_done(Collector *c) {
-        g_array_unref(c->recs);
-        g_array_unref(c->overflow_ids);
-        g_ptr_array_unref(c->removed);
-}
-
-static void on_events(WatchdInotify *p, GVariant *events, gpointer data) {
-        Collector *c = data;
-        GVariantIter it;
-        Rec r;
-        guint n = 0;
-
-        g_variant_iter_init(&it, events);
-        while (g_variant_iter_next(&it, "(uuuss)", &r.id, &r.mask, &r.cookie, &r.path, &r.new_path)) {
-                g_array_append_val(c->recs, r);
-                n++;
-        }
-        c->n_events_signals++;
-        c->max_batch = MAX(c->max_batch, n);
-}
-
-static void on_overflow(WatchdInotify *p, GVariant *ids, gpointer data) {
-        Collector *c = data;
-        GVariantIter it;
-        guint32 id;
-
-        g_variant_iter_init(&it, ids);
-        while (g_variant_iter_next(&it, "u", &id))
-                g_array_append_val(c->overflow_ids, id);
-        c->n_overflows++;
-}
-
-static void on_removed(WatchdInotify *p, guint id, const char *reason, gpointer data) {
-        Collector *c = data;
-        g_ptr_array_add(c->removed, g_strdup_printf("%u %s", id, reason));
-}
-
-static void collector_connect(Collector *c, WatchdInotify *proxy) {
-        g_signal_connect(proxy, "events", G_CALLBACK(on_events), c);
-        g_signal_connect(proxy, "overflow", G_CALLBACK(on_overflow), c);
-        g_signal_connect(proxy, "watch-removed", G_CALLBACK(on_removed), c);
-}
-
-/* The index of the first record with this path and all of these mask bits, or -1. */
-static int find_rec(Collector *c, const char *path, guint32 mask) {
-        for (guint i = 0; i < c->recs->len; i++) {
-                Rec *r = &g_array_index(c->recs, Rec, i);
-                if (g_strcmp0(r->path, path) == 0 && (r->mask & mask) == mask)
-                        return (int) i;
-        }
-        return -1;
-}
-
+/* Whether a record for path with mask has come (for waits that accept another outcome too). */
 typedef struct Want {
-        Collector *c;
+        WtCollector *c;
         const char *path;
         guint32 mask;
 } Want;
 
 static gboolean want_met(gpointer data) {
         Want *w = data;
-        return find_rec(w->c, w->path, w->mask) >= 0;
+        return wt_collector_find(w->c, w->path, w->mask) >= 0;
 }
 
-/* Awaits a record for path with mask; returns it (fails the test on timeout). */
-static Rec *await_rec(Collector *c, const char *path, guint32 mask) {
-        Want w = { c, path, mask };
-
-        if (!wt_await(want_met, &w, TIMEOUT_MS))
-                g_error("No record for '%s' with mask 0x%x within %d ms (%u records)", path, mask, TIMEOUT_MS,
-                        c->recs->len);
-        return &g_array_index(c->recs, Rec, find_rec(c, path, mask));
+static char *path_in(WtFixture *f, const char *name) {
+        return wt_fixture_path(f, name);
 }
 
-static gboolean removed_met(gpointer data) {
-        Collector *c = data;
-        return c->removed->len > 0;
-}
-
-static gboolean overflow_met(gpointer data) {
-        Collector *c = data;
-        return c->n_overflows > 0;
-}
-
-/* ---------------------------------------------------------------- fixture */
-
-typedef struct Fixture {
-        WtBus *bus;
-        WtDaemon *daemon;
-        GDBusConnection *conn, *conn2;
-        WatchdInotify *proxy, *proxy2;     /* two clients of the same uid */
-        Collector a, b;
-        char *dir;                         /* files for the test, mode 0755 */
-        char *fast;                        /* a tmpfs directory for big trees, or NULL */
-} Fixture;
-
-static void fixture_setup_with(Fixture *f, const char *config) {
-        f->bus = wt_bus_start();
-        f->daemon = wt_daemon_start(f->bus, config);
-        f->conn = wt_connect(f->bus);
-        f->conn2 = wt_connect(f->bus);
-        f->proxy = wt_proxy(f->conn);
-        f->proxy2 = wt_proxy(f->conn2);
-        collector_init(&f->a);
-        collector_init(&f->b);
-        collector_connect(&f->a, f->proxy);
-        collector_connect(&f->b, f->proxy2);
-        f->dir = g_build_filename(f->bus->dir, "files", NULL);
-        g_assert_cmpint(g_mkdir(f->dir, 0755), ==, 0);
-}
-
-static void fixture_setup(Fixture *f, gconstpointer data) {
-        fixture_setup_with(f, data);
-}
-
-static void fixture_teardown(Fixture *f, gconstpointer data) {
-        int status;
-
-        g_object_unref(f->proxy);
-        g_object_unref(f->proxy2);
-        g_dbus_connection_close_sync(f->conn, NULL, NULL);
-        g_dbus_connection_close_sync(f->conn2, NULL, NULL);
-        g_object_unref(f->conn);
-        g_object_unref(f->conn2);
-        collector_done(&f->a);
-        collector_done(&f->b);
-        status = wt_daemon_stop(f->daemon);
-        /* A clean SIGTERM shutdown, every time. */
-        g_assert_cmpint(status, ==, 0);
-        wt_bus_stop(f->bus);
-        g_free(f->dir);
-        if (f->fast)
-                wt_remove_tree(f->fast);
-        g_free(f->fast);
-}
-
-static char *path_in(Fixture *f, const char *name) {
-        return g_build_filename(f->dir, name, NULL);
-}
-
-static guint32 add_watch(WatchdInotify *p, const char *path, guint32 mask, guint32 flags) {
-        g_autoptr(GError) error = NULL;
-        guint id = 0;
-
-        watchd_inotify_call_add_watch_sync(p, path, mask, flags, &id, NULL, &error);
-        g_assert_no_error(error);
-        g_assert_cmpuint(id, >, 0);
-        return id;
-}
-
-/* Asserts that AddWatch fails with the D-Bus error name want. */
-static void add_watch_fails(WatchdInotify *p, const char *path, guint32 mask, guint32 flags, const char *want) {
-        g_autoptr(GError) error = NULL;
-        g_autofree char *name = NULL;
-        guint id = 0;
-
-        g_assert_false(watchd_inotify_call_add_watch_sync(p, path, mask, flags, &id, NULL, &error));
-        g_assert_nonnull(error);
-        name = g_dbus_error_get_remote_error(error);
-        if (g_strcmp0(name, want) != 0)
-                g_error("AddWatch('%.60s', 0x%x, 0x%x): want %s, got %s (%s)", path, mask, flags, want, name,
-                        error->message);
-}
-
-static void mkdir_p(Fixture *f, const char *rel) {
+static void mkdir_p(WtFixture *f, const char *rel) {
         g_autofree char *p = path_in(f, rel);
         g_assert_cmpint(g_mkdir_with_parents(p, 0755), ==, 0);
 }
 
-/* Creates (or opens and closes) path in place: IN_CREATE once, then IN_CLOSE_WRITE. */
 /* Appends a line to path: IN_MODIFY. */
 static void append(const char *path) {
         FILE *fp = fopen(path, "a");
@@ -236,12 +61,6 @@ static void append(const char *path) {
         g_assert_nonnull(fp);
         fputs("x\n", fp);
         g_assert_cmpint(fclose(fp), ==, 0);
-}
-
-static void touch(const char *path) {
-        int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-        g_assert_cmpint(fd, >=, 0);
-        g_assert_cmpint(close(fd), ==, 0);
 }
 
 /* Another client is answered within a second: the daemon serves everyone. */
@@ -252,16 +71,10 @@ static void assert_responsive(WatchdInotify *other) {
         g_assert_cmpint(g_get_monotonic_time() - t0, <, G_USEC_PER_SEC);
 }
 
-static pid_t daemon_pid(Fixture *f) {
-        const char *id = g_subprocess_get_identifier(f->daemon->process);
-        g_assert_nonnull(id);
-        return (pid_t) g_ascii_strtoll(id, NULL, 10);
-}
-
 /* ---------------------------------------------------------------- tests */
 
 /* The live introspection of the object equals the API file, member by member. */
-static void test_introspection(Fixture *f, gconstpointer data) {
+static void test_introspection(WtFixture *f, gconstpointer data) {
         g_autoptr(GError) error = NULL;
         g_autoptr(GVariant) r = NULL;
         g_autofree char *file_xml = NULL;
@@ -330,7 +143,7 @@ static void test_introspection(Fixture *f, gconstpointer data) {
         g_dbus_node_info_unref(file);
 }
 
-static void test_properties_and_stats(Fixture *f, gconstpointer data) {
+static void test_properties_and_stats(WtFixture *f, gconstpointer data) {
         static const char *const keys[] = { "clients", "subscriptions", "kernel_watches", "events_read",
                                             "events_delivered", "overflows", NULL };
         g_autoptr(GVariant) stats = NULL, backend = NULL;
@@ -350,83 +163,83 @@ static void test_properties_and_stats(Fixture *f, gconstpointer data) {
 }
 
 /* A subscription's records: path is the child's absolute path, in kernel order, batched. */
-static void test_events(Fixture *f, gconstpointer data) {
+static void test_events(WtFixture *f, gconstpointer data) {
         g_autofree char *a = path_in(f, "a"), *sub = path_in(f, "sub");
         g_autofree char *sloppy = g_strdup_printf("/%s//", f->dir);     /* "//dir//": records still say dir/a */
-        guint32 id = add_watch(f->proxy, f->dir, IN_CREATE | IN_DELETE | IN_CLOSE_WRITE, 0);
-        guint32 id_b = add_watch(f->proxy2, sloppy, IN_ATTRIB, 0);
-        Rec *r;
+        guint32 id = wt_add_watch(f->proxy, f->dir, IN_CREATE | IN_DELETE | IN_CLOSE_WRITE, 0, NULL);
+        guint32 id_b = wt_add_watch(f->proxy2, sloppy, IN_ATTRIB, 0, NULL);
+        WtRecord *r;
 
-        touch(a);
+        wt_touch(a);
         g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
         g_assert_cmpint(g_unlink(a), ==, 0);
 
-        r = await_rec(&f->a, a, IN_DELETE);
+        r = wt_await_record(&f->a, a, IN_DELETE, TIMEOUT_MS);
         g_assert_cmpuint(r->id, ==, id);
         g_assert_cmpstr(r->new_path, ==, "");
-        r = await_rec(&f->a, sub, IN_CREATE | IN_ISDIR);
+        r = wt_await_record(&f->a, sub, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
         g_assert_cmpuint(r->id, ==, id);
         /* Kernel order: create, close-write, (mkdir), delete. */
-        g_assert_cmpint(find_rec(&f->a, a, IN_CREATE), <, find_rec(&f->a, a, IN_CLOSE_WRITE));
-        g_assert_cmpint(find_rec(&f->a, a, IN_CLOSE_WRITE), <, find_rec(&f->a, sub, IN_CREATE));
-        g_assert_cmpint(find_rec(&f->a, sub, IN_CREATE), <, find_rec(&f->a, a, IN_DELETE));
+        g_assert_cmpint(wt_collector_find(&f->a, a, IN_CREATE), <, wt_collector_find(&f->a, a, IN_CLOSE_WRITE));
+        g_assert_cmpint(wt_collector_find(&f->a, a, IN_CLOSE_WRITE), <, wt_collector_find(&f->a, sub, IN_CREATE));
+        g_assert_cmpint(wt_collector_find(&f->a, sub, IN_CREATE), <, wt_collector_find(&f->a, a, IN_DELETE));
         /* Only what was asked for: no IN_OPEN, no IN_ATTRIB. */
-        for (guint i = 0; i < f->a.recs->len; i++)
-                g_assert_cmpuint(g_array_index(f->a.recs, Rec, i).mask & (IN_OPEN | IN_ATTRIB), ==, 0);
+        for (guint i = 0; i < f->a.records->len; i++)
+                g_assert_cmpuint(g_array_index(f->a.records, WtRecord, i).mask & (IN_OPEN | IN_ATTRIB), ==, 0);
         /* The other client asked for IN_ATTRIB only, and got it only. */
         g_assert_cmpint(chmod(sub, 0700), ==, 0);
-        r = await_rec(&f->b, sub, IN_ATTRIB | IN_ISDIR);
+        r = wt_await_record(&f->b, sub, IN_ATTRIB | IN_ISDIR, TIMEOUT_MS);
         g_assert_cmpuint(r->id, ==, id_b);
-        g_assert_cmpuint(f->b.recs->len, ==, 1);
+        g_assert_cmpuint(f->b.records->len, ==, 1);
         g_assert_cmpuint(wt_stat(f->proxy, "events_delivered"), >=, 4);
 }
 
 /* Many records in few signals, at most batch_max_events each, no fixed delay. */
-static void test_batching(Fixture *f, gconstpointer data) {
+static void test_batching(WtFixture *f, gconstpointer data) {
         g_autofree char *last = path_in(f, "f-49");
-        pid_t pid = daemon_pid(f);
+        pid_t pid = wt_process_pid(f->daemon->process);
 
-        add_watch(f->proxy, f->dir, IN_CREATE, 0);
+        wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
         /* Stop the daemon so that all 50 records wait in the kernel queue for one read. */
         g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
         for (int i = 0; i < 50; i++) {
                 g_autofree char *n = g_strdup_printf("%s/f-%d", f->dir, i);
-                touch(n);
+                wt_touch(n);
         }
         g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
-        await_rec(&f->a, last, IN_CREATE);
-        g_assert_cmpuint(f->a.recs->len, ==, 50);
+        wt_await_record(&f->a, last, IN_CREATE, TIMEOUT_MS);
+        g_assert_cmpuint(f->a.records->len, ==, 50);
         g_assert_cmpuint(f->a.max_batch, <=, 8);
-        g_assert_cmpuint(f->a.n_events_signals, >=, 7);
-        g_assert_cmpuint(f->a.n_events_signals, <, 50);
+        g_assert_cmpuint(f->a.n_signals, >=, 7);
+        g_assert_cmpuint(f->a.n_signals, <, 50);
 }
 
 /* Subscriptions on one inode share one kernel watch, whatever the path or client. */
-static void test_coalescing(Fixture *f, gconstpointer data) {
+static void test_coalescing(WtFixture *f, gconstpointer data) {
         g_autofree char *link = g_build_filename(f->bus->dir, "link-to-files", NULL);
         g_autofree char *a = path_in(f, "a");
         g_autoptr(GError) error = NULL;
         guint32 id1, id2, id3;
 
         g_assert_cmpint(symlink(f->dir, link), ==, 0);
-        id1 = add_watch(f->proxy, f->dir, IN_CREATE, 0);
-        id2 = add_watch(f->proxy2, link, IN_DELETE, 0);  /* same inode, other path, other client */
-        id3 = add_watch(f->proxy, f->dir, IN_CREATE, 0);
+        id1 = wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
+        id2 = wt_add_watch(f->proxy2, link, IN_DELETE, 0, NULL);  /* same inode, other path, other client */
+        id3 = wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 3);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 1);
         g_assert_cmpuint(wt_stat(f->proxy, "clients"), ==, 2);
 
         /* The union of the masks is watched; each gets only its own events. */
-        touch(a);
+        wt_touch(a);
         g_assert_cmpint(g_unlink(a), ==, 0);
-        await_rec(&f->a, a, IN_CREATE);
+        wt_await_record(&f->a, a, IN_CREATE, TIMEOUT_MS);
         {
                 g_autofree char *via_link = g_build_filename(link, "a", NULL);
-                Rec *r = await_rec(&f->b, via_link, IN_DELETE);
+                WtRecord *r = wt_await_record(&f->b, via_link, IN_DELETE, TIMEOUT_MS);
                 g_assert_cmpuint(r->id, ==, id2);
         }
-        g_assert_cmpint(find_rec(&f->a, a, IN_DELETE), ==, -1);
-        g_assert_cmpint(find_rec(&f->b, a, IN_CREATE), ==, -1);
+        g_assert_cmpint(wt_collector_find(&f->a, a, IN_DELETE), ==, -1);
+        g_assert_cmpint(wt_collector_find(&f->b, a, IN_CREATE), ==, -1);
 
         /* Removing one keeps the kernel watch; removing the last releases it. */
         watchd_inotify_call_remove_watch_sync(f->proxy2, id2, NULL, &error);
@@ -442,7 +255,7 @@ static void test_coalescing(Fixture *f, gconstpointer data) {
 }
 
 /* A rename is one record; a half whose partner is outside the client's watches comes alone. */
-static void test_rename(Fixture *f, gconstpointer data) {
+static void test_rename(WtFixture *f, gconstpointer data) {
         g_autofree char *d1 = path_in(f, "d1"), *d2 = path_in(f, "d2"), *out = path_in(f, "out");
         g_autofree char *x = g_build_filename(d1, "x", NULL), *y = g_build_filename(d1, "y", NULL);
         g_autofree char *z = g_build_filename(d2, "z", NULL), *o = g_build_filename(out, "o", NULL);
@@ -450,39 +263,39 @@ static void test_rename(Fixture *f, gconstpointer data) {
         g_autofree char *sub2 = g_build_filename(d1, "sub2", NULL), *out_z = g_build_filename(out, "z", NULL);
         guint32 id1, id2;
         gint64 t0;
-        Rec *r;
+        WtRecord *r;
 
         g_assert_cmpint(g_mkdir(d1, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(d2, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
-        touch(x);
-        touch(o);
+        wt_touch(x);
+        wt_touch(o);
         g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
-        id1 = add_watch(f->proxy, d1, IN_MOVE, 0);
-        id2 = add_watch(f->proxy, d2, IN_MOVE, 0);
+        id1 = wt_add_watch(f->proxy, d1, IN_MOVE, 0, NULL);
+        id2 = wt_add_watch(f->proxy, d2, IN_MOVE, 0, NULL);
 
         /* Within one directory. */
         g_assert_cmpint(rename(x, y), ==, 0);
-        r = await_rec(&f->a, x, IN_MOVED_FROM | IN_MOVED_TO);
+        r = wt_await_record(&f->a, x, IN_MOVED_FROM | IN_MOVED_TO, TIMEOUT_MS);
         g_assert_cmpuint(r->id, ==, id1);
         g_assert_cmpstr(r->new_path, ==, y);
         g_assert_cmpuint(r->cookie, !=, 0);
-        g_assert_cmpint(find_rec(&f->a, y, IN_MOVED_TO), ==, -1);     /* not also as a second record */
+        g_assert_cmpint(wt_collector_find(&f->a, y, IN_MOVED_TO), ==, -1);     /* not also as a second record */
 
         /* Across two of the client's watches. */
         g_assert_cmpint(rename(y, z), ==, 0);
-        r = await_rec(&f->a, y, IN_MOVED_FROM | IN_MOVED_TO);
+        r = wt_await_record(&f->a, y, IN_MOVED_FROM | IN_MOVED_TO, TIMEOUT_MS);
         g_assert_cmpstr(r->new_path, ==, z);
 
         /* A directory: ISDIR too. */
         g_assert_cmpint(rename(sub, sub2), ==, 0);
-        r = await_rec(&f->a, sub, IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR);
+        r = wt_await_record(&f->a, sub, IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR, TIMEOUT_MS);
         g_assert_cmpstr(r->new_path, ==, sub2);
 
         /* Moved out: alone, within the pairing timeout (10 ms) and scheduling slack. */
         t0 = g_get_monotonic_time();
         g_assert_cmpint(rename(z, out_z), ==, 0);
-        r = await_rec(&f->a, z, IN_MOVED_FROM);
+        r = wt_await_record(&f->a, z, IN_MOVED_FROM, TIMEOUT_MS);
         g_assert_cmpuint(r->mask & IN_MOVED_TO, ==, 0);
         g_assert_cmpuint(r->id, ==, id2);
         g_assert_cmpstr(r->new_path, ==, "");
@@ -490,13 +303,13 @@ static void test_rename(Fixture *f, gconstpointer data) {
 
         /* Moved in: alone. */
         g_assert_cmpint(rename(o, in), ==, 0);
-        r = await_rec(&f->a, in, IN_MOVED_TO);
+        r = wt_await_record(&f->a, in, IN_MOVED_TO, TIMEOUT_MS);
         g_assert_cmpuint(r->mask & IN_MOVED_FROM, ==, 0);
 }
 
 /* A watched directory renamed where its parent is watched too: its records
  * (and ListWatches) follow it, within one directory and across two. */
-static void test_rename_followed(Fixture *f, gconstpointer data) {
+static void test_rename_followed(WtFixture *f, gconstpointer data) {
         g_autofree char *p = path_in(f, "p"), *q = path_in(f, "q"), *d = path_in(f, "p/d"), *e = path_in(f, "p/e");
         g_autofree char *g = path_in(f, "q/g"), *ef = path_in(f, "p/e/f"), *gh = path_in(f, "q/g/h");
         g_autoptr(GVariant) list = NULL;
@@ -505,23 +318,23 @@ static void test_rename_followed(Fixture *f, gconstpointer data) {
 
         mkdir_p(f, "p/d");
         g_assert_cmpint(g_mkdir(q, 0755), ==, 0);
-        add_watch(f->proxy, p, IN_MOVE, 0);
-        add_watch(f->proxy, q, IN_MOVE, 0);
-        add_watch(f->proxy2, d, IN_CREATE, 0);
+        wt_add_watch(f->proxy, p, IN_MOVE, 0, NULL);
+        wt_add_watch(f->proxy, q, IN_MOVE, 0, NULL);
+        wt_add_watch(f->proxy2, d, IN_CREATE, 0, NULL);
 
         g_assert_cmpint(rename(d, e), ==, 0);
-        await_rec(&f->a, d, IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR);
-        touch(ef);
-        await_rec(&f->b, ef, IN_CREATE);
+        wt_await_record(&f->a, d, IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR, TIMEOUT_MS);
+        wt_touch(ef);
+        wt_await_record(&f->b, ef, IN_CREATE, TIMEOUT_MS);
         watchd_inotify_call_list_watches_sync(f->proxy2, &list, NULL, NULL);
         g_assert_true(g_variant_n_children(list) == 1);
         g_variant_get_child(list, 0, "(u&suu)", &id, &listed, &mask, &flags);
         g_assert_cmpstr(listed, ==, e);
 
         g_assert_cmpint(rename(e, g), ==, 0);
-        await_rec(&f->a, e, IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR);
-        touch(gh);
-        await_rec(&f->b, gh, IN_CREATE);
+        wt_await_record(&f->a, e, IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR, TIMEOUT_MS);
+        wt_touch(gh);
+        wt_await_record(&f->b, gh, IN_CREATE, TIMEOUT_MS);
 }
 
 /* Under a wrapper (valgrind) watchd runs tens of times slower: bounds on time say nothing then. */
@@ -538,21 +351,21 @@ static int cmp_int64(gconstpointer a, gconstpointer b) {
 /* A lone MOVED_FROM waits move_pair_timeout_ms (10), not more: the median
  * from rename to record over 20 renames stays far below the 250 ms a
  * coarse timer would add. */
-static void test_rename_timeout(Fixture *f, gconstpointer data) {
+static void test_rename_timeout(WtFixture *f, gconstpointer data) {
         g_autofree char *in = path_in(f, "in"), *out = path_in(f, "out");
         gint64 dt[20];
 
         g_assert_cmpint(g_mkdir(in, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
-        add_watch(f->proxy, in, IN_MOVED_FROM, 0);
+        wt_add_watch(f->proxy, in, IN_MOVED_FROM, 0, NULL);
         for (int i = 0; i < 20; i++) {
                 g_autofree char *a = g_strdup_printf("%s/f%d", in, i), *b = g_strdup_printf("%s/f%d", out, i);
                 gint64 t0;
 
-                touch(a);
+                wt_touch(a);
                 t0 = g_get_monotonic_time();
                 g_assert_cmpint(rename(a, b), ==, 0);
-                await_rec(&f->a, a, IN_MOVED_FROM);
+                wt_await_record(&f->a, a, IN_MOVED_FROM, TIMEOUT_MS);
                 dt[i] = g_get_monotonic_time() - t0;
         }
         qsort(dt, G_N_ELEMENTS(dt), sizeof(dt[0]), cmp_int64);
@@ -562,7 +375,7 @@ static void test_rename_timeout(Fixture *f, gconstpointer data) {
                 g_assert_cmpint(dt[10], <, 100000);
 }
 
-static void test_remove_and_list(Fixture *f, gconstpointer data) {
+static void test_remove_and_list(WtFixture *f, gconstpointer data) {
         g_autoptr(GVariant) list = NULL, list2 = NULL;
         g_autoptr(GError) error = NULL;
         g_autofree char *name = NULL;
@@ -571,9 +384,9 @@ static void test_remove_and_list(Fixture *f, gconstpointer data) {
         guint32 id, mask, flags;
         const char *path;
 
-        id1 = add_watch(f->proxy, f->dir, IN_CREATE, 0);
-        id2 = add_watch(f->proxy, f->dir, IN_DELETE, 2 /* ONLYDIR */);
-        other = add_watch(f->proxy2, f->dir, IN_CREATE, 0);
+        id1 = wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
+        id2 = wt_add_watch(f->proxy, f->dir, IN_DELETE, 2 /* ONLYDIR */, NULL);
+        other = wt_add_watch(f->proxy2, f->dir, IN_CREATE, 0, NULL);
         g_assert_cmpuint(id1, !=, id2);
 
         watchd_inotify_call_list_watches_sync(f->proxy, &list, NULL, &error);
@@ -625,7 +438,7 @@ static guint64 chain_len(const char *dir) {
         return n;
 }
 
-static void test_missing_path(Fixture *f, gconstpointer data) {
+static void test_missing_path(WtFixture *f, gconstpointer data) {
         g_autofree char *file = path_in(f, "a/b/c/file"), *c = path_in(f, "a/b/c"), *other = path_in(f, "x/y");
         g_autoptr(GVariant) list = NULL;
         g_autoptr(GError) error = NULL;
@@ -633,19 +446,19 @@ static void test_missing_path(Fixture *f, gconstpointer data) {
         guint32 id, id2, id3, lid, lmask, lflags;
         const char *lpath;
         FILE *fp;
-        Rec *r;
+        WtRecord *r;
 
         guint64 chain = chain_len(f->dir);      /* "/" down to f->dir, the existing part of both */
 
         /* Pending, then removed: the ancestors' watches go with it. */
-        id2 = add_watch(f->proxy, other, IN_MODIFY, 0);
+        id2 = wt_add_watch(f->proxy, other, IN_MODIFY, 0, NULL);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, before + chain);
         watchd_inotify_call_remove_watch_sync(f->proxy, id2, NULL, &error);
         g_assert_no_error(error);
         g_assert_true(wt_await_stat(f->proxy, "kernel_watches", before, TIMEOUT_MS));
 
-        id = add_watch(f->proxy, file, IN_MODIFY, 0);
-        id2 = add_watch(f->proxy, other, IN_MODIFY, 0);
+        id = wt_add_watch(f->proxy, file, IN_MODIFY, 0, NULL);
+        id2 = wt_add_watch(f->proxy, other, IN_MODIFY, 0, NULL);
         /* Both pending on the directories from "/" to f->dir: shared kernel watches. */
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, before + chain);
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 2);
@@ -661,14 +474,14 @@ static void test_missing_path(Fixture *f, gconstpointer data) {
         /* Another client on a/b/c: once it hears of the file's creation, the
          * daemon has handled that event, and the pending subscription (on the
          * same kernel watch by then: the kernel queue is in order) went down to the file. */
-        id3 = add_watch(f->proxy2, c, IN_CREATE, 0);
-        touch(file);
-        await_rec(&f->b, file, IN_CREATE);
+        id3 = wt_add_watch(f->proxy2, c, IN_CREATE, 0, NULL);
+        wt_touch(file);
+        wt_await_record(&f->b, file, IN_CREATE, TIMEOUT_MS);
         fp = fopen(file, "a");
         g_assert_nonnull(fp);
         fputs("x\n", fp);
         g_assert_cmpint(fclose(fp), ==, 0);
-        r = await_rec(&f->a, file, IN_MODIFY);
+        r = wt_await_record(&f->a, file, IN_MODIFY, TIMEOUT_MS);
         g_assert_cmpuint(r->id, ==, id);
         g_assert_cmpuint(f->a.removed->len, ==, 0);
 
@@ -686,7 +499,7 @@ static void test_missing_path(Fixture *f, gconstpointer data) {
 
 /* A pending path that appears by a rename of a directory holding it, and one
  * whose watched ancestor is deleted. */
-static void test_missing_path_moved(Fixture *f, gconstpointer data) {
+static void test_missing_path_moved(WtFixture *f, gconstpointer data) {
         g_autofree char *staging = path_in(f, "staging"), *m = path_in(f, "m"), *file = path_in(f, "m/n/f");
         g_autofree char *staged = path_in(f, "staging/n/f");
         g_autofree char *gone = path_in(f, "gone"), *under = path_in(f, "gone/x/y"), *want = NULL;
@@ -695,22 +508,22 @@ static void test_missing_path_moved(Fixture *f, gconstpointer data) {
         guint32 id, id2;
         FILE *fp;
 
-        id = add_watch(f->proxy, file, IN_MODIFY, 0);
-        add_watch(f->proxy2, f->dir, IN_MOVED_TO, 0);
+        id = wt_add_watch(f->proxy, file, IN_MODIFY, 0, NULL);
+        wt_add_watch(f->proxy2, f->dir, IN_MOVED_TO, 0, NULL);
         mkdir_p(f, "staging/n");
-        touch(staged);
+        wt_touch(staged);
         g_assert_cmpint(rename(staging, m), ==, 0);
         /* The same kernel watch (f->dir) carries the MOVED_TO: once proxy2 has it, id is placed. */
-        await_rec(&f->b, m, IN_MOVED_TO);
+        wt_await_record(&f->b, m, IN_MOVED_TO, TIMEOUT_MS);
         fp = fopen(file, "a");
         g_assert_nonnull(fp);
         fputs("x\n", fp);
         g_assert_cmpint(fclose(fp), ==, 0);
-        g_assert_cmpuint(await_rec(&f->a, file, IN_MODIFY)->id, ==, id);
+        g_assert_cmpuint(wt_await_record(&f->a, file, IN_MODIFY, TIMEOUT_MS)->id, ==, id);
 
         /* Its deepest existing directory deleted: it climbs back, and follows the path when it comes again. */
         g_assert_cmpint(g_mkdir(gone, 0755), ==, 0);
-        id2 = add_watch(f->proxy, under, IN_MODIFY, 0);
+        id2 = wt_add_watch(f->proxy, under, IN_MODIFY, 0, NULL);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, before + 1 + chain_len(gone));
         g_assert_cmpint(g_rmdir(gone), ==, 0);
         g_assert_true(wt_await_stat(f->proxy, "kernel_watches", before + 1 + chain_len(f->dir), TIMEOUT_MS));
@@ -720,12 +533,12 @@ static void test_missing_path_moved(Fixture *f, gconstpointer data) {
                  * daemon has placed id2 (the kernel queue is in order). */
                 g_autofree char *x = path_in(f, "gone/x");
 
-                add_watch(f->proxy2, x, IN_CREATE, 0);
+                wt_add_watch(f->proxy2, x, IN_CREATE, 0, NULL);
         }
-        touch(under);
-        await_rec(&f->b, under, IN_CREATE);
+        wt_touch(under);
+        wt_await_record(&f->b, under, IN_CREATE, TIMEOUT_MS);
         append(under);
-        g_assert_cmpuint(await_rec(&f->a, under, IN_MODIFY)->id, ==, id2);
+        g_assert_cmpuint(wt_await_record(&f->a, under, IN_MODIFY, TIMEOUT_MS)->id, ==, id2);
         g_assert_cmpuint(f->a.removed->len, ==, 0);
         (void) want;
 
@@ -740,31 +553,31 @@ static void test_missing_path_moved(Fixture *f, gconstpointer data) {
 /* A directory above the deepest existing one is renamed away: the pending
  * subscription climbs back to what is left of its path (it watches every
  * existing directory of it) and follows the path when it is made again. */
-static void test_missing_path_ancestor_renamed(Fixture *f, gconstpointer data) {
+static void test_missing_path_ancestor_renamed(WtFixture *f, gconstpointer data) {
         g_autofree char *p = path_in(f, "p"), *old = path_in(f, "p-old"), *file = path_in(f, "p/q/r/file");
         g_autofree char *r = path_in(f, "p/q/r");
         guint32 id;
 
         mkdir_p(f, "p/q");
-        id = add_watch(f->proxy, file, IN_MODIFY, 0);   /* deepest existing: p/q */
+        id = wt_add_watch(f->proxy, file, IN_MODIFY, 0, NULL);   /* deepest existing: p/q */
         g_assert_cmpint(rename(p, old), ==, 0);
         mkdir_p(f, "p/q/r");
-        add_watch(f->proxy2, r, IN_CREATE, 0);          /* a sync point, as in test_missing_path_moved */
-        touch(file);
-        await_rec(&f->b, file, IN_CREATE);
+        wt_add_watch(f->proxy2, r, IN_CREATE, 0, NULL);          /* a sync point, as in test_missing_path_moved */
+        wt_touch(file);
+        wt_await_record(&f->b, file, IN_CREATE, TIMEOUT_MS);
         append(file);
-        g_assert_cmpuint(await_rec(&f->a, file, IN_MODIFY)->id, ==, id);
+        g_assert_cmpuint(wt_await_record(&f->a, file, IN_MODIFY, TIMEOUT_MS)->id, ==, id);
         g_assert_cmpuint(f->a.removed->len, ==, 0);
 }
 
-static void test_bad_input(Fixture *f, gconstpointer data) {
+static void test_bad_input(WtFixture *f, gconstpointer data) {
         g_autofree char *file = path_in(f, "file"), *fifo = path_in(f, "fifo"), *link = path_in(f, "link");
         g_autofree char *loop1 = path_in(f, "loop1"), *loop2 = path_in(f, "loop2");
         g_autofree char *missing = path_in(f, "file/missing");
         g_autofree char *dotdot = g_strdup_printf("%s/../files/../files/./missing/..", f->dir);
         GString *huge = g_string_new("");
 
-        touch(file);
+        wt_touch(file);
         g_assert_cmpint(mkfifo(fifo, 0644), ==, 0);
         g_assert_cmpint(symlink(file, link), ==, 0);
         g_assert_cmpint(symlink(loop2, loop1), ==, 0);
@@ -772,20 +585,20 @@ static void test_bad_input(Fixture *f, gconstpointer data) {
         while (huge->len < 5000)
                 g_string_append(huge, "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
 
-        add_watch_fails(f->proxy, f->dir, 0, 0, WATCHD_ERROR_INVALID_ARGS);                       /* mask 0 */
-        add_watch_fails(f->proxy, f->dir, 0x800, 0, WATCHD_ERROR_INVALID_ARGS);                   /* IN_MOVE_SELF: not in the API */
-        add_watch_fails(f->proxy, f->dir, IN_CREATE | IN_ONESHOT, 0, WATCHD_ERROR_INVALID_ARGS);  /* a kernel flag as mask */
-        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0x10, WATCHD_ERROR_INVALID_ARGS);            /* unknown flag */
-        add_watch_fails(f->proxy, "relative/path", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);
-        add_watch_fails(f->proxy, "", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);
-        add_watch_fails(f->proxy, huge->str, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);            /* 5,000 bytes */
-        add_watch_fails(f->proxy, missing, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);              /* below a file: never pending */
-        add_watch_fails(f->proxy, dotdot, IN_CREATE, 0, WATCHD_ERROR_FILE_NOT_FOUND);             /* .. through a missing dir */
-        add_watch_fails(f->proxy, fifo, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);                 /* never blocks on a FIFO */
-        add_watch_fails(f->proxy, "/dev/null", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);          /* device node */
-        add_watch_fails(f->proxy, file, IN_CREATE, 2, WATCHD_ERROR_INVALID_ARGS);                 /* ONLYDIR on a file */
-        add_watch_fails(f->proxy, link, IN_CREATE, 4, WATCHD_ERROR_INVALID_ARGS);                 /* DONT_FOLLOW on a symlink */
-        add_watch_fails(f->proxy, loop1, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);                /* symlink loop */
+        wt_add_watch_fails(f->proxy, f->dir, 0, 0, WATCHD_ERROR_INVALID_ARGS);                       /* mask 0 */
+        wt_add_watch_fails(f->proxy, f->dir, 0x800, 0, WATCHD_ERROR_INVALID_ARGS);                   /* IN_MOVE_SELF: not in the API */
+        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE | IN_ONESHOT, 0, WATCHD_ERROR_INVALID_ARGS);  /* a kernel flag as mask */
+        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0x10, WATCHD_ERROR_INVALID_ARGS);            /* unknown flag */
+        wt_add_watch_fails(f->proxy, "relative/path", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);
+        wt_add_watch_fails(f->proxy, "", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);
+        wt_add_watch_fails(f->proxy, huge->str, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);            /* 5,000 bytes */
+        wt_add_watch_fails(f->proxy, missing, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);              /* below a file: never pending */
+        wt_add_watch_fails(f->proxy, dotdot, IN_CREATE, 0, WATCHD_ERROR_FILE_NOT_FOUND);             /* .. through a missing dir */
+        wt_add_watch_fails(f->proxy, fifo, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);                 /* never blocks on a FIFO */
+        wt_add_watch_fails(f->proxy, "/dev/null", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);          /* device node */
+        wt_add_watch_fails(f->proxy, file, IN_CREATE, 2, WATCHD_ERROR_INVALID_ARGS);                 /* ONLYDIR on a file */
+        wt_add_watch_fails(f->proxy, link, IN_CREATE, 4, WATCHD_ERROR_INVALID_ARGS);                 /* DONT_FOLLOW on a symlink */
+        wt_add_watch_fails(f->proxy, loop1, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);                /* symlink loop */
         g_string_free(huge, TRUE);
 
         /* None of it left anything behind, and everyone is still served. */
@@ -793,10 +606,10 @@ static void test_bad_input(Fixture *f, gconstpointer data) {
         assert_responsive(f->proxy2);
 
         /* What does work: a symlink followed, .. resolved. */
-        add_watch(f->proxy, link, IN_MODIFY, 0);
+        wt_add_watch(f->proxy, link, IN_MODIFY, 0, NULL);
         {
                 g_autofree char *up = g_strdup_printf("%s/../files", f->dir);
-                add_watch(f->proxy, up, IN_CREATE, 0);
+                wt_add_watch(f->proxy, up, IN_CREATE, 0, NULL);
         }
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
 }
@@ -805,33 +618,33 @@ static void test_bad_input(Fixture *f, gconstpointer data) {
  * or one more that widens the kernel mask) opens nothing, so neither the new
  * subscriber nor the inode's existing ones get IN_OPEN/IN_ACCESS/
  * IN_CLOSE_NOWRITE for it (it used to open the path for reading and close it). */
-static void test_no_self_events(Fixture *f, gconstpointer data) {
+static void test_no_self_events(WtFixture *f, gconstpointer data) {
         g_autofree char *file = path_in(f, "file"), *marker = path_in(f, "marker");
         const guint32 noise = IN_OPEN | IN_ACCESS | IN_CLOSE_NOWRITE, all = 0x7ff;    /* the 0.23 events */
 
-        touch(file);
-        add_watch(f->proxy, f->dir, all, 0);
-        add_watch(f->proxy2, f->dir, all, 0);
-        add_watch(f->proxy2, f->dir, IN_ATTRIB, 0);                   /* the same inode again */
-        add_watch(f->proxy2, file, IN_ATTRIB, 0);                     /* a file in a watched directory */
+        wt_touch(file);
+        wt_add_watch(f->proxy, f->dir, all, 0, NULL);
+        wt_add_watch(f->proxy2, f->dir, all, 0, NULL);
+        wt_add_watch(f->proxy2, f->dir, IN_ATTRIB, 0, NULL);   /* the same inode again */
+        wt_add_watch(f->proxy2, file, IN_ATTRIB, 0, NULL);     /* a file in a watched directory */
         /* Widening the file's kernel mask, then narrowing it again (the daemon re-adds the watch by path). */
         {
                 g_autoptr(GError) error = NULL;
-                guint32 id = add_watch(f->proxy2, file, IN_ATTRIB | IN_MODIFY, 0);
+                guint32 id = wt_add_watch(f->proxy2, file, IN_ATTRIB | IN_MODIFY, 0, NULL);
 
                 watchd_inotify_call_remove_watch_sync(f->proxy2, id, NULL, &error);
                 g_assert_no_error(error);
         }
         g_assert_cmpint(g_mkdir(marker, 0755), ==, 0);                 /* a marker after all that */
-        await_rec(&f->a, marker, IN_CREATE | IN_ISDIR);
-        await_rec(&f->b, marker, IN_CREATE | IN_ISDIR);
-        for (guint i = 0; i < f->a.recs->len; i++) {
-                Rec *r = &g_array_index(f->a.recs, Rec, i);
+        wt_await_record(&f->a, marker, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
+        wt_await_record(&f->b, marker, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
+        for (guint i = 0; i < f->a.records->len; i++) {
+                WtRecord *r = &g_array_index(f->a.records, WtRecord, i);
                 if (r->mask & noise)
                         g_error("client a got 0x%x for '%s': the daemon's own open", r->mask, r->path);
         }
-        for (guint i = 0; i < f->b.recs->len; i++) {
-                Rec *r = &g_array_index(f->b.recs, Rec, i);
+        for (guint i = 0; i < f->b.records->len; i++) {
+                WtRecord *r = &g_array_index(f->b.records, WtRecord, i);
                 if (r->mask & noise)
                         g_error("client b got 0x%x for '%s': the daemon's own open", r->mask, r->path);
         }
@@ -840,7 +653,7 @@ static void test_no_self_events(Fixture *f, gconstpointer data) {
 /* RECURSIVE: a kernel watch per directory, new directories followed and
  * scanned (mkdir -p then touch is seen whole), renames followed into the
  * paths, a directory moved out dropped. */
-static void test_recursive(Fixture *f, gconstpointer data) {
+static void test_recursive(WtFixture *f, gconstpointer data) {
         g_autofree char *t = path_in(f, "t"), *outside = path_in(f, "outside");
         g_autofree char *abf = path_in(f, "t/a/b/f"), *x = path_in(f, "t/x"), *xyzf = path_in(f, "t/x/y/z/f");
         g_autofree char *x2 = path_in(f, "t/x2"), *x2yg = path_in(f, "t/x2/y/g"), *oyh = path_in(f, "outside/x2/y/h");
@@ -848,57 +661,57 @@ static void test_recursive(Fixture *f, gconstpointer data) {
         g_autoptr(GError) error = NULL;
         const guint32 mask = IN_CREATE | IN_DELETE | IN_MOVE;
         guint32 id, plain;
-        Rec *r;
+        WtRecord *r;
 
         mkdir_p(f, "t/a/b");
         g_assert_cmpint(g_mkdir(outside, 0755), ==, 0);
-        id = add_watch(f->proxy, t, mask, WATCHD_FLAG_RECURSIVE);
+        id = wt_add_watch(f->proxy, t, mask, WATCHD_FLAG_RECURSIVE, NULL);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 3);          /* t, t/a, t/a/b */
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 1);
         /* Another client's plain subscription on t/a shares the watch. */
         {
                 g_autofree char *a = path_in(f, "t/a");
-                plain = add_watch(f->proxy2, a, IN_CREATE, 0);
+                plain = wt_add_watch(f->proxy2, a, IN_CREATE, 0, NULL);
         }
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 3);
 
-        touch(abf);
-        r = await_rec(&f->a, abf, IN_CREATE);
+        wt_touch(abf);
+        r = wt_await_record(&f->a, abf, IN_CREATE, TIMEOUT_MS);
         g_assert_cmpuint(r->id, ==, id);
 
         /* mkdir -p x/y/z && touch x/y/z/f: all of it, whatever was made before its watch was placed. */
         mkdir_p(f, "t/x/y/z");
-        touch(xyzf);
-        await_rec(&f->a, x, IN_CREATE | IN_ISDIR);
+        wt_touch(xyzf);
+        wt_await_record(&f->a, x, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
         {
                 g_autofree char *y = path_in(f, "t/x/y"), *z = path_in(f, "t/x/y/z");
-                await_rec(&f->a, y, IN_CREATE | IN_ISDIR);
-                await_rec(&f->a, z, IN_CREATE | IN_ISDIR);
+                wt_await_record(&f->a, y, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
+                wt_await_record(&f->a, z, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
         }
-        await_rec(&f->a, xyzf, IN_CREATE);
+        wt_await_record(&f->a, xyzf, IN_CREATE, TIMEOUT_MS);
         g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 6, TIMEOUT_MS));
 
         /* A rename inside the tree: one record, and later paths follow it. */
         g_assert_cmpint(rename(x, x2), ==, 0);
-        r = await_rec(&f->a, x, IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR);
+        r = wt_await_record(&f->a, x, IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR, TIMEOUT_MS);
         g_assert_cmpstr(r->new_path, ==, x2);
-        touch(x2yg);
-        await_rec(&f->a, x2yg, IN_CREATE);
+        wt_touch(x2yg);
+        wt_await_record(&f->a, x2yg, IN_CREATE, TIMEOUT_MS);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 6);
 
         /* Moved out: its watches go, and what happens there is not reported. */
         g_assert_cmpint(rename(x2, ox2), ==, 0);
-        await_rec(&f->a, x2, IN_MOVED_FROM | IN_ISDIR);
+        wt_await_record(&f->a, x2, IN_MOVED_FROM | IN_ISDIR, TIMEOUT_MS);
         g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 3, TIMEOUT_MS));
-        touch(oyh);
+        wt_touch(oyh);
         g_assert_cmpint(g_mkdir(tz, 0755), ==, 0);      /* a marker after it */
-        await_rec(&f->a, tz, IN_CREATE | IN_ISDIR);
-        g_assert_cmpint(find_rec(&f->a, oyh, IN_CREATE), ==, -1);
+        wt_await_record(&f->a, tz, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
+        g_assert_cmpint(wt_collector_find(&f->a, oyh, IN_CREATE), ==, -1);
 
         /* A directory deleted: reported by its parent; its watch goes, the subscription stays. */
         g_assert_cmpint(g_unlink(abf), ==, 0);
         g_assert_cmpint(g_rmdir(ab), ==, 0);
-        await_rec(&f->a, ab, IN_DELETE | IN_ISDIR);
+        wt_await_record(&f->a, ab, IN_DELETE | IN_ISDIR, TIMEOUT_MS);
         g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 3, TIMEOUT_MS));       /* t, t/a, t/zz */
         g_assert_cmpuint(f->a.removed->len, ==, 0);
 
@@ -911,11 +724,11 @@ static void test_recursive(Fixture *f, gconstpointer data) {
 }
 
 /* How many IN_CREATE records each path got (path -> count), over all of c's records. */
-static GHashTable *create_counts(Collector *c) {
+static GHashTable *create_counts(WtCollector *c) {
         GHashTable *h = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 
-        for (guint i = 0; i < c->recs->len; i++) {
-                Rec *r = &g_array_index(c->recs, Rec, i);
+        for (guint i = 0; i < c->records->len; i++) {
+                WtRecord *r = &g_array_index(c->records, WtRecord, i);
                 if (r->mask & IN_CREATE)
                         g_hash_table_insert(h, g_strdup(r->path),
                                             GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(h, r->path)) + 1));
@@ -924,7 +737,7 @@ static GHashTable *create_counts(Collector *c) {
 }
 
 /* Every path in want was reported created exactly once. */
-static void assert_created_once(Collector *c, GPtrArray *want) {
+static void assert_created_once(WtCollector *c, GPtrArray *want) {
         g_autoptr(GHashTable) h = create_counts(c);
 
         for (guint i = 0; i < want->len; i++) {
@@ -938,19 +751,19 @@ static void assert_created_once(Collector *c, GPtrArray *want) {
 }
 
 /* mkdir -p a/b/c/d && touch a/b/c/d/f: each of the five reported created exactly once. */
-static void test_recursive_mkdir_p(Fixture *f, gconstpointer data) {
+static void test_recursive_mkdir_p(WtFixture *f, gconstpointer data) {
         g_autoptr(GPtrArray) want = g_ptr_array_new_with_free_func(g_free);
         g_autofree char *t = path_in(f, "t"), *marker = path_in(f, "t/marker");
 
         mkdir_p(f, "t");
-        add_watch(f->proxy, t, IN_CREATE | IN_DELETE | IN_MOVE, WATCHD_FLAG_RECURSIVE);
+        wt_add_watch(f->proxy, t, IN_CREATE | IN_DELETE | IN_MOVE, WATCHD_FLAG_RECURSIVE, NULL);
         for (int round = 0; round < 20; round++) {
                 g_autofree char *top = g_strdup_printf("t/r%d", round);
                 g_autofree char *d = g_strdup_printf("t/r%d/b/c/d", round);
                 g_autofree char *dp = path_in(f, d), *file = g_build_filename(dp, "f", NULL);
 
                 mkdir_p(f, d);
-                touch(file);
+                wt_touch(file);
                 g_ptr_array_add(want, path_in(f, top));
                 g_ptr_array_add(want, g_strdup_printf("%s/r%d/b", t, round));
                 g_ptr_array_add(want, g_strdup_printf("%s/r%d/b/c", t, round));
@@ -958,9 +771,9 @@ static void test_recursive_mkdir_p(Fixture *f, gconstpointer data) {
                 g_ptr_array_add(want, g_steal_pointer(&file));
         }
         /* Records come in kernel order: once the marker is in, so is everything before it. */
-        touch(marker);
+        wt_touch(marker);
         g_ptr_array_add(want, g_strdup(marker));
-        await_rec(&f->a, marker, IN_CREATE);
+        wt_await_record(&f->a, marker, IN_CREATE, TIMEOUT_MS);
         g_assert_cmpuint(f->a.n_overflows, ==, 0);
         assert_created_once(&f->a, want);
 }
@@ -968,13 +781,13 @@ static void test_recursive_mkdir_p(Fixture *f, gconstpointer data) {
 /* A checkout-like burst: 1,000 directories (100 x 10) and 10,000 files, made
  * as fast as this process can. Each is reported created exactly once, or the
  * client got Overflow. */
-static void test_recursive_burst(Fixture *f, gconstpointer data) {
+static void test_recursive_burst(WtFixture *f, gconstpointer data) {
         g_autoptr(GPtrArray) want = g_ptr_array_new_with_free_func(g_free);
         g_autofree char *t = path_in(f, "t"), *marker = path_in(f, "t/marker");
         gint64 t0;
 
         mkdir_p(f, "t");
-        add_watch(f->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE);
+        wt_add_watch(f->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
         t0 = g_get_monotonic_time();
         /* 100 top directories of 9 subdirectories each: 1,000 directories, 10 files in each. */
         for (int i = 0; i < 100; i++) {
@@ -986,25 +799,25 @@ static void test_recursive_burst(Fixture *f, gconstpointer data) {
                         for (int k = 0; k < 10; k++) {
                                 char *file = g_strdup_printf("%s/f%d", dir, k);
 
-                                touch(file);
+                                wt_touch(file);
                                 g_ptr_array_add(want, file);
                         }
                 }
         }
         g_test_message("burst: %u paths made in %.2f s", want->len, (g_get_monotonic_time() - t0) / 1e6);
         g_assert_cmpuint(want->len, ==, 11000);
-        touch(marker);
+        wt_touch(marker);
         g_ptr_array_add(want, g_strdup(marker));
         {
                 Want w = { &f->a, marker, IN_CREATE };
                 if (!wt_await(want_met, &w, 60000) && f->a.n_overflows == 0)
-                        g_error("No marker and no Overflow within 60 s (%u records)", f->a.recs->len);
+                        g_error("No marker and no Overflow within 60 s (%u records)", f->a.records->len);
         }
         if (f->a.n_overflows > 0) {
-                g_test_message("burst: Overflow received (%u records before it)", f->a.recs->len);
+                g_test_message("burst: Overflow received (%u records before it)", f->a.records->len);
                 return;
         }
-        g_test_message("burst: %u records, no Overflow", f->a.recs->len);
+        g_test_message("burst: %u records, no Overflow", f->a.records->len);
         assert_created_once(&f->a, want);
 }
 
@@ -1027,24 +840,24 @@ static guint make_tree(const char *t, guint n_top, guint n_sub) {
 /* A directory created and renamed at once (mkdir -p a/b && touch a/b/f && mv
  * a c), 50 times: whether the daemon linked it before or after the rename,
  * what it held is reported created exactly once, under one name or the other. */
-static void test_recursive_rename_race(Fixture *f, gconstpointer data) {
+static void test_recursive_rename_race(WtFixture *f, gconstpointer data) {
         g_autofree char *t = path_in(f, "t"), *marker = path_in(f, "t/marker");
         g_autoptr(GHashTable) h = NULL;
         guint n_late = 0;
 
         mkdir_p(f, "t");
-        add_watch(f->proxy, t, IN_CREATE | IN_MOVE, WATCHD_FLAG_RECURSIVE);
+        wt_add_watch(f->proxy, t, IN_CREATE | IN_MOVE, WATCHD_FLAG_RECURSIVE, NULL);
         for (int i = 0; i < 50; i++) {
                 g_autofree char *a = g_strdup_printf("%s/a%d", t, i), *c = g_strdup_printf("%s/c%d", t, i);
                 g_autofree char *b = g_strdup_printf("%s/b", a), *file = g_strdup_printf("%s/b/f", a);
 
                 g_assert_cmpint(mkdir(a, 0755), ==, 0);
                 g_assert_cmpint(mkdir(b, 0755), ==, 0);
-                touch(file);
+                wt_touch(file);
                 g_assert_cmpint(rename(a, c), ==, 0);
         }
-        touch(marker);
-        await_rec(&f->a, marker, IN_CREATE);
+        wt_touch(marker);
+        wt_await_record(&f->a, marker, IN_CREATE, TIMEOUT_MS);
         g_assert_cmpuint(f->a.n_overflows, ==, 0);
         h = create_counts(&f->a);
         for (int i = 0; i < 50; i++)
@@ -1067,41 +880,41 @@ static void test_recursive_rename_race(Fixture *f, gconstpointer data) {
 /* A big directory renamed inside its tree keeps its watches: nothing is
  * walked again (a walk would open every directory, which a subscription with
  * IN_OPEN sees), and records name the new place. */
-static void test_recursive_rename_big(Fixture *f, gconstpointer data) {
+static void test_recursive_rename_big(WtFixture *f, gconstpointer data) {
         g_autofree char *t = path_in(f, "t"), *big = path_in(f, "t/big"), *big2 = path_in(f, "t/big2");
         g_autofree char *marker = path_in(f, "t/marker"), *deep = path_in(f, "t/big2/d049/s019/f");
         guint n = make_tree(big, 50, 20) + 1, opens = 0;
 
-        add_watch(f->proxy, t, IN_CREATE | IN_MOVE | IN_OPEN, WATCHD_FLAG_RECURSIVE);
+        wt_add_watch(f->proxy, t, IN_CREATE | IN_MOVE | IN_OPEN, WATCHD_FLAG_RECURSIVE, NULL);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, n);
-        touch(marker);
-        await_rec(&f->a, marker, IN_CREATE);
-        g_array_set_size(f->a.recs, 0);
+        wt_touch(marker);
+        wt_await_record(&f->a, marker, IN_CREATE, TIMEOUT_MS);
+        g_array_set_size(f->a.records, 0);
 
         g_assert_cmpint(rename(big, big2), ==, 0);
-        touch(deep);
-        await_rec(&f->a, deep, IN_CREATE);
+        wt_touch(deep);
+        wt_await_record(&f->a, deep, IN_CREATE, TIMEOUT_MS);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, n);
-        for (guint i = 0; i < f->a.recs->len; i++)
-                opens += (g_array_index(f->a.recs, Rec, i).mask & (IN_OPEN | IN_ISDIR)) == (IN_OPEN | IN_ISDIR);
+        for (guint i = 0; i < f->a.records->len; i++)
+                opens += (g_array_index(f->a.records, WtRecord, i).mask & (IN_OPEN | IN_ISDIR)) == (IN_OPEN | IN_ISDIR);
         if (opens > 0)
                 g_error("The renamed tree was walked again: %u directories opened", opens);
-        g_assert_cmpint(find_rec(&f->a, big, IN_MOVED_FROM | IN_MOVED_TO), >=, 0);
+        g_assert_cmpint(wt_collector_find(&f->a, big, IN_MOVED_FROM | IN_MOVED_TO), >=, 0);
 }
 
 /* A RECURSIVE subscription counts a watch per directory; over the limit, all of it is undone. */
-static void test_recursive_limit(Fixture *f, gconstpointer data) {
+static void test_recursive_limit(WtFixture *f, gconstpointer data) {
         g_autofree char *t = path_in(f, "t"), *small = path_in(f, "t/a");
 
         mkdir_p(f, "t/a/b");
         mkdir_p(f, "t/c");
-        add_watch_fails(f->proxy, t, IN_CREATE, 1, WATCHD_ERROR_LIMITS_EXCEEDED);         /* 4 directories, limit 3 */
+        wt_add_watch_fails(f->proxy, t, IN_CREATE, 1, WATCHD_ERROR_LIMITS_EXCEEDED);      /* 4 directories, limit 3 */
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 0);
-        add_watch(f->proxy, small, IN_CREATE, 1);                               /* 2 directories */
+        wt_add_watch(f->proxy, small, IN_CREATE, 1, NULL);                     /* 2 directories */
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
-        add_watch(f->proxy, t, IN_CREATE, 0);
-        add_watch_fails(f->proxy, t, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
+        wt_add_watch(f->proxy, t, IN_CREATE, 0, NULL);
+        wt_add_watch_fails(f->proxy, t, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
 }
 
 typedef struct AsyncAdd {
@@ -1109,14 +922,14 @@ typedef struct AsyncAdd {
         guint32 id;
         GError *error;
         guint recs_at_reply;    /* how many records the client had when the answer came */
-        Collector *c;
+        WtCollector *c;
 } AsyncAdd;
 
 static void on_add_watch_done(GObject *source, GAsyncResult *res, gpointer data) {
         AsyncAdd *a = data;
 
         (void) watchd_inotify_call_add_watch_finish(WATCHD_INOTIFY(source), &a->id, res, &a->error);
-        a->recs_at_reply = a->c ? a->c->recs->len : 0;
+        a->recs_at_reply = a->c ? a->c->records->len : 0;
         a->done = TRUE;
 }
 
@@ -1124,8 +937,8 @@ static void on_add_watch_done(GObject *source, GAsyncResult *res, gpointer data)
  * meanwhile other clients are answered and the part already watched
  * delivers its events, before AddWatch answers; then the whole tree is
  * watched. A client that leaves while its walk goes on leaves nothing. */
-static void test_recursive_big(Fixture *f, gconstpointer data) {
-        g_autofree char *t = g_build_filename((f->fast = wt_make_fast_dir()), "t", NULL);
+static void test_recursive_big(WtFixture *f, gconstpointer data) {
+        g_autofree char *t = g_build_filename(wt_fixture_fast_dir(f), "t", NULL);
         g_autofree char *early = g_build_filename(t, "early", NULL), *late = NULL;
         AsyncAdd a = { .c = &f->a };
         guint n = make_tree(t, 300, 99), polls = 0;
@@ -1147,15 +960,15 @@ static void test_recursive_big(Fixture *f, gconstpointer data) {
         g_test_message("big: walk seen at %" G_GUINT64_FORMAT " of %u watches after %u GetStats", kw, n, polls);
 
         /* The root is watched: its events come before AddWatch's answer. */
-        touch(early);
-        await_rec(&f->a, early, IN_CREATE);
+        wt_touch(early);
+        wt_await_record(&f->a, early, IN_CREATE, TIMEOUT_MS);
         g_assert_true(wt_await_flag(&a.done, 600000));
         g_assert_no_error(a.error);
-        i = find_rec(&f->a, early, IN_CREATE);
+        i = wt_collector_find(&f->a, early, IN_CREATE);
         if ((guint) i >= a.recs_at_reply)
                 g_error("The event of the watched root came after AddWatch's answer (record %d, %u at the answer)",
                         i, a.recs_at_reply);
-        g_assert_cmpuint(g_array_index(f->a.recs, Rec, i).id, ==, a.id);
+        g_assert_cmpuint(g_array_index(f->a.records, WtRecord, i).id, ==, a.id);
         g_assert_cmpuint(wt_stat(f->proxy2, "kernel_watches"), ==, n);
 
         /* The walk moved the daemon's working directory into the tree
@@ -1170,8 +983,8 @@ static void test_recursive_big(Fixture *f, gconstpointer data) {
 
         /* The last directory walked is followed like any other. */
         late = g_strdup_printf("%s/d%03u/s%03u/late", t, 299u, 98u);
-        touch(late);
-        await_rec(&f->a, late, IN_CREATE);
+        wt_touch(late);
+        wt_await_record(&f->a, late, IN_CREATE, TIMEOUT_MS);
 
         /* A third client starts a walk of the same tree (shared watches) and leaves at once. */
         {
@@ -1192,8 +1005,8 @@ static void test_recursive_big(Fixture *f, gconstpointer data) {
 
 /* Over the limit part-way through a walk from the loop: AddWatch fails
  * with LimitsExceeded and nothing of the subscription is left. */
-static void test_recursive_big_limit(Fixture *f, gconstpointer data) {
-        g_autofree char *t = g_build_filename((f->fast = wt_make_fast_dir()), "t", NULL);
+static void test_recursive_big_limit(WtFixture *f, gconstpointer data) {
+        g_autofree char *t = g_build_filename(wt_fixture_fast_dir(f), "t", NULL);
         g_autofree char *name = NULL;
         AsyncAdd a = {};
 
@@ -1235,21 +1048,21 @@ static void add_watch_fd_fails(WatchdInotify *p, int fd, const char *want) {
         g_assert_cmpstr(name, ==, want);
 }
 
-static void test_add_watch_fd(Fixture *f, gconstpointer data) {
+static void test_add_watch_fd(WtFixture *f, gconstpointer data) {
         g_autofree char *a = path_in(f, "a"), *file = path_in(f, "file");
         g_autoptr(GError) error = NULL;
         int fd, pfd, wfd, pipefd[2];
         guint32 id;
-        Rec *r;
+        WtRecord *r;
 
-        touch(file);
+        wt_touch(file);
         fd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         g_assert_cmpint(fd, >=, 0);
         id = add_watch_fd(f->proxy, fd, IN_CREATE, &error);
         g_assert_no_error(error);
         close(fd);
-        touch(a);
-        r = await_rec(&f->a, a, IN_CREATE);
+        wt_touch(a);
+        r = wt_await_record(&f->a, a, IN_CREATE, TIMEOUT_MS);
         g_assert_cmpuint(r->id, ==, id);
 
         pfd = open(f->dir, O_PATH | O_CLOEXEC);
@@ -1280,54 +1093,43 @@ static void test_add_watch_fd(Fixture *f, gconstpointer data) {
         assert_responsive(f->proxy2);
 }
 
-static void test_oneshot(Fixture *f, gconstpointer data) {
+static void test_oneshot(WtFixture *f, gconstpointer data) {
         g_autofree char *a = path_in(f, "a"), *b = path_in(f, "b"), *want = NULL;
-        guint32 id = add_watch(f->proxy, f->dir, IN_CREATE, 8 /* ONESHOT */);
+        guint32 id = wt_add_watch(f->proxy, f->dir, IN_CREATE, 8 /* ONESHOT */, NULL);
 
-        add_watch(f->proxy2, f->dir, IN_CREATE, 0);       /* shares the kernel watch, keeps it */
-        touch(a);
-        await_rec(&f->a, a, IN_CREATE);
-        g_assert_true(wt_await(removed_met, &f->a, TIMEOUT_MS));
+        wt_add_watch(f->proxy2, f->dir, IN_CREATE, 0, NULL);       /* shares the kernel watch, keeps it */
+        wt_touch(a);
+        wt_await_record(&f->a, a, IN_CREATE, TIMEOUT_MS);
+        g_assert_true(wt_await_removed(&f->a, id, "oneshot", TIMEOUT_MS));
         want = g_strdup_printf("%u oneshot", id);
         g_assert_cmpstr(g_ptr_array_index(f->a.removed, 0), ==, want);
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 1);
 
-        touch(b);
-        await_rec(&f->b, b, IN_CREATE);
+        wt_touch(b);
+        wt_await_record(&f->b, b, IN_CREATE, TIMEOUT_MS);
         /* The oneshot subscriber got exactly one record. */
-        g_assert_cmpuint(f->a.recs->len, ==, 1);
+        g_assert_cmpuint(f->a.records->len, ==, 1);
 }
 
-static void test_deleted(Fixture *f, gconstpointer data) {
+static void test_deleted(WtFixture *f, gconstpointer data) {
         g_autofree char *d = path_in(f, "gone"), *want = NULL;
         guint32 id;
 
         g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
-        id = add_watch(f->proxy, d, IN_DELETE_SELF, 0);
+        id = wt_add_watch(f->proxy, d, IN_DELETE_SELF, 0, NULL);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 1);
         g_assert_cmpint(g_rmdir(d), ==, 0);
-        await_rec(&f->a, d, IN_DELETE_SELF);
-        g_assert_true(wt_await(removed_met, &f->a, TIMEOUT_MS));
+        wt_await_record(&f->a, d, IN_DELETE_SELF, TIMEOUT_MS);
+        g_assert_true(wt_await_removed(&f->a, id, "deleted", TIMEOUT_MS));
         want = g_strdup_printf("%u deleted", id);
         g_assert_cmpstr(g_ptr_array_index(f->a.removed, 0), ==, want);
         g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 0, TIMEOUT_MS));
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
 }
 
-static gboolean two_removed(gpointer data) {
-        return ((Collector *) data)->removed->len >= 2;
-}
-
-static gboolean removed_has(Collector *c, const char *want) {
-        for (guint i = 0; i < c->removed->len; i++)
-                if (strcmp(g_ptr_array_index(c->removed, i), want) == 0)
-                        return TRUE;
-        return FALSE;
-}
-
 /* An unmounted filesystem: IN_UNMOUNT to every subscriber, then WatchRemoved(id, "unmounted"). */
-static void test_unmounted(Fixture *f, gconstpointer data) {
-        g_autofree char *mnt = path_in(f, "mnt"), *sub = path_in(f, "mnt/sub"), *want = NULL;
+static void test_unmounted(WtFixture *f, gconstpointer data) {
+        g_autofree char *mnt = path_in(f, "mnt"), *sub = path_in(f, "mnt/sub");
         guint32 id, id_sub;
 
         g_assert_cmpint(g_mkdir(mnt, 0755), ==, 0);
@@ -1336,54 +1138,50 @@ static void test_unmounted(Fixture *f, gconstpointer data) {
                 return;
         }
         g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
-        id = add_watch(f->proxy, mnt, IN_CREATE, 0);
-        id_sub = add_watch(f->proxy, sub, IN_CREATE, WATCHD_FLAG_RECURSIVE);
+        id = wt_add_watch(f->proxy, mnt, IN_CREATE, 0, NULL);
+        id_sub = wt_add_watch(f->proxy, sub, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
         g_assert_cmpint(umount(mnt), ==, 0);
 
         g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 0, TIMEOUT_MS));
-        await_rec(&f->a, mnt, IN_UNMOUNT);
-        await_rec(&f->a, sub, IN_UNMOUNT);
+        wt_await_record(&f->a, mnt, IN_UNMOUNT, TIMEOUT_MS);
+        wt_await_record(&f->a, sub, IN_UNMOUNT, TIMEOUT_MS);
         g_assert_true(wt_await_stat(f->proxy, "subscriptions", 0, TIMEOUT_MS));
-        g_assert_true(wt_await(two_removed, &f->a, TIMEOUT_MS));
-        want = g_strdup_printf("%u unmounted", id);
-        g_assert_true(removed_has(&f->a, want));
-        g_free(want);
-        want = g_strdup_printf("%u unmounted", id_sub);
-        g_assert_true(removed_has(&f->a, want));
+        g_assert_true(wt_await_removed(&f->a, id, "unmounted", TIMEOUT_MS));
+        g_assert_true(wt_await_removed(&f->a, id_sub, "unmounted", TIMEOUT_MS));
 }
 
 /* A client past its backlog limit loses its backlog and gets Overflow; the others are served on. */
-static void test_backlog_overflow(Fixture *f, gconstpointer data) {
+static void test_backlog_overflow(WtFixture *f, gconstpointer data) {
         g_autofree char *busy = path_in(f, "busy"), *calm = path_in(f, "calm"), *c1 = NULL;
-        pid_t pid = daemon_pid(f);
+        pid_t pid = wt_process_pid(f->daemon->process);
         guint32 ida, idb;
 
         g_assert_cmpint(g_mkdir(busy, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(calm, 0755), ==, 0);
-        ida = add_watch(f->proxy, busy, IN_CREATE, 0);
-        idb = add_watch(f->proxy2, calm, IN_CREATE, 0);
+        ida = wt_add_watch(f->proxy, busy, IN_CREATE, 0, NULL);
+        idb = wt_add_watch(f->proxy2, calm, IN_CREATE, 0, NULL);
 
         /* 100 records for A (limit 16) and 3 for B wait in the kernel queue; one read takes them all. */
         g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
         for (int i = 0; i < 100; i++) {
                 g_autofree char *n = g_strdup_printf("%s/f-%d", busy, i);
-                touch(n);
+                wt_touch(n);
         }
         for (int i = 0; i < 3; i++) {
                 g_autofree char *n = g_strdup_printf("%s/c-%d", calm, i);
-                touch(n);
+                wt_touch(n);
         }
         g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
 
         c1 = g_strdup_printf("%s/c-2", calm);
-        await_rec(&f->b, c1, IN_CREATE);
-        g_assert_cmpuint(f->b.recs->len, ==, 3);
+        wt_await_record(&f->b, c1, IN_CREATE, TIMEOUT_MS);
+        g_assert_cmpuint(f->b.records->len, ==, 3);
         g_assert_cmpuint(f->b.n_overflows, ==, 0);
-        g_assert_true(wt_await(overflow_met, &f->a, TIMEOUT_MS));
+        g_assert_true(wt_await_overflows(&f->a, 1, TIMEOUT_MS));
         g_assert_cmpuint(f->a.overflow_ids->len, ==, 1);
         g_assert_cmpuint(g_array_index(f->a.overflow_ids, guint32, 0), ==, ida);
-        g_assert_cmpuint(f->a.recs->len, <, 100);
+        g_assert_cmpuint(f->a.records->len, <, 100);
         g_assert_cmpuint(wt_stat(f->proxy, "overflows"), >=, 1);
         (void) idb;
 }
@@ -1395,10 +1193,10 @@ static guint read_sysctl(const char *path) {
 }
 
 /* The kernel's IN_Q_OVERFLOW reaches every client as Overflow with all its ids. */
-static void test_kernel_overflow(Fixture *f, gconstpointer data) {
+static void test_kernel_overflow(WtFixture *f, gconstpointer data) {
         guint max = read_sysctl("/proc/sys/fs/inotify/max_queued_events");
         g_autofree char *d1 = path_in(f, "d1"), *d2 = path_in(f, "d2");
-        pid_t pid = daemon_pid(f);
+        pid_t pid = wt_process_pid(f->daemon->process);
         guint32 ida, idb1, idb2;
         guint n;
 
@@ -1408,9 +1206,9 @@ static void test_kernel_overflow(Fixture *f, gconstpointer data) {
         }
         g_assert_cmpint(g_mkdir(d1, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(d2, 0755), ==, 0);
-        ida = add_watch(f->proxy, d1, IN_CREATE | IN_DELETE, 0);
-        idb1 = add_watch(f->proxy2, d2, IN_CREATE, 0);
-        idb2 = add_watch(f->proxy2, d2, IN_DELETE, 0);
+        ida = wt_add_watch(f->proxy, d1, IN_CREATE | IN_DELETE, 0, NULL);
+        idb1 = wt_add_watch(f->proxy2, d2, IN_CREATE, 0, NULL);
+        idb2 = wt_add_watch(f->proxy2, d2, IN_DELETE, 0, NULL);
 
         g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
         n = max / 2 + 16;
@@ -1423,8 +1221,8 @@ static void test_kernel_overflow(Fixture *f, gconstpointer data) {
         }
         g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
 
-        g_assert_true(wt_await(overflow_met, &f->a, TIMEOUT_MS));
-        g_assert_true(wt_await(overflow_met, &f->b, TIMEOUT_MS));
+        g_assert_true(wt_await_overflows(&f->a, 1, TIMEOUT_MS));
+        g_assert_true(wt_await_overflows(&f->b, 1, TIMEOUT_MS));
         g_assert_cmpuint(f->a.overflow_ids->len, ==, 1);
         g_assert_cmpuint(g_array_index(f->a.overflow_ids, guint32, 0), ==, ida);
         g_assert_cmpuint(f->b.overflow_ids->len, ==, 2);
@@ -1433,50 +1231,151 @@ static void test_kernel_overflow(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_overflows"), >=, 1);
 }
 
-/* Unicast: a connection that listens for every Events signal hears nothing of others'. */
-static void on_any_signal(GDBusConnection *c, const char *sender, const char *path, const char *iface,
-                          const char *member, GVariant *params, gpointer data) {
-        (*(guint *) data)++;
+/* ---------------------------------------------------------------- who hears a client's signals */
+
+/* A passive listener: a connection of its own that never calls watchd, with
+ * a match rule for every signal of org.example.Inotify (its collector's),
+ * and a filter that counts every message of that interface the bus routes
+ * to it, whatever GDBus would make of it. */
+typedef struct Listener {
+        GDBusConnection *conn;
+        guint filter;
+        gint n_messages;        /* atomic: the filter runs in GDBus's worker thread */
+        WtCollector heard;
+} Listener;
+
+static GDBusMessage *listener_filter(GDBusConnection *conn, GDBusMessage *msg, gboolean incoming, gpointer data) {
+        Listener *l = data;
+
+        if (incoming && g_strcmp0(g_dbus_message_get_interface(msg), WATCHD_INTERFACE) == 0)
+                g_atomic_int_inc(&l->n_messages);
+        return msg;
 }
 
-static void test_unicast(Fixture *f, gconstpointer data) {
-        g_autofree char *a = path_in(f, "a"), *b = path_in(f, "b");
-        g_autoptr(GDBusConnection) listener = wt_connect(f->bus);
-        guint heard = 0;
-        guint sub;
+static GVariant *bus_call(GDBusConnection *c, const char *method, GVariant *args) {
+        g_autoptr(GError) error = NULL;
+        GVariant *r;
 
-        sub = g_dbus_connection_signal_subscribe(listener, NULL, WATCHD_INTERFACE, NULL, NULL, NULL,
-                                                 G_DBUS_SIGNAL_FLAGS_NONE, on_any_signal, &heard, NULL);
-        add_watch(f->proxy, f->dir, IN_CREATE, 0);
-        touch(a);
-        await_rec(&f->a, a, IN_CREATE);
-        /* Make sure the listener's connection has caught up: a round trip after the signal. */
-        g_dbus_connection_call_sync(listener, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                    "GetId", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, NULL);
-        touch(b);
-        await_rec(&f->a, b, IN_CREATE);
-        g_main_context_iteration(NULL, FALSE);
-        g_assert_cmpuint(heard, ==, 0);
-        g_assert_cmpuint(f->b.recs->len, ==, 0);
-        g_dbus_connection_signal_unsubscribe(listener, sub);
+        r = g_dbus_connection_call_sync(c, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                        method, args, NULL, G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, &error);
+        g_assert_no_error(error);
+        return r;
 }
 
-/* delivery=broadcast (allowed on a private bus): passive listeners see Events. */
-static void test_broadcast(Fixture *f, gconstpointer data) {
-        g_autofree char *a = path_in(f, "a");
-        g_autoptr(GDBusConnection) listener = wt_connect(f->bus);
-        guint heard = 0;
-        guint sub;
+static void listener_start(Listener *l, WtBus *bus, gboolean eavesdrop) {
+        l->conn = wt_connect(bus);
+        l->filter = g_dbus_connection_add_filter(l->conn, listener_filter, l, NULL);
+        if (eavesdrop) {
+                /* The most a client may ask for: messages addressed to others
+                 * too. The bus takes the rule; its policy, like the system
+                 * bus's, gives no one the right to eavesdrop. */
+                g_autoptr(GVariant) r = bus_call(l->conn, "AddMatch",
+                                                 g_variant_new("(s)", "type='signal',interface='org.example.Inotify',"
+                                                                      "eavesdrop=true"));
+        }
+        wt_collector_init_listener(&l->heard, l->conn);        /* its match rule holds on return */
+}
 
-        sub = g_dbus_connection_signal_subscribe(listener, NULL, WATCHD_INTERFACE, "Events", NULL, NULL,
-                                                 G_DBUS_SIGNAL_FLAGS_NONE, on_any_signal, &heard, NULL);
-        g_dbus_connection_call_sync(listener, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                    "GetId", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, NULL);
-        add_watch(f->proxy, f->dir, IN_CREATE, 0);
-        touch(a);
-        await_rec(&f->a, a, IN_CREATE);
-        g_assert_true(wt_await_flag((gboolean *) &heard, TIMEOUT_MS));
-        g_dbus_connection_signal_unsubscribe(listener, sub);
+static void listener_stop(Listener *l) {
+        wt_collector_clear(&l->heard);
+        g_dbus_connection_remove_filter(l->conn, l->filter);
+        g_dbus_connection_close_sync(l->conn, NULL, NULL);
+        g_object_unref(l->conn);
+}
+
+/* Everything the bus routed to c before now has reached c's filters and
+ * its signal handlers: the bus queues its answer to this call after it,
+ * and GDBus attaches a signal's dispatch to the main context when it reads
+ * the signal, before it reads the answer. */
+static void connection_sync(GDBusConnection *c) {
+        g_autoptr(GVariant) r = bus_call(c, "GetId", NULL);
+
+        while (g_main_context_iteration(NULL, FALSE))
+                ;
+}
+
+/* The owner's client (f->a) gets 20 records of f->dir, one of a ONESHOT
+ * watch and its WatchRemoved, then a sentinel record after all of them:
+ * once the owner has the sentinel, the bus has routed every signal before
+ * it, to whoever it was going to. */
+static void owner_signals(WtFixture *f) {
+        g_autofree char *once = path_in(f, "once"), *once_x = path_in(f, "once/x");
+        g_autofree char *sentinel = path_in(f, "sentinel");
+        guint32 id, id_once;
+
+        g_assert_cmpint(g_mkdir(once, 0755), ==, 0);
+        id = wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
+        id_once = wt_add_watch(f->proxy, once, IN_CREATE, 8 /* ONESHOT */, NULL);
+        for (int i = 0; i < 20; i++) {
+                g_autofree char *p = g_strdup_printf("%s/f-%d", f->dir, i);
+                wt_touch(p);
+        }
+        wt_touch(once_x);
+        g_assert_true(wt_await_removed(&f->a, id_once, "oneshot", TIMEOUT_MS));
+        wt_touch(sentinel);
+        g_assert_cmpuint(wt_await_record(&f->a, sentinel, IN_CREATE, TIMEOUT_MS)->id, ==, id);
+
+        /* All of them, each once. */
+        g_assert_cmpuint(f->a.records->len, ==, 22);
+        for (int i = 0; i < 20; i++) {
+                g_autofree char *p = g_strdup_printf("%s/f-%d", f->dir, i);
+                int k = wt_collector_find(&f->a, p, IN_CREATE);
+
+                g_assert_cmpint(k, >=, 0);
+                g_assert_cmpuint(wt_collector_record(&f->a, k)->id, ==, id);
+        }
+        g_assert_cmpint(wt_collector_find(&f->a, once_x, IN_CREATE), >=, 0);
+        g_assert_cmpuint(f->a.removed->len, ==, 1);
+        g_assert_cmpuint(f->a.n_overflows, ==, 0);
+}
+
+/* Unicast (the default): a client's Events and WatchRemoved reach it alone.
+ * Neither a listener with a match rule for every signal of the interface
+ * and an eavesdrop rule, nor the other client of the same uid (whose proxy
+ * listens to watchd's signals), receives any of them. */
+static void test_unicast(WtFixture *f, gconstpointer data) {
+        Listener l = {};
+
+        listener_start(&l, f->bus, TRUE);
+        owner_signals(f);
+        connection_sync(l.conn);
+        connection_sync(f->conn2);
+
+        if (g_atomic_int_get(&l.n_messages) != 0)
+                g_error("A listener received %d messages of org.example.Inotify (%u records, %u WatchRemoved) "
+                        "sent to another client", g_atomic_int_get(&l.n_messages), l.heard.records->len,
+                        l.heard.removed->len);
+        g_assert_cmpuint(l.heard.n_signals + l.heard.removed->len + l.heard.n_overflows, ==, 0);
+        g_assert_cmpuint(f->b.n_signals + f->b.removed->len + f->b.n_overflows, ==, 0);
+        listener_stop(&l);
+}
+
+/* delivery=broadcast (allowed on a private bus): a passive listener, with a
+ * match rule only and no call to watchd ever, receives every Events signal
+ * of the owner, each record in the owner's order. WatchRemoved stays the
+ * owner's own. */
+static void test_broadcast(WtFixture *f, gconstpointer data) {
+        Listener l = {};
+
+        listener_start(&l, f->bus, FALSE);
+        owner_signals(f);
+        connection_sync(l.conn);
+
+        g_assert_cmpuint(l.heard.n_signals, ==, f->a.n_signals);
+        g_assert_cmpuint(l.heard.records->len, ==, f->a.records->len);
+        for (guint i = 0; i < f->a.records->len; i++) {
+                WtRecord *want = wt_collector_record(&f->a, i), *got = wt_collector_record(&l.heard, i);
+
+                g_assert_cmpuint(got->id, ==, want->id);
+                g_assert_cmpuint(got->mask, ==, want->mask);
+                g_assert_cmpuint(got->cookie, ==, want->cookie);
+                g_assert_cmpstr(got->path, ==, want->path);
+                g_assert_cmpstr(got->new_path, ==, want->new_path);
+        }
+        g_assert_cmpuint(l.heard.removed->len, ==, 0);
+        /* And nothing but those Events signals reached it. */
+        g_assert_cmpint(g_atomic_int_get(&l.n_messages), ==, (gint) l.heard.n_signals);
+        listener_stop(&l);
 }
 
 /* 10,000 calls, 1,000 in flight at any time: eight times what the system
@@ -1573,10 +1472,10 @@ static gint64 cpu_usec(pid_t pid) {
 }
 
 /* 10,000 AddWatch calls from one client: past the limit, LimitsExceeded; others answered within 1 s. */
-static void test_flood(Fixture *f, gconstpointer data) {
+static void test_flood(WtFixture *f, gconstpointer data) {
         Flood fl = {};
         Pinger p = { .bus = f->bus };
-        gint64 cpu0 = cpu_usec(daemon_pid(f)), t0 = g_get_monotonic_time();
+        gint64 cpu0 = cpu_usec(wt_process_pid(f->daemon->process)), t0 = g_get_monotonic_time();
         GThread *t;
 
         t = g_thread_new("pinger", pinger_thread, &p);
@@ -1591,7 +1490,7 @@ static void test_flood(Fixture *f, gconstpointer data) {
         g_test_message("flood: %u ok, %u limited, %u other in %" G_GINT64_FORMAT " ms, watchd CPU %" G_GINT64_FORMAT
                        " ms; GetStats worst %" G_GINT64_FORMAT " us over %u calls",
                        fl.ok, fl.limited, fl.other, (g_get_monotonic_time() - t0) / 1000,
-                       (cpu_usec(daemon_pid(f)) - cpu0) / 1000, p.worst_usec, p.n);
+                       (cpu_usec(wt_process_pid(f->daemon->process)) - cpu0) / 1000, p.worst_usec, p.n);
         if (fl.other)
                 g_error("unexpected error in the flood: %s", fl.other_error);
         g_assert_cmpuint(fl.ok, ==, 8192);      /* max_watches_per_client here (the old default) */
@@ -1603,28 +1502,28 @@ static void test_flood(Fixture *f, gconstpointer data) {
         g_free(fl.other_error);
 }
 
-static void test_limits(Fixture *f, gconstpointer data) {
+static void test_limits(WtFixture *f, gconstpointer data) {
         g_autoptr(GDBusConnection) c3 = wt_connect(f->bus);
         g_autoptr(WatchdInotify) p3 = wt_proxy(c3);
 
         /* max_watches_per_client = 3, max_watches_per_user = 5, max_clients_per_user = 2 */
         for (int i = 0; i < 3; i++)
-                add_watch(f->proxy, f->dir, IN_CREATE, 0);
-        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
-        add_watch(f->proxy2, f->dir, IN_CREATE, 0);
-        add_watch(f->proxy2, f->dir, IN_CREATE, 0);
-        add_watch_fails(f->proxy2, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);    /* per user */
-        add_watch_fails(p3, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);           /* a third client of the uid */
+                wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
+        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
+        wt_add_watch(f->proxy2, f->dir, IN_CREATE, 0, NULL);
+        wt_add_watch(f->proxy2, f->dir, IN_CREATE, 0, NULL);
+        wt_add_watch_fails(f->proxy2, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);    /* per user */
+        wt_add_watch_fails(p3, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);           /* a third client of the uid */
         g_assert_cmpuint(wt_stat(f->proxy, "clients"), ==, 2);
         g_dbus_connection_close_sync(c3, NULL, NULL);
 }
 
 /* SIGHUP re-reads the config; a bad file on reload keeps the old settings. */
-static void test_reload(Fixture *f, gconstpointer data) {
-        pid_t pid = daemon_pid(f);
+static void test_reload(WtFixture *f, gconstpointer data) {
+        pid_t pid = wt_process_pid(f->daemon->process);
         g_autofree char *log = NULL;
 
-        add_watch(f->proxy, f->dir, IN_CREATE, 0);
+        wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
         g_assert_true(g_file_set_contents(f->daemon->config_path, "[limits]\nmax_watches_per_client = 1\n", -1, NULL));
         g_assert_cmpint(kill(pid, SIGHUP), ==, 0);
         /* The reload is done when the daemon answers again after the signal; poll with a deadline. */
@@ -1643,7 +1542,7 @@ static void test_reload(Fixture *f, gconstpointer data) {
                 }
                 g_assert_true(limited);
         }
-        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
+        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
 
         g_assert_true(g_file_set_contents(f->daemon->config_path, "[limits]\nmax_watches_per_client = 1\nbogus = 1\n", -1,
                                           NULL));
@@ -1659,7 +1558,7 @@ static void test_reload(Fixture *f, gconstpointer data) {
                 } while (g_get_monotonic_time() < deadline);
         }
         g_assert_nonnull(strstr(log, "watchd.conf:3: unknown key 'bogus' in section [limits]; keeping the old settings"));
-        add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
+        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
 }
 
 /* The systemd protocol: READY=1, WATCHDOG=1 pings, RELOADING=1 on SIGHUP, STOPPING=1 on SIGTERM. */
@@ -1840,7 +1739,7 @@ static void test_command_line(void) {
 }
 
 /* A second watchd on the same bus exits with a clear message: the name is taken. */
-static void test_name_taken(Fixture *f, gconstpointer data) {
+static void test_name_taken(WtFixture *f, gconstpointer data) {
         g_autofree char *err = NULL;
         const char *argv[] = { wt_watchd_path(), "--address", f->bus->address, "--config", f->daemon->config_path,
                                "--backend", "syscall", NULL };
@@ -1854,27 +1753,36 @@ static void test_name_taken(Fixture *f, gconstpointer data) {
 
 /* ---------------------------------------------------------------- helpers in other processes */
 
-static GSubprocess *spawn_helper(gboolean as_nobody, GDataInputStream **ret_out, const char *const *args) {
+/* Runs this test program again as a helper (--helper ARGS...), as nobody if
+ * as_nobody. Returns NULL, the test skipped saying why, if nobody cannot
+ * run it here. */
+static GSubprocess *spawn_helper(WtFixture *f, gboolean as_nobody, GDataInputStream **ret_out,
+                                 const char *const *args) {
         g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
-        g_autoptr(GPtrArray) argv = g_ptr_array_new();
+        g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
         g_autoptr(GError) error = NULL;
+        g_autofree char *self = g_file_read_link("/proc/self/exe", &error);
         GSubprocess *p;
 
-        g_ptr_array_add(argv, (gpointer) "/proc/self/exe");
-        g_ptr_array_add(argv, (gpointer) "--helper");
-        for (size_t i = 0; args[i]; i++)
-                g_ptr_array_add(argv, (gpointer) args[i]);
-        g_ptr_array_add(argv, NULL);
-        if (as_nobody)
-                g_subprocess_launcher_set_child_setup(l, wt_child_become_nobody, NULL, NULL);
-        /* /proc/self/exe is this test binary, resolved in the child before exec. */
-        {
-                g_autofree char *self = g_file_read_link("/proc/self/exe", &error);
-                g_assert_no_error(error);
-                argv->pdata[0] = g_steal_pointer(&self);
+        g_assert_no_error(error);
+        if (as_nobody) {
+                /* A copy nobody can reach, wherever the build tree is. */
+                char *copy = wt_launcher_as_nobody(l, f->bus, self, &error);
+
+                if (!copy) {
+                        g_test_skip(error->message);
+                        return NULL;
+                }
+                g_ptr_array_add(argv, copy);
+        } else {
+                g_subprocess_launcher_set_child_setup(l, wt_child_die_with_parent, NULL, NULL);
+                g_ptr_array_add(argv, g_steal_pointer(&self));
         }
+        g_ptr_array_add(argv, g_strdup("--helper"));
+        for (size_t i = 0; args[i]; i++)
+                g_ptr_array_add(argv, g_strdup(args[i]));
+        g_ptr_array_add(argv, NULL);
         p = g_subprocess_launcher_spawnv(l, (const char *const *) argv->pdata, &error);
-        g_free(argv->pdata[0]);
         g_assert_no_error(error);
         *ret_out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(p));
         return p;
@@ -1889,15 +1797,15 @@ static char *read_line(GDataInputStream *in) {
 }
 
 /* A client killed with SIGKILL loses its subscriptions; the kernel watch goes with the last. */
-static void test_sigkill(Fixture *f, gconstpointer data) {
+static void test_sigkill(WtFixture *f, gconstpointer data) {
         g_autoptr(GDataInputStream) out = NULL;
         g_autoptr(GSubprocess) p = NULL;
         g_autofree char *line = NULL, *file = path_in(f, "held");
         const char *args[] = { "hold", f->bus->address, f->dir, file, NULL };
 
-        touch(file);
-        add_watch(f->proxy, f->dir, IN_DELETE, 0);      /* shares the helper's directory watch */
-        p = spawn_helper(FALSE, &out, args);
+        wt_touch(file);
+        wt_add_watch(f->proxy, f->dir, IN_DELETE, 0, NULL);      /* shares the helper's directory watch */
+        p = spawn_helper(f, FALSE, &out, args);
         line = read_line(out);
         g_assert_true(g_str_has_prefix(line, "id "));
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 3);
@@ -1916,7 +1824,7 @@ static void test_sigkill(Fixture *f, gconstpointer data) {
 /* A client running as nobody: AccessDenied on a root-only directory, only its
  * own events, and a RECURSIVE subscription that does not enter what nobody
  * may not read. */
-static void test_nobody(Fixture *f, gconstpointer data) {
+static void test_nobody(WtFixture *f, gconstpointer data) {
         g_autofree char *private = path_in(f, "private"), *shared = path_in(f, "shared");
         g_autofree char *secret = path_in(f, "shared/secret"), *s_file = path_in(f, "shared/secret/s");
         g_autofree char *o_file = path_in(f, "shared/open/o");
@@ -1935,10 +1843,12 @@ static void test_nobody(Fixture *f, gconstpointer data) {
         g_assert_cmpint(g_mkdir(shared, 0755), ==, 0);
         mkdir_p(f, "shared/open");
         g_assert_cmpint(g_mkdir(secret, 0700), ==, 0);
-        root_id = add_watch(f->proxy, shared, IN_CREATE, 0);
-        add_watch(f->proxy, private, IN_CREATE, 0);
+        root_id = wt_add_watch(f->proxy, shared, IN_CREATE, 0, NULL);
+        wt_add_watch(f->proxy, private, IN_CREATE, 0, NULL);
 
-        p = spawn_helper(TRUE, &out, args);
+        p = spawn_helper(f, TRUE, &out, args);
+        if (!p)
+                return;
         line = read_line(out);
         g_assert_cmpstr(line, ==, "private " WATCHD_ERROR_ACCESS_DENIED);
         g_free(line);
@@ -1952,13 +1862,13 @@ static void test_nobody(Fixture *f, gconstpointer data) {
         x = g_build_filename(shared, "x", NULL);
         y = g_build_filename(private, "y", NULL);
         done = g_build_filename(shared, "done", NULL);
-        touch(y);       /* root's only */
-        touch(x);       /* both */
-        touch(s_file);  /* inside what nobody may not read */
-        touch(o_file);  /* inside nobody's tree */
-        touch(done);
-        await_rec(&f->a, done, IN_CREATE);
-        await_rec(&f->a, y, IN_CREATE);
+        wt_touch(y);       /* root's only */
+        wt_touch(x);       /* both */
+        wt_touch(s_file);  /* inside what nobody may not read */
+        wt_touch(o_file);  /* inside nobody's tree */
+        wt_touch(done);
+        wt_await_record(&f->a, done, IN_CREATE, TIMEOUT_MS);
+        wt_await_record(&f->a, y, IN_CREATE, TIMEOUT_MS);
 
         /* The helper prints what it received: only its own id, never root's records. */
         for (;;) {
@@ -2006,8 +1916,8 @@ static int helper_main(int argc, char *argv[]) {
         p = wt_proxy(c);
 
         if (strcmp(argv[2], "hold") == 0) {
-                id = add_watch(p, argv[4], IN_CREATE, 0);
-                add_watch(p, argv[5], IN_MODIFY, 0);     /* and a kernel watch of its own */
+                id = wt_add_watch(p, argv[4], IN_CREATE, 0, NULL);
+                wt_add_watch(p, argv[5], IN_MODIFY, 0, NULL);     /* and a kernel watch of its own */
                 printf("id %u\n", id);
                 for (;;)
                         pause();
@@ -2020,7 +1930,7 @@ static int helper_main(int argc, char *argv[]) {
                 name = g_dbus_error_get_remote_error(error);
                 printf("private %s\n", name);
                 g_signal_connect(p, "events", G_CALLBACK(helper_on_events), &done);
-                id = add_watch(p, argv[5], IN_CREATE, WATCHD_FLAG_RECURSIVE);
+                id = wt_add_watch(p, argv[5], IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
                 printf("id %u\n", id);
                 if (!wt_await_flag(&done, TIMEOUT_MS))
                         return 1;
@@ -2036,51 +1946,49 @@ int main(int argc, char *argv[]) {
 
         g_test_init(&argc, &argv, NULL);
 
-#define T(name, config, fn) \
-        g_test_add("/dbus/" name, Fixture, config, fixture_setup, fn, fixture_teardown)
-
-        T("introspection", NULL, test_introspection);
-        T("properties-and-stats", NULL, test_properties_and_stats);
-        T("events", NULL, test_events);
-        T("batching", "[events]\nbatch_max_events = 8\n", test_batching);
-        T("coalescing", NULL, test_coalescing);
-        T("rename", NULL, test_rename);
-        T("rename-timeout", NULL, test_rename_timeout);
-        T("rename-followed", NULL, test_rename_followed);
-        T("remove-and-list", NULL, test_remove_and_list);
-        T("bad-input", NULL, test_bad_input);
-        T("missing-path", NULL, test_missing_path);
-        T("missing-path-moved", NULL, test_missing_path_moved);
-        T("missing-path-ancestor-renamed", NULL, test_missing_path_ancestor_renamed);
-        T("add-watch-fd", NULL, test_add_watch_fd);
-        T("no-self-events", NULL, test_no_self_events);
-        T("recursive", NULL, test_recursive);
-        T("recursive-mkdir-p", NULL, test_recursive_mkdir_p);
-        T("recursive-burst", "[limits]\nmax_pending_events_per_client = 200000\n", test_recursive_burst);
-        T("recursive-limit", "[limits]\nmax_watches_per_client = 3\n", test_recursive_limit);
-        T("recursive-rename-race", NULL, test_recursive_rename_race);
-        T("recursive-rename-big", NULL, test_recursive_rename_big);
-        T("recursive-big", "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n",
-          test_recursive_big);
-        T("recursive-big-limit", "[limits]\nmax_watches_per_client = 20000\n", test_recursive_big_limit);
-        T("oneshot", NULL, test_oneshot);
-        T("deleted", NULL, test_deleted);
-        T("unmounted", NULL, test_unmounted);
-        T("backlog-overflow", "[limits]\nmax_pending_events_per_client = 16\n", test_backlog_overflow);
-        T("kernel-overflow", NULL, test_kernel_overflow);
-        T("unicast", NULL, test_unicast);
-        T("broadcast", "[events]\ndelivery = broadcast\n", test_broadcast);
-        T("limits", "[limits]\nmax_watches_per_client = 3\nmax_watches_per_user = 5\nmax_clients_per_user = 2\n",
-          test_limits);
-        T("flood", "[limits]\nmax_watches_per_client = 8192\n", test_flood);
-        T("reload", NULL, test_reload);
-        T("name-taken", NULL, test_name_taken);
-        T("sigkill", NULL, test_sigkill);
-        T("nobody", NULL, test_nobody);
-        g_test_add_func("/dbus/command-line", test_command_line);
-        g_test_add_func("/dbus/sd-notify", test_sd_notify);
-        g_test_add_func("/dbus/backend-auto", test_backend_auto);
-        g_test_add_func("/dbus/bus-gone", test_bus_gone);
+        WT_CASE("/dbus/introspection", NULL, test_introspection);
+        WT_CASE("/dbus/properties-and-stats", NULL, test_properties_and_stats);
+        WT_CASE("/dbus/events", NULL, test_events);
+        WT_CASE("/dbus/batching", "[events]\nbatch_max_events = 8\n", test_batching);
+        WT_CASE("/dbus/coalescing", NULL, test_coalescing);
+        WT_CASE("/dbus/rename", NULL, test_rename);
+        WT_CASE("/dbus/rename-timeout", NULL, test_rename_timeout);
+        WT_CASE("/dbus/rename-followed", NULL, test_rename_followed);
+        WT_CASE("/dbus/remove-and-list", NULL, test_remove_and_list);
+        WT_CASE("/dbus/bad-input", NULL, test_bad_input);
+        WT_CASE("/dbus/missing-path", NULL, test_missing_path);
+        WT_CASE("/dbus/missing-path-moved", NULL, test_missing_path_moved);
+        WT_CASE("/dbus/missing-path-ancestor-renamed", NULL, test_missing_path_ancestor_renamed);
+        WT_CASE("/dbus/add-watch-fd", NULL, test_add_watch_fd);
+        WT_CASE("/dbus/no-self-events", NULL, test_no_self_events);
+        WT_CASE("/dbus/recursive", NULL, test_recursive);
+        WT_CASE("/dbus/recursive-mkdir-p", NULL, test_recursive_mkdir_p);
+        WT_CASE("/dbus/recursive-burst", "[limits]\nmax_pending_events_per_client = 200000\n", test_recursive_burst);
+        WT_CASE("/dbus/recursive-limit", "[limits]\nmax_watches_per_client = 3\n", test_recursive_limit);
+        WT_CASE("/dbus/recursive-rename-race", NULL, test_recursive_rename_race);
+        WT_CASE("/dbus/recursive-rename-big", NULL, test_recursive_rename_big);
+        WT_CASE("/dbus/recursive-big", "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n",
+                test_recursive_big);
+        WT_CASE("/dbus/recursive-big-limit", "[limits]\nmax_watches_per_client = 20000\n", test_recursive_big_limit);
+        WT_CASE("/dbus/oneshot", NULL, test_oneshot);
+        WT_CASE("/dbus/deleted", NULL, test_deleted);
+        WT_CASE("/dbus/unmounted", NULL, test_unmounted);
+        WT_CASE("/dbus/backlog-overflow", "[limits]\nmax_pending_events_per_client = 16\n", test_backlog_overflow);
+        WT_CASE("/dbus/kernel-overflow", NULL, test_kernel_overflow);
+        WT_CASE("/dbus/unicast", NULL, test_unicast);
+        WT_CASE("/dbus/broadcast", "[events]\ndelivery = broadcast\n", test_broadcast);
+        WT_CASE("/dbus/limits",
+                "[limits]\nmax_watches_per_client = 3\nmax_watches_per_user = 5\nmax_clients_per_user = 2\n",
+                test_limits);
+        WT_CASE("/dbus/flood", "[limits]\nmax_watches_per_client = 8192\n", test_flood);
+        WT_CASE("/dbus/reload", NULL, test_reload);
+        WT_CASE("/dbus/name-taken", NULL, test_name_taken);
+        WT_CASE("/dbus/sigkill", NULL, test_sigkill);
+        WT_CASE("/dbus/nobody", NULL, test_nobody);
+        WT_CASE_FUNC("/dbus/command-line", test_command_line);
+        WT_CASE_FUNC("/dbus/sd-notify", test_sd_notify);
+        WT_CASE_FUNC("/dbus/backend-auto", test_backend_auto);
+        WT_CASE_FUNC("/dbus/bus-gone", test_bus_gone);
 
         return g_test_run();
 }

@@ -166,6 +166,9 @@ static gboolean name_has_owner(GDBusConnection *c, const char *name) {
         return has;
 }
 
+/* "NAME=value" strings added to watchd's environment (wt_daemon_start_env()). */
+static const char *const *daemon_env;
+
 WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const *extra_args) {
         g_autoptr(GSubprocessLauncher) l = NULL;
         g_autoptr(GPtrArray) argv = g_ptr_array_new();
@@ -201,6 +204,10 @@ WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const
         g_ptr_array_add(argv, NULL);
 
         l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+        for (size_t i = 0; daemon_env && daemon_env[i]; i++) {
+                g_auto(GStrv) kv = g_strsplit(daemon_env[i], "=", 2);
+                g_subprocess_launcher_setenv(l, kv[0], kv[1] ? kv[1] : "", TRUE);
+        }
         g_subprocess_launcher_set_stderr_file_path(l, d->log_path);
         g_subprocess_launcher_set_child_setup(l, child_die_with_parent, NULL, NULL);
         d->process = g_subprocess_launcher_spawnv(l, (const char *const *) argv->pdata, &error);
@@ -307,4 +314,151 @@ void wt_child_become_nobody(gpointer user_data) {
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
                 _exit(126);
+}
+
+/* ---------------------------------------------------------------- a bus like the system bus */
+
+#ifndef WATCHD_POLICY
+#define WATCHD_POLICY "data/org.example.Inotify.conf"
+#endif
+#define SYSTEM_CONF "/usr/share/dbus-1/system.conf"
+
+const char *wt_policy_path(void) {
+        return WATCHD_POLICY;
+}
+
+/* text made safe as XML character data and as a GRegex replacement (backslashes). */
+static char *conf_literal(const char *text) {
+        g_autofree char *xml = g_markup_escape_text(text, -1);
+        g_auto(GStrv) parts = g_strsplit(xml, "\\", -1);
+        return g_strjoinv("\\\\", parts);
+}
+
+/* Replaces every match of pattern in *conf by replacement (a GRegex
+ * replacement, \0 for the match) and fails the test unless there were
+ * exactly want matches: if Debian's system.conf changes shape, the test bus
+ * must not quietly become something else. */
+static void conf_edit(char **conf, const char *pattern, const char *replacement, int want) {
+        g_autoptr(GRegex) re = g_regex_new(pattern, G_REGEX_MULTILINE, 0, NULL);
+        g_autoptr(GMatchInfo) mi = NULL;
+        g_autoptr(GError) error = NULL;
+        char *edited;
+        int n = 0;
+
+        g_assert_nonnull(re);
+        for (g_regex_match(re, *conf, 0, &mi); g_match_info_matches(mi); g_match_info_next(mi, NULL))
+                n++;
+        if (n != want)
+                g_error("%s: '%s' occurs %d times, the test bus expects %d: update wt_system_bus_start_with_policy()",
+                        SYSTEM_CONF, pattern, n, want);
+        edited = g_regex_replace(re, *conf, -1, 0, replacement, 0, &error);
+        g_assert_no_error(error);
+        g_free(*conf);
+        *conf = edited;
+}
+
+/*
+ * Debian's system.conf, changed only where a test must differ from a
+ * booted system:
+ *   <user>messagebus</user>    removed: the bus runs as the test's user (a
+ *                              bus that switched to messagebus could not
+ *                              be stopped and cleaned up by the test, and
+ *                              who runs the bus plays no part in its policy);
+ *   <fork/>                    removed: the test runs it with --nofork and
+ *                              reads its address on stdout;
+ *   <pidfile>, <syslog/>       removed: no /run/dbus/pid (the real bus's),
+ *                              no test messages in the system log;
+ *   <listen>                   a socket in the test's directory instead of
+ *                              /run/dbus/system_bus_socket (the real bus's);
+ *   <standard_system_servicedirs/>, <servicehelper>
+ *                              removed: no activation, the test starts
+ *                              watchd itself (and the setuid helper would
+ *                              start the installed one);
+ *   <includedir>system.d</includedir>, <includedir>/etc/dbus-1/system.d</includedir>
+ *                              replaced by one <include> of policy_path:
+ *                              our policy, as "meson install" installs it,
+ *                              is the only service policy, so every hole in
+ *                              the default-deny rules is one we punched;
+ *   <include>/etc/dbus-1/system.conf</include>, <include>/etc/dbus-1/system-local.conf</include>
+ *                              removed: this host's local changes are not
+ *                              what the test is about.
+ * Everything else stays: <type>system</type>, EXTERNAL authentication, the
+ * default-deny policy (method calls, name ownership), the rules for root,
+ * the built-in limits (max_replies_per_connection 128, the memory limits)
+ * and the SELinux include (ignored when SELinux is off).
+ */
+WtBus *wt_system_bus_start_with_policy(const char *policy_path) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GDataInputStream) in = NULL;
+        g_autoptr(GSubprocessLauncher) l = NULL;
+        g_autofree char *conf = NULL, *conf_path = NULL, *line = NULL, *listen = NULL, *include = NULL,
+                        *abs_policy = NULL;
+        WtBus *bus;
+
+        if (!g_file_get_contents(SYSTEM_CONF, &conf, NULL, &error))
+                g_error("The system-style test bus is built from %s: %s", SYSTEM_CONF, error->message);
+        abs_policy = g_canonicalize_filename(policy_path, NULL);
+        if (!g_file_test(abs_policy, G_FILE_TEST_IS_REGULAR))
+                g_error("No policy file %s", abs_policy);
+
+        bus = g_new0(WtBus, 1);
+        bus->dir = g_dir_make_tmp("watchd-test-XXXXXX", &error);
+        g_assert_no_error(error);
+        g_assert_cmpint(g_chmod(bus->dir, 0755), ==, 0);
+
+        {
+                g_autofree char *dir = conf_literal(bus->dir), *policy = conf_literal(abs_policy);
+                listen = g_strdup_printf("<listen>unix:path=%s/bus</listen>", dir);
+                include = g_strdup_printf("<include>%s</include>", policy);
+        }
+        conf_edit(&conf, "^\\s*<user>messagebus</user>\\s*$", "", 1);
+        conf_edit(&conf, "^\\s*<fork/>\\s*$", "", 1);
+        conf_edit(&conf, "^\\s*<pidfile>[^<]*</pidfile>\\s*$", "", 1);
+        conf_edit(&conf, "^\\s*<syslog/>\\s*$", "", 1);
+        conf_edit(&conf, "<listen>[^<]*</listen>", listen, 1);
+        conf_edit(&conf, "^\\s*<standard_system_servicedirs/>\\s*$", "", 1);
+        conf_edit(&conf, "^\\s*<servicehelper>[^<]*</servicehelper>\\s*$", "", 1);
+        conf_edit(&conf, "^\\s*<include ignore_missing=\"yes\">/etc/dbus-1/system(-local)?\\.conf</include>\\s*$",
+                  "", 2);
+        conf_edit(&conf, "^\\s*<includedir>/etc/dbus-1/system\\.d</includedir>\\s*$", "", 1);
+        conf_edit(&conf, "<includedir>system\\.d</includedir>", include, 1);
+
+        conf_path = g_build_filename(bus->dir, "bus.conf", NULL);
+        g_file_set_contents(conf_path, conf, -1, &error);
+        g_assert_no_error(error);
+
+        /* dbus-daemon's stderr goes to a file: a config it refuses is explained there. */
+        l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+        g_subprocess_launcher_set_child_setup(l, child_die_with_parent, NULL, NULL);
+        {
+                g_autofree char *log = g_build_filename(bus->dir, "bus.log", NULL);
+                g_subprocess_launcher_set_stderr_file_path(l, log);
+        }
+        bus->process = g_subprocess_launcher_spawn(l, &error, "dbus-daemon", "--nofork", "--print-address",
+                                                   "--config-file", conf_path, NULL);
+        if (!bus->process)
+                g_error("Cannot start dbus-daemon: %s", error->message);
+
+        in = g_data_input_stream_new(g_subprocess_get_stdout_pipe(bus->process));
+        line = g_data_input_stream_read_line(in, NULL, NULL, &error);
+        if (!line) {
+                g_autofree char *log = g_build_filename(bus->dir, "bus.log", NULL), *text = NULL;
+                (void) g_file_get_contents(log, &text, NULL, NULL);
+                g_error("dbus-daemon (config %s) printed no address: %s", conf_path, text ? text : "no log");
+        }
+        bus->address = g_strdup(g_strstrip(line));
+        return bus;
+}
+
+WtBus *wt_system_bus_start(void) {
+        return wt_system_bus_start_with_policy(wt_policy_path());
+}
+
+WtDaemon *wt_daemon_start_env(WtBus *bus, const char *config, const char *const *env) {
+        WtDaemon *d;
+
+        daemon_env = env;
+        d = wt_daemon_start_full(bus, config, NULL);
+        daemon_env = NULL;
+        return d;
 }

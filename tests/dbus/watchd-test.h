@@ -77,3 +77,28 @@ gboolean wt_await(gboolean (*fn)(gpointer), gpointer data, int timeout_ms);
 
 /* A GSubprocessLauncher child setup (user_data NULL) that becomes nobody (65534) with no groups. */
 void wt_child_become_nobody(gpointer user_data);
+
+/*
+ * A bus configured like Debian's system bus, for the tests of what the
+ * system bus's policy changes (tests/dbus/test-system-bus.c).
+ *
+ * Its configuration is Debian's own /usr/share/dbus-1/system.conf, read at
+ * run time, with its default-deny policy and its limits unchanged (method
+ * calls denied unless a policy file allows them, no name owned unless
+ * allowed, 128 pending replies per connection, the default memory limits),
+ * and with our installed policy, data/org.example.Inotify.conf, as the only
+ * policy file. What a test must change, and nothing else, is changed: see
+ * wt_system_bus_start_with_policy() in watchd-test.c for the list and the
+ * reasons. The daemon must run as root to own its name there, as on a real
+ * system (wt_daemon_start() on this bus needs a root test).
+ */
+WtBus *wt_system_bus_start(void);
+/* The same with policy_path (a copy of our policy a test has changed) instead of ours. */
+WtBus *wt_system_bus_start_with_policy(const char *policy_path);
+/* data/org.example.Inotify.conf in the source tree: the file "meson install" installs. */
+const char *wt_policy_path(void);
+
+/* wt_daemon_start() with env ("NAME=value" strings, NULL-terminated) added to
+ * watchd's environment: the test's own environment cannot be changed once
+ * threads run (setenv is not thread-safe). */
+WtDaemon *wt_daemon_start_env(WtBus *bus, const char *config, const char *const *env);

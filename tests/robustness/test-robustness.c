@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "watchd-api.h"
-#include "watchd-test.h"
+#include "wt-fixture.h"
 
 #define TIMEOUT_MS 20000
 #define STORM_MASK (IN_CREATE | IN_DELETE)
@@ -54,128 +54,12 @@ static guint64 memory_bound_kb(void) {
 
 /* ---------------------------------------------------------------- a GIO client that counts */
 
-typedef struct Counter {
-        GDBusConnection *conn;
-        WatchdInotify *proxy;
-        guint64 records;
-        guint64 overflows;
-        GArray *overflow_ids;   /* guint32 */
-        GPtrArray *removed;     /* "id reason" */
-        GHashTable *paths;      /* basename seen, for tests that look for one file */
-} Counter;
+/* A client of the shared harness that counts what it receives: a storm's records are not kept. */
+static WtClient *counter_new(WtBus *bus) {
+        WtClient *c = wt_client_new(bus);
 
-static void on_events(WatchdInotify *p, GVariant *events, gpointer data) {
-        Counter *c = data;
-        GVariantIter it;
-        const char *path, *new_path;
-        guint32 id, mask, cookie;
-
-        g_variant_iter_init(&it, events);
-        while (g_variant_iter_next(&it, "(uuu&s&s)", &id, &mask, &cookie, &path, &new_path)) {
-                c->records++;
-                if (c->paths)
-                        g_hash_table_add(c->paths, g_path_get_basename(path));
-        }
-}
-
-static void on_overflow(WatchdInotify *p, GVariant *ids, gpointer data) {
-        Counter *c = data;
-        GVariantIter it;
-        guint32 id;
-
-        g_variant_iter_init(&it, ids);
-        while (g_variant_iter_next(&it, "u", &id))
-                g_array_append_val(c->overflow_ids, id);
-        c->overflows++;
-}
-
-static void on_removed(WatchdInotify *p, guint id, const char *reason, gpointer data) {
-        Counter *c = data;
-
-        g_ptr_array_add(c->removed, g_strdup_printf("%u %s", id, reason));
-}
-
-static Counter *counter_new(WtBus *bus) {
-        Counter *c = g_new0(Counter, 1);
-
-        c->conn = wt_connect(bus);
-        c->proxy = wt_proxy(c->conn);
-        c->overflow_ids = g_array_new(FALSE, FALSE, sizeof(guint32));
-        c->removed = g_ptr_array_new_with_free_func(g_free);
-        g_signal_connect(c->proxy, "events", G_CALLBACK(on_events), c);
-        g_signal_connect(c->proxy, "overflow", G_CALLBACK(on_overflow), c);
-        g_signal_connect(c->proxy, "watch-removed", G_CALLBACK(on_removed), c);
+        c->events.count_only = TRUE;
         return c;
-}
-
-static void counter_free(Counter *c) {
-        g_object_unref(c->proxy);
-        g_dbus_connection_close_sync(c->conn, NULL, NULL);
-        g_object_unref(c->conn);
-        g_array_unref(c->overflow_ids);
-        g_ptr_array_unref(c->removed);
-        if (c->paths)
-                g_hash_table_unref(c->paths);
-        g_free(c);
-}
-
-static guint32 add_watch(Counter *c, const char *path, guint32 mask) {
-        g_autoptr(GError) error = NULL;
-        guint32 id = 0;
-
-        watchd_inotify_call_add_watch_sync(c->proxy, path, mask, 0, &id, NULL, &error);
-        g_assert_no_error(error);
-        return id;
-}
-
-typedef struct AtLeast {
-        guint64 *value;
-        guint64 want;
-} AtLeast;
-
-static gboolean at_least_met(gpointer data) {
-        AtLeast *a = data;
-        return *a->value >= a->want;
-}
-
-static gboolean await_at_least(guint64 *value, guint64 want, int timeout_ms) {
-        AtLeast a = { value, want };
-        return wt_await(at_least_met, &a, timeout_ms);
-}
-
-static gboolean has_removed(Counter *c, guint32 id, const char *reason) {
-        g_autofree char *want = g_strdup_printf("%u %s", id, reason);
-
-        for (guint i = 0; i < c->removed->len; i++)
-                if (g_str_equal(c->removed->pdata[i], want))
-                        return TRUE;
-        return FALSE;
-}
-
-static gboolean has_overflow_id(Counter *c, guint32 id) {
-        for (guint i = 0; i < c->overflow_ids->len; i++)
-                if (g_array_index(c->overflow_ids, guint32, i) == id)
-                        return TRUE;
-        return FALSE;
-}
-
-typedef struct RemovedWant {
-        Counter *c;
-        guint32 id;
-        const char *reason;
-} RemovedWant;
-
-static gboolean removed_met(gpointer data) {
-        RemovedWant *w = data;
-        return has_removed(w->c, w->id, w->reason);
-}
-
-static void await_removed(Counter *c, guint32 id, const char *reason) {
-        RemovedWant w = { c, id, reason };
-
-        if (!wt_await(removed_met, &w, TIMEOUT_MS))
-                g_error("No WatchRemoved(%u, \"%s\") within %d ms (%u notices)", id, reason, TIMEOUT_MS,
-                        c->removed->len);
 }
 
 /* ---------------------------------------------------------------- the storm and the daemon's memory */
@@ -185,22 +69,11 @@ static void storm_batch(const char *dir, guint batch) {
         char path[PATH_MAX];
 
         for (guint i = 0; i < BATCH_PAIRS; i++) {
-                int fd;
-
                 /* Names cycle, so the directory stays small; consecutive events differ, so none merge. */
                 g_snprintf(path, sizeof(path), "%s/f%u", dir, (batch * BATCH_PAIRS + i) % 4096);
-                fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-                g_assert_cmpint(fd, >=, 0);
-                close(fd);
+                wt_touch(path);
                 g_assert_cmpint(unlink(path), ==, 0);
         }
-}
-
-static pid_t process_pid(GSubprocess *p) {
-        const char *id = g_subprocess_get_identifier(p);
-
-        g_assert_nonnull(id);
-        return (pid_t) g_ascii_strtoll(id, NULL, 10);
 }
 
 /* A field of /proc/PID/status in kB (VmRSS, VmHWM). */
@@ -212,36 +85,6 @@ static guint64 status_kb(pid_t pid, const char *field) {
         p = strstr(text, field);
         g_assert_nonnull(p);
         return g_ascii_strtoull(p + strlen(field) + 1, NULL, 10);
-}
-
-/* ---------------------------------------------------------------- fixture */
-
-typedef struct Fixture {
-        WtBus *bus;
-        WtDaemon *daemon;
-        char *dir;
-} Fixture;
-
-static void fixture_setup(Fixture *f, gconstpointer config) {
-        f->bus = wt_bus_start();
-        f->daemon = wt_daemon_start(f->bus, config);
-        f->dir = g_build_filename(f->bus->dir, "files", NULL);
-        g_assert_cmpint(g_mkdir(f->dir, 0755), ==, 0);
-}
-
-static void fixture_teardown(Fixture *f, gconstpointer config) {
-        if (f->daemon) {
-                int status = wt_daemon_stop(f->daemon);
-
-                g_assert_cmpint(status, ==, 0);         /* a clean exit after all of it */
-        }
-        wt_bus_stop(f->bus);
-        g_free(f->dir);
-}
-
-static WatchdInotify *stats_proxy(Fixture *f, GDBusConnection **ret_conn) {
-        *ret_conn = wt_connect(f->bus);
-        return wt_proxy(*ret_conn);
 }
 
 /* ---------------------------------------------------------------- a client that stops reading */
@@ -325,27 +168,25 @@ static gboolean slow_has_records(SlowClient *s) {
  * under a bound, and the stopped one, when it reads again, finds an
  * Overflow naming its subscription, then is served as before.
  */
-static void test_slow_client(Fixture *f, gconstpointer data) {
-        g_autoptr(GDBusConnection) sconn = NULL;
-        g_autoptr(WatchdInotify) stats = stats_proxy(f, &sconn);
+static void test_slow_client(WtFixture *f, gconstpointer data) {
+        WatchdInotify *stats = f->proxy;
         guint n = storm_events(), batches = n / (2 * BATCH_PAIRS);
-        pid_t pid = process_pid(f->daemon->process), bus_pid = process_pid(f->bus->process);
+        pid_t pid = wt_process_pid(f->daemon->process), bus_pid = wt_process_pid(f->bus->process);
         guint64 rss0, rss_max = 0, hwm, bus_hwm, before;
-        Counter *a = counter_new(f->bus);
+        WtClient *a = counter_new(f->bus);
         SlowClient s = {};
         gint64 t0;
         char after[PATH_MAX];
-        int fd;
 
-        add_watch(a, f->dir, STORM_MASK);
+        wt_add_watch(a->proxy, f->dir, STORM_MASK, 0, NULL);
         slow_connect(&s, f->bus, f->dir);
         rss0 = status_kb(pid, "VmRSS:");
 
         t0 = g_get_monotonic_time();
         for (guint b = 0; b < batches; b++) {
                 storm_batch(f->dir, b);
-                if (!await_at_least(&a->records, (guint64) (b + 1) * 2 * BATCH_PAIRS, TIMEOUT_MS))
-                        g_error("The reading client got %" G_GUINT64_FORMAT " of %u events", a->records,
+                if (!wt_await_records(&a->events, (guint64) (b + 1) * 2 * BATCH_PAIRS, TIMEOUT_MS))
+                        g_error("The reading client got %" G_GUINT64_FORMAT " of %u events", a->events.n_records,
                                 (b + 1) * 2 * BATCH_PAIRS);
                 rss_max = MAX(rss_max, status_kb(pid, "VmRSS:"));
         }
@@ -353,7 +194,8 @@ static void test_slow_client(Fixture *f, gconstpointer data) {
         bus_hwm = status_kb(bus_pid, "VmHWM:");
         g_test_message("figure: slow-client storm: %u events in %.1f s; reading client got %" G_GUINT64_FORMAT
                        " events, %" G_GUINT64_FORMAT " Overflow",
-                       batches * 2 * BATCH_PAIRS, (g_get_monotonic_time() - t0) / 1e6, a->records, a->overflows);
+                       batches * 2 * BATCH_PAIRS, (g_get_monotonic_time() - t0) / 1e6, a->events.n_records,
+                       (guint64) a->events.n_overflows);
         g_test_message("figure: slow-client memory: watchd VmRSS %" G_GUINT64_FORMAT " kB before, %" G_GUINT64_FORMAT
                        " kB at most during the storm, VmHWM %" G_GUINT64_FORMAT " kB; dbus-daemon VmHWM %"
                        G_GUINT64_FORMAT " kB", rss0, rss_max, hwm, bus_hwm);
@@ -364,8 +206,8 @@ static void test_slow_client(Fixture *f, gconstpointer data) {
                        wt_stat(stats, "events_dropped"), wt_stat(stats, "overflows"), wt_stat(stats, "pending_events"));
 
         /* Every event reached the client that reads, and nothing was lost for it. */
-        g_assert_cmpuint(a->records, ==, (guint64) batches * 2 * BATCH_PAIRS);
-        g_assert_cmpuint(a->overflows, ==, 0);
+        g_assert_cmpuint(a->events.n_records, ==, (guint64) batches * 2 * BATCH_PAIRS);
+        g_assert_cmpuint(a->events.n_overflows, ==, 0);
         /* The bound: 64 MiB. The daemon keeps at most max_pending_events_per_client
          * (65536) records of about 100 bytes for a client that does not read,
          * about 7 MiB, and as many again are in flight in the bus; the rest is
@@ -391,19 +233,17 @@ static void test_slow_client(Fixture *f, gconstpointer data) {
         /* And it is served again. */
         before = s.records;
         g_snprintf(after, sizeof(after), "%s/after", f->dir);
-        fd = open(after, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        g_assert_cmpint(fd, >=, 0);
-        close(fd);
+        wt_touch(after);
         slow_want_records = before + 1;
         g_assert_true(slow_read_until(&s, slow_has_records, TIMEOUT_MS));
 
         sd_bus_flush_close_unref(s.bus);
-        counter_free(a);
+        wt_client_free(a);
 }
 
 /* ---------------------------------------------------------------- clients killed in a storm */
 
-static GSubprocess *watchctl_spawn(Fixture *f, const char *out_path, const char *err_path, const char *dir) {
+static GSubprocess *watchctl_spawn(WtFixture *f, const char *out_path, const char *err_path, const char *dir) {
         g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
         g_autoptr(GError) error = NULL;
         const char *watchctl = g_getenv("WATCHCTL");
@@ -419,12 +259,11 @@ static GSubprocess *watchctl_spawn(Fixture *f, const char *out_path, const char 
 
 /* Four watchctl clients killed with SIGKILL halfway through a storm: the
  * daemon ends their subscriptions and releases the kernel watch. */
-static void test_killed_clients(Fixture *f, gconstpointer data) {
-        g_autoptr(GDBusConnection) sconn = NULL;
-        g_autoptr(WatchdInotify) stats = stats_proxy(f, &sconn);
+static void test_killed_clients(WtFixture *f, gconstpointer data) {
+        WatchdInotify *stats = f->proxy;
         GSubprocess *clients[4];
         guint batches = MAX(storm_events() / 10 / (2 * BATCH_PAIRS), 4);
-        Counter *a = counter_new(f->bus);
+        WtClient *a = counter_new(f->bus);
         guint32 id;
 
         for (guint i = 0; i < G_N_ELEMENTS(clients); i++)
@@ -453,11 +292,11 @@ static void test_killed_clients(Fixture *f, gconstpointer data) {
                        batches * 2 * BATCH_PAIRS);
 
         /* And the daemon serves the next client as before. */
-        id = add_watch(a, f->dir, STORM_MASK);
+        id = wt_add_watch(a->proxy, f->dir, STORM_MASK, 0, NULL);
         g_assert_cmpuint(id, >, 0);
         storm_batch(f->dir, 0);
-        g_assert_true(await_at_least(&a->records, 2 * BATCH_PAIRS, TIMEOUT_MS));
-        counter_free(a);
+        g_assert_true(wt_await_records(&a->events, 2 * BATCH_PAIRS, TIMEOUT_MS));
+        wt_client_free(a);
 }
 
 /* ---------------------------------------------------------------- a restart under load */
@@ -485,16 +324,14 @@ static gboolean await_file_has(const char *path, const char *needle) {
  * on the new daemon, says events may have been missed, and prints what
  * happens after.
  */
-static void test_restart_under_load(Fixture *f, gconstpointer data) {
+static void test_restart_under_load(WtFixture *f, gconstpointer data) {
         g_autofree char *out = g_build_filename(f->bus->dir, "watchctl.out", NULL);
         g_autofree char *err = g_build_filename(f->bus->dir, "watchctl.err", NULL);
         g_autofree char *marker = g_build_filename(f->dir, "after-restart", NULL);
-        g_autoptr(GDBusConnection) sconn = NULL, sconn2 = NULL;
-        g_autoptr(WatchdInotify) stats = stats_proxy(f, &sconn);
-        g_autoptr(WatchdInotify) stats2 = NULL;
+        g_autoptr(WtClient) after = NULL;      /* a client of the new daemon */
+        WatchdInotify *stats = f->proxy;
         guint batches = MAX(storm_events() / 10 / (2 * BATCH_PAIRS), 4);
         GSubprocess *w = watchctl_spawn(f, out, err, f->dir);
-        int fd;
 
         g_assert_true(wt_await_stat(stats, "subscriptions", 1, TIMEOUT_MS));
         for (guint b = 0; b < batches; b++) {
@@ -506,13 +343,11 @@ static void test_restart_under_load(Fixture *f, gconstpointer data) {
                 if (b == 2 * batches / 3)
                         f->daemon = wt_daemon_start(f->bus, NULL);
         }
-        stats2 = stats_proxy(f, &sconn2);
-        g_assert_true(wt_await_stat(stats2, "subscriptions", 1, TIMEOUT_MS));    /* re-added by watchctl */
+        after = wt_client_new(f->bus);
+        g_assert_true(wt_await_stat(after->proxy, "subscriptions", 1, TIMEOUT_MS));    /* re-added by watchctl */
         g_assert_true(await_file_has(err, "watchd restarted"));
 
-        fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        g_assert_cmpint(fd, >=, 0);
-        close(fd);
+        wt_touch(marker);
         g_assert_true(await_file_has(out, "after-restart"));
         g_test_message("figure: restart: watchd stopped (exit 0) and started during a storm of %u events; "
                        "watchctl re-added its watch and warned", batches * 2 * BATCH_PAIRS);
@@ -525,17 +360,16 @@ static void test_restart_under_load(Fixture *f, gconstpointer data) {
 /* ---------------------------------------------------------------- the object goes away */
 
 /* A watched directory deleted in the middle of a storm: WatchRemoved(id, "deleted"). */
-static void test_deleted_in_storm(Fixture *f, gconstpointer data) {
+static void test_deleted_in_storm(WtFixture *f, gconstpointer data) {
         g_autofree char *sub = g_build_filename(f->dir, "sub", NULL);
-        g_autoptr(GDBusConnection) sconn = NULL;
-        g_autoptr(WatchdInotify) stats = stats_proxy(f, &sconn);
-        Counter *a = counter_new(f->bus), *b = counter_new(f->bus);
+        WatchdInotify *stats = f->proxy;
+        WtClient *a = counter_new(f->bus), *b = counter_new(f->bus);
         guint32 ida, idb;
         char path[PATH_MAX];
 
         g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
-        ida = add_watch(a, sub, 0x7ff);        /* the eleven events of the API */
-        idb = add_watch(b, sub, IN_DELETE_SELF);
+        ida = wt_add_watch(a->proxy, sub, 0x7ff, 0, NULL);        /* the eleven events of the API */
+        idb = wt_add_watch(b->proxy, sub, IN_DELETE_SELF, 0, NULL);
         storm_batch(sub, 0);
         for (guint i = 0; i < 64; i++) {
                 g_snprintf(path, sizeof(path), "%s/f%u", sub, i);
@@ -548,21 +382,20 @@ static void test_deleted_in_storm(Fixture *f, gconstpointer data) {
         }
         g_assert_cmpint(rmdir(sub), ==, 0);
 
-        await_removed(a, ida, "deleted");
-        await_removed(b, idb, "deleted");
+        g_assert_true(wt_await_removed(&a->events, ida, "deleted", TIMEOUT_MS));
+        g_assert_true(wt_await_removed(&b->events, idb, "deleted", TIMEOUT_MS));
         g_assert_true(wt_await_stat(stats, "kernel_watches", 0, TIMEOUT_MS));
         g_assert_true(wt_await_stat(stats, "subscriptions", 0, TIMEOUT_MS));
-        counter_free(a);
-        counter_free(b);
+        wt_client_free(a);
+        wt_client_free(b);
 }
 
 /* A watched tmpfs unmounted while events flow: WatchRemoved(id, "unmounted") for every subscriber. */
-static void test_unmounted(Fixture *f, gconstpointer data) {
+static void test_unmounted(WtFixture *f, gconstpointer data) {
         g_autofree char *mnt = g_build_filename(f->dir, "mnt", NULL);
         g_autofree char *sub = g_build_filename(mnt, "sub", NULL);
-        g_autoptr(GDBusConnection) sconn = NULL;
-        g_autoptr(WatchdInotify) stats = stats_proxy(f, &sconn);
-        Counter *a, *b;
+        WatchdInotify *stats = f->proxy;
+        WtClient *a, *b;
         guint32 ida, ida2, idb;
 
         if (geteuid() != 0) {
@@ -577,20 +410,20 @@ static void test_unmounted(Fixture *f, gconstpointer data) {
         g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
         a = counter_new(f->bus);
         b = counter_new(f->bus);
-        ida = add_watch(a, mnt, STORM_MASK);
-        ida2 = add_watch(a, sub, STORM_MASK);
-        idb = add_watch(b, mnt, IN_CREATE);
+        ida = wt_add_watch(a->proxy, mnt, STORM_MASK, 0, NULL);
+        ida2 = wt_add_watch(a->proxy, sub, STORM_MASK, 0, NULL);
+        idb = wt_add_watch(b->proxy, mnt, IN_CREATE, 0, NULL);
         storm_batch(mnt, 0);
         storm_batch(sub, 1);
         g_assert_cmpint(umount2(mnt, 0), ==, 0);
 
-        await_removed(a, ida, "unmounted");
-        await_removed(a, ida2, "unmounted");
-        await_removed(b, idb, "unmounted");
+        g_assert_true(wt_await_removed(&a->events, ida, "unmounted", TIMEOUT_MS));
+        g_assert_true(wt_await_removed(&a->events, ida2, "unmounted", TIMEOUT_MS));
+        g_assert_true(wt_await_removed(&b->events, idb, "unmounted", TIMEOUT_MS));
         g_assert_true(wt_await_stat(stats, "kernel_watches", 0, TIMEOUT_MS));
         g_assert_true(wt_await_stat(stats, "subscriptions", 0, TIMEOUT_MS));
-        counter_free(a);
-        counter_free(b);
+        wt_client_free(a);
+        wt_client_free(b);
 }
 
 /* ---------------------------------------------------------------- the kernel queue overflows */
@@ -621,13 +454,12 @@ static void write_sysctl(const char *path, guint64 v) {
  * go: every client with a subscription gets Overflow naming exactly its own
  * subscriptions, and events flow again afterwards.
  */
-static void test_kernel_overflow(Fixture *f, gconstpointer data) {
+static void test_kernel_overflow(WtFixture *f, gconstpointer data) {
         g_autofree char *d1 = g_build_filename(f->dir, "one", NULL);
         g_autofree char *d2 = g_build_filename(f->dir, "two", NULL);
-        g_autoptr(GDBusConnection) sconn = NULL;
-        g_autoptr(WatchdInotify) stats = NULL;
+        g_autoptr(WtClient) s = NULL;          /* a client of the new daemon, for GetStats */
         guint64 saved;
-        Counter *a, *b;
+        WtClient *a, *b;
         guint32 ida1, ida2, idb;
         pid_t pid;
 
@@ -643,44 +475,44 @@ static void test_kernel_overflow(Fixture *f, gconstpointer data) {
         write_sysctl(MAX_QUEUED, saved);
         g_assert_cmpuint(read_sysctl(MAX_QUEUED), ==, saved);
 
-        stats = stats_proxy(f, &sconn);
+        s = wt_client_new(f->bus);
         g_assert_cmpint(g_mkdir(d1, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(d2, 0755), ==, 0);
         a = counter_new(f->bus);
         b = counter_new(f->bus);
-        ida1 = add_watch(a, d1, STORM_MASK);
-        ida2 = add_watch(a, d2, IN_CREATE);
-        idb = add_watch(b, d2, STORM_MASK);
+        ida1 = wt_add_watch(a->proxy, d1, STORM_MASK, 0, NULL);
+        ida2 = wt_add_watch(a->proxy, d2, IN_CREATE, 0, NULL);
+        idb = wt_add_watch(b->proxy, d2, STORM_MASK, 0, NULL);
 
-        pid = process_pid(f->daemon->process);
+        pid = wt_process_pid(f->daemon->process);
         g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
         storm_batch(d1, 0);
         storm_batch(d2, 1);
         g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
 
-        g_assert_true(await_at_least(&a->overflows, 1, TIMEOUT_MS));
-        g_assert_true(await_at_least(&b->overflows, 1, TIMEOUT_MS));
-        g_assert_true(has_overflow_id(a, ida1));
-        g_assert_true(has_overflow_id(a, ida2));
-        g_assert_false(has_overflow_id(a, idb));
-        g_assert_true(has_overflow_id(b, idb));
-        g_assert_false(has_overflow_id(b, ida1));
-        g_assert_false(has_overflow_id(b, ida2));
-        g_assert_cmpuint(wt_stat(stats, "kernel_overflows"), >=, 1);
+        g_assert_true(wt_await_overflows(&a->events, 1, TIMEOUT_MS));
+        g_assert_true(wt_await_overflows(&b->events, 1, TIMEOUT_MS));
+        g_assert_true(wt_collector_has_overflow_id(&a->events, ida1));
+        g_assert_true(wt_collector_has_overflow_id(&a->events, ida2));
+        g_assert_false(wt_collector_has_overflow_id(&a->events, idb));
+        g_assert_true(wt_collector_has_overflow_id(&b->events, idb));
+        g_assert_false(wt_collector_has_overflow_id(&b->events, ida1));
+        g_assert_false(wt_collector_has_overflow_id(&b->events, ida2));
+        g_assert_cmpuint(wt_stat(s->proxy, "kernel_overflows"), >=, 1);
         g_test_message("figure: kernel-overflow: 2000 events into a 128-event kernel queue; "
                        "%" G_GUINT64_FORMAT " + %" G_GUINT64_FORMAT " events delivered, every client got Overflow "
-                       "naming its own subscriptions", a->records, b->records);
+                       "naming its own subscriptions", a->events.n_records, b->events.n_records);
 
         /* Events flow again (one at a time: the queue is still 128 events). */
         for (guint i = 0; i < 8; i++) {
                 g_autofree char *p = g_strdup_printf("%s/again%u", d1, i);
-                guint64 before = a->records;
+                guint64 before = a->events.n_records;
 
                 g_assert_true(g_file_set_contents(p, "", 0, NULL));
-                g_assert_true(await_at_least(&a->records, before + 1, TIMEOUT_MS));
+                g_assert_true(wt_await_records(&a->events, before + 1, TIMEOUT_MS));
         }
-        counter_free(a);
-        counter_free(b);
+        wt_client_free(a);
+        wt_client_free(b);
 }
 
 /* ---------------------------------------------------------------- a client that floods calls */
@@ -744,37 +576,35 @@ static G_GNUC_NORETURN int flood_main(const char *address, const char *dir) {
 
 /*
  * A storm while another client keeps 1,000 calls in flight without pause:
- * the flooder is held to max_watches_per_client (set to 8192, the old
- * default: the new one, sized from the kernel's limit, is more than a flood
- * needs to show; LimitsExceeded past it)
+ * the flooder is held to max_watches_per_client (LimitsExceeded past it)
  * and the client that reads still gets every event, none lost.
  */
-static void test_flood_during_storm(Fixture *f, gconstpointer data) {
+static void test_flood_during_storm(WtFixture *f, gconstpointer data) {
         g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
-        g_autoptr(GDBusConnection) sconn = NULL;
-        g_autoptr(WatchdInotify) stats = stats_proxy(f, &sconn);
+        WatchdInotify *stats = f->proxy;
         g_autoptr(GSubprocess) flooder = NULL;
         g_autoptr(GError) error = NULL;
         g_autofree char *self = g_file_read_link("/proc/self/exe", NULL), *out = NULL;
         g_autofree char *quiet = g_build_filename(f->bus->dir, "quiet", NULL);
         guint batches = MAX(storm_events() / 2 / (2 * BATCH_PAIRS), 4);
         guint64 calls = 0, ok = 0, limited = 0, other = 0;
-        Counter *a = counter_new(f->bus);
+        WtClient *a = counter_new(f->bus);
         gint64 t0;
 
         g_assert_cmpint(g_mkdir(quiet, 0755), ==, 0);
-        add_watch(a, f->dir, STORM_MASK);
+        wt_add_watch(a->proxy, f->dir, STORM_MASK, 0, NULL);
         flooder = g_subprocess_launcher_spawn(l, &error, self, "--flood", f->bus->address, quiet, NULL);
         g_assert_no_error(error);
-        /* The flooder reaches its limit: 8192 subscriptions (max_watches_per_client here), +1 for a. */
+        /* The flooder reaches its limit: 8192 subscriptions (max_watches_per_client here: the
+         * default is sized from the kernel's limit, more than a flood needs to show), +1 for a. */
         g_assert_true(wt_await_stat(stats, "subscriptions", 8192 + 1, 60000));
 
         t0 = g_get_monotonic_time();
         for (guint b = 0; b < batches; b++) {
                 storm_batch(f->dir, b);
-                if (!await_at_least(&a->records, (guint64) (b + 1) * 2 * BATCH_PAIRS, TIMEOUT_MS))
+                if (!wt_await_records(&a->events, (guint64) (b + 1) * 2 * BATCH_PAIRS, TIMEOUT_MS))
                         g_error("Under the flood the reading client got %" G_GUINT64_FORMAT " of %u events",
-                                a->records, (b + 1) * 2 * BATCH_PAIRS);
+                                a->events.n_records, (b + 1) * 2 * BATCH_PAIRS);
         }
         g_subprocess_send_signal(flooder, SIGTERM);
         g_assert_true(g_subprocess_communicate_utf8(flooder, NULL, NULL, &out, NULL, &error));
@@ -785,13 +615,13 @@ static void test_flood_during_storm(Fixture *f, gconstpointer data) {
                        "(%" G_GUINT64_FORMAT " accepted, %" G_GUINT64_FORMAT " LimitsExceeded); the reading client got "
                        "%" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT " Overflow",
                        batches * 2 * BATCH_PAIRS, (g_get_monotonic_time() - t0) / 1e6, calls, ok, limited,
-                       a->records, a->overflows);
+                       a->events.n_records, (guint64) a->events.n_overflows);
         g_assert_cmpuint(ok, ==, 8192);
         g_assert_cmpuint(other, ==, 0);
         g_assert_cmpuint(limited, >, 0);
-        g_assert_cmpuint(a->records, ==, (guint64) batches * 2 * BATCH_PAIRS);
-        g_assert_cmpuint(a->overflows, ==, 0);
-        counter_free(a);
+        g_assert_cmpuint(a->events.n_records, ==, (guint64) batches * 2 * BATCH_PAIRS);
+        g_assert_cmpuint(a->events.n_overflows, ==, 0);
+        wt_client_free(a);
 }
 
 int main(int argc, char *argv[]) {
@@ -799,15 +629,12 @@ int main(int argc, char *argv[]) {
                 return flood_main(argv[2], argv[3]);
         g_test_init(&argc, &argv, NULL);
 
-#define T(name, config, fn) \
-        g_test_add("/robustness/" name, Fixture, config, fixture_setup, fn, fixture_teardown)
-
-        T("slow-client", NULL, test_slow_client);
-        T("killed-clients", NULL, test_killed_clients);
-        T("restart-under-load", NULL, test_restart_under_load);
-        T("deleted-in-storm", NULL, test_deleted_in_storm);
-        T("unmounted", NULL, test_unmounted);
-        T("kernel-overflow", NULL, test_kernel_overflow);
-        T("flood-during-storm", "[limits]\nmax_watches_per_client = 8192\n", test_flood_during_storm);
+        WT_CASE("/robustness/slow-client", NULL, test_slow_client);
+        WT_CASE("/robustness/killed-clients", NULL, test_killed_clients);
+        WT_CASE("/robustness/restart-under-load", NULL, test_restart_under_load);
+        WT_CASE("/robustness/deleted-in-storm", NULL, test_deleted_in_storm);
+        WT_CASE("/robustness/unmounted", NULL, test_unmounted);
+        WT_CASE("/robustness/kernel-overflow", NULL, test_kernel_overflow);
+        WT_CASE("/robustness/flood-during-storm", "[limits]\nmax_watches_per_client = 8192\n", test_flood_during_storm);
         return g_test_run();
 }

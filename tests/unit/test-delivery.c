@@ -18,13 +18,16 @@ typedef struct Sink {
         bool congested;
 } Sink;
 
-static int sink_events(DeliveryQueue *q, Record *const *recs, size_t n, void *data) {
+static int sink_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
         Sink *s = data;
         GArray *ids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
 
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 g_array_append_val(ids, recs[i]->id);
+                record_free(recs[i]);
+        }
         g_ptr_array_add(s->batches, ids);
+        delivery_sent(q, n);
         return 0;
 }
 

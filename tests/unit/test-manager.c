@@ -31,11 +31,14 @@ typedef struct Sink {
         GPtrArray *notices;             /* "removed ID REASON" / "overflow ID,ID," */
 } Sink;
 
-static int sink_events(DeliveryQueue *q, Record *const *recs, size_t n, void *data) {
+static int sink_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
         Sink *s = data;
 
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 g_array_append_val(s->events, ((Got) { recs[i]->id, recs[i]->mask, g_strdup(recs[i]->path) }));
+                record_free(recs[i]);
+        }
+        delivery_sent(q, n);
         return 0;
 }
 

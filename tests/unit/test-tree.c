@@ -33,11 +33,14 @@ typedef struct Fixture {
         char *dir;
 } Fixture;
 
-static int sink_events(DeliveryQueue *q, Record *const *recs, size_t n, void *data) {
+static int sink_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
         Fixture *f = data;
 
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 g_ptr_array_add(f->paths, g_strdup(recs[i]->path));
+                record_free(recs[i]);
+        }
+        delivery_sent(q, n);
         return 0;
 }
 

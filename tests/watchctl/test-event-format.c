@@ -4,12 +4,14 @@
  *
  * The pure part of watchctl, without a bus: what "-e" accepts, how masks are
  * named, what each --format field expands to, and that the JSON Lines
- * objects parse back (with json-glib) to the fields they were built from.
+ * objects parse back (with json-glib) to the fields they were built from,
+ * for names that are not UTF-8 too.
  */
 
 #include <json-glib/json-glib.h>
 #include "inotify_dev.h"
 #include "event-format.h"
+#include "path_escape.h"
 
 static void test_mask_parse(void) {
         static const struct {
@@ -106,6 +108,19 @@ static const EventRecord sibling_rec = {     /* /srv/inbox is not under /srv/in 
         .id = 2, .mask = IN_MODIFY, .cookie = 0,
         .path = "/srv/inbox", .new_path = "", .watch = "/srv/in",
 };
+/* File names are bytes: not UTF-8, a backslash, control characters. */
+static const EventRecord bytes_rec = {
+        .id = 5, .mask = IN_MOVE, .cookie = 77,
+        .path = "/srv/in/caf\xe9", .new_path = "/srv/in/a\\b\n", .watch = "/srv/in",
+};
+static const EventRecord bytes_watch_rec = {     /* the watch is not UTF-8, the name is */
+        .id = 6, .mask = IN_CREATE, .cookie = 0,
+        .path = "/srv/\xff/\xc3\xa9", .new_path = "", .watch = "/srv/\xff",
+};
+static const EventRecord terminal_rec = {       /* a name that would drive a terminal */
+        .id = 8, .mask = IN_CREATE, .cookie = 0,
+        .path = "/srv/in/\x1b]0;owned\x07\xc2\x9b" "2J", .new_path = "", .watch = "/srv/in",
+};
 
 static void test_format(void) {
         static const struct {
@@ -128,6 +143,11 @@ static void test_format(void) {
                 { "100%% %e", &self_rec, "100% DELETE_SELF" },
                 { "plain", &self_rec, "plain" },
                 { "", &self_rec, "" },
+                /* paths in the escaped form: a backslash doubled, \xHH for the rest */
+                { NULL, &bytes_rec, "MOVED_FROM,MOVED_TO /srv/in/caf\\xe9 -> /srv/in/a\\\\b\\x0a" },
+                { "%f|%n", &bytes_rec, "caf\\xe9|/srv/in/a\\\\b\\x0a" },
+                { "%w|%f|%p", &bytes_watch_rec, "/srv/\\xff|\xc3\xa9|/srv/\\xff/\xc3\xa9" },
+                { NULL, &terminal_rec, "CREATE /srv/in/\\x1b]0;owned\\x07\\xc2\\x9b2J" },
         };
         static const char *const bad[] = { "%", "%e %", "%z", "%xy", "%T" };
 
@@ -184,12 +204,64 @@ static void test_json(void) {
         g_assert_cmpstr(json_array_get_string_element(events, 0), ==, "MOVED_FROM");
         g_assert_cmpstr(json_array_get_string_element(events, 1), ==, "MOVED_TO");
 
+        g_assert_false(json_object_get_boolean_member(o, "escaped"));
+
         o = parse_object(create, parser);
+        g_assert_false(json_object_get_boolean_member(o, "escaped"));
         g_assert_true(json_object_get_null_member(o, "new_path"));
         g_assert_cmpstr(json_object_get_string_member(o, "file"), ==, "sub");
         events = json_object_get_array_member(o, "events");
         g_assert_cmpuint(json_array_get_length(events), ==, 2);
         g_assert_cmpstr(json_array_get_string_element(events, 1), ==, "ISDIR");
+}
+
+/* Every path member of o, unescaped if o says so, is the record's. */
+static void assert_json_paths(JsonObject *o, const EventRecord *r, gboolean escaped) {
+        const char *members[] = { "watch", "file", "path", "new_path" };
+        const char *want[] = { r->watch, event_record_name(r), r->path, r->new_path };
+
+        g_assert_cmpint(json_object_get_boolean_member(o, "escaped"), ==, escaped);
+        for (size_t i = 0; i < G_N_ELEMENTS(members); i++) {
+                const char *got = json_object_get_null_member(o, members[i]) ? ""
+                                  : json_object_get_string_member(o, members[i]);
+                g_autofree char *bytes = NULL;
+
+                g_assert_true(g_utf8_validate(got, -1, NULL));
+                if (escaped)
+                        g_assert_cmpint(path_unescape(got, &bytes), ==, 0);
+                else
+                        bytes = g_strdup(got);
+                g_assert_cmpstr(bytes, ==, want[i]);
+        }
+}
+
+/* JSON must be UTF-8: a record with any path that is not goes escaped, all
+ * its paths, and says so; the generator's own escaping (quotes, control
+ * characters) still applies to what goes as it is. */
+static void test_json_bytes(void) {
+        static const EventRecord newline_rec = {
+                .id = 4, .mask = IN_CREATE, .cookie = 0,
+                .path = "/srv/in/a\nb\\c", .new_path = "", .watch = "/srv/in",
+        };
+        static const struct {
+                const EventRecord *rec;
+                gboolean escaped;
+        } table[] = {
+                { &bytes_rec, TRUE },
+                { &bytes_watch_rec, TRUE },
+                { &terminal_rec, FALSE },       /* UTF-8: JSON escapes the controls itself */
+                { &newline_rec, FALSE },
+                { &move_rec, FALSE },
+        };
+        g_autoptr(JsonParser) parser = json_parser_new();
+
+        for (size_t i = 0; i < G_N_ELEMENTS(table); i++) {
+                g_autofree char *text = event_format_json(table[i].rec);
+
+                g_test_message("%s", text);
+                g_assert_true(g_utf8_validate(text, -1, NULL));
+                assert_json_paths(parse_object(text, parser), table[i].rec, table[i].escaped);
+        }
 }
 
 int main(int argc, char **argv) {
@@ -199,5 +271,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/watchctl/event-format/flags-names", test_flags_names);
         g_test_add_func("/watchctl/event-format/format", test_format);
         g_test_add_func("/watchctl/event-format/json", test_json);
+        g_test_add_func("/watchctl/event-format/json-bytes", test_json_bytes);
         return g_test_run();
 }

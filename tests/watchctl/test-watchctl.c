@@ -24,8 +24,9 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
+#include "path_escape.h"
 #include "watchd-api.h"
-#include "watchd-test.h"
+#include "wt-fixture.h"
 
 #define DEADLINE_SECONDS 20
 
@@ -92,27 +93,37 @@ static void on_proc_exit(GObject *source, GAsyncResult *res, gpointer userdata) 
                 p->status = 128 + g_subprocess_get_term_sig(p->sp);
 }
 
-/* Children die with the test, even when it aborts. */
-static void child_setup_pdeathsig(gpointer userdata) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
+/* Starts argv (with var=value in its environment if var is set), as nobody
+ * if as_nobody; returns NULL, the test skipped, if nobody cannot run it here. */
 static Proc *proc_start_full(gboolean as_nobody, const char *var, const char *value,
                              const char *const *argv) {
         g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
                                                                      G_SUBPROCESS_FLAGS_STDERR_PIPE);
+        g_autoptr(GStrvBuilder) args = g_strv_builder_new();
+        g_auto(GStrv) run = NULL;
         g_autoptr(GError) error = NULL;
-        Proc *p = g_new0(Proc, 1);
+        Proc *p;
 
         if (var)
                 g_subprocess_launcher_setenv(l, var, value, TRUE);
 
-        if (as_nobody)
-                g_subprocess_launcher_set_child_setup(l, wt_child_become_nobody, NULL, NULL);
-        else
-                g_subprocess_launcher_set_child_setup(l, child_setup_pdeathsig, NULL, NULL);
+        g_strv_builder_addv(args, (const char **) argv);
+        run = g_strv_builder_end(args);
+        if (as_nobody) {
+                /* A copy nobody can reach, wherever the build tree is. */
+                char *copy = wt_launcher_as_nobody(l, env.bus, argv[0], &error);
+
+                if (!copy) {
+                        g_test_skip(error->message);
+                        return NULL;
+                }
+                g_free(run[0]);
+                run[0] = copy;
+        } else
+                g_subprocess_launcher_set_child_setup(l, wt_child_die_with_parent, NULL, NULL);
+        p = g_new0(Proc, 1);
         p->name = g_path_get_basename(argv[0]);
-        p->sp = g_subprocess_launcher_spawnv(l, argv, &error);
+        p->sp = g_subprocess_launcher_spawnv(l, (const char *const *) run, &error);
         g_assert_no_error(error);
         p->out = g_string_new(NULL);
         p->err = g_string_new(NULL);
@@ -416,6 +427,8 @@ static void test_json(void) {
         g_assert_true(json_object_get_null_member(o, "new_path"));
         g_assert_cmpint(json_object_get_int_member(o, "cookie"), ==, 0);
         g_assert_cmpint(json_object_get_int_member(o, "id"), >, 0);
+        /* UTF-8 names, quote and backslash included, go as they are. */
+        g_assert_false(json_object_get_boolean_member(o, "escaped"));
         events = json_object_get_array_member(o, "events");
         g_assert_cmpuint(json_array_get_length(events), ==, 1);
         g_assert_cmpstr(json_array_get_string_element(events, 0), ==, "CREATE");
@@ -429,6 +442,88 @@ static void test_json(void) {
         g_assert_cmpuint(json_array_get_length(events), ==, 2);
         g_assert_cmpstr(json_array_get_string_element(events, 0), ==, "MOVED_FROM");
         g_assert_cmpstr(json_array_get_string_element(events, 1), ==, "MOVED_TO");
+}
+
+/* The bytes of a path in watchctl's escaped form. */
+static char *unescape(const char *s) {
+        char *out = NULL;
+
+        if (path_unescape(s, &out) < 0)
+                g_error("not in the escaped form: \"%s\"", s);
+        return out;
+}
+
+/*
+ * Names that are not UTF-8, a control character and a backslash: the
+ * watched directory itself is one (so watchctl sends it escaped, with
+ * PATH_ESCAPED), every event is printed, each path in the escaped form and
+ * on its one line, and --json stays valid JSON from which the bytes come
+ * back. list shows the path the same way.
+ */
+static void test_non_utf8(void) {
+        g_autofree char *top = make_dir();
+        g_autofree char *dir = g_build_filename(top, "w\xff", NULL);
+        g_autofree char *x = g_build_filename(dir, "x\xff", NULL);
+        g_autofree char *ab = g_build_filename(dir, "a\\b", NULL);
+        g_autofree char *nl = g_build_filename(dir, "n\nl", NULL);
+        g_autofree char *want = g_strdup_printf("CREATE %s/w\\xff/x\\xff\n"
+                                                "MOVED_FROM,MOVED_TO %s/w\\xff/x\\xff -> %s/w\\xff/a\\\\b\n"
+                                                "CREATE %s/w\\xff/n\\x0al\n", top, top, top, top);
+        g_autofree char *list_end = g_strdup_printf(" CREATE - %s/w\\xff\n", top);
+        g_autoptr(Proc) p = NULL, j = NULL, l = NULL, lj = NULL;
+        g_autoptr(JsonParser) parser = json_parser_new();
+        g_auto(GStrv) lines = NULL;
+        const char *const files[] = { x, x, nl };
+        JsonObject *o;
+
+        g_assert_cmpint(mkdir(dir, 0755), ==, 0);
+        p = WATCHCTL("watch", "-e", "create,move", "--count", "3", dir);
+        j = WATCHCTL("watch", "--json", "-e", "create,move", "--count", "3", dir);
+        start_watch_established(p);
+        start_watch_established(j);
+        write_file(x, "");
+        g_assert_cmpint(rename(x, ab), ==, 0);
+        write_file(nl, "");
+        assert_exit(p, 0);
+        assert_exit(j, 0);
+        g_assert_cmpstr(p->out->str, ==, want);
+
+        lines = g_strsplit(j->out->str, "\n", -1);
+        g_assert_cmpuint(g_strv_length(lines), ==, 4);
+        for (guint i = 0; i < 3; i++) {
+                g_autofree char *watch = NULL, *path = NULL, *file = NULL;
+
+                o = parse_line(parser, lines[i]);
+                /* The watch is not UTF-8: every object is escaped, each of its paths. */
+                g_assert_true(json_object_get_boolean_member(o, "escaped"));
+                watch = unescape(json_object_get_string_member(o, "watch"));
+                path = unescape(json_object_get_string_member(o, "path"));
+                file = unescape(json_object_get_string_member(o, "file"));
+                g_assert_cmpstr(watch, ==, dir);
+                g_assert_cmpstr(path, ==, files[i]);
+                g_assert_cmpstr(file, ==, files[i] + strlen(dir) + 1);
+                if (i == 1) {
+                        g_autofree char *new_path = unescape(json_object_get_string_member(o, "new_path"));
+
+                        g_assert_cmpstr(new_path, ==, ab);
+                } else
+                        g_assert_true(json_object_get_null_member(o, "new_path"));
+        }
+        /* The mask is the events', without the daemon's escape bit. */
+        g_assert_cmpint(json_object_get_int_member(o, "mask"), ==, 0x100);
+
+        l = WATCHCTL("list", "-e", "create", dir);
+        lj = WATCHCTL("list", "--json", "-e", "create", dir);
+        assert_exit(l, 0);
+        assert_exit(lj, 0);
+        g_assert_true(g_str_has_suffix(l->out->str, list_end));
+        o = parse_line(parser, lj->out->str);
+        g_assert_true(json_object_get_boolean_member(o, "escaped"));
+        g_assert_cmpint(json_object_get_int_member(o, "flags"), ==, 0);
+        {
+                g_autofree char *path = unescape(json_object_get_string_member(o, "path"));
+                g_assert_cmpstr(path, ==, dir);
+        }
 }
 
 static void test_overflow(void) {
@@ -488,7 +583,7 @@ static void test_stdout_closed(void) {
         g_autofree char *established = NULL, *line = NULL;
         g_autoptr(GError) error = NULL;
 
-        g_subprocess_launcher_set_child_setup(l, child_setup_pdeathsig, NULL, NULL);
+        g_subprocess_launcher_set_child_setup(l, wt_child_die_with_parent, NULL, NULL);
         sp = g_subprocess_launcher_spawnv(l, argv, &error);
         g_assert_no_error(error);
         out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(sp));
@@ -724,6 +819,8 @@ static void test_permission_denied(void) {
         }
         g_assert_cmpint(mkdir(secret, 0700), ==, 0);
         p = WATCHCTL_AS(TRUE, "watch", secret);
+        if (!p)
+                return;         /* skipped, saying why */
         assert_exit(p, 1);
         g_assert_cmpstr(p->err->str, ==, want);
 }
@@ -850,40 +947,54 @@ static void test_restart(void) {
         g_assert_cmpstr(json_object_get_string_member(o, "path"), ==, f);
 }
 
+/* Whether GLib is asked to list the cases (-l): then no bus and no daemon. */
+static gboolean listing(int argc, char **argv) {
+        for (int i = 1; i < argc; i++)
+                if (g_str_equal(argv[i], "-l"))
+                        return TRUE;
+        return FALSE;
+}
+
 int main(int argc, char **argv) {
+        gboolean list = listing(argc, argv);
         int r;
 
         g_test_init(&argc, &argv, NULL);
         env.watchctl = g_getenv("WATCHCTL");
-        if (!env.watchctl) {
+        if (!env.watchctl && !list) {
                 g_printerr("WATCHCTL must name the watchctl binary under test\n");
                 return 1;
         }
+
+        WT_CASE_FUNC("/watchctl/watch/create-modify-delete", test_create_modify_delete);
+        WT_CASE_FUNC("/watchctl/watch/rename-one-line", test_rename_one_line);
+        WT_CASE_FUNC("/watchctl/watch/event-filter", test_event_filter);
+        WT_CASE_FUNC("/watchctl/watch/format", test_format);
+        WT_CASE_FUNC("/watchctl/watch/json", test_json);
+        WT_CASE_FUNC("/watchctl/watch/timeout", test_timeout);
+        WT_CASE_FUNC("/watchctl/watch/oneshot", test_oneshot);
+        WT_CASE_FUNC("/watchctl/watch/recursive", test_recursive);
+        WT_CASE_FUNC("/watchctl/watch/overflow", test_overflow);
+        WT_CASE_FUNC("/watchctl/watch/stdout-closed", test_stdout_closed);
+        WT_CASE_FUNC("/watchctl/watch/no-stdout", test_no_stdout);
+        WT_CASE_FUNC("/watchctl/watch/watch-removed", test_watch_removed);
+        WT_CASE_FUNC("/watchctl/watch/non-utf8", test_non_utf8);
+        WT_CASE_FUNC("/watchctl/list", test_list);
+        WT_CASE_FUNC("/watchctl/stats", test_stats);
+        WT_CASE_FUNC("/watchctl/stats-documented", test_stats_documented);
+        WT_CASE_FUNC("/watchctl/errors/missing-path", test_missing_path);
+        WT_CASE_FUNC("/watchctl/errors/permission-denied", test_permission_denied);
+        WT_CASE_FUNC("/watchctl/errors/invalid-args", test_invalid_args);
+        WT_CASE_FUNC("/watchctl/errors/not-running", test_not_running);
+        WT_CASE_FUNC("/watchctl/errors/no-bus", test_no_bus);
+        WT_CASE_FUNC("/watchctl/errors/usage", test_usage_errors);
+        WT_CASE_FUNC("/watchctl/restart", test_restart);
+        if (list)
+                return g_test_run();
+
+        /* One bus and one watchd for the process: meson runs one case a process (-p). */
         start_bus();
         start_watchd();
-
-        g_test_add_func("/watchctl/watch/create-modify-delete", test_create_modify_delete);
-        g_test_add_func("/watchctl/watch/rename-one-line", test_rename_one_line);
-        g_test_add_func("/watchctl/watch/event-filter", test_event_filter);
-        g_test_add_func("/watchctl/watch/format", test_format);
-        g_test_add_func("/watchctl/watch/json", test_json);
-        g_test_add_func("/watchctl/watch/timeout", test_timeout);
-        g_test_add_func("/watchctl/watch/oneshot", test_oneshot);
-        g_test_add_func("/watchctl/watch/recursive", test_recursive);
-        g_test_add_func("/watchctl/watch/overflow", test_overflow);
-        g_test_add_func("/watchctl/watch/stdout-closed", test_stdout_closed);
-        g_test_add_func("/watchctl/watch/no-stdout", test_no_stdout);
-        g_test_add_func("/watchctl/watch/watch-removed", test_watch_removed);
-        g_test_add_func("/watchctl/list", test_list);
-        g_test_add_func("/watchctl/stats", test_stats);
-        g_test_add_func("/watchctl/stats-documented", test_stats_documented);
-        g_test_add_func("/watchctl/errors/missing-path", test_missing_path);
-        g_test_add_func("/watchctl/errors/permission-denied", test_permission_denied);
-        g_test_add_func("/watchctl/errors/invalid-args", test_invalid_args);
-        g_test_add_func("/watchctl/errors/not-running", test_not_running);
-        g_test_add_func("/watchctl/errors/no-bus", test_no_bus);
-        g_test_add_func("/watchctl/errors/usage", test_usage_errors);
-        g_test_add_func("/watchctl/restart", test_restart);
         r = g_test_run();
 
         if (env.daemon)

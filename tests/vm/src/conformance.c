@@ -9,10 +9,11 @@
  * sentinel: after the operation that must not be reported, one that must
  * be; the next record has to be the sentinel's.
  *
- * Usage: conformance [test-name...]   (default: all)
+ * Usage: conformance [test-name...]   (default: all but the named-only ones)
  */
 #define _GNU_SOURCE
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/select.h>
 #include <sys/sysmacros.h>
@@ -143,14 +144,106 @@ static int expect_none(struct vt_reader *r) {
 
 /* ---- the device ---- */
 
+/* The module's dev_mode parameter (octal, as the module prints it); -1 on error. */
+static long dev_mode_param(void) {
+        char buf[32] = "";
+        ssize_t n;
+        int fd;
+
+        fd = open("/sys/module/inotify_dev/parameters/dev_mode", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        return strtol(buf, NULL, 8);
+}
+
 static int t_node(void) {
         struct stat st;
+        long mode = dev_mode_param();
 
+        CHECK(mode >= 0, "read the dev_mode parameter");
         CHECK(stat(DEV, &st) == 0, "stat " DEV);
         CHECK(S_ISCHR(st.st_mode), "not a character device");
         CHECK(major(st.st_rdev) == 10 && minor(st.st_rdev) == 63, "device is %u:%u, want 10:63",
               major(st.st_rdev), minor(st.st_rdev));
-        CHECK((st.st_mode & 0777) == 0666, "mode %o, want 666", st.st_mode & 0777);
+        CHECK((long)(st.st_mode & 07777) == mode, "mode %o, want dev_mode %lo", st.st_mode & 07777, mode);
+        return 0;
+}
+
+/*
+ * The default: the node is root's alone (0600), because the module cannot
+ * run the LSM hook security_path_notify (kmod/inotify_dev_user.c): another
+ * user's open() is EACCES.
+ */
+static int t_dev_mode_closed(void) {
+        struct stat st;
+        long mode = dev_mode_param();
+        int status;
+        pid_t pid;
+
+        CHECK(stat(DEV, &st) == 0, "stat " DEV);
+        CHECK((st.st_mode & 07777) == 0600 && st.st_uid == 0 && st.st_gid == 0,
+              "mode %o owner %d:%d, want 600 root:root", st.st_mode & 07777, (int)st.st_uid, (int)st.st_gid);
+        pid = fork();
+        CHECK(pid >= 0, "fork");
+        if (pid == 0) {
+                if (setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(10);
+                if (open(DEV, O_RDONLY) >= 0)
+                        _exit(11);
+                _exit(errno == EACCES ? 0 : 12);
+        }
+        CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "as nobody, open(" DEV ") must be EACCES (child status %d: 11 it opened, 12 another errno)",
+              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        CHECK(mode == 0600, "the dev_mode parameter reads %lo, want the default 0600", mode);
+        return 0;
+}
+
+/*
+ * Loaded with dev_mode=0666 (guest.sh does it; named only): every user may
+ * open the node, and a watch of nobody's works end to end.
+ */
+static int t_dev_mode_open(void) {
+        struct stat st;
+        long mode = dev_mode_param();
+        int status;
+        pid_t pid;
+
+        CHECK(mode >= 0, "read the dev_mode parameter");
+        CHECK(mode == 0666, "the module was loaded with dev_mode %lo, want 0666", mode);
+        CHECK(stat(DEV, &st) == 0 && (st.st_mode & 07777) == 0666, "mode %o, want 666", st.st_mode & 07777);
+        CHECK(setup_dir("devopen") == 0 && chmod(dir, 0755) == 0, "mkdir");
+        CHECK(write_file(p("f"), "abc") == 0 && chmod(p("f"), 0644) == 0, "0644 file");
+        pid = fork();
+        CHECK(pid >= 0, "fork");
+        if (pid == 0) {
+                struct vt_reader r;
+                int wd;
+
+                if (setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(10);
+                if (open_dev(&r) < 0)
+                        _exit(11);
+                wd = add_watch(r.fd, p("f"), IN_OPEN);
+                if (wd <= 0)
+                        _exit(12);
+                if (close(open(p("f"), O_RDONLY | O_CLOEXEC)) < 0)
+                        _exit(13);
+                if (expect(&r, wd, IN_OPEN, NULL, NULL) < 0 || expect_none(&r) < 0)
+                        _exit(14);
+                _exit(0);
+        }
+        CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "as nobody: open " DEV " (11), watch a 0644 file (12), open it (13), get its IN_OPEN (14); "
+              "child status %d",
+              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         return 0;
 }
 
@@ -215,6 +308,94 @@ static int t_ignore_efault(void) {
         /* Above INT_MAX and not readable: neither a pointer nor a wd. */
         CHECK(ioctl(dev, INOTIFY_IGNORE, (void *)0xffff800000001000UL) < 0 && errno == EFAULT,
               "kernel address must be EFAULT");
+        /*
+         * 64 KiB and up is a pointer, always (no wd is that large): an
+         * unmapped one is EFAULT, not a wd by value.
+         */
+        CHECK(msync((void *)INOTIFY_IGNORE_PTR_MIN, 4096, MS_ASYNC) < 0 && errno == ENOMEM,
+              "the page at 64 KiB must be unmapped for this test");
+        CHECK(ioctl(dev, INOTIFY_IGNORE, INOTIFY_IGNORE_PTR_MIN) < 0 && errno == EFAULT,
+              "argument 65536 (an unmapped address) must be EFAULT");
+        return 0;
+}
+
+/* Watches the file @i of the wd_space test, creating it; the wd, or -1 and errno. */
+static int watch_nth(int dev, int i, uint32_t mask) {
+        struct inotify_watch_request req;
+        char name[32];
+        int fd, wd, e;
+
+        snprintf(name, sizeof(name), "f%d", i);
+        fd = open(p(name), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -1;
+        req.fd = fd;
+        req.mask = mask;
+        wd = ioctl(dev, INOTIFY_WATCH, &req);
+        e = errno;
+        close(fd);
+        errno = e;
+        return wd;
+}
+
+/*
+ * Every wd lies in [1, INOTIFY_WD_MAX], so that INOTIFY_IGNORE by value can
+ * never be taken for a pointer. One instance, 65536 files on a tmpfs of
+ * their own, max_user_watches raised above that: the watches get wds 1 to
+ * 65535 in order, the next new one is ENOSPC; records carry 65534 and
+ * 65535; those two are removed by pointer and by value; new watches then
+ * get them again (the allocation wraps within the range), and the space is
+ * full again.
+ */
+static int t_wd_space(void) {
+        long base = vt_sysfs_get(SYSFS_DIR "/stats/watches"), live;
+        int i, wd = 0, over, over_errno, wda, wdb;
+        struct vt_reader r;
+        char lim[32];
+
+        CHECK(base >= 0, "stats");
+        CHECK(setup_dir("wdspace") == 0, "mkdir");
+        CHECK(mount("tmpfs", dir, "tmpfs", 0, "size=1m,nr_inodes=70000") == 0, "mount tmpfs");
+        CHECK(open_dev(&r) >= 0, "open");
+        snprintf(lim, sizeof(lim), "%ld", base + INOTIFY_WD_MAX + 100);
+        CHECK(vt_sysfs_set(SYSFS_DIR "/max_user_watches", lim) == 0, "raise max_user_watches");
+        for (i = 0; i < INOTIFY_WD_MAX; i++) {
+                wd = watch_nth(r.fd, i, IN_ATTRIB);
+                if (wd != i + 1)
+                        break;
+        }
+        over = i == INOTIFY_WD_MAX ? watch_nth(r.fd, i, IN_ATTRIB) : 0;
+        over_errno = errno;
+        live = vt_sysfs_get(SYSFS_DIR "/stats/watches") - base;
+        /* Restore before checking, so that a failure does not leak into later tests. */
+        CHECK(vt_sysfs_set(SYSFS_DIR "/max_user_watches", "65536") == 0, "restore");
+        CHECK(i == INOTIFY_WD_MAX, "watch %d got wd %d, want %d", i + 1, wd, i + 1);
+        errno = over_errno;
+        CHECK(over < 0 && over_errno == ENOSPC,
+              "watch %d must be ENOSPC: no wd above %d (got wd %d)", INOTIFY_WD_MAX + 1, INOTIFY_WD_MAX, over);
+        CHECK(live == INOTIFY_WD_MAX, "%ld live watches counted, want %d", live, INOTIFY_WD_MAX);
+
+        wda = INOTIFY_WD_MAX - 1;
+        wdb = INOTIFY_WD_MAX;
+        CHECK(chmod(p("f65533"), 0600) == 0 && chmod(p("f65534"), 0600) == 0, "chmod");
+        if (expect(&r, wda, IN_ATTRIB, NULL, NULL) < 0 || expect(&r, wdb, IN_ATTRIB, NULL, NULL) < 0)
+                return -1;
+        CHECK(ioctl(r.fd, INOTIFY_IGNORE, wdb) == 0, "INOTIFY_IGNORE 65535 by value");
+        if (expect(&r, wdb, IN_IGNORED, NULL, NULL) < 0)
+                return -1;
+        CHECK(ioctl(r.fd, INOTIFY_IGNORE, &wda) == 0, "INOTIFY_IGNORE &65534");
+        if (expect(&r, wda, IN_IGNORED, NULL, NULL) < 0)
+                return -1;
+        CHECK(ioctl(r.fd, INOTIFY_IGNORE, wdb) < 0 && errno == EINVAL, "65535 is gone");
+
+        /* No wd above the range: the allocation wraps and finds the two free ones. */
+        wd = watch_nth(r.fd, INOTIFY_WD_MAX, IN_ATTRIB);
+        CHECK(wd == wda, "a new watch got wd %d, want %d (the lowest free one)", wd, wda);
+        CHECK(add_watch(r.fd, p("f65533"), IN_ATTRIB) == wdb, "another new watch: want wd %d", wdb);
+        CHECK(add_watch(r.fd, p("f0"), IN_ATTRIB | IN_MODIFY) == 1, "re-watching f0 keeps wd 1");
+        CHECK(watch_nth(r.fd, INOTIFY_WD_MAX + 1, IN_ATTRIB) < 0 && errno == ENOSPC, "full again: ENOSPC");
+        CHECK(close(r.fd) == 0, "close");
+        CHECK(umount(dir) == 0, "umount");
         return 0;
 }
 
@@ -341,13 +522,13 @@ static int t_watch_opath_eacces(void) {
         pid = fork();
         CHECK(pid >= 0, "fork");
         if (pid == 0) {
-                int dev;
+                /* Opened as root (the node is 0600): the ioctl checks the caller's credentials. */
+                int dev = open(DEV, O_RDONLY);
 
-                if (setgid(65534) < 0 || setuid(65534) < 0)
-                        _exit(10);
-                dev = open(DEV, O_RDONLY);
                 if (dev < 0)
                         _exit(11);
+                if (setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(10);
                 if (add_watch_opath(dev, p("secret"), 0, IN_ACCESS) >= 0 || errno != EACCES)
                         _exit(12);
                 if (add_watch_opath(dev, p("private"), O_DIRECTORY, IN_CREATE) >= 0 || errno != EACCES)
@@ -404,9 +585,10 @@ static int t_watch_eacces(void) {
                 struct inotify_watch_request req;
                 int fd;
 
+                /* Opened as root (the node is 0600): the ioctl checks the caller's credentials. */
+                dev = open(DEV, O_RDONLY);
                 if (setgid(65534) < 0 || setuid(65534) < 0)
                         _exit(10);
-                dev = open(DEV, O_RDONLY);
                 fd = open(p("wo"), O_WRONLY);
                 if (dev < 0 || fd < 0)
                         _exit(11);
@@ -1082,6 +1264,7 @@ static int t_reported_bits(void) {
 
 static const struct vt_test tests[] = {
         {"node", t_node, 0},
+        {"dev_mode_closed", t_dev_mode_closed, 0},
         {"article_snippets", t_article_snippets, 0},
         {"ignore_by_pointer", t_ignore_by_pointer, 0},
         {"ignore_einval", t_ignore_einval, 0},
@@ -1129,19 +1312,35 @@ static const struct vt_test tests[] = {
         {"limits_sysfs_invalid", t_limits_sysfs_invalid, 0},
         {"reported_bits", t_reported_bits, 0},
         {"close_destroys_watches", t_close_destroys_watches, 0},
+        {"wd_space", t_wd_space, 120},
 };
 
-int main(int argc, char **argv) {
-        unsigned i, failed = 0;
+/* Run only when named: they need the module loaded with other parameters. */
+static const struct vt_test named_only_tests[] = {
+        {"dev_mode_open", t_dev_mode_open, 0},
+};
+
+static unsigned run_tests(const struct vt_test *t, size_t n, bool all, int argc, char **argv) {
+        unsigned failed = 0;
+        size_t i;
         int a;
 
-        for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-                bool pick = argc < 2;
+        for (i = 0; i < n; i++) {
+                bool pick = all;
 
                 for (a = 1; a < argc; a++)
-                        pick |= strcmp(argv[a], tests[i].name) == 0;
-                if (pick && !vt_run(&tests[i]))
+                        pick |= strcmp(argv[a], t[i].name) == 0;
+                if (pick && !vt_run(&t[i]))
                         failed++;
         }
+        return failed;
+}
+
+int main(int argc, char **argv) {
+        unsigned failed;
+
+        failed = run_tests(tests, sizeof(tests) / sizeof(tests[0]), argc < 2, argc, argv);
+        failed += run_tests(named_only_tests, sizeof(named_only_tests) / sizeof(named_only_tests[0]), false,
+                            argc, argv);
         return failed ? 1 : 0;
 }

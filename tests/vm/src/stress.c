@@ -19,10 +19,20 @@
  * this instance was given, and no record for a wd after its IN_IGNORED.
  * Prints "PASS stress: <figures>" or "FAIL stress: <why>". The guest script
  * then checks that the module's counters are back to zero and unloads it.
+ *
+ * stress --unload SECONDS KO: rmmod under concurrent open and close.
+ * 3 openers open the device, watch files that a mutator keeps unlinking (so
+ * that now and then a mark outlives close() for a moment, held by the unlink,
+ * and is freed afterwards by fsnotify's reaper, which calls into the module),
+ * read and close; one process unloads the module whenever it can
+ * (delete_module with O_NONBLOCK: EAGAIN while an instance is open) and
+ * loads KO again at once. Prints "PASS stress_unload: <figures>" or "FAIL
+ * stress_unload: <why>"; a crash shows in the kernel log the run checks.
  */
 #define _GNU_SOURCE
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 
 #include "vmtest.h"
 
@@ -33,6 +43,7 @@
 
 struct counts {
         long opens, adds, removes, records, overflows, ignored, mutations, unmounts;
+        long unloads, busy, refused; /* --unload */
 };
 
 static double deadline;
@@ -40,6 +51,9 @@ static struct counts cnt;
 
 /* A child's result: counts on stdout through a pipe, or a failure line. */
 static int report_fd = -1;
+
+/* The name on the result line: "stress" or "stress_unload". */
+static const char *test_name = "stress";
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...) {
@@ -49,7 +63,7 @@ static void die(const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        vt_line("FAIL stress: pid %d: %s", (int)getpid(), msg);
+        vt_line("FAIL %s: pid %d: %s", test_name, (int)getpid(), msg);
         _exit(1);
 }
 
@@ -335,6 +349,92 @@ static void knob_turner(void) {
         vt_sysfs_set(SYSFS_DIR "/max_queued_events", "16384");
 }
 
+/* ---- --unload ---- */
+
+#define UTOP TOP "/u"
+static const char *ko_path;
+
+/* Opens, watches a few files (which the mutator unlinks), reads, closes. */
+static void opener(int arg) {
+        (void)arg;
+        srandom((unsigned)getpid());
+        while (vt_now() < deadline) {
+                char buf[4096], path[64];
+                int dev, i, n;
+
+                dev = open(DEV, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+                if (dev < 0) {
+                        /* Unloaded (node gone), or going (no fops). */
+                        if (errno != ENOENT && errno != ENODEV && errno != ENXIO)
+                                die("open %s: %s", DEV, strerror(errno));
+                        cnt.refused++;
+                        usleep(rnd(1000));
+                        continue;
+                }
+                cnt.opens++;
+                for (i = 0, n = 1 + (int)rnd(4); i < n; i++) {
+                        struct inotify_watch_request req;
+                        int fd;
+
+                        snprintf(path, sizeof(path), UTOP "/f%u", rnd(8));
+                        fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+                        if (fd < 0)
+                                continue;
+                        req.fd = fd;
+                        req.mask = INOTIFY_DEV_ALL_EVENTS;
+                        /* ENOENT: the inode is being deleted right now. */
+                        if (ioctl(dev, INOTIFY_WATCH, &req) >= 0)
+                                cnt.adds++;
+                        else if (errno != ENOENT)
+                                die("INOTIFY_WATCH %s: %s", path, strerror(errno));
+                        close(fd);
+                }
+                if (read(dev, buf, sizeof(buf)) < 0 && errno != EAGAIN)
+                        die("read: %s", strerror(errno));
+                close(dev);
+                /* Leave gaps with nothing open, for the unloader. */
+                usleep(rnd(2000));
+        }
+}
+
+static void unlinker(int arg) {
+        char path[64];
+
+        (void)arg;
+        srandom((unsigned)getpid());
+        while (vt_now() < deadline) {
+                snprintf(path, sizeof(path), UTOP "/f%u", rnd(8));
+                (void)unlink(path);
+                cnt.mutations++;
+        }
+}
+
+static void load_module(void) {
+        int fd = open(ko_path, O_RDONLY | O_CLOEXEC);
+
+        if (fd < 0)
+                die("open %s: %s", ko_path, strerror(errno));
+        if (syscall(SYS_finit_module, fd, "", 0) < 0)
+                die("finit_module %s: %s", ko_path, strerror(errno));
+        close(fd);
+}
+
+static void unloader(int arg) {
+        (void)arg;
+        srandom((unsigned)getpid());
+        while (vt_now() < deadline) {
+                if (syscall(SYS_delete_module, "inotify_dev", O_NONBLOCK) == 0) {
+                        cnt.unloads++;
+                        load_module();
+                } else if (errno == EAGAIN || errno == EBUSY) {
+                        cnt.busy++;
+                } else {
+                        die("delete_module: %s", strerror(errno));
+                }
+                usleep(rnd(1000));
+        }
+}
+
 static pid_t spawn(void (*fn)(int), int arg) {
         pid_t pid = fork();
 
@@ -367,34 +467,47 @@ static void run_knob(int arg) {
 }
 
 int main(int argc, char **argv) {
-        int seconds = argc > 1 ? atoi(argv[1]) : 30;
+        bool unload = argc > 3 && strcmp(argv[1], "--unload") == 0;
+        int seconds = unload ? atoi(argv[2]) : argc > 1 ? atoi(argv[1]) : 30;
         struct counts total = {0}, c;
         int pipefd[2], i, status, failed = 0, nchild = 0;
         double t0;
         pid_t pid;
 
+        if (unload) {
+                test_name = "stress_unload";
+                ko_path = argv[3];
+        }
         if (seconds <= 0)
                 seconds = 30;
         if ((mkdir(TOP, 0755) < 0 && errno != EEXIST) || (mkdir(TOP "/a", 0755) < 0 && errno != EEXIST) ||
             (mkdir(TOP "/b", 0755) < 0 && errno != EEXIST) ||
-            (mkdir(TOP "/m", 0755) < 0 && errno != EEXIST)) {
-                vt_line("FAIL stress: mkdir: %s", strerror(errno));
+            (mkdir(TOP "/m", 0755) < 0 && errno != EEXIST) || (mkdir(UTOP, 0755) < 0 && errno != EEXIST)) {
+                vt_line("FAIL %s: mkdir: %s", test_name, strerror(errno));
                 return 1;
         }
         if (pipe(pipefd) < 0) {
-                vt_line("FAIL stress: pipe: %s", strerror(errno));
+                vt_line("FAIL %s: pipe: %s", test_name, strerror(errno));
                 return 1;
         }
         report_fd = pipefd[1];
         t0 = vt_now();
         deadline = t0 + seconds;
-        for (i = 0; i < 4; i++, nchild++)
-                spawn(watcher, i);
-        for (i = 0; i < 3; i++, nchild++)
-                spawn(run_mutator, 0);
-        spawn(run_mounter, 0);
-        spawn(run_knob, 0);
-        nchild += 2;
+        if (unload) {
+                for (i = 0; i < 3; i++, nchild++)
+                        spawn(opener, i);
+                spawn(unlinker, 0);
+                spawn(unloader, 0);
+                nchild += 2;
+        } else {
+                for (i = 0; i < 4; i++, nchild++)
+                        spawn(watcher, i);
+                for (i = 0; i < 3; i++, nchild++)
+                        spawn(run_mutator, 0);
+                spawn(run_mounter, 0);
+                spawn(run_knob, 0);
+                nchild += 2;
+        }
         close(pipefd[1]);
 
         /* Children that hang are killed 30 s after the deadline. */
@@ -402,7 +515,7 @@ int main(int argc, char **argv) {
         while ((pid = wait(&status)) > 0) {
                 if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                         if (WIFSIGNALED(status))
-                                vt_line("FAIL stress: child %d killed by signal %d", (int)pid,
+                                vt_line("FAIL %s: child %d killed by signal %d", test_name, (int)pid,
                                         WTERMSIG(status));
                         failed++;
                 }
@@ -416,11 +529,28 @@ int main(int argc, char **argv) {
                 total.ignored += c.ignored;
                 total.mutations += c.mutations;
                 total.unmounts += c.unmounts;
+                total.unloads += c.unloads;
+                total.busy += c.busy;
+                total.refused += c.refused;
                 nchild--;
         }
         if (failed || nchild) {
-                vt_line("FAIL stress: %d children failed, %d did not report", failed, nchild);
+                vt_line("FAIL %s: %d children failed, %d did not report", test_name, failed, nchild);
                 return 1;
+        }
+        if (unload) {
+                /* Both outcomes must have happened, or the test showed nothing. */
+                if (!total.unloads || !total.busy || !total.opens) {
+                        vt_line("FAIL stress_unload: %ld unloads, %ld refused as busy, %ld opens: "
+                                "want some of each",
+                                total.unloads, total.busy, total.opens);
+                        return 1;
+                }
+                vt_line("PASS stress_unload: %.0f s, %ld unloads and reloads, %ld refused (busy), "
+                        "%ld instances (%ld opens refused while unloaded), %ld watches, %ld unlinks",
+                        vt_now() - t0, total.unloads, total.busy, total.opens, total.refused, total.adds,
+                        total.mutations);
+                return 0;
         }
         vt_line("PASS stress: %.0f s, %ld instances, %ld watches added, %ld removed, %ld records read "
                 "(%ld IN_IGNORED, %ld IN_Q_OVERFLOW), %ld file operations, %ld unmounts",

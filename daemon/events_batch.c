@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * events_batch - an Events signal being built, that no one record can spoil
+ *
+ * See events_batch.h. The records stay owned by the batch until their
+ * signal is sent; that costs nothing in the common case (they are freed a
+ * little later than they were appended) and is what lets a signal be built
+ * again without the record that spoiled it.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events_batch.h"
+#include "macro.h"
+#include "path_escape.h"
+
+/* A record as it goes on the bus: its paths escaped if either must be. */
+typedef struct Wire {
+        uint32_t mask;
+        const char *path, *new_path;
+        char *path_buf, *new_path_buf;          /* the escaped forms, when used */
+} Wire;
+
+static void wire_done(Wire *w) {
+        free(w->path_buf);
+        free(w->new_path_buf);
+}
+
+static int wire_init(Wire *w, const Record *rec) {
+        const char *new_path = rec->new_path ?: "";
+
+        *w = (Wire) {
+                .mask = rec->mask & ~WATCHD_PATH_ESCAPED,
+                .path = rec->path,
+                .new_path = new_path,
+        };
+        if (!path_needs_escape(rec->path) && !path_needs_escape(new_path))
+                return 0;
+        /* One flag for the record: both paths escaped, so a client reads both the same way. */
+        w->path_buf = path_escape(rec->path);
+        w->new_path_buf = path_escape(new_path);
+        if (!w->path_buf || !w->new_path_buf) {
+                wire_done(w);
+                return -ENOMEM;
+        }
+        w->path = w->path_buf;
+        w->new_path = w->new_path_buf;
+        w->mask |= WATCHD_PATH_ESCAPED;
+        return 0;
+}
+
+/* (uuuss) marshalled: 8-aligned, three u, two strings with their length and NUL, padding. */
+static size_t wire_size(const Wire *w) {
+        return 40 + strlen(w->path) + strlen(w->new_path);
+}
+
+size_t events_batch_record_size(const Record *rec) {
+        const char *new_path = rec->new_path ?: "";
+
+        if (!path_needs_escape(rec->path) && !path_needs_escape(new_path))
+                return 40 + strlen(rec->path) + strlen(new_path);
+        return 40 + path_escaped_len(rec->path) + path_escaped_len(new_path);
+}
+
+static int append_default(sd_bus_message *msg, uint32_t id, uint32_t mask, uint32_t cookie,
+                          const char *path, const char *new_path) {
+        return sd_bus_message_append(msg, "(uuuss)", id, mask, cookie, path, new_path);
+}
+
+static int append_wire(EventsBatch *b, const Record *rec, const Wire *w) {
+        return (b->ops->append ?: append_default)(b->msg, rec->id, w->mask, rec->cookie, w->path, w->new_path);
+}
+
+static int append(EventsBatch *b, const Record *rec) {
+        _cleanup_(wire_done) Wire w = {};
+        int r;
+
+        r = wire_init(&w, rec);
+        if (r < 0)
+                return r;
+        return append_wire(b, rec, &w);
+}
+
+void events_batch_init(EventsBatch *b, const EventsBatchOps *ops, void *userdata, size_t max_records) {
+        *b = (EventsBatch) {
+                .ops = ops,
+                .userdata = userdata,
+                .max_records = max_records > 0 ? max_records : 1,
+        };
+}
+
+static void drop(EventsBatch *b, Record *rec) {
+        b->ops->lost(b->userdata, rec->id);
+        record_free(rec);
+}
+
+/* Every record held goes to lost(); b is empty after. */
+static void drop_all(EventsBatch *b) {
+        for (size_t i = 0; i < b->n_records; i++)
+                drop(b, b->records[i]);
+        b->n_records = 0;
+        b->size = 0;
+        b->msg = sd_bus_message_unref(b->msg);
+}
+
+static int start(EventsBatch *b) {
+        int r;
+
+        r = b->ops->new_signal(b->userdata, &b->msg);
+        if (r >= 0)
+                r = sd_bus_message_open_container(b->msg, 'a', "(uuuss)");
+        if (r < 0)
+                b->msg = sd_bus_message_unref(b->msg);
+        return r;
+}
+
+/* A failed append left b->msg unusable: the records it held go into a new one. */
+static void rebuild(EventsBatch *b) {
+        int r;
+
+        b->msg = sd_bus_message_unref(b->msg);
+        if (b->n_records == 0)
+                return;
+        r = start(b);
+        for (size_t i = 0; r >= 0 && i < b->n_records; i++)
+                r = append(b, b->records[i]);
+        if (r < 0)
+                drop_all(b);    /* they went in once: this is out of memory, and they are lost, not silently */
+}
+
+int events_batch_add(EventsBatch *b, Record *rec) {
+        _cleanup_(wire_done) Wire w = {};
+        size_t size;
+        int r;
+
+        r = wire_init(&w, rec);
+        if (r < 0) {
+                drop(b, rec);
+                return r;
+        }
+        size = wire_size(&w);
+        /* Cannot happen with paths shorter than PATH_MAX, but never send what a bus would refuse. */
+        if (size > EVENTS_BATCH_MAX_BYTES) {
+                drop(b, rec);
+                return -E2BIG;
+        }
+        if (b->n_records > 0 && b->size + size > EVENTS_BATCH_MAX_BYTES)
+                (void) events_batch_send(b);
+
+        if (b->n_records == b->n_alloc) {
+                size_t n = b->n_alloc ? b->n_alloc * 2 : 64;
+                Record **a = reallocarray(b->records, n, sizeof(Record *));
+
+                if (!a) {
+                        drop(b, rec);
+                        return -ENOMEM;
+                }
+                b->records = a;
+                b->n_alloc = n;
+        }
+        if (!b->msg) {
+                r = start(b);
+                if (r < 0) {
+                        drop(b, rec);
+                        return r;
+                }
+        }
+
+        r = append_wire(b, rec, &w);
+        if (r < 0) {
+                rebuild(b);
+                drop(b, rec);
+                return r;
+        }
+        b->records[b->n_records++] = rec;
+        b->size += size;
+        if (b->n_records >= b->max_records)
+                (void) events_batch_send(b);
+        return 0;
+}
+
+int events_batch_send(EventsBatch *b) {
+        size_t n = b->n_records;
+        int r;
+
+        if (!b->msg)
+                return 0;
+        r = sd_bus_message_close_container(b->msg);
+        if (r >= 0)
+                r = b->ops->send(b->userdata, b->msg, n);
+        if (r < 0) {
+                drop_all(b);
+                return r;
+        }
+        for (size_t i = 0; i < n; i++)
+                record_free(b->records[i]);
+        b->n_records = 0;
+        b->size = 0;
+        b->msg = sd_bus_message_unref(b->msg);
+        return n > INT32_MAX ? INT32_MAX : (int) n;
+}
+
+void events_batch_done(EventsBatch *b) {
+        drop_all(b);
+        free(b->records);
+        b->records = NULL;
+        b->n_alloc = 0;
+}
