@@ -95,6 +95,13 @@ Events *events_free(Events *e) {
         return NULL;
 }
 
+bool events_backlog(const Events *e, uint64_t *ret_read_time) {
+        if (e->off >= e->len)
+                return false;
+        *ret_read_time = e->read_time;
+        return true;
+}
+
 const EventsStats *events_get_stats(const Events *e) {
         return &e->stats;
 }

@@ -63,4 +63,8 @@ bool events_slice(Events *e, uint64_t budget_usec);
 bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, const char *dir,
                     const char *name, size_t name_len, uint64_t now_usec);
 
+/* Whether records of the last read are still to be handled (a slice ended
+ * in it), and when it was read. */
+bool events_backlog(const Events *e, uint64_t *ret_read_time);
+
 const EventsStats *events_get_stats(const Events *e);

@@ -243,11 +243,23 @@ bool manager_on_kernel_readable(Manager *m) {
         return events_slice(m->events, KERNEL_SLICE_USEC);
 }
 
+/* A read handled in slices is flushed once, after its last slice, as a
+ * read handled at once was: a rename's IN_MOVED_TO may be in the part not
+ * handled yet (the kernel queues both halves at once), and a client's
+ * records of one read count against its backlog limit together. */
 void manager_flush(Manager *m) {
+        uint64_t t;
+
+        if (events_backlog(m->events, &t))
+                return;
         delivery_flush(m->delivery, now_usec());
 }
 
 uint64_t manager_next_deadline(const Manager *m) {
+        uint64_t t;
+
+        if (events_backlog(m->events, &t))
+                return UINT64_MAX;      /* the flush after the read's last slice sets it */
         return delivery_next_deadline(m->delivery);
 }
 
