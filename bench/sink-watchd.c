@@ -15,22 +15,10 @@
 #include <systemd/sd-bus.h>
 
 #include "sink.h"
+#include "watchd-api.h"
 
-#define WATCHD_NAME "org.example.Inotify"
-#define WATCHD_PATH "/org/example/Inotify"
-#define WATCHD_IFACE "org.example.Inotify"
-
-#define IN_MODIFY_       0x00000002u
-#define IN_CLOSE_WRITE_  0x00000008u
-#define IN_MOVED_FROM_   0x00000040u
-#define IN_MOVED_TO_     0x00000080u
-#define IN_CREATE_       0x00000100u
-#define IN_DELETE_       0x00000200u
-#define IN_ATTRIB_       0x00000004u
-#define WATCH_RECURSIVE  0x1u
-
-#define TREE_MASK (IN_CREATE_ | IN_DELETE_ | IN_MODIFY_ | IN_MOVED_FROM_ | IN_MOVED_TO_ | \
-                   IN_CLOSE_WRITE_ | IN_ATTRIB_)
+#define TREE_MASK (WATCHD_EVENT_CREATE | WATCHD_EVENT_DELETE | WATCHD_EVENT_MODIFY | WATCHD_EVENT_MOVED_FROM | \
+                   WATCHD_EVENT_MOVED_TO | WATCHD_EVENT_CLOSE_WRITE | WATCHD_EVENT_ATTRIB)
 
 static int on_events(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         Sink *s = userdata;
@@ -47,11 +35,11 @@ static int on_events(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 if (r <= 0)
                         break;
                 if (s->mode == SINK_RENAME) {
-                        if ((mask & (IN_MOVED_FROM_ | IN_MOVED_TO_)) == (IN_MOVED_FROM_ | IN_MOVED_TO_))
+                        if ((mask & (WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO)) == (WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO))
                                 sink_pair(s, path, new_path);
-                        else if (mask & IN_MOVED_FROM_)
+                        else if (mask & WATCHD_EVENT_MOVED_FROM)
                                 sink_half(s, SINK_MOVE_FROM, path);
-                        else if (mask & IN_MOVED_TO_)
+                        else if (mask & WATCHD_EVENT_MOVED_TO)
                                 sink_half(s, SINK_MOVE_TO, path);
                         else
                                 sink_other(s);
@@ -75,7 +63,7 @@ static int add_watch(sd_bus *bus, const char *path, uint32_t mask, uint32_t flag
         int r;
 
         /* A recursive watch of a large tree may take longer than sd-bus's default 25 s. */
-        r = sd_bus_message_new_method_call(bus, &call, WATCHD_NAME, WATCHD_PATH, WATCHD_IFACE, "AddWatch");
+        r = sd_bus_message_new_method_call(bus, &call, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "AddWatch");
         if (r >= 0)
                 r = sd_bus_message_append(call, "suu", path, mask, flags);
         if (r >= 0)
@@ -110,9 +98,9 @@ int main(int argc, char **argv) {
         if (r >= 0)
                 r = sd_bus_start(bus);
         if (r >= 0)
-                r = sd_bus_match_signal(bus, NULL, NULL, WATCHD_PATH, WATCHD_IFACE, "Events", on_events, &s);
+                r = sd_bus_match_signal(bus, NULL, NULL, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "Events", on_events, &s);
         if (r >= 0)
-                r = sd_bus_match_signal(bus, NULL, NULL, WATCHD_PATH, WATCHD_IFACE, "Overflow", on_overflow, &s);
+                r = sd_bus_match_signal(bus, NULL, NULL, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "Overflow", on_overflow, &s);
         if (r < 0) {
                 fprintf(stderr, "cannot connect to \"%s\": %s\n", s.extra, strerror(-r));
                 return 1;
@@ -121,18 +109,18 @@ int main(int argc, char **argv) {
         s.t_start = sink_now();
         switch (s.mode) {
         case SINK_STORM:
-                r = add_watch(bus, s.dir, IN_CLOSE_WRITE_, 0);
+                r = add_watch(bus, s.dir, WATCHD_EVENT_CLOSE_WRITE, 0);
                 break;
         case SINK_LATENCY:
-                r = add_watch(bus, s.dir, IN_MODIFY_, 0);
+                r = add_watch(bus, s.dir, WATCHD_EVENT_MODIFY, 0);
                 break;
         case SINK_RENAME:
-                r = add_watch(bus, s.dir, IN_MOVED_FROM_ | IN_MOVED_TO_, 0);
+                r = add_watch(bus, s.dir, WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO, 0);
                 if (r >= 0 && s.dir2)
-                        r = add_watch(bus, s.dir2, IN_MOVED_FROM_ | IN_MOVED_TO_, 0);
+                        r = add_watch(bus, s.dir2, WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO, 0);
                 break;
         case SINK_TREE:
-                r = add_watch(bus, s.dir, TREE_MASK, WATCH_RECURSIVE);
+                r = add_watch(bus, s.dir, TREE_MASK, WATCHD_FLAG_RECURSIVE);
                 break;
         }
         if (r < 0)

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "error.h"
 #include "log.h"
 #include "macro.h"
 
@@ -106,7 +107,7 @@ static int check_type(const struct stat *st, bool only_dir) {
                 return 0;
         if (S_ISLNK(st->st_mode))
                 return -ELOOP;
-        return -EMEDIUMTYPE;
+        return -WATCHD_E_NOT_WATCHABLE;
 }
 
 /* glibc 2.36 (Debian 12) has no openat2() wrapper. */
@@ -146,12 +147,19 @@ static int link_is_magic(int fd, const char *target) {
  * LINKS_MAX of them. One difference from the kernel's own walk: an automount
  * point is not triggered by the component that names it. */
 int access_open_path_userspace(const char *path, int flags) {
+        return access_open_path_userspace_at(AT_FDCWD, path, flags);
+}
+
+int access_open_path_userspace_at(int dirfd, const char *path, int flags) {
         g_autofree char *buf = g_strdup(path);  /* what is left to resolve */
         _cleanup_close_ int dfd = -1;
         unsigned links = 0;
         const char *p;
 
-        dfd = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (path[0] == '/' || dirfd == AT_FDCWD)
+                dfd = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        else
+                dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
         if (dfd < 0)
                 return negative_errno();
         for (p = buf;;) {
@@ -234,23 +242,27 @@ int access_open_path_userspace(const char *path, int flags) {
  * at a time instead (access_open_path_userspace()).
  */
 int access_open_path(const char *path, int flags) {
+        return access_open_path_at(AT_FDCWD, path, flags);
+}
+
+int access_open_path_at(int dirfd, const char *path, int flags) {
         static bool no_openat2 = false;         /* a property of the kernel: asked once */
         uint64_t f = O_PATH | O_CLOEXEC | ((uint64_t) flags & (O_DIRECTORY | O_NOFOLLOW));
         int fd;
 
         assert((flags & ~(O_PATH | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW)) == 0);
         if (no_openat2)
-                return access_open_path_userspace(path, flags);
-        fd = openat2_fd(AT_FDCWD, path, f, RESOLVE_NO_MAGICLINKS);
+                return access_open_path_userspace_at(dirfd, path, flags);
+        fd = openat2_fd(dirfd, path, f, RESOLVE_NO_MAGICLINKS);
         if (fd == -ENOSYS) {
                 log_info("The kernel has no openat2() (Linux < 5.6, or valgrind): paths are resolved a "
                          "component at a time.");
                 no_openat2 = true;
-                return access_open_path_userspace(path, flags);
+                return access_open_path_userspace_at(dirfd, path, flags);
         }
         if (fd != -ELOOP)
                 return fd;
-        fd = openat2_fd(AT_FDCWD, path, f, 0);
+        fd = openat2_fd(dirfd, path, f, 0);
         if (fd == -ELOOP)
                 return fd;
         safe_close(fd);
@@ -262,12 +274,12 @@ int access_open_path(const char *path, int flags) {
  * read it: faccessat2() with AT_EACCESS checks with the current credentials
  * (fsuid, fsgid, groups), not the real ids, and with AT_EMPTY_PATH it checks
  * the object open at pfd itself, so no second lookup of the path. */
-static int open_checked(const char *path, bool only_dir, bool no_follow, struct stat *ret_st) {
+int access_open_at(int dirfd, const char *path, bool only_dir, bool no_follow, struct stat *ret_st) {
         _cleanup_close_ int pfd = -1;
         struct stat st;
         int r;
 
-        pfd = access_open_path(path, (no_follow ? O_NOFOLLOW : 0) | (only_dir ? O_DIRECTORY : 0));
+        pfd = access_open_path_at(dirfd, path, (no_follow ? O_NOFOLLOW : 0) | (only_dir ? O_DIRECTORY : 0));
         if (pfd < 0)
                 return pfd;
         if (fstat(pfd, &st) < 0)
@@ -289,7 +301,7 @@ int access_open_as(const Caller *caller, const char *path, bool only_dir, bool n
         r = access_become(caller, &saved);
         if (r < 0)
                 return r;
-        fd = open_checked(path, only_dir, no_follow, ret_st);
+        fd = access_open_at(AT_FDCWD, path, only_dir, no_follow, ret_st);
         access_restore(&saved);
         return fd;
 }
@@ -345,9 +357,9 @@ int access_check_fd(int fd, struct stat *ret_st) {
         if (fl < 0)
                 return negative_errno();
         if (fl & O_PATH)
-                return -EBADFD;
+                return -WATCHD_E_FD_PATH;
         if ((fl & O_ACCMODE) == O_WRONLY)
-                return -EBADF;
+                return -WATCHD_E_FD_WRITE_ONLY;
         if (fstat(fd, ret_st) < 0)
                 return negative_errno();
         r = check_type(ret_st, false);
@@ -357,6 +369,6 @@ int access_check_fd(int fd, struct stat *ret_st) {
          * file, a file or directory deleted since it was opened (and a
          * watch on it would end as soon as the client closes it). */
         if (ret_st->st_nlink == 0 || fs_is_internal(fd))
-                return -ENOLINK;
+                return -WATCHD_E_NO_NAME;
         return 0;
 }

@@ -16,7 +16,7 @@
  * checked with faccessat2(fd, "", R_OK, AT_EACCESS|AT_EMPTY_PATH) under the
  * borrowed credentials (the object itself, not the path again). Only a
  * directory or a regular file is accepted: FIFOs, sockets and device nodes
- * are refused with -EMEDIUMTYPE; a symbolic link with DONT_FOLLOW is refused
+ * are refused with -WATCHD_E_NOT_WATCHABLE; a symbolic link with DONT_FOLLOW is refused
  * with -ELOOP. Both backends place a watch through the O_PATH fd itself
  * (the device backend reopens it only for an older module that refuses
  * O_PATH fds); a RECURSIVE walk reads the root through openat(fd, ".")
@@ -48,20 +48,31 @@ typedef struct Caller {
  * from a client, or is built from one. Return: fd, or -errno.
  */
 int access_open_path(const char *path, int flags);
+/* The same relative to dirfd (path may also be one name in it). */
+int access_open_path_at(int dirfd, const char *path, int flags);
 /* The same without openat2(), a component at a time: what access_open_path()
  * falls back on where the kernel (or valgrind) lacks it. Exposed for its test. */
 int access_open_path_userspace(const char *path, int flags);
+int access_open_path_userspace_at(int dirfd, const char *path, int flags);
 
 /*
  * Opens path O_PATH as caller, if caller may read it. only_dir and no_follow
  * are the ONLYDIR and DONT_FOLLOW flags. On success returns the fd
  * (O_PATH|O_CLOEXEC) and fills *ret_st.
  * Return: fd, or -errno: -EACCES/-EPERM (not allowed), -ENOENT, -ENOTDIR,
- * -ELOOP, -ENAMETOOLONG, -EMEDIUMTYPE (not a file or directory), -EXDEV (the
- * path goes through a magic link).
+ * -ELOOP, -ENAMETOOLONG, -WATCHD_E_NOT_WATCHABLE (not a file or directory),
+ * -EXDEV (the path goes through a magic link).
  */
 int access_open_as(const Caller *caller, const char *path, bool only_dir, bool no_follow,
                    struct stat *ret_st);
+
+/*
+ * The same, relative to dirfd (AT_FDCWD: path is absolute), with the
+ * credentials in force: between access_become() and access_restore(), the
+ * caller's. A missing path below a directory open at dirfd is followed
+ * down one name at a time this way (missing.c), not by its whole path again.
+ */
+int access_open_at(int dirfd, const char *path, bool only_dir, bool no_follow, struct stat *ret_st);
 
 /*
  * For a stretch of work done as caller (a slice of a RECURSIVE walk): from
@@ -87,9 +98,10 @@ void access_restore(AccessSaved *saved);
  * Whether an fd received from a client may be watched: open for reading, not
  * O_PATH, a file or directory, with a name on a mounted file system (so that
  * its events can be reported under a path). Fills *ret_st.
- * Return: 0, or -EBADFD (O_PATH), -EBADF (write-only), -EMEDIUMTYPE (not a
- * file or directory: FIFO, socket, device, most anonymous inodes), -ENOLINK
- * (no name: a memfd, an O_TMPFILE or deleted file, a removed directory, a
- * file of an internal file system such as anon_inodefs or pidfs).
+ * Return: 0, or -WATCHD_E_FD_PATH (O_PATH), -WATCHD_E_FD_WRITE_ONLY
+ * (write-only), -WATCHD_E_NOT_WATCHABLE (not a file or directory: FIFO,
+ * socket, device, most anonymous inodes), -WATCHD_E_NO_NAME (no name: a
+ * memfd, an O_TMPFILE or deleted file, a removed directory, a file of an
+ * internal file system such as anon_inodefs or pidfs).
  */
 int access_check_fd(int fd, struct stat *ret_st);

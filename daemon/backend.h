@@ -44,6 +44,7 @@ struct Backend {
         const BackendOps *ops;
         int fd;                         /* the kernel fd, -1 for a fake */
         char *limit_hint;               /* how to raise the kernel's watch limit */
+        const char *limit_path;         /* the file that holds that limit, or NULL (a fake) */
 };
 
 /* BACKEND_AUTO: the device if it can be opened, else the syscalls. */
@@ -51,6 +52,10 @@ int backend_new(BackendType type, const char *device, Backend **ret);
 int backend_device_new(const char *device, Backend **ret);
 int backend_syscall_new(Backend **ret);
 Backend *backend_free(Backend *b);
+
+/* The kernel's limit on the watches of the daemon's uid (read from
+ * limit_path). Return: 0, or -errno (-ENOENT: no such file, a fake). */
+int backend_watch_limit(const Backend *b, uint32_t *ret);
 
 /* The smallest read buffer: one record with the longest name (16 + 256). */
 #define BACKEND_MIN_READ 272u

@@ -2,7 +2,7 @@
 /*
  * backend_device - the kernel interface on /dev/inotify (inotify 0.23 ABI)
  *
- * The differences from the syscalls that matter here (research/abi.md §B):
+ * The differences from the syscalls that matter here (docs/KERNEL-MODULE.md, "Behaviour"):
  * wd 0 is valid; the device silently drops mask bits it does not know (we
  * only pass the eleven 0.23 events); it has no IN_ONESHOT (the daemon does
  * oneshot itself, for both backends) and no IN_MOVE_SELF; a read() whose
@@ -154,7 +154,8 @@ int backend_device_new(const char *device, Backend **ret) {
                 device_free(b);
                 return r;
         }
-        if (asprintf(&b->limit_hint, "/sys/class/misc/inotify/max_user_watches") < 0) {
+        b->limit_path = "/sys/class/misc/inotify/max_user_watches";
+        if (asprintf(&b->limit_hint, "%s", b->limit_path) < 0) {
                 b->limit_hint = NULL;
                 device_free(b);
                 return -ENOMEM;

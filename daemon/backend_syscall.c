@@ -125,6 +125,7 @@ int backend_syscall_new(Backend **ret) {
         sb->cwd_fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
         b->ops = &syscall_ops;
         b->limit_hint = strdup("/proc/sys/fs/inotify/max_user_watches (sysctl fs.inotify.max_user_watches)");
+        b->limit_path = "/proc/sys/fs/inotify/max_user_watches";
         b->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (b->fd < 0 || !b->limit_hint) {
                 int r = b->fd < 0 ? negative_errno() : -ENOMEM;

@@ -33,14 +33,10 @@ static const char *const backend_names[_BACKEND_TYPE_MAX] = {
         [BACKEND_SYSCALL] = "syscall",
 };
 
-static const char *const delivery_names[_DELIVERY_MAX] = {
+static const char *const delivery_names[_DELIVERY_MODE_MAX] = {
         [DELIVERY_UNICAST] = "unicast",
         [DELIVERY_BROADCAST] = "broadcast",
 };
-
-const char *backend_type_to_string(BackendType t) {
-        return t >= 0 && t < _BACKEND_TYPE_MAX ? backend_names[t] : NULL;
-}
 
 BackendType backend_type_from_string(const char *s) {
         for (int i = 0; i < _BACKEND_TYPE_MAX; i++)
@@ -49,15 +45,11 @@ BackendType backend_type_from_string(const char *s) {
         return _BACKEND_TYPE_INVALID;
 }
 
-const char *delivery_to_string(Delivery d) {
-        return d >= 0 && d < _DELIVERY_MAX ? delivery_names[d] : NULL;
-}
-
-Delivery delivery_from_string(const char *s) {
-        for (int i = 0; i < _DELIVERY_MAX; i++)
+DeliveryMode delivery_mode_from_string(const char *s) {
+        for (int i = 0; i < _DELIVERY_MODE_MAX; i++)
                 if (strcmp(delivery_names[i], s) == 0)
                         return i;
-        return _DELIVERY_INVALID;
+        return _DELIVERY_MODE_INVALID;
 }
 
 int config_init(Config *c) {
@@ -65,8 +57,9 @@ int config_init(Config *c) {
                 .backend = BACKEND_AUTO,
                 .device = strdup("/dev/inotify"),
                 .log_level = LOG_INFO,
-                .max_watches_per_client = 8192,
-                .max_watches_per_user = 65536,
+                .max_watches_per_client = CONFIG_AUTO,
+                .max_watches_per_user = CONFIG_AUTO,
+                .max_watches_unprivileged = CONFIG_AUTO,
                 .max_clients_per_user = 128,
                 .max_pending_events_per_client = 65536,
                 .move_pair_timeout_ms = 10,
@@ -169,16 +162,25 @@ static int handler(void *userdata, const char *section, const char *name, const 
                 static const struct {
                         const char *key;
                         size_t offset;
+                        bool can_be_auto;
                 } keys[] = {
-                        { "max_watches_per_client",        offsetof(Config, max_watches_per_client) },
-                        { "max_watches_per_user",          offsetof(Config, max_watches_per_user) },
-                        { "max_clients_per_user",          offsetof(Config, max_clients_per_user) },
-                        { "max_pending_events_per_client", offsetof(Config, max_pending_events_per_client) },
+                        { "max_watches_per_client",        offsetof(Config, max_watches_per_client), true },
+                        { "max_watches_per_user",          offsetof(Config, max_watches_per_user), true },
+                        { "max_watches_unprivileged",      offsetof(Config, max_watches_unprivileged), true },
+                        { "max_clients_per_user",          offsetof(Config, max_clients_per_user), false },
+                        { "max_pending_events_per_client", offsetof(Config, max_pending_events_per_client), false },
                 };
-                for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-                        if (strcmp(name, keys[i].key) == 0)
-                                return parse_uint(s, name, value, 1, UINT32_MAX,
-                                                  (uint32_t *) ((char *) c + keys[i].offset));
+                for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                        uint32_t *v = (uint32_t *) ((char *) c + keys[i].offset);
+
+                        if (strcmp(name, keys[i].key) != 0)
+                                continue;
+                        if (keys[i].can_be_auto && strcmp(value, "auto") == 0) {
+                                *v = CONFIG_AUTO;
+                                return 1;
+                        }
+                        return parse_uint(s, name, value, 1, UINT32_MAX, v);
+                }
         } else if (strcmp(section, "events") == 0) {
                 if (strcmp(name, "move_pair_timeout_ms") == 0)
                         return parse_uint(s, name, value, 0, 1000, &c->move_pair_timeout_ms);
@@ -187,7 +189,7 @@ static int handler(void *userdata, const char *section, const char *name, const 
                 if (strcmp(name, "batch_max_events") == 0)
                         return parse_uint(s, name, value, 1, 65536, &c->batch_max_events);
                 if (strcmp(name, "delivery") == 0) {
-                        Delivery d = delivery_from_string(value);
+                        DeliveryMode d = delivery_mode_from_string(value);
                         if (d < 0)
                                 return parse_fail(s, "delivery: '%s' is not one of unicast, broadcast", value);
                         c->delivery = d;

@@ -16,6 +16,9 @@
 
 #define WATCHD_DEFAULT_CONFIG "/etc/watchd/watchd.conf"
 
+/* A watch limit given as "auto" (the default). */
+#define CONFIG_AUTO 0u
+
 typedef enum BackendType {
         BACKEND_AUTO,
         BACKEND_DEVICE,
@@ -24,12 +27,12 @@ typedef enum BackendType {
         _BACKEND_TYPE_INVALID = -EINVAL,
 } BackendType;
 
-typedef enum Delivery {
+typedef enum DeliveryMode {
         DELIVERY_UNICAST,
         DELIVERY_BROADCAST,
-        _DELIVERY_MAX,
-        _DELIVERY_INVALID = -EINVAL,
-} Delivery;
+        _DELIVERY_MODE_MAX,
+        _DELIVERY_MODE_INVALID = -EINVAL,
+} DeliveryMode;
 
 typedef struct Config {
         /* [daemon] */
@@ -37,9 +40,10 @@ typedef struct Config {
         char *device;
         int log_level;
 
-        /* [limits] */
+        /* [limits]; CONFIG_AUTO: sized from the kernel's limit (accounting.h) */
         uint32_t max_watches_per_client;
         uint32_t max_watches_per_user;
+        uint32_t max_watches_unprivileged;
         uint32_t max_clients_per_user;
         uint32_t max_pending_events_per_client;
 
@@ -47,7 +51,7 @@ typedef struct Config {
         uint32_t move_pair_timeout_ms;
         uint32_t move_pair_max_distance;
         uint32_t batch_max_events;
-        Delivery delivery;
+        DeliveryMode delivery;
         unsigned delivery_line;         /* line of "delivery=", 0 if unset: for later errors */
 } Config;
 
@@ -65,7 +69,5 @@ int config_load(const char *path, Config *ret, char **ret_error);
 /* The same for text in memory, named name in messages (for tests). */
 int config_load_string(const char *name, const char *text, Config *ret, char **ret_error);
 
-const char *backend_type_to_string(BackendType t);
 BackendType backend_type_from_string(const char *s);
-const char *delivery_to_string(Delivery d);
-Delivery delivery_from_string(const char *s);
+DeliveryMode delivery_mode_from_string(const char *s);

@@ -3,7 +3,7 @@
  * dbus_iface - org.example.Inotify on the bus
  *
  * The path of an AddWatch call: method_add_watch() reads (path, mask,
- * flags), validates them (the rules of design.md §3), takes the caller's
+ * flags), validates them (the rules of watchd(8), "D-BUS INTERFACE"), takes the caller's
  * uid and groups from the bus (sd_bus_query_sender_creds; never augmented
  * from /proc, and refused if the bus did not say), finds or makes the
  * caller's Client (and tracks its name), and calls manager_add_watch_path(),
@@ -30,8 +30,7 @@
  * Flow control and batching: each client is sent at most
  * max_pending_events_per_client records it has not confirmed reading, and
  * confirms by answering the org.freedesktop.DBus.Peer.Ping sent after them
- * (one in flight at a time; what counts as an answer: ping_confirms()).
- * While that Ping is in flight, records for the
+ * (one in flight at a time). While that Ping is in flight, records for the
  * client are held in its queue and go out as one signal when it answers
  * (or as soon as batch_max_events of them, or a notice, are queued): the
  * batch follows the client's own pace, with no timer of ours, and a record
@@ -44,16 +43,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "dbus_iface.h"
+#include "error.h"
 #include "event_bits.h"
-#include "events_batch.h"
 #include "log.h"
 #include "macro.h"
+#include "events_batch.h"
 #include "path_escape.h"
 #include "tree.h"
 
+struct DbusIface {
+        Manager *manager;
+        sd_bus *bus;
+        sd_event *event;
+        sd_bus_slot *vtable_slot;
+        bool stalled;                   /* the bus was congested at the last look */
+        GHashTable *pings;              /* uid -> Peer.Pings in flight to its clients (see bus_ask_confirm()) */
+};
 
 static void creds_unrefp(sd_bus_creds **c) {
         sd_bus_creds_unref(*c);
@@ -64,7 +73,7 @@ static void message_unrefp(sd_bus_message **m) {
 }
 
 /* UnixUserID and UnixGroupIDs of sender, from the bus driver (dbus-daemon, dbus-broker). */
-static int caller_from_driver(Manager *m, const char *sender, uid_t *ret_uid, gid_t **ret_gids, size_t *ret_n) {
+static int caller_from_driver(DbusIface *d, const char *sender, uid_t *ret_uid, gid_t **ret_gids, size_t *ret_n) {
         _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ gid_t *gids = NULL;
         bool have_uid = false, have_gids = false;
@@ -72,7 +81,7 @@ static int caller_from_driver(Manager *m, const char *sender, uid_t *ret_uid, gi
         uid_t uid = 0;
         int r;
 
-        r = sd_bus_call_method(m->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+        r = sd_bus_call_method(d->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                "GetConnectionCredentials", NULL, &reply, "s", sender);
         if (r < 0)
                 return r;
@@ -130,7 +139,7 @@ static int caller_from_driver(Manager *m, const char *sender, uid_t *ret_uid, gi
  * GetConnectionCredentials, which libsystemd 252 does not parse for groups.
  * -EPERM if the bus did not say enough.
  */
-static int caller_from_message(Manager *m, sd_bus_message *msg, Caller *ret, gid_t **ret_gids) {
+static int caller_from_message(DbusIface *d, sd_bus_message *msg, Caller *ret, gid_t **ret_gids) {
         _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
         _cleanup_free_ gid_t *gids = NULL;
         const gid_t *sd_gids = NULL;
@@ -157,7 +166,7 @@ static int caller_from_message(Manager *m, sd_bus_message *msg, Caller *ret, gid
                 if (n > 0)
                         memcpy(gids, sd_gids, n * sizeof(gid_t));
         } else {
-                r = caller_from_driver(m, sd_bus_message_get_sender(msg), &driver_uid, &gids, &n);
+                r = caller_from_driver(d, sd_bus_message_get_sender(msg), &driver_uid, &gids, &n);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0 || driver_uid != uid)
@@ -177,7 +186,10 @@ static int caller_from_message(Manager *m, sd_bus_message *msg, Caller *ret, gid
 }
 
 /* One place turns the core's -errno into a D-Bus error a person understands. */
-static int error_for(Manager *m, int r, const char *what, sd_bus_error *error) {
+static int error_for(DbusIface *d, int r, const char *what, sd_bus_error *error) {
+        Manager *m = d->manager;
+        const AccountingLimits *limits = accounting_get_limits(m->accounting);
+
         switch (r) {
         case -ENOENT:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FILE_NOT_FOUND, "No such file or directory: %s.", what);
@@ -199,48 +211,57 @@ static int error_for(Manager *m, int r, const char *what, sd_bus_error *error) {
                                          "AddWatchFd.", what);
         case -ENAMETOOLONG:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "A component of the path is too long.");
-        case -EMEDIUMTYPE:
+        case -WATCHD_E_NOT_WATCHABLE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Not a regular file or a directory (FIFOs, sockets, device nodes and "
                                          "anonymous inodes cannot be watched): %s.", what);
-        case -ENOLINK:
+        case -WATCHD_E_NO_NAME:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The descriptor is not a file with a name on a mounted file system (a "
                                          "memfd, an anonymous inode, an O_TMPFILE file, or a file or directory "
                                          "deleted since it was opened): there is no path to report its events under.");
-        case -EBADFD:
+        case -WATCHD_E_FD_PATH:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The descriptor was opened with O_PATH: open it for reading.");
-        case -EBADF:
+        case -WATCHD_E_FD_WRITE_ONLY:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The descriptor is not open for reading.");
-        case -EDQUOT:
+        case -WATCHD_E_CLIENT_WATCHES:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "This connection holds %" PRIu32 " watches, the most allowed "
                                          "(max_watches_per_client in watchd.conf; a RECURSIVE subscription "
                                          "counts each directory).",
-                                         m->config.max_watches_per_client);
-        case -EMLINK:
+                                         limits->max_watches_per_client);
+        case -WATCHD_E_USER_WATCHES:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Your user holds %" PRIu32 " watches, the most allowed "
                                          "(max_watches_per_user in watchd.conf; a RECURSIVE subscription "
                                          "counts each directory).",
-                                         m->config.max_watches_per_user);
-        case -EUSERS:
+                                         limits->max_watches_per_user);
+        case -WATCHD_E_UNPRIVILEGED_WATCHES:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "All users but root hold %" PRIu32 " watches together, the most allowed "
+                                         "(max_watches_unprivileged in watchd.conf, by default sized from the "
+                                         "kernel's limit in %s).",
+                                         limits->max_watches_unprivileged, m->backend->limit_hint);
+        case -WATCHD_E_USER_CLIENTS:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Your user has %" PRIu32 " connections with subscriptions, the most allowed "
                                          "(max_clients_per_user in watchd.conf).",
-                                         m->config.max_clients_per_user);
+                                         limits->max_clients_per_user);
         case -ENOSPC:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "The kernel's limit on inotify watches (max_user_watches) is reached; "
                                          "an administrator can raise it in %s.", m->backend->limit_hint);
-        case -EOVERFLOW:
+        case -WATCHD_E_IDS_USED_UP:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "The daemon has used up its subscription ids; restart it.");
-        case -ESRCH:
+        case -WATCHD_E_NO_SUCH_WATCH:
                 return sd_bus_error_setf(error, WATCHD_ERROR_NO_SUCH_WATCH, "You have no subscription %s.", what);
         default:
+                if (error_is_watchd(r))         /* every one has its case above: a forgotten one still reads */
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Failed to watch %s: %s.", what,
+                                                 error_to_string(r));
                 return sd_bus_error_set_errnof(error, -r, "Failed to watch %s: %m", what);
         }
 }
@@ -260,44 +281,93 @@ static int validate(uint32_t mask, uint32_t flags, sd_bus_error *error) {
         return 0;
 }
 
-static void client_ping_end(Manager *m, Client *c);
+/* A client on the bus: its connection's tracking and its outstanding Ping;
+ * the transport data of its delivery queue. */
+typedef struct BusClient {
+        DbusIface *iface;
+        Client *client;
+        sd_bus_track *track;            /* ends the client when its connection goes */
+        sd_bus_slot *ping;              /* the outstanding Peer.Ping, or NULL */
+        /* After an answer that confirmed nothing (the bus's error), or while
+         * its uid has PINGS_PER_USER_MAX in flight, the next Ping waits on this
+         * timer, ping_retry_usec, doubling each time. */
+        sd_event_source *ping_retry;
+        uint64_t ping_retry_usec;
+        bool ping_refusal_logged;       /* the bus's refusal is logged once per client */
+} BusClient;
+
+static void ping_end(BusClient *bc);
+
+static const DeliveryOps bus_delivery_ops;
+
+static BusClient *bus_client_free(BusClient *bc) {
+        if (!bc)
+                return NULL;
+        /* Its Ping was ended while its client was there (ping_end()). */
+        sd_bus_slot_unref(bc->ping);
+        sd_event_source_disable_unref(bc->ping_retry);
+        sd_bus_track_unref(bc->track);
+        free(bc);
+        return NULL;
+}
+
+static void client_end(DbusIface *d, Client *c) {
+        BusClient *bc = c->queue.data;
+
+        ping_end(bc);                           /* its Ping, if any, is no longer ours to count */
+        manager_client_gone(d->manager, c);     /* frees c */
+        bus_client_free(bc);
+}
 
 static int on_client_gone(sd_bus_track *track, void *userdata) {
-        Client *c = userdata;
+        BusClient *bc = userdata;
 
-        client_ping_end(c->manager, c);         /* its Ping, if any, is no longer ours to count */
-        manager_client_gone(c->manager, c);     /* frees c and unrefs track */
+        client_end(bc->iface, bc->client);
         return 0;
 }
 
 /* The caller's Client. A new one gets the caller's credentials from the bus
  * (a connection's credentials never change, so once is enough) and is
  * tracked so that it ends when its connection does. */
-static int client_for_call(Manager *m, sd_bus_message *msg, Client **ret, sd_bus_error *error) {
+static int client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_error *error) {
         _cleanup_free_ gid_t *gids = NULL;
         const char *sender = sd_bus_message_get_sender(msg);
+        BusClient *bc;
         Caller caller;
         Client *c;
         int r;
 
-        if (manager_get_client(m, sender, ret) >= 0)
+        c = manager_get_client(d->manager, sender);
+        if (c) {
+                *ret = c;
                 return 0;
+        }
 
-        r = caller_from_message(m, msg, &caller, &gids);
+        r = caller_from_message(d, msg, &caller, &gids);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                          "The bus did not tell who you are (uid and groups), so nothing is opened for you.");
 
-        r = manager_new_client(m, sender, &caller, &c);
-        if (r < 0)
-                return error_for(m, r, "the path", error);
-        r = sd_bus_track_new(m->bus, &c->track, on_client_gone, c);
-        if (r >= 0)
-                r = sd_bus_track_add_sender(c->track, msg);
+        bc = calloc(1, sizeof(BusClient));
+        if (!bc)
+                return -ENOMEM;
+        r = manager_new_client(d->manager, sender, &caller, &c);
         if (r < 0) {
-                manager_client_gone(m, c);
+                free(bc);
+                return error_for(d, r, "the path", error);
+        }
+        *bc = (BusClient) {
+                .iface = d,
+                .client = c,
+        };
+        delivery_queue_set_transport(&c->queue, &bus_delivery_ops, bc);
+        r = sd_bus_track_new(d->bus, &bc->track, on_client_gone, bc);
+        if (r >= 0)
+                r = sd_bus_track_add_sender(bc->track, msg);
+        if (r < 0) {
+                client_end(d, c);
                 return r;
         }
         *ret = c;
@@ -315,9 +385,15 @@ static char *what_of(const char *path) {
         return what;
 }
 
-/* A RECURSIVE AddWatch whose walk went on from the loop: answered now. */
-static void add_watch_done(Manager *m, uint32_t id, int r, void *userdata) {
-        _cleanup_(message_unrefp) sd_bus_message *msg = userdata;
+/* A RECURSIVE AddWatch whose walk goes on from the loop: answered when it ends. */
+typedef struct PendingAdd {
+        DbusIface *iface;
+        sd_bus_message *msg;
+} PendingAdd;
+
+static void add_watch_done(uint32_t id, int r, void *userdata) {
+        _cleanup_free_ PendingAdd *p = userdata;
+        _cleanup_(message_unrefp) sd_bus_message *msg = p->msg;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *what = NULL;
         const char *path = NULL;
@@ -330,7 +406,7 @@ static void add_watch_done(Manager *m, uint32_t id, int r, void *userdata) {
                         (void) sd_bus_message_read(msg, "s", &path);
                 }
                 what = what_of(path);
-                (void) error_for(m, r, what ?: "the path", &error);
+                (void) error_for(p->iface, r, what ?: "the path", &error);
                 r = sd_bus_reply_method_error(msg, &error);
         } else
                 r = sd_bus_reply_method_return(msg, "u", id);
@@ -385,13 +461,14 @@ static int path_from_call(const char *sent, bool escaped, char **ret, sd_bus_err
         return 0;
 }
 
-static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, sd_bus_error *error) {
+static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd, sd_bus_error *error) {
+        Manager *m = d->manager;
         _cleanup_free_ char *path = NULL;
         const char *sent = NULL;
         uint32_t mask, flags, id;
         TreeWalk *walk = NULL;
+        Client *c = NULL;
         bool escaped;
-        Client *c;
         int fd = -1, r;
 
         if (by_fd)
@@ -423,7 +500,7 @@ static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, 
                         return r;
         }
 
-        r = client_for_call(m, msg, &c, error);
+        r = client_for_call(d, msg, &c, error);
         if (r < 0)
                 return r;
 
@@ -434,7 +511,7 @@ static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, 
         if (r < 0) {
                 _cleanup_free_ char *what = what_of(sent);
 
-                return error_for(m, r, what ?: "the path", error);
+                return error_for(d, r, what ?: "the path", error);
         }
 
         log_debug("%s: subscription %" PRIu32 " on %s%s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.",
@@ -443,7 +520,12 @@ static int method_add_watch_common(sd_bus_message *msg, Manager *m, bool by_fd, 
         if (walk) {
                 /* A big tree: answered when its walk ends (add_watch_done), its
                  * events already flowing for the part watched so far. */
-                tree_walk_set_done(walk, add_watch_done, sd_bus_message_ref(msg));
+                PendingAdd *p = malloc(sizeof(PendingAdd));
+
+                if (!p)
+                        return -ENOMEM;         /* the walk goes on; its subscription stays, unanswered: rare enough */
+                *p = (PendingAdd) { d, sd_bus_message_ref(msg) };
+                tree_walk_set_done(walk, add_watch_done, p);
                 return 1;
         }
         return sd_bus_reply_method_return(msg, "u", id);
@@ -458,7 +540,7 @@ static int method_add_watch_fd(sd_bus_message *msg, void *userdata, sd_bus_error
 }
 
 static int method_remove_watch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        DbusIface *d = userdata;
         char what[16];
         uint32_t id;
         Client *c;
@@ -469,19 +551,19 @@ static int method_remove_watch(sd_bus_message *msg, void *userdata, sd_bus_error
                 return r;
 
         snprintf(what, sizeof(what), "%" PRIu32, id);
-        r = manager_get_client(m, sd_bus_message_get_sender(msg), &c);
+        c = manager_get_client(d->manager, sd_bus_message_get_sender(msg));
+        if (!c)
+                return error_for(d, -WATCHD_E_NO_SUCH_WATCH, what, error);
+        r = manager_remove_watch(d->manager, c, id);
         if (r < 0)
-                return error_for(m, -ESRCH, what, error);
-        r = manager_remove_watch(m, c, id);
-        if (r < 0)
-                return error_for(m, r, what, error);
+                return error_for(d, r, what, error);
         return sd_bus_reply_method_return(msg, NULL);
 }
 
 static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
-        Manager *m = userdata;
-        Client *c = NULL;
+        DbusIface *d = userdata;
+        Client *c;
         int r;
 
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -490,15 +572,16 @@ static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error
         r = sd_bus_message_open_container(reply, 'a', "(usuu)");
         if (r < 0)
                 return r;
-        if (manager_get_client(m, sd_bus_message_get_sender(msg), &c) >= 0)
-                for (Subscription *s = c->subscriptions; s; s = s->owner_next) {
+        c = manager_get_client(d->manager, sd_bus_message_get_sender(msg));
+        if (c)
+                LIST_FOREACH(owner, s, c->subscriptions) {
                         /* A path that is not UTF-8 (AddWatchFd, a rename) goes escaped, flagged. */
-                        _cleanup_free_ char *escaped = path_needs_escape(s->path) ? path_escape(s->path) : NULL;
+                        _cleanup_free_ char *esc = path_needs_escape(s->path) ? path_escape(s->path) : NULL;
 
-                        if (!escaped && path_needs_escape(s->path))
+                        if (!esc && path_needs_escape(s->path))
                                 return -ENOMEM;
-                        r = sd_bus_message_append(reply, "(usuu)", s->id, escaped ?: s->path, s->mask,
-                                                  s->flags | (escaped ? WATCHD_FLAG_PATH_ESCAPED : 0));
+                        r = sd_bus_message_append(reply, "(usuu)", s->id, esc ?: s->path, s->mask,
+                                                  s->flags | (esc ? WATCHD_FLAG_PATH_ESCAPED : 0));
                         if (r < 0)
                                 return r;
                 }
@@ -559,15 +642,18 @@ static int append_t(sd_bus_message *reply, const char *key, uint64_t value) {
  */
 static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
-        Manager *m = userdata;
+        DbusIface *d = userdata;
+        Manager *m = d->manager;
         uint32_t own_clients = 0, own_subscriptions = 0, own_watches = 0;
         uint64_t own_delivered = 0, own_pending = 0, own_dropped = 0, own_overflows = 0, queued = 0;
+        ManagerStats st;
         bool known, all;
         GHashTableIter i;
         gpointer v;
         uid_t uid;
         int r;
 
+        manager_get_stats(m, &st);
         known = sender_uid(msg, &uid) >= 0;
         all = known && (uid == 0 || uid == geteuid());
         if (known) {
@@ -575,15 +661,15 @@ static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
                 while (g_hash_table_iter_next(&i, NULL, &v)) {
                         Client *c = v;
 
-                        if (c->uid != uid)
+                        if (c->account.uid != uid)
                                 continue;
                         own_clients++;
                         own_subscriptions += c->n_subscriptions;
-                        own_watches += c->n_watches;
-                        own_delivered += c->sent;
-                        own_pending += move_pairer_size(&c->queue);
-                        own_dropped += c->events_dropped;
-                        own_overflows += c->overflows;
+                        own_watches += c->account.n_watches;
+                        own_delivered += c->queue.sent;
+                        own_pending += delivery_queue_size(&c->queue);
+                        own_dropped += c->queue.n_dropped;
+                        own_overflows += c->queue.n_overflows;
                 }
         }
 
@@ -593,13 +679,13 @@ static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
         if (r >= 0)
                 r = append_stat(reply, "backend", 's', backend_name(m->backend));
         if (r >= 0)
-                r = append_u(reply, "clients", (uint32_t) g_hash_table_size(m->clients));
+                r = append_u(reply, "clients", st.clients);
         if (r >= 0)
-                r = append_u(reply, "users", (uint32_t) g_hash_table_size(m->users));
+                r = append_u(reply, "users", st.users);
         if (r >= 0)
-                r = append_u(reply, "subscriptions", (uint32_t) watch_table_n_subscriptions(m->table));
+                r = append_u(reply, "subscriptions", st.subscriptions);
         if (r >= 0)
-                r = append_u(reply, "kernel_watches", (uint32_t) watch_table_n_watches(m->table));
+                r = append_u(reply, "kernel_watches", st.kernel_watches);
         if (r >= 0 && known) {
                 r = append_u(reply, "own_clients", own_clients);
                 if (r >= 0)
@@ -616,20 +702,20 @@ static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
                         r = append_t(reply, "own_overflows", own_overflows);
         }
         if (r >= 0 && all) {
-                (void) sd_bus_get_n_queued_write(m->bus, &queued);
-                r = append_t(reply, "events_read", m->stats.events_read);
+                (void) sd_bus_get_n_queued_write(d->bus, &queued);
+                r = append_t(reply, "events_read", st.events_read);
                 if (r >= 0)
-                        r = append_t(reply, "events_delivered", m->stats.events_delivered);
+                        r = append_t(reply, "events_delivered", st.events_delivered);
                 if (r >= 0)
-                        r = append_t(reply, "signals_sent", m->stats.signals_sent);
+                        r = append_t(reply, "signals_sent", st.signals_sent);
                 if (r >= 0)
-                        r = append_t(reply, "pending_events", manager_pending_events(m));
+                        r = append_t(reply, "pending_events", st.pending_events);
                 if (r >= 0)
-                        r = append_t(reply, "events_dropped", m->stats.events_dropped);
+                        r = append_t(reply, "events_dropped", st.events_dropped);
                 if (r >= 0)
-                        r = append_t(reply, "overflows", m->stats.overflows);
+                        r = append_t(reply, "overflows", st.overflows);
                 if (r >= 0)
-                        r = append_t(reply, "kernel_overflows", m->stats.kernel_overflows);
+                        r = append_t(reply, "kernel_overflows", st.kernel_overflows);
                 if (r >= 0)
                         r = append_t(reply, "bus_queued_messages", queued);
         }
@@ -647,9 +733,10 @@ static int property_get_version(sd_bus *bus, const char *path, const char *inter
 
 static int property_get_backend(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        return sd_bus_message_append(reply, "s", backend_name(m->backend));
+        DbusIface *d = userdata;
+        return sd_bus_message_append(reply, "s", backend_name(d->manager->backend));
 }
+
 
 static const sd_bus_vtable watchd_vtable[] = {
         SD_BUS_VTABLE_START(0),
@@ -686,10 +773,32 @@ static const sd_bus_vtable watchd_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-static int signal_new(Manager *m, Client *c, const char *member, bool unicast, sd_bus_message **ret) {
+/* Messages sd-bus may hold unsent before we stop handing it more. Past it
+ * the bus is not reading us: records stay in the clients' queues, which are
+ * bounded (max_pending_events_per_client, then Overflow), and delivery
+ * tries again after DELIVERY_RETRY_USEC. */
+#define BUS_WRITE_QUEUE_HIGH 4096u
+
+static bool bus_congested(void *data) {
+        BusClient *bc = data;
+        DbusIface *d = bc->iface;
+        uint64_t queued = 0;
+
+        if (sd_bus_get_n_queued_write(d->bus, &queued) >= 0 && queued > BUS_WRITE_QUEUE_HIGH) {
+                if (!d->stalled)
+                        log_warning("The bus is not reading our messages (%" PRIu64 " queued): holding events back.",
+                                    queued);
+                d->stalled = true;
+                return true;
+        }
+        d->stalled = false;
+        return false;
+}
+
+static int signal_new(DbusIface *d, Client *c, const char *member, bool unicast, sd_bus_message **ret) {
         int r;
 
-        r = sd_bus_message_new_signal(m->bus, ret, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, member);
+        r = sd_bus_message_new_signal(d->bus, ret, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, member);
         if (r < 0)
                 return r;
         if (unicast) {
@@ -700,35 +809,74 @@ static int signal_new(Manager *m, Client *c, const char *member, bool unicast, s
         return r;
 }
 
-static void notice_send(Manager *m, Client *c, const Record *rec) {
+/* The Events signals of a batch (events_batch.c builds them: escaped names, 1 MiB at most). */
+static int batch_new_signal(void *userdata, sd_bus_message **ret) {
+        BusClient *bc = userdata;
+        DbusIface *d = bc->iface;
+
+        return signal_new(d, bc->client, "Events", d->manager->config.delivery == DELIVERY_UNICAST, ret);
+}
+
+static int batch_send(void *userdata, sd_bus_message *msg, size_t n) {
+        BusClient *bc = userdata;
+        int r;
+
+        r = sd_bus_send(bc->iface->bus, msg, NULL);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to send %zu events to %s, naming them in an Overflow: %m",
+                                         n, bc->client->name);
+        delivery_sent(&bc->client->queue, n);
+        return 0;
+}
+
+/* A record that could not be built or sent: it costs only itself, and the client hears of it. */
+static void batch_lost(void *userdata, uint32_t id) {
+        BusClient *bc = userdata;
+
+        delivery_dropped(&bc->client->queue, id);
+}
+
+static const EventsBatchOps batch_ops = {
+        .new_signal = batch_new_signal,
+        .send = batch_send,
+        .lost = batch_lost,
+};
+
+/* Events signals, unicast unless delivery=broadcast: as many as the batch needs. */
+static int bus_send_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
+        BusClient *bc = data;
+        EventsBatch batch;
+
+        events_batch_init(&batch, &batch_ops, bc, bc->iface->manager->config.batch_max_events);
+        for (size_t i = 0; i < n; i++)
+                (void) events_batch_add(&batch, recs[i]);
+        (void) events_batch_send(&batch);
+        events_batch_done(&batch);
+        return 0;
+}
+
+/* Overflow(ids) or WatchRemoved(id, reason): always unicast. */
+static int bus_send_notice(DeliveryQueue *q, const Record *rec, const uint32_t *ids, size_t n_ids, void *data) {
         _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
-        _cleanup_free_ uint32_t *ids = NULL;
-        size_t n = 0;
+        BusClient *bc = data;
+        DbusIface *d = bc->iface;
         int r;
 
         if (rec->kind == RECORD_OVERFLOW) {
-                ids = client_take_lost_ids(c, &n);
-                r = signal_new(m, c, "Overflow", true, &msg);
+                r = signal_new(d, bc->client, "Overflow", true, &msg);
                 if (r >= 0)
-                        r = sd_bus_message_append_array(msg, 'u', ids, n * sizeof(uint32_t));
+                        r = sd_bus_message_append_array(msg, 'u', ids, n_ids * sizeof(uint32_t));
         } else {
-                r = signal_new(m, c, "WatchRemoved", true, &msg);
+                r = signal_new(d, bc->client, "WatchRemoved", true, &msg);
                 if (r >= 0)
                         r = sd_bus_message_append(msg, "us", rec->id, rec->reason);
         }
         if (r >= 0)
-                r = sd_bus_send(m->bus, msg, NULL);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to send a notice to %s, ignoring: %m", c->name);
-                return;
-        }
-        if (rec->kind == RECORD_OVERFLOW) {
-                m->stats.overflows++;
-                c->overflows++;
-        }
+                r = sd_bus_send(d->bus, msg, NULL);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to send a notice to %s, ignoring: %m", q->name);
+        return 0;
 }
-
-static void client_ping(Manager *m, Client *c);
 
 /*
  * What counts as read: the rule of flow control, in one place.
@@ -763,251 +911,177 @@ static void client_ping(Manager *m, Client *c);
  * So a client that is not confirmed, however the bus answers for it, is sent
  * no more than its window; its later records fill its queue (same limit),
  * which is then dropped with an Overflow queued, sent at the next
- * confirmation (dbus_iface_flush_client()).
+ * confirmation (delivery.c).
  */
 #define PING_RETRY_MIN_USEC (10u * 1000u)
 #define PING_RETRY_MAX_USEC (5u * 1000u * 1000u)
 #define PINGS_PER_USER_MAX 16u
 
-static bool ping_confirms(const Client *c, sd_bus_message *reply) {
+static bool ping_confirms(const BusClient *bc, sd_bus_message *reply) {
         const char *sender = sd_bus_message_get_sender(reply);
 
-        return sender && strcmp(sender, c->name) == 0;
+        return sender && strcmp(sender, bc->client->name) == 0;
+}
+
+static unsigned *user_pings(DbusIface *d, uid_t uid) {
+        unsigned *n = g_hash_table_lookup(d->pings, GUINT_TO_POINTER(uid));
+
+        if (!n) {
+                n = g_new0(unsigned, 1);
+                g_hash_table_insert(d->pings, GUINT_TO_POINTER(uid), n);
+        }
+        return n;
+}
+
+/* bc's Ping is answered, or bc is gone: it no longer holds one of its uid's Pings. */
+static void ping_end(BusClient *bc) {
+        unsigned *n;
+
+        if (!bc->ping)
+                return;
+        bc->ping = sd_bus_slot_unref(bc->ping);
+        n = user_pings(bc->iface, bc->client->account.uid);
+        assert(*n > 0);
+        if (--*n == 0)
+                g_hash_table_remove(bc->iface->pings, GUINT_TO_POINTER(bc->client->account.uid));
 }
 
 static int on_ping_retry(sd_event_source *s, uint64_t usec, void *userdata) {
-        Client *c = userdata;
+        BusClient *bc = userdata;
 
-        c->ping_retry = sd_event_source_disable_unref(c->ping_retry);
-        client_ping(c->manager, c);
+        bc->ping_retry = sd_event_source_disable_unref(bc->ping_retry);
+        delivery_ask_confirm(&bc->client->queue);
         return 0;
 }
 
-/* The account of c's uid, where its Pings in flight are counted (it exists
- * while the uid has a client). */
-static UserAccount *client_user(Manager *m, const Client *c) {
-        return g_hash_table_lookup(m->users, GUINT_TO_POINTER(c->uid));
-}
-
-/* c's Ping is answered, or c is gone: it no longer holds one of its uid's Pings. */
-static void client_ping_end(Manager *m, Client *c) {
-        UserAccount *u;
-
-        if (!c->ping)
-                return;
-        c->ping = sd_bus_slot_unref(c->ping);
-        u = client_user(m, c);
-        assert(u && u->n_pings > 0);
-        u->n_pings--;
-}
-
-/* The next Ping to c goes later: after an answer that confirmed nothing, or
+/* The next Ping to bc goes later: after an answer that confirmed nothing, or
  * while its uid has PINGS_PER_USER_MAX in flight. */
-static void ping_retry_later(Manager *m, Client *c) {
+static void ping_retry_later(BusClient *bc) {
+        DbusIface *d = bc->iface;
         uint64_t now;
         int r;
 
-        c->ping_retry_usec = c->ping_retry_usec == 0 ? PING_RETRY_MIN_USEC
-                                                     : MIN(2 * c->ping_retry_usec, (uint64_t) PING_RETRY_MAX_USEC);
-        r = sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        if (bc->ping_retry)
+                return;
+        bc->ping_retry_usec = bc->ping_retry_usec == 0 ? PING_RETRY_MIN_USEC
+                                                       : MIN(2 * bc->ping_retry_usec, (uint64_t) PING_RETRY_MAX_USEC);
+        r = sd_event_now(d->event, CLOCK_MONOTONIC, &now);
         if (r >= 0)
-                r = sd_event_add_time(m->event, &c->ping_retry, CLOCK_MONOTONIC, now + c->ping_retry_usec,
-                                      /* accuracy= */ 0, on_ping_retry, c);
+                r = sd_event_add_time(d->event, &bc->ping_retry, CLOCK_MONOTONIC, now + bc->ping_retry_usec,
+                                      /* accuracy= */ 0, on_ping_retry, bc);
         if (r < 0)
-                /* Then the next flush for c asks again. */
-                log_warning_errno(r, "Failed to arm the timer of the next Ping to %s, ignoring: %m", c->name);
+                /* Then the next flush for it asks again. */
+                log_warning_errno(r, "Failed to arm the timer of the next Ping to %s, ignoring: %m", bc->client->name);
 }
 
-/* The answer to c's Ping confirmed nothing: say so (once, if the bus refused
+/* The answer to bc's Ping confirmed nothing: say so (once, if the bus refused
  * it) and ask again later. */
-static void ping_unconfirmed(Manager *m, Client *c, sd_bus_message *reply) {
+static void ping_unconfirmed(BusClient *bc, sd_bus_message *reply) {
         const sd_bus_error *e = sd_bus_message_get_error(reply);
+        Client *c = bc->client;
 
         if (e && sd_bus_error_has_names(e, SD_BUS_ERROR_ACCESS_DENIED, SD_BUS_ERROR_LIMITS_EXCEEDED) &&
-            !c->ping_refusal_logged) {
-                c->ping_refusal_logged = true;
+            !bc->ping_refusal_logged) {
+                bc->ping_refusal_logged = true;
                 log_warning("The bus refused our Ping to %s (%s: %s): until %s answers one, it is sent at most "
                             "%" PRIu32 " records (max_pending_events_per_client)%s.",
                             c->name, e->name, e->message ?: "no message", c->name,
-                            m->config.max_pending_events_per_client,
+                            bc->iface->manager->config.max_pending_events_per_client,
                             sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED)
                             ? "; the bus policy org.example.Inotify.conf must let root send Peer.Ping" : "");
         } else
                 log_debug("Our Ping to %s confirmed nothing (%s), asking again later.",
                           c->name, e ? e->name : "an answer from someone else");
-        ping_retry_later(m, c);
+        ping_retry_later(bc);
 }
 
 static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
-        Client *c = userdata;
-        Manager *m = c->manager;
+        BusClient *bc = userdata;
+        bool confirmed;
 
-        client_ping_end(m, c);
-        c->answers_ping = ping_confirms(c, reply);
-        if (!c->answers_ping) {
-                ping_unconfirmed(m, c, reply);
-                return 0;
-        }
-        c->read = c->ping_at;
-        c->ping_retry_usec = 0;
-        /* What was held back for it goes now, as one signal (manager_flush
-         * walks the dirty clients), and only then the next Ping: sent first,
-         * that Ping would vouch for none of it and hold it for one more round
-         * trip. The flush pings c itself if it sent anything; the call below
-         * is for the records sent before this Ping went out and not yet
-         * vouched for, and for a flush that did not run (the bus stalled). */
-        manager_mark_dirty(m, c);
-        manager_flush(m);
-        client_ping(m, c);
+        ping_end(bc);
+        confirmed = ping_confirms(bc, reply);
+        if (confirmed)
+                bc->ping_retry_usec = 0;
+        else
+                ping_unconfirmed(bc, reply);
+        delivery_confirmed(bc->iface->manager->delivery, &bc->client->queue, confirmed, now_usec());
         return 0;
 }
 
-/* One Ping in flight per client at most, sent after the records it vouches
- * for, with no timeout, and PINGS_PER_USER_MAX per uid (see ping_confirms()). */
-static void client_ping(Manager *m, Client *c) {
+/* Has the client read what was sent? Its own answer to a Peer.Ping sent
+ * after them says so; one in flight per client, with no timeout, and
+ * PINGS_PER_USER_MAX per uid (see ping_confirms()). */
+static int bus_ask_confirm(DeliveryQueue *q, void *data) {
         _cleanup_(message_unrefp) sd_bus_message *ping = NULL;
-        UserAccount *u = client_user(m, c);
+        BusClient *bc = data;
+        DbusIface *d = bc->iface;
+        unsigned *n;
         int r;
 
-        assert(u);
-        if (c->ping || c->ping_retry || c->read == c->sent)
-                return;
-        if (u->n_pings >= PINGS_PER_USER_MAX) {
-                ping_retry_later(m, c);
-                return;
+        if (bc->ping_retry)
+                return -EAGAIN;
+        n = user_pings(d, bc->client->account.uid);
+        if (*n >= PINGS_PER_USER_MAX) {
+                ping_retry_later(bc);
+                return -EAGAIN;
         }
-        r = sd_bus_message_new_method_call(m->bus, &ping, c->name, "/", "org.freedesktop.DBus.Peer", "Ping");
+        r = sd_bus_message_new_method_call(d->bus, &ping, bc->client->name, "/", "org.freedesktop.DBus.Peer", "Ping");
         if (r >= 0)
-                r = sd_bus_call_async(m->bus, &c->ping, ping, on_ping_reply, c, /* usec= */ UINT64_MAX);
+                r = sd_bus_call_async(d->bus, &bc->ping, ping, on_ping_reply, bc, /* usec= */ UINT64_MAX);
         if (r < 0) {
-                /* Then nothing more is sent to it until the next record tries again. */
-                log_warning_errno(r, "Failed to ask %s whether it reads its events, ignoring: %m", c->name);
-                return;
+                if (*n == 0)
+                        g_hash_table_remove(d->pings, GUINT_TO_POINTER(bc->client->account.uid));
+                return r;
         }
-        u->n_pings++;
-        c->ping_at = c->sent;
-}
-
-/*
- * Whether c's queued records wait for the answer to its Ping rather than go
- * out now. While a Ping is in flight the client has not yet confirmed
- * reading the last signal; what arrives meanwhile is sent as one signal when
- * it answers (on_ping_reply). So the batch size follows the client's round
- * trip, with no delay of our own: a record waits at most one round trip, and
- * only in a burst (HOLD_MIN_UNREAD records unconfirmed); one after a quiet
- * moment finds no Ping in flight and goes at once. Without
- * this, each kernel read of a few events became a signal of its own, and the
- * per-message costs (sd-bus, dbus-daemon, the client's dispatch) were most
- * of the CPU under a storm.
- */
-/* Records the client may have unread before its next ones wait for its
- * Ping: below it, nothing is held, so a slow client's round trip never adds
- * to the latency of events that come one at a time (W4: 200 a second). */
-#define HOLD_MIN_UNREAD 16u
-
-static bool client_hold(Manager *m, Client *c, uint64_t now_usec) {
-        /* Half the backlog limit: holding must never be what overflows it. */
-        size_t enough = MIN((size_t) m->config.batch_max_events,
-                            (size_t) m->config.max_pending_events_per_client / 2);
-
-        if (!c->ping || !c->answers_ping)
-                return false;   /* nothing to wait for, or an answer that may never come */
-        if (c->sent - c->read < HOLD_MIN_UNREAD)
-                return false;   /* not a burst: a record every few ms goes at once, whatever the round trip */
-        if (c->n_notices > 0)
-                return false;   /* notices go now, and the events before them first */
-        if (move_pairer_size(&c->queue) >= enough)
-                return false;   /* a full signal gains nothing by waiting */
-        /* A rename half whose pairing time is up goes now: the pairing timer
-         * would otherwise fire again at once, for as long as the Ping waits. */
-        return move_pairer_next_deadline(&c->queue) > now_usec;
-}
-
-/* The Events signals of a flush (events_batch.c builds them). */
-static int events_new_signal(void *userdata, sd_bus_message **ret) {
-        Client *c = userdata;
-        Manager *m = c->manager;
-
-        return signal_new(m, c, "Events", m->config.delivery == DELIVERY_UNICAST, ret);
-}
-
-static int events_send(void *userdata, sd_bus_message *msg, size_t n) {
-        Client *c = userdata;
-        Manager *m = c->manager;
-        int r;
-
-        r = sd_bus_send(m->bus, msg, NULL);
-        if (r < 0)
-                return log_warning_errno(r, "Failed to send %zu events to %s, naming them in an Overflow: %m",
-                                         n, c->name);
-        m->stats.events_delivered += n;
-        m->stats.signals_sent++;
-        c->sent += n;
+        ++*n;
         return 0;
 }
 
-/* A record that could not be built or sent: it costs only itself, and the client hears of it. */
-static void events_lost(void *userdata, uint32_t id) {
-        Client *c = userdata;
-
-        c->manager->stats.events_dropped++;
-        if (client_queue_overflow(c, id) < 0)
-                log_warning("Out of memory queueing Overflow for %s, ignoring.", c->name);
-}
-
-static const EventsBatchOps events_ops = {
-        .new_signal = events_new_signal,
-        .send = events_send,
-        .lost = events_lost,
+static const DeliveryOps bus_delivery_ops = {
+        .send_events = bus_send_events,
+        .send_notice = bus_send_notice,
+        .ask_confirm = bus_ask_confirm,
+        .congested = bus_congested,
 };
 
-/*
- * Sends c what its queue lets go, but never more than
- * max_pending_events_per_client records that c has not yet read: past that
- * its records wait in its queue, which is bounded by the same limit (then
- * its backlog is dropped and it gets Overflow, sent once it reads again).
- * So a client that stops reading costs at most twice that many records, in
- * the daemon and the bus together, and the other clients are not delayed.
- * While c has a Ping in flight, a small batch waits for its answer
- * (client_hold()). A record that cannot be sent is named in an Overflow
- * queued behind the others (events_lost), which this flush sends too.
- */
-void dbus_iface_flush_client(Manager *m, Client *c, uint64_t now_usec) {
-        EventsBatch batch;
-        bool again;
-        Record *rec;
+DbusIface *dbus_iface_free(DbusIface *d) {
+        GHashTableIter i;
+        gpointer v;
 
-        if (client_hold(m, c, now_usec))
-                return;
+        if (!d)
+                return NULL;
+        /* The clients stay the manager's; what the bus held for them goes. */
+        g_hash_table_iter_init(&i, d->manager->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Client *c = v;
 
-        events_batch_init(&batch, &events_ops, c, m->config.batch_max_events);
-        do {
-                while (c->sent + batch.n_records - c->read < m->config.max_pending_events_per_client &&
-                       (rec = move_pairer_pop(&c->queue, now_usec))) {
-                        if (rec->kind != RECORD_EVENT) {
-                                /* Notices keep their place: what came before goes first. */
-                                assert(c->n_notices > 0);
-                                c->n_notices--;
-                                (void) events_batch_send(&batch);
-                                notice_send(m, c, rec);
-                                record_free(rec);
-                                continue;
-                        }
-                        (void) events_batch_add(&batch, rec);
-                }
-                /* A last signal that failed queued its Overflow: that goes now, not at the next event. */
-                again = events_batch_send(&batch) < 0;
-        } while (again);
-        events_batch_done(&batch);
-        client_ping(m, c);
+                ping_end(c->queue.data);
+                bus_client_free(c->queue.data);
+                delivery_queue_set_transport(&c->queue, NULL, NULL);
+        }
+        sd_bus_slot_unref(d->vtable_slot);
+        sd_bus_unref(d->bus);
+        sd_event_unref(d->event);
+        if (d->pings)
+                g_hash_table_destroy(d->pings);
+        free(d);
+        return NULL;
 }
 
-int dbus_iface_attach(Manager *m, sd_bus *bus) {
+int dbus_iface_new(Manager *m, sd_bus *bus, sd_event *event, DbusIface **ret) {
+        _cleanup_(dbus_iface_freep) DbusIface *d = NULL;
         int r;
 
-        m->bus = sd_bus_ref(bus);
+        d = calloc(1, sizeof(DbusIface));
+        if (!d)
+                return log_error_errno(-ENOMEM, "Out of memory.");
+        d->manager = m;
+        d->bus = sd_bus_ref(bus);
+        d->event = sd_event_ref(event);
+        d->pings = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 
-        r = sd_bus_add_object_vtable(bus, NULL, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, watchd_vtable, m);
+        r = sd_bus_add_object_vtable(bus, &d->vtable_slot, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, watchd_vtable, d);
         if (r < 0)
                 return log_error_errno(r, "Failed to publish %s: %m", WATCHD_OBJECT_PATH);
 
@@ -1017,8 +1091,9 @@ int dbus_iface_attach(Manager *m, sd_bus *bus) {
         if (r < 0)
                 return log_error_errno(r, "Failed to take the name %s: %m", WATCHD_BUS_NAME);
 
-        r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        r = sd_bus_attach_event(bus, event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+        *ret = TAKE_PTR(d);
         return 0;
 }

@@ -7,20 +7,23 @@
  *
  * The only file that speaks D-Bus. Handlers read, validate, authorize (the
  * caller's credentials from the bus), call the manager, and reply; errors
- * become D-Bus errors only here. It never touches the kernel fd.
+ * become D-Bus errors only here (error_for()). For each client it registers
+ * the transport of its delivery queue: building and sending Events,
+ * Overflow and WatchRemoved signals, the Peer.Ping that confirms reading,
+ * and the bus's congestion. It never touches the kernel fd.
  */
 
 #include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
 
+#include "macro.h"
 #include "manager.h"
+#include "watchd-api.h"
 
-#define WATCHD_BUS_NAME "org.example.Inotify"
-#define WATCHD_OBJECT_PATH "/org/example/Inotify"
-#define WATCHD_INTERFACE "org.example.Inotify"
-#define WATCHD_ERROR_NO_SUCH_WATCH "org.example.Inotify.Error.NoSuchWatch"
+typedef struct DbusIface DbusIface;
 
-/* Publishes the object on bus, takes the name and attaches the bus to the manager's loop. */
-int dbus_iface_attach(Manager *m, sd_bus *bus);
-
-/* Sends c the records its queue lets go at now_usec. */
-void dbus_iface_flush_client(Manager *m, Client *c, uint64_t now_usec);
+/* Publishes the object on bus for m, takes the name and attaches the bus to event. Logs its failures. */
+int dbus_iface_new(Manager *m, sd_bus *bus, sd_event *event, DbusIface **ret);
+/* Before the manager: what the bus holds for its clients goes. */
+DbusIface *dbus_iface_free(DbusIface *d);
+DEFINE_TRIVIAL_CLEANUP_FUNC(DbusIface *, dbus_iface_free);

@@ -2,27 +2,25 @@
 #pragma once
 
 /*
- * event_bits - the IN_* values and the API's flag and mask rules
+ * event_bits - the kernel's IN_* values, and the API's (watchd-api.h) checked against them
  *
  * The values come from the module's uapi header (the same as the merged
  * syscalls' for every bit the API has). The API accepts exactly the eleven
- * events of /dev/inotify 0.23 in a mask and the four flags of design.md §3.
+ * events of /dev/inotify 0.23 in a mask, and the four flags of watchd(8).
  */
 
+#include <assert.h>
 #include <sys/inotify.h>
+
 #include "inotify_dev.h"
 #include "path_escape.h"
+#include "watchd-api.h"
 
-/* Event bits a client may ask for. */
-#define WATCHD_MASK_VALID INOTIFY_DEV_ALL_EVENTS
-
-#define WATCHD_FLAG_RECURSIVE   0x1u
-#define WATCHD_FLAG_ONLYDIR     0x2u
-#define WATCHD_FLAG_DONT_FOLLOW 0x4u
-#define WATCHD_FLAG_ONESHOT     0x8u
-#define WATCHD_FLAGS_VALID      0xfu
-
-/* Not a request flag but how a path is written (shared/path_escape.h): in
- * AddWatch's flags, the path is escaped; in a ListWatches entry, so is its
- * path. The same bit marks an escaped Events record in its mask. */
-#define WATCHD_FLAG_PATH_ESCAPED WATCHD_PATH_ESCAPED
+static_assert(WATCHD_MASK_VALID == INOTIFY_DEV_ALL_EVENTS, "the API's mask is the 0.23 events");
+static_assert(WATCHD_EVENT_ACCESS == IN_ACCESS && WATCHD_EVENT_MODIFY == IN_MODIFY &&
+              WATCHD_EVENT_ATTRIB == IN_ATTRIB && WATCHD_EVENT_CLOSE_WRITE == IN_CLOSE_WRITE &&
+              WATCHD_EVENT_CLOSE_NOWRITE == IN_CLOSE_NOWRITE && WATCHD_EVENT_OPEN == IN_OPEN &&
+              WATCHD_EVENT_MOVED_FROM == IN_MOVED_FROM && WATCHD_EVENT_MOVED_TO == IN_MOVED_TO &&
+              WATCHD_EVENT_CREATE == IN_CREATE && WATCHD_EVENT_DELETE == IN_DELETE &&
+              WATCHD_EVENT_DELETE_SELF == IN_DELETE_SELF && WATCHD_EVENT_UNMOUNT == IN_UNMOUNT &&
+              WATCHD_EVENT_ISDIR == IN_ISDIR, "the API's event bits are inotify's");

@@ -11,16 +11,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "error.h"
 #include "log.h"
 
 static int log_max_level = LOG_INFO;
 
 void log_set_max_level(int level) {
         log_max_level = level;
-}
-
-int log_get_max_level(void) {
-        return log_max_level;
 }
 
 static const char *const level_names[] = {
@@ -38,10 +35,22 @@ int log_level_from_string(const char *s) {
         return -EINVAL;
 }
 
-const char *log_level_to_string(int level) {
-        if (level < 0 || (size_t) level >= ELEMENTSOF(level_names))
-                return NULL;
-        return level_names[level];
+/* "%m" of one of the daemon's own codes (error.h) printed strerror()'s
+ * "Unknown error N": that text, wherever it stands in buf, becomes its name. */
+static void name_own_error(char *buf, size_t size, int error) {
+        const char *name = error_to_string(-error), *unknown = strerror(error);
+        size_t ul = strlen(unknown), nl = strlen(name);
+        char out[2048], *o = out, *p, *b = buf;
+
+        while ((p = strstr(b, unknown)) && (size_t) (o - out) + (size_t) (p - b) + nl < sizeof(out)) {
+                memcpy(o, b, (size_t) (p - b));
+                o += p - b;
+                memcpy(o, name, nl);
+                o += nl;
+                b = p + ul;
+        }
+        snprintf(o, sizeof(out) - (size_t) (o - out), "%s", b);
+        snprintf(buf, size, "%s", out);
 }
 
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
@@ -59,6 +68,8 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                 va_start(ap, fmt);
                 (void) vsnprintf(buf, sizeof(buf), fmt, ap);
                 va_end(ap);
+                if (error_is_watchd(-error))
+                        name_own_error(buf, sizeof(buf), error);
                 if (log_max_level >= LOG_DEBUG)
                         fprintf(stderr, "<%i>%s (%s:%i)\n", level, buf, file, line);
                 else

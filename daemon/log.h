@@ -17,11 +17,9 @@
 
 /* Only messages at this level or more important are printed. */
 void log_set_max_level(int level);
-int log_get_max_level(void);
 
 /* "err", "warning", "notice", "info", "debug" -> LOG_*, or -EINVAL. */
 int log_level_from_string(const char *s);
-const char *log_level_to_string(int level);
 
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) _printf_(5, 6);
 

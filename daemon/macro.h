@@ -10,7 +10,9 @@
  */
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -58,6 +60,18 @@ static inline void closep(int *fd) {
                 if (*p)                                         \
                         func(*p);                               \
         }
+
+/* CLOCK_MONOTONIC in µs: the time of records, deadlines and slices. */
+static inline uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+static inline const char *strna(const char *s) {
+        return s ?: "n/a";
+}
 
 /* -errno of the last libc failure, never 0 (a missing errno is a bug; EIO then). */
 static inline int negative_errno(void) {

@@ -2,147 +2,104 @@
 #pragma once
 
 /*
- * manager - the daemon's one context: it ties the backend, the decoder,
- * the watch table, the clients and their queues together
+ * manager - the daemon's core, put together
  *
- * It owns the event loop sources for the kernel fd and the pairing timer,
- * turns kernel records into per-client records, and asks dbus_iface.c to
- * send them. It knows nothing of D-Bus messages; dbus_iface.c knows nothing
- * of the kernel.
+ * Builds the parts (backend, watch table, accounting, delivery, the tree,
+ * missing-path and rename followers, the event path), wires each lower one
+ * to the higher through the callbacks it takes, and serves the API's
+ * operations on clients and subscriptions. It knows no event loop and no
+ * bus: the loop glue (loop.c) asks it to handle the kernel's records, to
+ * flush, when it next needs a turn, and to run its walks; the bus layer
+ * (dbus_iface.c) asks it for clients and subscriptions, and registers each
+ * client's transport.
  */
 
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <systemd/sd-bus.h>
-#include <systemd/sd-event.h>
 
 #include "access.h"
+#include "accounting.h"
 #include "backend.h"
 #include "client.h"
 #include "config.h"
+#include "macro.h"
+#include "delivery.h"
+#include "events.h"
+#include "missing.h"
+#include "moves.h"
+#include "tree.h"
 #include "watch_table.h"
-
-typedef struct Stats {
-        uint64_t events_read;           /* records read from the kernel */
-        uint64_t events_delivered;      /* records sent in Events signals */
-        uint64_t overflows;             /* Overflow signals sent */
-        uint64_t kernel_overflows;      /* IN_Q_OVERFLOW records read */
-        uint64_t events_dropped;        /* records dropped from clients' backlogs */
-        uint64_t signals_sent;          /* Events signals sent */
-} Stats;
-
-typedef struct UserAccount {
-        uid_t uid;
-        unsigned n_clients;
-        unsigned n_watches;             /* links of all its clients' subscriptions */
-        unsigned n_pings;               /* Peer.Pings in flight to its clients (dbus_iface.c) */
-} UserAccount;
-
-struct TreeWalk;
 
 typedef struct Manager {
         Config config;
         char *config_path;
-
-        sd_event *event;
-        sd_bus *bus;                    /* set by dbus_iface_attach() */
-        bool bus_stalled;               /* sd-bus's write queue is past its high-water mark */
-        bool system_bus;
+        uint32_t kernel_watch_limit;    /* the kernel's, read at start: "auto" limits are sized from it */
 
         Backend *backend;
-        sd_event_source *kernel_source;
-        sd_event_source *pair_timer;
         WatchTable *table;
+        Accounting *accounting;
+        Delivery *delivery;
+        Tree *tree;                     /* RECURSIVE subscriptions */
+        Missing *missing;               /* pending paths */
+        Moves *moves;                   /* renamed directories */
+        Events *events;                 /* the kernel's records */
 
-        GHashTable *clients;            /* unique name -> Client (owned) */
-        GHashTable *users;              /* uid -> UserAccount (owned) */
-        GPtrArray *dirty;               /* Clients with records queued (not owned) */
-
-        /* The last IN_MOVED_FROM of a directory, until its IN_MOVED_TO. */
-        uint32_t dir_move_cookie;
-        const Watch *dir_move_watch;    /* compared only: it may be freed meanwhile */
-        GPtrArray *dir_move_old;        /* old path as each link of its parent spells it */
-
-        /* "id:path" of each entry a scan of a new directory reported as
-         * IN_CREATE, until the kernel queue is next read empty: the kernel's
-         * own IN_CREATE/IN_MOVED_TO for it, queued before the scan saw it,
-         * is then not reported again (tree.h). NULL until first used. */
-        GHashTable *scanned;
-
-        /* RECURSIVE walks in progress (tree.c), run in slices by the walker
-         * source, which has a lower priority than the kernel fd and the bus. */
-        struct TreeWalk *walks, *walks_tail;
-        GArray *tree_moves;             /* TreeMove (tree.c): directories moved out of their
-                                         * place in a tree, until their IN_MOVED_TO */
-        GArray *tree_retries;           /* TreeRetry (tree.c): new directories to walk once the
-                                         * kernel queue is read empty */
-        sd_event_source *walker;
-        uint8_t *dents_buf;             /* getdents64 buffer of the walks */
-
-        Stats stats;
-        uint8_t *read_buf;
-        size_t read_buf_size;
+        GHashTable *clients;            /* name -> Client (owned) */
 } Manager;
-
-/* A scan reported dir/name to subscription id as IN_CREATE (see Manager.scanned). */
-void manager_scanned_add(Manager *m, uint32_t id, const char *dir, const char *name, size_t name_len);
 
 /* Takes over *config (it is reset). */
 int manager_new(Config *config, const char *config_path, Manager **ret);
 Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
-/* Opens the backend (per config) and starts reading it on event. */
-int manager_start(Manager *m, sd_event *event);
-
-/* The client for a bus name, or -ENOENT. */
-int manager_get_client(Manager *m, const char *name, Client **ret);
-/* A new client for a bus name, with the caller's credentials. Limits: -EUSERS. */
-int manager_new_client(Manager *m, const char *name, const Caller *caller, Client **ret);
-/* The client's connection went away: end its subscriptions, free it. */
-void manager_client_gone(Manager *m, Client *c);
-
-/*
- * Subscribes c to path (opened with c's credentials) or to fd (already open by the client).
- * With RECURSIVE on a directory, every directory below is watched too, and
- * each counts against the limits like a subscription; if that walk is not
- * done within its first slice, *ret_walk is set and the walk goes on from the
- * loop (the caller sets its completion with tree_walk_set_done()).
- * Return: 0, or -errno: see access_open_as(); -EDQUOT over
- * max_watches_per_client, -EMLINK over max_watches_per_user, -ENOSPC the
- * kernel's watch limit, -EBADFD an O_PATH fd, -EBADF a write-only fd.
- */
-int manager_add_watch_path(Manager *m, Client *c, const char *path,
-                           uint32_t mask, uint32_t flags, uint32_t *ret_id, struct TreeWalk **ret_walk);
-int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
-                         struct TreeWalk **ret_walk);
-
-/* Ends c's subscription id. Return: 0, or -ESRCH if c has no such subscription. */
-int manager_remove_watch(Manager *m, Client *c, uint32_t id);
+/* Opens the backend (per config, unless one was set in m->backend) and builds the parts; logs its failures. */
+int manager_start(Manager *m);
 
 /* Applies a re-read config; the backend and device stay until restart. */
 void manager_reload(Manager *m, Config *config);
 
-/* Sends what each client's queue lets go now, and re-arms the pairing timer. */
+/* For the loop glue. */
+int manager_kernel_fd(const Manager *m);
+/* A turn of the kernel: a slice of its records. Return: whether some are left (read, or to read). */
+bool manager_on_kernel_readable(Manager *m);
+/* Sends what the clients' queues let go now. */
 void manager_flush(Manager *m);
+/* When the manager next needs a turn (CLOCK_MONOTONIC µs), UINT64_MAX: not for time. */
+uint64_t manager_next_deadline(const Manager *m);
+/* Runs the RECURSIVE walks and pending-path descents left for at most budget_usec. Return: whether any is left. */
+bool manager_run_walks(Manager *m, uint64_t budget_usec);
+bool manager_has_walks(const Manager *m);
 
-uint64_t manager_pending_events(Manager *m);
+/* The client of that name, or NULL. */
+Client *manager_get_client(Manager *m, const char *name);
+/* A new client, with the caller's credentials. Limits: -WATCHD_E_USER_CLIENTS. */
+int manager_new_client(Manager *m, const char *name, const Caller *caller, Client **ret);
+/* The client is gone: end its subscriptions, free it. */
+void manager_client_gone(Manager *m, Client *c);
 
-/* CLOCK_MONOTONIC in µs: the time of records, deadlines and walk slices. */
-uint64_t manager_now_usec(void);
+/*
+ * Subscribes c to path (opened with c's credentials) or to fd (already open
+ * by the client). With RECURSIVE on a directory, every directory below is
+ * watched too, each counting against the limits; if that walk is not done
+ * within its first slice, *ret_walk is set and the walk goes on from the
+ * loop (the caller sets its completion with tree_walk_set_done()). A path
+ * that does not exist yet is pending (missing.h).
+ * Return: 0, or -errno: see access_open_as() and access_check_fd(), the
+ * limits of account_check(), -ENOSPC the kernel's watch limit.
+ */
+int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
+                           uint32_t *ret_id, TreeWalk **ret_walk);
+int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
+                         TreeWalk **ret_walk);
 
-/* For tree.c: one more directory for a RECURSIVE subscription (name in
- * parent's directory), within the owner's limits. Return: 0, -EDQUOT/-EMLINK
- * (limits), -EEXIST (already linked), or -errno from the kernel. */
-int manager_link(Manager *m, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
-                 const char *name, size_t name_len, WatchLink **ret);
-/* Removes l and everything below it. */
-void manager_unlink(Manager *m, WatchLink *l);
-/* A walk is waiting: run it from the loop. */
-void manager_walks_wake(Manager *m);
-void manager_subscription_end(Manager *m, Subscription *s);
-void manager_queue_record(Manager *m, Client *c, Record *rec);
-/* Puts c on the list manager_flush() walks, if it has records queued. */
-void manager_mark_dirty(Manager *m, Client *c);
-/* Queues Overflow(s->id): s lost events, or coverage of part of its tree. */
-void manager_queue_overflow(Manager *m, Subscription *s);
+/* Ends c's subscription id. Return: 0, or -WATCHD_E_NO_SUCH_WATCH if c has no such subscription. */
+int manager_remove_watch(Manager *m, Client *c, uint32_t id);
+
+/* Counters for GetStats. */
+typedef struct ManagerStats {
+        unsigned clients, users, subscriptions, kernel_watches;
+        uint64_t events_read, events_delivered, signals_sent, overflows, kernel_overflows, events_dropped;
+        uint64_t pending_events;        /* records queued for clients, not sent yet */
+} ManagerStats;
+void manager_get_stats(const Manager *m, ManagerStats *ret);

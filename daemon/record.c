@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "path.h"
 #include "record.h"
 
 Record *record_new(RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t time_usec,
                    const char *dir, const char *name, size_t name_len) {
-        size_t dl = dir ? strlen(dir) : 0;
-        size_t l = dl + (name ? 1 + name_len : 0);
+        size_t l = !dir ? 0 : name ? path_join_len(dir, name_len) : strlen(dir);
         Record *r;
 
         r = malloc(sizeof(Record) + l + 1);
@@ -24,16 +24,10 @@ Record *record_new(RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie,
                 .cookie = cookie,
                 .time_usec = time_usec,
         };
-        if (dl > 0)
-                memcpy(r->path, dir, dl);
-        if (name) {
-                /* "/" + name, except under "/" itself */
-                if (dl == 1 && dir[0] == '/')
-                        dl = 0, l--;
-                r->path[dl] = '/';
-                memcpy(r->path + dl + 1, name, name_len);
-        }
-        r->path[l] = '\0';
+        if (dir && name)
+                path_join_to(r->path, dir, name, name_len);
+        else
+                memcpy(r->path, dir ?: "", l + 1);
         return r;
 }
 

@@ -14,8 +14,7 @@
 typedef enum RecordKind {
         RECORD_EVENT,           /* one (id, mask, cookie, path, new_path) of an Events signal */
         RECORD_REMOVED,         /* WatchRemoved(id, reason) */
-        RECORD_OVERFLOW,        /* Overflow(ids): the ids are kept by the client */
-        _RECORD_KIND_MAX,
+        RECORD_OVERFLOW,        /* Overflow(ids): the ids are kept by the queue (delivery.h) */
 } RecordKind;
 
 typedef struct Record {

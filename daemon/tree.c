@@ -3,7 +3,7 @@
  * tree - following the directory tree of a RECURSIVE subscription
  *
  * A walk is a stack of frames, one per directory on the path from where it
- * started to where it is: the directory's link (held, watch_table_hold(), so
+ * started to where it is: the directory's link (held, watch_link_hold(), so
  * a link unlinked meanwhile is seen dead instead of freed), an fd open on it,
  * and the names of its subdirectories, read once right after its watch was
  * placed. A step takes the next name of the deepest frame, opens it with
@@ -32,15 +32,34 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "client.h"
 #include "event_bits.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
+#include "path.h"
 #include "tree.h"
 
 /* Steps between looks at the clock. */
 #define STEPS_PER_CLOCK 32u
 /* The first slice, inside the AddWatch call or the event that found the directory. */
 #define FIRST_SLICE_USEC 2000u
+
+struct Tree {
+        WatchTable *table;
+        Backend *backend;
+        Delivery *delivery;
+        TreeOps ops;
+        void *userdata;
+        LIST_HEAD(TreeWalk, walks);     /* going on from the loop, round robin */
+        GArray *moves;                  /* TreeMove: directories moved out of their place, until their IN_MOVED_TO */
+        GArray *retries;                /* TreeRetry: new directories to walk once the kernel queue is read empty */
+        /* "id:path" of each entry a scan of a new directory reported as
+         * IN_CREATE, until the kernel queue is next read empty (tree.h). NULL
+         * until first used. */
+        GHashTable *scanned;
+        uint8_t *dents_buf;             /* getdents64 buffer of the walks */
+};
 
 typedef struct Frame {
         WatchLink *link;        /* the directory (a reference is held) */
@@ -51,7 +70,7 @@ typedef struct Frame {
 } Frame;
 
 struct TreeWalk {
-        Manager *manager;
+        Tree *tree;
         uint32_t id;            /* the subscription, looked up at each slice: it may have ended */
         bool synthesize;        /* report what the directories hold (they were just created) */
         bool initial;           /* AddWatch's walk: a limit ends the subscription */
@@ -60,33 +79,95 @@ struct TreeWalk {
         int error;
         TreeWalkDone done;
         void *userdata;
-        TreeWalk *next;         /* manager's list */
+        LIST_FIELDS(TreeWalk, walks);   /* the walks going on from the loop */
 };
 
-char *tree_path_join(const char *dir, const char *name, size_t name_len) {
-        size_t dl = strlen(dir);
-        char *p;
+static void tree_walks_free(Tree *t);
+static void tree_retries_free(Tree *t);
 
-        if (dl == 1 && dir[0] == '/')
-                dl = 0;
-        p = malloc(dl + 1 + name_len + 1);
-        if (!p)
+int tree_new(WatchTable *table, Backend *backend, Delivery *delivery, const TreeOps *ops, void *userdata,
+             Tree **ret) {
+        Tree *t = calloc(1, sizeof(Tree));
+
+        if (!t)
+                return -ENOMEM;
+        *t = (Tree) {
+                .table = table,
+                .backend = backend,
+                .delivery = delivery,
+                .ops = *ops,
+                .userdata = userdata,
+                .dents_buf = malloc(TREE_DENTS_BUF),
+        };
+        if (!t->dents_buf) {
+                free(t);
+                return -ENOMEM;
+        }
+        *ret = t;
+        return 0;
+}
+
+Tree *tree_free(Tree *t) {
+        if (!t)
                 return NULL;
-        memcpy(p, dir, dl);
-        p[dl] = '/';
-        memcpy(p + dl + 1, name, name_len);
-        p[dl + 1 + name_len] = '\0';
-        return p;
+        /* Walks, moves and retries hold links: they go before the table. */
+        tree_moves_end(t);
+        tree_retries_free(t);
+        tree_walks_free(t);
+        if (t->moves)
+                g_array_unref(t->moves);
+        if (t->scanned)
+                g_hash_table_destroy(t->scanned);
+        free(t->dents_buf);
+        free(t);
+        return NULL;
 }
 
-const char *tree_link_path(const WatchLink *l, char *buf) {
-        if (!l->parent)
-                return watch_link_is_root(l) ? l->subscription->path : l->name;
-        return watch_link_path(l, buf, PATH_MAX) < 0 ? NULL : buf;
+bool tree_has_walks(const Tree *t) {
+        return t->walks != NULL;
 }
 
-static void frame_done(Manager *m, Frame *f) {
-        watch_table_release(m->table, f->link);
+/* Part of s's tree is not followed: never silently. */
+static void tree_overflow(Tree *t, Subscription *s) {
+        delivery_lost(t->delivery, &s->owner->queue, s->id);
+}
+
+static char *scanned_key(uint32_t id, const char *dir, const char *name, size_t name_len) {
+        return g_strdup_printf("%" PRIu32 ":%.*s/%.*s", id, (int) path_prefix_len(dir), dir, (int) name_len, name);
+}
+
+/* A scan reported dir/name to subscription id as IN_CREATE (see Tree.scanned). */
+static void scanned_add(Tree *t, uint32_t id, const char *dir, const char *name, size_t name_len) {
+        if (!t->scanned)
+                t->scanned = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        g_hash_table_add(t->scanned, scanned_key(id, dir, name, name_len));
+}
+
+bool tree_scanned_check(Tree *t, const Subscription *s, const char *dir, uint32_t mask, const char *name,
+                        size_t name_len) {
+        g_autofree char *key = NULL;
+
+        if (!t->scanned || g_hash_table_size(t->scanned) == 0 || !name ||
+            !(s->flags & WATCHD_FLAG_RECURSIVE) || !(mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)))
+                return false;
+        key = scanned_key(s->id, dir, name, name_len);
+        /* Gone again: a later IN_CREATE of the same name is a new object. */
+        return g_hash_table_remove(t->scanned, key) && (mask & (IN_CREATE | IN_MOVED_TO));
+}
+
+void tree_queue_read_empty(Tree *t) {
+        /* Everything queued before any scan so far has been read. */
+        if (t->scanned)
+                g_hash_table_remove_all(t->scanned);
+        /* A rename queues both halves at once: none is coming. */
+        tree_moves_end(t);
+        /* Every rename is read: their new parents' paths are right now. */
+        tree_retries_run(t);
+}
+
+
+static void frame_done(Frame *f) {
+        watch_link_release(f->link);
         safe_close(f->fd);
         free(f->names);
 }
@@ -97,7 +178,7 @@ static void frame_done(Manager *m, Frame *f) {
  * closes fd if it has none. Runs as the owner.
  */
 static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t path_len) {
-        Manager *m = w->manager;
+        Tree *t = w->tree;
         char pathbuf[PATH_MAX];
         const char *path = NULL;
         size_t len = 0, cap = 0;
@@ -105,12 +186,12 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
         bool report = w->synthesize && (s->mask & IN_CREATE);
 
         if (report) {
-                path = tree_link_path(l, pathbuf);
+                path = watch_link_get_path(l, pathbuf);
                 if (!path)
                         report = false;
         }
         for (;;) {
-                ssize_t n = getdents64(fd, m->dents_buf, TREE_DENTS_BUF);
+                ssize_t n = getdents64(fd, t->dents_buf, TREE_DENTS_BUF);
 
                 if (n < 0) {
                         int r = negative_errno();
@@ -123,7 +204,7 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
                 if (n == 0)
                         break;
                 for (ssize_t off = 0; off < n;) {
-                        struct dirent64 *de = (struct dirent64 *) (m->dents_buf + off);
+                        struct dirent64 *de = (struct dirent64 *) (t->dents_buf + off);
                         size_t nl = strlen(de->d_name);
                         bool is_dir = de->d_type == DT_DIR;
 
@@ -136,10 +217,10 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
                                 is_dir = fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
                         }
                         if (report) {
-                                manager_queue_record(m, s->owner, record_new(RECORD_EVENT, s->id,
+                                delivery_submit(t->delivery, &s->owner->queue, record_new(RECORD_EVENT, s->id,
                                                                              IN_CREATE | (is_dir ? IN_ISDIR : 0),
                                                                              0, w->now, path, de->d_name, nl));
-                                manager_scanned_add(m, s->id, path, de->d_name, nl);
+                                scanned_add(t, s->id, path, de->d_name, nl);
                         }
                         if (!is_dir)
                                 continue;
@@ -164,7 +245,7 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
                 safe_close(fd);
                 return 0;
         }
-        watch_table_hold(m->table, l);
+        watch_link_hold(l);
         g_array_append_val(w->frames, ((Frame) {
                 .link = l,
                 .fd = fd,
@@ -176,7 +257,7 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
 }
 
 static void frame_pop(TreeWalk *w) {
-        frame_done(w->manager, &g_array_index(w->frames, Frame, w->frames->len - 1));
+        frame_done(&g_array_index(w->frames, Frame, w->frames->len - 1));
         g_array_set_size(w->frames, w->frames->len - 1);
 }
 
@@ -193,7 +274,7 @@ static int step(TreeWalk *w, Subscription *s) {
         size_t nl;
         int r;
 
-        if (f->pos >= f->len || watch_table_link_dead(w->manager->table, f->link)) {
+        if (f->pos >= f->len || f->link->dead) {
                 frame_pop(w);   /* done, or left the tree meanwhile */
                 return 0;
         }
@@ -202,7 +283,7 @@ static int step(TreeWalk *w, Subscription *s) {
         f->pos += nl + 1;
 
         if (f->path_len + 1 + nl >= PATH_MAX) {
-                manager_queue_overflow(w->manager, s);   /* a part of the tree it cannot see */
+                tree_overflow(w->tree, s);   /* a part of the tree it cannot see */
                 return 0;
         }
         /* One name from a listing, O_NOFOLLOW: no link of any kind is
@@ -216,7 +297,7 @@ static int step(TreeWalk *w, Subscription *s) {
         }
         if (fstat(fd, &st) < 0)
                 return negative_errno();
-        r = manager_link(w->manager, s, f->link, fd, &st, name, nl, &l);
+        r = watch_table_link(w->tree->table, s, f->link, fd, &st, name, nl, &l);
         if (r == -EEXIST)
                 return 0;       /* seen already: a loop, or linked by an event's walk first */
         if (r < 0)
@@ -233,38 +314,38 @@ static void walk_free(TreeWalk *w) {
 
 /* Runs w until it is done or until deadline. Return: whether it is done. */
 static bool walk_run(TreeWalk *w, uint64_t deadline) {
-        Manager *m = w->manager;
-        Subscription *s = watch_table_get_subscription(m->table, w->id);
+        Tree *t = w->tree;
+        Subscription *s = watch_table_get_subscription(t->table, w->id);
         AccessSaved saved;
         unsigned n = 0;
         int r;
 
         if (!s || w->error < 0)
                 return true;    /* walk_end() lets go of its frames */
-        r = access_become(&((Client *) s->owner)->caller, &saved);
+        r = access_become(&s->owner->caller, &saved);
         if (r < 0) {
                 w->error = r;
                 return true;
         }
-        backend_batch(m->backend, true);
+        backend_batch(t->backend, true);
         while (w->frames->len > 0) {
                 r = step(w, s);
                 if (r < 0) {
                         w->error = r;
                         break;
                 }
-                if (++n % STEPS_PER_CLOCK == 0 && manager_now_usec() >= deadline)
+                if (++n % STEPS_PER_CLOCK == 0 && now_usec() >= deadline)
                         break;
         }
-        backend_batch(m->backend, false);
+        backend_batch(t->backend, false);
         access_restore(&saved);
         return w->frames->len == 0 || w->error < 0;
 }
 
 /* A walk that ended: its subscription hears how. */
 static int walk_end(TreeWalk *w) {
-        Manager *m = w->manager;
-        Subscription *s = watch_table_get_subscription(m->table, w->id);
+        Tree *t = w->tree;
+        Subscription *s = watch_table_get_subscription(t->table, w->id);
         bool initial = w->initial;
         int r = w->error;
 
@@ -273,26 +354,26 @@ static int walk_end(TreeWalk *w) {
         if (r < 0 && s) {
                 if (w->initial)
                         /* The whole tree, or nothing: a limit met half-way undoes it. */
-                        manager_subscription_end(m, s);
+                        t->ops.end(s, t->userdata);
                 else {
                         /* Part of the tree is not watched: never silently. */
                         log_info_errno(r, "Subscription %" PRIu32 " cannot follow its tree: %m; it gets Overflow.",
                                        w->id);
-                        manager_queue_overflow(m, s);
+                        tree_overflow(t, s);
                 }
         }
         if (w->done)
-                w->done(m, w->id, r, w->userdata);
+                w->done(w->id, r, w->userdata);
         walk_free(w);
         return initial ? r : 0;
 }
 
-static TreeWalk *walk_new(Manager *m, Subscription *s, bool synthesize, uint64_t now) {
+static TreeWalk *walk_new(Tree *t, Subscription *s, bool synthesize, uint64_t now) {
         TreeWalk *w = calloc(1, sizeof(TreeWalk));
 
         if (!w)
                 return NULL;
-        w->manager = m;
+        w->tree = t;
         w->id = s->id;
         w->synthesize = synthesize;
         w->now = now;
@@ -302,37 +383,32 @@ static TreeWalk *walk_new(Manager *m, Subscription *s, bool synthesize, uint64_t
 
 /* Runs w's first slice; what is left goes on from the loop (manager's list). */
 static int walk_start(TreeWalk *w, TreeWalk **ret) {
-        Manager *m = w->manager;
+        Tree *t = w->tree;
 
-        if (walk_run(w, manager_now_usec() + FIRST_SLICE_USEC)) {
+        if (walk_run(w, now_usec() + FIRST_SLICE_USEC)) {
                 if (ret)
                         *ret = NULL;
                 return walk_end(w);
         }
-        if (m->walks_tail)
-                m->walks_tail->next = w;
-        else
-                m->walks = w;
-        m->walks_tail = w;
-        manager_walks_wake(m);
+        LIST_APPEND(walks, t->walks, w);
         if (ret)
                 *ret = w;
         return 0;
 }
 
-int tree_walk_below(Manager *m, Subscription *s, int fd, bool all_or_nothing, TreeWalk **ret) {
+int tree_walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, TreeWalk **ret) {
         TreeWalk *w;
         AccessSaved saved;
         int dfd, r;
 
-        w = walk_new(m, s, /* synthesize= */ false, 0);
+        w = walk_new(t, s, /* synthesize= */ false, 0);
         if (!w)
                 return -ENOMEM;
         w->initial = all_or_nothing;
 
         /* The root is read through an fd of our own: fd may be O_PATH, or the
          * client's (whose offset is not ours to move). */
-        r = access_become(&((Client *) s->owner)->caller, &saved);
+        r = access_become(&s->owner->caller, &saved);
         if (r >= 0) {
                 dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
                 r = dfd < 0 ? negative_errno() : frame_push(w, s, s->links, dfd, strlen(s->path));
@@ -353,23 +429,18 @@ void tree_walk_set_done(TreeWalk *w, TreeWalkDone done, void *userdata) {
 
 /* The link of s at path (its root or a directory below), or NULL. */
 static WatchLink *tree_find(Subscription *s, const char *path) {
-        size_t rl = strlen(s->path);
+        const char *p = path_startswith(path, s->path);
         WatchLink *l = s->links;
-        const char *p;
 
-        if (!l || !watch_link_is_root(l))
+        if (!p || !l || !watch_link_is_root(l))
                 return NULL;
-        if (rl == 1)
-                rl = 0;         /* "/" */
-        if (strncmp(path, s->path, rl) != 0 || (path[rl] != '\0' && path[rl] != '/'))
-                return NULL;
-        for (p = path + rl; l && *p == '/';) {
-                size_t n = strcspn(p + 1, "/");
+        while (l && *p) {
+                size_t n = strcspn(p, "/");
 
-                l = watch_link_child(l, p + 1, n);
-                p += 1 + n;
+                l = watch_link_child(l, p, n);
+                p += n + (p[n] == '/');
         }
-        return *p == '\0' ? l : NULL;
+        return l;
 }
 
 /* A directory that appeared below a link whose path did not lead to it:
@@ -389,7 +460,7 @@ typedef struct TreeRetry {
  * path does not lead to parent's directory now (a rename not yet read), or
  * another error (the caller gives Overflow).
  */
-static int add_at(Manager *m, Subscription *s, WatchLink *parent, const char *name, bool synthesize,
+static int add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize,
                   uint64_t now_usec) {
         _cleanup_close_ int pfd = -1;
         char pathbuf[PATH_MAX];
@@ -399,13 +470,13 @@ static int add_at(Manager *m, Subscription *s, WatchLink *parent, const char *na
         char *names;
         Frame frame;
 
-        ppath = tree_link_path(parent, pathbuf);
+        ppath = watch_link_get_path(parent, pathbuf);
         if (!ppath)
                 return -ENAMETOOLONG;
         /* The parent as the link knows it, opened as the owner like everything
          * of its tree: if its path leads elsewhere, a rename of it (or above)
          * is still in the kernel queue. */
-        pfd = access_open_as(&((Client *) s->owner)->caller, ppath, /* only_dir= */ true, /* no_follow= */ false, &st);
+        pfd = access_open_as(&s->owner->caller, ppath, /* only_dir= */ true, /* no_follow= */ false, &st);
         if (pfd == -ENOENT || pfd == -ENOTDIR ||
             (pfd >= 0 && (st.st_dev != parent->watch->dev || st.st_ino != parent->watch->ino)))
                 return -ESTALE;
@@ -413,7 +484,7 @@ static int add_at(Manager *m, Subscription *s, WatchLink *parent, const char *na
                 return pfd;
 
         /* A frame on the parent holding just this name: the walk's first step opens it. */
-        w = walk_new(m, s, synthesize, now_usec);
+        w = walk_new(t, s, synthesize, now_usec);
         names = strdup(name);
         if (!w || !names) {
                 free(names);
@@ -421,7 +492,7 @@ static int add_at(Manager *m, Subscription *s, WatchLink *parent, const char *na
                         walk_free(w);
                 return -ENOMEM;
         }
-        watch_table_hold(m->table, parent);
+        watch_link_hold(parent);
         frame = (Frame) {
                 .link = parent,
                 .fd = TAKE_FD(pfd),
@@ -434,13 +505,13 @@ static int add_at(Manager *m, Subscription *s, WatchLink *parent, const char *na
         return 0;
 }
 
-void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, uint64_t now_usec) {
-        const char *slash = strrchr(path, '/'), *name = slash + 1;
+void tree_add(Tree *t, Subscription *s, const char *path, bool synthesize, uint64_t now_usec) {
+        const char *name = path_basename(path, NULL);
         _cleanup_free_ char *dir = NULL;
         WatchLink *parent;
         int r;
 
-        dir = slash == path ? strdup("/") : strndup(path, (size_t) (slash - path));
+        dir = path_dirname(path);
         if (!dir) {
                 r = -ENOMEM;
                 goto overflow;
@@ -448,15 +519,15 @@ void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, ui
         parent = tree_find(s, dir);
         if (!parent)
                 return;         /* its parent left the tree meanwhile */
-        r = add_at(m, s, parent, name, synthesize, now_usec);
-        if (r == -ESTALE && (!m->tree_retries || m->tree_retries->len < TREE_RETRIES_MAX)) {
+        r = add_at(t, s, parent, name, synthesize, now_usec);
+        if (r == -ESTALE && (!t->retries || t->retries->len < TREE_RETRIES_MAX)) {
                 char *n = strdup(name);
 
                 if (n) {
-                        if (!m->tree_retries)
-                                m->tree_retries = g_array_new(FALSE, FALSE, sizeof(TreeRetry));
-                        watch_table_hold(m->table, parent);
-                        g_array_append_val(m->tree_retries, ((TreeRetry) { s->id, parent, n, synthesize, now_usec }));
+                        if (!t->retries)
+                                t->retries = g_array_new(FALSE, FALSE, sizeof(TreeRetry));
+                        watch_link_hold(parent);
+                        g_array_append_val(t->retries, ((TreeRetry) { s->id, parent, n, synthesize, now_usec }));
                         return;
                 }
         }
@@ -464,44 +535,44 @@ void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, ui
                 return;
 overflow:
         log_info_errno(r, "Subscription %" PRIu32 " cannot follow '%s' (%m); it gets Overflow.", s->id, path);
-        manager_queue_overflow(m, s);
+        tree_overflow(t, s);
 }
 
-void tree_retries_run(Manager *m) {
+void tree_retries_run(Tree *t) {
         g_autoptr(GArray) retries = NULL;
 
-        if (!m->tree_retries || m->tree_retries->len == 0)
+        if (!t->retries || t->retries->len == 0)
                 return;
-        retries = TAKE_PTR(m->tree_retries);
+        retries = TAKE_PTR(t->retries);
         for (guint k = 0; k < retries->len; k++) {
-                TreeRetry *t = &g_array_index(retries, TreeRetry, k);
-                Subscription *s = watch_table_get_subscription(m->table, t->id);
+                TreeRetry *rt = &g_array_index(retries, TreeRetry, k);
+                Subscription *s = watch_table_get_subscription(t->table, rt->id);
                 int r;
 
                 /* A parent that left the tree, or a subscription that ended, takes the directory along. */
-                if (s && !watch_table_link_dead(m->table, t->parent)) {
-                        r = add_at(m, s, t->parent, t->name, t->synthesize, t->now);
+                if (s && !rt->parent->dead) {
+                        r = add_at(t, s, rt->parent, rt->name, rt->synthesize, rt->now);
                         if (r < 0) {
                                 log_info_errno(r, "Subscription %" PRIu32 " cannot follow '%s' (%m); it gets Overflow.",
-                                               s->id, t->name);
-                                manager_queue_overflow(m, s);
+                                               s->id, rt->name);
+                                tree_overflow(t, s);
                         }
                 }
-                watch_table_release(m->table, t->parent);
-                free(t->name);
+                watch_link_release(rt->parent);
+                free(rt->name);
         }
 }
 
-void tree_retries_free(Manager *m) {
-        if (!m->tree_retries)
+static void tree_retries_free(Tree *t) {
+        if (!t->retries)
                 return;
-        for (guint k = 0; k < m->tree_retries->len; k++) {
-                TreeRetry *t = &g_array_index(m->tree_retries, TreeRetry, k);
+        for (guint k = 0; k < t->retries->len; k++) {
+                TreeRetry *rt = &g_array_index(t->retries, TreeRetry, k);
 
-                watch_table_release(m->table, t->parent);
-                free(t->name);
+                watch_link_release(rt->parent);
+                free(rt->name);
         }
-        g_clear_pointer(&m->tree_retries, g_array_unref);
+        g_clear_pointer(&t->retries, g_array_unref);
 }
 
 typedef struct TreeMove {
@@ -510,26 +581,26 @@ typedef struct TreeMove {
         WatchLink *link;        /* the moved directory's link (held), or NULL: it was not linked yet */
 } TreeMove;
 
-void tree_moved_from(Manager *m, Subscription *s, const char *path, uint32_t cookie) {
+void tree_moved_from(Tree *t, Subscription *s, const char *path, uint32_t cookie) {
         WatchLink *l = tree_find(s, path);
 
         if (l && watch_link_is_root(l))
                 return;         /* the root itself: its subscription follows by its path */
-        if (!m->tree_moves)
-                m->tree_moves = g_array_new(FALSE, FALSE, sizeof(TreeMove));
+        if (!t->moves)
+                t->moves = g_array_new(FALSE, FALSE, sizeof(TreeMove));
         if (l)
-                watch_table_hold(m->table, l);
-        g_array_append_val(m->tree_moves, ((TreeMove) { s->id, cookie, l }));
+                watch_link_hold(l);
+        g_array_append_val(t->moves, ((TreeMove) { s->id, cookie, l }));
 }
 
-bool tree_moves_pending(Manager *m, uint32_t cookie) {
-        return m->tree_moves && m->tree_moves->len > 0 &&
-               g_array_index(m->tree_moves, TreeMove, 0).cookie == cookie;
+bool tree_moves_pending(Tree *t, uint32_t cookie) {
+        return t->moves && t->moves->len > 0 &&
+               g_array_index(t->moves, TreeMove, 0).cookie == cookie;
 }
 
 /* A walk in a moved link goes on in it: its frames follow a reallocation. */
-static void walks_relink(Manager *m, WatchLink *old, WatchLink *new) {
-        for (TreeWalk *w = m->walks; w; w = w->next)
+static void walks_relink(Tree *t, WatchLink *old, WatchLink *new) {
+        LIST_FOREACH(walks, w, t->walks)
                 for (guint i = 0; i < w->frames->len; i++) {
                         Frame *f = &g_array_index(w->frames, Frame, i);
 
@@ -538,96 +609,85 @@ static void walks_relink(Manager *m, WatchLink *old, WatchLink *new) {
                 }
 }
 
-void tree_moved_to(Manager *m, Subscription *s, const char *path, uint32_t cookie, uint64_t now_usec) {
-        const char *slash = strrchr(path, '/'), *name = slash + 1;
+void tree_moved_to(Tree *t, Subscription *s, const char *path, uint32_t cookie, uint64_t now_usec) {
+        const char *name = path_basename(path, NULL);
         _cleanup_free_ char *dir = NULL;
         WatchLink *parent, *l, *n;
         guint k;
 
-        for (k = 0; m->tree_moves && k < m->tree_moves->len; k++) {
-                TreeMove *mv = &g_array_index(m->tree_moves, TreeMove, k);
+        for (k = 0; t->moves && k < t->moves->len; k++) {
+                TreeMove *mv = &g_array_index(t->moves, TreeMove, k);
 
                 if (mv->id == s->id && mv->cookie == cookie)
                         break;
         }
-        if (!m->tree_moves || k == m->tree_moves->len)
-                return tree_add(m, s, path, /* synthesize= */ false, now_usec);         /* from elsewhere */
+        if (!t->moves || k == t->moves->len)
+                return tree_add(t, s, path, /* synthesize= */ false, now_usec);         /* from elsewhere */
 
-        l = g_array_index(m->tree_moves, TreeMove, k).link;
-        g_array_remove_index_fast(m->tree_moves, k);
+        l = g_array_index(t->moves, TreeMove, k).link;
+        g_array_remove_index_fast(t->moves, k);
         if (!l)
                 /* Created and moved before it was linked: nothing in it was reported. */
-                return tree_add(m, s, path, /* synthesize= */ true, now_usec);
+                return tree_add(t, s, path, /* synthesize= */ true, now_usec);
 
-        dir = slash == path ? strdup("/") : strndup(path, (size_t) (slash - path));
+        dir = path_dirname(path);
         parent = dir ? tree_find(s, dir) : NULL;
-        if (watch_table_link_dead(m->table, l) || !parent) {
-                if (!watch_table_link_dead(m->table, l))
-                        manager_unlink(m, l);
-                watch_table_release(m->table, l);
-                return tree_add(m, s, path, /* synthesize= */ false, now_usec);
+        if (l->dead || !parent) {
+                if (!l->dead)
+                        (void) watch_table_unlink(t->table, l);
+                watch_link_release(l);
+                return tree_add(t, s, path, /* synthesize= */ false, now_usec);
         }
-        n = watch_table_move_link(m->table, l, parent, name, strlen(name));
+        n = watch_table_move_link(t->table, l, parent, name, strlen(name));
         if (!n) {
-                manager_unlink(m, l);
-                watch_table_release(m->table, l);
-                return tree_add(m, s, path, /* synthesize= */ false, now_usec);
+                (void) watch_table_unlink(t->table, l);
+                watch_link_release(l);
+                return tree_add(t, s, path, /* synthesize= */ false, now_usec);
         }
         if (n != l)
-                walks_relink(m, l, n);
-        watch_table_release(m->table, n);
+                walks_relink(t, l, n);
+        watch_link_release(n);
 }
 
-void tree_moves_end(Manager *m) {
-        if (!m->tree_moves)
+void tree_moves_end(Tree *t) {
+        if (!t->moves)
                 return;
-        for (guint k = 0; k < m->tree_moves->len; k++) {
-                WatchLink *l = g_array_index(m->tree_moves, TreeMove, k).link;
+        for (guint k = 0; k < t->moves->len; k++) {
+                WatchLink *l = g_array_index(t->moves, TreeMove, k).link;
 
                 if (!l)
                         continue;
                 /* Moved out of the tree: unlinked with everything below it. */
-                if (!watch_table_link_dead(m->table, l))
-                        manager_unlink(m, l);
-                watch_table_release(m->table, l);
+                if (!l->dead)
+                        (void) watch_table_unlink(t->table, l);
+                watch_link_release(l);
         }
-        g_array_set_size(m->tree_moves, 0);
+        g_array_set_size(t->moves, 0);
 }
 
-bool tree_walks_run(Manager *m, uint64_t budget_usec) {
-        TreeWalk *w = m->walks;
+bool tree_walks_run(Tree *t, uint64_t budget_usec) {
+        /* One walk per slice, round robin: one client's huge tree does not
+         * hold back another's small one. */
+        TreeWalk *w = LIST_POP(walks, t->walks);
 
         if (!w)
                 return false;
-        /* One walk per slice, round robin: one client's huge tree does not
-         * hold back another's small one. */
-        m->walks = w->next;
-        if (!m->walks)
-                m->walks_tail = NULL;
-        w->next = NULL;
-        if (walk_run(w, manager_now_usec() + budget_usec))
+        if (walk_run(w, now_usec() + budget_usec))
                 (void) walk_end(w);
-        else {
-                if (m->walks_tail)
-                        m->walks_tail->next = w;
-                else
-                        m->walks = w;
-                m->walks_tail = w;
-        }
-        return m->walks != NULL;
+        else
+                LIST_APPEND(walks, t->walks, w);
+        return t->walks != NULL;
 }
 
-void tree_walks_free(Manager *m) {
-        while (m->walks) {
-                TreeWalk *w = m->walks;
+static void tree_walks_free(Tree *t) {
+        TreeWalk *w;
 
-                m->walks = w->next;
+        while ((w = LIST_POP(walks, t->walks))) {
                 w->error = -ECANCELED;
                 while (w->frames->len > 0)
                         frame_pop(w);
                 if (w->done)
-                        w->done(m, w->id, -ECANCELED, w->userdata);
+                        w->done(w->id, -ECANCELED, w->userdata);
                 walk_free(w);
         }
-        m->walks_tail = NULL;
 }

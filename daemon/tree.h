@@ -20,7 +20,7 @@
  * walked the same way, and what the walk finds in a directory that was just
  * created is reported as IN_CREATE records (mkdir -p a/b/c && touch
  * a/b/c/f gives a, b, c and f), each once: a name the scan reported is
- * remembered (Manager.scanned) until the kernel queue is next read empty, and
+ * remembered (Tree.scanned) until the kernel queue is next read empty, and
  * the kernel's IN_CREATE/IN_MOVED_TO for it, queued before the scan could see
  * it (the kernel queues it under the directory's lock, which getdents also
  * takes), is not reported again; an IN_DELETE/IN_MOVED_FROM of the name ends
@@ -31,37 +31,50 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "manager.h"
+#include "backend.h"
+#include "delivery.h"
+#include "watch_table.h"
 
+typedef struct Tree Tree;
 typedef struct TreeWalk TreeWalk;
 
-/* The size of Manager.dents_buf. */
+/* The size of the walks' getdents64 buffer. */
 #define TREE_DENTS_BUF (32u * 1024u)
 
+typedef struct TreeOps {
+        /* AddWatch's walk of s met a limit or an error: the whole tree or
+         * nothing, so s ends (no notice: its AddWatch is answered with r). */
+        void (*end)(Subscription *s, void *userdata);
+} TreeOps;
+
 /* Called once when a walk ends: r is 0, or the error that stopped it
- * (-EDQUOT/-EMLINK: the owner's limits, -ENOSPC: the kernel's, -ENOMEM,
+ * (-WATCHD_E_*_WATCHES: the owner's limits, -ENOSPC: the kernel's, -ENOMEM,
  * -EMFILE), or -ECANCELED when the daemon exits first. */
-typedef void (*TreeWalkDone)(Manager *m, uint32_t id, int r, void *userdata);
+typedef void (*TreeWalkDone)(uint32_t id, int r, void *userdata);
+
+int tree_new(WatchTable *table, Backend *backend, Delivery *delivery, const TreeOps *ops, void *userdata,
+             Tree **ret);
+/* Ends every walk (done gets -ECANCELED): at exit. */
+Tree *tree_free(Tree *t);
 
 /*
  * Walks everything below the root of s, open at fd (O_PATH or readable; not
  * consumed). Runs a first slice at once: if the walk is done by then, returns
  * 0 (or its error) and *ret is NULL; else *ret is the walk, which goes on
- * from the loop and calls done (set with tree_walk_set_done()) when it ends.
- * With all_or_nothing, a walk that fails on a limit ends s (AddWatch: the
- * whole tree or nothing); without, s gets Overflow and 0 is returned.
+ * from the loop (tree_walks_run) and calls done (set with
+ * tree_walk_set_done()) when it ends. With all_or_nothing, a walk that fails
+ * on a limit ends s (ops->end; AddWatch: the whole tree or nothing);
+ * without, s gets Overflow and 0 is returned.
  */
-int tree_walk_below(Manager *m, Subscription *s, int fd, bool all_or_nothing, TreeWalk **ret);
+int tree_walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, TreeWalk **ret);
 void tree_walk_set_done(TreeWalk *w, TreeWalkDone done, void *userdata);
 
 /* A directory appeared at path (below s's root): link it and what is
  * below; if synthesize, report what it holds. A limit met on the way gives
  * the owner Overflow. If the parent's path does not lead to the parent (a
  * rename of it is still in the kernel queue), it is tried again once the
- * queue is read empty (tree_retries_run), and only then Overflow. */
-void tree_add(Manager *m, Subscription *s, const char *path, bool synthesize, uint64_t now_usec);
-void tree_retries_run(Manager *m);
-void tree_retries_free(Manager *m);
+ * queue is read empty, and only then Overflow. */
+void tree_add(Tree *t, Subscription *s, const char *path, bool synthesize, uint64_t now_usec);
 
 /*
  * A rename inside a tree keeps the moved directory's links (and walks in
@@ -75,19 +88,21 @@ void tree_retries_free(Manager *m);
  * reported, as for a new directory; one moved in from elsewhere is walked
  * without reports.
  */
-void tree_moved_from(Manager *m, Subscription *s, const char *path, uint32_t cookie);
-void tree_moved_to(Manager *m, Subscription *s, const char *path, uint32_t cookie, uint64_t now_usec);
-bool tree_moves_pending(Manager *m, uint32_t cookie);
-void tree_moves_end(Manager *m);
+void tree_moved_from(Tree *t, Subscription *s, const char *path, uint32_t cookie);
+void tree_moved_to(Tree *t, Subscription *s, const char *path, uint32_t cookie, uint64_t now_usec);
+bool tree_moves_pending(Tree *t, uint32_t cookie);
+void tree_moves_end(Tree *t);
+void tree_retries_run(Tree *t);
+
+/* The kernel queue was read empty: what waited for that (the scanned names,
+ * the set-aside moves, the retries) is settled. */
+void tree_queue_read_empty(Tree *t);
+
+/* Whether the record (mask, name in the directory at dir) for s was already
+ * reported by a scan: then it is not reported again. */
+bool tree_scanned_check(Tree *t, const Subscription *s, const char *dir, uint32_t mask, const char *name,
+                        size_t name_len);
 
 /* Runs the walks in progress for at most budget_usec. Return: whether any is left. */
-bool tree_walks_run(Manager *m, uint64_t budget_usec);
-/* Ends every walk (done gets -ECANCELED): at exit. */
-void tree_walks_free(Manager *m);
-
-/* dir + "/" + name (dir "/" gives "/name"); NULL on ENOMEM. */
-char *tree_path_join(const char *dir, const char *name, size_t name_len);
-
-/* The path of l: for a root link its subscription's, else built into buf
- * (PATH_MAX bytes). NULL if it would not fit. */
-const char *tree_link_path(const WatchLink *l, char *buf);
+bool tree_walks_run(Tree *t, uint64_t budget_usec);
+bool tree_has_walks(const Tree *t);

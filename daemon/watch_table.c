@@ -24,8 +24,11 @@
 
 #include "access.h"
 #include "event_bits.h"
+#include "error.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
+#include "path.h"
 #include "watch_table.h"
 
 struct WatchTable {
@@ -33,7 +36,6 @@ struct WatchTable {
         GHashTable *by_wd;              /* wd -> Watch (a set keyed by the Watch itself; owned) */
         GHashTable *by_inode;           /* (dev, ino) -> Watch (a set, not stale ones) */
         GHashTable *subscriptions;      /* id -> Subscription (owned) */
-        GHashTable *held;               /* WatchLink -> times held << 1 | dead */
         uint32_t next_id;
 };
 
@@ -70,40 +72,23 @@ static void subscription_free(gpointer p) {
         free(s);
 }
 
-static void link_free(WatchTable *t, WatchLink *l) {
-        gpointer v;
-
-        if (g_hash_table_lookup_extended(t->held, l, NULL, &v)) {
-                /* Its walk frees it (watch_table_release). */
-                g_hash_table_insert(t->held, l, GUINT_TO_POINTER(GPOINTER_TO_UINT(v) | 1u));
+static void link_free(WatchLink *l) {
+        if (l->n_holds > 0) {
+                l->dead = true;         /* its last holder frees it (watch_link_release) */
                 return;
         }
         free(l);
 }
 
-void watch_table_hold(WatchTable *t, WatchLink *l) {
-        guint v = GPOINTER_TO_UINT(g_hash_table_lookup(t->held, l));
-
-        assert(!(v & 1u));
-        g_hash_table_insert(t->held, l, GUINT_TO_POINTER(v + 2u));
+void watch_link_hold(WatchLink *l) {
+        assert(!l->dead);
+        l->n_holds++;
 }
 
-void watch_table_release(WatchTable *t, WatchLink *l) {
-        guint v = GPOINTER_TO_UINT(g_hash_table_lookup(t->held, l));
-
-        assert(v >= 2u);
-        v -= 2u;
-        if (v >= 2u) {
-                g_hash_table_insert(t->held, l, GUINT_TO_POINTER(v));
-                return;
-        }
-        g_hash_table_remove(t->held, l);
-        if (v & 1u)
+void watch_link_release(WatchLink *l) {
+        assert(l->n_holds > 0);
+        if (--l->n_holds == 0 && l->dead)
                 free(l);
-}
-
-bool watch_table_link_dead(WatchTable *t, const WatchLink *l) {
-        return GPOINTER_TO_UINT(g_hash_table_lookup(t->held, l)) & 1u;
 }
 
 int watch_table_new(Backend *backend, WatchTable **ret) {
@@ -117,7 +102,6 @@ int watch_table_new(Backend *backend, WatchTable **ret) {
         t->by_wd = g_hash_table_new(watch_wd_hash, watch_wd_equal);
         t->by_inode = g_hash_table_new(watch_inode_hash, watch_inode_equal);
         t->subscriptions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, subscription_free);
-        t->held = g_hash_table_new(g_direct_hash, g_direct_equal);
         *ret = t;
         return 0;
 }
@@ -132,7 +116,7 @@ WatchLink *watch_link_next(WatchLink *l) {
 }
 
 WatchLink *watch_link_child(WatchLink *l, const char *name, size_t name_len) {
-        for (WatchLink *c = l->children; c; c = c->sib_next)
+        LIST_FOREACH(sib, c, l->children)
                 if (strncmp(c->name, name, name_len) == 0 && c->name[name_len] == '\0')
                         return c;
         return NULL;
@@ -154,9 +138,7 @@ int watch_link_path(const WatchLink *l, char *buf, size_t size) {
                 buf[--end] = '/';
         }
         top = watch_link_is_root(l) ? l->subscription->path : l->name;
-        tl = strlen(top);
-        if (tl == 1 && end < size)
-                tl = 0;         /* "/" + "/a" would double the slash */
+        tl = end < size ? path_prefix_len(top) : strlen(top);
         if (tl + (size - end) >= size)
                 return -ENAMETOOLONG;
         memmove(buf + tl, buf + end, size - end);
@@ -166,50 +148,35 @@ int watch_link_path(const WatchLink *l, char *buf, size_t size) {
         return (int) tl;
 }
 
+const char *watch_link_get_path(const WatchLink *l, char *buf) {
+        if (!l->parent)
+                return watch_link_is_root(l) ? l->subscription->path : l->name;
+        return watch_link_path(l, buf, PATH_MAX) < 0 ? NULL : buf;
+}
+
 WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name,
                                  size_t name_len) {
-        gpointer held;
-
         assert(l->parent && new_parent->subscription == l->subscription);
-        if (malloc_usable_size(l) < sizeof(WatchLink) + name_len + 1) {
-                WatchLink *n = malloc(sizeof(WatchLink) + name_len + 1);
+        if (malloc_usable_size(l) < WATCH_LINK_SIZE(name_len)) {
+                WatchLink *n = malloc(WATCH_LINK_SIZE(name_len));
 
                 if (!n)
                         return NULL;
+                SLIST_REMOVE(watch, l->watch->links, l);
+                LIST_REMOVE(sib, l->parent->children, l);
                 *n = *l;
-                if (n->watch_prev)
-                        n->watch_prev->watch_next = n;
-                else
-                        n->watch->links = n;
-                if (n->watch_next)
-                        n->watch_next->watch_prev = n;
-                if (n->sib_prev)
-                        n->sib_prev->sib_next = n;
-                else
-                        n->parent->children = n;
-                if (n->sib_next)
-                        n->sib_next->sib_prev = n;
-                for (WatchLink *c = n->children; c; c = c->sib_next)
+                SLIST_PREPEND(watch, n->watch->links, n);
+                LIST_PREPEND(sib, n->parent->children, n);
+                LIST_FOREACH(sib, c, n->children)
                         c->parent = n;
-                if (g_hash_table_steal_extended(t->held, l, NULL, &held))
-                        g_hash_table_insert(t->held, n, held);
                 free(l);
                 l = n;
         }
 
         /* Out of its old parent's children, into the new one's. */
-        if (l->sib_prev)
-                l->sib_prev->sib_next = l->sib_next;
-        else
-                l->parent->children = l->sib_next;
-        if (l->sib_next)
-                l->sib_next->sib_prev = l->sib_prev;
+        LIST_REMOVE(sib, l->parent->children, l);
         l->parent = new_parent;
-        l->sib_prev = NULL;
-        l->sib_next = new_parent->children;
-        if (new_parent->children)
-                new_parent->children->sib_prev = l;
-        new_parent->children = l;
+        LIST_PREPEND(sib, new_parent->children, l);
         memcpy(l->name, name, name_len);
         l->name[name_len] = '\0';
         return l;
@@ -249,12 +216,6 @@ WatchTable *watch_table_free(WatchTable *t) {
         while (g_hash_table_iter_next(&i, NULL, &v))
                 links_free_all(v);
         g_hash_table_destroy(t->subscriptions);
-        /* Dead links still held: their walks are gone (the manager frees them first). */
-        g_hash_table_iter_init(&i, t->held);
-        while (g_hash_table_iter_next(&i, &v, NULL))
-                if (watch_table_link_dead(t, v))
-                        free(v);
-        g_hash_table_destroy(t->held);
         g_hash_table_destroy(t->by_inode);
         g_hash_table_iter_init(&i, t->by_wd);
         while (g_hash_table_iter_next(&i, &v, NULL))
@@ -294,7 +255,7 @@ static uint32_t link_mask(const Subscription *s, const Watch *w) {
 static uint32_t union_mask(const Watch *w) {
         uint32_t m = 0;
 
-        for (const WatchLink *l = w->links; l; l = l->watch_next)
+        LIST_FOREACH(watch, l, w->links)
                 m |= link_mask(l->subscription, w);
         return m;
 }
@@ -376,9 +337,17 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
         Watch *w;
         int r;
 
-        l = malloc(sizeof(WatchLink) + name_len + 1);
-        if (!l)
-                return -ENOMEM;
+        /* The limits first: a link over them costs no kernel call. */
+        if (s->account) {
+                r = account_charge(s->account, 1);
+                if (r < 0)
+                        return r;
+        }
+        l = malloc(WATCH_LINK_SIZE(name_len));
+        if (!l) {
+                r = -ENOMEM;
+                goto fail;
+        }
         *l = (WatchLink) {
                 .subscription = s,
                 .parent = parent,
@@ -389,41 +358,41 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
         r = watch_get(t, fd, st, need, &w);
         if (r < 0) {
                 free(l);
-                return r;
+                goto fail;
         }
-        for (WatchLink *o = w->links; o; o = o->watch_next)
-                if (o->subscription == s) {
+        LIST_FOREACH(watch, o, w->links)
+                if (o->subscription == s && !s->chain) {
                         /* Already linked: a loop. The watch existed, so nothing to undo. */
                         free(l);
-                        return -EEXIST;
+                        r = -EEXIST;
+                        goto fail;
                 }
 
         l->watch = w;
-        l->watch_next = w->links;
-        if (w->links)
-                w->links->watch_prev = l;
-        w->links = l;
+        SLIST_PREPEND(watch, w->links, l);
         w->n_links++;
-        if (parent) {
-                l->sib_next = parent->children;
-                if (parent->children)
-                        parent->children->sib_prev = l;
-                parent->children = l;
-        } else {
+        if (parent)
+                LIST_PREPEND(sib, parent->children, l);
+        else {
                 assert(!s->links);
                 s->links = l;
         }
         s->n_links++;
         *ret = l;
         return 0;
+
+fail:
+        if (s->account)
+                account_uncharge(s->account, 1);
+        return r;
 }
 
-static int subscription_new(WatchTable *t, const char *path, void *owner, uint32_t mask, uint32_t flags,
-                            Subscription **ret) {
+static int subscription_new(WatchTable *t, const char *path, Client *owner, Account *account, uint32_t mask,
+                            uint32_t flags, Subscription **ret) {
         Subscription *s;
 
         if (t->next_id == UINT32_MAX)
-                return -EOVERFLOW;
+                return -WATCHD_E_IDS_USED_UP;
         s = calloc(1, sizeof(Subscription));
         if (!s)
                 return -ENOMEM;
@@ -433,6 +402,7 @@ static int subscription_new(WatchTable *t, const char *path, void *owner, uint32
                 return -ENOMEM;
         }
         s->owner = owner;
+        s->account = account;
         s->mask = mask;
         s->flags = flags;
         *ret = s;
@@ -445,12 +415,12 @@ static void subscription_insert(WatchTable *t, Subscription *s) {
 }
 
 int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
-                          void *owner, uint32_t mask, uint32_t flags, Subscription **ret) {
+                          Client *owner, Account *account, uint32_t mask, uint32_t flags, Subscription **ret) {
         Subscription *s;
         WatchLink *l;
         int r;
 
-        r = subscription_new(t, path, owner, mask, flags, &s);
+        r = subscription_new(t, path, owner, account, mask, flags, &s);
         if (r < 0)
                 return r;
         r = link_new(t, s, NULL, fd, st, "", 0, &l);
@@ -463,18 +433,39 @@ int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const ch
         return 0;
 }
 
-int watch_table_subscribe_pending(WatchTable *t, const char *path, void *owner, uint32_t mask, uint32_t flags,
-                                  Subscription **ret) {
+int watch_table_subscribe_pending(WatchTable *t, const char *path, Client *owner, Account *account, uint32_t mask,
+                                  uint32_t flags, Subscription **ret) {
         Subscription *s;
         int r;
 
-        r = subscription_new(t, path, owner, mask, flags, &s);
+        r = subscription_new(t, path, owner, account, mask, flags, &s);
         if (r < 0)
                 return r;
         s->pending = true;
         subscription_insert(t, s);
         *ret = s;
         return 0;
+}
+
+int watch_table_chain_new(WatchTable *t, const char *top, Subscription **ret) {
+        Subscription *s;
+        int r;
+
+        r = subscription_new(t, top, NULL, NULL, 0, 0, &s);
+        if (r < 0)
+                return r;
+        s->pending = s->chain = true;
+        *ret = s;
+        return 0;
+}
+
+void watch_table_chain_free(WatchTable *t, Subscription *s) {
+        if (!s)
+                return;
+        assert(s->chain);
+        if (s->links)
+                (void) watch_table_unlink(t, s->links);
+        subscription_free(s);
 }
 
 int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct stat *st) {
@@ -486,7 +477,7 @@ int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct s
 
 int watch_table_link(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
                      const char *name, size_t name_len, WatchLink **ret) {
-        assert(parent && parent->subscription == s && !watch_table_link_dead(t, parent));
+        assert(parent && parent->subscription == s && !parent->dead);
         return link_new(t, s, parent, fd, st, name, name_len, ret);
 }
 
@@ -552,24 +543,17 @@ static void link_remove(WatchTable *t, WatchLink *l) {
         Watch *w = l->watch;
 
         assert(!l->children);
-        if (l->watch_prev)
-                l->watch_prev->watch_next = l->watch_next;
-        else
-                w->links = l->watch_next;
-        if (l->watch_next)
-                l->watch_next->watch_prev = l->watch_prev;
+        SLIST_REMOVE(watch, w->links, l);
         w->n_links--;
 
-        if (l->sib_prev)
-                l->sib_prev->sib_next = l->sib_next;
-        else if (l->parent)
-                l->parent->children = l->sib_next;
+        if (l->parent)
+                LIST_REMOVE(sib, l->parent->children, l);
         else
                 s->links = NULL;
-        if (l->sib_next)
-                l->sib_next->sib_prev = l->sib_prev;
         s->n_links--;
-        link_free(t, l);
+        if (s->account)
+                account_uncharge(s->account, 1);
+        link_free(l);
 
         if (w->n_links == 0)
                 watch_release(t, w);
@@ -614,22 +598,7 @@ void watch_table_watch_gone(WatchTable *t, Watch *w) {
                 watch_free(w);
 }
 
-/* path with its leading old (a whole path or a prefix ending at a '/') replaced by new, or NULL if
- * path is not old nor below it. *ret_oom is set on allocation failure. */
-static char *path_rebase(const char *path, const char *old, size_t ol, const char *new, bool *ret_oom) {
-        char *p;
-
-        if (strncmp(path, old, ol) != 0 || (path[ol] != '\0' && path[ol] != '/'))
-                return NULL;
-        if (asprintf(&p, "%s%s", new, path + ol) < 0) {
-                *ret_oom = true;
-                return NULL;
-        }
-        return p;
-}
-
 int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *new_path) {
-        size_t ol = strlen(old_path);
         bool oom = false;
         GHashTableIter i;
         gpointer v;
@@ -644,7 +613,10 @@ int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *ne
                  * directory of it is seen by its own links, which place it again. */
                 if (s->pending)
                         continue;
-                p = path_rebase(s->path, old_path, ol, new_path, &oom);
+                bool o;
+
+                p = path_rebase(s->path, old_path, new_path, &o);
+                oom = oom || o;
                 if (p) {
                         free(s->path);          /* a root link's path (watch_link_path) */
                         s->path = TAKE_PTR(p);

@@ -13,21 +13,28 @@
  * a RECURSIVE one a link per directory of its tree. Removing a link
  * recomputes the union; removing the last one releases the kernel watch.
  *
- * The table calls the backend for the kernel side and nothing else. Owners
- * are opaque pointers (the daemon's Client).
+ * The table calls the backend for the kernel side. Each link is charged to
+ * its subscription's account (accounting.h) when it is made, and the charge
+ * returned when it goes: the limits count links, and no count can drift
+ * from the links there are. The owner is the daemon's Client, which the
+ * table only points to.
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "accounting.h"
 #include "backend.h"
+#include "list.h"
 
 typedef struct WatchTable WatchTable;
 typedef struct Watch Watch;
 typedef struct WatchLink WatchLink;
 typedef struct Subscription Subscription;
+typedef struct Client Client;
 
 /* What a RECURSIVE subscription needs on each directory to follow its tree. */
 #define WATCH_TREE_BITS (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO)
@@ -37,17 +44,20 @@ typedef struct Subscription Subscription;
 
 struct Subscription {
         uint32_t id;            /* never reused while the daemon runs */
-        void *owner;
+        Client *owner;
+        Account *account;       /* charged one watch per link; NULL: not counted */
         uint32_t mask;          /* IN_* events asked for */
         uint32_t flags;         /* WATCHD_FLAG_* */
         char *path;             /* as asked (simplified) */
         WatchLink *links;       /* the top of its tree of links: the root, or a pending
                                  * subscription's links on the existing directories of its path */
         unsigned n_links;
-        bool pending;           /* path does not exist yet: non-root links on the existing
-                                 * directories of it, nothing delivered */
+        bool pending;           /* path does not exist yet: no link of its own (missing.c follows
+                                 * it), nothing delivered; or a chain (below) */
+        bool chain;             /* the missing-path follower's: its links are the existing
+                                 * directories of pending paths; no id, owner or account */
 
-        Subscription *owner_prev, *owner_next;  /* the owner's list, kept by the owner */
+        LIST_FIELDS(Subscription, owner);       /* the owner's list, kept by the owner */
 };
 
 /*
@@ -62,12 +72,21 @@ struct WatchLink {
         Subscription *subscription;
         Watch *watch;
         WatchLink *parent;                      /* NULL for the top link */
-        WatchLink *children;                    /* first link below it */
-        WatchLink *sib_prev, *sib_next;         /* among parent->children */
-        WatchLink *watch_prev, *watch_next;     /* in watch->links */
-        char name[];            /* a pending subscription's top link: an absolute path;
+        LIST_HEAD(WatchLink, children);         /* the links below it */
+        LIST_FIELDS(WatchLink, sib);            /* among parent->children */
+        SLIST_FIELDS(WatchLink, watch);         /* in watch->links (a few each) */
+        uint32_t n_holds;                       /* watch_link_hold() */
+        bool dead;                              /* unlinked while held: in no list, freed at the last release */
+        char name[];            /* allocated to its length: see WATCH_LINK_SIZE() */            /* a pending subscription's top link: an absolute path;
                                  * a root link: "" (its path is the subscription's); others: a name */
 };
+
+/* The allocation of a link with a name of name_len bytes: the name starts
+ * inside the struct's tail padding (sizeof(WatchLink) would waste it, and a
+ * tree of N directories holds N links). */
+#define WATCH_LINK_SIZE(name_len) \
+        (offsetof(WatchLink, name) + (name_len) + 1 > sizeof(WatchLink) ? \
+         offsetof(WatchLink, name) + (name_len) + 1 : sizeof(WatchLink))
 
 /* The subscription's own object, not a directory below it nor a directory of a pending path. */
 static inline bool watch_link_is_root(const WatchLink *l) {
@@ -83,7 +102,7 @@ struct Watch {
         bool is_dir;
         bool unmounted;         /* IN_UNMOUNT seen: the coming IN_IGNORED means "unmounted" */
         bool stale;             /* no longer the watch of (dev, ino) */
-        WatchLink *links;
+        LIST_HEAD(WatchLink, links);
 };
 
 int watch_table_new(Backend *backend, WatchTable **ret);
@@ -92,19 +111,27 @@ WatchTable *watch_table_free(WatchTable *t);
 
 /*
  * Subscribes owner to the object open at fd (st is its fstat), for mask:
- * the subscription and its root link. Adds the kernel watch or widens its
- * mask as needed.
+ * the subscription and its root link, charged to account. Adds the kernel
+ * watch or widens its mask as needed.
  * Return: 0, or -errno from the backend (-ENOSPC: the kernel's watch limit),
- * -ENOMEM, -EOVERFLOW when the ids are used up.
+ * -ENOMEM, -WATCHD_E_IDS_USED_UP, or a limit of account_charge().
  */
 int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
-                          void *owner, uint32_t mask, uint32_t flags, Subscription **ret);
+                          Client *owner, Account *account, uint32_t mask, uint32_t flags, Subscription **ret);
 
 /* A pending subscription to path (which does not exist yet), with no link:
  * the caller links it (watch_table_link) and places its root
- * (watch_table_link_root) once path exists. Return: 0, -ENOMEM, -EOVERFLOW. */
-int watch_table_subscribe_pending(WatchTable *t, const char *path, void *owner, uint32_t mask, uint32_t flags,
-                                  Subscription **ret);
+ * (watch_table_link_root) once path exists. Return: 0, -ENOMEM, -WATCHD_E_IDS_USED_UP. */
+int watch_table_subscribe_pending(WatchTable *t, const char *path, Client *owner, Account *account, uint32_t mask,
+                                  uint32_t flags, Subscription **ret);
+/* A chain for the missing-path follower, with no link yet; its top link
+ * (watch_table_link_pending) holds top, an absolute path. Not an API
+ * subscription: no id, not counted, not listed; a watch may hold several
+ * links of one chain (the same directory by two paths). */
+int watch_table_chain_new(WatchTable *t, const char *top, Subscription **ret);
+/* Unlinks a chain and frees it. */
+void watch_table_chain_free(WatchTable *t, Subscription *s);
+
 /* Places the root link of a subscription that has none (it stops being pending). */
 int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct stat *st);
 
@@ -124,13 +151,10 @@ int watch_table_link_pending(WatchTable *t, Subscription *s, int fd, const struc
  * watches. Never fails. Return: how many links were removed. */
 unsigned watch_table_unlink(WatchTable *t, WatchLink *l);
 
-/* A walk keeps a link it will come back to: a link unlinked while held
- * stays allocated (dead, in no list) until its last release. Held links are
- * few (the directories walks are in): their count is kept in a side table,
- * not in every link. */
-void watch_table_hold(WatchTable *t, WatchLink *l);
-void watch_table_release(WatchTable *t, WatchLink *l);
-bool watch_table_link_dead(WatchTable *t, const WatchLink *l);
+/* A walk (or a follower) keeps a link it will come back to: a link unlinked
+ * while held stays allocated (dead, in no list) until its last release. */
+void watch_link_hold(WatchLink *l);
+void watch_link_release(WatchLink *l);
 
 /*
  * Moves l (not a top link) below new_parent (a link of the same
@@ -152,6 +176,10 @@ WatchLink *watch_link_next(WatchLink *l);
 /* Writes the absolute path of l into buf. Return: its length, or
  * -ENAMETOOLONG if it does not fit. */
 int watch_link_path(const WatchLink *l, char *buf, size_t size);
+
+/* The path of l: for a root link its subscription's, for a top link its
+ * name, else built into buf (PATH_MAX bytes). NULL if it would not fit. */
+const char *watch_link_get_path(const WatchLink *l, char *buf);
 
 /* Ends a subscription and all its links. Never fails. */
 void watch_table_unsubscribe(WatchTable *t, Subscription *s);

@@ -25,6 +25,7 @@
 #include "capability.h"
 #include "config.h"
 #include "dbus_iface.h"
+#include "loop.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -120,7 +121,7 @@ static void event_unrefp(sd_event **e) {
         sd_event_unref(*e);
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Loop *, loop_free);
 
 static int bus_open(const Args *args, sd_bus **ret) {
         sd_bus *bus = NULL;
@@ -158,19 +159,25 @@ static int bus_open(const Args *args, sd_bus **ret) {
         return 0;
 }
 
+typedef struct Daemon {
+        Manager *manager;
+        bool system_bus;
+} Daemon;
+
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        Manager *m = userdata;
+        Daemon *dm = userdata;
+        Manager *m = dm->manager;
         _cleanup_free_ char *error = NULL;
         Config c;
         int r;
 
         /* MONOTONIC_USEC: what Type=notify-reload (systemd >= 253) asks for; older ones ignore it. */
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading the configuration...",
-                          manager_now_usec());
+                          now_usec());
         r = config_init(&c);
         if (r >= 0)
                 r = config_load(m->config_path, &c, &error);
-        if (r >= 0 && c.delivery == DELIVERY_BROADCAST && m->system_bus) {
+        if (r >= 0 && c.delivery == DELIVERY_BROADCAST && dm->system_bus) {
                 if (asprintf(&error, "%s:%u: delivery=broadcast is not allowed on the system bus",
                              m->config_path, c.delivery_line) < 0)
                         error = NULL;
@@ -201,9 +208,13 @@ static void raise_fd_limit(void) {
 }
 
 static int run(int argc, char *argv[]) {
-        _cleanup_(bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(event_unrefp) sd_event *event = NULL;
+        /* Freed in the reverse order: the bus layer and the loop before the manager. */
         _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_(event_unrefp) sd_event *event = NULL;
+        _cleanup_(loop_freep) Loop *loop = NULL;
+        _cleanup_(bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(dbus_iface_freep) DbusIface *iface = NULL;
+        Daemon dm = {};
         _cleanup_free_ char *error = NULL;
         Args args = {
                 .config = WATCHD_DEFAULT_CONFIG,
@@ -246,7 +257,7 @@ static int run(int argc, char *argv[]) {
         config_done(&config);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the manager: %m"), EXIT_FAILURE;
-        m->system_bus = args.bus == BUS_SYSTEM;
+        dm = (Daemon) { .manager = m, .system_bus = args.bus == BUS_SYSTEM };
 
         r = sd_event_default(&event);
         if (r < 0)
@@ -263,21 +274,24 @@ static int run(int argc, char *argv[]) {
         if (r >= 0)
                 r = sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
         if (r >= 0)
-                r = sd_event_add_signal(event, NULL, SIGHUP, on_sighup, m);
+                r = sd_event_add_signal(event, NULL, SIGHUP, on_sighup, &dm);
         if (r < 0)
                 return log_error_errno(r, "Failed to handle signals: %m"), EXIT_FAILURE;
         r = sd_event_set_watchdog(event, true);
         if (r < 0)
                 log_warning_errno(r, "Failed to enable the watchdog, ignoring: %m");
 
-        r = manager_start(m, event);
+        r = manager_start(m);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = loop_new(event, m, &loop);
         if (r < 0)
                 return EXIT_FAILURE;
 
         r = bus_open(&args, &bus);
         if (r < 0)
                 return EXIT_FAILURE;
-        r = dbus_iface_attach(m, bus);
+        r = dbus_iface_new(m, bus, event, &iface);
         if (r < 0)
                 return EXIT_FAILURE;
 

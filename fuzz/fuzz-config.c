@@ -60,6 +60,15 @@ static bool ref_uint(const char *v, uint32_t min, uint32_t max, uint32_t *ret) {
         return true;
 }
 
+/* A watch limit: a number, or "auto" (CONFIG_AUTO). */
+static bool ref_watches(const char *v, uint32_t *ret) {
+        if (!strcmp(v, "auto")) {
+                *ret = CONFIG_AUTO;
+                return true;
+        }
+        return ref_uint(v, 1, UINT32_MAX, ret);
+}
+
 /* The reference reading: true if the bytes are a valid watchd.conf; fills *c. */
 static bool ref_parse(const uint8_t *data, size_t size, Config *c) {
         char section[64] = "";
@@ -136,9 +145,11 @@ static bool ref_parse(const uint8_t *data, size_t size, Config *c) {
                         if (ok)
                                 c->log_level = l;
                 } else if (!strcmp(section, "limits") && !strcmp(key, "max_watches_per_client"))
-                        ok = ref_uint(value, 1, UINT32_MAX, &c->max_watches_per_client);
+                        ok = ref_watches(value, &c->max_watches_per_client);
                 else if (!strcmp(section, "limits") && !strcmp(key, "max_watches_per_user"))
-                        ok = ref_uint(value, 1, UINT32_MAX, &c->max_watches_per_user);
+                        ok = ref_watches(value, &c->max_watches_per_user);
+                else if (!strcmp(section, "limits") && !strcmp(key, "max_watches_unprivileged"))
+                        ok = ref_watches(value, &c->max_watches_unprivileged);
                 else if (!strcmp(section, "limits") && !strcmp(key, "max_clients_per_user"))
                         ok = ref_uint(value, 1, UINT32_MAX, &c->max_clients_per_user);
                 else if (!strcmp(section, "limits") && !strcmp(key, "max_pending_events_per_client"))
@@ -150,7 +161,7 @@ static bool ref_parse(const uint8_t *data, size_t size, Config *c) {
                 else if (!strcmp(section, "events") && !strcmp(key, "batch_max_events"))
                         ok = ref_uint(value, 1, 65536, &c->batch_max_events);
                 else if (!strcmp(section, "events") && !strcmp(key, "delivery")) {
-                        Delivery d = delivery_from_string(value);
+                        DeliveryMode d = delivery_mode_from_string(value);
                         ok = d >= 0;
                         if (ok)
                                 c->delivery = d;
@@ -219,6 +230,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(c.log_level == ref.log_level);
         CHECK(c.max_watches_per_client == ref.max_watches_per_client);
         CHECK(c.max_watches_per_user == ref.max_watches_per_user);
+        CHECK(c.max_watches_unprivileged == ref.max_watches_unprivileged);
         CHECK(c.max_clients_per_user == ref.max_clients_per_user);
         CHECK(c.max_pending_events_per_client == ref.max_pending_events_per_client);
         CHECK(c.move_pair_timeout_ms == ref.move_pair_timeout_ms);

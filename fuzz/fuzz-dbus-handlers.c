@@ -4,8 +4,8 @@
  *
  * The handlers are driven for real, not through a stub: the fuzzer starts a
  * private dbus-daemon once, builds watchd's Manager in process (syscall
- * backend, on a scratch tree) and publishes it with dbus_iface_attach(),
- * exactly as watchd.c does; two client connections on the same sd-event
+ * backend, on a scratch tree), its loop glue (loop_new()) and publishes it
+ * with dbus_iface_new(), exactly as watchd.c does; two client connections on the same sd-event
  * loop then call the methods with argument values (and signatures) taken
  * from the input, and make the files under the tree change so that events,
  * WatchRemoved and Overflow flow too. Each input is a little program:
@@ -23,7 +23,7 @@
  *   disconnect the client and connect it again
  *
  * Checked on every input, besides ASan/UBSan/LSan: every call is answered
- * (no hang), with success or one of the API's errors (design.md §3), never
+ * (no hang), with success or one of the API's errors (watchd(8), "D-BUS INTERFACE"), never
  * a generic one; ids are never handed out twice; a client receives signals
  * only about its own subscriptions; a path marked escaped (in a record or
  * a ListWatches entry) unescapes and one not marked needed no escape;
@@ -51,6 +51,7 @@
 
 #include "config.h"
 #include "dbus_iface.h"
+#include "loop.h"
 #include "log.h"
 #include "manager.h"
 #include "path_escape.h"
@@ -72,6 +73,8 @@ static struct {
         pid_t bus_pid;
         sd_event *event;
         Manager *manager;
+        Loop *loop;
+        DbusIface *iface;
         sd_bus *daemon_bus;
         FuzzClient clients[N_CLIENTS];
         GHashTable *issued;     /* every id ever returned by AddWatch*, across clients */
@@ -697,9 +700,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         config.move_pair_timeout_ms = 1;
         CHECK(manager_new(&config, "/nonexistent/watchd.conf", &g.manager) >= 0);
         config_done(&config);
-        CHECK(manager_start(g.manager, g.event) >= 0);
+        CHECK(manager_start(g.manager) >= 0);
+        CHECK(loop_new(g.event, g.manager, &g.loop) >= 0);
         g.daemon_bus = connect_bus(false);
-        CHECK(dbus_iface_attach(g.manager, g.daemon_bus) >= 0);
+        CHECK(dbus_iface_new(g.manager, g.daemon_bus, g.event, &g.iface) >= 0);
 
         g.issued = g_hash_table_new(g_direct_hash, g_direct_equal);
         return 0;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 
+#include "watchd-api.h"
+
 /*
  * path_escape - file names that are not UTF-8, in D-Bus strings
  *
@@ -42,7 +44,7 @@
  * request flag: Events masks carry IN_* bits below it, AddWatch flags are
  * 0x1..0x8. 0x00200000 is left free for another record bit.
  */
-#define WATCHD_PATH_ESCAPED 0x00100000u
+#define WATCHD_PATH_ESCAPED WATCHD_FLAG_PATH_ESCAPED     /* watchd-api.h */
 
 /* Whether s cannot go in a D-Bus string as it is (sd-bus would refuse it). */
 bool path_needs_escape(const char *s);

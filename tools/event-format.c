@@ -18,6 +18,7 @@
 #include <json-glib/json-glib.h>
 #include "inotify_dev.h"
 #include "event-format.h"
+#include "path.h"
 #include "path_escape.h"
 
 GQuark event_format_error_quark(void) {
@@ -74,10 +75,10 @@ static const struct {
         uint32_t flag;
         const char *name;
 } flag_names[] = {
-        { WATCH_FLAG_RECURSIVE,   "recursive" },
-        { WATCH_FLAG_ONLYDIR,     "onlydir" },
-        { WATCH_FLAG_DONT_FOLLOW, "dont_follow" },
-        { WATCH_FLAG_ONESHOT,     "oneshot" },
+        { WATCHD_FLAG_RECURSIVE,   "recursive" },
+        { WATCHD_FLAG_ONLYDIR,     "onlydir" },
+        { WATCHD_FLAG_DONT_FOLLOW, "dont_follow" },
+        { WATCHD_FLAG_ONESHOT,     "oneshot" },
 };
 
 gboolean event_mask_parse(const char *list, uint32_t *mask, GError **error) {
@@ -159,19 +160,12 @@ gboolean event_record_is_paired_move(const EventRecord *r) {
 }
 
 const char *event_record_name(const EventRecord *r) {
-        size_t n;
+        const char *rest;
 
         if (!r->watch || !r->watch[0])
                 return r->path;
-        n = strlen(r->watch);
-        if (strcmp(r->path, r->watch) == 0)
-                return "";
-        /* "/" is the one watched path that already ends in a slash. */
-        if (n == 1 && r->watch[0] == '/')
-                return r->path + 1;
-        if (strncmp(r->path, r->watch, n) == 0 && r->path[n] == '/')
-                return r->path + n + 1;
-        return r->path;
+        rest = path_startswith(r->path, r->watch);
+        return rest ?: r->path;
 }
 
 char *event_path_display(const char *path) {

@@ -13,11 +13,7 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
-/* Flags of AddWatch (design.md section 3). */
-#define WATCH_FLAG_RECURSIVE   0x1u
-#define WATCH_FLAG_ONLYDIR     0x2u
-#define WATCH_FLAG_DONT_FOLLOW 0x4u
-#define WATCH_FLAG_ONESHOT     0x8u
+#include "watchd-api.h"
 
 /* One record of an Events signal, with the watched path it belongs to.
  * Paths are bytes: unescaped if the record was (WATCHD_PATH_ESCAPED), and

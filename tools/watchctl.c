@@ -37,9 +37,6 @@
 #include "path_escape.h"
 #include "watchd-gdbus.h"
 
-#define WATCHD_BUS_NAME    "org.example.Inotify"
-#define WATCHD_OBJECT_PATH "/org/example/Inotify"
-#define WATCHD_INTERFACE   "org.example.Inotify"
 
 enum {
         EXIT_OK = 0,
@@ -210,7 +207,7 @@ static int report_call_error(const Context *c, const char *subject, const GError
                 warn("%s: permission denied (AccessDenied)", prefix);
         else if (g_strcmp0(remote, "org.freedesktop.DBus.Error.FileNotFound") == 0)
                 warn("%s: no such file or directory (FileNotFound)", prefix);
-        else if (g_strcmp0(remote, "org.example.Inotify.Error.NoSuchWatch") == 0)
+        else if (g_strcmp0(remote, WATCHD_ERROR_NO_SUCH_WATCH) == 0)
                 warn("%s: no such watch (NoSuchWatch)", prefix);
         else if (shortname) {
                 /* InvalidArgs, LimitsExceeded: the daemon's message says what and why. */
@@ -662,10 +659,10 @@ static int check_selection(Context *c, const char *command, gboolean need_paths)
         else if (c->mask == 0)
                 return usage_error(command, "-e: no event to watch (unmount is always reported: name another event)");
 
-        c->flags = (c->opt_recursive ? WATCH_FLAG_RECURSIVE : 0) |
-                   (c->opt_onlydir ? WATCH_FLAG_ONLYDIR : 0) |
-                   (c->opt_dont_follow ? WATCH_FLAG_DONT_FOLLOW : 0) |
-                   (c->opt_oneshot ? WATCH_FLAG_ONESHOT : 0);
+        c->flags = (c->opt_recursive ? WATCHD_FLAG_RECURSIVE : 0) |
+                   (c->opt_onlydir ? WATCHD_FLAG_ONLYDIR : 0) |
+                   (c->opt_dont_follow ? WATCHD_FLAG_DONT_FOLLOW : 0) |
+                   (c->opt_oneshot ? WATCHD_FLAG_ONESHOT : 0);
 
         if (need_paths && (!c->opt_paths || !c->opt_paths[0]))
                 return usage_error(command, "no PATH to watch");

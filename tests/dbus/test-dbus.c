@@ -25,13 +25,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "watchd-api.h"
 #include "wt-fixture.h"
 
-#define E_INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
-#define E_ACCESS_DENIED "org.freedesktop.DBus.Error.AccessDenied"
-#define E_FILE_NOT_FOUND "org.freedesktop.DBus.Error.FileNotFound"
-#define E_LIMITS_EXCEEDED "org.freedesktop.DBus.Error.LimitsExceeded"
-#define E_NO_SUCH_WATCH "org.example.Inotify.Error.NoSuchWatch"
 
 #define TIMEOUT_MS 5000
 
@@ -86,7 +82,7 @@ static void test_introspection(WtFixture *f, gconstpointer data) {
         GDBusNodeInfo *live, *file;
         GDBusInterfaceInfo *li, *fi;
 
-        r = g_dbus_connection_call_sync(f->conn, "org.example.Inotify", "/org/example/Inotify",
+        r = g_dbus_connection_call_sync(f->conn, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH,
                                         "org.freedesktop.DBus.Introspectable", "Introspect", NULL,
                                         G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, &error);
         g_assert_no_error(error);
@@ -97,8 +93,8 @@ static void test_introspection(WtFixture *f, gconstpointer data) {
         g_assert_no_error(error);
         file = g_dbus_node_info_new_for_xml(file_xml, &error);
         g_assert_no_error(error);
-        li = g_dbus_node_info_lookup_interface(live, "org.example.Inotify");
-        fi = g_dbus_node_info_lookup_interface(file, "org.example.Inotify");
+        li = g_dbus_node_info_lookup_interface(live, WATCHD_INTERFACE);
+        fi = g_dbus_node_info_lookup_interface(file, WATCHD_INTERFACE);
         g_assert_nonnull(li);
         g_assert_nonnull(fi);
 
@@ -407,7 +403,7 @@ static void test_remove_and_list(WtFixture *f, gconstpointer data) {
         /* Another client's id is not yours to remove. */
         g_assert_false(watchd_inotify_call_remove_watch_sync(f->proxy, other, NULL, &error));
         name = g_dbus_error_get_remote_error(error);
-        g_assert_cmpstr(name, ==, E_NO_SUCH_WATCH);
+        g_assert_cmpstr(name, ==, WATCHD_ERROR_NO_SUCH_WATCH);
         g_clear_error(&error);
         g_clear_pointer(&name, g_free);
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 3);
@@ -418,14 +414,14 @@ static void test_remove_and_list(WtFixture *f, gconstpointer data) {
         for (int i = 0; i < 2; i++) {
                 g_assert_false(watchd_inotify_call_remove_watch_sync(f->proxy, i ? 999999 : id1, NULL, &error));
                 name = g_dbus_error_get_remote_error(error);
-                g_assert_cmpstr(name, ==, E_NO_SUCH_WATCH);
+                g_assert_cmpstr(name, ==, WATCHD_ERROR_NO_SUCH_WATCH);
                 g_clear_error(&error);
                 g_clear_pointer(&name, g_free);
         }
         /* A connection that never subscribed. */
         g_assert_false(watchd_inotify_call_remove_watch_sync(f->proxy2, id2, NULL, &error));
         name = g_dbus_error_get_remote_error(error);
-        g_assert_cmpstr(name, ==, E_NO_SUCH_WATCH);
+        g_assert_cmpstr(name, ==, WATCHD_ERROR_NO_SUCH_WATCH);
 
         watchd_inotify_call_list_watches_sync(f->proxy2, &list2, NULL, NULL);
         g_assert_cmpuint(g_variant_n_children(list2), ==, 1);
@@ -589,20 +585,20 @@ static void test_bad_input(WtFixture *f, gconstpointer data) {
         while (huge->len < 5000)
                 g_string_append(huge, "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
 
-        wt_add_watch_fails(f->proxy, f->dir, 0, 0, E_INVALID_ARGS);                       /* mask 0 */
-        wt_add_watch_fails(f->proxy, f->dir, 0x800, 0, E_INVALID_ARGS);                   /* IN_MOVE_SELF: not in the API */
-        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE | IN_ONESHOT, 0, E_INVALID_ARGS);  /* a kernel flag as mask */
-        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0x10, E_INVALID_ARGS);            /* unknown flag */
-        wt_add_watch_fails(f->proxy, "relative/path", IN_CREATE, 0, E_INVALID_ARGS);
-        wt_add_watch_fails(f->proxy, "", IN_CREATE, 0, E_INVALID_ARGS);
-        wt_add_watch_fails(f->proxy, huge->str, IN_CREATE, 0, E_INVALID_ARGS);            /* 5,000 bytes */
-        wt_add_watch_fails(f->proxy, missing, IN_CREATE, 0, E_INVALID_ARGS);              /* below a file: never pending */
-        wt_add_watch_fails(f->proxy, dotdot, IN_CREATE, 0, E_FILE_NOT_FOUND);             /* .. through a missing dir */
-        wt_add_watch_fails(f->proxy, fifo, IN_CREATE, 0, E_INVALID_ARGS);                 /* never blocks on a FIFO */
-        wt_add_watch_fails(f->proxy, "/dev/null", IN_CREATE, 0, E_INVALID_ARGS);          /* device node */
-        wt_add_watch_fails(f->proxy, file, IN_CREATE, 2, E_INVALID_ARGS);                 /* ONLYDIR on a file */
-        wt_add_watch_fails(f->proxy, link, IN_CREATE, 4, E_INVALID_ARGS);                 /* DONT_FOLLOW on a symlink */
-        wt_add_watch_fails(f->proxy, loop1, IN_CREATE, 0, E_INVALID_ARGS);                /* symlink loop */
+        wt_add_watch_fails(f->proxy, f->dir, 0, 0, WATCHD_ERROR_INVALID_ARGS);                       /* mask 0 */
+        wt_add_watch_fails(f->proxy, f->dir, 0x800, 0, WATCHD_ERROR_INVALID_ARGS);                   /* IN_MOVE_SELF: not in the API */
+        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE | IN_ONESHOT, 0, WATCHD_ERROR_INVALID_ARGS);  /* a kernel flag as mask */
+        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0x10, WATCHD_ERROR_INVALID_ARGS);            /* unknown flag */
+        wt_add_watch_fails(f->proxy, "relative/path", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);
+        wt_add_watch_fails(f->proxy, "", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);
+        wt_add_watch_fails(f->proxy, huge->str, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);            /* 5,000 bytes */
+        wt_add_watch_fails(f->proxy, missing, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);              /* below a file: never pending */
+        wt_add_watch_fails(f->proxy, dotdot, IN_CREATE, 0, WATCHD_ERROR_FILE_NOT_FOUND);             /* .. through a missing dir */
+        wt_add_watch_fails(f->proxy, fifo, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);                 /* never blocks on a FIFO */
+        wt_add_watch_fails(f->proxy, "/dev/null", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);          /* device node */
+        wt_add_watch_fails(f->proxy, file, IN_CREATE, 2, WATCHD_ERROR_INVALID_ARGS);                 /* ONLYDIR on a file */
+        wt_add_watch_fails(f->proxy, link, IN_CREATE, 4, WATCHD_ERROR_INVALID_ARGS);                 /* DONT_FOLLOW on a symlink */
+        wt_add_watch_fails(f->proxy, loop1, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);                /* symlink loop */
         g_string_free(huge, TRUE);
 
         /* None of it left anything behind, and everyone is still served. */
@@ -669,7 +665,7 @@ static void test_recursive(WtFixture *f, gconstpointer data) {
 
         mkdir_p(f, "t/a/b");
         g_assert_cmpint(g_mkdir(outside, 0755), ==, 0);
-        id = wt_add_watch(f->proxy, t, mask, 1 /* RECURSIVE */, NULL);
+        id = wt_add_watch(f->proxy, t, mask, WATCHD_FLAG_RECURSIVE, NULL);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 3);          /* t, t/a, t/a/b */
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 1);
         /* Another client's plain subscription on t/a shares the watch. */
@@ -760,7 +756,7 @@ static void test_recursive_mkdir_p(WtFixture *f, gconstpointer data) {
         g_autofree char *t = path_in(f, "t"), *marker = path_in(f, "t/marker");
 
         mkdir_p(f, "t");
-        wt_add_watch(f->proxy, t, IN_CREATE | IN_DELETE | IN_MOVE, 1 /* RECURSIVE */, NULL);
+        wt_add_watch(f->proxy, t, IN_CREATE | IN_DELETE | IN_MOVE, WATCHD_FLAG_RECURSIVE, NULL);
         for (int round = 0; round < 20; round++) {
                 g_autofree char *top = g_strdup_printf("t/r%d", round);
                 g_autofree char *d = g_strdup_printf("t/r%d/b/c/d", round);
@@ -791,7 +787,7 @@ static void test_recursive_burst(WtFixture *f, gconstpointer data) {
         gint64 t0;
 
         mkdir_p(f, "t");
-        wt_add_watch(f->proxy, t, IN_CREATE, 1 /* RECURSIVE */, NULL);
+        wt_add_watch(f->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
         t0 = g_get_monotonic_time();
         /* 100 top directories of 9 subdirectories each: 1,000 directories, 10 files in each. */
         for (int i = 0; i < 100; i++) {
@@ -850,7 +846,7 @@ static void test_recursive_rename_race(WtFixture *f, gconstpointer data) {
         guint n_late = 0;
 
         mkdir_p(f, "t");
-        wt_add_watch(f->proxy, t, IN_CREATE | IN_MOVE, 1 /* RECURSIVE */, NULL);
+        wt_add_watch(f->proxy, t, IN_CREATE | IN_MOVE, WATCHD_FLAG_RECURSIVE, NULL);
         for (int i = 0; i < 50; i++) {
                 g_autofree char *a = g_strdup_printf("%s/a%d", t, i), *c = g_strdup_printf("%s/c%d", t, i);
                 g_autofree char *b = g_strdup_printf("%s/b", a), *file = g_strdup_printf("%s/b/f", a);
@@ -889,7 +885,7 @@ static void test_recursive_rename_big(WtFixture *f, gconstpointer data) {
         g_autofree char *marker = path_in(f, "t/marker"), *deep = path_in(f, "t/big2/d049/s019/f");
         guint n = make_tree(big, 50, 20) + 1, opens = 0;
 
-        wt_add_watch(f->proxy, t, IN_CREATE | IN_MOVE | IN_OPEN, 1 /* RECURSIVE */, NULL);
+        wt_add_watch(f->proxy, t, IN_CREATE | IN_MOVE | IN_OPEN, WATCHD_FLAG_RECURSIVE, NULL);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, n);
         wt_touch(marker);
         wt_await_record(&f->a, marker, IN_CREATE, TIMEOUT_MS);
@@ -912,13 +908,13 @@ static void test_recursive_limit(WtFixture *f, gconstpointer data) {
 
         mkdir_p(f, "t/a/b");
         mkdir_p(f, "t/c");
-        wt_add_watch_fails(f->proxy, t, IN_CREATE, 1, E_LIMITS_EXCEEDED);      /* 4 directories, limit 3 */
+        wt_add_watch_fails(f->proxy, t, IN_CREATE, 1, WATCHD_ERROR_LIMITS_EXCEEDED);      /* 4 directories, limit 3 */
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 0);
         wt_add_watch(f->proxy, small, IN_CREATE, 1, NULL);                     /* 2 directories */
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
         wt_add_watch(f->proxy, t, IN_CREATE, 0, NULL);
-        wt_add_watch_fails(f->proxy, t, IN_CREATE, 0, E_LIMITS_EXCEEDED);
+        wt_add_watch_fails(f->proxy, t, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
 }
 
 typedef struct AsyncAdd {
@@ -950,7 +946,7 @@ static void test_recursive_big(WtFixture *f, gconstpointer data) {
         int i;
 
         g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000);      /* under valgrind too */
-        watchd_inotify_call_add_watch(f->proxy, t, IN_CREATE, 1 /* RECURSIVE */, NULL, on_add_watch_done, &a);
+        watchd_inotify_call_add_watch(f->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, on_add_watch_done, &a);
         /* Another client's calls are answered while the walk goes on. */
         for (;;) {
                 kw = wt_stat(f->proxy2, "kernel_watches");
@@ -1020,7 +1016,7 @@ static void test_recursive_big_limit(WtFixture *f, gconstpointer data) {
         g_assert_true(wt_await_flag(&a.done, 600000));
         g_assert_nonnull(a.error);
         name = g_dbus_error_get_remote_error(a.error);
-        g_assert_cmpstr(name, ==, E_LIMITS_EXCEEDED);
+        g_assert_cmpstr(name, ==, WATCHD_ERROR_LIMITS_EXCEEDED);
         g_assert_nonnull(strstr(a.error->message, "max_watches_per_client"));
         g_error_free(a.error);
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
@@ -1071,16 +1067,16 @@ static void test_add_watch_fd(WtFixture *f, gconstpointer data) {
 
         pfd = open(f->dir, O_PATH | O_CLOEXEC);
         g_assert_cmpint(pfd, >=, 0);
-        add_watch_fd_fails(f->proxy, pfd, E_INVALID_ARGS);
+        add_watch_fd_fails(f->proxy, pfd, WATCHD_ERROR_INVALID_ARGS);
         close(pfd);
 
         wfd = open(file, O_WRONLY | O_CLOEXEC);
         g_assert_cmpint(wfd, >=, 0);
-        add_watch_fd_fails(f->proxy, wfd, E_INVALID_ARGS);
+        add_watch_fd_fails(f->proxy, wfd, WATCHD_ERROR_INVALID_ARGS);
         close(wfd);
 
         g_assert_cmpint(pipe2(pipefd, O_CLOEXEC), ==, 0);
-        add_watch_fd_fails(f->proxy, pipefd[0], E_INVALID_ARGS);
+        add_watch_fd_fails(f->proxy, pipefd[0], WATCHD_ERROR_INVALID_ARGS);
         close(pipefd[0]);
         close(pipefd[1]);
 
@@ -1143,7 +1139,7 @@ static void test_unmounted(WtFixture *f, gconstpointer data) {
         }
         g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
         id = wt_add_watch(f->proxy, mnt, IN_CREATE, 0, NULL);
-        id_sub = wt_add_watch(f->proxy, sub, IN_CREATE, 1 /* RECURSIVE */, NULL);
+        id_sub = wt_add_watch(f->proxy, sub, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
         g_assert_cmpint(umount(mnt), ==, 0);
 
@@ -1251,7 +1247,7 @@ typedef struct Listener {
 static GDBusMessage *listener_filter(GDBusConnection *conn, GDBusMessage *msg, gboolean incoming, gpointer data) {
         Listener *l = data;
 
-        if (incoming && g_strcmp0(g_dbus_message_get_interface(msg), "org.example.Inotify") == 0)
+        if (incoming && g_strcmp0(g_dbus_message_get_interface(msg), WATCHD_INTERFACE) == 0)
                 g_atomic_int_inc(&l->n_messages);
         return msg;
 }
@@ -1411,7 +1407,7 @@ static void on_flood_reply(GObject *src, GAsyncResult *res, gpointer data) {
                 fl->ok++;
         else {
                 g_autofree char *name = g_dbus_error_get_remote_error(error);
-                if (g_strcmp0(name, E_LIMITS_EXCEEDED) == 0 && strstr(error->message, "max_watches_per_client"))
+                if (g_strcmp0(name, WATCHD_ERROR_LIMITS_EXCEEDED) == 0 && strstr(error->message, "max_watches_per_client"))
                         fl->limited++;
                 else {
                         fl->other++;
@@ -1497,7 +1493,7 @@ static void test_flood(WtFixture *f, gconstpointer data) {
                        (cpu_usec(wt_process_pid(f->daemon->process)) - cpu0) / 1000, p.worst_usec, p.n);
         if (fl.other)
                 g_error("unexpected error in the flood: %s", fl.other_error);
-        g_assert_cmpuint(fl.ok, ==, 8192);      /* the default max_watches_per_client */
+        g_assert_cmpuint(fl.ok, ==, 8192);      /* max_watches_per_client here (the old default) */
         g_assert_cmpuint(fl.limited, ==, FLOOD_CALLS - 8192);
         g_assert_cmpuint(p.n, >, 0);
         if (timing_checked())
@@ -1513,11 +1509,11 @@ static void test_limits(WtFixture *f, gconstpointer data) {
         /* max_watches_per_client = 3, max_watches_per_user = 5, max_clients_per_user = 2 */
         for (int i = 0; i < 3; i++)
                 wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
-        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);
+        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
         wt_add_watch(f->proxy2, f->dir, IN_CREATE, 0, NULL);
         wt_add_watch(f->proxy2, f->dir, IN_CREATE, 0, NULL);
-        wt_add_watch_fails(f->proxy2, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);    /* per user */
-        wt_add_watch_fails(p3, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);           /* a third client of the uid */
+        wt_add_watch_fails(f->proxy2, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);    /* per user */
+        wt_add_watch_fails(p3, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);           /* a third client of the uid */
         g_assert_cmpuint(wt_stat(f->proxy, "clients"), ==, 2);
         g_dbus_connection_close_sync(c3, NULL, NULL);
 }
@@ -1546,7 +1542,7 @@ static void test_reload(WtFixture *f, gconstpointer data) {
                 }
                 g_assert_true(limited);
         }
-        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);
+        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
 
         g_assert_true(g_file_set_contents(f->daemon->config_path, "[limits]\nmax_watches_per_client = 1\nbogus = 1\n", -1,
                                           NULL));
@@ -1562,7 +1558,7 @@ static void test_reload(WtFixture *f, gconstpointer data) {
                 } while (g_get_monotonic_time() < deadline);
         }
         g_assert_nonnull(strstr(log, "watchd.conf:3: unknown key 'bogus' in section [limits]; keeping the old settings"));
-        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, E_LIMITS_EXCEEDED);
+        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
 }
 
 /* The systemd protocol: READY=1, WATCHDOG=1 pings, RELOADING=1 on SIGHUP, STOPPING=1 on SIGTERM. */
@@ -1854,7 +1850,7 @@ static void test_nobody(WtFixture *f, gconstpointer data) {
         if (!p)
                 return;
         line = read_line(out);
-        g_assert_cmpstr(line, ==, "private " E_ACCESS_DENIED);
+        g_assert_cmpstr(line, ==, "private " WATCHD_ERROR_ACCESS_DENIED);
         g_free(line);
         line = read_line(out);
         g_assert_true(g_str_has_prefix(line, "id "));
@@ -1934,7 +1930,7 @@ static int helper_main(int argc, char *argv[]) {
                 name = g_dbus_error_get_remote_error(error);
                 printf("private %s\n", name);
                 g_signal_connect(p, "events", G_CALLBACK(helper_on_events), &done);
-                id = wt_add_watch(p, argv[5], IN_CREATE, 1 /* RECURSIVE */, NULL);
+                id = wt_add_watch(p, argv[5], IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
                 printf("id %u\n", id);
                 if (!wt_await_flag(&done, TIMEOUT_MS))
                         return 1;
@@ -1984,7 +1980,7 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/limits",
                 "[limits]\nmax_watches_per_client = 3\nmax_watches_per_user = 5\nmax_clients_per_user = 2\n",
                 test_limits);
-        WT_CASE("/dbus/flood", NULL, test_flood);
+        WT_CASE("/dbus/flood", "[limits]\nmax_watches_per_client = 8192\n", test_flood);
         WT_CASE("/dbus/reload", NULL, test_reload);
         WT_CASE("/dbus/name-taken", NULL, test_name_taken);
         WT_CASE("/dbus/sigkill", NULL, test_sigkill);

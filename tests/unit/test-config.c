@@ -29,7 +29,13 @@ typedef struct Case {
 
 static const Case cases[] = {
         { "empty", "", NULL, AT(batch_max_events), 1024 },
-        { "comments only", "# nothing\n; nothing\n\n", NULL, AT(max_watches_per_client), 8192 },
+        { "comments only", "# nothing\n; nothing\n\n", NULL, AT(max_watches_per_client), CONFIG_AUTO },
+        { "auto", "[limits]\nmax_watches_per_client = 3\nmax_watches_per_client = auto\n", NULL,
+          AT(max_watches_per_client), CONFIG_AUTO },
+        { "max_watches_unprivileged", "[limits]\nmax_watches_unprivileged = 7\n", NULL,
+          AT(max_watches_unprivileged), 7 },
+        { "auto is for watches only", "[limits]\nmax_clients_per_user = auto\n",
+          "t.conf:2: max_clients_per_user: 'auto' is not a number" },
         { "max_watches_per_client", "[limits]\nmax_watches_per_client = 3\n", NULL, AT(max_watches_per_client), 3 },
         { "max_watches_per_user", "[limits]\nmax_watches_per_user=4000000000\n", NULL, AT(max_watches_per_user), 4000000000u },
         { "max_clients_per_user", "[limits]\n  max_clients_per_user = 1  \n", NULL, AT(max_clients_per_user), 1 },
@@ -128,6 +134,7 @@ static void assert_defaults(const Config *c) {
         g_assert_cmpint(c->log_level, ==, d.log_level);
         g_assert_cmpuint(c->max_watches_per_client, ==, d.max_watches_per_client);
         g_assert_cmpuint(c->max_watches_per_user, ==, d.max_watches_per_user);
+        g_assert_cmpuint(c->max_watches_unprivileged, ==, d.max_watches_unprivileged);
         g_assert_cmpuint(c->max_clients_per_user, ==, d.max_clients_per_user);
         g_assert_cmpuint(c->max_pending_events_per_client, ==, d.max_pending_events_per_client);
         g_assert_cmpuint(c->move_pair_timeout_ms, ==, d.move_pair_timeout_ms);
@@ -153,7 +160,7 @@ static void test_shipped(void) {
         uncommented = g_regex_replace(re, text, -1, 0, "\\1", 0, NULL);
         for (const char *p = uncommented; (p = strstr(p, " = ")); p++)
                 n++;
-        g_assert_cmpint(n, ==, 11);     /* every key of the file */
+        g_assert_cmpint(n, ==, 12);     /* every key of the file */
         g_assert_cmpint(config_load_string(WATCHD_CONF, uncommented, &c, &error), ==, 0);
         g_assert_null(error);
         assert_defaults(&c);

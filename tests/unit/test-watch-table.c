@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test-watch-table - coalescing, against a fake backend that behaves like the
- * kernel's inode-keyed watch list and records every call
- *
- * The fake gives the same wd for the same inode and replaces its mask, as
- * both kernel interfaces do, and counts adds and removes. Files are real
- * (in a temporary directory), so the table's own reopen for narrowing runs.
+ * test-watch-table - coalescing, against the fake backend (fake-backend.h),
+ * which behaves like the kernel's inode-keyed watch list and records every
+ * call. Files are real (in a temporary directory), so the table's own
+ * reopen for narrowing runs.
  */
 
 #include <errno.h>
@@ -19,74 +17,19 @@
 #include <unistd.h>
 
 #include "event_bits.h"
+#include "fake-backend.h"
 #include "watch_table.h"
 
-typedef struct FakeWatch {
-        dev_t dev;
-        ino_t ino;
-        uint32_t mask;
-        gboolean live;
-} FakeWatch;
-
-typedef struct Fake {
-        Backend backend;
-        FakeWatch watches[64];  /* index = wd; wd 0 is used, as on the device */
-        int next_wd;
-        unsigned n_add, n_rm;
-        int fail_add;           /* -errno for the next add, 0 for none */
-} Fake;
-
-static int fake_add(Backend *b, int fd, uint32_t mask, int *ret_wd) {
-        Fake *f = (Fake *) b;
-        struct stat st;
-
-        f->n_add++;
-        if (f->fail_add) {
-                int r = f->fail_add;
-                f->fail_add = 0;
-                return r;
-        }
-        /* An fd the daemon opened: O_PATH or readable, both backends take either (backend.h). */
-        g_assert_cmpint(fstat(fd, &st), ==, 0);
-        g_assert_cmpint(fcntl(fd, F_GETFL), >=, 0);
-        for (int wd = 0; wd < f->next_wd; wd++)
-                if (f->watches[wd].live && f->watches[wd].dev == st.st_dev && f->watches[wd].ino == st.st_ino) {
-                        f->watches[wd].mask = mask;
-                        *ret_wd = wd;
-                        return 0;
-                }
-        g_assert_cmpint(f->next_wd, <, 64);
-        f->watches[f->next_wd] = (FakeWatch) { st.st_dev, st.st_ino, mask, TRUE };
-        *ret_wd = f->next_wd++;
-        return 0;
-}
-
-static int fake_rm(Backend *b, int wd) {
-        Fake *f = (Fake *) b;
-
-        f->n_rm++;
-        if (wd < 0 || wd >= f->next_wd || !f->watches[wd].live)
-                return -EINVAL;
-        f->watches[wd].live = FALSE;
-        return 0;
-}
-
-static const BackendOps fake_ops = {
-        .name = "fake",
-        .add_watch = fake_add,
-        .rm_watch = fake_rm,
-};
-
 typedef struct Fixture {
-        Fake fake;
+        FakeBackend *fake;
         WatchTable *t;
         char *dir;
         char *a, *b, *link_a, *hard_b;
 } Fixture;
 
 static void setup(Fixture *f, gconstpointer data) {
-        f->fake = (Fake) { .backend = { .ops = &fake_ops, .fd = -1 } };
-        g_assert_cmpint(watch_table_new(&f->fake.backend, &f->t), ==, 0);
+        f->fake = fake_backend_new();
+        g_assert_cmpint(watch_table_new(&f->fake->backend, &f->t), ==, 0);
         f->dir = g_dir_make_tmp("test-watch-table-XXXXXX", NULL);
         f->a = g_build_filename(f->dir, "a", NULL);
         f->b = g_build_filename(f->dir, "b", NULL);
@@ -100,6 +43,7 @@ static void setup(Fixture *f, gconstpointer data) {
 
 static void teardown(Fixture *f, gconstpointer data) {
         watch_table_free(f->t);
+        fake_backend_free(f->fake);
         g_unlink(f->link_a);
         g_unlink(f->hard_b);
         g_unlink(f->b);
@@ -112,22 +56,22 @@ static void teardown(Fixture *f, gconstpointer data) {
         g_free(f->dir);
 }
 
-static Subscription *sub(Fixture *f, const char *path, void *owner, uint32_t mask) {
+static Subscription *sub(Fixture *f, const char *path, Client *owner, uint32_t mask) {
         Subscription *s = NULL;
         struct stat st;
         int fd = open(path, O_RDONLY | O_CLOEXEC);
 
         g_assert_cmpint(fd, >=, 0);
         g_assert_cmpint(fstat(fd, &st), ==, 0);
-        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, path, owner, mask, 0, &s), ==, 0);
+        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, path, owner, NULL, mask, 0, &s), ==, 0);
         close(fd);
         return s;
 }
 
 static uint32_t kmask(Fixture *f, const Subscription *s) {
         g_assert_nonnull(s->links->watch);
-        g_assert_true(f->fake.watches[s->links->watch->wd].live);
-        return f->fake.watches[s->links->watch->wd].mask;
+        g_assert_true(f->fake->watches[s->links->watch->wd].live);
+        return f->fake->watches[s->links->watch->wd].mask;
 }
 
 /* A step of a coalescing scenario on the directory a (by two paths) and the file b (by two links). */
@@ -181,7 +125,7 @@ static void test_scenario(Fixture *f, gconstpointer data) {
                 uint32_t ka = 0, kb = 0;
 
                 if (s->op == '+') {
-                        slots[s->slot] = sub(f, paths[s->path], f, s->mask);
+                        slots[s->slot] = sub(f, paths[s->path], NULL, s->mask);
                         g_assert_cmpuint(slots[s->slot]->id, >, last_id);       /* ids only grow */
                         last_id = slots[s->slot]->id;
                 } else {
@@ -190,14 +134,14 @@ static void test_scenario(Fixture *f, gconstpointer data) {
                 }
                 g_assert_cmpuint(watch_table_n_watches(f->t), ==, s->watches);
                 g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, s->subscriptions);
-                for (int i = 0; i < 64; i++)
-                        if (f->fake.watches[i].live) {
+                for (int i = 0; i < f->fake->next_wd; i++)
+                        if (f->fake->watches[i].live) {
                                 struct stat st;
                                 g_assert_cmpint(stat(f->a, &st), ==, 0);
-                                if (f->fake.watches[i].ino == st.st_ino)
-                                        ka = f->fake.watches[i].mask;
+                                if (f->fake->watches[i].ino == st.st_ino)
+                                        ka = f->fake->watches[i].mask;
                                 else
-                                        kb = f->fake.watches[i].mask;
+                                        kb = f->fake->watches[i].mask;
                         }
                 g_assert_cmpuint(ka, ==, s->mask_a);
                 g_assert_cmpuint(kb, ==, s->mask_b);
@@ -211,18 +155,18 @@ static void test_enospc(Fixture *f, gconstpointer data) {
         int fd = open(f->a, O_RDONLY | O_CLOEXEC);
 
         g_assert_cmpint(fstat(fd, &st), ==, 0);
-        f->fake.fail_add = -ENOSPC;
-        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, f, IN_CREATE, 0, &s), ==, -ENOSPC);
+        f->fake->fail_add = -ENOSPC;
+        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, NULL, NULL, IN_CREATE, 0, &s), ==, -ENOSPC);
         g_assert_null(s);
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
         g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 0);
 
         /* Widening an existing watch that the kernel refuses: the old subscription is untouched. */
-        s = sub(f, f->a, f, IN_CREATE);
-        f->fake.fail_add = -ENOSPC;
+        s = sub(f, f->a, NULL, IN_CREATE);
+        f->fake->fail_add = -ENOSPC;
         {
                 Subscription *s2 = NULL;
-                g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, f, IN_DELETE, 0, &s2), ==, -ENOSPC);
+                g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, NULL, NULL, IN_DELETE, 0, &s2), ==, -ENOSPC);
         }
         g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 1);
         g_assert_cmpuint(kmask(f, s), ==, IN_CREATE);
@@ -231,38 +175,38 @@ static void test_enospc(Fixture *f, gconstpointer data) {
 
 /* IN_IGNORED: the kernel dropped the watch; the table forgets the wd without calling the kernel. */
 static void test_watch_gone(Fixture *f, gconstpointer data) {
-        Subscription *s1 = sub(f, f->a, f, IN_CREATE), *s2 = sub(f, f->a, f, IN_DELETE), *s3;
+        Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *s2 = sub(f, f->a, NULL, IN_DELETE), *s3;
         Watch *w = s1->links->watch;
         int wd = w->wd;
-        unsigned rm_before = f->fake.n_rm;
+        unsigned rm_before = f->fake->n_rm;
 
         g_assert_true(watch_table_get_watch(f->t, wd) == w);
-        f->fake.watches[wd].live = FALSE;      /* the kernel removed it */
+        f->fake->watches[wd].live = FALSE;      /* the kernel removed it */
         watch_table_watch_gone(f->t, w);
         g_assert_null(watch_table_get_watch(f->t, wd));
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
 
         /* A new subscription on the same inode gets a new kernel watch, not the dead one. */
-        s3 = sub(f, f->a, f, IN_ATTRIB);
+        s3 = sub(f, f->a, NULL, IN_ATTRIB);
         g_assert_true(s3->links->watch != w);
         g_assert_cmpint(s3->links->watch->wd, !=, wd);
 
         watch_table_unsubscribe(f->t, s1);
         watch_table_unsubscribe(f->t, s2);      /* frees the dead watch; no kernel call for it */
-        g_assert_cmpuint(f->fake.n_rm, ==, rm_before);
+        g_assert_cmpuint(f->fake->n_rm, ==, rm_before);
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 1);
         g_assert_true(watch_table_get_subscription(f->t, s3->id) == s3);
 }
 
 /* The kernel reused a wd we still hold (its IN_IGNORED not read yet): the old watch is dropped. */
 static void test_wd_reuse(Fixture *f, gconstpointer data) {
-        Subscription *s1 = sub(f, f->a, f, IN_CREATE), *s2;
+        Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *s2;
         int wd = s1->links->watch->wd;
 
         /* The kernel forgot a's watch and will give the same wd to b. */
-        f->fake.watches[wd].live = FALSE;
-        f->fake.next_wd = wd;
-        s2 = sub(f, f->b, f, IN_MODIFY);
+        f->fake->watches[wd].live = FALSE;
+        f->fake->next_wd = wd;
+        s2 = sub(f, f->b, NULL, IN_MODIFY);
         g_assert_cmpint(s2->links->watch->wd, ==, wd);
         g_assert_true(watch_table_get_watch(f->t, wd) == s2->links->watch);
         g_assert_cmpint(s1->links->watch->wd, ==, -1);
@@ -284,7 +228,7 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_assert_cmpint(g_mkdir(sub_dir, 0755), ==, 0);
         fd = open(f->a, O_RDONLY | O_CLOEXEC);
         g_assert_cmpint(fstat(fd, &st), ==, 0);
-        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, f, IN_DELETE, WATCHD_FLAG_RECURSIVE, &s), ==, 0);
+        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, NULL, NULL, IN_DELETE, WATCHD_FLAG_RECURSIVE, &s), ==, 0);
         close(fd);
         g_assert_true(watch_link_is_root(s->links));
         g_assert_cmpuint(kmask(f, s), ==, IN_DELETE | WATCH_TREE_BITS);
@@ -312,20 +256,20 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 1);
 
         /* A plain subscription on the same directory shares its watch. */
-        plain = sub(f, sub_dir, f, IN_ATTRIB);
+        plain = sub(f, sub_dir, NULL, IN_ATTRIB);
         g_assert_true(plain->links->watch == l->watch);
-        g_assert_cmpuint(f->fake.watches[l->watch->wd].mask, ==, IN_ATTRIB | IN_DELETE | WATCH_TREE_BITS);
+        g_assert_cmpuint(f->fake->watches[l->watch->wd].mask, ==, IN_ATTRIB | IN_DELETE | WATCH_TREE_BITS);
 
         /* Held by a walk: unlinked, it is dead but still there until released. */
-        watch_table_hold(f->t, l);
-        watch_table_hold(f->t, l);
-        g_assert_false(watch_table_link_dead(f->t, l));
+        watch_link_hold(l);
+        watch_link_hold(l);
+        g_assert_false(l->dead);
         g_assert_cmpuint(watch_table_unlink(f->t, l), ==, 1);
-        g_assert_true(watch_table_link_dead(f->t, l));
+        g_assert_true(l->dead);
         g_assert_cmpstr(l->name, ==, "sub");                    /* not freed: ASan/valgrind would say */
-        watch_table_release(f->t, l);
-        g_assert_true(watch_table_link_dead(f->t, l));
-        watch_table_release(f->t, l);                           /* the last release frees it */
+        watch_link_release(l);
+        g_assert_true(l->dead);
+        watch_link_release(l);                           /* the last release frees it */
         g_assert_null(s->links->children);
         g_assert_cmpuint(s->n_links, ==, 1);
         g_assert_cmpuint(kmask(f, plain), ==, IN_ATTRIB);        /* narrowed to what is left */

@@ -80,8 +80,8 @@ static void test_mask_names(void) {
 
 static void test_flags_names(void) {
         g_autofree char *none = event_flags_to_string(0);
-        g_autofree char *some = event_flags_to_string(WATCH_FLAG_RECURSIVE | WATCH_FLAG_ONESHOT);
-        g_autofree char *odd = event_flags_to_string(WATCH_FLAG_ONLYDIR | 0x100);
+        g_autofree char *some = event_flags_to_string(WATCHD_FLAG_RECURSIVE | WATCHD_FLAG_ONESHOT);
+        g_autofree char *odd = event_flags_to_string(WATCHD_FLAG_ONLYDIR | 0x100);
 
         g_assert_cmpstr(none, ==, "-");
         g_assert_cmpstr(some, ==, "recursive,oneshot");

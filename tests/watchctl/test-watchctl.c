@@ -25,9 +25,9 @@
 #include <json-glib/json-glib.h>
 
 #include "path_escape.h"
+#include "watchd-api.h"
 #include "wt-fixture.h"
 
-#define WATCHD_BUS_NAME "org.example.Inotify"
 #define DEADLINE_SECONDS 20
 
 typedef struct Env {

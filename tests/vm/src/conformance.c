@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * conformance.c - /dev/inotify against the 0.23-6 ABI, one test per
- * behaviour and per error code (design.md §2). Runs as root inside the VM
+ * behaviour and per error code (docs/KERNEL-MODULE.md, "Behaviour"). Runs as root inside the VM
  * with inotify_dev loaded; each test runs in its own child with a time
  * limit and prints "PASS name" or "FAIL name: why".
  *

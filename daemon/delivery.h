@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * delivery - the records of each owner's queue, to its transport
+ *
+ * Every owner of subscriptions (a client) has a DeliveryQueue: its records
+ * in kernel order, renames paired (a MovePairer), the daemon's notices in
+ * their place (a subscription removed, events lost), and the ids its next
+ * Overflow names. A queue holds at most max_pending records: past that its
+ * events are dropped and an Overflow queued, so a client that stops reading
+ * costs bounded memory and the others are not held back.
+ *
+ * How a queue's records leave is the policy here, and the transport only
+ * carries them out: the layer above registers a DeliveryOps table (and its
+ * data) per queue. A transport sends a batch of events and a notice, may
+ * be asked to have the client confirm it read what was sent (D-Bus: a
+ * Peer.Ping; the answer comes back as delivery_confirmed()), and may say
+ * it is congested (D-Bus: the bus is not reading us). The policy: never
+ * more than max_pending records sent and not confirmed; while a
+ * confirmation is awaited and at least HOLD_MIN_UNREAD records are
+ * unconfirmed (a burst), new events are held and go as one batch when it
+ * comes, or at once when a batch is full, a notice is queued, or a rename
+ * half's pairing time is up. So a storm is cut into batches by the client's
+ * own round trip, and a record after a quiet moment goes at once.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "list.h"
+#include "move_pairer.h"
+#include "record.h"
+
+typedef struct Delivery Delivery;
+typedef struct DeliveryQueue DeliveryQueue;
+
+typedef struct DeliveryOps {
+        /* Sends n event records (in order; taken: the transport frees them), in one message or more.
+         * For each message sent it calls delivery_sent(); for each record it could not send,
+         * delivery_lost() (the client hears of it in an Overflow). Return: 0, or -errno (logged). */
+        int (*send_events)(DeliveryQueue *q, Record **recs, size_t n, void *data);
+        /* Sends a notice: RECORD_REMOVED, or RECORD_OVERFLOW with the ids it names. Return: 0, or -errno. */
+        int (*send_notice)(DeliveryQueue *q, const Record *rec, const uint32_t *ids, size_t n_ids, void *data);
+        /* Optional: asks the client to confirm it has read everything sent so far; its answer is
+         * delivery_confirmed(). Return: 0 (asked), -EAGAIN (not now: the transport calls
+         * delivery_ask_confirm() when it may), or -errno. */
+        int (*ask_confirm)(DeliveryQueue *q, void *data);
+        /* Optional: the transport takes no more now; delivery tries again after DELIVERY_RETRY_USEC. */
+        bool (*congested)(void *data);
+} DeliveryOps;
+
+#define DELIVERY_RETRY_USEC 10000u
+
+typedef struct DeliveryLimits {
+        uint32_t max_pending;           /* records queued, and records sent and not confirmed */
+        uint32_t batch_max;             /* records in one batch */
+        uint64_t pair_timeout_usec;     /* MovePairer's */
+        uint32_t pair_max_distance;
+} DeliveryLimits;
+
+typedef struct DeliveryStats {
+        uint64_t events_delivered;      /* records sent in batches */
+        uint64_t batches_sent;
+        uint64_t overflows;             /* Overflow notices sent */
+        uint64_t events_dropped;        /* records dropped from backlogs, or that could not be sent */
+} DeliveryStats;
+
+struct DeliveryQueue {
+        const char *name;               /* for logs: the owner's */
+        MovePairer pairer;              /* records not yet sent, kernel order */
+        uint32_t *lost_ids;             /* ids for the next Overflow, unsorted, may repeat */
+        size_t n_lost_ids, cap_lost_ids, n_lost_compacted;
+        bool overflow_queued;           /* a RECORD_OVERFLOW is in the pairer */
+        size_t n_notices;               /* RECORD_OVERFLOW and RECORD_REMOVED in the pairer: never held */
+
+        /* Flow control: records sent, and how many of them the client has
+         * confirmed reading; the count at the request in flight. */
+        uint64_t sent, read, confirm_at;
+        bool confirming;                /* a confirmation request is in flight */
+        /* Its last request was answered (a timeout is no answer): records are
+         * held behind a request in flight only for such a client, else one
+         * that never answers would hold them for the transport's timeout. */
+        bool answers;
+
+        /* Its own share of the stats (a caller's GetStats sees its uid's). */
+        uint64_t n_dropped, n_overflows;
+
+        bool dirty;                     /* on the list delivery_flush() goes through */
+        Delivery *delivery;
+        LIST_FIELDS(DeliveryQueue, dirty);
+        const DeliveryOps *ops;
+        void *data;
+};
+
+int delivery_new(const DeliveryLimits *limits, Delivery **ret);
+Delivery *delivery_free(Delivery *d);
+/* New limits apply at once; the pairing limits to queues set up from now on and to q by delivery_queue_update(). */
+void delivery_set_limits(Delivery *d, const DeliveryLimits *limits);
+const DeliveryStats *delivery_get_stats(const Delivery *d);
+
+void delivery_queue_init(Delivery *d, DeliveryQueue *q, const char *name);
+/* Drops what is queued; q is off every list. */
+void delivery_queue_done(Delivery *d, DeliveryQueue *q);
+void delivery_queue_update(Delivery *d, DeliveryQueue *q);
+void delivery_queue_set_transport(DeliveryQueue *q, const DeliveryOps *ops, void *data);
+static inline size_t delivery_queue_size(const DeliveryQueue *q) {
+        return move_pairer_size(&q->pairer);
+}
+
+/* Queues rec (taken; NULL: out of memory, logged). Past max_pending, the
+ * queue's events are dropped and an Overflow queued instead. */
+void delivery_submit(Delivery *d, DeliveryQueue *q, Record *rec);
+/* The transport sent a message of n event records of q. */
+void delivery_sent(DeliveryQueue *q, size_t n);
+/* The transport may ask q's client for a confirmation again (after -EAGAIN). */
+void delivery_ask_confirm(DeliveryQueue *q);
+
+/* Queues an Overflow naming id (its subscription lost events, or coverage). */
+void delivery_lost(Delivery *d, DeliveryQueue *q, uint32_t id);
+/* The transport could not send a record of subscription id: it costs only
+ * itself, counted as dropped, and the client hears of it in an Overflow. */
+void delivery_dropped(DeliveryQueue *q, uint32_t id);
+/* Queues one Overflow naming every id of ids (the kernel lost events). */
+void delivery_lost_all(Delivery *d, DeliveryQueue *q, const uint32_t *ids, size_t n);
+
+/* Sends what every queue with records lets go at now_usec. */
+void delivery_flush(Delivery *d, uint64_t now_usec);
+/* When a flush will have something to do that it has not now: the earliest
+ * pairing deadline, or a retry after congestion; UINT64_MAX if nothing waits. */
+uint64_t delivery_next_deadline(const Delivery *d);
+
+/* The answer to q's request (ask_confirm): confirmed (the client itself
+ * answered), or not (the transport could not tell: then nothing is held
+ * for it until it confirms again). What was held for it goes now. */
+void delivery_confirmed(Delivery *d, DeliveryQueue *q, bool answered, uint64_t now_usec);

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * events - the kernel's records, to the subscriptions they are for
+ *
+ * The walk over a watch's links may not change them: what an event makes
+ * the followers do (a tree grows or moves, a chain of pending paths is
+ * followed, a ONESHOT subscription ends) is collected as follow-ups during
+ * the walk and done after it, each subscription looked up again by its id
+ * (it may have ended meanwhile), each chain link held.
+ */
+
+#include <errno.h>
+#include <glib.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include "client.h"
+#include "event_bits.h"
+#include "events.h"
+#include "log.h"
+#include "macro.h"
+#include "path.h"
+
+#define KERNEL_READ_BUF (64u * 1024u)
+/* Reads in one slice at most, whatever the budget: the loop comes back to the bus. */
+#define KERNEL_READ_ROUNDS 16
+
+/* Work an event leaves for after the walk over the watch's links. */
+typedef struct Followup {
+        enum {
+                FOLLOW_ONESHOT,         /* its first record went: it ends */
+                FOLLOW_TREE_ADD_NEW,    /* a directory was created in a RECURSIVE tree */
+                FOLLOW_TREE_MOVED_FROM, /* a directory was moved out of its place in it */
+                FOLLOW_TREE_MOVED_TO,   /* a directory was moved in (from it, or from elsewhere) */
+                FOLLOW_CHAIN,           /* an event on a directory of pending paths */
+        } what;
+        uint32_t id;                    /* the subscription, looked up again */
+        uint32_t cookie;
+        char *path;
+        WatchLink *link;                /* FOLLOW_CHAIN: held */
+} Followup;
+
+struct Events {
+        Backend *backend;
+        WatchTable *table;
+        Delivery *delivery;
+        Tree *tree;
+        Missing *missing;
+        Moves *moves;
+        EventsOps ops;
+        void *userdata;
+        EventsStats stats;
+
+        uint8_t *buf;                   /* the last read: buf[off, len) not handled yet */
+        size_t off, len;
+        uint64_t read_time;             /* when it was read: the time of its records */
+
+        GArray *followups;              /* Followup, of the record being handled */
+        bool in_event;
+};
+
+int events_new(Backend *backend, WatchTable *table, Delivery *delivery, Tree *tree, Missing *missing,
+               Moves *moves, const EventsOps *ops, void *userdata, Events **ret) {
+        Events *e = calloc(1, sizeof(Events));
+
+        if (!e)
+                return -ENOMEM;
+        *e = (Events) {
+                .backend = backend,
+                .table = table,
+                .delivery = delivery,
+                .tree = tree,
+                .missing = missing,
+                .moves = moves,
+                .ops = *ops,
+                .userdata = userdata,
+                .buf = malloc(KERNEL_READ_BUF),
+                .followups = g_array_new(FALSE, FALSE, sizeof(Followup)),
+        };
+        if (!e->buf) {
+                events_free(e);
+                return -ENOMEM;
+        }
+        *ret = e;
+        return 0;
+}
+
+Events *events_free(Events *e) {
+        if (!e)
+                return NULL;
+        g_array_unref(e->followups);
+        free(e->buf);
+        free(e);
+        return NULL;
+}
+
+bool events_backlog(const Events *e, uint64_t *ret_read_time) {
+        if (e->off >= e->len)
+                return false;
+        *ret_read_time = e->read_time;
+        return true;
+}
+
+const EventsStats *events_get_stats(const Events *e) {
+        return &e->stats;
+}
+
+static void followup_add(Events *e, int what, uint32_t id, uint32_t cookie, char *path, WatchLink *link) {
+        g_array_append_val(e->followups, ((Followup) { what, id, cookie, path, link }));
+}
+
+/* The daemon ends s, and tells its owner why. */
+static void end_with_notice(Events *e, Subscription *s, const char *reason, uint64_t now) {
+        Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
+
+        if (rec)
+                rec->reason = reason;
+        delivery_submit(e->delivery, &s->owner->queue, rec);
+        e->ops.end(s, e->userdata);
+}
+
+bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, const char *dir,
+                    const char *name, size_t name_len, uint64_t now_usec) {
+        /* IN_UNMOUNT reaches every subscriber, as the kernel sends it to every watch. */
+        if (!(mask & s->mask & WATCHD_MASK_VALID) && !(mask & IN_UNMOUNT))
+                return false;
+        if (tree_scanned_check(e->tree, s, dir, mask, name, name_len))
+                return false;
+        delivery_submit(e->delivery, &s->owner->queue,
+                        record_new(RECORD_EVENT, s->id, mask, cookie, now_usec, dir, name, name_len));
+        /* ONESHOT is the daemon's (the device has none, and a shared kernel
+         * watch must outlive one subscriber's first event). */
+        if (s->flags & WATCHD_FLAG_ONESHOT) {
+                if (e->in_event)
+                        followup_add(e, FOLLOW_ONESHOT, s->id, 0, NULL, NULL);
+                else
+                        end_with_notice(e, s, WATCHD_REMOVED_ONESHOT, now_usec);
+        }
+        return true;
+}
+
+/* The kernel removed a watch (deleted, unmounted): subscriptions rooted on
+ * it end and hear why; directories below a RECURSIVE root just drop out
+ * (their parent already reported the deletion); a directory of pending
+ * paths is the missing-path follower's. */
+static void watch_ignored(Events *e, Watch *w, uint64_t now) {
+        const char *reason = w->unmounted ? WATCHD_REMOVED_UNMOUNTED : WATCHD_REMOVED_DELETED;
+        g_autoptr(GPtrArray) links = g_ptr_array_new();
+
+        /* Ending one link can end others of w (the follower cuts a chain below
+         * a link, and one directory may be on it twice); the last frees w.
+         * So: hold them all, and look at w no more. */
+        LIST_FOREACH(watch, l, w->links) {
+                watch_link_hold(l);
+                g_ptr_array_add(links, l);
+        }
+        watch_table_watch_gone(e->table, w);
+        for (guint k = 0; k < links->len; k++) {
+                WatchLink *l = links->pdata[k];
+                Subscription *s = l->subscription;
+
+                if (l->dead)
+                        ;
+                else if (s->chain)
+                        missing_on_watch_gone(e->missing, l);
+                else if (!watch_link_is_root(l))
+                        (void) watch_table_unlink(e->table, l);
+                else
+                        end_with_notice(e, s, reason, now);
+                watch_link_release(l);
+        }
+}
+
+static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
+        for (guint k = 0; k < e->followups->len; k++) {
+                Followup *f = &g_array_index(e->followups, Followup, k);
+                Subscription *s = f->what == FOLLOW_CHAIN ? NULL : watch_table_get_subscription(e->table, f->id);
+
+                switch (f->what) {
+                case FOLLOW_CHAIN:
+                        if (!f->link->dead)
+                                missing_on_event(e->missing, f->link, ev->mask, ev->name, ev->name_len);
+                        watch_link_release(f->link);
+                        break;
+                case FOLLOW_ONESHOT:
+                        if (s)
+                                end_with_notice(e, s, WATCHD_REMOVED_ONESHOT, now);
+                        break;
+                case FOLLOW_TREE_ADD_NEW:
+                        if (s)
+                                tree_add(e->tree, s, f->path, /* synthesize= */ true, now);
+                        break;
+                case FOLLOW_TREE_MOVED_FROM:
+                        if (s)
+                                tree_moved_from(e->tree, s, f->path, f->cookie);
+                        break;
+                case FOLLOW_TREE_MOVED_TO:
+                        if (s)
+                                tree_moved_to(e->tree, s, f->path, f->cookie, now);
+                        break;
+                }
+                free(f->path);
+        }
+        g_array_set_size(e->followups, 0);
+}
+
+static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
+        char buf[PATH_MAX];
+        Watch *w;
+
+        e->stats.events_read++;
+
+        /* A directory moved out of its place in a tree is moved within it
+         * only if the very next record is its IN_MOVED_TO. */
+        if (!((ev->mask & IN_MOVED_TO) && tree_moves_pending(e->tree, ev->cookie)))
+                tree_moves_end(e->tree);
+
+        if (ev->mask & IN_Q_OVERFLOW) {
+                e->stats.kernel_overflows++;
+                log_warning("The kernel's event queue overflowed: every client gets Overflow.");
+                e->ops.overflow_all(e->userdata);
+                return;
+        }
+
+        w = watch_table_get_watch(e->table, ev->wd);
+        if (!w)
+                return;         /* a watch we have released; its last records still trickle in */
+        if (ev->mask & IN_IGNORED)
+                return watch_ignored(e, w, now);
+        if (ev->mask & IN_UNMOUNT)
+                w->unmounted = true;
+        moves_on_event(e->moves, w, ev);
+
+        e->in_event = true;
+        LIST_FOREACH(watch, l, w->links) {
+                Subscription *s = l->subscription;
+                bool tree = (s->flags & WATCHD_FLAG_RECURSIVE) && ev->name && (ev->mask & IN_ISDIR);
+                const char *dir;
+
+                /* A directory of pending paths: nothing is delivered, the follower looks. */
+                if (s->chain) {
+                        if (ev->name && (ev->mask & WATCH_PENDING_BITS)) {
+                                watch_link_hold(l);
+                                followup_add(e, FOLLOW_CHAIN, 0, 0, NULL, l);
+                        }
+                        continue;
+                }
+
+                dir = watch_link_get_path(l, buf);
+                if (!dir) {
+                        delivery_lost(e->delivery, &s->owner->queue, s->id);   /* deeper than PATH_MAX */
+                        continue;
+                }
+                /* A directory below a RECURSIVE root: what happens to the
+                 * directory itself is reported by its parent's link. */
+                if (!watch_link_is_root(l) && !ev->name && !(ev->mask & IN_UNMOUNT))
+                        continue;
+                if (events_deliver(e, s, ev->mask, ev->cookie, dir, ev->name, ev->name_len, now) &&
+                    (s->flags & WATCHD_FLAG_ONESHOT))
+                        continue;
+
+                if (tree && (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM))) {
+                        char *path = path_join(dir, ev->name, ev->name_len);
+
+                        if (!path) {
+                                delivery_lost(e->delivery, &s->owner->queue, s->id);
+                                continue;
+                        }
+                        followup_add(e, ev->mask & IN_MOVED_FROM ? FOLLOW_TREE_MOVED_FROM :
+                                        ev->mask & IN_CREATE ? FOLLOW_TREE_ADD_NEW : FOLLOW_TREE_MOVED_TO,
+                                     s->id, ev->cookie, path, NULL);
+                }
+        }
+        e->in_event = false;
+        run_followups(e, ev, now);
+
+        /* Its IN_MOVED_TO was this record: what it did not take into a tree left it. */
+        if (ev->mask & IN_MOVED_TO)
+                tree_moves_end(e->tree);
+}
+
+bool events_slice(Events *e, uint64_t budget_usec) {
+        uint64_t deadline = now_usec() + budget_usec;
+
+        for (int i = 0; i < KERNEL_READ_ROUNDS; ) {
+                RawEvent ev;
+                int r;
+
+                /* The descents of pending paths that earlier records started go
+                 * first: a later record must find the chains they build, as the
+                 * kernel's order says (a client that heard of the record that
+                 * made a path appear may count on its watch being placed). */
+                if (missing_has_work(e->missing)) {
+                        uint64_t now = now_usec();
+
+                        if (now >= deadline || missing_run(e->missing, deadline - now))
+                                return true;
+                }
+                if (e->off == e->len) {
+                        ssize_t n = backend_read(e->backend, e->buf, KERNEL_READ_BUF);
+
+                        if (n == -EAGAIN) {
+                                tree_queue_read_empty(e->tree);
+                                return false;
+                        }
+                        if (n < 0) {
+                                log_error_errno((int) n, "Failed to read the kernel's events: %m");
+                                return false;
+                        }
+                        e->off = 0;
+                        e->len = (size_t) n;
+                        e->read_time = now_usec();
+                        i++;
+                }
+                r = event_decode(e->buf, e->len, &e->off, &ev);
+                if (r <= 0) {
+                        if (r < 0)
+                                log_error("Malformed record from the kernel at offset %zu of %zu bytes, "
+                                          "dropping the rest of the read.", e->off, e->len);
+                        e->off = e->len;
+                        continue;
+                }
+                handle_event(e, &ev, e->read_time);
+                if (now_usec() >= deadline)
+                        return true;
+        }
+        return true;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * events - the kernel's records, to the subscriptions they are for
+ *
+ * Reads the kernel through the backend in slices (events_slice()), decodes
+ * each record, finds the watch by its wd, and goes through the watch's
+ * links: a subscription whose mask matches gets a record
+ * (events_deliver()), a directory of a RECURSIVE tree that appears or moves
+ * is handed to the tree follower, an event on a directory of pending paths
+ * to the missing-path follower, a directory's rename to the rename follower.
+ * IN_IGNORED ends what was rooted on the watch, IN_Q_OVERFLOW gives every
+ * client Overflow. What only the layer above can do (end a subscription,
+ * reach every client) it asks through the callbacks given at construction.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "delivery.h"
+#include "event_decode.h"
+#include "missing.h"
+#include "moves.h"
+#include "tree.h"
+#include "watch_table.h"
+
+typedef struct Events Events;
+
+typedef struct EventsOps {
+        /* The daemon ends s: its WatchRemoved is queued already (ONESHOT after
+         * its first record, or its object deleted or unmounted). */
+        void (*end)(Subscription *s, void *userdata);
+        /* The kernel lost records: every client gets Overflow naming all its subscriptions. */
+        void (*overflow_all)(void *userdata);
+} EventsOps;
+
+typedef struct EventsStats {
+        uint64_t events_read;           /* records read from the kernel */
+        uint64_t kernel_overflows;      /* IN_Q_OVERFLOW records */
+} EventsStats;
+
+int events_new(Backend *backend, WatchTable *table, Delivery *delivery, Tree *tree, Missing *missing,
+               Moves *moves, const EventsOps *ops, void *userdata, Events **ret);
+Events *events_free(Events *e);
+
+/*
+ * Reads and handles the kernel's records for at most budget_usec: a writer
+ * that keeps the queue full, or records that each cost much, cannot keep
+ * the loop from the bus and the signals. What is left of a read is kept for
+ * the next call; the descents of pending paths left by earlier records are
+ * finished before the next record. Return: whether anything is left.
+ */
+bool events_slice(Events *e, uint64_t budget_usec);
+
+/*
+ * The one way a change reaches a subscription's owner, whatever found it
+ * (the kernel today; a poller of a remote filesystem later): mask (and the
+ * name, in the directory at dir) for s, if s asks for it. ONESHOT ends s
+ * after it. Return: whether a record was queued.
+ */
+bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, const char *dir,
+                    const char *name, size_t name_len, uint64_t now_usec);
+
+/* Whether records of the last read are still to be handled (a slice ended
+ * in it), and when it was read. */
+bool events_backlog(const Events *e, uint64_t *ret_read_time);
+
+const EventsStats *events_get_stats(const Events *e);

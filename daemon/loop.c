@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * loop - the manager on sd-event
+ *
+ * Priorities: the kernel fd, the bus and the signals share the normal
+ * priority, and sd-event serves the one that has been pending longest, so
+ * they take turns. The backlog of a read and the walks are defer sources,
+ * which stay pending once enabled: below the others, or they would starve
+ * them. The post source runs after each dispatch of any other.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "loop.h"
+#include "macro.h"
+
+/* A slice of the RECURSIVE walks and pending-path descents, between two looks at the kernel and the bus. */
+#define WALK_SLICE_USEC 5000u
+
+struct Loop {
+        Manager *manager;
+        sd_event_source *kernel;        /* the kernel fd */
+        sd_event_source *backlog;       /* what is left of a read */
+        sd_event_source *timer;         /* the earliest pairing deadline, or a retry */
+        sd_event_source *walker;        /* walks and descents */
+        sd_event_source *post;          /* after every dispatch: flush, arm */
+        uint64_t armed;                 /* the timer's time, UINT64_MAX: off */
+};
+
+static void backlog_set(Loop *l, bool on) {
+        int r = sd_event_source_set_enabled(l->backlog, on ? SD_EVENT_ON : SD_EVENT_OFF);
+
+        if (r < 0)
+                log_warning_errno(r, "Failed to set the kernel backlog source, ignoring: %m");
+}
+
+static int on_kernel(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        Loop *l = userdata;
+
+        backlog_set(l, manager_on_kernel_readable(l->manager));
+        return 0;
+}
+
+static int on_backlog(sd_event_source *source, void *userdata) {
+        Loop *l = userdata;
+
+        backlog_set(l, manager_on_kernel_readable(l->manager));
+        return 0;
+}
+
+static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        Loop *l = userdata;
+
+        l->armed = UINT64_MAX;  /* a oneshot: off now; on_post arms it again if needed */
+        return 0;
+}
+
+static int on_walker(sd_event_source *source, void *userdata) {
+        Loop *l = userdata;
+
+        if (!manager_run_walks(l->manager, WALK_SLICE_USEC))
+                (void) sd_event_source_set_enabled(l->walker, SD_EVENT_OFF);
+        return 0;
+}
+
+/* After any dispatch: what it queued goes out, and the loop learns what the core waits for. */
+static int on_post(sd_event_source *source, void *userdata) {
+        Loop *l = userdata;
+        uint64_t next;
+        int r = 0;
+
+        manager_flush(l->manager);
+        next = manager_next_deadline(l->manager);
+        if (next != l->armed) {
+                if (next == UINT64_MAX)
+                        r = sd_event_source_set_enabled(l->timer, SD_EVENT_OFF);
+                else {
+                        r = sd_event_source_set_time(l->timer, next);
+                        if (r >= 0)
+                                r = sd_event_source_set_enabled(l->timer, SD_EVENT_ONESHOT);
+                }
+                if (r < 0)
+                        log_warning_errno(r, "Failed to arm the pairing timer, ignoring: %m");
+                else
+                        l->armed = next;
+        }
+        if (manager_has_walks(l->manager)) {
+                r = sd_event_source_set_enabled(l->walker, SD_EVENT_ON);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to start the walker, ignoring: %m");
+        }
+        return 0;
+}
+
+Loop *loop_free(Loop *l) {
+        if (!l)
+                return NULL;
+        sd_event_source_disable_unref(l->kernel);
+        sd_event_source_disable_unref(l->backlog);
+        sd_event_source_disable_unref(l->timer);
+        sd_event_source_disable_unref(l->walker);
+        sd_event_source_disable_unref(l->post);
+        free(l);
+        return NULL;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(Loop *, loop_free);
+
+int loop_new(sd_event *event, Manager *m, Loop **ret) {
+        _cleanup_(loop_freep) Loop *l = NULL;
+        int r;
+
+        l = calloc(1, sizeof(Loop));
+        if (!l)
+                return -ENOMEM;
+        l->manager = m;
+        l->armed = UINT64_MAX;
+
+        r = sd_event_add_io(event, &l->kernel, manager_kernel_fd(m), EPOLLIN, on_kernel, l);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the kernel fd: %m");
+        (void) sd_event_source_set_description(l->kernel, "kernel");
+
+        /* Enabled while a turn of the kernel fd left records of a read. */
+        r = sd_event_add_defer(event, &l->backlog, on_backlog, l);
+        if (r >= 0)
+                r = sd_event_source_set_priority(l->backlog, SD_EVENT_PRIORITY_NORMAL + 5);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the kernel backlog source: %m");
+        (void) sd_event_source_set_enabled(l->backlog, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(l->backlog, "kernel-backlog");
+
+        /* Armed only while a client's queue waits for the partner of a rename, or a congested bus. */
+        r = sd_event_add_time(event, &l->timer, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1, on_timer, l);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the pairing timer: %m");
+        (void) sd_event_source_set_enabled(l->timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(l->timer, "move-pairing");
+
+        /* Enabled only while a walk or a descent is in progress. */
+        r = sd_event_add_defer(event, &l->walker, on_walker, l);
+        if (r >= 0)
+                r = sd_event_source_set_priority(l->walker, SD_EVENT_PRIORITY_NORMAL + 10);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the walker: %m");
+        (void) sd_event_source_set_enabled(l->walker, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(l->walker, "tree-walker");
+
+        r = sd_event_add_post(event, &l->post, on_post, l);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the post source: %m");
+        (void) sd_event_source_set_description(l->post, "flush");
+
+        *ret = TAKE_PTR(l);
+        return 0;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * missing - following paths that do not exist yet
+ *
+ * A pending subscription (watchd(8), "MISSING PATHS") waits in the deepest
+ * existing directory of its path, and every existing directory above it is
+ * watched, so that it sees the next component appear and any component go.
+ * Those directories are a chain: the links of one internal subscription of
+ * the watch table (watch_table_chain_new), a tree of directories from a top
+ * ("/") down, shared by every pending subscription of the same credentials
+ * (uid and groups: they see the same directories) whose paths have a
+ * prefix in common. A pending subscription itself holds no link; it is
+ * charged one watch for each directory of the chain from the top to where
+ * it waits, as if it had them alone.
+ *
+ * An event costs work in proportion to what changed, not to the depth of
+ * the paths times the subscriptions: a directory of a chain that goes away
+ * takes the part of the chain below it along, and its waiters climb to its
+ * parent; a component that appears is followed down from the directory it
+ * appeared in, one openat() a level with the owner's credentials, once for
+ * all the waiters that share it; a directory that leads elsewhere than its
+ * link (a rename not read yet) is found by walking down from the top, one
+ * level at a time. What the follower finds it tells the layer above through
+ * the callbacks it was made with: a path that appeared, a subscription that
+ * cannot be followed any further.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "access.h"
+#include "watch_table.h"
+
+typedef struct Missing Missing;
+
+typedef struct MissingOps {
+        /* s's path exists now and is open at fd (st: its fstat), checked for
+         * s's flags: the layer above places s's own watch. fd is not
+         * consumed. Return: 0, or -errno: then s cannot be followed (gone). */
+        int (*appeared)(Subscription *s, int fd, const struct stat *st, void *userdata);
+        /* s cannot be followed any more (r: a limit, or what appeared cannot
+         * be watched): the layer above ends it. s is no longer followed. */
+        void (*gone)(Subscription *s, int r, void *userdata);
+} MissingOps;
+
+int missing_new(WatchTable *table, const MissingOps *ops, void *userdata, Missing **ret);
+Missing *missing_free(Missing *m);
+
+/*
+ * Follows pending s (no link of its own) for caller. Looks its path up at
+ * once: if it exists, s is placed through ops->appeared (before this
+ * returns). Return: 0 (waiting, or placed), or -errno: -EACCES (no
+ * directory of the path may be read), an error of access_open_at() for the
+ * path, a limit of account_charge(), an error of ops->appeared. On error s
+ * is not followed, and ops->gone is not called.
+ */
+int missing_add(Missing *m, Subscription *s, const Caller *caller);
+/* s ended (RemoveWatch, its client gone): it is no longer followed. */
+void missing_remove(Missing *m, Subscription *s);
+
+/* An event (mask, and the name it is about) on l, a link of a chain. */
+void missing_on_event(Missing *m, WatchLink *l, uint32_t mask, const char *name, size_t name_len);
+/* The kernel dropped the watch of l, a link of a chain (IN_IGNORED). */
+void missing_on_watch_gone(Missing *m, WatchLink *l);
+
+/* Goes on with the descents left for at most budget_usec. Return: whether any is left. */
+bool missing_run(Missing *m, uint64_t budget_usec);
+/* Whether descents are left (for missing_run()). */
+bool missing_has_work(const Missing *m);
+
+/* Pending subscriptions followed, and the directories their chains hold. */
+unsigned missing_n_waiting(const Missing *m);
+unsigned missing_n_links(const Missing *m);

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * watchd-api - the words of the org.example.Inotify API, written once
+ *
+ * What the daemon, watchctl, the tests, the benchmark sinks (and the coming
+ * client library) share: the bus name, object path and interface, the error
+ * names a method may return, the AddWatch flags, the event bits a mask may
+ * hold and the reasons a WatchRemoved gives. data/org.example.Inotify.xml and
+ * watchd(8) are the contract; this header is its C spelling. It needs nothing
+ * but the C compiler: it may be installed as it is for the client library.
+ *
+ * The event bits are those of inotify (the 2005 /dev/inotify ABI, the same
+ * values as the syscalls' <sys/inotify.h> for every bit the API has); the
+ * daemon checks at compile time that they agree (daemon/event_bits.h).
+ */
+
+/* Where the service is. */
+#define WATCHD_BUS_NAME    "org.example.Inotify"
+#define WATCHD_OBJECT_PATH "/org/example/Inotify"
+#define WATCHD_INTERFACE   "org.example.Inotify"
+
+/* The errors a method returns: the API's own, and the standard ones it uses. */
+#define WATCHD_ERROR_NO_SUCH_WATCH   "org.example.Inotify.Error.NoSuchWatch"
+#define WATCHD_ERROR_INVALID_ARGS    "org.freedesktop.DBus.Error.InvalidArgs"
+#define WATCHD_ERROR_ACCESS_DENIED   "org.freedesktop.DBus.Error.AccessDenied"
+#define WATCHD_ERROR_FILE_NOT_FOUND  "org.freedesktop.DBus.Error.FileNotFound"
+#define WATCHD_ERROR_LIMITS_EXCEEDED "org.freedesktop.DBus.Error.LimitsExceeded"
+
+/* AddWatch/AddWatchFd flags. */
+#define WATCHD_FLAG_RECURSIVE   0x1u    /* the directory and every directory below it */
+#define WATCHD_FLAG_ONLYDIR     0x2u    /* refuse anything but a directory */
+#define WATCHD_FLAG_DONT_FOLLOW 0x4u    /* do not follow a symbolic link in the last component */
+#define WATCHD_FLAG_ONESHOT     0x8u    /* end after the first event */
+#define WATCHD_FLAGS_VALID      0xfu
+
+/* Event bits: what a mask may ask for (the eleven events of /dev/inotify 0.23). */
+#define WATCHD_EVENT_ACCESS        0x00000001u
+#define WATCHD_EVENT_MODIFY        0x00000002u
+#define WATCHD_EVENT_ATTRIB        0x00000004u
+#define WATCHD_EVENT_CLOSE_WRITE   0x00000008u
+#define WATCHD_EVENT_CLOSE_NOWRITE 0x00000010u
+#define WATCHD_EVENT_OPEN          0x00000020u
+#define WATCHD_EVENT_MOVED_FROM    0x00000040u
+#define WATCHD_EVENT_MOVED_TO      0x00000080u
+#define WATCHD_EVENT_CREATE        0x00000100u
+#define WATCHD_EVENT_DELETE        0x00000200u
+#define WATCHD_EVENT_DELETE_SELF   0x00000400u
+#define WATCHD_MASK_VALID          0x000007ffu
+
+/* Not a request flag but how a path is written (shared/path_escape.h, the
+ * escaped form of a name that is not UTF-8): in AddWatch's flags, the path
+ * is escaped; in a ListWatches entry, so is its path; in an Events record's
+ * mask, its paths are. Not in WATCHD_FLAGS_VALID. */
+#define WATCHD_FLAG_PATH_ESCAPED 0x00100000u
+
+/* Bits a record carries besides the events asked for. */
+#define WATCHD_EVENT_UNMOUNT       0x00002000u  /* sent to every subscriber, asked for or not */
+#define WATCHD_EVENT_ISDIR         0x40000000u  /* the object is a directory */
+
+/* WatchRemoved(id, reason): why the daemon ended a subscription. */
+#define WATCHD_REMOVED_DELETED   "deleted"      /* the object (or a directory of a pending path) is gone */
+#define WATCHD_REMOVED_UNMOUNTED "unmounted"    /* its filesystem was unmounted */
+#define WATCHD_REMOVED_ONESHOT   "oneshot"      /* ONESHOT, after its first event */

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * fake-backend - a kernel interface for unit tests
+ *
+ * Behaves like the kernel's inode-keyed watch list: the same inode gives the
+ * same wd, a new mask replaces the old, and it records every call. What a
+ * test wants the daemon to read it queues as records (fake_backend_push),
+ * in the kernel's byte layout, so the decoder and everything above it run
+ * as they do on the real fd. Files are real (the tests use a temporary
+ * directory), so the opens and fstats of the daemon run too.
+ */
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "backend.h"
+
+#define FAKE_WATCHES_MAX 4096
+
+typedef struct FakeWatch {
+        dev_t dev;
+        ino_t ino;
+        uint32_t mask;
+        bool live;
+} FakeWatch;
+
+typedef struct FakeBackend {
+        Backend backend;
+        FakeWatch watches[FAKE_WATCHES_MAX];    /* index = wd; wd 0 is used, as on the device */
+        int next_wd;
+        unsigned n_add, n_rm;
+        int fail_add;                   /* -errno for the next add, 0 for none */
+        GByteArray *queue;              /* records to read */
+} FakeBackend;
+
+FakeBackend *fake_backend_new(void);
+void fake_backend_free(FakeBackend *f);
+
+/* The live wd on path's inode, or -1. */
+int fake_backend_wd(FakeBackend *f, const char *path);
+/* Live kernel watches. */
+unsigned fake_backend_n_live(const FakeBackend *f);
+/* Queues a record for the daemon to read (name may be NULL). */
+void fake_backend_push(FakeBackend *f, int wd, uint32_t mask, uint32_t cookie, const char *name);

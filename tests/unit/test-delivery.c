@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-delivery - a queue's records to a fake transport (a sink that keeps
+ * what it is sent): batches, the backlog limit and Overflow, holding a
+ * burst behind an unanswered confirmation, congestion, notices in order
+ */
+
+#include <glib.h>
+#include <sys/inotify.h>
+
+#include "delivery.h"
+
+typedef struct Sink {
+        GPtrArray *batches;             /* GArray of record ids, one per batch */
+        GArray *notices;                /* kinds, in order */
+        GArray *lost;                   /* the ids of the last Overflow */
+        unsigned asked;                 /* confirmation requests */
+        bool congested;
+} Sink;
+
+static int sink_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
+        Sink *s = data;
+        GArray *ids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+
+        for (size_t i = 0; i < n; i++) {
+                g_array_append_val(ids, recs[i]->id);
+                record_free(recs[i]);
+        }
+        g_ptr_array_add(s->batches, ids);
+        delivery_sent(q, n);
+        return 0;
+}
+
+static int sink_notice(DeliveryQueue *q, const Record *rec, const uint32_t *ids, size_t n, void *data) {
+        Sink *s = data;
+        int kind = rec->kind;
+
+        g_array_append_val(s->notices, kind);
+        if (kind == RECORD_OVERFLOW) {
+                g_array_set_size(s->lost, 0);
+                g_array_append_vals(s->lost, ids, (guint) n);
+        }
+        return 0;
+}
+
+static int sink_ask(DeliveryQueue *q, void *data) {
+        ((Sink *) data)->asked++;
+        return 0;
+}
+
+static bool sink_congested(void *data) {
+        return ((Sink *) data)->congested;
+}
+
+static const DeliveryOps sink_ops = {
+        .send_events = sink_events,
+        .send_notice = sink_notice,
+        .ask_confirm = sink_ask,
+        .congested = sink_congested,
+};
+
+typedef struct Fixture {
+        Delivery *d;
+        DeliveryQueue q;
+        Sink sink;
+} Fixture;
+
+static void setup(Fixture *f, gconstpointer data) {
+        const DeliveryLimits *l = data;
+
+        g_assert_cmpint(delivery_new(l, &f->d), ==, 0);
+        delivery_queue_init(f->d, &f->q, "client");
+        f->sink = (Sink) {
+                .batches = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref),
+                .notices = g_array_new(FALSE, FALSE, sizeof(int)),
+                .lost = g_array_new(FALSE, FALSE, sizeof(uint32_t)),
+        };
+        delivery_queue_set_transport(&f->q, &sink_ops, &f->sink);
+}
+
+static void teardown(Fixture *f, gconstpointer data) {
+        delivery_queue_done(f->d, &f->q);
+        delivery_free(f->d);
+        g_ptr_array_unref(f->sink.batches);
+        g_array_unref(f->sink.notices);
+        g_array_unref(f->sink.lost);
+}
+
+static void submit(Fixture *f, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t t) {
+        delivery_submit(f->d, &f->q, record_new(RECORD_EVENT, id, mask, cookie, t, "/d", "f", 1));
+}
+
+static unsigned sent(const Fixture *f) {
+        unsigned n = 0;
+
+        for (guint i = 0; i < f->sink.batches->len; i++)
+                n += ((GArray *) f->sink.batches->pdata[i])->len;
+        return n;
+}
+
+static const DeliveryLimits limits = {
+        .max_pending = 100,
+        .batch_max = 10,
+        .pair_timeout_usec = 1000,
+        .pair_max_distance = 100,
+};
+
+/* Records go in batches of at most batch_max, in order; then a confirmation is asked for. */
+static void test_batches(Fixture *f, gconstpointer data) {
+        for (uint32_t i = 1; i <= 25; i++)
+                submit(f, i, IN_CREATE, 0, 0);
+        delivery_flush(f->d, 0);
+        g_assert_cmpuint(f->sink.batches->len, ==, 3);
+        g_assert_cmpuint(((GArray *) f->sink.batches->pdata[2])->len, ==, 5);
+        g_assert_cmpuint(g_array_index((GArray *) f->sink.batches->pdata[1], uint32_t, 0), ==, 11);
+        g_assert_cmpuint(f->sink.asked, ==, 1);
+        g_assert_cmpuint(delivery_get_stats(f->d)->events_delivered, ==, 25);
+        g_assert_cmpuint(delivery_get_stats(f->d)->batches_sent, ==, 3);
+        g_assert_cmpuint(delivery_next_deadline(f->d), ==, UINT64_MAX);
+}
+
+/* A burst behind an unanswered confirmation waits for the answer, and goes as one batch. */
+static void test_hold(Fixture *f, gconstpointer data) {
+        for (uint32_t i = 1; i <= 20; i++)
+                submit(f, i, IN_CREATE, 0, 0);
+        delivery_flush(f->d, 0);
+        g_assert_cmpuint(sent(f), ==, 20);
+        /* The first answer shows the client answers; 20 are unconfirmed again after the next burst. */
+        delivery_confirmed(f->d, &f->q, true, 0);
+        for (uint32_t i = 21; i <= 40; i++)
+                submit(f, i, IN_CREATE, 0, 0);
+        delivery_flush(f->d, 0);
+        g_assert_cmpuint(sent(f), ==, 40);
+        for (uint32_t i = 41; i <= 45; i++)
+                submit(f, i, IN_CREATE, 0, 0);
+        delivery_flush(f->d, 0);
+        g_assert_cmpuint(sent(f), ==, 40);             /* held: 20 unconfirmed, a request in flight */
+        delivery_confirmed(f->d, &f->q, true, 0);
+        g_assert_cmpuint(sent(f), ==, 45);             /* one batch at the answer */
+        g_assert_cmpuint(((GArray *) f->sink.batches->pdata[f->sink.batches->len - 1])->len, ==, 5);
+
+        /* A client that does not answer (a timeout) is not held for. */
+        delivery_confirmed(f->d, &f->q, false, 0);
+        for (uint32_t i = 46; i <= 70; i++)
+                submit(f, i, IN_CREATE, 0, 0);
+        delivery_flush(f->d, 0);
+        g_assert_cmpuint(sent(f), ==, 70);
+}
+
+static const DeliveryLimits small = {
+        .max_pending = 4,
+        .batch_max = 10,
+        .pair_timeout_usec = 1000,
+        .pair_max_distance = 100,
+};
+
+/* Past max_pending queued, the events are dropped and Overflow names their ids; notices stay. */
+static void test_backlog(Fixture *f, gconstpointer data) {
+        Record *rec;
+
+        for (uint32_t i = 1; i <= 4; i++)
+                submit(f, i % 2 ? 7 : 8, IN_CREATE, 0, 0);
+        rec = record_new(RECORD_REMOVED, 9, 0, 0, 0, NULL, NULL, 0);
+        rec->reason = "deleted";
+        delivery_submit(f->d, &f->q, rec);
+        g_assert_cmpuint(delivery_get_stats(f->d)->events_dropped, ==, 4);
+        submit(f, 5, IN_CREATE, 0, 0);          /* room again: the notices only are queued */
+        delivery_flush(f->d, 0);
+        g_assert_cmpuint(f->sink.notices->len, ==, 2);
+        g_assert_cmpint(g_array_index(f->sink.notices, int, 0), ==, RECORD_REMOVED);
+        g_assert_cmpint(g_array_index(f->sink.notices, int, 1), ==, RECORD_OVERFLOW);
+        g_assert_cmpuint(f->sink.lost->len, ==, 2);     /* 7 and 8, once each */
+        g_assert_cmpuint(g_array_index(f->sink.lost, uint32_t, 0), ==, 7);
+        g_assert_cmpuint(g_array_index(f->sink.lost, uint32_t, 1), ==, 8);
+        g_assert_cmpuint(sent(f), ==, 1);       /* after them */
+        g_assert_cmpuint(delivery_get_stats(f->d)->overflows, ==, 1);
+
+        /* delivery_lost: an Overflow naming one id. */
+        delivery_lost(f->d, &f->q, 42);
+        delivery_flush(f->d, 0);
+        g_assert_cmpuint(f->sink.lost->len, ==, 1);
+        g_assert_cmpuint(g_array_index(f->sink.lost, uint32_t, 0), ==, 42);
+}
+
+/* A congested transport gets nothing, and the queue asks to be tried again. */
+static void test_congested(Fixture *f, gconstpointer data) {
+        f->sink.congested = true;
+        submit(f, 1, IN_CREATE, 0, 0);
+        delivery_flush(f->d, 1000);
+        g_assert_cmpuint(sent(f), ==, 0);
+        g_assert_cmpuint(delivery_next_deadline(f->d), ==, 1000 + DELIVERY_RETRY_USEC);
+        f->sink.congested = false;
+        delivery_flush(f->d, 1000 + DELIVERY_RETRY_USEC);
+        g_assert_cmpuint(sent(f), ==, 1);
+        g_assert_cmpuint(delivery_next_deadline(f->d), ==, UINT64_MAX);
+}
+
+/* A lone IN_MOVED_FROM waits for its partner until the pairing deadline. */
+static void test_pairing(Fixture *f, gconstpointer data) {
+        submit(f, 1, IN_MOVED_FROM, 77, 100);
+        delivery_flush(f->d, 100);
+        g_assert_cmpuint(sent(f), ==, 0);
+        g_assert_cmpuint(delivery_next_deadline(f->d), ==, 100 + limits.pair_timeout_usec);
+        delivery_flush(f->d, 100 + limits.pair_timeout_usec);
+        g_assert_cmpuint(sent(f), ==, 1);
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add("/delivery/batches", Fixture, &limits, setup, test_batches, teardown);
+        g_test_add("/delivery/hold", Fixture, &limits, setup, test_hold, teardown);
+        g_test_add("/delivery/backlog", Fixture, &small, setup, test_backlog, teardown);
+        g_test_add("/delivery/congested", Fixture, &limits, setup, test_congested, teardown);
+        g_test_add("/delivery/pairing", Fixture, &limits, setup, test_pairing, teardown);
+        return g_test_run();
+}

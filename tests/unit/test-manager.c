@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-manager - the whole core without a bus: the manager on the fake
+ * backend (fake-backend.h), a client whose transport is a sink that keeps
+ * what it is sent, and records queued by hand as the kernel would write
+ * them. Covers the event path (events.c), ONESHOT, IN_IGNORED, the kernel's
+ * overflow, RECURSIVE trees (tree.c) and pending paths (missing.c),
+ * through the manager's own API. Real files in a temporary directory.
+ */
+
+#include <errno.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "fake-backend.h"
+#include "log.h"
+#include "error.h"
+#include "manager.h"
+#include "watchd-api.h"
+
+typedef struct Got {
+        uint32_t id, mask;
+        char *path;
+} Got;
+
+typedef struct Sink {
+        GArray *events;                 /* Got */
+        GPtrArray *notices;             /* "removed ID REASON" / "overflow ID,ID," */
+} Sink;
+
+static int sink_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
+        Sink *s = data;
+
+        for (size_t i = 0; i < n; i++) {
+                g_array_append_val(s->events, ((Got) { recs[i]->id, recs[i]->mask, g_strdup(recs[i]->path) }));
+                record_free(recs[i]);
+        }
+        delivery_sent(q, n);
+        return 0;
+}
+
+static int sink_notice(DeliveryQueue *q, const Record *rec, const uint32_t *ids, size_t n, void *data) {
+        Sink *s = data;
+        GString *t = g_string_new(NULL);
+
+        if (rec->kind == RECORD_REMOVED)
+                g_string_printf(t, "removed %u %s", rec->id, rec->reason);
+        else {
+                g_string_append(t, "overflow ");
+                for (size_t i = 0; i < n; i++)
+                        g_string_append_printf(t, "%u,", ids[i]);
+        }
+        g_ptr_array_add(s->notices, g_string_free(t, FALSE));
+        return 0;
+}
+
+static const DeliveryOps sink_ops = {
+        .send_events = sink_events,
+        .send_notice = sink_notice,
+};
+
+static void got_clear(gpointer p) {
+        g_free(((Got *) p)->path);
+}
+
+typedef struct Fixture {
+        FakeBackend *fake;
+        Manager *m;
+        Client *c;
+        Sink sink;
+        char *dir;
+        gid_t gid;
+} Fixture;
+
+static void setup(Fixture *f, gconstpointer data) {
+        Config config;
+        Caller caller;
+
+        log_set_max_level(LOG_ERR);
+        f->fake = fake_backend_new();
+        g_assert_cmpint(config_init(&config), ==, 0);
+        g_assert_cmpint(manager_new(&config, "/nonexistent", &f->m), ==, 0);
+        config_done(&config);
+        f->m->backend = &f->fake->backend;
+        g_assert_cmpint(manager_start(f->m), ==, 0);
+
+        f->gid = getgid();
+        caller = (Caller) { .uid = getuid(), .gid = f->gid, .gids = &f->gid, .n_gids = 1 };
+        g_assert_cmpint(manager_new_client(f->m, ":1.1", &caller, &f->c), ==, 0);
+        f->sink = (Sink) {
+                .events = g_array_new(FALSE, TRUE, sizeof(Got)),
+                .notices = g_ptr_array_new_with_free_func(g_free),
+        };
+        g_array_set_clear_func(f->sink.events, got_clear);
+        delivery_queue_set_transport(&f->c->queue, &sink_ops, &f->sink);
+        f->dir = g_dir_make_tmp("test-manager-XXXXXX", NULL);
+        g_assert_nonnull(f->dir);
+}
+
+static void teardown(Fixture *f, gconstpointer data) {
+        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", f->dir);
+
+        manager_free(f->m);
+        fake_backend_free(f->fake);
+        g_array_unref(f->sink.events);
+        g_ptr_array_unref(f->sink.notices);
+        g_assert_cmpint(system(cmd), ==, 0);
+        g_free(f->dir);
+}
+
+static char *in(Fixture *f, const char *rel) {
+        return g_build_filename(f->dir, rel, NULL);
+}
+
+/* Everything queued is read and sent, as the loop would after a turn. */
+static void turn(Fixture *f) {
+        while (manager_on_kernel_readable(f->m))
+                ;
+        while (manager_run_walks(f->m, 100000))
+                ;
+        manager_flush(f->m);
+}
+
+static uint32_t add(Fixture *f, const char *path, uint32_t mask, uint32_t flags) {
+        TreeWalk *walk = NULL;
+        uint32_t id = 0;
+
+        g_assert_cmpint(manager_add_watch_path(f->m, f->c, path, mask, flags, &id, &walk), ==, 0);
+        g_assert_null(walk);    /* small trees are walked at once */
+        return id;
+}
+
+static const Got *got(Fixture *f, guint i) {
+        g_assert_cmpuint(i, <, f->sink.events->len);
+        return &g_array_index(f->sink.events, Got, i);
+}
+
+/* A record reaches its subscriber with its path; another mask's does not. */
+static void test_event(Fixture *f, gconstpointer data) {
+        g_autofree char *x = in(f, "x");
+        uint32_t id = add(f, f->dir, IN_CREATE, 0);
+        int wd = fake_backend_wd(f->fake, f->dir);
+
+        g_assert_cmpint(wd, >=, 0);
+        fake_backend_push(f->fake, wd, IN_MODIFY, 0, "y");     /* not asked for */
+        fake_backend_push(f->fake, wd, IN_CREATE, 0, "x");
+        turn(f);
+        g_assert_cmpuint(f->sink.events->len, ==, 1);
+        g_assert_cmpuint(got(f, 0)->id, ==, id);
+        g_assert_cmpstr(got(f, 0)->path, ==, x);
+        g_assert_cmpuint(events_get_stats(f->m->events)->events_read, ==, 2);
+}
+
+/* ONESHOT: the first record, then WatchRemoved "oneshot", and the kernel watch goes. */
+static void test_oneshot(Fixture *f, gconstpointer data) {
+        uint32_t id = add(f, f->dir, IN_CREATE, WATCHD_FLAG_ONESHOT);
+        int wd = fake_backend_wd(f->fake, f->dir);
+        g_autofree char *want = g_strdup_printf("removed %u oneshot", id);
+
+        fake_backend_push(f->fake, wd, IN_CREATE, 0, "a");
+        fake_backend_push(f->fake, wd, IN_CREATE, 0, "b");
+        turn(f);
+        g_assert_cmpuint(f->sink.events->len, ==, 1);
+        g_assert_cmpuint(f->sink.notices->len, ==, 1);
+        g_assert_cmpstr(f->sink.notices->pdata[0], ==, want);
+        g_assert_cmpuint(f->c->n_subscriptions, ==, 0);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+        g_assert_cmpuint(f->c->account.n_watches, ==, 0);
+}
+
+/* IN_IGNORED: WatchRemoved "deleted" (or "unmounted" after IN_UNMOUNT). */
+static void test_ignored(Fixture *f, gconstpointer data) {
+        g_autofree char *a = in(f, "a"), *b = in(f, "b");
+        uint32_t ia, ib;
+        int wa, wb;
+
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(b, 0755), ==, 0);
+        ia = add(f, a, IN_CREATE, 0);
+        ib = add(f, b, IN_CREATE, 0);
+        wa = fake_backend_wd(f->fake, a);
+        wb = fake_backend_wd(f->fake, b);
+        fake_backend_push(f->fake, wa, IN_IGNORED, 0, NULL);
+        fake_backend_push(f->fake, wb, IN_UNMOUNT, 0, NULL);
+        fake_backend_push(f->fake, wb, IN_IGNORED, 0, NULL);
+        turn(f);
+        g_assert_cmpuint(f->sink.notices->len, ==, 2);
+        {
+                g_autofree char *da = g_strdup_printf("removed %u deleted", ia);
+                g_autofree char *ub = g_strdup_printf("removed %u unmounted", ib);
+
+                g_assert_cmpstr(f->sink.notices->pdata[0], ==, da);
+                g_assert_cmpstr(f->sink.notices->pdata[1], ==, ub);
+        }
+        g_assert_cmpuint(f->sink.events->len, ==, 1);  /* IN_UNMOUNT reaches everyone */
+        g_assert_cmpuint(got(f, 0)->mask & IN_UNMOUNT, !=, 0);
+        g_assert_cmpuint(f->c->n_subscriptions, ==, 0);
+}
+
+/* The kernel's overflow: Overflow naming every subscription of the client. */
+static void test_kernel_overflow(Fixture *f, gconstpointer data) {
+        g_autofree char *want = NULL;
+        uint32_t i1 = add(f, f->dir, IN_CREATE, 0), i2 = add(f, f->dir, IN_DELETE, 0);
+
+        fake_backend_push(f->fake, -1, IN_Q_OVERFLOW, 0, NULL);
+        turn(f);
+        want = g_strdup_printf("overflow %u,%u,", MIN(i1, i2), MAX(i1, i2));
+        g_assert_cmpuint(f->sink.notices->len, ==, 1);
+        g_assert_cmpstr(f->sink.notices->pdata[0], ==, want);
+        g_assert_cmpuint(events_get_stats(f->m->events)->kernel_overflows, ==, 1);
+}
+
+/* RECURSIVE: a watch per directory; a new directory is followed and what it holds reported. */
+static void test_recursive(Fixture *f, gconstpointer data) {
+        g_autofree char *sub = in(f, "s/t"), *n = in(f, "n"), *nf = in(f, "n/f"), *ns = in(f, "n/sub");
+
+        g_assert_cmpint(g_mkdir_with_parents(sub, 0755), ==, 0);
+        add(f, f->dir, IN_CREATE, WATCHD_FLAG_RECURSIVE);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 3);
+        g_assert_cmpuint(f->c->account.n_watches, ==, 3);
+
+        g_assert_cmpint(g_mkdir(n, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(ns, 0755), ==, 0);
+        g_assert_true(g_file_set_contents(nf, "", 0, NULL));
+        fake_backend_push(f->fake, fake_backend_wd(f->fake, f->dir), IN_CREATE | IN_ISDIR, 0, "n");
+        /* The kernel's own IN_CREATE of f, on n's watch (the next wd) once it is
+         * placed, queued before the scan sees f: reported once, not twice. */
+        fake_backend_push(f->fake, f->fake->next_wd, IN_CREATE, 0, "f");
+        turn(f);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 5);
+        g_assert_cmpint(fake_backend_wd(f->fake, n), ==, f->fake->next_wd - 2);
+        /* n itself, then what the scan of it found: f and sub. */
+        g_assert_cmpuint(f->sink.events->len, ==, 3);
+        g_assert_cmpstr(got(f, 0)->path, ==, n);
+        g_assert_true(g_str_equal(got(f, 1)->path, nf) || g_str_equal(got(f, 2)->path, nf));
+        g_assert_true(g_str_equal(got(f, 1)->path, ns) || g_str_equal(got(f, 2)->path, ns));
+}
+
+/* The directories from "/" to dir. */
+static unsigned chain_len(const char *dir) {
+        unsigned n = 1;
+
+        for (const char *p = dir; *p; p++)
+                n += *p == '/';
+        return n;
+}
+
+/* Pending paths: one shared chain of watches, followed down when a component appears, placed at the end. */
+static void test_missing(Fixture *f, gconstpointer data) {
+        g_autofree char *a = in(f, "a"), *ab = in(f, "a/b"), *file = in(f, "a/b/f");
+        uint32_t ids[8], id;
+        unsigned adds;
+
+        for (int i = 0; i < 8; i++) {
+                g_autofree char *p = g_strdup_printf("%s/a/b/m%d", f->dir, i);
+                ids[i] = add(f, p, IN_MODIFY, 0);
+        }
+        id = add(f, file, IN_MODIFY, 0);
+        /* Nine pending paths, one chain: a kernel watch for each directory from "/" to dir. */
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, chain_len(f->dir));
+        g_assert_cmpuint(missing_n_waiting(f->m->missing), ==, 9);
+        /* Each is charged as if it had the chain alone. */
+        g_assert_cmpuint(f->c->account.n_watches, ==, 9 * chain_len(f->dir));
+
+        g_assert_cmpint(g_mkdir_with_parents(ab, 0755), ==, 0);
+        g_assert_true(g_file_set_contents(file, "", 0, NULL));
+        adds = f->fake->n_add;
+        fake_backend_push(f->fake, fake_backend_wd(f->fake, f->dir), IN_CREATE | IN_ISDIR, 0, "a");
+        turn(f);
+        /* Followed down once for all (a, b), and the file placed. */
+        g_assert_cmpuint(f->fake->n_add - adds, ==, 3);
+        g_assert_cmpuint(missing_n_waiting(f->m->missing), ==, 8);
+        g_assert_false(watch_table_get_subscription(f->m->table, id)->pending);
+        fake_backend_push(f->fake, fake_backend_wd(f->fake, file), IN_MODIFY, 0, NULL);
+        turn(f);
+        g_assert_cmpuint(f->sink.events->len, ==, 1);
+        g_assert_cmpuint(got(f, 0)->id, ==, id);
+        g_assert_cmpstr(got(f, 0)->path, ==, file);
+
+        /* a goes (renamed away): the chain below it is cut, the waiters climb to dir. */
+        {
+                g_autofree char *gone = in(f, "gone");
+
+                g_assert_cmpint(g_rename(a, gone), ==, 0);
+                fake_backend_push(f->fake, fake_backend_wd(f->fake, f->dir), IN_MOVED_FROM | IN_ISDIR, 9, "a");
+                turn(f);
+        }
+        g_assert_cmpuint(missing_n_links(f->m->missing), ==, chain_len(f->dir));
+        g_assert_cmpuint(f->c->account.n_watches, ==, 8 * chain_len(f->dir) + 1);
+        for (int i = 0; i < 8; i++)
+                g_assert_true(watch_table_get_subscription(f->m->table, ids[i])->pending);
+
+        /* Removing them all leaves only the placed one. */
+        for (int i = 0; i < 8; i++)
+                g_assert_cmpint(manager_remove_watch(f->m, f->c, ids[i]), ==, 0);
+        g_assert_cmpuint(missing_n_links(f->m->missing), ==, 0);
+        g_assert_cmpuint(f->c->account.n_watches, ==, 1);
+        g_assert_cmpint(manager_remove_watch(f->m, f->c, ids[0]), ==, -WATCHD_E_NO_SUCH_WATCH);
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add("/manager/event", Fixture, NULL, setup, test_event, teardown);
+        g_test_add("/manager/oneshot", Fixture, NULL, setup, test_oneshot, teardown);
+        g_test_add("/manager/ignored", Fixture, NULL, setup, test_ignored, teardown);
+        g_test_add("/manager/kernel-overflow", Fixture, NULL, setup, test_kernel_overflow, teardown);
+        g_test_add("/manager/recursive", Fixture, NULL, setup, test_recursive, teardown);
+        g_test_add("/manager/missing", Fixture, NULL, setup, test_missing, teardown);
+        return g_test_run();
+}

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-missing - the missing-path follower alone, on the watch table and
+ * the fake backend (fake-backend.h), its callbacks recorded: chains shared
+ * by credentials, a path followed down when it appears, what cannot be
+ * watched appearing, a directory of a chain going. Real directories in a
+ * temporary directory; the test calls missing_on_event() and
+ * missing_on_watch_gone() as the event path would.
+ */
+
+#include <errno.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "fake-backend.h"
+#include "missing.h"
+#include "watchd-api.h"
+
+typedef struct Fixture {
+        FakeBackend *fake;
+        WatchTable *t;
+        Accounting *a;
+        Account account;
+        Missing *m;
+        Caller caller, other;
+        gid_t gid, gids2[2];
+        GArray *appeared, *gone;        /* subscription ids */
+        int gone_error;
+        char *dir;
+} Fixture;
+
+static int on_appeared(Subscription *s, int fd, const struct stat *st, void *userdata) {
+        Fixture *f = userdata;
+
+        g_assert_cmpint(fd, >=, 0);
+        g_array_append_val(f->appeared, s->id);
+        return watch_table_link_root(f->t, s, fd, st);
+}
+
+static void on_gone(Subscription *s, int r, void *userdata) {
+        Fixture *f = userdata;
+
+        g_array_append_val(f->gone, s->id);
+        f->gone_error = r;
+        watch_table_unsubscribe(f->t, s);
+}
+
+static void setup(Fixture *f, gconstpointer data) {
+        AccountingLimits l = { 1000000, 1000000, 1000000, 100 };
+
+        f->fake = fake_backend_new();
+        g_assert_cmpint(watch_table_new(&f->fake->backend, &f->t), ==, 0);
+        g_assert_cmpint(accounting_new(&l, &f->a), ==, 0);
+        g_assert_cmpint(account_open(f->a, getuid(), &f->account), ==, 0);
+        g_assert_cmpint(missing_new(f->t, &(MissingOps) { .appeared = on_appeared, .gone = on_gone }, f, &f->m), ==, 0);
+        f->gid = getgid();
+        f->caller = (Caller) { .uid = getuid(), .gid = f->gid, .gids = &f->gid, .n_gids = 1 };
+        /* The same uid with one group more: other credentials, another chain. */
+        f->gids2[0] = f->gid;
+        f->gids2[1] = f->gid + 1;
+        f->other = (Caller) { .uid = getuid(), .gid = f->gid, .gids = f->gids2, .n_gids = 2 };
+        f->appeared = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+        f->gone = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+        f->dir = g_dir_make_tmp("test-missing-XXXXXX", NULL);
+        g_assert_nonnull(f->dir);
+}
+
+static void teardown(Fixture *f, gconstpointer data) {
+        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", f->dir);
+
+        missing_free(f->m);
+        watch_table_free(f->t);
+        account_close(&f->account);
+        accounting_free(f->a);
+        fake_backend_free(f->fake);
+        g_array_unref(f->appeared);
+        g_array_unref(f->gone);
+        g_assert_cmpint(system(cmd), ==, 0);
+        g_free(f->dir);
+}
+
+static unsigned chain_len(const char *dir) {
+        unsigned n = 1;
+
+        for (const char *p = dir; *p; p++)
+                n += *p == '/';
+        return n;
+}
+
+static Subscription *pending(Fixture *f, const char *rel, uint32_t flags, const Caller *caller) {
+        g_autofree char *path = g_build_filename(f->dir, rel, NULL);
+        Subscription *s = NULL;
+
+        g_assert_cmpint(watch_table_subscribe_pending(f->t, path, NULL, &f->account, IN_MODIFY, flags, &s), ==, 0);
+        g_assert_cmpint(missing_add(f->m, s, caller), ==, 0);
+        return s;
+}
+
+/* The first chain link on the directory at rel ("" for f->dir). */
+static WatchLink *chain_link(Fixture *f, const char *rel) {
+        g_autofree char *path = g_build_filename(f->dir, rel, NULL);
+        Watch *w = watch_table_get_watch(f->t, fake_backend_wd(f->fake, path));
+
+        g_assert_nonnull(w);
+        LIST_FOREACH(watch, l, w->links)
+                if (l->subscription->chain)
+                        return l;
+        g_assert_not_reached();
+}
+
+/* Waiters with the same credentials share one chain; other credentials get their own links,
+ * on the same kernel watches. Each waiter is charged as if it had its chain alone. */
+static void test_shared(Fixture *f, gconstpointer data) {
+        unsigned n = chain_len(f->dir);
+
+        pending(f, "a/b/x", 0, &f->caller);
+        pending(f, "a/c/y", 0, &f->caller);
+        pending(f, "z", 0, &f->caller);
+        g_assert_cmpuint(missing_n_waiting(f->m), ==, 3);
+        g_assert_cmpuint(missing_n_links(f->m), ==, n);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, n);
+        g_assert_cmpuint(f->account.n_watches, ==, 3 * n);
+
+        pending(f, "a/b/x", 0, &f->other);
+        g_assert_cmpuint(missing_n_links(f->m), ==, 2 * n);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, n);
+}
+
+/* A component appears: followed down from where it appeared, once for all; the path placed. */
+static void test_appears(Fixture *f, gconstpointer data) {
+        g_autofree char *ab = g_build_filename(f->dir, "a/b", NULL), *x = g_build_filename(f->dir, "a/b/x", NULL);
+        Subscription *s1 = pending(f, "a/b/x", 0, &f->caller), *s2 = pending(f, "a/b/c/y", 0, &f->caller);
+        unsigned n = chain_len(f->dir), adds;
+
+        g_assert_cmpint(g_mkdir_with_parents(ab, 0755), ==, 0);
+        g_assert_true(g_file_set_contents(x, "", 0, NULL));
+        adds = f->fake->n_add;
+        missing_on_event(f->m, chain_link(f, ""), IN_CREATE | IN_ISDIR, "a", 1);
+        while (missing_run(f->m, 100000))
+                ;
+        /* a and b linked once for both; x placed (its root link). */
+        g_assert_cmpuint(f->fake->n_add - adds, ==, 3);
+        g_assert_cmpuint(f->appeared->len, ==, 1);
+        g_assert_cmpuint(g_array_index(f->appeared, uint32_t, 0), ==, s1->id);
+        g_assert_false(s1->pending);
+        g_assert_true(s2->pending);
+        g_assert_cmpuint(missing_n_links(f->m), ==, n + 2);
+        /* s2 waits in b: charged the chain down to it; s1 its root link. */
+        g_assert_cmpuint(f->account.n_watches, ==, n + 2 + 1);
+
+        /* b goes: the chain below a is cut, s2 climbs to a and waits there. */
+        {
+                g_autofree char *away = g_build_filename(f->dir, "a/away", NULL);
+
+                g_assert_cmpint(g_rename(ab, away), ==, 0);
+        }
+        missing_on_event(f->m, chain_link(f, "a"), IN_MOVED_FROM | IN_ISDIR, "b", 1);
+        g_assert_cmpuint(missing_n_links(f->m), ==, n + 1);
+        g_assert_cmpuint(f->account.n_watches, ==, n + 1 + 1);
+        missing_remove(f->m, s2);
+        g_assert_cmpuint(missing_n_links(f->m), ==, 0);
+        g_assert_cmpuint(f->account.n_watches, ==, 1);
+}
+
+/* What appears cannot be watched for the flags (ONLYDIR, a file): the waiter is gone. */
+static void test_not_watchable(Fixture *f, gconstpointer data) {
+        g_autofree char *x = g_build_filename(f->dir, "x", NULL);
+        Subscription *s = pending(f, "x", WATCHD_FLAG_ONLYDIR, &f->caller);
+        uint32_t id = s->id;
+
+        g_assert_true(g_file_set_contents(x, "", 0, NULL));
+        missing_on_event(f->m, chain_link(f, ""), IN_CREATE, "x", 1);
+        g_assert_cmpuint(f->gone->len, ==, 1);
+        g_assert_cmpuint(g_array_index(f->gone, uint32_t, 0), ==, id);
+        g_assert_cmpint(f->gone_error, ==, -ENOTDIR);
+        g_assert_cmpuint(missing_n_waiting(f->m), ==, 0);
+        g_assert_cmpuint(f->account.n_watches, ==, 0);
+}
+
+/* The kernel drops the watch of a directory of the chain (it was deleted): the waiters climb. */
+static void test_watch_gone(Fixture *f, gconstpointer data) {
+        g_autofree char *a = g_build_filename(f->dir, "a", NULL);
+        unsigned n = chain_len(f->dir);
+
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        pending(f, "a/x", 0, &f->caller);
+        WatchLink *l;
+
+        g_assert_cmpuint(missing_n_links(f->m), ==, n + 1);
+        l = chain_link(f, "a");
+        g_assert_cmpint(g_rmdir(a), ==, 0);
+        missing_on_watch_gone(f->m, l);
+        g_assert_cmpuint(missing_n_links(f->m), ==, n);
+        g_assert_cmpuint(missing_n_waiting(f->m), ==, 1);
+        g_assert_cmpuint(f->account.n_watches, ==, n);
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add("/missing/shared", Fixture, NULL, setup, test_shared, teardown);
+        g_test_add("/missing/appears", Fixture, NULL, setup, test_appears, teardown);
+        g_test_add("/missing/not-watchable", Fixture, NULL, setup, test_not_watchable, teardown);
+        g_test_add("/missing/watch-gone", Fixture, NULL, setup, test_watch_gone, teardown);
+        return g_test_run();
+}
