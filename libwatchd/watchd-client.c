@@ -1031,6 +1031,8 @@ static void core_on_props(gpointer userdata, const char *sender, GVariant *body,
                                 core->caps |= WATCHD_CAPABILITY_PERSISTENT;
                         else if (g_str_equal(name, "pair-per-subscription"))
                                 core->caps |= WATCHD_CAPABILITY_PAIR_PER_SUBSCRIPTION;
+                        else if (g_str_equal(name, "remote-polling"))
+                                core->caps |= WATCHD_CAPABILITY_REMOTE_POLLING;
                 }
         }
         g_cond_broadcast(&core->cond);

@@ -21,9 +21,26 @@ struct _WatchdEvent {
 
 G_DEFINE_BOXED_TYPE(WatchdEvent, watchd_event, watchd_event_ref, watchd_event_unref)
 
-WatchdEvent *watchd_event_new(guint32 mask, guint32 cookie, const char *path, const char *new_path) {
-        size_t len = strlen(path), new_len = new_path ? strlen(new_path) : 0;
-        WatchdEvent *e = g_malloc(sizeof(WatchdEvent) + len + 1 + (new_path ? new_len + 1 : 0));
+/**
+ * watchd_event_new:
+ * @mask: what happened
+ * @cookie: the rename cookie, or 0
+ * @path: (type filename): the absolute path the event is about
+ * @new_path: (type filename) (nullable): the new path of a rename seen whole
+ *
+ * An event as the library hands them out, for programs that replay or
+ * test their handling of events.
+ *
+ * Returns: (transfer full): the event
+ */
+WatchdEvent *watchd_event_new(WatchdEventMask mask, guint32 cookie, const char *path, const char *new_path) {
+        size_t len, new_len;
+        WatchdEvent *e;
+
+        g_return_val_if_fail(path != NULL, NULL);
+        len = strlen(path);
+        new_len = new_path ? strlen(new_path) : 0;
+        e = g_malloc(sizeof(WatchdEvent) + len + 1 + (new_path ? new_len + 1 : 0));
 
         e->ref_count = 1;
         e->mask = mask;

@@ -16,9 +16,6 @@
 #include "watchd-client.h"
 #include "watchd-subscription.h"
 
-/* Events: one allocation with both paths (watchd-event.c). */
-WatchdEvent *watchd_event_new(guint32 mask, guint32 cookie, const char *path, const char *new_path);
-
 /* The state a subscription is in; under the client's lock. */
 typedef enum SubState {
         SUB_NEW,                /* made, not started (or its start failed) */

@@ -143,6 +143,8 @@ typedef enum {
  * @WATCHD_CAPABILITY_PAIR_PER_SUBSCRIPTION: a rename whose halves belong to
  *   two subscriptions of one client is delivered to both
  *   (docs/proposals/glib-semantics.md)
+ * @WATCHD_CAPABILITY_REMOTE_POLLING: paths on remote file systems (NFS, SMB,
+ *   FUSE) are polled, so changes made elsewhere are seen (issue 17)
  *
  * What the running watchd offers beyond its first API, as it says in its
  * Capabilities property (see watchd_client_get_capabilities()).
@@ -153,6 +155,7 @@ typedef enum /*< flags,prefix=WATCHD_CAPABILITY >*/ {
         WATCHD_CAPABILITY_REPORT_APPEARANCE = 1 << 1,
         WATCHD_CAPABILITY_PERSISTENT = 1 << 2,
         WATCHD_CAPABILITY_PAIR_PER_SUBSCRIPTION = 1 << 3,
+        WATCHD_CAPABILITY_REMOTE_POLLING = 1 << 4,
 } WatchdCapabilities;
 
 /**
