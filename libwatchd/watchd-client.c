@@ -33,11 +33,6 @@
  * new daemon refused one).
  */
 
-#include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
-#include <gio/gunixfdlist.h>
-
 #include "watchd-private.h"
 #include "watchd-bus.h"
 #include "watchd-wire.h"
@@ -585,51 +580,19 @@ static gboolean error_means_gone(const GError *error) {
                g_error_matches(error, WATCHD_ERROR, WATCHD_ERROR_NOT_RUNNING);
 }
 
-/* The arguments of the call that adds sub: AddWatch with the path as it is
- * or escaped (if the daemon reads that form), else AddWatchFd with the path
- * opened here. Needs no lock: a subscription's path, mask and flags never
+/* The arguments of AddWatch for sub: the path as it is, or in the escaped
+ * form with PATH_ESCAPED when a D-Bus string cannot hold it (watchd(8),
+ * FILE NAMES). Needs no lock: a subscription's path, mask and flags never
  * change. */
-static GVariant *add_watch_params(WatchdSubscription *sub, WatchdCapabilities caps, GUnixFDList **ret_fds,
-                                  const char **ret_method, GError **error) {
+static GVariant *add_watch_params(WatchdSubscription *sub) {
         const char *path = watchd_subscription_get_path(sub);
         guint32 mask = watchd_subscription_get_mask(sub), flags = watchd_subscription_get_flags(sub);
-        g_autoptr(GUnixFDList) fds = NULL;
         g_autofree char *escaped = NULL;
-        int fd, index;
 
-        *ret_fds = NULL;
-        if (!watchd_wire_path_needs_escape(path)) {
-                *ret_method = "AddWatch";
+        if (!watchd_wire_path_needs_escape(path))
                 return g_variant_new("(suu)", path, mask, flags);
-        }
-        if (caps & WATCHD_CAPABILITY_ESCAPED_PATHS) {
-                escaped = watchd_wire_path_escape(path);
-                *ret_method = "AddWatch";
-                return g_variant_new("(suu)", escaped, mask, flags | WATCHD_WIRE_PATH_ESCAPED);
-        }
-        /* This daemon reads UTF-8 paths only; it takes a descriptor of an
-         * object that exists. O_NONBLOCK: a FIFO must not block us (watchd
-         * refuses it anyway). */
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
-                                (flags & WATCHD_WATCH_ONLYDIR ? O_DIRECTORY : 0) |
-                                (flags & WATCHD_WATCH_DONT_FOLLOW ? O_NOFOLLOW : 0));
-        if (fd < 0) {
-                int e = errno;
-                g_autofree char *shown = watchd_wire_path_escape(path);
-
-                g_set_error(error, WATCHD_ERROR, WATCHD_ERROR_INVALID_PATH,
-                            "\"%s\" is not UTF-8 and this watchd takes such a path only open: %s", shown,
-                            g_strerror(e));
-                return NULL;
-        }
-        fds = g_unix_fd_list_new();
-        index = g_unix_fd_list_append(fds, fd, error);
-        close(fd);
-        if (index < 0)
-                return NULL;
-        *ret_fds = g_steal_pointer(&fds);
-        *ret_method = "AddWatchFd";
-        return g_variant_new("(huu)", index, mask, flags);
+        escaped = watchd_wire_path_escape(path);
+        return g_variant_new("(suu)", escaped, mask, flags | WATCHD_WIRE_PATH_ESCAPED);
 }
 
 /* Gives up op (lock held): a late id will be removed. Returns the task to
@@ -689,7 +652,7 @@ static void core_readd_done(Core *core, StartOp *op) {
         }
 }
 
-/* The answer to an AddWatch/AddWatchFd: on GDBus's worker thread, or on the
+/* The answer to an AddWatch: on GDBus's worker thread, or on the
  * thread that saw the call fail. Owns the reference given with the call. */
 static void start_op_on_reply(gpointer userdata, const char *sender, GVariant *body, const GError *error) {
         StartOp *op = userdata;
@@ -817,13 +780,12 @@ static StartOp *start_op_new(Core *core, WatchdSubscription *sub, gboolean readd
 
 /* Sends op's call (lock held); on failure returns FALSE with error and
  * changes nothing. */
-static gboolean core_send_add(Core *core, StartOp *op, GVariant *params, GUnixFDList *fds, const char *method,
-                              GError **error) {
+static gboolean core_send_add(Core *core, StartOp *op, GVariant *params, GError **error) {
         if (!core->bus) {
                 g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_CLOSED, "The client is closed");
                 return FALSE;
         }
-        op->serial = watchd_bus_call(core->bus, WATCHD_BUS_NAME, WATCHD_INTERFACE, method, params, fds, TRUE,
+        op->serial = watchd_bus_call(core->bus, WATCHD_BUS_NAME, WATCHD_INTERFACE, "AddWatch", params, NULL, TRUE,
                                      start_op_on_reply, start_op_ref(op), error);
         if (op->serial == 0) {
                 start_op_unref(op);     /* the call's reference */
@@ -836,18 +798,8 @@ static gboolean core_send_add(Core *core, StartOp *op, GVariant *params, GUnixFD
         return TRUE;
 }
 
-/* Makes the parameters outside the lock (opening a file may block). */
-static StartOp *core_prepare_start(Core *core, WatchdSubscription *sub, GVariant **ret_params, GUnixFDList **ret_fds,
-                                   const char **ret_method, GError **error) {
-        WatchdCapabilities caps;
-
-        g_mutex_lock(&core->lock);
-        caps = core->caps;
-        g_mutex_unlock(&core->lock);
-        *ret_params = add_watch_params(sub, caps, ret_fds, ret_method, error);
-        if (!*ret_params)
-                return NULL;
-        g_variant_ref_sink(*ret_params);
+static StartOp *core_prepare_start(Core *core, WatchdSubscription *sub, GVariant **ret_params) {
+        *ret_params = g_variant_ref_sink(add_watch_params(sub));
         return start_op_new(core, sub, FALSE);
 }
 
@@ -869,21 +821,14 @@ void watchd_client_start_subscription(WatchdClient *client, WatchdSubscription *
                                       GCancellable *cancellable, GTask *task) {
         Core *core = client->core;
         g_autoptr(GVariant) params = NULL;
-        g_autoptr(GUnixFDList) fds = NULL;
         g_autoptr(GError) error = NULL;
-        const char *method;
         StartOp *op;
 
         if (g_task_return_error_if_cancelled(task)) {
                 g_object_unref(task);
                 return;
         }
-        op = core_prepare_start(core, sub, &params, &fds, &method, &error);
-        if (!op) {
-                g_task_return_error(task, g_steal_pointer(&error));
-                g_object_unref(task);
-                return;
-        }
+        op = core_prepare_start(core, sub, &params);
         op->task = task;
         op->return_sub = g_task_get_source_object(task) == (gpointer) client;
         start_op_connect_cancellable(op, cancellable);
@@ -896,7 +841,7 @@ void watchd_client_start_subscription(WatchdClient *client, WatchdSubscription *
                 return;
         }
         if (!core_check_startable(core, sub, &error) ||
-            !core_send_add(core, op, params, fds, method, &error)) {
+            !core_send_add(core, op, params, &error)) {
                 task = g_steal_pointer(&op->task);
                 op->finished = TRUE;
                 g_mutex_unlock(&core->lock);
@@ -919,23 +864,19 @@ gboolean watchd_client_start_subscription_sync(WatchdClient *client, WatchdSubsc
                                                GCancellable *cancellable, GError **error) {
         Core *core = client->core;
         g_autoptr(GVariant) params = NULL;
-        g_autoptr(GUnixFDList) fds = NULL;
-        const char *method;
         gboolean ok;
         gint64 deadline;
         StartOp *op;
 
         if (g_cancellable_set_error_if_cancelled(cancellable, error))
                 return FALSE;
-        op = core_prepare_start(core, sub, &params, &fds, &method, error);
-        if (!op)
-                return FALSE;
+        op = core_prepare_start(core, sub, &params);
         op->sync = TRUE;
         start_op_connect_cancellable(op, cancellable);
 
         g_mutex_lock(&core->lock);
         if (!op->abandoned) {
-                if (!core_check_startable(core, sub, error) || !core_send_add(core, op, params, fds, method, error)) {
+                if (!core_check_startable(core, sub, error) || !core_send_add(core, op, params, error)) {
                         op->finished = TRUE;
                         g_mutex_unlock(&core->lock);
                         start_op_finish_unsent(op);
@@ -1023,9 +964,7 @@ static void core_on_props(gpointer userdata, const char *sender, GVariant *body,
                         const char *name;
 
                         g_variant_get_child(caps, i, "&s", &name);
-                        if (g_str_equal(name, "escaped-paths"))
-                                core->caps |= WATCHD_CAPABILITY_ESCAPED_PATHS;
-                        else if (g_str_equal(name, "report-appearance"))
+                        if (g_str_equal(name, "report-appearance"))
                                 core->caps |= WATCHD_CAPABILITY_REPORT_APPEARANCE;
                         else if (g_str_equal(name, "persistent"))
                                 core->caps |= WATCHD_CAPABILITY_PERSISTENT;
@@ -1042,17 +981,11 @@ static void core_on_props(gpointer userdata, const char *sender, GVariant *body,
 
 /* Lock held: adds sub again for the daemon that now owns the name. */
 static void core_readd_one(Core *core, WatchdSubscription *sub) {
-        g_autoptr(GUnixFDList) fds = NULL;
-        g_autoptr(GVariant) params = NULL;
+        g_autoptr(GVariant) params = g_variant_ref_sink(add_watch_params(sub));
         g_autoptr(GError) error = NULL;
-        const char *method;
-        StartOp *op;
+        StartOp *op = start_op_new(core, sub, TRUE);
 
-        params = add_watch_params(sub, core->caps, &fds, &method, &error);
-        op = start_op_new(core, sub, TRUE);
-        if (params)
-                g_variant_ref_sink(params);
-        if (!params || !core_send_add(core, op, params, fds, method, &error))
+        if (!core_send_add(core, op, params, &error))
                 core_end_sub(core, sub, WATCHD_REMOVED_ERROR, error->message, error);
         else
                 core->readds_pending++;

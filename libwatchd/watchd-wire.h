@@ -5,13 +5,13 @@
  * watchd-wire - how paths travel in the D-Bus API
  *
  * A file name is bytes; a D-Bus string must be UTF-8 (and sd-bus, which
- * watchd uses, also refuses the Unicode noncharacters). watchd sends a path
- * it cannot send as it is in an escaped form, and marks it with
- * WATCHD_WIRE_PATH_ESCAPED: in a record's mask, in a ListWatches entry's
- * flags, in AddWatch's flags (daemon side: shared/path_escape.h, branch
- * sec-names). These two functions are the only place the library knows
- * the form: "\\" for a backslash, "\xHH" for a byte that does not begin a
- * character sd-bus accepts and for each byte of a control character.
+ * watchd uses, also refuses the Unicode noncharacters). A path that cannot
+ * go as it is goes in an escaped form marked by WATCHD_WIRE_PATH_ESCAPED: in
+ * a record's mask, in a ListWatches entry's flags, in AddWatch's flags
+ * (watchd(8), FILE NAMES; the daemon's side is shared/path_escape.[ch]).
+ * These functions are the only place the library knows the form: "\\" for
+ * a backslash, "\xHH" for a byte that does not begin a character sd-bus
+ * accepts and for each byte of a control character.
  *
  * They are written here again rather than linked from shared/ because that
  * file is GPL and this library is LGPL; tests/libwatchd/test-wire.c checks

@@ -305,6 +305,22 @@ static void test_dir_recreated(void) {
         g_file_monitor_cancel(m);
 }
 
+/* File names are bytes: a directory and a file whose names are not UTF-8
+ * reach the monitor as they are (watchd sends them escaped). */
+static void test_non_utf8(void) {
+        g_autofree char *parent = make_dir();
+        g_autofree char *dir = g_build_filename(parent, "d\xff", NULL);
+        g_autoptr(GFileMonitor) m = NULL;
+
+        setup();
+        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+        m = monitor_dir(dir, NULL);
+        g_assert_cmpstr(G_OBJECT_TYPE_NAME(m), ==, "GWatchdFileMonitor");
+        touch(dir, "x\xfe\\y");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "x\xfe\\y");
+        g_file_monitor_cancel(m);
+}
+
 typedef struct ThreadData {
         const char *dir;
         GMainContext *context;
@@ -351,5 +367,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/gio-module/restart", test_restart);
         g_test_add_func("/gio-module/dir-recreated", test_dir_recreated);
         g_test_add_func("/gio-module/thread", test_thread);
+        g_test_add_func("/gio-module/non-utf8", test_non_utf8);
         return g_test_run();
 }

@@ -133,9 +133,8 @@ typedef enum {
 
 /**
  * WatchdCapabilities:
- * @WATCHD_CAPABILITY_NONE: the API of watchd 0.1
- * @WATCHD_CAPABILITY_ESCAPED_PATHS: the daemon takes and sends paths that
- *   are not UTF-8 in their escaped form (path flag 0x00100000)
+ * @WATCHD_CAPABILITY_NONE: the API of watchd 0.1 (file names that are not
+ *   UTF-8 included: every watchd takes and sends them escaped)
  * @WATCHD_CAPABILITY_REPORT_APPEARANCE: the appearance of a pending path is
  *   reported (docs/proposals/glib-semantics.md)
  * @WATCHD_CAPABILITY_PERSISTENT: subscriptions may outlive their path
@@ -151,11 +150,10 @@ typedef enum {
  */
 typedef enum /*< flags,prefix=WATCHD_CAPABILITY >*/ {
         WATCHD_CAPABILITY_NONE = 0,
-        WATCHD_CAPABILITY_ESCAPED_PATHS = 1 << 0,
-        WATCHD_CAPABILITY_REPORT_APPEARANCE = 1 << 1,
-        WATCHD_CAPABILITY_PERSISTENT = 1 << 2,
-        WATCHD_CAPABILITY_PAIR_PER_SUBSCRIPTION = 1 << 3,
-        WATCHD_CAPABILITY_REMOTE_POLLING = 1 << 4,
+        WATCHD_CAPABILITY_REPORT_APPEARANCE = 1 << 0,
+        WATCHD_CAPABILITY_PERSISTENT = 1 << 1,
+        WATCHD_CAPABILITY_PAIR_PER_SUBSCRIPTION = 1 << 2,
+        WATCHD_CAPABILITY_REMOTE_POLLING = 1 << 3,
 } WatchdCapabilities;
 
 /**
