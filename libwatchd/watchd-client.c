@@ -684,7 +684,7 @@ static void start_op_on_reply(gpointer userdata, const char *sender, GVariant *b
                         core->owner_known = TRUE;
                 }
                 p->start = NULL;
-                p->id = id;
+                p->id = p->last_id = id;
                 p->state = SUB_ACTIVE;
                 g_hash_table_insert(core->by_id, GUINT_TO_POINTER(id), op->sub);
                 if (op->readd)
@@ -1876,6 +1876,33 @@ GVariant *watchd_client_get_stats_sync(WatchdClient *client, GCancellable *cance
 }
 
 /**
+ * watchd_client_get_daemon_property_sync:
+ * @client: a #WatchdClient
+ * @name: a property of org.example.Inotify ("Version", "Backend", ...)
+ * @cancellable: (nullable): a #GCancellable
+ * @error: return location for a #GError
+ *
+ * Reads a property of watchd now (starting watchd if the bus can), rather
+ * than the values kept since it took the name.
+ *
+ * Returns: (transfer full): the property's value, or %NULL with @error set
+ */
+GVariant *watchd_client_get_daemon_property_sync(WatchdClient *client, const char *name,
+                                                 GCancellable *cancellable, GError **error) {
+        g_autoptr(GVariant) reply = NULL;
+        GVariant *value = NULL;
+
+        g_return_val_if_fail(WATCHD_IS_CLIENT(client), NULL);
+        g_return_val_if_fail(name != NULL, NULL);
+        reply = core_call_sync(client->core, "org.freedesktop.DBus.Properties", "Get",
+                               g_variant_new("(ss)", WATCHD_INTERFACE, name), G_VARIANT_TYPE("(v)"), cancellable,
+                               error);
+        if (reply)
+                g_variant_get(reply, "(v)", &value);
+        return value;
+}
+
+/**
  * watchd_client_close:
  * @client: a #WatchdClient
  *
@@ -1910,8 +1937,12 @@ void watchd_client_close(WatchdClient *client) {
  * watchd_subscription_get_id:
  * @subscription: a #WatchdSubscription
  *
- * Returns: watchd's id for the subscription, 0 while it is not active (it
- *   changes when watchd restarts)
+ * The id watchd gave the subscription at its last AddWatch: it changes when
+ * watchd restarts, and is kept once the subscription has ended (so that a
+ * #WatchdSubscription::removed handler can name it). Whether watchd holds it
+ * now is watchd_subscription_is_active().
+ *
+ * Returns: the id, 0 before the subscription was first active
  */
 guint32 watchd_subscription_get_id(WatchdSubscription *subscription) {
         WatchdClient *client;
@@ -1920,7 +1951,7 @@ guint32 watchd_subscription_get_id(WatchdSubscription *subscription) {
         g_return_val_if_fail(WATCHD_IS_SUBSCRIPTION(subscription), 0);
         client = watchd_subscription_get_client(subscription);
         g_mutex_lock(&client->core->lock);
-        id = PRIV(subscription)->id;
+        id = PRIV(subscription)->last_id;
         g_mutex_unlock(&client->core->lock);
         return id;
 }

@@ -32,6 +32,7 @@ typedef struct SubPrivate {
         char *canonical;        /* path as watchd spells it in records ("//a/" -> "/a") */
         SubState state;
         guint32 id;             /* 0 unless SUB_ACTIVE */
+        guint32 last_id;        /* the id of its last AddWatch, kept when it ends */
         gboolean held;          /* its events wait until watchd_client_add_watch() has returned it */
         gboolean cancelled;
         gpointer start;         /* the StartOp in flight */

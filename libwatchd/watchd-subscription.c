@@ -184,8 +184,8 @@ static void watchd_subscription_class_init(WatchdSubscriptionClass *klass) {
         /**
          * WatchdSubscription:id:
          *
-         * watchd's id for the subscription, 0 while it is not active. It
-         * changes when watchd restarts. Not notified.
+         * The id watchd gave the subscription at its last AddWatch (see
+         * watchd_subscription_get_id()). Not notified.
          */
         props[PROP_ID] = g_param_spec_uint("id", "Id", "watchd's id", 0, G_MAXUINT32, 0,
                                            G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);

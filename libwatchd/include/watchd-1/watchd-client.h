@@ -49,6 +49,8 @@ WATCHD_EXPORT GVariant *watchd_client_list_watches_sync(WatchdClient *client, GC
                                                         GError **error);
 WATCHD_EXPORT GVariant *watchd_client_get_stats_sync(WatchdClient *client, GCancellable *cancellable,
                                                      GError **error);
+WATCHD_EXPORT GVariant *watchd_client_get_daemon_property_sync(WatchdClient *client, const char *name,
+                                                               GCancellable *cancellable, GError **error);
 WATCHD_EXPORT void watchd_client_close(WatchdClient *client);
 
 G_END_DECLS
