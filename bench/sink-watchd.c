@@ -17,8 +17,8 @@
 #include "sink.h"
 #include "watchd-api.h"
 
-#define TREE_MASK (WATCHD_EVENT_CREATE | WATCHD_EVENT_DELETE | WATCHD_EVENT_MODIFY | WATCHD_EVENT_MOVED_FROM | \
-                   WATCHD_EVENT_MOVED_TO | WATCHD_EVENT_CLOSE_WRITE | WATCHD_EVENT_ATTRIB)
+#define TREE_MASK (WATCHD_IN_CREATE | WATCHD_IN_DELETE | WATCHD_IN_MODIFY | WATCHD_IN_MOVED_FROM | \
+                   WATCHD_IN_MOVED_TO | WATCHD_IN_CLOSE_WRITE | WATCHD_IN_ATTRIB)
 
 static int on_events(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         Sink *s = userdata;
@@ -35,11 +35,11 @@ static int on_events(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 if (r <= 0)
                         break;
                 if (s->mode == SINK_RENAME) {
-                        if ((mask & (WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO)) == (WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO))
+                        if ((mask & (WATCHD_IN_MOVED_FROM | WATCHD_IN_MOVED_TO)) == (WATCHD_IN_MOVED_FROM | WATCHD_IN_MOVED_TO))
                                 sink_pair(s, path, new_path);
-                        else if (mask & WATCHD_EVENT_MOVED_FROM)
+                        else if (mask & WATCHD_IN_MOVED_FROM)
                                 sink_half(s, SINK_MOVE_FROM, path);
-                        else if (mask & WATCHD_EVENT_MOVED_TO)
+                        else if (mask & WATCHD_IN_MOVED_TO)
                                 sink_half(s, SINK_MOVE_TO, path);
                         else
                                 sink_other(s);
@@ -109,15 +109,15 @@ int main(int argc, char **argv) {
         s.t_start = sink_now();
         switch (s.mode) {
         case SINK_STORM:
-                r = add_watch(bus, s.dir, WATCHD_EVENT_CLOSE_WRITE, 0);
+                r = add_watch(bus, s.dir, WATCHD_IN_CLOSE_WRITE, 0);
                 break;
         case SINK_LATENCY:
-                r = add_watch(bus, s.dir, WATCHD_EVENT_MODIFY, 0);
+                r = add_watch(bus, s.dir, WATCHD_IN_MODIFY, 0);
                 break;
         case SINK_RENAME:
-                r = add_watch(bus, s.dir, WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO, 0);
+                r = add_watch(bus, s.dir, WATCHD_IN_MOVED_FROM | WATCHD_IN_MOVED_TO, 0);
                 if (r >= 0 && s.dir2)
-                        r = add_watch(bus, s.dir2, WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO, 0);
+                        r = add_watch(bus, s.dir2, WATCHD_IN_MOVED_FROM | WATCHD_IN_MOVED_TO, 0);
                 break;
         case SINK_TREE:
                 r = add_watch(bus, s.dir, TREE_MASK, WATCHD_FLAG_RECURSIVE);

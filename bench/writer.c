@@ -7,6 +7,8 @@
  *   writer populate DIR N          N empty files a0000000.. (set-up of the renames)
  *   writer rename DIR [DIR2] N     a.. -> DIR/b.. (within) or DIR2/a.. (across)
  *   writer tree ROOT TOP SUB       ROOT/dNNN (TOP of them), each with SUB subdirectories
+ *   writer spread ROOT D N HZ TXFILE  N files f0000000.. at HZ, file i in ROOT/d(i mod D)
+ *                                  (create, write, close), creation times to TXFILE
  *
  * It prints "t_start=NS" and "t_end=NS" (CLOCK_MONOTONIC, comparable with the
  * consumers' receipt times): t_start just before the first operation, t_end
@@ -186,6 +188,55 @@ static int do_rename(const char *dir, const char *dir2, unsigned n) {
         return 0;
 }
 
+/* The sharing workload: paced creations over D directories, each time kept. */
+static int do_spread(const char *root, unsigned dirs, unsigned n, unsigned hz, const char *txfile) {
+        uint64_t *tx = calloc(n ? n : 1, sizeof(uint64_t));
+        uint64_t period = 1000000000u / (hz ? hz : 1), t0;
+        char payload[PAYLOAD], path[4096];
+        FILE *f;
+        int r = 0;
+
+        if (!tx)
+                return -ENOMEM;
+        memset(payload, 'x', sizeof payload);
+        t0 = now_ns() + period;
+        printf("t_start=%" PRIu64 "\n", t0);
+        for (unsigned i = 0; i < n; i++) {
+                uint64_t at = t0 + (uint64_t) i * period;
+                struct timespec ts = { .tv_sec = (time_t) (at / 1000000000u),
+                                       .tv_nsec = (long) (at % 1000000000u) };
+                int fd;
+
+                while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                        ;
+                snprintf(path, sizeof path, "%s/d%04u/f%07u", root, i % dirs, i);
+                tx[i] = now_ns();
+                fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                if (fd < 0 || write(fd, payload, sizeof payload) != (ssize_t) sizeof payload) {
+                        fprintf(stderr, "cannot write \"%s\": %m\n", path);
+                        if (fd >= 0)
+                                close(fd);
+                        r = -EIO;
+                        break;
+                }
+                close(fd);
+        }
+        printf("t_end=%" PRIu64 "\n", now_ns());
+
+        f = fopen(txfile, "we");
+        if (!f) {
+                fprintf(stderr, "cannot write \"%s\": %m\n", txfile);
+                free(tx);
+                return -errno;
+        }
+        for (unsigned i = 0; i < n; i++)
+                fprintf(f, "%" PRIu64 "\n", tx[i]);
+        if (fclose(f) != 0 && r == 0)
+                r = -errno;
+        free(tx);
+        return r;
+}
+
 static int do_tree(const char *root, unsigned top, unsigned sub) {
         char path[4096];
 
@@ -221,12 +272,15 @@ int main(int argc, char **argv) {
                 r = do_rename(argv[2], NULL, n);
         else if (argc == 5 && strcmp(argv[1], "rename") == 0 && parse_uint(argv[4], &n) == 0)
                 r = do_rename(argv[2], argv[3], n);
+        else if (argc == 7 && strcmp(argv[1], "spread") == 0 && parse_uint(argv[3], &top) == 0 && top > 0 &&
+                 parse_uint(argv[4], &n) == 0 && parse_uint(argv[5], &hz) == 0 && hz > 0)
+                r = do_spread(argv[2], top, n, hz, argv[6]);
         else if (argc == 5 && strcmp(argv[1], "tree") == 0 &&
                  parse_uint(argv[3], &top) == 0 && parse_uint(argv[4], &n) == 0)
                 r = do_tree(argv[2], top, n);
         else
                 fprintf(stderr, "usage: writer create DIR N | append FILE N HZ TXFILE | populate DIR N |\n"
-                        "              rename DIR [DIR2] N | tree ROOT TOP SUB\n");
+                        "              rename DIR [DIR2] N | tree ROOT TOP SUB | spread ROOT D N HZ TXFILE\n");
         fflush(stdout);
         return r < 0 ? 1 : 0;
 }

@@ -135,7 +135,7 @@ bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, 
                 if (e->in_event)
                         followup_add(e, FOLLOW_ONESHOT, s->id, 0, NULL, NULL);
                 else
-                        end_with_notice(e, s, WATCHD_REMOVED_ONESHOT, now_usec);
+                        end_with_notice(e, s, WATCHD_REASON_ONESHOT, now_usec);
         }
         return true;
 }
@@ -145,7 +145,7 @@ bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, 
  * (their parent already reported the deletion); a directory of pending
  * paths is the missing-path follower's. */
 static void watch_ignored(Events *e, Watch *w, uint64_t now) {
-        const char *reason = w->unmounted ? WATCHD_REMOVED_UNMOUNTED : WATCHD_REMOVED_DELETED;
+        const char *reason = w->unmounted ? WATCHD_REASON_UNMOUNTED : WATCHD_REASON_DELETED;
         g_autoptr(GPtrArray) links = g_ptr_array_new();
 
         /* Ending one link can end others of w (the follower cuts a chain below
@@ -185,7 +185,7 @@ static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
                         break;
                 case FOLLOW_ONESHOT:
                         if (s)
-                                end_with_notice(e, s, WATCHD_REMOVED_ONESHOT, now);
+                                end_with_notice(e, s, WATCHD_REASON_ONESHOT, now);
                         break;
                 case FOLLOW_TREE_ADD_NEW:
                         if (s)

@@ -132,7 +132,7 @@ static void on_missing_gone(Subscription *s, int r, void *userdata) {
         log_debug_errno(r, "Pending subscription %" PRIu32 " cannot be followed (%m), ending it.", s->id);
         rec = record_new(RECORD_REMOVED, s->id, 0, 0, now_usec(), NULL, NULL, 0);
         if (rec)
-                rec->reason = WATCHD_REMOVED_DELETED;
+                rec->reason = WATCHD_REASON_DELETED;
         delivery_submit(m->delivery, &s->owner->queue, rec);
         subscription_end(m, s);
 }

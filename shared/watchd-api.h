@@ -36,17 +36,17 @@
 #define WATCHD_FLAGS_VALID      0xfu
 
 /* Event bits: what a mask may ask for (the eleven events of /dev/inotify 0.23). */
-#define WATCHD_EVENT_ACCESS        0x00000001u
-#define WATCHD_EVENT_MODIFY        0x00000002u
-#define WATCHD_EVENT_ATTRIB        0x00000004u
-#define WATCHD_EVENT_CLOSE_WRITE   0x00000008u
-#define WATCHD_EVENT_CLOSE_NOWRITE 0x00000010u
-#define WATCHD_EVENT_OPEN          0x00000020u
-#define WATCHD_EVENT_MOVED_FROM    0x00000040u
-#define WATCHD_EVENT_MOVED_TO      0x00000080u
-#define WATCHD_EVENT_CREATE        0x00000100u
-#define WATCHD_EVENT_DELETE        0x00000200u
-#define WATCHD_EVENT_DELETE_SELF   0x00000400u
+#define WATCHD_IN_ACCESS        0x00000001u
+#define WATCHD_IN_MODIFY        0x00000002u
+#define WATCHD_IN_ATTRIB        0x00000004u
+#define WATCHD_IN_CLOSE_WRITE   0x00000008u
+#define WATCHD_IN_CLOSE_NOWRITE 0x00000010u
+#define WATCHD_IN_OPEN          0x00000020u
+#define WATCHD_IN_MOVED_FROM    0x00000040u
+#define WATCHD_IN_MOVED_TO      0x00000080u
+#define WATCHD_IN_CREATE        0x00000100u
+#define WATCHD_IN_DELETE        0x00000200u
+#define WATCHD_IN_DELETE_SELF   0x00000400u
 #define WATCHD_MASK_VALID          0x000007ffu
 
 /* Not a request flag but how a path is written (shared/path_escape.h, the
@@ -56,10 +56,10 @@
 #define WATCHD_FLAG_PATH_ESCAPED 0x00100000u
 
 /* Bits a record carries besides the events asked for. */
-#define WATCHD_EVENT_UNMOUNT       0x00002000u  /* sent to every subscriber, asked for or not */
-#define WATCHD_EVENT_ISDIR         0x40000000u  /* the object is a directory */
+#define WATCHD_IN_UNMOUNT       0x00002000u  /* sent to every subscriber, asked for or not */
+#define WATCHD_IN_ISDIR         0x40000000u  /* the object is a directory */
 
 /* WatchRemoved(id, reason): why the daemon ended a subscription. */
-#define WATCHD_REMOVED_DELETED   "deleted"      /* the object (or a directory of a pending path) is gone */
-#define WATCHD_REMOVED_UNMOUNTED "unmounted"    /* its filesystem was unmounted */
-#define WATCHD_REMOVED_ONESHOT   "oneshot"      /* ONESHOT, after its first event */
+#define WATCHD_REASON_DELETED   "deleted"      /* the object (or a directory of a pending path) is gone */
+#define WATCHD_REASON_UNMOUNTED "unmounted"    /* its filesystem was unmounted */
+#define WATCHD_REASON_ONESHOT   "oneshot"      /* ONESHOT, after its first event */

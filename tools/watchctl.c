@@ -6,13 +6,12 @@
  * to paths and prints events as they arrive, one a line; "list" shows the
  * subscriptions as the daemon holds them; "stats" prints its counters.
  *
- * Calls go through the WatchdInotify proxy generated from the API XML. The
- * signals are subscribed on the connection directly, filtered by sender (the
- * unique name the watches were added with) and by subscription id, because
- * watchctl must outlive the daemon: when org.example.Inotify vanishes and
- * comes back, "watch" re-adds every watch and says on stderr that events may
- * have been missed in between. A GDBusProxy drops the signals of a restarted
- * owner, so one proxy is made per daemon instance.
+ * watchctl is libwatchd's first user: a WatchdClient on the bus, one
+ * WatchdSubscription a PATH. The library delivers each subscription's events
+ * (a rename as one event, paths as bytes), says when events were lost, and
+ * follows the daemon: when org.example.Inotify vanishes and comes back it
+ * adds every watch again, and watchctl says on stderr that events may have
+ * been missed in between.
  *
  * Exit status (documented in watchctl(1)): 0 done (--count reached, stopped by
  * a signal, or the output closed), 1 error, 2 usage error, 3 --timeout reached
@@ -35,7 +34,7 @@
 #include "inotify_dev.h"
 #include "event-format.h"
 #include "path_escape.h"
-#include "watchd-gdbus.h"
+#include <watchd.h>
 
 
 enum {
@@ -49,13 +48,16 @@ enum {
 /* --timeout is kept in milliseconds in a guint. */
 #define TIMEOUT_MAX_SECONDS 4000000.0
 
+typedef struct Context Context;
+
 typedef struct Watch {
-        char *path;             /* absolute, bytes (sent escaped if it must be) */
+        Context *c;
+        char *path;             /* absolute, bytes */
         char *display;          /* path as printed: escaped (event_path_display) */
-        uint32_t id;            /* from the current daemon; 0 while it is away */
+        WatchdSubscription *sub;
 } Watch;
 
-typedef struct Context {
+struct Context {
         /* bus options */
         gboolean opt_system;
         gboolean opt_session;
@@ -80,41 +82,43 @@ typedef struct Context {
         guint timeout_ms;       /* 0: none */
         EventFormat *format;
 
-        GDBusConnection *bus;
-        WatchdInotify *proxy;
-        char *owner;            /* unique name of the daemon holding our watches */
-        GDateTime *gone_since;  /* when that daemon left, NULL while it is here */
+        WatchdClient *client;
+        GDateTime *gone_since;  /* when the daemon left, NULL while it is here */
         GPtrArray *watches;     /* Watch*, in command-line order */
-        GHashTable *by_id;      /* id -> Watch* */
-        guint name_watch;
-        guint signal_sub;
+        GPtrArray *lost;        /* Watch* whose overflow is to be said in one line */
+        guint lost_idle;
 
         guint64 printed;
         gboolean stopping;      /* quit() was called: print nothing more */
         gboolean output_failed; /* stdout could not be written */
         int exit_status;
         GMainLoop *loop;
-} Context;
+};
 
 static void watch_free(Watch *w) {
+        if (w->sub) {
+                g_signal_handlers_disconnect_by_data(w->sub, w);
+                watchd_subscription_cancel(w->sub);
+                g_object_unref(w->sub);
+        }
         g_free(w->path);
         g_free(w->display);
         g_free(w);
 }
 
 static void context_done(Context *c) {
-        if (c->name_watch)
-                g_bus_unwatch_name(c->name_watch);
-        if (c->signal_sub)
-                g_dbus_connection_signal_unsubscribe(c->bus, c->signal_sub);
-        g_clear_object(&c->proxy);
-        g_clear_object(&c->bus);
-        g_clear_pointer(&c->by_id, g_hash_table_unref);
+        if (c->lost_idle)
+                g_source_remove(c->lost_idle);
+        g_clear_pointer(&c->lost, g_ptr_array_unref);
         g_clear_pointer(&c->watches, g_ptr_array_unref);
+        if (c->client) {
+                g_signal_handlers_disconnect_by_data(c->client, c);
+                watchd_client_close(c->client);
+                g_clear_object(&c->client);
+        }
         g_clear_pointer(&c->gone_since, g_date_time_unref);
         g_clear_pointer(&c->loop, g_main_loop_unref);
         g_clear_pointer(&c->format, event_format_free);
-        g_free(c->owner);
         g_free(c->opt_address);
         g_strfreev(c->opt_events);
         g_free(c->opt_format);
@@ -269,50 +273,9 @@ static char *time_of_day(GDateTime *t) {
 /* ------------------------------------------------------------------------ */
 /* The watches */
 
-static Watch *lookup_watch(const Context *c, uint32_t id) {
-        return g_hash_table_lookup(c->by_id, GUINT_TO_POINTER(id));
-}
-
-static gboolean connect_proxy(Context *c, GError **error) {
-        g_clear_object(&c->proxy);
-        c->proxy = watchd_inotify_proxy_new_sync(c->bus,
-                                                 G_DBUS_PROXY_FLAGS_DO_NOT_LOAD_PROPERTIES |
-                                                 G_DBUS_PROXY_FLAGS_DO_NOT_CONNECT_SIGNALS |
-                                                 G_DBUS_PROXY_FLAGS_DO_NOT_AUTO_START_AT_CONSTRUCTION,
-                                                 WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, NULL, error);
-        return c->proxy != NULL;
-}
-
-static gboolean add_watch(Context *c, Watch *w, GError **error) {
-        /* A path a D-Bus string cannot hold goes escaped, and says so. */
-        gboolean escaped = path_needs_escape(w->path);
-        guint id;
-
-        if (!watchd_inotify_call_add_watch_sync(c->proxy, escaped ? w->display : w->path, c->mask,
-                                                c->flags | (escaped ? WATCHD_PATH_ESCAPED : 0), &id, NULL, error))
-                return FALSE;
-        w->id = id;
-        g_hash_table_replace(c->by_id, GUINT_TO_POINTER(id), w);
-        return TRUE;
-}
-
-/* The unique name that answers for org.example.Inotify now, or NULL. */
-static char *get_name_owner(Context *c) {
-        g_autoptr(GVariant) reply = NULL;
-        char *owner = NULL;
-
-        reply = g_dbus_connection_call_sync(c->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                            "org.freedesktop.DBus", "GetNameOwner",
-                                            g_variant_new("(s)", WATCHD_BUS_NAME), G_VARIANT_TYPE("(s)"),
-                                            G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
-        if (reply)
-                g_variant_get(reply, "(s)", &owner);
-        return owner;
-}
-
 static void drop_watch(Context *c, Watch *w) {
-        if (w->id != 0)
-                g_hash_table_remove(c->by_id, GUINT_TO_POINTER(w->id));
+        if (c->lost)
+                g_ptr_array_remove(c->lost, w);
         g_ptr_array_remove(c->watches, w);      /* frees w */
         if (c->watches->len == 0) {
                 if (!c->opt_quiet)
@@ -322,45 +285,26 @@ static void drop_watch(Context *c, Watch *w) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Signals */
+/* What the library says */
 
-/* The bytes of a path the daemon sent escaped. */
-static char *unescape(const char *s) {
-        char *out = NULL;
-        int r = path_unescape(s, &out);
+static void on_events(WatchdSubscription *sub, GPtrArray *events, gpointer userdata) {
+        Watch *w = userdata;
+        Context *c = w->c;
 
-        if (r == -ENOMEM)
-                g_error("out of memory");
-        if (r < 0) {
-                /* Not from watchd as documented: shown as it came. */
-                warn("watchd sent a path marked escaped that is not: \"%s\"", s);
-                out = g_strdup(s);
-        }
-        return out;
-}
-
-static void on_events(Context *c, GVariant *params) {
-        g_autoptr(GVariant) records = g_variant_get_child_value(params, 0);
-        GVariantIter it;
-        const char *path, *new_path;
-        guint32 id, mask, cookie;
-
-        g_variant_iter_init(&it, records);
-        while (g_variant_iter_next(&it, "(uuu&s&s)", &id, &mask, &cookie, &path, &new_path)) {
-                Watch *w = lookup_watch(c, id);
-                gboolean escaped = mask & WATCHD_PATH_ESCAPED;
-                g_autofree char *path_bytes = escaped ? unescape(path) : NULL;
-                g_autofree char *new_path_bytes = escaped ? unescape(new_path) : NULL;
+        if (c->stopping)
+                return;
+        for (guint i = 0; i < events->len; i++) {
+                WatchdEvent *e = events->pdata[i];
                 EventRecord r = {
-                        .id = id, .mask = mask & ~WATCHD_PATH_ESCAPED, .cookie = cookie,
-                        .path = path_bytes ?: path, .new_path = new_path_bytes ?: new_path,
+                        .id = watchd_subscription_get_id(sub),
+                        .mask = watchd_event_get_mask(e),
+                        .cookie = watchd_event_get_cookie(e),
+                        .path = watchd_event_get_path(e),
+                        .new_path = watchd_event_get_new_path(e) ? watchd_event_get_new_path(e) : "",
+                        .watch = w->path,
                 };
-                g_autofree char *line = NULL;
+                g_autofree char *line = c->opt_json ? event_format_json(&r) : event_format_record(c->format, &r);
 
-                if (!w)         /* not ours (broadcast delivery) or already removed */
-                        continue;
-                r.watch = w->path;
-                line = c->opt_json ? event_format_json(&r) : event_format_record(c->format, &r);
                 puts(line);
                 c->printed++;
                 if (c->count > 0 && c->printed >= c->count) {
@@ -371,49 +315,67 @@ static void on_events(Context *c, GVariant *params) {
         flush_output(c);
 }
 
-static void on_overflow(Context *c, GVariant *params) {
-        g_autoptr(GVariant) ids = g_variant_get_child_value(params, 0);
+/* The subscriptions that lost events in one go (one Overflow of watchd
+ * names them all) are said in one line, once the library has emitted them. */
+static gboolean say_lost(gpointer userdata) {
+        Context *c = userdata;
         g_autoptr(JsonBuilder) b = json_builder_new();
         g_autoptr(GString) paths = g_string_new(NULL);
-        GVariantIter it;
-        guint32 id;
 
+        c->lost_idle = 0;
         json_builder_begin_object(b);
         json_builder_set_member_name(b, "type");
         json_builder_add_string_value(b, "overflow");
         json_builder_set_member_name(b, "ids");
         json_builder_begin_array(b);
-        g_variant_iter_init(&it, ids);
-        while (g_variant_iter_next(&it, "u", &id)) {
-                Watch *w = lookup_watch(c, id);
+        for (guint i = 0; i < c->lost->len; i++) {
+                Watch *w = c->lost->pdata[i];
 
-                if (!w)
-                        continue;
-                json_builder_add_int_value(b, id);
+                json_builder_add_int_value(b, watchd_subscription_get_id(w->sub));
                 g_string_append_printf(paths, "%s\"%s\"", paths->len ? ", " : "", w->display);
         }
         json_builder_end_array(b);
         json_builder_end_object(b);
-        if (paths->len == 0)
-                return;
+        g_ptr_array_set_size(c->lost, 0);
+        if (paths->len == 0 || c->stopping)
+                return G_SOURCE_REMOVE;
         warn("events were lost under %s (overflow): rescan if you keep state", paths->str);
         if (c->opt_json) {
                 print_json(b);
                 flush_output(c);
         }
+        return G_SOURCE_REMOVE;
 }
 
-static void on_watch_removed(Context *c, GVariant *params) {
-        const char *reason;
-        guint32 id;
-        Watch *w;
+static void on_overflow(WatchdSubscription *sub, WatchdOverflowReason reason, gpointer userdata) {
+        Watch *w = userdata;
+        Context *c = w->c;
 
-        g_variant_get(params, "(u&s)", &id, &reason);
-        w = lookup_watch(c, id);
-        if (!w)
+        /* A restart is said once for all watches, by on_daemon_restarted(). */
+        if (reason == WATCHD_OVERFLOW_RESTARTED)
                 return;
-        if (!c->opt_quiet || g_strcmp0(reason, "oneshot") != 0)
-                warn("\"%s\" is no longer watched (%s)", w->display, reason);
+        if (!g_ptr_array_find(c->lost, w, NULL))
+                g_ptr_array_add(c->lost, w);
+        if (!c->lost_idle)
+                c->lost_idle = g_idle_add(say_lost, c);
+}
+
+static void on_removed(WatchdSubscription *sub, WatchdRemovedReason reason, const char *detail,
+                       const GError *error, gpointer userdata) {
+        Watch *w = userdata;
+        Context *c = w->c;
+
+        if (c->stopping)
+                return;
+        if (reason == WATCHD_REMOVED_ERROR) {
+                /* The daemon that came back refused it. */
+                report_call_error(c, w->display, error);
+                warn("\"%s\" is no longer watched", w->display);
+                drop_watch(c, w);
+                return;
+        }
+        if (!c->opt_quiet || reason != WATCHD_REMOVED_ONESHOT)
+                warn("\"%s\" is no longer watched (%s)", w->display, detail);
         if (c->opt_json) {
                 g_autoptr(JsonBuilder) b = json_builder_new();
 
@@ -421,10 +383,10 @@ static void on_watch_removed(Context *c, GVariant *params) {
                 json_builder_set_member_name(b, "type");
                 json_builder_add_string_value(b, "removed");
                 json_builder_set_member_name(b, "id");
-                json_builder_add_int_value(b, id);
+                json_builder_add_int_value(b, watchd_subscription_get_id(sub));
                 event_json_add_path(b, "watch", w->path, path_needs_escape(w->path));
                 json_builder_set_member_name(b, "reason");
-                json_builder_add_string_value(b, reason);
+                json_builder_add_string_value(b, detail);
                 json_builder_set_member_name(b, "escaped");
                 json_builder_add_boolean_value(b, path_needs_escape(w->path));
                 json_builder_end_object(b);
@@ -435,48 +397,31 @@ static void on_watch_removed(Context *c, GVariant *params) {
         drop_watch(c, w);
 }
 
-static void on_signal(GDBusConnection *bus, const char *sender, const char *path, const char *interface,
-                      const char *member, GVariant *params, gpointer userdata) {
-        Context *c = userdata;
-
-        /* Only the daemon that holds our watches speaks for them. */
-        if (c->stopping || !c->owner || g_strcmp0(sender, c->owner) != 0)
-                return;
-        if (g_str_equal(member, "Events") && g_variant_is_of_type(params, G_VARIANT_TYPE("(a(uuuss))")))
-                on_events(c, params);
-        else if (g_str_equal(member, "Overflow") && g_variant_is_of_type(params, G_VARIANT_TYPE("(au)")))
-                on_overflow(c, params);
-        else if (g_str_equal(member, "WatchRemoved") && g_variant_is_of_type(params, G_VARIANT_TYPE("(us)")))
-                on_watch_removed(c, params);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Daemon restarts */
 
-static void on_name_vanished(GDBusConnection *bus, const char *name, gpointer userdata) {
+static void on_daemon_vanished(WatchdClient *client, gpointer userdata) {
         Context *c = userdata;
-        g_autoptr(GDateTime) now = NULL;
-        g_autofree char *when = NULL;
+        g_autoptr(GDateTime) now = g_date_time_new_now_local();
+        g_autofree char *when = time_of_day(now);
 
-        if (!c->owner)
+        if (c->stopping)
                 return;
-        g_clear_pointer(&c->owner, g_free);
-        g_hash_table_remove_all(c->by_id);
-        for (guint i = 0; i < c->watches->len; i++)
-                ((Watch *) c->watches->pdata[i])->id = 0;
-        now = g_date_time_new_now_local();
-        when = time_of_day(now);
         warn("watchd left the bus at %s; waiting for it to come back", when);
-        /* If it left again while the watches were being re-added, the
+        /* If it left again while the watches were being added again, the
          * events have been unwatched since the first time. */
         if (!c->gone_since)
                 c->gone_since = g_steal_pointer(&now);
 }
 
-static void report_restart(Context *c) {
+static void on_daemon_restarted(WatchdClient *client, gpointer userdata) {
+        Context *c = userdata;
         g_autoptr(GDateTime) now = g_date_time_new_now_local();
-        g_autofree char *from = time_of_day(c->gone_since), *until = time_of_day(now);
+        g_autofree char *from = NULL, *until = time_of_day(now);
 
+        if (c->stopping || !c->gone_since || c->watches->len == 0)
+                return;
+        from = time_of_day(c->gone_since);
         warn("watchd restarted; events between %s and %s may have been missed", from, until);
         if (c->opt_json) {
                 g_autoptr(JsonBuilder) b = json_builder_new();
@@ -494,52 +439,10 @@ static void report_restart(Context *c) {
                 print_json(b);
                 flush_output(c);
         }
-}
-
-static void on_name_appeared(GDBusConnection *bus, const char *name, const char *owner, gpointer userdata) {
-        Context *c = userdata;
-        g_autoptr(GError) error = NULL;
-
-        if (g_strcmp0(owner, c->owner) == 0)
-                return;         /* the daemon our watches were added with */
-        if (c->owner)           /* replaced without a gap we saw */
-                on_name_vanished(bus, name, c);
-
-        if (!connect_proxy(c, &error)) {
-                report_call_error(c, NULL, error);
-                quit(c, EXIT_ERROR);
-                return;
-        }
-        /* Signals are filtered by c->owner: set it before the first watch is
-         * added so that no event of the new daemon is dropped. */
-        c->owner = g_strdup(owner);
-        for (guint i = 0; i < c->watches->len;) {
-                Watch *w = c->watches->pdata[i];
-                g_autofree char *remote = NULL;
-
-                g_clear_error(&error);
-                if (add_watch(c, w, &error)) {
-                        i++;
-                        continue;
-                }
-                remote = g_dbus_error_get_remote_error(error);
-                if (error_means_not_running(error, remote) ||
-                    g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY)) {
-                        /* Gone again: the next appearance starts over. */
-                        on_name_vanished(bus, name, c);
-                        return;
-                }
-                report_call_error(c, w->display, error);
-                warn("\"%s\" is no longer watched", w->display);
-                drop_watch(c, w);
-                if (c->watches->len == 0)
-                        return;
-        }
-        report_restart(c);
         g_clear_pointer(&c->gone_since, g_date_time_unref);
 }
 
-static void on_bus_closed(GDBusConnection *bus, gboolean remote_peer_vanished, GError *error, gpointer userdata) {
+static void on_client_closed(WatchdClient *client, const GError *error, gpointer userdata) {
         Context *c = userdata;
 
         warn("lost the connection to %s%s%s", bus_description(c), error ? ": " : "", error ? error->message : "");
@@ -668,7 +571,7 @@ static int check_selection(Context *c, const char *command, gboolean need_paths)
                 return usage_error(command, "no PATH to watch");
 
         c->watches = g_ptr_array_new_with_free_func((GDestroyNotify) watch_free);
-        c->by_id = g_hash_table_new(NULL, NULL);
+        c->lost = g_ptr_array_new();
         for (char **p = c->opt_paths; p && *p; p++) {
                 Watch *w;
 
@@ -691,34 +594,32 @@ static int connect_bus(Context *c) {
         g_autoptr(GError) error = NULL;
 
         if (c->opt_address)
-                c->bus = g_dbus_connection_new_for_address_sync(c->opt_address,
-                                                                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                                G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                                NULL, NULL, &error);
+                c->client = watchd_client_new_for_address_sync(c->opt_address, NULL, &error);
         else
-                c->bus = g_bus_get_sync(c->opt_session ? G_BUS_TYPE_SESSION : G_BUS_TYPE_SYSTEM, NULL, &error);
-        if (!c->bus) {
+                c->client = watchd_client_new_sync(c->opt_session ? G_BUS_TYPE_SESSION : G_BUS_TYPE_SYSTEM, NULL,
+                                                   &error);
+        if (!c->client) {
                 if (c->opt_address)
                         warn("cannot connect to the bus at %s: %s", c->opt_address, error->message);
                 else
                         warn("cannot connect to %s (is dbus running?): %s", bus_description(c), error->message);
                 return EXIT_ERROR;
         }
-        /* The shared bus connections raise SIGTERM on close by default. */
-        g_dbus_connection_set_exit_on_close(c->bus, FALSE);
         return -1;
 }
 
 /* Adds every watch of the selection; returns -1 on success, else the status. */
 static int add_all_watches(Context *c) {
-        g_autoptr(GError) error = NULL;
-
-        if (!connect_proxy(c, &error))
-                return report_call_error(c, NULL, error);
         for (guint i = 0; i < c->watches->len; i++) {
                 Watch *w = c->watches->pdata[i];
+                g_autoptr(GError) error = NULL;
 
-                if (!add_watch(c, w, &error))
+                w->c = c;
+                w->sub = watchd_subscription_new(c->client, w->path, c->mask, c->flags);
+                g_signal_connect(w->sub, "events", G_CALLBACK(on_events), w);
+                g_signal_connect(w->sub, "overflow", G_CALLBACK(on_overflow), w);
+                g_signal_connect(w->sub, "removed", G_CALLBACK(on_removed), w);
+                if (!watchd_subscription_start_sync(w->sub, NULL, &error))
                         return report_call_error(c, w->display, error);
         }
         return -1;
@@ -777,24 +678,14 @@ static int cmd_watch(Context *c, int argc, char **argv) {
         r = connect_bus(c);
         if (r >= 0)
                 return r;
-        g_signal_connect(c->bus, "closed", G_CALLBACK(on_bus_closed), c);
-        /* Subscribe before the first AddWatch so that no early event is lost;
-         * on_signal() drops everything until c->owner is known. */
-        c->signal_sub = g_dbus_connection_signal_subscribe(c->bus, NULL, WATCHD_INTERFACE, NULL,
-                                                           WATCHD_OBJECT_PATH, NULL, G_DBUS_SIGNAL_FLAGS_NONE,
-                                                           on_signal, c, NULL);
+        g_signal_connect(c->client, "closed", G_CALLBACK(on_client_closed), c);
+        g_signal_connect(c->client, "daemon-vanished", G_CALLBACK(on_daemon_vanished), c);
+        g_signal_connect(c->client, "daemon-restarted", G_CALLBACK(on_daemon_restarted), c);
+        /* The handlers are connected before each watch starts: no event is
+         * missed, and none is emitted before the main loop runs. */
         r = add_all_watches(c);
         if (r >= 0)
                 return r;
-        /* Signals are dispatched from the main loop, which has not run yet:
-         * none is dropped for want of an owner. */
-        c->owner = get_name_owner(c);
-        if (!c->owner) {
-                warn("watchd left %s right after the watches were added", bus_description(c));
-                return EXIT_ERROR;
-        }
-        c->name_watch = g_bus_watch_name_on_connection(c->bus, WATCHD_BUS_NAME, G_BUS_NAME_WATCHER_FLAGS_NONE,
-                                                       on_name_appeared, on_name_vanished, c, NULL);
 
         c->loop = g_main_loop_new(NULL, FALSE);
         g_unix_signal_add(SIGINT, on_stop_signal, c);
@@ -835,7 +726,6 @@ static int cmd_list(Context *c, int argc, char **argv) {
         g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify) g_variant_unref);
         GVariant *entry;
         GVariantIter it;
-        const char *path;
         guint32 id, mask, flags;
         int r;
 
@@ -860,7 +750,8 @@ static int cmd_list(Context *c, int argc, char **argv) {
         r = add_all_watches(c);
         if (r >= 0)
                 return r;
-        if (!watchd_inotify_call_list_watches_sync(c->proxy, &list, NULL, &error))
+        list = watchd_client_list_watches_sync(c->client, NULL, &error);
+        if (!list)
                 return report_call_error(c, NULL, error);
 
         /* In id order, which is the order they were made in. */
@@ -869,14 +760,13 @@ static int cmd_list(Context *c, int argc, char **argv) {
                 g_ptr_array_add(rows, entry);
         g_ptr_array_sort(rows, compare_watch_ids);
         for (guint i = 0; i < rows->len; i++) {
-                g_autofree char *events = NULL, *flagnames = NULL, *bytes = NULL;
-                gboolean escaped;
+                g_autofree char *events = NULL, *flagnames = NULL;
+                g_autoptr(GVariant) path = NULL;
+                const char *bytes;
 
-                g_variant_get(rows->pdata[i], "(u&suu)", &id, &path, &mask, &flags);
-                /* The flag says how the path is written, not what was asked. */
-                escaped = flags & WATCHD_PATH_ESCAPED;
-                flags &= ~WATCHD_PATH_ESCAPED;
-                bytes = escaped ? unescape(path) : g_strdup(path);
+                /* The path as bytes; the library has unescaped it. */
+                g_variant_get(rows->pdata[i], "(u@ayuu)", &id, &path, &mask, &flags);
+                bytes = g_variant_get_bytestring(path);
                 events = event_mask_to_string(mask, ',');
                 flagnames = event_flags_to_string(flags);
                 if (c->opt_json) {
@@ -938,13 +828,10 @@ static int cmd_stats(Context *c, int argc, char **argv) {
         r = connect_bus(c);
         if (r >= 0)
                 return r;
-        if (!connect_proxy(c, &error))
+        stats = watchd_client_get_stats_sync(c->client, NULL, &error);
+        if (!stats)
                 return report_call_error(c, NULL, error);
-        if (!watchd_inotify_call_get_stats_sync(c->proxy, &stats, NULL, &error))
-                return report_call_error(c, NULL, error);
-        version = g_dbus_proxy_call_sync(G_DBUS_PROXY(c->proxy), "org.freedesktop.DBus.Properties.Get",
-                                         g_variant_new("(ss)", WATCHD_INTERFACE, "Version"),
-                                         G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+        version = watchd_client_get_daemon_property_sync(c->client, "Version", NULL, &error);
         if (!version)
                 return report_call_error(c, NULL, error);
 
@@ -955,9 +842,8 @@ static int cmd_stats(Context *c, int argc, char **argv) {
 
         if (c->opt_json) {
                 g_autoptr(JsonBuilder) b = json_builder_new();
-                g_autoptr(GVariant) v = NULL;
+                g_autoptr(GVariant) v = g_variant_ref(version);
 
-                g_variant_get(version, "(v)", &v);
                 json_builder_begin_object(b);
                 json_builder_set_member_name(b, "version");
                 json_builder_add_value(b, json_gvariant_serialize(v));
@@ -970,11 +856,8 @@ static int cmd_stats(Context *c, int argc, char **argv) {
                 json_builder_end_object(b);
                 print_json(b);
         } else {
-                g_autoptr(GVariant) v = NULL;
-                g_autofree char *text = NULL;
+                g_autofree char *text = variant_to_text(version);
 
-                g_variant_get(version, "(v)", &v);
-                text = variant_to_text(v);
                 printf("%-24s %s\n", "version", text);
                 for (guint i = 0; i < keys->len; i++) {
                         g_autofree char *vt = NULL;

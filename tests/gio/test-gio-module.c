@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-gio-module - the GIO module loaded by the installed GLib
+ *
+ * Each case runs in a process of its own under tests/gio/with-watchd (a
+ * private system bus in DBUS_SYSTEM_BUS_ADDRESS, watchd on it unless
+ * --no-watchd, the module's build directory in GIO_EXTRA_MODULES): GLib
+ * chooses a file monitor implementation once per process. The cases check
+ * which implementation GLib chose (by its type name), that the events come
+ * through watchd (its GetStats), how long is_supported() takes when watchd
+ * cannot be reached, and that monitors survive a restart of watchd and the
+ * deletion of their directory.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+
+#define TIMEOUT_MS 10000
+
+typedef struct Seen {
+        GFileMonitorEvent event;
+        char *name;
+        char *other;
+        GThread *thread;
+} Seen;
+
+static GPtrArray *seen;         /* Seen* */
+static GMutex seen_lock;
+
+static void seen_free(Seen *s) {
+        g_free(s->name);
+        g_free(s->other);
+        g_free(s);
+}
+
+static void on_changed(GFileMonitor *m, GFile *file, GFile *other, GFileMonitorEvent event, gpointer data) {
+        Seen *s = g_new0(Seen, 1);
+
+        s->event = event;
+        s->name = g_file_get_basename(file);
+        s->other = other ? g_file_get_basename(other) : NULL;
+        s->thread = g_thread_self();
+        g_mutex_lock(&seen_lock);
+        g_ptr_array_add(seen, s);
+        g_mutex_unlock(&seen_lock);
+}
+
+static Seen *find_seen(GFileMonitorEvent event, const char *name) {
+        Seen *found = NULL;
+
+        g_mutex_lock(&seen_lock);
+        for (guint i = 0; i < seen->len && !found; i++) {
+                Seen *s = seen->pdata[i];
+
+                if (s->event == event && g_str_equal(s->name, name))
+                        found = s;
+        }
+        g_mutex_unlock(&seen_lock);
+        return found;
+}
+
+/* Runs context until event on name was seen. */
+static Seen *await_seen(GMainContext *context, GFileMonitorEvent event, const char *name) {
+        gint64 deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
+        Seen *s;
+
+        while (!(s = find_seen(event, name))) {
+                if (g_get_monotonic_time() > deadline)
+                        g_error("no event %d on %s within %d ms", event, name, TIMEOUT_MS);
+                g_main_context_iteration(context, FALSE);
+                g_usleep(1000);
+        }
+        return s;
+}
+
+static char *make_dir(void) {
+        g_autoptr(GError) error = NULL;
+        char *d = g_dir_make_tmp("gio-module-XXXXXX", &error);
+
+        g_assert_no_error(error);
+        return d;
+}
+
+static void touch(const char *dir, const char *name) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+        g_assert_cmpint(fd, >=, 0);
+        close(fd);
+}
+
+static GFileMonitor *monitor_dir(const char *dir, gint64 *ret_usec) {
+        g_autoptr(GFile) f = g_file_new_for_path(dir);
+        g_autoptr(GError) error = NULL;
+        gint64 start = g_get_monotonic_time();
+        GFileMonitor *m = g_file_monitor_directory(f, G_FILE_MONITOR_WATCH_MOVES, NULL, &error);
+
+        if (ret_usec)
+                *ret_usec = g_get_monotonic_time() - start;
+        g_assert_no_error(error);
+        g_signal_connect(m, "changed", G_CALLBACK(on_changed), NULL);
+        return m;
+}
+
+/* A GetStats counter of the watchd on the test's bus. */
+static guint64 watchd_stat(const char *key) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GDBusConnection) c = g_dbus_connection_new_for_address_sync(
+                g_getenv("DBUS_SYSTEM_BUS_ADDRESS"),
+                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL,
+                NULL, &error);
+        g_autoptr(GVariant) reply = NULL, stats = NULL, v = NULL;
+
+        g_assert_no_error(error);
+        reply = g_dbus_connection_call_sync(c, "org.example.Inotify", "/org/example/Inotify", "org.example.Inotify",
+                                            "GetStats", NULL, G_VARIANT_TYPE("(a{sv})"), G_DBUS_CALL_FLAGS_NONE, 5000,
+                                            NULL, &error);
+        g_assert_no_error(error);
+        stats = g_variant_get_child_value(reply, 0);
+        v = g_variant_lookup_value(stats, key, NULL);
+        g_assert_nonnull(v);
+        return g_variant_is_of_type(v, G_VARIANT_TYPE_UINT32) ? g_variant_get_uint32(v) : g_variant_get_uint64(v);
+}
+
+static void setup(void) {
+        seen = g_ptr_array_new_with_free_func((GDestroyNotify) seen_free);
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* watchd runs: GLib picks the module by priority (or by GIO_USE_FILE_MONITOR,
+ * as meson sets it for /gio-module/forced), and events come through watchd. */
+static void test_chosen(void) {
+        g_autofree char *dir = make_dir();
+        g_autoptr(GFileMonitor) m = NULL;
+        gint64 usec;
+
+        setup();
+        m = monitor_dir(dir, &usec);
+        g_test_message("first monitor (is_supported() included): %" G_GINT64_FORMAT " us", usec);
+        g_assert_cmpstr(G_OBJECT_TYPE_NAME(m), ==, "GWatchdFileMonitor");
+        g_assert_cmpuint(watchd_stat("subscriptions"), ==, 1);
+        touch(dir, "a");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "a");
+        g_assert_cmpuint(watchd_stat("events_delivered"), >=, 1);
+        g_file_monitor_cancel(m);
+        {
+                g_autofree char *a = g_build_filename(dir, "a", NULL);
+
+                g_unlink(a);
+                g_rmdir(dir);
+        }
+}
+
+/* Where watchd cannot be reached, GLib falls back to inotify, and the
+ * module's is_supported() answers within its bound (500 ms) plus a margin
+ * for a loaded machine. bound_ms: what the case allows. */
+static void check_fallback(int max_ms) {
+        g_autofree char *dir = make_dir();
+        g_autoptr(GFileMonitor) m = NULL;
+        gint64 usec;
+
+        setup();
+        m = monitor_dir(dir, &usec);
+        g_test_message("first monitor (is_supported() included): %.1f ms", usec / 1000.0);
+        g_assert_cmpstr(G_OBJECT_TYPE_NAME(m), ==, "GInotifyFileMonitor");
+        g_assert_cmpint(usec / 1000, <, max_ms);
+        touch(dir, "a");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "a");
+        g_file_monitor_cancel(m);
+        {
+                g_autofree char *a = g_build_filename(dir, "a", NULL);
+
+                g_unlink(a);
+                g_rmdir(dir);
+        }
+}
+
+/* A bus without watchd (with-watchd --no-watchd). */
+static void test_no_daemon(void) {
+        check_fallback(200);
+}
+
+/* No bus at all: the system bus socket does not exist. */
+static void test_no_bus(void) {
+        g_setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent/watchd-test-bus", TRUE);
+        check_fallback(200);
+}
+
+/* A bus that accepts the connection and never answers: is_supported()
+ * gives up after its bound. */
+static void test_hung_bus(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *path = g_build_filename(dir, "hung", NULL);
+        g_autofree char *address = g_strdup_printf("unix:path=%s", path);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        g_assert_cmpint(fd, >=, 0);
+        g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+        g_assert_cmpint(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), ==, 0);
+        g_assert_cmpint(listen(fd, 16), ==, 0);
+        g_setenv("DBUS_SYSTEM_BUS_ADDRESS", address, TRUE);
+        check_fallback(1500);
+        close(fd);
+        g_unlink(path);
+        g_rmdir(dir);
+}
+
+static gboolean name_has_owner(void) {
+        g_autoptr(GDBusConnection) c = g_dbus_connection_new_for_address_sync(
+                g_getenv("DBUS_SYSTEM_BUS_ADDRESS"),
+                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL,
+                NULL, NULL);
+        g_autoptr(GVariant) r = g_dbus_connection_call_sync(c, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                            "org.freedesktop.DBus", "NameHasOwner",
+                                                            g_variant_new("(s)", "org.example.Inotify"),
+                                                            G_VARIANT_TYPE("(b)"), 0, 5000, NULL, NULL);
+        gboolean has = FALSE;
+
+        if (r)
+                g_variant_get(r, "(b)", &has);
+        return has;
+}
+
+/* watchd stops and another starts: the monitor goes on. */
+static void test_restart(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *conf = g_build_filename(g_getenv("WATCHD_TEST_DIR"), "watchd.conf", NULL);
+        g_autoptr(GFileMonitor) m = NULL;
+        g_autoptr(GSubprocess) again = NULL;
+        g_autoptr(GError) error = NULL;
+        pid_t pid = (pid_t) g_ascii_strtoll(g_getenv("WATCHD_TEST_PID"), NULL, 10);
+        gint64 deadline;
+
+        setup();
+        m = monitor_dir(dir, NULL);
+        g_assert_cmpstr(G_OBJECT_TYPE_NAME(m), ==, "GWatchdFileMonitor");
+        g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+        deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
+        while (name_has_owner())
+                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        again = g_subprocess_new(G_SUBPROCESS_FLAGS_NONE, &error, g_getenv("WATCHD"), "--address",
+                                 g_getenv("DBUS_SYSTEM_BUS_ADDRESS"), "--backend", "syscall", "--config", conf, NULL);
+        g_assert_no_error(error);
+        while (!name_has_owner())
+                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        /* Added again by the library once it sees the new owner. */
+        while (watchd_stat("subscriptions") != 1) {
+                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                g_usleep(2000);
+        }
+        touch(dir, "after");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "after");
+        g_file_monitor_cancel(m);
+        g_subprocess_send_signal(again, SIGTERM);
+        g_subprocess_wait(again, NULL, NULL);
+}
+
+/* A monitored directory deleted and made again: a GLib monitor outlives
+ * it. watchd ends its subscription; the module watches the path again. */
+static void test_dir_recreated(void) {
+        g_autofree char *parent = make_dir();
+        g_autofree char *dir = g_build_filename(parent, "d", NULL);
+        g_autoptr(GFileMonitor) m = NULL;
+        gint64 deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
+
+        setup();
+        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+        m = monitor_dir(dir, NULL);
+        g_assert_cmpint(g_rmdir(dir), ==, 0);
+        await_seen(NULL, G_FILE_MONITOR_EVENT_DELETED, "d");
+        /* The new subscription is pending on the missing path. */
+        while (watchd_stat("subscriptions") != 1) {
+                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                g_main_context_iteration(NULL, FALSE);
+                g_usleep(2000);
+        }
+        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+        /* Placed once the path exists (watchd follows it at once): files
+         * made from then on are seen. New names until one is. */
+        deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
+        for (int i = 0;; i++) {
+                g_autofree char *name = g_strdup_printf("x%d", i);
+                gint64 wait = g_get_monotonic_time() + 100 * 1000;
+
+                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                touch(dir, name);
+                while (!find_seen(G_FILE_MONITOR_EVENT_CREATED, name) && g_get_monotonic_time() < wait) {
+                        g_main_context_iteration(NULL, FALSE);
+                        g_usleep(1000);
+                }
+                if (find_seen(G_FILE_MONITOR_EVENT_CREATED, name)) {
+                        g_test_message("seen from x%d on", i);
+                        break;
+                }
+        }
+        g_file_monitor_cancel(m);
+}
+
+/* File names are bytes: a directory and a file whose names are not UTF-8
+ * reach the monitor as they are (watchd sends them escaped). */
+static void test_non_utf8(void) {
+        g_autofree char *parent = make_dir();
+        g_autofree char *dir = g_build_filename(parent, "d\xff", NULL);
+        g_autoptr(GFileMonitor) m = NULL;
+
+        setup();
+        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+        m = monitor_dir(dir, NULL);
+        g_assert_cmpstr(G_OBJECT_TYPE_NAME(m), ==, "GWatchdFileMonitor");
+        touch(dir, "x\xfe\\y");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "x\xfe\\y");
+        g_file_monitor_cancel(m);
+}
+
+typedef struct ThreadData {
+        const char *dir;
+        GMainContext *context;
+        gboolean done;
+        GThread *thread;
+} ThreadData;
+
+static gpointer monitor_thread(gpointer data) {
+        ThreadData *t = data;
+        g_autoptr(GFileMonitor) m = NULL;
+        Seen *s;
+
+        g_main_context_push_thread_default(t->context);
+        m = monitor_dir(t->dir, NULL);
+        touch(t->dir, "from-thread");
+        s = await_seen(t->context, G_FILE_MONITOR_EVENT_CREATED, "from-thread");
+        g_assert_true(s->thread == g_thread_self());
+        g_file_monitor_cancel(m);
+        g_main_context_pop_thread_default(t->context);
+        return NULL;
+}
+
+/* A monitor made in another thread emits in that thread's context (its
+ * GFileMonitorSource), whatever thread watchd's events arrive on. */
+static void test_thread(void) {
+        g_autofree char *dir = make_dir();
+        ThreadData t = { .dir = dir, .context = g_main_context_new() };
+        GThread *thread;
+
+        setup();
+        thread = g_thread_new("monitor", monitor_thread, &t);
+        g_thread_join(thread);
+        g_main_context_unref(t.context);
+        // cppcheck-suppress memleak ; g_thread_join() freed thread
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/gio-module/chosen", test_chosen);
+        g_test_add_func("/gio-module/forced", test_chosen);
+        g_test_add_func("/gio-module/no-daemon", test_no_daemon);
+        g_test_add_func("/gio-module/no-bus", test_no_bus);
+        g_test_add_func("/gio-module/hung-bus", test_hung_bus);
+        g_test_add_func("/gio-module/restart", test_restart);
+        g_test_add_func("/gio-module/dir-recreated", test_dir_recreated);
+        g_test_add_func("/gio-module/thread", test_thread);
+        g_test_add_func("/gio-module/non-utf8", test_non_utf8);
+        return g_test_run();
+}

@@ -1,0 +1,825 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-libwatchd - the client library against a real watchd on a private bus
+ *
+ * Each case starts its own dbus-daemon and watchd (syscall backend) with
+ * the harness of tests/dbus (watchd-test.h), makes a WatchdClient for the
+ * bus's address, changes real files, and checks what the subscriptions
+ * emit. Waits are for an emission, with a deadline that fails the case.
+ * Run one case with -p (meson runs each case as its own test).
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#include <watchd.h>
+
+#include "watchd-test.h"
+
+#define TIMEOUT_MS 10000
+
+typedef struct Fixture {
+        WtBus *bus;
+        WtDaemon *daemon;
+        char *dir;              /* the files the case changes */
+        WatchdClient *client;
+} Fixture;
+
+/* What one subscription emitted. */
+typedef struct Rec {
+        GPtrArray *events;      /* WatchdEvent* */
+        GArray *overflows;      /* WatchdOverflowReason */
+        int removed;            /* -1, or the WatchdRemovedReason */
+        char *removed_detail;
+        GError *removed_error;
+        GThread *thread;        /* where the last signal was emitted */
+} Rec;
+
+static void rec_init(Rec *r) {
+        *r = (Rec) { 0 };
+        r->events = g_ptr_array_new_with_free_func((GDestroyNotify) watchd_event_unref);
+        r->overflows = g_array_new(FALSE, FALSE, sizeof(int));
+        r->removed = -1;
+}
+
+static void rec_clear(Rec *r) {
+        g_ptr_array_unref(r->events);
+        g_array_unref(r->overflows);
+        g_free(r->removed_detail);
+        g_clear_error(&r->removed_error);
+}
+
+static void on_events(WatchdSubscription *sub, GPtrArray *events, gpointer data) {
+        Rec *r = data;
+
+        for (guint i = 0; i < events->len; i++)
+                g_ptr_array_add(r->events, watchd_event_ref(events->pdata[i]));
+        r->thread = g_thread_self();
+}
+
+static void on_overflow(WatchdSubscription *sub, WatchdOverflowReason reason, gpointer data) {
+        Rec *r = data;
+        int v = reason;
+
+        g_array_append_val(r->overflows, v);
+        r->thread = g_thread_self();
+}
+
+static void on_removed(WatchdSubscription *sub, WatchdRemovedReason reason, const char *detail, const GError *error,
+                       gpointer data) {
+        Rec *r = data;
+
+        r->removed = reason;
+        r->removed_detail = g_strdup(detail);
+        r->removed_error = error ? g_error_copy(error) : NULL;
+        r->thread = g_thread_self();
+}
+
+static void rec_connect(Rec *r, WatchdSubscription *sub) {
+        g_signal_connect(sub, "events", G_CALLBACK(on_events), r);
+        g_signal_connect(sub, "overflow", G_CALLBACK(on_overflow), r);
+        g_signal_connect(sub, "removed", G_CALLBACK(on_removed), r);
+}
+
+/* A started subscription with r connected first. */
+static WatchdSubscription *watch(Fixture *f, Rec *r, const char *path, WatchdEventMask mask, WatchdWatchFlags flags) {
+        g_autoptr(GError) error = NULL;
+        WatchdSubscription *sub = watchd_subscription_new(f->client, path, mask, flags);
+
+        rec_connect(r, sub);
+        watchd_subscription_start_sync(sub, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_true(watchd_subscription_is_active(sub));
+        g_assert_cmpuint(watchd_subscription_get_id(sub), >, 0);
+        return sub;
+}
+
+typedef struct Want {
+        Rec *r;
+        const char *path;
+        guint32 mask;
+} Want;
+
+static gboolean want_met(gpointer data) {
+        Want *w = data;
+
+        for (guint i = 0; i < w->r->events->len; i++) {
+                WatchdEvent *e = w->r->events->pdata[i];
+
+                if ((watchd_event_get_mask(e) & w->mask) == w->mask && g_str_equal(watchd_event_get_path(e), w->path))
+                        return TRUE;
+        }
+        return FALSE;
+}
+
+/* Waits for an event about path with (at least) mask; returns it. */
+static WatchdEvent *await_event(Rec *r, const char *path, guint32 mask) {
+        Want w = { r, path, mask };
+
+        if (!wt_await(want_met, &w, TIMEOUT_MS)) {
+                g_autoptr(GString) s = g_string_new(NULL);
+
+                for (guint i = 0; i < r->events->len; i++)
+                        g_string_append_printf(s, "  0x%x %s\n", watchd_event_get_mask(r->events->pdata[i]),
+                                               watchd_event_get_path(r->events->pdata[i]));
+                g_error("No event 0x%x on %s within %d ms; got:\n%s", mask, path, TIMEOUT_MS, s->str);
+        }
+        for (guint i = 0; i < r->events->len; i++) {
+                WatchdEvent *e = r->events->pdata[i];
+
+                if ((watchd_event_get_mask(e) & mask) == mask && g_str_equal(watchd_event_get_path(e), path))
+                        return e;
+        }
+        g_assert_not_reached();
+}
+
+static gboolean has_overflow(gpointer data) {
+        return ((Rec *) data)->overflows->len > 0;
+}
+
+static gboolean has_removed(gpointer data) {
+        return ((Rec *) data)->removed >= 0;
+}
+
+static char *path_in(Fixture *f, const char *name) {
+        return g_build_filename(f->dir, name, NULL);
+}
+
+static void touch(const char *path) {
+        int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+        g_assert_cmpint(fd, >=, 0);
+        close(fd);
+}
+
+static pid_t daemon_pid(Fixture *f) {
+        return (pid_t) g_ascii_strtoll(g_subprocess_get_identifier(f->daemon->process), NULL, 10);
+}
+
+static WatchdClient *new_client(Fixture *f) {
+        g_autoptr(GError) error = NULL;
+        WatchdClient *c = watchd_client_new_for_address_sync(f->bus->address, NULL, &error);
+
+        g_assert_no_error(error);
+        return c;
+}
+
+static void setup(Fixture *f, gconstpointer data) {
+        f->bus = wt_bus_start();
+        f->daemon = wt_daemon_start(f->bus, data);
+        f->dir = wt_make_fast_dir();
+        f->client = new_client(f);
+}
+
+static void teardown(Fixture *f, gconstpointer data) {
+        if (f->client) {
+                watchd_client_close(f->client);
+                g_object_unref(f->client);
+        }
+        if (f->daemon)
+                g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
+        wt_bus_stop(f->bus);
+        wt_remove_tree(f->dir);
+        g_free(f->dir);
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* The client knows the daemon: running, its version, its unique name. */
+static void test_connect(Fixture *f, gconstpointer data) {
+        g_autofree char *version = watchd_client_dup_daemon_version(f->client);
+        g_autofree char *owner = watchd_client_dup_daemon_owner(f->client);
+
+        g_assert_true(watchd_client_get_daemon_running(f->client));
+        g_assert_cmpstr(version, ==, WATCHD_VERSION);
+        g_assert_nonnull(owner);
+        g_assert_true(owner[0] == ':');
+        g_assert_true(watchd_client_get_main_context(f->client) == g_main_context_default());
+}
+
+/* Create, write, delete: one event each, with the child's path. */
+static void test_events(Fixture *f, gconstpointer data) {
+        g_autofree char *file = path_in(f, "a");
+        g_autoptr(WatchdSubscription) sub = NULL;
+        Rec r;
+
+        rec_init(&r);
+        sub = watch(f, &r, f->dir, WATCHD_EVENT_CREATE | WATCHD_EVENT_CLOSE_WRITE | WATCHD_EVENT_DELETE, 0);
+        touch(file);
+        g_assert_cmpint(g_unlink(file), ==, 0);
+        await_event(&r, file, WATCHD_EVENT_DELETE);
+        g_assert_cmpuint(r.events->len, ==, 3);
+        g_assert_cmpuint(watchd_event_get_mask(r.events->pdata[0]), ==, WATCHD_EVENT_CREATE);
+        g_assert_cmpuint(watchd_event_get_mask(r.events->pdata[1]), ==, WATCHD_EVENT_CLOSE_WRITE);
+        g_assert_null(watchd_event_get_new_path(r.events->pdata[0]));
+        g_assert_false(watchd_event_is_rename(r.events->pdata[0]));
+        g_assert_true(r.thread == g_thread_self());
+        g_assert_cmpuint(r.overflows->len, ==, 0);
+        watchd_subscription_cancel(sub);
+        rec_clear(&r);
+}
+
+/* A rename in one directory is one event with both paths. */
+static void test_rename(Fixture *f, gconstpointer data) {
+        g_autofree char *a = path_in(f, "a"), *b = path_in(f, "b");
+        g_autoptr(WatchdSubscription) sub = NULL;
+        WatchdEvent *e;
+        Rec r;
+
+        rec_init(&r);
+        touch(a);
+        sub = watch(f, &r, f->dir, WATCHD_EVENT_MOVE, 0);
+        g_assert_cmpint(g_rename(a, b), ==, 0);
+        e = await_event(&r, a, WATCHD_EVENT_MOVE);
+        g_assert_true(watchd_event_is_rename(e));
+        g_assert_cmpstr(watchd_event_get_new_path(e), ==, b);
+        g_assert_cmpuint(watchd_event_get_cookie(e), !=, 0);
+        g_assert_cmpuint(r.events->len, ==, 1);
+        watchd_subscription_cancel(sub);
+        rec_clear(&r);
+}
+
+/* A rename across two subscriptions of one client: watchd sends the pair
+ * under the MOVED_FROM side's id; the MOVED_TO side's subscription gets it
+ * too, both paths included. */
+static void test_rename_across(Fixture *f, gconstpointer data) {
+        g_autofree char *da = path_in(f, "da"), *db = path_in(f, "db");
+        g_autofree char *a = g_build_filename(da, "x", NULL), *b = g_build_filename(db, "x", NULL);
+        g_autoptr(WatchdSubscription) sa = NULL, sb = NULL;
+        WatchdEvent *e;
+        Rec ra, rb;
+
+        rec_init(&ra);
+        rec_init(&rb);
+        g_assert_cmpint(g_mkdir(da, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(db, 0755), ==, 0);
+        touch(a);
+        sa = watch(f, &ra, da, WATCHD_EVENT_MOVE, 0);
+        sb = watch(f, &rb, db, WATCHD_EVENT_MOVE, 0);
+        g_assert_cmpint(g_rename(a, b), ==, 0);
+        e = await_event(&rb, a, WATCHD_EVENT_MOVE);
+        g_assert_cmpstr(watchd_event_get_new_path(e), ==, b);
+        e = await_event(&ra, a, WATCHD_EVENT_MOVE);
+        g_assert_cmpstr(watchd_event_get_new_path(e), ==, b);
+        g_assert_cmpuint(ra.events->len, ==, 1);
+        g_assert_cmpuint(rb.events->len, ==, 1);
+        watchd_subscription_cancel(sa);
+        watchd_subscription_cancel(sb);
+        rec_clear(&ra);
+        rec_clear(&rb);
+}
+
+/* The watched directory deleted: DELETE_SELF, then "removed" (deleted). */
+static void test_removed(Fixture *f, gconstpointer data) {
+        g_autofree char *d = path_in(f, "d");
+        g_autoptr(WatchdSubscription) sub = NULL;
+        guint32 id;
+        Rec r;
+
+        rec_init(&r);
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        sub = watch(f, &r, d, WATCHD_EVENT_ALL, 0);
+        id = watchd_subscription_get_id(sub);
+        g_assert_cmpint(g_rmdir(d), ==, 0);
+        g_assert_true(wt_await(has_removed, &r, TIMEOUT_MS));
+        g_assert_cmpint(r.removed, ==, WATCHD_REMOVED_DELETED);
+        g_assert_cmpstr(r.removed_detail, ==, "deleted");
+        g_assert_null(r.removed_error);
+        await_event(&r, d, WATCHD_EVENT_DELETE_SELF);
+        g_assert_false(watchd_subscription_is_active(sub));
+        g_assert_cmpuint(watchd_subscription_get_id(sub), ==, id);       /* kept, for whoever names it */
+        rec_clear(&r);
+}
+
+/* watchd's Overflow reaches the subscription, in order after the events
+ * that were delivered. */
+static void test_overflow_daemon(Fixture *f, gconstpointer data) {
+        g_autoptr(WatchdSubscription) sub = NULL;
+        pid_t pid = daemon_pid(f);
+        Rec r;
+
+        rec_init(&r);
+        sub = watch(f, &r, f->dir, WATCHD_EVENT_CREATE, 0);
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        for (int i = 0; i < 100; i++) {
+                g_autofree char *n = g_strdup_printf("%s/f-%d", f->dir, i);
+
+                touch(n);
+        }
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await(has_overflow, &r, TIMEOUT_MS));
+        g_assert_cmpint(g_array_index(r.overflows, int, 0), ==, WATCHD_OVERFLOW_DAEMON);
+        g_assert_cmpuint(r.events->len, <, 100);
+        watchd_subscription_cancel(sub);
+        rec_clear(&r);
+}
+
+/* A client whose context does not run keeps at most max-queued-events;
+ * past it the subscription gets an overflow (CLIENT) instead. */
+static void test_overflow_client(Fixture *f, gconstpointer data) {
+        g_autoptr(WatchdSubscription) sub = NULL;
+        g_autoptr(GDBusConnection) c = wt_connect(f->bus);
+        g_autoptr(WatchdInotify) proxy = wt_proxy(c);
+        Rec r;
+
+        rec_init(&r);
+        g_object_set(f->client, "max-queued-events", 10, NULL);
+        sub = watch(f, &r, f->dir, WATCHD_EVENT_CREATE, 0);
+        for (int i = 0; i < 50; i++) {
+                g_autofree char *n = g_strdup_printf("%s/f-%d", f->dir, i);
+
+                touch(n);
+        }
+        /* Delivered by watchd while this context did not run. */
+        g_assert_true(wt_await_stat(proxy, "events_delivered", 50, TIMEOUT_MS));
+        g_assert_cmpuint(r.events->len, ==, 0);
+        g_assert_true(wt_await(has_overflow, &r, TIMEOUT_MS));
+        g_assert_cmpint(g_array_index(r.overflows, int, 0), ==, WATCHD_OVERFLOW_CLIENT);
+        g_assert_cmpuint(r.events->len, <=, 10);
+        watchd_subscription_cancel(sub);
+        rec_clear(&r);
+}
+
+static void on_client_signal(WatchdClient *client, gpointer data) {
+        (*(guint *) data)++;
+}
+
+/* watchd stops and another starts: every subscription is added again,
+ * says events may have been missed (RESTARTED) before its new events, and
+ * the client says once that all are back. */
+static void test_restart(Fixture *f, gconstpointer data) {
+        g_autofree char *d1 = path_in(f, "d1"), *d2 = path_in(f, "d2");
+        g_autofree char *f1 = g_build_filename(d1, "after", NULL), *f2 = g_build_filename(d2, "after", NULL);
+        g_autoptr(WatchdSubscription) s1 = NULL, s2 = NULL;
+        guint vanished = 0, restarted = 0;
+        guint32 old1, old2;
+        Rec r1, r2;
+
+        rec_init(&r1);
+        rec_init(&r2);
+        g_assert_cmpint(g_mkdir(d1, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(d2, 0755), ==, 0);
+        g_signal_connect(f->client, "daemon-vanished", G_CALLBACK(on_client_signal), &vanished);
+        g_signal_connect(f->client, "daemon-restarted", G_CALLBACK(on_client_signal), &restarted);
+        s1 = watch(f, &r1, d1, WATCHD_EVENT_CREATE, 0);
+        s2 = watch(f, &r2, d2, WATCHD_EVENT_CREATE, WATCHD_WATCH_ONLYDIR);
+        old1 = watchd_subscription_get_id(s1);
+        old2 = watchd_subscription_get_id(s2);
+
+        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
+        f->daemon = NULL;
+        g_assert_true(wt_await_flag((gboolean *) &vanished, TIMEOUT_MS));
+        g_assert_false(watchd_client_get_daemon_running(f->client));
+        g_assert_false(watchd_subscription_is_active(s1));
+        g_assert_cmpuint(restarted, ==, 0);
+
+        f->daemon = wt_daemon_start(f->bus, NULL);
+        g_assert_true(wt_await_flag((gboolean *) &restarted, TIMEOUT_MS));
+        g_assert_cmpuint(restarted, ==, 1);
+        g_assert_true(watchd_client_get_daemon_running(f->client));
+        g_assert_true(watchd_subscription_is_active(s1));
+        g_assert_true(watchd_subscription_is_active(s2));
+        g_assert_cmpuint(r1.overflows->len, ==, 1);
+        g_assert_cmpint(g_array_index(r1.overflows, int, 0), ==, WATCHD_OVERFLOW_RESTARTED);
+        g_assert_cmpuint(r2.overflows->len, ==, 1);
+        g_assert_cmpint(g_array_index(r2.overflows, int, 0), ==, WATCHD_OVERFLOW_RESTARTED);
+        g_test_message("ids %u, %u before; %u, %u after", old1, old2, watchd_subscription_get_id(s1),
+                       watchd_subscription_get_id(s2));
+
+        touch(f1);
+        touch(f2);
+        await_event(&r1, f1, WATCHD_EVENT_CREATE);
+        await_event(&r2, f2, WATCHD_EVENT_CREATE);
+        g_assert_cmpuint(vanished, ==, 1);
+        watchd_subscription_cancel(s1);
+        watchd_subscription_cancel(s2);
+        rec_clear(&r1);
+        rec_clear(&r2);
+}
+
+/* The daemon that comes back refuses one subscription (its limit is one
+ * watch a client): that one is removed with the daemon's error, the other
+ * is back. */
+static void test_restart_refused(Fixture *f, gconstpointer data) {
+        g_autofree char *d1 = path_in(f, "d1"), *d2 = path_in(f, "d2");
+        g_autoptr(WatchdSubscription) s1 = NULL, s2 = NULL;
+        g_autofree char *remote = NULL;
+        guint restarted = 0;
+        Rec r1, r2, *refused;
+
+        rec_init(&r1);
+        rec_init(&r2);
+        g_assert_cmpint(g_mkdir(d1, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(d2, 0755), ==, 0);
+        g_signal_connect(f->client, "daemon-restarted", G_CALLBACK(on_client_signal), &restarted);
+        s1 = watch(f, &r1, d1, WATCHD_EVENT_CREATE, 0);
+        s2 = watch(f, &r2, d2, WATCHD_EVENT_CREATE, 0);
+        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
+        f->daemon = wt_daemon_start(f->bus, "[limits]\nmax_watches_per_client = 1\n");
+        g_assert_true(wt_await_flag((gboolean *) &restarted, TIMEOUT_MS));
+
+        /* Which one is refused depends on the order the adds reach watchd. */
+        g_assert_true((r1.removed >= 0) != (r2.removed >= 0));
+        refused = r1.removed >= 0 ? &r1 : &r2;
+        g_assert_cmpint(refused->removed, ==, WATCHD_REMOVED_ERROR);
+        g_assert_nonnull(refused->removed_error);
+        remote = g_dbus_error_get_remote_error(refused->removed_error);
+        g_assert_cmpstr(remote, ==, "org.freedesktop.DBus.Error.LimitsExceeded");
+        g_assert_cmpuint(refused->overflows->len, ==, 0);
+        g_assert_true(watchd_subscription_is_active(refused == &r1 ? s2 : s1));
+        watchd_subscription_cancel(s1);
+        watchd_subscription_cancel(s2);
+        rec_clear(&r1);
+        rec_clear(&r2);
+}
+
+typedef struct AsyncResult {
+        gboolean done;
+        WatchdSubscription *sub;
+        GError *error;
+        Rec *connect;           /* connect this in the callback */
+        guint64 events_when_done;
+} AsyncResult;
+
+static void on_added(GObject *source, GAsyncResult *res, gpointer data) {
+        AsyncResult *a = data;
+
+        a->sub = watchd_client_add_watch_finish(WATCHD_CLIENT(source), res, &a->error);
+        if (a->sub && a->connect) {
+                a->events_when_done = a->connect->events->len;
+                rec_connect(a->connect, a->sub);
+        }
+        a->done = TRUE;
+}
+
+/* watchd_client_add_watch(): the subscription comes in the callback, and
+ * no event is emitted before the callback has connected its handlers. */
+static void test_add_async(Fixture *f, gconstpointer data) {
+        g_autofree char *file = path_in(f, "early");
+        AsyncResult a = { 0 };
+        Rec r;
+
+        rec_init(&r);
+        a.connect = &r;
+        watchd_client_add_watch(f->client, f->dir, WATCHD_EVENT_CREATE, 0, NULL, on_added, &a);
+        /* Wait for watchd to hold it without running this context, then
+         * make an event: it is queued before the callback has run. */
+        {
+                g_autoptr(GDBusConnection) c = wt_connect(f->bus);
+                g_autoptr(WatchdInotify) proxy = wt_proxy(c);
+
+                g_assert_true(wt_await_stat(proxy, "subscriptions", 1, TIMEOUT_MS));
+                touch(file);
+                g_assert_true(wt_await_stat(proxy, "events_delivered", 1, TIMEOUT_MS));
+        }
+        g_assert_true(wt_await_flag(&a.done, TIMEOUT_MS));
+        g_assert_no_error(a.error);
+        await_event(&r, file, WATCHD_EVENT_CREATE);
+        g_assert_cmpuint(a.events_when_done, ==, 0);
+        watchd_subscription_cancel(a.sub);
+        g_object_unref(a.sub);
+        rec_clear(&r);
+}
+
+/* Cancelled while watchd works: the call fails with CANCELLED at once, and
+ * the subscription watchd made anyway is removed when its answer comes. */
+static void test_add_cancel(Fixture *f, gconstpointer data) {
+        g_autoptr(GDBusConnection) c = wt_connect(f->bus);
+        g_autoptr(WatchdInotify) proxy = wt_proxy(c);
+        g_autoptr(GCancellable) cancellable = g_cancellable_new();
+        g_autofree char *file = path_in(f, "x");
+        pid_t pid = daemon_pid(f);
+        AsyncResult a = { 0 };
+        Rec r;
+
+        rec_init(&r);
+        a.connect = &r;
+        /* A stopped watchd: the call waits; cancel it meanwhile. */
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        watchd_client_add_watch(f->client, f->dir, WATCHD_EVENT_CREATE, 0, cancellable, on_added, &a);
+        g_cancellable_cancel(cancellable);
+        g_assert_true(wt_await_flag(&a.done, TIMEOUT_MS));
+        g_assert_error(a.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+        g_assert_null(a.sub);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+
+        /* watchd answered the AddWatch after all: the library removed it. */
+        g_assert_true(wt_await_stat(proxy, "subscriptions", 0, TIMEOUT_MS));
+        touch(file);
+        /* Nothing is emitted for it (wait for a round trip to pass). */
+        g_assert_true(wt_await_stat(proxy, "subscriptions", 0, TIMEOUT_MS));
+        g_main_context_iteration(NULL, FALSE);
+        g_assert_cmpuint(r.events->len, ==, 0);
+
+        /* Cancelled before the call: fails without asking watchd. */
+        {
+                g_autoptr(WatchdSubscription) sub = watchd_subscription_new(f->client, f->dir, WATCHD_EVENT_CREATE, 0);
+                g_autoptr(GError) error = NULL;
+
+                g_assert_false(watchd_subscription_start_sync(sub, cancellable, &error));
+                g_assert_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+        }
+        g_clear_error(&a.error);
+        rec_clear(&r);
+}
+
+/* A start that waits longer than call-timeout fails with TIMED_OUT; the
+ * subscription may be started again. */
+static void test_add_timeout(Fixture *f, gconstpointer data) {
+        g_autoptr(WatchdSubscription) sub = watchd_subscription_new(f->client, f->dir, WATCHD_EVENT_CREATE, 0);
+        g_autoptr(GDBusConnection) c = wt_connect(f->bus);
+        g_autoptr(WatchdInotify) proxy = wt_proxy(c);
+        g_autoptr(GError) error = NULL;
+        pid_t pid = daemon_pid(f);
+
+        g_object_set(f->client, "call-timeout", 200, NULL);
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        g_assert_false(watchd_subscription_start_sync(sub, NULL, &error));
+        g_assert_error(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_stat(proxy, "subscriptions", 0, TIMEOUT_MS));
+        g_clear_error(&error);
+        g_object_set(f->client, "call-timeout", 10000, NULL);
+        g_assert_true(watchd_subscription_start_sync(sub, NULL, &error));
+        g_assert_no_error(error);
+        g_assert_cmpuint(wt_stat(proxy, "subscriptions"), ==, 1);
+        watchd_subscription_cancel(sub);
+}
+
+/* Errors of watchd come with their D-Bus names; a relative path too. */
+static void test_errors(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(WatchdSubscription) sub = NULL;
+        g_autofree char *remote = NULL, *file = path_in(f, "file");
+
+        touch(file);
+        sub = watchd_client_add_watch_sync(f->client, "relative/path", WATCHD_EVENT_CREATE, 0, NULL, &error);
+        g_assert_null(sub);
+        remote = g_dbus_error_get_remote_error(error);
+        g_assert_cmpstr(remote, ==, "org.freedesktop.DBus.Error.InvalidArgs");
+        g_clear_error(&error);
+        g_clear_pointer(&remote, g_free);
+        sub = watchd_client_add_watch_sync(f->client, file, WATCHD_EVENT_CREATE, WATCHD_WATCH_ONLYDIR, NULL, &error);
+        g_assert_null(sub);
+        remote = g_dbus_error_get_remote_error(error);
+        g_assert_cmpstr(remote, ==, "org.freedesktop.DBus.Error.InvalidArgs");
+}
+
+/* Another peer on the bus sends an Events signal to the client naming its
+ * subscription's id: it is not watchd, so nothing is emitted. */
+static void test_forged_signal(Fixture *f, gconstpointer data) {
+        g_autoptr(GDBusConnection) evil = wt_connect(f->bus);
+        g_autoptr(GDBusConnection) c = wt_connect(f->bus);
+        g_autoptr(WatchdInotify) proxy = wt_proxy(c);
+        g_autoptr(WatchdSubscription) sub = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autofree char *real = path_in(f, "real");
+        GDBusConnection *conn = watchd_client_get_connection(f->client);
+        GVariantBuilder b;
+        Rec r;
+
+        rec_init(&r);
+        sub = watch(f, &r, f->dir, WATCHD_EVENT_CREATE, 0);
+        g_variant_builder_init(&b, G_VARIANT_TYPE("a(uuuss)"));
+        g_variant_builder_add(&b, "(uuuss)", watchd_subscription_get_id(sub), WATCHD_EVENT_CREATE, 0, "/etc/forged",
+                              "");
+        g_dbus_connection_emit_signal(evil, g_dbus_connection_get_unique_name(conn), "/org/example/Inotify",
+                                      "org.example.Inotify", "Events", g_variant_new("(a(uuuss))", &b), &error);
+        g_assert_no_error(error);
+        g_dbus_connection_flush_sync(evil, NULL, NULL);
+        /* A real event after it: once it is seen, the forged one was read. */
+        touch(real);
+        await_event(&r, real, WATCHD_EVENT_CREATE);
+        g_assert_cmpuint(r.events->len, ==, 1);
+        (void) proxy;
+        watchd_subscription_cancel(sub);
+        rec_clear(&r);
+}
+
+/* A bus without watchd: the client is made, says it is not running, and
+ * a watch fails with the bus's ServiceUnknown at once. */
+static void test_not_running(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(WatchdSubscription) sub = NULL;
+        g_autofree char *remote = NULL;
+
+        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
+        f->daemon = NULL;
+        watchd_client_close(f->client);
+        g_object_unref(f->client);
+        f->client = new_client(f);
+        g_assert_false(watchd_client_get_daemon_running(f->client));
+        sub = watchd_client_add_watch_sync(f->client, f->dir, WATCHD_EVENT_CREATE, 0, NULL, &error);
+        g_assert_null(sub);
+        remote = g_dbus_error_get_remote_error(error);
+        g_assert_cmpstr(remote, ==, "org.freedesktop.DBus.Error.ServiceUnknown");
+}
+
+/* ListWatches and GetStats through the client. */
+static void test_list_stats(Fixture *f, gconstpointer data) {
+        g_autoptr(WatchdSubscription) sub = NULL;
+        g_autoptr(GVariant) list = NULL, stats = NULL, entry = NULL, path = NULL;
+        g_autoptr(GError) error = NULL;
+        guint32 id, mask, flags;
+        Rec r;
+
+        rec_init(&r);
+        sub = watch(f, &r, f->dir, WATCHD_EVENT_CREATE | WATCHD_EVENT_DELETE, WATCHD_WATCH_ONLYDIR);
+        list = watchd_client_list_watches_sync(f->client, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(g_variant_n_children(list), ==, 1);
+        entry = g_variant_get_child_value(list, 0);
+        g_variant_get(entry, "(u@ayuu)", &id, &path, &mask, &flags);
+        g_assert_cmpuint(id, ==, watchd_subscription_get_id(sub));
+        g_assert_cmpstr(g_variant_get_bytestring(path), ==, f->dir);
+        g_assert_cmpuint(mask, ==, WATCHD_EVENT_CREATE | WATCHD_EVENT_DELETE);
+        g_assert_cmpuint(flags, ==, WATCHD_WATCH_ONLYDIR);
+        stats = watchd_client_get_stats_sync(f->client, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_true(g_variant_lookup(stats, "subscriptions", "u", &id) ||
+                      g_variant_lookup_value(stats, "subscriptions", NULL) != NULL);
+        watchd_subscription_cancel(sub);
+        rec_clear(&r);
+}
+
+/* Names that are not UTF-8 (and a backslash, and a control character)
+ * travel escaped both ways (watchd(8), FILE NAMES); the program sees only
+ * the bytes: the watched directory, a created file, both paths of a
+ * rename, ListWatches. */
+static void test_non_utf8(Fixture *f, gconstpointer data) {
+        g_autofree char *dir = g_build_filename(f->dir, "d\xff\\", NULL);
+        g_autofree char *a = g_build_filename(dir, "a\xfe\x01", NULL), *b = g_build_filename(dir, "b\xc3\n", NULL);
+        g_autoptr(WatchdSubscription) sub = NULL;
+        g_autoptr(GVariant) list = NULL, entry = NULL, path = NULL;
+        g_autoptr(GError) error = NULL;
+        guint32 id, mask, flags;
+        WatchdEvent *e;
+        Rec r;
+
+        rec_init(&r);
+        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+        sub = watch(f, &r, dir, WATCHD_EVENT_CREATE | WATCHD_EVENT_MOVE, 0);
+        touch(a);
+        e = await_event(&r, a, WATCHD_EVENT_CREATE);
+        g_assert_cmpstr(watchd_event_get_path(e), ==, a);
+        g_assert_cmpuint(watchd_event_get_mask(e), ==, WATCHD_EVENT_CREATE);     /* PATH_ESCAPED is not shown */
+        g_assert_cmpint(g_rename(a, b), ==, 0);
+        e = await_event(&r, a, WATCHD_EVENT_MOVE);
+        g_assert_cmpstr(watchd_event_get_new_path(e), ==, b);
+        list = watchd_client_list_watches_sync(f->client, NULL, &error);
+        g_assert_no_error(error);
+        entry = g_variant_get_child_value(list, 0);
+        g_variant_get(entry, "(u@ayuu)", &id, &path, &mask, &flags);
+        g_assert_cmpstr(g_variant_get_bytestring(path), ==, dir);
+        g_assert_cmpuint(flags, ==, 0);
+        watchd_subscription_cancel(sub);
+        rec_clear(&r);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Threads */
+
+typedef struct ThreadCase {
+        const char *address;
+        GMainContext *context;
+        GMainLoop *loop;
+        WatchdClient *client;
+        GMutex lock;
+        GCond cond;
+        gboolean ready;
+} ThreadCase;
+
+/* The client's own thread: makes the client with its context as the
+ * thread-default one, then runs that context. */
+static gpointer client_thread(gpointer data) {
+        ThreadCase *t = data;
+        g_autoptr(GError) error = NULL;
+
+        g_main_context_push_thread_default(t->context);
+        t->client = watchd_client_new_for_address_sync(t->address, NULL, &error);
+        g_assert_no_error(error);
+        g_mutex_lock(&t->lock);
+        t->ready = TRUE;
+        g_cond_signal(&t->cond);
+        g_mutex_unlock(&t->lock);
+        g_main_loop_run(t->loop);
+        g_main_context_pop_thread_default(t->context);
+        return NULL;
+}
+
+static void on_events_count(WatchdSubscription *sub, GPtrArray *events, gpointer data) {
+        Rec *r = data;
+
+        g_assert_true(g_main_context_is_owner(watchd_client_get_main_context(watchd_subscription_get_client(sub))));
+        g_mutex_lock(&((ThreadCase *) g_object_get_data(G_OBJECT(sub), "case"))->lock);
+        for (guint i = 0; i < events->len; i++)
+                g_ptr_array_add(r->events, watchd_event_ref(events->pdata[i]));
+        r->thread = g_thread_self();
+        g_mutex_unlock(&((ThreadCase *) g_object_get_data(G_OBJECT(sub), "case"))->lock);
+}
+
+static gboolean quit_loop(gpointer data) {
+        g_main_loop_quit(data);
+        return G_SOURCE_REMOVE;
+}
+
+/* The client runs in its own thread (as in the GIO module); this thread
+ * starts and cancels subscriptions with the _sync calls, with no main loop
+ * of its own; every signal is emitted in the client's thread. */
+static void test_threads(Fixture *f, gconstpointer data) {
+        ThreadCase t = { .address = f->bus->address };
+        GThread *thread;
+        gint64 deadline;
+        enum { N = 20 };
+        WatchdSubscription *subs[N];
+        Rec recs[N];
+
+        g_mutex_init(&t.lock);
+        g_cond_init(&t.cond);
+        t.context = g_main_context_new();
+        t.loop = g_main_loop_new(t.context, FALSE);
+        thread = g_thread_new("watchd-client", client_thread, &t);
+        g_mutex_lock(&t.lock);
+        while (!t.ready)
+                g_cond_wait(&t.cond, &t.lock);
+        g_mutex_unlock(&t.lock);
+
+        for (int i = 0; i < N; i++) {
+                g_autofree char *d = g_strdup_printf("%s/d%d", f->dir, i);
+                g_autoptr(GError) error = NULL;
+
+                g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+                rec_init(&recs[i]);
+                subs[i] = watchd_subscription_new(t.client, d, WATCHD_EVENT_CREATE, 0);
+                g_object_set_data(G_OBJECT(subs[i]), "case", &t);
+                g_signal_connect(subs[i], "events", G_CALLBACK(on_events_count), &recs[i]);
+                g_assert_true(watchd_subscription_start_sync(subs[i], NULL, &error));
+                g_assert_no_error(error);
+        }
+        for (int i = 0; i < N; i++) {
+                g_autofree char *p = g_strdup_printf("%s/d%d/f", f->dir, i);
+
+                touch(p);
+        }
+        deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
+        for (int i = 0; i < N; i++)
+                for (;;) {
+                        guint n;
+
+                        g_mutex_lock(&t.lock);
+                        n = recs[i].events->len;
+                        g_mutex_unlock(&t.lock);
+                        if (n > 0)
+                                break;
+                        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                        g_usleep(1000);
+                }
+        for (int i = 0; i < N; i++) {
+                g_assert_true(recs[i].thread == thread);
+                g_assert_cmpuint(recs[i].events->len, ==, 1);
+                watchd_subscription_cancel(subs[i]);
+                g_object_unref(subs[i]);
+        }
+
+        g_main_context_invoke(t.context, quit_loop, t.loop);
+        g_thread_join(thread);
+        watchd_client_close(t.client);
+        g_object_unref(t.client);
+        /* The client's signals are emitted no more: its context is unused. */
+        while (g_main_context_pending(t.context))
+                g_main_context_iteration(t.context, FALSE);
+        g_main_loop_unref(t.loop);
+        g_main_context_unref(t.context);
+        for (int i = 0; i < N; i++)
+                rec_clear(&recs[i]);
+        g_mutex_clear(&t.lock);
+        g_cond_clear(&t.cond);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        /* One a line, the path a literal: tests/meson.build reads them (case_programs). */
+        g_test_add("/libwatchd/connect", Fixture, NULL, setup, test_connect, teardown);
+        g_test_add("/libwatchd/events", Fixture, NULL, setup, test_events, teardown);
+        g_test_add("/libwatchd/rename", Fixture, NULL, setup, test_rename, teardown);
+        g_test_add("/libwatchd/rename-across", Fixture, NULL, setup, test_rename_across, teardown);
+        g_test_add("/libwatchd/removed", Fixture, NULL, setup, test_removed, teardown);
+        g_test_add("/libwatchd/overflow-daemon", Fixture, "[limits]\nmax_pending_events_per_client = 16\n", setup, test_overflow_daemon, teardown);
+        g_test_add("/libwatchd/overflow-client", Fixture, NULL, setup, test_overflow_client, teardown);
+        g_test_add("/libwatchd/restart", Fixture, NULL, setup, test_restart, teardown);
+        g_test_add("/libwatchd/restart-refused", Fixture, NULL, setup, test_restart_refused, teardown);
+        g_test_add("/libwatchd/add-async", Fixture, NULL, setup, test_add_async, teardown);
+        g_test_add("/libwatchd/add-cancel", Fixture, NULL, setup, test_add_cancel, teardown);
+        g_test_add("/libwatchd/add-timeout", Fixture, NULL, setup, test_add_timeout, teardown);
+        g_test_add("/libwatchd/errors", Fixture, NULL, setup, test_errors, teardown);
+        g_test_add("/libwatchd/forged-signal", Fixture, NULL, setup, test_forged_signal, teardown);
+        g_test_add("/libwatchd/not-running", Fixture, NULL, setup, test_not_running, teardown);
+        g_test_add("/libwatchd/list-stats", Fixture, NULL, setup, test_list_stats, teardown);
+        g_test_add("/libwatchd/non-utf8", Fixture, NULL, setup, test_non_utf8, teardown);
+        g_test_add("/libwatchd/threads", Fixture, NULL, setup, test_threads, teardown);
+        return g_test_run();
+}
