@@ -145,12 +145,20 @@ vm_add_file() {
 }
 
 vm_add_binary() {
-    local dir=$1 bin=$2 dest=${3:-$2} lib
+    local dir=$1 bin=$2 dest=${3:-$2} lib src=
     vm_add_file "$dir" "$bin" "$dest" 0755
     # Static binaries: ldd says "not a dynamic executable" and fails.
     ldd "$bin" >/dev/null 2>&1 || return 0
     for lib in $(ldd "$bin" | grep -oE '/[^ ]+' | sort -u); do
-        [ -e "$dir/$lib" ] || vm_add_file "$dir" "$(readlink -f "$lib")" "$lib" 0755
+        case $lib in
+            # A library of the build tree (libwatchd, found through the
+            # binary's $ORIGIN rpath, which means nothing once the binary
+            # is elsewhere): to the loader's own directory.
+            /lib/*|/lib64/*|/usr/lib/*) ;;
+            *) src=$lib lib=/usr/lib/x86_64-linux-gnu/$(basename "$lib") ;;
+        esac
+        [ -e "$dir/$lib" ] || vm_add_file "$dir" "$(readlink -f "${src:-$lib}")" "$lib" 0755
+        src=
     done
 }
 
