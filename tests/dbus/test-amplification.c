@@ -50,11 +50,6 @@ static guint64 chain_len(const char *dir) {
         return n;
 }
 
-static gboolean timing_checked(void) {
-        const char *w = g_getenv("WATCHD_TEST_WRAPPER");
-        return !w || !*w;
-}
-
 /* Renames a to b and back until killed. */
 static pid_t start_renamer(const char *a, const char *b) {
         pid_t pid = fork();
@@ -148,7 +143,7 @@ static void test_rename_storm(void) {
         g_test_message("figure: amplification: GetStats during %d s of renames above %d pending paths %d deep: "
                        "%u calls, 90%% within %" G_GINT64_FORMAT " us, worst %" G_GINT64_FORMAT " us",
                        ATTACK_SECONDS, PENDING, CHAIN_DEPTH, storm->len, P90(storm), WORST(storm));
-        if (timing_checked()) {
+        if (wt_timing_checked()) {
                 g_assert_cmpint(P90(storm), <, 100000);
                 g_assert_cmpint(WORST(storm), <, G_USEC_PER_SEC);
         }
@@ -169,7 +164,7 @@ static void test_rename_storm(void) {
         g_assert_cmpint(wt_daemon_stop(d), ==, 0);
         t = g_get_monotonic_time() - t;
         g_test_message("figure: amplification: SIGTERM obeyed in %" G_GINT64_FORMAT " us", t);
-        if (timing_checked())
+        if (wt_timing_checked())
                 g_assert_cmpint(t, <, G_USEC_PER_SEC);
 
         g_assert_cmpint(kill(renamer, SIGKILL), ==, 0);

@@ -338,11 +338,6 @@ static void test_rename_followed(WtFixture *f, gconstpointer data) {
 }
 
 /* Under a wrapper (valgrind) watchd runs tens of times slower: bounds on time say nothing then. */
-static gboolean timing_checked(void) {
-        const char *w = g_getenv("WATCHD_TEST_WRAPPER");
-        return !w || !*w;
-}
-
 static int cmp_int64(gconstpointer a, gconstpointer b) {
         gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
         return x < y ? -1 : x > y;
@@ -371,7 +366,7 @@ static void test_rename_timeout(WtFixture *f, gconstpointer data) {
         qsort(dt, G_N_ELEMENTS(dt), sizeof(dt[0]), cmp_int64);
         g_test_message("moved out: median %" G_GINT64_FORMAT " us, max %" G_GINT64_FORMAT " us", dt[10], dt[19]);
         g_assert_cmpint(dt[10], >=, 10000);     /* it did wait for a partner */
-        if (timing_checked())
+        if (wt_timing_checked())
                 g_assert_cmpint(dt[10], <, 100000);
 }
 
@@ -1496,7 +1491,7 @@ static void test_flood(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(fl.ok, ==, 8192);      /* max_watches_per_client here (the old default) */
         g_assert_cmpuint(fl.limited, ==, FLOOD_CALLS - 8192);
         g_assert_cmpuint(p.n, >, 0);
-        if (timing_checked())
+        if (wt_timing_checked())
                 g_assert_cmpint(p.worst_usec, <, G_USEC_PER_SEC);
         g_assert_cmpuint(wt_stat(f->proxy2, "kernel_watches"), ==, 1);
         g_free(fl.other_error);

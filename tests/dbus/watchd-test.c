@@ -240,6 +240,12 @@ char *wt_daemon_log(WtDaemon *d) {
         return s;
 }
 
+gboolean wt_timing_checked(void) {
+        const char *w = g_getenv("WATCHD_TEST_WRAPPER");
+
+        return (!w || !*w) && g_strcmp0(g_getenv("WATCHD_TEST_NO_TIMING"), "1") != 0;
+}
+
 int wt_daemon_stop(WtDaemon *d) {
         int status;
 

@@ -57,6 +57,11 @@ WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const
 int wt_daemon_stop(WtDaemon *d);
 /* watchd's stderr so far (caller frees). */
 char *wt_daemon_log(WtDaemon *d);
+
+/* Whether the tests' bounds on time hold here: not when watchd runs under a
+ * wrapper (valgrind, tens of times slower) nor when it is built with
+ * sanitizers (tests/robustness/sanitize sets WATCHD_TEST_NO_TIMING=1). */
+gboolean wt_timing_checked(void);
 /* watchd's path, as used by wt_daemon_start(). */
 const char *wt_watchd_path(void);
 
