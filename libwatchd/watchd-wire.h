@@ -9,13 +9,10 @@
  * go as it is goes in an escaped form marked by WATCHD_WIRE_PATH_ESCAPED: in
  * a record's mask, in a ListWatches entry's flags, in AddWatch's flags
  * (watchd(8), FILE NAMES; the daemon's side is shared/path_escape.[ch]).
- * These functions are the only place the library knows the form: "\\" for
- * a backslash, "\xHH" for a byte that does not begin a character sd-bus
- * accepts and for each byte of a control character.
- *
- * They are written here again rather than linked from shared/ because that
- * file is GPL and this library is LGPL; tests/libwatchd/test-wire.c checks
- * that both give the same bytes.
+ * These functions are the library's one way to the form ("\\" for a
+ * backslash, "\xHH" for a byte that does not begin a character sd-bus
+ * accepts and for each byte of a control character): the daemon's own
+ * shared/path_escape.c (LGPL, built into the library), in GLib's terms.
  */
 
 #include <glib.h>

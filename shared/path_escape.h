@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
 #include "watchd-api.h"
@@ -32,7 +32,9 @@
  * escape sequences to a terminal.
  *
  * Pure C (no GLib, no sd-bus): linked by the daemon, watchctl, the tests and
- * the fuzzers alike.
+ * the fuzzers alike, and built into libwatchd (libwatchd/watchd-wire.c):
+ * LGPL like the library, with watchd-api.h, so that both ends of the wire
+ * share one definition.
  */
 
 #include <stdbool.h>

@@ -2,11 +2,12 @@
 /*
  * test-wire - libwatchd's escaped paths are the daemon's
  *
- * libwatchd (LGPL) has its own copy of the escaped form of paths that are
- * not UTF-8 (libwatchd/watchd-wire.c); the daemon's is shared/path_escape.c
- * (GPL). Both must give the same bytes, or a path would not reach the daemon
- * or come back as it was: this compares them on a table, on every byte
- * value and pair of bytes, and on random strings.
+ * libwatchd reaches the escaped form of paths that are not UTF-8 through
+ * its own GLib-style wrappers (libwatchd/watchd-wire.c) around the daemon's
+ * shared/path_escape.c. They must give the same bytes, or a path would not
+ * reach the daemon or come back as it was: this compares them on a table,
+ * on every byte value and pair of bytes, and on random strings, and checks
+ * that a malformed escape is the library's PROTOCOL error.
  */
 
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 
 #include "path_escape.h"
+#include "watchd-types.h"
 #include "watchd-wire.h"
 
 static void check_one(const char *s) {
@@ -85,7 +87,7 @@ static void test_refused(void) {
                 char *theirs = NULL;
 
                 g_assert_null(out);
-                g_assert_nonnull(error);
+                g_assert_error(error, WATCHD_ERROR, WATCHD_ERROR_PROTOCOL);
                 g_assert_cmpint(path_unescape(bad[i], &theirs), ==, -EINVAL);
         }
         /* Without the flag a backslash is a byte like any other. */
