@@ -243,6 +243,19 @@ bool manager_on_kernel_readable(Manager *m) {
         return events_slice(m->events, KERNEL_SLICE_USEC);
 }
 
+/*
+ * A pairing deadline passed. The kernel queues a rename's two halves one
+ * after the other, and a read can come between them; when the daemon next
+ * runs after the deadline (descheduled, or slow under valgrind) the
+ * IN_MOVED_TO may be waiting in the kernel while the timer and the fd are
+ * both ready, and the timer may be served first. So the kernel is read
+ * before the lone half is let go: a slice, as any turn (the flush waits for
+ * the read's last slice).
+ */
+bool manager_on_deadline(Manager *m) {
+        return manager_on_kernel_readable(m);
+}
+
 /* A read handled in slices is flushed once, after its last slice, as a
  * read handled at once was: a rename's IN_MOVED_TO may be in the part not
  * handled yet (the kernel queues both halves at once), and a client's
