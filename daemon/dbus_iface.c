@@ -737,6 +737,23 @@ static int property_get_backend(sd_bus *bus, const char *path, const char *inter
         return sd_bus_message_append(reply, "s", backend_name(d->manager->backend));
 }
 
+/* What this daemon offers beyond the first API, a word each (the XML and
+ * watchd(8) list them; tests/dbus/test-glib-semantics.c checks that the three
+ * agree). libwatchd reads it when the daemon takes the name. */
+static int property_get_capabilities(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        static const char *const words[] = {
+                WATCHD_CAP_PAIR_PER_SUBSCRIPTION,
+        };
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "s");
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(words); i++)
+                r = sd_bus_message_append(reply, "s", words[i]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
 
 static const sd_bus_vtable watchd_vtable[] = {
         SD_BUS_VTABLE_START(0),
@@ -770,6 +787,7 @@ static const sd_bus_vtable watchd_vtable[] = {
         SD_BUS_SIGNAL_WITH_ARGS("WatchRemoved", SD_BUS_ARGS("u", id, "s", reason), 0),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Backend", "s", property_get_backend, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Capabilities", "as", property_get_capabilities, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_VTABLE_END,
 };
 

@@ -63,3 +63,8 @@
 #define WATCHD_REASON_DELETED   "deleted"      /* the object (or a directory of a pending path) is gone */
 #define WATCHD_REASON_UNMOUNTED "unmounted"    /* its filesystem was unmounted */
 #define WATCHD_REASON_ONESHOT   "oneshot"      /* ONESHOT, after its first event */
+
+/* The words of the Capabilities property (as): what the daemon offers
+ * beyond its first API. A daemon without the property offers none. (Not
+ * WATCHD_CAPABILITY_*: libwatchd's flags of the same names are those.) */
+#define WATCHD_CAP_PAIR_PER_SUBSCRIPTION "pair-per-subscription"      /* a rename reaches each subscription it concerns */
