@@ -743,6 +743,7 @@ static int property_get_backend(sd_bus *bus, const char *path, const char *inter
 static int property_get_capabilities(sd_bus *bus, const char *path, const char *interface, const char *property,
                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         static const char *const words[] = {
+                WATCHD_CAP_REPORT_APPEARANCE,
                 WATCHD_CAP_PAIR_PER_SUBSCRIPTION,
         };
         int r;

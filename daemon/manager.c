@@ -109,17 +109,35 @@ static void on_overflow_all(void *userdata) {
         }
 }
 
-/* The missing-path follower found s's path (missing.h): its own watch now. */
+/*
+ * The missing-path follower found s's path (missing.h): its own watch now.
+ * "report-appearance" (watchd(8), MISSING PATHS): if s asks for IN_CREATE,
+ * the path's appearance is a record of its own, (id, IN_CREATE [|IN_ISDIR],
+ * path, ""), before any other record of s, and what a directory already
+ * holds follows as IN_CREATE records from a scan, each entry once: so a
+ * client sees "mkdir -p D && touch D/f" whole, whatever the race with the
+ * placing of the watch. Its tree, with RECURSIVE, is walked like a
+ * directory moved in: a limit gives Overflow.
+ */
 static int on_missing_appeared(Subscription *s, int fd, const struct stat *st, void *userdata) {
         Manager *m = userdata;
+        bool report = s->mask & IN_CREATE;
+        uint64_t now = now_usec();
+        uint32_t id = s->id;
         int r;
 
         r = watch_table_link_root(m->table, s, fd, st);
         if (r < 0)
                 return r;
-        /* Its tree is walked like a directory moved in: a limit gives Overflow. */
-        if ((s->flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode))
-                return tree_walk_below(m->tree, s, fd, /* all_or_nothing= */ false, NULL);
+        if (report) {
+                (void) events_deliver(m->events, s, IN_CREATE | (S_ISDIR(st->st_mode) ? IN_ISDIR : 0), 0, s->path,
+                                      NULL, 0, now);
+                s = watch_table_get_subscription(m->table, id);
+                if (!s)
+                        return 0;       /* ONESHOT: that was its event */
+        }
+        if (S_ISDIR(st->st_mode))
+                tree_appeared(m->tree, s, fd, report, now);
         return 0;
 }
 
@@ -346,12 +364,14 @@ static int subscribe_pending(Manager *m, Client *c, const char *path, uint32_t m
         if (r < 0)
                 return r;
         client_link_subscription(c, s);
+        /* Its id now: if the path appears meanwhile, the appearance may be its
+         * ONESHOT event, which ends it (the client hears WatchRemoved). */
+        *ret_id = s->id;
         r = missing_add(m->missing, s, &c->caller);
         if (r < 0) {
                 subscription_end(m, s);
                 return r;
         }
-        *ret_id = s->id;
         return 0;
 }
 

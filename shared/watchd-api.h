@@ -68,3 +68,4 @@
  * beyond its first API. A daemon without the property offers none. (Not
  * WATCHD_CAPABILITY_*: libwatchd's flags of the same names are those.) */
 #define WATCHD_CAP_PAIR_PER_SUBSCRIPTION "pair-per-subscription"      /* a rename reaches each subscription it concerns */
+#define WATCHD_CAP_REPORT_APPEARANCE     "report-appearance"          /* a pending path's appearance is a record */

@@ -3,9 +3,11 @@
  * test-glib-semantics - what the daemon offers for GLib's file-monitor
  * semantics (issue 14 item 3), over D-Bus against a real watchd
  *
- * A rename between two subscriptions of one client reaches both ids
- * ("pair-per-subscription"); the Capabilities property says exactly the
- * words the daemon implements, and the API XML and watchd(8) say the same.
+ * A pending path's appearance is a record ("report-appearance"), followed
+ * by what a directory already holds; a rename between two subscriptions of
+ * one client reaches both ids ("pair-per-subscription"); the Capabilities
+ * property says exactly the words the daemon implements, and the API XML
+ * and watchd(8) say the same.
  *
  * Each case starts its own bus and daemon (the shared harness,
  * wt-fixture.h). Events are awaited, never slept for: "nothing more came"
@@ -26,6 +28,7 @@
 /* The words this daemon says in Capabilities, in no order. */
 static const char *const implemented[] = {
         WATCHD_CAP_PAIR_PER_SUBSCRIPTION,
+        WATCHD_CAP_REPORT_APPEARANCE,
         NULL,
 };
 
@@ -152,6 +155,120 @@ static void test_capabilities(WtFixture *f, gconstpointer data) {
         assert_same_words("watchd(8) on Capabilities", (const char *const *) man, implemented);
 }
 
+/* ---------------------------------------------------------------- report-appearance */
+
+/* Asserts that the records of id from index from on are exactly want (paths,
+ * in any order after the first, which must be want[0]), each once. */
+static void assert_records(WtCollector *c, guint32 id, guint from, guint end, const char *const *want) {
+        g_autoptr(GPtrArray) got = g_ptr_array_new();
+
+        for (guint i = from; i < end; i++) {
+                WtRecord *r = wt_collector_record(c, i);
+
+                if (r->id == id)
+                        g_ptr_array_add(got, r->path);
+        }
+        if (got->len != g_strv_length((char **) want)) {
+                GString *s = g_string_new(NULL);
+
+                for (guint i = 0; i < got->len; i++)
+                        g_string_append_printf(s, " %s", (char *) got->pdata[i]);
+                g_error("%u records for id %u (%s ), want %u", got->len, id, s->str, g_strv_length((char **) want));
+        }
+        g_assert_cmpstr(got->pdata[0], ==, want[0]);
+        for (const char *const *w = want; *w; w++) {
+                guint n = 0;
+
+                for (guint i = 0; i < got->len; i++)
+                        n += g_str_equal(got->pdata[i], *w);
+                if (n != 1)
+                        g_error("%s reported %u times, want once", *w, n);
+        }
+}
+
+/* A pending directory D with IN_CREATE: mkdir D is one record (id,
+ * IN_CREATE|IN_ISDIR, 0, D, ""), before the IN_CREATE of a file made in D
+ * at once; with a mask without IN_CREATE, nothing for the appearance. */
+static void test_appearance(WtFixture *f, gconstpointer data) {
+        g_autofree char *d = path_in(f, "D"), *df = path_in(f, "D/f"), *e = path_in(f, "E");
+        guint32 id, quiet;
+        guint end;
+        int k;
+        WtRecord *r;
+
+        wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);     /* the sentinels' */
+        id = wt_add_watch(f->proxy, d, IN_CREATE | IN_DELETE, 0, NULL);
+        quiet = wt_add_watch(f->proxy, e, IN_DELETE | IN_DELETE_SELF, 0, NULL);
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        wt_touch(df);
+        g_assert_cmpint(g_mkdir(e, 0755), ==, 0);
+        end = sentinel(&f->a, f->dir);
+
+        k = wt_collector_find(&f->a, d, IN_CREATE | IN_ISDIR);
+        for (; k >= 0 && wt_collector_record(&f->a, k)->id != id; k++)
+                ;
+        g_assert_cmpint(k, >=, 0);
+        r = wt_collector_record(&f->a, k);
+        g_assert_cmpuint(r->id, ==, id);
+        g_assert_cmpuint(r->mask, ==, IN_CREATE | IN_ISDIR);
+        g_assert_cmpuint(r->cookie, ==, 0);
+        g_assert_cmpstr(r->new_path, ==, "");
+        assert_records(&f->a, id, 0, end, (const char *const[]) { d, df, NULL });
+        g_assert_cmpuint(n_records_for(&f->a, quiet, 0), ==, 0);
+        g_assert_cmpuint(f->a.removed->len, ==, 0);
+}
+
+/* mkdir -p D/sub && touch D/f D/g in one go, and the same made elsewhere and
+ * moved in: the appearance, then each entry once (the scan, or the kernel
+ * for what came after the watch). */
+static void test_appearance_scan(WtFixture *f, gconstpointer data) {
+        g_autofree char *d = path_in(f, "D"), *sub = path_in(f, "D/sub"), *df = path_in(f, "D/f");
+        g_autofree char *dg = path_in(f, "D/g"), *staging = path_in(f, "staging"), *m = path_in(f, "M");
+        g_autofree char *ssub = path_in(f, "staging/sub"), *sf = path_in(f, "staging/f");
+        g_autofree char *msub = path_in(f, "M/sub"), *mf = path_in(f, "M/f");
+        guint32 id, id2;
+        guint end;
+
+        wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
+        id = wt_add_watch(f->proxy, d, IN_CREATE, 0, NULL);
+        id2 = wt_add_watch(f->proxy, m, IN_CREATE, 0, NULL);
+        g_assert_cmpint(g_mkdir_with_parents(sub, 0755), ==, 0);
+        wt_touch(df);
+        wt_touch(dg);
+        g_assert_cmpint(g_mkdir_with_parents(ssub, 0755), ==, 0);
+        wt_touch(sf);
+        g_assert_cmpint(rename(staging, m), ==, 0);
+        end = sentinel(&f->a, f->dir);
+        assert_records(&f->a, id, 0, end, (const char *const[]) { d, sub, df, dg, NULL });
+        assert_records(&f->a, id2, 0, end, (const char *const[]) { m, msub, mf, NULL });
+        g_assert_cmpuint(wt_collector_record(&f->a, wt_collector_find(&f->a, sub, IN_CREATE))->mask, ==,
+                         IN_CREATE | IN_ISDIR);
+}
+
+/* A pending file path: created, or moved in, it is IN_CREATE without IN_ISDIR. */
+static void test_appearance_file(WtFixture *f, gconstpointer data) {
+        g_autofree char *x = path_in(f, "sub/x"), *y = path_in(f, "sub/y"), *tmp = path_in(f, "tmp");
+        g_autofree char *sub = path_in(f, "sub");
+        guint32 ix, iy;
+        guint end;
+        int k;
+
+        wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
+        ix = wt_add_watch(f->proxy, x, IN_CREATE | IN_MODIFY, 0, NULL);
+        iy = wt_add_watch(f->proxy, y, IN_CREATE | IN_MODIFY, 0, NULL);
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
+        wt_touch(x);
+        wt_touch(tmp);
+        g_assert_cmpint(rename(tmp, y), ==, 0);
+        end = sentinel(&f->a, f->dir);
+        assert_records(&f->a, ix, 0, end, (const char *const[]) { x, NULL });
+        assert_records(&f->a, iy, 0, end, (const char *const[]) { y, NULL });
+        k = wt_collector_find(&f->a, x, IN_CREATE);
+        g_assert_cmpuint(wt_collector_record(&f->a, k)->mask, ==, IN_CREATE);
+        k = wt_collector_find(&f->a, y, IN_CREATE);
+        g_assert_cmpuint(wt_collector_record(&f->a, k)->mask, ==, IN_CREATE);
+}
+
 /* ---------------------------------------------------------------- pair-per-subscription */
 
 /* One client, subscriptions on A and B: mv A/x B/x reaches both ids, each
@@ -216,6 +333,9 @@ static void test_pair_two_clients(WtFixture *f, gconstpointer data) {
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         WT_CASE("/glib-semantics/capabilities", NULL, test_capabilities);
+        WT_CASE("/glib-semantics/appearance", NULL, test_appearance);
+        WT_CASE("/glib-semantics/appearance-scan", NULL, test_appearance_scan);
+        WT_CASE("/glib-semantics/appearance-file", NULL, test_appearance_file);
         WT_CASE("/glib-semantics/pair-per-subscription", NULL, test_pair_per_subscription);
         WT_CASE("/glib-semantics/pair-two-clients", NULL, test_pair_two_clients);
         return g_test_run();

@@ -330,6 +330,91 @@ static void test_pair_deadline_reads_first(Fixture *f, gconstpointer data) {
         g_assert_cmphex(got(f, 0)->mask & IN_MOVE, ==, IN_MOVE);
 }
 
+/* report-appearance: a pending path that appears is a record of its own,
+ * (id, IN_CREATE|IN_ISDIR, path), before anything else of it; what a
+ * directory holds then follows from a scan, each entry once. */
+static void test_appearance(Fixture *f, gconstpointer data) {
+        g_autofree char *d = in(f, "d"), *df = in(f, "d/f"), *dsub = in(f, "d/sub"), *e = in(f, "e");
+        g_autofree char *g = in(f, "g");
+        uint32_t id, quiet, file;
+
+        id = add(f, d, IN_CREATE | IN_DELETE, 0);
+        quiet = add(f, e, IN_DELETE, 0);                /* no IN_CREATE: nothing for its appearance */
+        file = add(f, g, IN_CREATE | IN_MODIFY, 0);
+        g_assert_true(watch_table_get_subscription(f->m->table, id)->pending);
+
+        /* mkdir -p d/sub && touch d/f, all before the daemon reads a record. */
+        g_assert_cmpint(g_mkdir_with_parents(dsub, 0755), ==, 0);
+        g_assert_true(g_file_set_contents(df, "", 0, NULL));
+        g_assert_cmpint(g_mkdir(e, 0755), ==, 0);
+        fake_backend_push(f->fake, fake_backend_wd(f->fake, f->dir), IN_CREATE | IN_ISDIR, 0, "d");
+        /* The kernel's own IN_CREATE of f on d's watch (the next wd) once it is
+         * placed, queued before the scan sees f: reported once, not twice. */
+        fake_backend_push(f->fake, f->fake->next_wd, IN_CREATE, 0, "f");
+        fake_backend_push(f->fake, fake_backend_wd(f->fake, f->dir), IN_CREATE | IN_ISDIR, 0, "e");
+        turn(f);
+        g_assert_false(watch_table_get_subscription(f->m->table, id)->pending);
+        g_assert_false(watch_table_get_subscription(f->m->table, quiet)->pending);
+        g_assert_cmpuint(f->sink.events->len, ==, 3);
+        g_assert_cmpuint(got(f, 0)->id, ==, id);
+        g_assert_cmpuint(got(f, 0)->mask, ==, IN_CREATE | IN_ISDIR);
+        g_assert_cmpstr(got(f, 0)->path, ==, d);
+        /* The scan, in the directory's order: f and sub. */
+        g_assert_true(g_str_equal(got(f, 1)->path, df) || g_str_equal(got(f, 2)->path, df));
+        g_assert_true(g_str_equal(got(f, 1)->path, dsub) || g_str_equal(got(f, 2)->path, dsub));
+        for (guint i = 1; i < 3; i++) {
+                g_assert_cmpuint(got(f, i)->id, ==, id);
+                g_assert_cmpuint(got(f, i)->mask, ==, g_str_equal(got(f, i)->path, dsub) ? IN_CREATE | IN_ISDIR : IN_CREATE);
+        }
+        /* Not RECURSIVE: sub is reported, not watched. */
+        g_assert_cmpint(fake_backend_wd(f->fake, dsub), ==, -1);
+
+        /* A file path appears: IN_CREATE without IN_ISDIR, nothing scanned. */
+        g_assert_true(g_file_set_contents(g, "", 0, NULL));
+        fake_backend_push(f->fake, fake_backend_wd(f->fake, f->dir), IN_CREATE, 0, "g");
+        turn(f);
+        g_assert_cmpuint(f->sink.events->len, ==, 4);
+        g_assert_cmpuint(got(f, 3)->id, ==, file);
+        g_assert_cmpuint(got(f, 3)->mask, ==, IN_CREATE);
+        g_assert_cmpstr(got(f, 3)->path, ==, g);
+        g_assert_cmpuint(f->sink.notices->len, ==, 0);
+}
+
+/* RECURSIVE: the appearance, then the whole tree from the walk, each entry once. */
+static void test_appearance_recursive(Fixture *f, gconstpointer data) {
+        g_autofree char *d = in(f, "d"), *deep = in(f, "d/a/b"), *file = in(f, "d/a/b/f");
+        uint32_t id = add(f, d, IN_CREATE, WATCHD_FLAG_RECURSIVE);
+
+        g_assert_cmpint(g_mkdir_with_parents(deep, 0755), ==, 0);
+        g_assert_true(g_file_set_contents(file, "", 0, NULL));
+        fake_backend_push(f->fake, fake_backend_wd(f->fake, f->dir), IN_CREATE | IN_ISDIR, 0, "d");
+        turn(f);
+        g_assert_cmpuint(f->sink.events->len, ==, 4);
+        g_assert_cmpstr(got(f, 0)->path, ==, d);
+        for (guint i = 0; i < 4; i++)
+                g_assert_cmpuint(got(f, i)->id, ==, id);
+        g_assert_cmpstr(got(f, 3)->path, ==, file);
+        g_assert_cmpint(fake_backend_wd(f->fake, deep), >=, 0);
+}
+
+/* ONESHOT: the appearance is its one event. */
+static void test_appearance_oneshot(Fixture *f, gconstpointer data) {
+        g_autofree char *d = in(f, "d"), *df = in(f, "d/f");
+        uint32_t id = add(f, d, IN_CREATE, WATCHD_FLAG_ONESHOT);
+        g_autofree char *want = g_strdup_printf("removed %u oneshot", id);
+
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        g_assert_true(g_file_set_contents(df, "", 0, NULL));
+        fake_backend_push(f->fake, fake_backend_wd(f->fake, f->dir), IN_CREATE | IN_ISDIR, 0, "d");
+        turn(f);
+        g_assert_cmpuint(f->sink.events->len, ==, 1);
+        g_assert_cmpstr(got(f, 0)->path, ==, d);
+        g_assert_cmpuint(f->sink.notices->len, ==, 1);
+        g_assert_cmpstr(f->sink.notices->pdata[0], ==, want);
+        g_assert_cmpuint(f->c->n_subscriptions, ==, 0);
+        g_assert_cmpuint(f->c->account.n_watches, ==, 0);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/manager/event", Fixture, NULL, setup, test_event, teardown);
@@ -339,5 +424,8 @@ int main(int argc, char *argv[]) {
         g_test_add("/manager/recursive", Fixture, NULL, setup, test_recursive, teardown);
         g_test_add("/manager/missing", Fixture, NULL, setup, test_missing, teardown);
         g_test_add("/manager/pair-deadline-reads-first", Fixture, NULL, setup, test_pair_deadline_reads_first, teardown);
+        g_test_add("/manager/appearance", Fixture, NULL, setup, test_appearance, teardown);
+        g_test_add("/manager/appearance-recursive", Fixture, NULL, setup, test_appearance_recursive, teardown);
+        g_test_add("/manager/appearance-oneshot", Fixture, NULL, setup, test_appearance_oneshot, teardown);
         return g_test_run();
 }
