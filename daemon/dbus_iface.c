@@ -276,7 +276,8 @@ static int validate(uint32_t mask, uint32_t flags, sd_bus_error *error) {
                                          mask & ~WATCHD_MASK_VALID);
         if (flags & ~WATCHD_FLAGS_VALID)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown flags 0x%" PRIx32 " (RECURSIVE 0x1, ONLYDIR 0x2, DONT_FOLLOW 0x4, ONESHOT 0x8).",
+                                         "Unknown flags 0x%" PRIx32 " (RECURSIVE 0x1, ONLYDIR 0x2, DONT_FOLLOW 0x4, ONESHOT 0x8, "
+                                         "PERSIST 0x10).",
                                          flags & ~WATCHD_FLAGS_VALID);
         return 0;
 }
@@ -494,6 +495,10 @@ static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd
         r = validate(mask, flags, error);
         if (r < 0)
                 return r;
+        if (by_fd && (flags & WATCHD_FLAG_PERSIST))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "PERSIST (0x%x) follows a path: AddWatch takes one, a descriptor names an object.",
+                                         WATCHD_FLAG_PERSIST);
         if (sent) {
                 r = path_from_call(sent, escaped, &path, error);
                 if (r < 0)
@@ -744,6 +749,7 @@ static int property_get_capabilities(sd_bus *bus, const char *path, const char *
                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         static const char *const words[] = {
                 WATCHD_CAP_REPORT_APPEARANCE,
+                WATCHD_CAP_PERSISTENT,
                 WATCHD_CAP_PAIR_PER_SUBSCRIPTION,
         };
         int r;

@@ -4,7 +4,10 @@
  * semantics (issue 14 item 3), over D-Bus against a real watchd
  *
  * A pending path's appearance is a record ("report-appearance"), followed
- * by what a directory already holds; a rename between two subscriptions of
+ * by what a directory already holds; a subscription with PERSIST outlives
+ * its path's object: deleted, unmounted, renamed away or replaced, it is
+ * pending again and reports the path's return ("persistent"); a rename
+ * between two subscriptions of
  * one client reaches both ids ("pair-per-subscription"); the Capabilities
  * property says exactly the words the daemon implements, and the API XML
  * and watchd(8) say the same.
@@ -15,9 +18,13 @@
  * after the ones before it (a client's records are in kernel order).
  */
 
+#include <errno.h>
+#include <fcntl.h>
+#include <gio/gunixfdlist.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include "watchd-api.h"
@@ -29,6 +36,7 @@
 static const char *const implemented[] = {
         WATCHD_CAP_PAIR_PER_SUBSCRIPTION,
         WATCHD_CAP_REPORT_APPEARANCE,
+        WATCHD_CAP_PERSISTENT,
         NULL,
 };
 
@@ -269,6 +277,241 @@ static void test_appearance_file(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_collector_record(&f->a, k)->mask, ==, IN_CREATE);
 }
 
+/* ---------------------------------------------------------------- persistent */
+
+#define PERSIST_MASK (IN_CREATE | IN_DELETE_SELF | IN_MODIFY)
+
+/* id's ListWatches entry: its path and flags; FALSE if it is not listed. */
+static gboolean listed(WatchdInotify *proxy, guint32 id, char **ret_path, guint32 *ret_flags) {
+        g_autoptr(GVariant) list = NULL;
+        g_autoptr(GError) error = NULL;
+
+        watchd_inotify_call_list_watches_sync(proxy, &list, NULL, &error);
+        g_assert_no_error(error);
+        for (gsize i = 0; i < g_variant_n_children(list); i++) {
+                guint32 lid, mask, flags;
+                const char *path;
+
+                g_variant_get_child(list, i, "(u&suu)", &lid, &path, &mask, &flags);
+                if (lid == id) {
+                        *ret_path = g_strdup(path);
+                        *ret_flags = flags;
+                        return TRUE;
+                }
+        }
+        return FALSE;
+}
+
+static void assert_listed(WatchdInotify *proxy, guint32 id, const char *path) {
+        g_autofree char *p = NULL;
+        guint32 flags = 0;
+        gboolean found = listed(proxy, id, &p, &flags);
+
+        g_assert_true(found);
+        g_assert_cmpstr(p, ==, path);
+        g_assert_cmpuint(flags, ==, WATCHD_FLAG_PERSIST);
+}
+
+/* The index of the first record of id with exactly mask and path, from index
+ * from on, or -1. IN_ISDIR is not compared for the object's own events
+ * (IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT): the syscalls do not set it
+ * there, the device may. */
+static int find_exact(WtCollector *c, guint from, guint32 id, guint32 mask, const char *path) {
+        guint32 ignore = mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT) ? IN_ISDIR : 0;
+
+        for (guint i = from; i < c->records->len; i++) {
+                WtRecord *r = wt_collector_record(c, i);
+
+                if (r->id == id && (r->mask & ~ignore) == (mask & ~ignore) && g_str_equal(r->path, path))
+                        return (int) i;
+        }
+        return -1;
+}
+
+typedef struct Exact {
+        WtCollector *c;
+        guint32 id, mask;
+        const char *path;
+} Exact;
+
+static gboolean exact_met(gpointer data) {
+        Exact *x = data;
+
+        return find_exact(x->c, 0, x->id, x->mask, x->path) >= 0;
+}
+
+/* Awaits find_exact(c, 0, id, mask, path); returns its index. */
+static guint await_exact(WtCollector *c, guint32 id, guint32 mask, const char *path) {
+        Exact x = { c, id, mask, path };
+
+        if (!wt_await(exact_met, &x, TIMEOUT_MS))
+                g_error("no record (%u, 0x%x, %s) within %d ms", id, mask, path, TIMEOUT_MS);
+        return (guint) find_exact(c, 0, id, mask, path);
+}
+
+/* PERSIST on D: rmdir D is IN_DELETE_SELF and no WatchRemoved, ListWatches
+ * still lists it; mkdir D && touch D/f is the appearance, then f; and again. */
+static void test_persist_deleted(WtFixture *f, gconstpointer data) {
+        g_autofree char *d = mkdir_in(f, "D"), *df = path_in(f, "D/f");
+        guint32 id = wt_add_watch(f->proxy, d, PERSIST_MASK, WATCHD_FLAG_PERSIST, NULL);
+        guint end;
+        int k;
+
+        wt_add_watch(f->proxy, f->dir, IN_CREATE | IN_DELETE, 0, NULL);
+        for (int round = 0; round < 2; round++) {
+                guint from = f->a.records->len;
+
+                g_assert_cmpint(g_rmdir(d), ==, 0);
+                end = sentinel(&f->a, f->dir);
+                g_assert_cmpint(find_exact(&f->a, from, id, IN_DELETE_SELF, d), >=, 0);
+                g_assert_cmpuint(n_records_for(&f->a, id, from), ==, 1);
+                g_assert_cmpuint(f->a.removed->len, ==, 0);
+                assert_listed(f->proxy, id, d);
+
+                from = end + 1;
+                g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+                wt_touch(df);
+                end = sentinel(&f->a, f->dir);
+                k = find_exact(&f->a, from, id, IN_CREATE | IN_ISDIR, d);
+                g_assert_cmpint(k, >=, 0);
+                assert_records(&f->a, id, from, end, (const char *const[]) { d, df, NULL });
+                g_assert_cmpint(unlink(df), ==, 0);
+        }
+        g_assert_cmpuint(f->a.removed->len, ==, 0);
+}
+
+/* Renamed away (its parent not watched): the syscalls' IN_MOVE_SELF, pending
+ * on its path, which does not follow the object; back when D is made again. */
+static void test_persist_renamed(WtFixture *f, gconstpointer data) {
+        g_autofree char *parent = mkdir_in(f, "p"), *d = mkdir_in(f, "p/D"), *e = path_in(f, "p/E");
+        g_autofree char *ef = path_in(f, "p/E/f");
+        guint32 id = wt_add_watch(f->proxy, d, PERSIST_MASK, WATCHD_FLAG_PERSIST, NULL);
+        guint32 other = wt_add_watch(f->proxy2, f->dir, IN_CREATE, 0, NULL);
+
+        g_assert_cmpint(rename(d, e), ==, 0);
+        await_exact(&f->a, id, IN_MOVE_SELF, d);
+        /* Nothing from the object where it went. */
+        wt_touch(ef);
+        sentinel(&f->b, f->dir);
+        g_assert_cmpint(wt_collector_find(&f->a, ef, IN_CREATE), ==, -1);
+        assert_listed(f->proxy, id, d);
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        await_exact(&f->a, id, IN_CREATE | IN_ISDIR, d);
+        g_assert_cmpuint(n_records_for(&f->a, id, 0), ==, 2);
+        g_assert_cmpuint(f->a.removed->len, ==, 0);
+        (void) parent;
+        (void) other;
+}
+
+/* Renamed away while its parent is watched (here by another client): the
+ * daemon sees the rename itself and says IN_MOVE_SELF once, not twice. */
+static void test_persist_renamed_seen(WtFixture *f, gconstpointer data) {
+        g_autofree char *d = mkdir_in(f, "D"), *e = path_in(f, "E"), *x = path_in(f, "x");
+        guint32 id = wt_add_watch(f->proxy, d, PERSIST_MASK, WATCHD_FLAG_PERSIST, NULL);
+        guint end;
+
+        wt_add_watch(f->proxy2, f->dir, IN_MOVE, 0, NULL);
+        wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
+        g_assert_cmpint(rename(d, e), ==, 0);
+        wt_await_record(&f->b, d, IN_MOVED_FROM | IN_MOVED_TO, TIMEOUT_MS);
+        wt_touch(x);
+        end = sentinel(&f->a, f->dir);
+        g_assert_cmpint(find_exact(&f->a, 0, id, IN_MOVE_SELF, d), >=, 0);
+        g_assert_cmpuint(n_records_for(&f->a, id, 0), ==, 1);
+        g_assert_cmpint(wt_collector_find(&f->a, x, IN_CREATE), <, (int) end);
+        assert_listed(f->proxy, id, d);
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        await_exact(&f->a, id, IN_CREATE | IN_ISDIR, d);
+}
+
+/* A file saved by renaming a new one over it: the old file's IN_DELETE_SELF,
+ * then at once the appearance of the new one, whose changes follow. */
+static void test_persist_atomic_save(WtFixture *f, gconstpointer data) {
+        g_autofree char *file = path_in(f, "doc"), *tmp = path_in(f, ".doc.tmp");
+        guint32 id;
+        int k, c;
+        FILE *fp;
+
+        g_assert_true(g_file_set_contents(file, "one\n", -1, NULL));
+        id = wt_add_watch(f->proxy, file, PERSIST_MASK, WATCHD_FLAG_PERSIST, NULL);
+        g_assert_true(g_file_set_contents(tmp, "two\n", -1, NULL));
+        g_assert_cmpint(rename(tmp, file), ==, 0);
+        c = (int) await_exact(&f->a, id, IN_CREATE, file);
+        k = find_exact(&f->a, 0, id, IN_DELETE_SELF, file);
+        g_assert_cmpint(k, >=, 0);
+        g_assert_cmpint(k, <, c);
+        fp = fopen(file, "a");
+        g_assert_nonnull(fp);
+        fputs("three\n", fp);
+        g_assert_cmpint(fclose(fp), ==, 0);
+        g_assert_cmpuint(wt_await_record(&f->a, file, IN_MODIFY, TIMEOUT_MS)->id, ==, id);
+        g_assert_cmpuint(f->a.removed->len, ==, 0);
+}
+
+/* An unmounted tmpfs: IN_UNMOUNT, then the path leads to the directory below
+ * the mount at once: its appearance, and it is watched from then on. */
+static void test_persist_unmounted(WtFixture *f, gconstpointer data) {
+        g_autofree char *mnt = mkdir_in(f, "mnt"), *under = path_in(f, "mnt/under");
+        guint32 id;
+        int k;
+
+        if (geteuid() != 0) {
+                g_test_skip("mounting a tmpfs needs root");
+                return;
+        }
+        if (mount("watchd-test", mnt, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m") < 0) {
+                g_test_skip_printf("cannot mount a tmpfs: %s", g_strerror(errno));
+                return;
+        }
+        id = wt_add_watch(f->proxy, mnt, PERSIST_MASK, WATCHD_FLAG_PERSIST, NULL);
+        g_assert_cmpint(umount2(mnt, 0), ==, 0);
+        await_exact(&f->a, id, IN_CREATE | IN_ISDIR, mnt);
+        k = find_exact(&f->a, 0, id, IN_UNMOUNT, mnt);
+        g_assert_cmpint(k, >=, 0);
+        g_assert_cmpint(k, <, find_exact(&f->a, 0, id, IN_CREATE | IN_ISDIR, mnt));
+        g_assert_cmpuint(f->a.removed->len, ==, 0);
+        wt_touch(under);
+        g_assert_cmpuint(wt_await_record(&f->a, under, IN_CREATE, TIMEOUT_MS)->id, ==, id);
+}
+
+/* Pending again, a PERSIST subscription is charged its chain as at AddWatch:
+ * over the limit, it cannot follow its path, and ends ("deleted"). */
+static void test_persist_limits(WtFixture *f, gconstpointer data) {
+        g_autofree char *d = mkdir_in(f, "D");
+        guint32 id;
+
+        g_autofree char *missing = path_in(f, "nothing-here");
+
+        /* "/" down to f->dir is more than 3 directories (TMPDIR/bus dir/files):
+         * a path pending there is over the limit, a placed one is not. */
+        wt_add_watch_fails(f->proxy, missing, IN_CREATE, WATCHD_FLAG_PERSIST, WATCHD_ERROR_LIMITS_EXCEEDED);
+        id = wt_add_watch(f->proxy, d, PERSIST_MASK, WATCHD_FLAG_PERSIST, NULL);
+        g_assert_cmpint(g_rmdir(d), ==, 0);
+        g_assert_true(wt_await_removed(&f->a, id, WATCHD_REASON_DELETED, TIMEOUT_MS));
+        g_assert_nonnull(wt_await_record(&f->a, d, IN_DELETE_SELF, TIMEOUT_MS));
+        g_assert_true(wt_await_stat(f->proxy, "subscriptions", 0, TIMEOUT_MS));
+}
+
+/* PERSIST follows a path: AddWatchFd, which names an object, refuses it. */
+static void test_persist_fd(WtFixture *f, gconstpointer data) {
+        g_autoptr(GUnixFDList) fds = g_unix_fd_list_new();
+        g_autoptr(GVariant) r = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autofree char *name = NULL;
+        int fd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(g_unix_fd_list_append(fds, fd, NULL), ==, 0);
+        close(fd);
+        r = g_dbus_proxy_call_with_unix_fd_list_sync(G_DBUS_PROXY(f->proxy), "AddWatchFd",
+                                                     g_variant_new("(huu)", 0, IN_CREATE, WATCHD_FLAG_PERSIST),
+                                                     G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, fds, NULL, NULL, &error);
+        g_assert_null(r);
+        name = g_dbus_error_get_remote_error(error);
+        g_assert_cmpstr(name, ==, WATCHD_ERROR_INVALID_ARGS);
+        g_assert_nonnull(strstr(error->message, "PERSIST"));
+}
+
 /* ---------------------------------------------------------------- pair-per-subscription */
 
 /* One client, subscriptions on A and B: mv A/x B/x reaches both ids, each
@@ -336,6 +579,13 @@ int main(int argc, char *argv[]) {
         WT_CASE("/glib-semantics/appearance", NULL, test_appearance);
         WT_CASE("/glib-semantics/appearance-scan", NULL, test_appearance_scan);
         WT_CASE("/glib-semantics/appearance-file", NULL, test_appearance_file);
+        WT_CASE("/glib-semantics/persist-deleted", NULL, test_persist_deleted);
+        WT_CASE("/glib-semantics/persist-renamed", NULL, test_persist_renamed);
+        WT_CASE("/glib-semantics/persist-renamed-seen", NULL, test_persist_renamed_seen);
+        WT_CASE("/glib-semantics/persist-atomic-save", NULL, test_persist_atomic_save);
+        WT_CASE("/glib-semantics/persist-unmounted", NULL, test_persist_unmounted);
+        WT_CASE("/glib-semantics/persist-limits", "[limits]\nmax_watches_per_client = 3\n", test_persist_limits);
+        WT_CASE("/glib-semantics/persist-fd", NULL, test_persist_fd);
         WT_CASE("/glib-semantics/pair-per-subscription", NULL, test_pair_per_subscription);
         WT_CASE("/glib-semantics/pair-two-clients", NULL, test_pair_two_clients);
         return g_test_run();
