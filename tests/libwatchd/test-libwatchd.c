@@ -302,6 +302,38 @@ static void test_removed(Fixture *f, gconstpointer data) {
         rec_clear(&r);
 }
 
+/* WATCHD_WATCH_PERSIST with a watchd that says "persistent": the watched
+ * directory deleted is DELETE_SELF and no "removed"; made again, its
+ * appearance is CREATE of the path itself ("report-appearance"), and what
+ * happens in it is seen, under the same subscription. */
+static void test_persist(Fixture *f, gconstpointer data) {
+        g_autofree char *d = path_in(f, "d");
+        g_autofree char *x = path_in(f, "d/x");
+        g_autoptr(WatchdSubscription) sub = NULL;
+        WatchdCapabilities caps = watchd_client_get_capabilities(f->client);
+        guint32 id;
+        Rec r;
+
+        g_assert_true(caps & WATCHD_CAPABILITY_PERSISTENT);
+        g_assert_true(caps & WATCHD_CAPABILITY_REPORT_APPEARANCE);
+        rec_init(&r);
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        sub = watch(f, &r, d, WATCHD_EVENT_CREATE | WATCHD_EVENT_DELETE_SELF, WATCHD_WATCH_PERSIST);
+        id = watchd_subscription_get_id(sub);
+        g_assert_cmpint(g_rmdir(d), ==, 0);
+        await_event(&r, d, WATCHD_EVENT_DELETE_SELF);
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        await_event(&r, d, WATCHD_EVENT_CREATE | WATCHD_EVENT_ISDIR);
+        touch(x);
+        await_event(&r, x, WATCHD_EVENT_CREATE);
+        g_assert_cmpint(r.removed, ==, -1);
+        g_assert_true(watchd_subscription_is_active(sub));
+        g_assert_cmpuint(watchd_subscription_get_id(sub), ==, id);
+        g_assert_cmpuint(watchd_subscription_get_flags(sub), ==, WATCHD_WATCH_PERSIST);
+        g_assert_cmpint(g_unlink(x), ==, 0);
+        rec_clear(&r);
+}
+
 /* watchd's Overflow reaches the subscription, in order after the events
  * that were delivered. */
 static void test_overflow_daemon(Fixture *f, gconstpointer data) {
@@ -815,6 +847,7 @@ int main(int argc, char **argv) {
         g_test_add("/libwatchd/rename", Fixture, NULL, setup, test_rename, teardown);
         g_test_add("/libwatchd/rename-across", Fixture, NULL, setup, test_rename_across, teardown);
         g_test_add("/libwatchd/removed", Fixture, NULL, setup, test_removed, teardown);
+        g_test_add("/libwatchd/persist", Fixture, NULL, setup, test_persist, teardown);
         g_test_add("/libwatchd/overflow-daemon", Fixture, "[limits]\nmax_pending_events_per_client = 16\n", setup, test_overflow_daemon, teardown);
         g_test_add("/libwatchd/overflow-client", Fixture, NULL, setup, test_overflow_client, teardown);
         g_test_add("/libwatchd/restart", Fixture, NULL, setup, test_restart, teardown);
