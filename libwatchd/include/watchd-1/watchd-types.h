@@ -88,8 +88,14 @@ typedef enum /*< flags,prefix=WATCHD_EVENT >*/ {
  * @WATCHD_WATCH_PERSIST: follow the path, not the object: when the object is
  *   deleted, unmounted or renamed away, the subscription waits for the path
  *   to come back (its return is reported as %WATCHD_EVENT_CREATE of the path
- *   itself) instead of being removed. Only for a watchd whose capabilities
- *   have %WATCHD_CAPABILITY_PERSISTENT (an older one refuses the flag).
+ *   itself) instead of being removed. A watchd without
+ *   %WATCHD_CAPABILITY_PERSISTENT does not know the flag: the library then
+ *   sends the subscription without it, and when watchd removes it (deleted,
+ *   unmounted) adds the path again itself and emits
+ *   #WatchdSubscription::overflow (%WATCHD_OVERFLOW_FOLLOWED) instead of
+ *   #WatchdSubscription::removed; a rename away is not seen then, and the
+ *   return is reported only by a watchd with
+ *   %WATCHD_CAPABILITY_REPORT_APPEARANCE.
  *
  * AddWatch's flags (watchd(8)).
  */
@@ -111,6 +117,10 @@ typedef enum /*< flags,prefix=WATCHD_WATCH >*/ {
  *   #WatchdClient:max-queued-events were waiting)
  * @WATCHD_OVERFLOW_RESTARTED: watchd stopped and came back; the
  *   subscription was added again, and events between the two are not known
+ * @WATCHD_OVERFLOW_FOLLOWED: the object of a %WATCHD_WATCH_PERSIST
+ *   subscription went and a watchd without %WATCHD_CAPABILITY_PERSISTENT
+ *   ended it; the library added its path again, and what happened at the
+ *   path in between is not known
  *
  * Why a subscription's events may be incomplete. Whatever the reason, a
  * program that keeps state about the watched files should rescan them.
@@ -119,6 +129,7 @@ typedef enum {
         WATCHD_OVERFLOW_DAEMON,
         WATCHD_OVERFLOW_CLIENT,
         WATCHD_OVERFLOW_RESTARTED,
+        WATCHD_OVERFLOW_FOLLOWED,
 } WatchdOverflowReason;
 
 /**
