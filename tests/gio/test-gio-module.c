@@ -172,7 +172,9 @@ static void check_fallback(int max_ms) {
         m = monitor_dir(dir, &usec);
         g_test_message("first monitor (is_supported() included): %.1f ms", usec / 1000.0);
         g_assert_cmpstr(G_OBJECT_TYPE_NAME(m), ==, "GInotifyFileMonitor");
-        g_assert_cmpint(usec / 1000, <, max_ms);
+        /* Not under sanitizers (tests/robustness/sanitize), whose slowdown is not the module's. */
+        if (g_strcmp0(g_getenv("WATCHD_TEST_NO_TIMING"), "1") != 0)
+                g_assert_cmpint(usec / 1000, <, max_ms);
         touch(dir, "a");
         await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "a");
         g_file_monitor_cancel(m);
