@@ -907,6 +907,7 @@ static int property_get_capabilities(sd_bus *bus, const char *path, const char *
                 WATCHD_CAP_REPORT_APPEARANCE,
                 WATCHD_CAP_PERSISTENT,
                 WATCHD_CAP_PAIR_PER_SUBSCRIPTION,
+                WATCHD_CAP_STREAM,
         };
         int r;
 
