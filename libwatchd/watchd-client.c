@@ -1471,6 +1471,11 @@ static gboolean client_initable_init(GInitable *initable, GCancellable *cancella
                 private_connection = TRUE;
         }
 
+        /* The daemon knows a connection, not the clients on it: the stream of a
+         * connection the program shares would carry the records of its other
+         * clients (another WatchdClient, its own calls) to this one alone. */
+        if (!private_connection)
+                core->use_stream = FALSE;
         core->bus = watchd_bus_new(connection, private_connection, &core_bus_callbacks, core_ref(core), core_unref);
         if (!watchd_bus_start(core->bus, error))
                 return FALSE;
@@ -1694,7 +1699,10 @@ static void watchd_client_class_init(WatchdClientClass *klass) {
          * rather than as D-Bus signals: cheaper for both sides, and not held
          * up by the bus. Set at construction (default %TRUE); read, it says
          * whether they do now (a watchd without the capability, or a stream
-         * that could not be read, gives signals, with the same events).
+         * that could not be read, gives signals, with the same events). A
+         * client on a connection given to it (#WatchdClient:connection) never
+         * uses the stream: the daemon would send the records of every client
+         * of that connection there.
          */
         props[PROP_USE_STREAM] = g_param_spec_boolean("use-stream", "Use the stream",
                                                       "Whether records come over a stream of the client's own", TRUE,

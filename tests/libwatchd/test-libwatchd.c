@@ -15,6 +15,7 @@
  */
 
 #include <errno.h>
+#include <sys/resource.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -1073,6 +1074,104 @@ static void test_restart_stream(Fixture *f, gconstpointer data) {
         rec_clear(&r);
 }
 
+/* Two clients on one connection of the program's: each gets its events. The
+ * daemon knows the connection, not the clients, so a stream would carry both
+ * clients' records to the one that opened it: on a connection not its own
+ * the library takes signals, which both clients see. */
+static WatchdClient *client_on(GDBusConnection *connection) {
+        g_autoptr(GError) error = NULL;
+        WatchdClient *c = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "connection", connection, "use-stream",
+                                         !signals_only(), NULL);
+
+        g_assert_no_error(error);
+        return c;
+}
+
+static void test_shared_connection(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GDBusConnection) connection = g_dbus_connection_new_for_address_sync(
+                f->bus->address,
+                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL,
+                NULL, &error);
+        g_autofree char *a = path_in(f, "a");
+        WatchdClient *c1, *c2;
+        WatchdSubscription *s1, *s2;
+        gboolean streaming = TRUE;
+        Rec r1, r2;
+
+        g_assert_no_error(error);
+        c1 = client_on(connection);
+        c2 = client_on(connection);
+        rec_init(&r1);
+        rec_init(&r2);
+        s1 = watchd_subscription_new(c1, f->dir, WATCHD_EVENT_CREATE, 0);
+        s2 = watchd_subscription_new(c2, f->dir, WATCHD_EVENT_CREATE, 0);
+        rec_connect(&r1, s1);
+        rec_connect(&r2, s2);
+        watchd_subscription_start_sync(s1, NULL, &error);
+        g_assert_no_error(error);
+        watchd_subscription_start_sync(s2, NULL, &error);
+        g_assert_no_error(error);
+        touch(a);
+        (void) await_event(&r1, a, WATCHD_EVENT_CREATE);
+        (void) await_event(&r2, a, WATCHD_EVENT_CREATE);
+        g_object_get(c1, "use-stream", &streaming, NULL);
+        g_assert_false(streaming);
+        watchd_subscription_cancel(s1);
+        watchd_subscription_cancel(s2);
+        g_object_unref(s1);
+        g_object_unref(s2);
+        watchd_client_close(c1);
+        watchd_client_close(c2);
+        g_object_unref(c1);
+        g_object_unref(c2);
+        rec_clear(&r1);
+        rec_clear(&r2);
+}
+
+/* A watchd that cannot make a stream (no descriptor left: OpenStream fails
+ * with LimitsExceeded): the client falls back to signals, same events. */
+static void test_stream_refused(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *fds = g_strdup_printf("/proc/%d/fd", (int) daemon_pid(f));
+        g_autofree char *a = path_in(f, "a");
+        g_autoptr(GDir) d = g_dir_open(fds, 0, &error);
+        g_autoptr(WatchdClient) c = NULL;
+        g_autoptr(WatchdSubscription) sub = NULL;
+        gboolean streaming = TRUE;
+        struct rlimit rl, old;
+        guint n = 0;
+        Rec r;
+
+        g_assert_no_error(error);
+        while (g_dir_read_name(d))
+                n++;
+        /* No descriptor more than it has (a call needs none; a socket pair
+         * needs two, and one it has open for a moment may end). Only
+         * while the client starts (it has asked by then): a timer of the
+         * daemon's may want a descriptor later. */
+        g_assert_cmpint(prlimit(daemon_pid(f), RLIMIT_NOFILE, NULL, &old), ==, 0);
+        rl = (struct rlimit) { .rlim_cur = n, .rlim_max = old.rlim_max };
+        g_assert_cmpint(prlimit(daemon_pid(f), RLIMIT_NOFILE, &rl, NULL), ==, 0);
+        c = client_for_address(f->bus->address, &error);
+        g_assert_cmpint(prlimit(daemon_pid(f), RLIMIT_NOFILE, &old, NULL), ==, 0);
+        g_assert_no_error(error);
+        g_assert_true(watchd_client_get_capabilities(c) & WATCHD_CAPABILITY_STREAM);
+        g_object_get(c, "use-stream", &streaming, NULL);
+        g_assert_false(streaming);
+        rec_init(&r);
+        sub = watchd_subscription_new(c, f->dir, WATCHD_EVENT_CREATE, 0);
+        rec_connect(&r, sub);
+        watchd_subscription_start_sync(sub, NULL, &error);
+        g_assert_no_error(error);
+        touch(a);
+        (void) await_event(&r, a, WATCHD_EVENT_CREATE);
+        g_assert_cmpuint(r.overflows->len, ==, 0);
+        watchd_subscription_cancel(sub);
+        watchd_client_close(c);
+        rec_clear(&r);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         /* One a line, the path a literal: tests/meson.build reads them (case_programs). */
@@ -1098,5 +1197,7 @@ int main(int argc, char **argv) {
         g_test_add("/libwatchd/threads", Fixture, NULL, setup, test_threads, teardown);
         g_test_add("/libwatchd/transport", Fixture, NULL, setup, test_transport, teardown);
         g_test_add("/libwatchd/restart-stream", Fixture, NULL, setup, test_restart_stream, teardown);
+        g_test_add("/libwatchd/shared-connection", Fixture, NULL, setup, test_shared_connection, teardown);
+        g_test_add("/libwatchd/stream-refused", Fixture, NULL, setup, test_stream_refused, teardown);
         return g_test_run();
 }

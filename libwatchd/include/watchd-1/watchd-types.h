@@ -167,7 +167,7 @@ typedef enum {
  *   FUSE) are polled, so changes made elsewhere are seen (issue 17)
  * @WATCHD_CAPABILITY_STREAM: a client may have its records over a socket of
  *   its own (OpenStream, watchd(8) STREAM); the client does so unless
- *   #WatchdClient:use-stream is %FALSE
+ *   #WatchdClient:use-stream is %FALSE or its connection was given to it
  *
  * What the running watchd offers beyond its first API, as it says in its
  * Capabilities property (see watchd_client_get_capabilities()).
