@@ -651,31 +651,45 @@ static void test_hundred(WtFixture *f, gconstpointer data) {
         g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 0, TIMEOUT_MS));
 }
 
+/* The D-Bus name of a remote error (the error is cleared). */
+static char *take_remote_error(GError **error) {
+        char *name;
+
+        g_assert_nonnull(*error);
+        g_assert_true(g_dbus_error_is_remote_error(*error));
+        name = g_dbus_error_get_remote_error(*error);
+        g_clear_error(error);
+        return name;
+}
+
 /* The options, and a second stream while one is open. */
 static void test_open(WtFixture *f, gconstpointer data) {
         g_autoptr(GError) error = NULL;
         g_autoptr(Stream) s = NULL;
+        g_autofree char *name = NULL;
         GVariantBuilder b;
         int fd;
 
         g_variant_builder_init(&b, G_VARIANT_TYPE("a{sv}"));
         g_variant_builder_add(&b, "{sv}", "version", g_variant_new_uint32(0));
         g_assert_cmpint(open_stream(f->proxy, g_variant_builder_end(&b), &error), ==, -1);
-        g_assert_true(g_dbus_error_is_remote_error(error));
-        g_assert_cmpstr(g_dbus_error_get_remote_error(error), ==, E_INVALID_ARGS);
-        g_clear_error(&error);
+        name = take_remote_error(&error);
+        g_assert_cmpstr(name, ==, E_INVALID_ARGS);
+        g_clear_pointer(&name, g_free);
 
         g_variant_builder_init(&b, G_VARIANT_TYPE("a{sv}"));
         g_variant_builder_add(&b, "{sv}", "version", g_variant_new_string("1"));
         g_assert_cmpint(open_stream(f->proxy, g_variant_builder_end(&b), &error), ==, -1);
-        g_assert_cmpstr(g_dbus_error_get_remote_error(error), ==, E_INVALID_ARGS);
-        g_clear_error(&error);
+        name = take_remote_error(&error);
+        g_assert_cmpstr(name, ==, E_INVALID_ARGS);
+        g_clear_pointer(&name, g_free);
 
         g_variant_builder_init(&b, G_VARIANT_TYPE("a{sv}"));
         g_variant_builder_add(&b, "{sv}", "no-such-option", g_variant_new_boolean(TRUE));
         g_assert_cmpint(open_stream(f->proxy, g_variant_builder_end(&b), &error), ==, -1);
-        g_assert_cmpstr(g_dbus_error_get_remote_error(error), ==, E_INVALID_ARGS);
-        g_clear_error(&error);
+        name = take_remote_error(&error);
+        g_assert_cmpstr(name, ==, E_INVALID_ARGS);
+        g_clear_pointer(&name, g_free);
 
         /* A client that reads a later version gets the one watchd speaks. */
         g_variant_builder_init(&b, G_VARIANT_TYPE("a{sv}"));
@@ -693,8 +707,9 @@ static void test_open(WtFixture *f, gconstpointer data) {
 
         /* One stream a connection. */
         g_assert_cmpint(open_stream(f->proxy, NULL, &error), ==, -1);
-        g_assert_cmpstr(g_dbus_error_get_remote_error(error), ==, E_LIMITS);
-        g_clear_error(&error);
+        name = take_remote_error(&error);
+        g_assert_cmpstr(name, ==, E_LIMITS);
+        g_clear_pointer(&name, g_free);
 
         /* Closed, it may be opened again at once (watchd sees the old one is gone). */
         close(fd);
