@@ -290,10 +290,11 @@ int sink_report(Sink *s) {
         (void) getrusage(RUSAGE_CHILDREN, &children);
         printf("cpu_self_ns=%" PRIu64 "\n"
                "cpu_children_ns=%" PRIu64 "\n"
-               "maxrss_kb=%ld\n",
+               "maxrss_kb=%ld\n"
+               "wakeups=%ld\n",
                tv_ns(self.ru_utime) + tv_ns(self.ru_stime),
                tv_ns(children.ru_utime) + tv_ns(children.ru_stime),
-               self.ru_maxrss);
+               self.ru_maxrss, self.ru_nvcsw);
         printf("records=%" PRIu64 "\n"
                "distinct=%u\n"
                "expect=%u\n"

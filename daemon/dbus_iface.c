@@ -53,6 +53,8 @@
 #include "macro.h"
 #include "events_batch.h"
 #include "path_escape.h"
+#include "stream_frame.h"
+#include "stream_loop.h"
 #include "tree.h"
 
 struct DbusIface {
@@ -62,6 +64,7 @@ struct DbusIface {
         sd_bus_slot *vtable_slot;
         bool stalled;                   /* the bus was congested at the last look */
         GHashTable *pings;              /* uid -> Peer.Pings in flight to its clients (see bus_ask_confirm()) */
+        unsigned n_streams;             /* clients reading a stream (OpenStream) */
 };
 
 static void creds_unrefp(sd_bus_creds **c) {
@@ -295,6 +298,9 @@ typedef struct BusClient {
         sd_event_source *ping_retry;
         uint64_t ping_retry_usec;
         bool ping_refusal_logged;       /* the bus's refusal is logged once per client */
+        /* Its record stream (OpenStream), or NULL: its records go as signals.
+         * The queue's transport data stays this BusClient either way. */
+        StreamLoop *stream;
 } BusClient;
 
 static void ping_end(BusClient *bc);
@@ -308,6 +314,10 @@ static BusClient *bus_client_free(BusClient *bc) {
         sd_bus_slot_unref(bc->ping);
         sd_event_source_disable_unref(bc->ping_retry);
         sd_bus_track_unref(bc->track);
+        if (bc->stream) {
+                stream_loop_free(bc->stream);
+                bc->iface->n_streams--;
+        }
         free(bc);
         return NULL;
 }
@@ -691,6 +701,8 @@ static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
                 r = append_u(reply, "subscriptions", st.subscriptions);
         if (r >= 0)
                 r = append_u(reply, "kernel_watches", st.kernel_watches);
+        if (r >= 0)
+                r = append_u(reply, "streams", d->n_streams);
         if (r >= 0 && known) {
                 r = append_u(reply, "own_clients", own_clients);
                 if (r >= 0)
@@ -731,6 +743,150 @@ static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/*
+ * The record stream (watchd(8), STREAM; the format is watchd-stream(5)).
+ *
+ * OpenStream hands the caller one end of a socket pair; from the reply on,
+ * the caller's records go there and no longer as signals. Its queue keeps
+ * this BusClient as its transport's data, and bus_stream_ops forwards to
+ * the Stream (stream.h), so that ending the client finds its BusClient
+ * whichever way its records go. The stream is the connection's: it ends
+ * with it (client_end()), and when the client closes it its records go as
+ * signals again, after an Overflow naming all its subscriptions if records
+ * went to the stream (what it did not read of them is lost).
+ */
+static int stream_send_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
+        BusClient *bc = data;
+
+        return stream_delivery_ops.send_events(q, recs, n, stream_loop_get(bc->stream));
+}
+
+static int stream_send_notice(DeliveryQueue *q, const Record *rec, const uint32_t *ids, size_t n_ids, void *data) {
+        BusClient *bc = data;
+
+        return stream_delivery_ops.send_notice(q, rec, ids, n_ids, stream_loop_get(bc->stream));
+}
+
+static bool stream_congested(void *data) {
+        BusClient *bc = data;
+
+        return stream_delivery_ops.congested(stream_loop_get(bc->stream));
+}
+
+static const DeliveryOps bus_stream_ops = {
+        .send_events = stream_send_events,
+        .send_notice = stream_send_notice,
+        .congested = stream_congested,
+        .wakes_itself = true,
+};
+
+/* bc's stream is gone (its client closed it, or a new one replaces it): back to signals. */
+static void stream_end(BusClient *bc) {
+        Client *c = bc->client;
+        bool carried = stream_carried_records(stream_loop_get(bc->stream));
+
+        bc->stream = stream_loop_free(bc->stream);
+        bc->iface->n_streams--;
+        delivery_queue_set_transport(&c->queue, &bus_delivery_ops, bc);
+        if (carried)
+                manager_client_lost_all(bc->iface->manager, c);
+        log_debug("Client %s closed its stream: its records go as signals again%s.", c->name,
+                  carried ? ", after an Overflow" : "");
+}
+
+static void on_stream_ended(void *userdata) {
+        stream_end(userdata);
+}
+
+/* OpenStream's options: "version" (u), the newest version of watchd-stream(5) the caller reads. */
+static int stream_options(sd_bus_message *msg, uint32_t *ret_version, sd_bus_error *error) {
+        uint32_t version = 1;
+        int r;
+
+        r = sd_bus_message_enter_container(msg, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
+                const char *key;
+
+                r = sd_bus_message_read(msg, "s", &key);
+                if (r < 0)
+                        return r;
+                if (strcmp(key, "version") != 0)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "OpenStream has no option '%.*s%s'; it knows \"version\".",
+                                                 quote_len(key, QUOTE_MAX), key, strlen(key) > QUOTE_MAX ? "…" : "");
+                r = sd_bus_message_enter_container(msg, 'v', "u");
+                if (r == -ENXIO)
+                        return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                "The option \"version\" is a number (u).");
+                if (r >= 0)
+                        r = sd_bus_message_read(msg, "u", &version);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(msg);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(msg);
+                if (r < 0)
+                        return r;
+                if (version == 0)
+                        return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                "The option \"version\" is the newest version of the stream you "
+                                                "read, 1 or more.");
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(msg);
+        if (r < 0)
+                return r;
+        *ret_version = version;
+        return 0;
+}
+
+static int method_open_stream(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_close_ int peer = -EBADF;
+        DbusIface *d = userdata;
+        uint32_t version = 1;
+        BusClient *bc;
+        Client *c;
+        int r;
+
+        r = stream_options(msg, &version, error);
+        if (r < 0)
+                return r;
+        if (!sd_bus_can_send(d->bus, SD_BUS_TYPE_UNIX_FD))
+                return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
+                                        "This bus does not pass file descriptors: no stream, records go as signals.");
+        r = client_for_call(d, msg, &c, error);
+        if (r < 0)
+                return r;
+        bc = c->queue.data;
+        if (bc->stream) {
+                /* One a connection; one the client closed may not have been seen yet. */
+                if (stream_loop_alive(bc->stream))
+                        return sd_bus_error_set(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                                "This connection has a stream open already (one a connection); "
+                                                "close it, and its records go as signals until you open another.");
+                stream_end(bc);
+        }
+
+        r = stream_loop_new(d->event, &c->queue, (uint16_t) MIN(version, STREAM_FRAME_VERSION), on_stream_ended, bc,
+                            &bc->stream, &peer);
+        if (r == -EMFILE || r == -ENFILE)
+                return sd_bus_error_set(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                        "watchd has no file descriptor left for a stream; records go as signals.");
+        if (r < 0)
+                return r;
+        d->n_streams++;
+        /* A Ping in flight asks about signals no longer sent. */
+        ping_end(bc);
+        bc->ping_retry = sd_event_source_disable_unref(bc->ping_retry);
+        bc->ping_retry_usec = 0;
+        delivery_queue_set_transport(&c->queue, &bus_stream_ops, bc);
+        log_debug("Client %s reads its records from a stream (version %u) from now on.", c->name,
+                  MIN(version, STREAM_FRAME_VERSION));
+        /* sd-bus sends a copy of peer: ours is closed on return. */
+        return sd_bus_reply_method_return(msg, "h", peer);
+}
+
 static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         return sd_bus_message_append(reply, "s", WATCHD_VERSION);
@@ -751,6 +907,7 @@ static int property_get_capabilities(sd_bus *bus, const char *path, const char *
                 WATCHD_CAP_REPORT_APPEARANCE,
                 WATCHD_CAP_PERSISTENT,
                 WATCHD_CAP_PAIR_PER_SUBSCRIPTION,
+                WATCHD_CAP_STREAM,
         };
         int r;
 
@@ -788,6 +945,11 @@ static const sd_bus_vtable watchd_vtable[] = {
                                 SD_BUS_NO_ARGS,
                                 SD_BUS_RESULT("a{sv}", stats),
                                 method_get_stats,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("OpenStream",
+                                SD_BUS_ARGS("a{sv}", options),
+                                SD_BUS_RESULT("h", stream),
+                                method_open_stream,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("Events", SD_BUS_ARGS("a(uuuss)", events), 0),
         SD_BUS_SIGNAL_WITH_ARGS("Overflow", SD_BUS_ARGS("au", ids), 0),

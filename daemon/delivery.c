@@ -99,6 +99,9 @@ void delivery_queue_update(Delivery *d, DeliveryQueue *q) {
 void delivery_queue_set_transport(DeliveryQueue *q, const DeliveryOps *ops, void *data) {
         q->ops = ops;
         q->data = data;
+        /* An answer the old transport awaited will not come through the new one. */
+        q->confirming = false;
+        q->read = q->sent;
 }
 
 static void mark_dirty(Delivery *d, DeliveryQueue *q) {
@@ -282,6 +285,10 @@ void delivery_ask_confirm(DeliveryQueue *q) {
         ask_confirm(q);
 }
 
+void delivery_all_read(DeliveryQueue *q) {
+        q->read = q->sent;
+}
+
 static void send_batch(Delivery *d, DeliveryQueue *q, Record **batch, size_t *n) {
         if (*n == 0)
                 return;
@@ -354,9 +361,12 @@ void delivery_flush(Delivery *d, uint64_t now_usec) {
         LIST_FOREACH_SAFE(dirty, q, next, d->dirty) {
                 if (q->ops && q->ops->congested && q->ops->congested(q->data)) {
                         /* The transport is not reading: records stay in the queues,
-                         * which are bounded (then Overflow); try again soon. */
-                        d->congested = true;
-                        d->retry_at = now_usec + DELIVERY_RETRY_USEC;
+                         * which are bounded (then Overflow); try again soon, or
+                         * when the transport's own event comes. */
+                        if (!q->ops->wakes_itself) {
+                                d->congested = true;
+                                d->retry_at = now_usec + DELIVERY_RETRY_USEC;
+                        }
                         continue;
                 }
                 flush_queue(d, q, now_usec);

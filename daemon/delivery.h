@@ -47,8 +47,10 @@ typedef struct DeliveryOps {
          * delivery_confirmed(). Return: 0 (asked), -EAGAIN (not now: the transport calls
          * delivery_ask_confirm() when it may), or -errno. */
         int (*ask_confirm)(DeliveryQueue *q, void *data);
-        /* Optional: the transport takes no more now; delivery tries again after DELIVERY_RETRY_USEC. */
+        /* Optional: the transport takes no more now; delivery tries again after DELIVERY_RETRY_USEC,
+         * or, if wakes_itself, at the flush after the transport's own event (a socket writable again). */
         bool (*congested)(void *data);
+        bool wakes_itself;
 } DeliveryOps;
 
 #define DELIVERY_RETRY_USEC 10000u
@@ -104,6 +106,8 @@ void delivery_queue_init(Delivery *d, DeliveryQueue *q, const char *name);
 /* Drops what is queued; q is off every list. */
 void delivery_queue_done(Delivery *d, DeliveryQueue *q);
 void delivery_queue_update(Delivery *d, DeliveryQueue *q);
+/* The client's records go to another transport from now on. What the last one
+ * sent is out of its hands, confirmed or not: nothing more is awaited of it. */
 void delivery_queue_set_transport(DeliveryQueue *q, const DeliveryOps *ops, void *data);
 static inline size_t delivery_queue_size(const DeliveryQueue *q) {
         return move_pairer_size(&q->pairer);
@@ -116,6 +120,10 @@ void delivery_submit(Delivery *d, DeliveryQueue *q, Record *rec);
 void delivery_sent(DeliveryQueue *q, size_t n);
 /* The transport may ask q's client for a confirmation again (after -EAGAIN). */
 void delivery_ask_confirm(DeliveryQueue *q);
+/* Everything sent to q's client counts as read: a transport that bounds what
+ * is unread by itself (a socket's buffer) says so when it has handed over
+ * all it was given, instead of asking the client. */
+void delivery_all_read(DeliveryQueue *q);
 
 /* Queues an Overflow naming id (its subscription lost events, or coverage). */
 void delivery_lost(Delivery *d, DeliveryQueue *q, uint32_t id);

@@ -95,28 +95,30 @@ static void on_end(Subscription *s, void *userdata) {
         subscription_end(userdata, s);
 }
 
+void manager_client_lost_all(Manager *m, Client *c) {
+        g_autofree uint32_t *ids = NULL;
+        size_t n = 0;
+
+        if (c->n_subscriptions == 0)
+                return;
+        ids = calloc(c->n_subscriptions, sizeof(uint32_t));
+        if (!ids) {
+                log_warning("Out of memory queueing Overflow for %s, ignoring.", c->name);
+                return;
+        }
+        LIST_FOREACH(owner, s, c->subscriptions)
+                ids[n++] = s->id;
+        delivery_lost_all(m->delivery, &c->queue, ids, n);
+}
+
 static void on_overflow_all(void *userdata) {
         Manager *m = userdata;
         GHashTableIter i;
         gpointer v;
 
         g_hash_table_iter_init(&i, m->clients);
-        while (g_hash_table_iter_next(&i, NULL, &v)) {
-                Client *c = v;
-                g_autofree uint32_t *ids = NULL;
-                size_t n = 0;
-
-                if (c->n_subscriptions == 0)
-                        continue;
-                ids = calloc(c->n_subscriptions, sizeof(uint32_t));
-                if (!ids) {
-                        log_warning("Out of memory queueing Overflow for %s, ignoring.", c->name);
-                        continue;
-                }
-                LIST_FOREACH(owner, s, c->subscriptions)
-                        ids[n++] = s->id;
-                delivery_lost_all(m->delivery, &c->queue, ids, n);
-        }
+        while (g_hash_table_iter_next(&i, NULL, &v))
+                manager_client_lost_all(m, v);
 }
 
 /*

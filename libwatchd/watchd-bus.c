@@ -16,8 +16,16 @@
 
 typedef struct BusCall {
         WatchdBusReplyFunc done;
+        WatchdBusReplyFdsFunc done_fds; /* instead of done: the reply's descriptors too */
         gpointer userdata;
 } BusCall;
+
+static void call_done(BusCall *call, const char *sender, GVariant *body, GUnixFDList *fds, const GError *error) {
+        if (call->done_fds)
+                call->done_fds(call->userdata, sender, body, fds, error);
+        else
+                call->done(call->userdata, sender, body, error);
+}
 
 struct WatchdBus {
         gint ref_count;                 /* the owner's, the filter's, the closed handler's */
@@ -39,16 +47,16 @@ static void bus_handle_reply(WatchdBus *bus, GDBusMessage *m, BusCall *call) {
         GVariant *body;
 
         if (g_dbus_message_to_gerror(m, &error)) {
-                call->done(call->userdata, g_dbus_message_get_sender(m), NULL, error);
+                call_done(call, g_dbus_message_get_sender(m), NULL, NULL, error);
                 return;
         }
         body = g_dbus_message_get_body(m);
         if (body)
-                call->done(call->userdata, g_dbus_message_get_sender(m), body, NULL);
+                call_done(call, g_dbus_message_get_sender(m), body, g_dbus_message_get_unix_fd_list(m), NULL);
         else {
                 g_autoptr(GVariant) empty = g_variant_ref_sink(g_variant_new("()"));
 
-                call->done(call->userdata, g_dbus_message_get_sender(m), empty, NULL);
+                call_done(call, g_dbus_message_get_sender(m), empty, g_dbus_message_get_unix_fd_list(m), NULL);
         }
 }
 
@@ -133,7 +141,7 @@ static void bus_fail_all(WatchdBus *bus, const GError *error) {
         while (g_hash_table_iter_next(&it, NULL, &value)) {
                 BusCall *call = value;
 
-                call->done(call->userdata, NULL, NULL, error);
+                call_done(call, NULL, NULL, NULL, error);
         }
         g_hash_table_destroy(g_steal_pointer(&calls));
 }
@@ -205,9 +213,9 @@ GDBusConnection *watchd_bus_get_connection(WatchdBus *bus) {
         return bus->connection;
 }
 
-guint32 watchd_bus_call(WatchdBus *bus, const char *destination, const char *interface, const char *method,
+static guint32 bus_call(WatchdBus *bus, const char *destination, const char *interface, const char *method,
                         GVariant *params, GUnixFDList *fds, gboolean auto_start, WatchdBusReplyFunc done,
-                        gpointer userdata, GError **error) {
+                        WatchdBusReplyFdsFunc done_fds, gpointer userdata, GError **error) {
         const char *path = g_str_equal(destination, WATCHD_BUS_NAME) ? WATCHD_OBJECT_PATH : "/org/freedesktop/DBus";
         g_autoptr(GDBusMessage) m = g_dbus_message_new_method_call(destination, path, interface, method);
         guint32 serial = 0;
@@ -219,7 +227,7 @@ guint32 watchd_bus_call(WatchdBus *bus, const char *destination, const char *int
                 g_dbus_message_set_unix_fd_list(m, fds);
         if (!auto_start)
                 g_dbus_message_set_flags(m, G_DBUS_MESSAGE_FLAGS_NO_AUTO_START);
-        if (!done)
+        if (!done && !done_fds)
                 g_dbus_message_set_flags(m, g_dbus_message_get_flags(m) | G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED);
 
         /* The lock is held across the send so that the filter, which may see
@@ -231,15 +239,27 @@ guint32 watchd_bus_call(WatchdBus *bus, const char *destination, const char *int
                 return 0;
         }
         sent = g_dbus_connection_send_message(bus->connection, m, G_DBUS_SEND_MESSAGE_FLAGS_NONE, &serial, error);
-        if (sent && done) {
+        if (sent && (done || done_fds)) {
                 BusCall *call = g_new(BusCall, 1);
 
                 call->done = done;
+                call->done_fds = done_fds;
                 call->userdata = userdata;
                 g_hash_table_insert(bus->calls, GUINT_TO_POINTER(serial), call);
         }
         g_mutex_unlock(&bus->lock);
         return sent ? serial : 0;
+}
+
+guint32 watchd_bus_call(WatchdBus *bus, const char *destination, const char *interface, const char *method,
+                        GVariant *params, GUnixFDList *fds, gboolean auto_start, WatchdBusReplyFunc done,
+                        gpointer userdata, GError **error) {
+        return bus_call(bus, destination, interface, method, params, fds, auto_start, done, NULL, userdata, error);
+}
+
+guint32 watchd_bus_call_fds(WatchdBus *bus, const char *destination, const char *interface, const char *method,
+                            GVariant *params, WatchdBusReplyFdsFunc done, gpointer userdata, GError **error) {
+        return bus_call(bus, destination, interface, method, params, NULL, FALSE, NULL, done, userdata, error);
 }
 
 gboolean watchd_bus_call_fail(WatchdBus *bus, guint32 serial, const GError *error) {
@@ -252,7 +272,7 @@ gboolean watchd_bus_call_fail(WatchdBus *bus, guint32 serial, const GError *erro
         g_mutex_unlock(&bus->lock);
         if (!call)
                 return FALSE;
-        call->done(call->userdata, NULL, NULL, error);
+        call_done(call, NULL, NULL, NULL, error);
         g_free(call);
         return TRUE;
 }

@@ -14,9 +14,9 @@
  * its lock only to match a reply to its call.
  *
  * The signals are handed up as they are (sender, member, body): watchd's
- * Events/Overflow/WatchRemoved are one way records reach the client; a
- * stream transport (issue 15) would be another, fed from a socket the
- * daemon hands over a call made here.
+ * Events/Overflow/WatchRemoved are one way records reach the client; the
+ * record stream (watchd-stream.h) is the other, fed from a socket the
+ * daemon hands over a call made here (watchd_bus_call_fds()).
  */
 
 #include <gio/gio.h>
@@ -46,6 +46,10 @@ typedef struct WatchdBusCallbacks {
  * connection close. */
 typedef void (*WatchdBusReplyFunc)(gpointer userdata, const char *sender, GVariant *body, const GError *error);
 
+/* The same, with the descriptors the reply carries (NULL if none, or an error). */
+typedef void (*WatchdBusReplyFdsFunc)(gpointer userdata, const char *sender, GVariant *body, GUnixFDList *fds,
+                                      const GError *error);
+
 /* userdata is kept until the last filter call has returned, then given to
  * userdata_free: GDBus may call a filter once more after it was removed. */
 WatchdBus *watchd_bus_new(GDBusConnection *connection, gboolean private_connection,
@@ -61,6 +65,10 @@ GDBusConnection *watchd_bus_get_connection(WatchdBus *bus);
 guint32 watchd_bus_call(WatchdBus *bus, const char *destination, const char *interface, const char *method,
                         GVariant *params, GUnixFDList *fds, gboolean auto_start, WatchdBusReplyFunc done,
                         gpointer userdata, GError **error);
+
+/* A call to watchd whose reply carries descriptors (OpenStream): done gets them. */
+guint32 watchd_bus_call_fds(WatchdBus *bus, const char *destination, const char *interface, const char *method,
+                            GVariant *params, WatchdBusReplyFdsFunc done, gpointer userdata, GError **error);
 
 /* Fails the call serial with error now (a timeout, a cancellation): done runs
  * in this thread unless the reply was already handled. Returns whether it did. */

@@ -31,10 +31,24 @@
  * emits "overflow" (WATCHD_OVERFLOW_RESTARTED) before its new events, and
  * the client emits "daemon-restarted" once all are back (or removed, if the
  * new daemon refused one).
+ *
+ * The stream. A watchd whose Capabilities say "stream" is asked, once its
+ * properties are read, for this connection's record stream (OpenStream,
+ * watchd(8) STREAM): from its reply on, the records come on that socket,
+ * read by a thread of watchd-stream.c, and no longer as signals. Signals
+ * before the reply are handled before it (the filter sees them in order),
+ * the stream's records after it: one order, as the daemon sent them. The
+ * records of either way go through the same core_on_record() and friends,
+ * the stream's with the name of the daemon that gave it as their sender.
+ * A reader is freed (its thread joined) without core->lock held, since its
+ * thread takes the lock for each read.
  */
+
+#include <gio/gunixfdlist.h>
 
 #include "watchd-private.h"
 #include "watchd-bus.h"
+#include "watchd-stream.h"
 #include "watchd-wire.h"
 
 #define DEFAULT_MAX_QUEUED_EVENTS 65536
@@ -129,6 +143,10 @@ struct Core {
         guint max_queued_events;
         guint call_timeout_ms;
         gboolean closed;
+        gboolean use_stream;            /* the client's "use-stream" */
+        gboolean stream_pending;        /* OpenStream sent, not answered */
+        WatchdStreamReader *stream;     /* the stream of stream_owner, or NULL */
+        char *stream_owner;             /* the daemon that gave it; NULL once it ended */
 };
 
 struct _WatchdClient {
@@ -148,6 +166,7 @@ enum {
         PROP_DAEMON_RUNNING,
         PROP_MAX_QUEUED_EVENTS,
         PROP_CALL_TIMEOUT,
+        PROP_USE_STREAM,
         N_PROPS,
 };
 static GParamSpec *props[N_PROPS];
@@ -209,6 +228,7 @@ static void core_unref(gpointer p) {
         g_hash_table_destroy(core->by_dir);
         g_free(core->owner);
         g_free(core->version);
+        g_free(core->stream_owner);
         g_mutex_clear(&core->lock);
         g_cond_clear(&core->cond);
         g_free(core);
@@ -469,51 +489,74 @@ static void core_claim(Core *core, WatchdSubscription *sub, const char *sender, 
 /* ------------------------------------------------------------------------ */
 /* The daemon's signals (GDBus's worker thread) */
 
+/* Lock held. One record of the daemon sender, whichever way it came. */
+static void core_on_record(Core *core, const char *sender, guint32 id, guint32 mask, guint32 cookie,
+                           const char *path, const char *new_path) {
+        gboolean from_owner = g_strcmp0(sender, core->owner) == 0;
+        WatchdSubscription *sub = from_owner ? g_hash_table_lookup(core->by_id, GUINT_TO_POINTER(id)) : NULL;
+
+        if (sub)
+                core_deliver_record(core, sub, mask, cookie, path, new_path);
+        else if (core->adds_in_flight > 0) {
+                g_autoptr(GError) error = NULL;
+                gboolean escaped = (mask & WATCHD_WIRE_PATH_ESCAPED) != 0;
+                g_autofree char *p = watchd_wire_path_decode(path, escaped, &error);
+                g_autofree char *np = p && *new_path ? watchd_wire_path_decode(new_path, escaped, &error) : NULL;
+
+                if (p && (!*new_path || np))
+                        core_keep_unclaimed(core, sender, id, ITEM_EVENTS,
+                                            watchd_event_new(mask & ~WATCHD_WIRE_PATH_ESCAPED, cookie, p, np), NULL);
+                else
+                        core->unclaimed_lost = TRUE;
+        }
+}
+
+/* Lock held. Events of subscription id were lost. */
+static void core_on_overflow_id(Core *core, const char *sender, guint32 id) {
+        gboolean from_owner = g_strcmp0(sender, core->owner) == 0;
+        WatchdSubscription *sub = from_owner ? g_hash_table_lookup(core->by_id, GUINT_TO_POINTER(id)) : NULL;
+
+        if (sub)
+                core_queue_notice(core, ITEM_OVERFLOW, sub, WATCHD_OVERFLOW_DAEMON, NULL, NULL);
+        else if (core->adds_in_flight > 0)
+                core_keep_unclaimed(core, sender, id, ITEM_OVERFLOW, NULL, NULL);
+}
+
+static gboolean core_follows_path(Core *core, WatchdSubscription *sub, WatchdRemovedReason reason);
+static void core_follow_again(Core *core, WatchdSubscription *sub);
+
+/* Lock held. The daemon ended subscription id. */
+static void core_on_removed(Core *core, const char *sender, guint32 id, const char *reason) {
+        gboolean from_owner = g_strcmp0(sender, core->owner) == 0;
+        WatchdSubscription *sub = from_owner ? g_hash_table_lookup(core->by_id, GUINT_TO_POINTER(id)) : NULL;
+
+        if (sub && core_follows_path(core, sub, removed_reason_from_string(reason)))
+                core_follow_again(core, sub);
+        else if (sub)
+                core_end_sub(core, sub, removed_reason_from_string(reason), reason, NULL);
+        else if (core->adds_in_flight > 0)
+                core_keep_unclaimed(core, sender, id, ITEM_REMOVED, NULL, reason);
+}
+
 static void core_on_events(Core *core, const char *sender, GVariant *body) {
         g_autoptr(GVariant) records = g_variant_get_child_value(body, 0);
-        gboolean from_owner = g_strcmp0(sender, core->owner) == 0;
         const char *path, *new_path;
         guint32 id, mask, cookie;
         GVariantIter it;
 
         g_variant_iter_init(&it, records);
-        while (g_variant_iter_next(&it, "(uuu&s&s)", &id, &mask, &cookie, &path, &new_path)) {
-                WatchdSubscription *sub = from_owner ? g_hash_table_lookup(core->by_id, GUINT_TO_POINTER(id)) : NULL;
-
-                if (sub)
-                        core_deliver_record(core, sub, mask, cookie, path, new_path);
-                else if (core->adds_in_flight > 0) {
-                        g_autoptr(GError) error = NULL;
-                        gboolean escaped = (mask & WATCHD_WIRE_PATH_ESCAPED) != 0;
-                        g_autofree char *p = watchd_wire_path_decode(path, escaped, &error);
-                        g_autofree char *np = p && *new_path ? watchd_wire_path_decode(new_path, escaped, &error)
-                                                             : NULL;
-
-                        if (p && (!*new_path || np))
-                                core_keep_unclaimed(core, sender, id, ITEM_EVENTS,
-                                                    watchd_event_new(mask & ~WATCHD_WIRE_PATH_ESCAPED, cookie, p, np),
-                                                    NULL);
-                        else
-                                core->unclaimed_lost = TRUE;
-                }
-        }
+        while (g_variant_iter_next(&it, "(uuu&s&s)", &id, &mask, &cookie, &path, &new_path))
+                core_on_record(core, sender, id, mask, cookie, path, new_path);
 }
 
 static void core_on_overflow(Core *core, const char *sender, GVariant *body) {
         g_autoptr(GVariant) ids = g_variant_get_child_value(body, 0);
-        gboolean from_owner = g_strcmp0(sender, core->owner) == 0;
         GVariantIter it;
         guint32 id;
 
         g_variant_iter_init(&it, ids);
-        while (g_variant_iter_next(&it, "u", &id)) {
-                WatchdSubscription *sub = from_owner ? g_hash_table_lookup(core->by_id, GUINT_TO_POINTER(id)) : NULL;
-
-                if (sub)
-                        core_queue_notice(core, ITEM_OVERFLOW, sub, WATCHD_OVERFLOW_DAEMON, NULL, NULL);
-                else if (core->adds_in_flight > 0)
-                        core_keep_unclaimed(core, sender, id, ITEM_OVERFLOW, NULL, NULL);
-        }
+        while (g_variant_iter_next(&it, "u", &id))
+                core_on_overflow_id(core, sender, id);
 }
 
 /* Whether the library follows sub's path itself now that watchd removed
@@ -548,19 +591,11 @@ static void core_follow_again(Core *core, WatchdSubscription *sub) {
 }
 
 static void core_on_watch_removed(Core *core, const char *sender, GVariant *body) {
-        gboolean from_owner = g_strcmp0(sender, core->owner) == 0;
-        WatchdSubscription *sub;
         const char *reason;
         guint32 id;
 
         g_variant_get(body, "(u&s)", &id, &reason);
-        sub = from_owner ? g_hash_table_lookup(core->by_id, GUINT_TO_POINTER(id)) : NULL;
-        if (sub && core_follows_path(core, sub, removed_reason_from_string(reason)))
-                core_follow_again(core, sub);
-        else if (sub)
-                core_end_sub(core, sub, removed_reason_from_string(reason), reason, NULL);
-        else if (core->adds_in_flight > 0)
-                core_keep_unclaimed(core, sender, id, ITEM_REMOVED, NULL, reason);
+        core_on_removed(core, sender, id, reason);
 }
 
 static void core_on_signal(gpointer userdata, const char *sender, const char *member, GVariant *body) {
@@ -579,6 +614,99 @@ static void core_on_signal(gpointer userdata, const char *sender, const char *me
         else if (g_str_equal(member, "WatchRemoved") && g_variant_is_of_type(body, G_VARIANT_TYPE("(us)")))
                 core_on_watch_removed(core, sender, body);
         g_mutex_unlock(&core->lock);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The record stream (its reader's thread, and GDBus's worker thread) */
+
+/* The frames of one read of the stream. Paths there are bytes, never escaped. */
+static void core_on_stream_frames(gpointer userdata, const StreamFrame *frames, guint n) {
+        Core *core = userdata;
+
+        g_mutex_lock(&core->lock);
+        /* A stream of a daemon that is no longer the owner: its records are
+         * dropped, as its signals are. */
+        if (core->stream_owner)
+                for (guint i = 0; i < n; i++) {
+                        const StreamFrame *f = &frames[i];
+
+                        if (f->type == STREAM_FRAME_EVENT)
+                                core_on_record(core, core->stream_owner, f->id, f->mask & ~WATCHD_WIRE_PATH_ESCAPED,
+                                               f->cookie, f->path, f->new_path);
+                        else if (f->type == STREAM_FRAME_OVERFLOW)
+                                for (size_t k = 0; k < f->n_ids; k++)
+                                        core_on_overflow_id(core, core->stream_owner, stream_frame_overflow_id(f, k));
+                        else if (f->type == STREAM_FRAME_REMOVED)
+                                core_on_removed(core, core->stream_owner, f->id, f->reason);
+                }
+        g_mutex_unlock(&core->lock);
+}
+
+/* The daemon closed the stream (it is leaving), or the reader could not read it
+ * and closed its end (then the daemon sends signals again, Overflow first). */
+static void core_on_stream_ended(gpointer userdata, const GError *error) {
+        Core *core = userdata;
+
+        g_mutex_lock(&core->lock);
+        g_clear_pointer(&core->stream_owner, g_free);
+        g_mutex_unlock(&core->lock);
+}
+
+static const WatchdStreamCallbacks core_stream_callbacks = {
+        .frames = core_on_stream_frames,
+        .ended = core_on_stream_ended,
+};
+
+static void core_on_stream_opened(gpointer userdata, const char *sender, GVariant *body, GUnixFDList *fds,
+                                  const GError *error) {
+        Core *core = userdata;
+        g_autoptr(GError) local = NULL;
+        int fd = -1;
+
+        g_mutex_lock(&core->lock);
+        core->stream_pending = FALSE;
+        if (error)
+                /* An older watchd, a bus without descriptors, no descriptor left: signals. */
+                g_debug("libwatchd: no record stream (%s); records come as signals", error->message);
+        else if (body && fds && g_variant_is_of_type(body, G_VARIANT_TYPE("(h)")) && !core->closed &&
+                 !core->stream && g_strcmp0(sender, core->owner) == 0) {
+                gint32 index;
+
+                g_variant_get(body, "(h)", &index);
+                fd = g_unix_fd_list_get(fds, index, &local);
+        }
+        if (fd >= 0) {
+                /* The reader's thread waits for the lock before its first frames. */
+                core->stream = watchd_stream_reader_new(fd, &core_stream_callbacks, core_ref(core), core_unref, &local);
+                if (core->stream)
+                        core->stream_owner = g_strdup(sender);
+                else
+                        core_unref(core);       /* the reader's, not taken; the call's is still held */
+        }
+        if (local)
+                g_warning("libwatchd: cannot read the record stream (%s); records come as signals", local->message);
+        g_cond_broadcast(&core->cond);
+        g_mutex_unlock(&core->lock);
+        core_unref(core);
+}
+
+/* Lock held: asks the owner for this connection's stream, if it offers one. */
+static void core_open_stream(Core *core) {
+        if (!core->use_stream || !(core->caps & WATCHD_CAPABILITY_STREAM) || core->stream || core->stream_pending ||
+            !core->owner || !core->bus || core->closed)
+                return;
+        core->stream_pending = TRUE;
+        if (!watchd_bus_call_fds(core->bus, WATCHD_BUS_NAME, WATCHD_INTERFACE, "OpenStream",
+                                 g_variant_new_parsed("(@a{sv} {},)"), core_on_stream_opened, core_ref(core), NULL)) {
+                core->stream_pending = FALSE;
+                core_unref(core);
+        }
+}
+
+/* Lock held: the stream, to be freed once the lock is released (its thread may wait for it). */
+static WatchdStreamReader *core_steal_stream(Core *core) {
+        g_clear_pointer(&core->stream_owner, g_free);
+        return g_steal_pointer(&core->stream);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1016,7 +1144,10 @@ static void core_on_props(gpointer userdata, const char *sender, GVariant *body,
                                 core->caps |= WATCHD_CAPABILITY_PAIR_PER_SUBSCRIPTION;
                         else if (g_str_equal(name, "remote-polling"))
                                 core->caps |= WATCHD_CAPABILITY_REMOTE_POLLING;
+                        else if (g_str_equal(name, "stream"))
+                                core->caps |= WATCHD_CAPABILITY_STREAM;
                 }
+                core_open_stream(core);
         }
         g_cond_broadcast(&core->cond);
         g_mutex_unlock(&core->lock);
@@ -1058,6 +1189,7 @@ static void core_readd_all(Core *core) {
 static void core_on_owner_changed(gpointer userdata, const char *owner) {
         Core *core = userdata;
         g_autofree char *old = NULL;
+        WatchdStreamReader *stream = NULL;
 
         g_mutex_lock(&core->lock);
         core->owner_known = TRUE;
@@ -1082,6 +1214,7 @@ static void core_on_owner_changed(gpointer userdata, const char *owner) {
                                 PRIV(key)->state = SUB_WAITING;
                         }
                 core_drop_unclaimed(core);
+                stream = core_steal_stream(core);
                 core->gone = TRUE;
                 core->readds_pending = 0;
                 core_queue_notice(core, ITEM_DAEMON_VANISHED, NULL, 0, NULL, NULL);
@@ -1100,10 +1233,12 @@ static void core_on_owner_changed(gpointer userdata, const char *owner) {
         }
         g_cond_broadcast(&core->cond);
         g_mutex_unlock(&core->lock);
+        watchd_stream_reader_free(stream);
 }
 
 static void core_on_closed(gpointer userdata, const GError *error) {
         Core *core = userdata;
+        WatchdStreamReader *stream;
 
         g_mutex_lock(&core->lock);
         if (!core->closed) {
@@ -1111,8 +1246,10 @@ static void core_on_closed(gpointer userdata, const GError *error) {
                 core_queue_notice(core, ITEM_CLOSED, NULL, 0, NULL, error);
         }
         g_free(g_steal_pointer(&core->owner));
+        stream = core_steal_stream(core);
         g_cond_broadcast(&core->cond);
         g_mutex_unlock(&core->lock);
+        watchd_stream_reader_free(stream);
 }
 
 static const WatchdBusCallbacks core_bus_callbacks = {
@@ -1334,6 +1471,11 @@ static gboolean client_initable_init(GInitable *initable, GCancellable *cancella
                 private_connection = TRUE;
         }
 
+        /* The daemon knows a connection, not the clients on it: the stream of a
+         * connection the program shares would carry the records of its other
+         * clients (another WatchdClient, its own calls) to this one alone. */
+        if (!private_connection)
+                core->use_stream = FALSE;
         core->bus = watchd_bus_new(connection, private_connection, &core_bus_callbacks, core_ref(core), core_unref);
         if (!watchd_bus_start(core->bus, error))
                 return FALSE;
@@ -1342,7 +1484,7 @@ static gboolean client_initable_init(GInitable *initable, GCancellable *cancella
          * before the client is handed out. */
         g_mutex_lock(&core->lock);
         deadline = g_get_monotonic_time() + (gint64) core->call_timeout_ms * G_TIME_SPAN_MILLISECOND;
-        while ((!core->owner_known || core->props_pending) && !core->closed)
+        while ((!core->owner_known || core->props_pending || core->stream_pending) && !core->closed)
                 if (!g_cond_wait_until(&core->cond, &core->lock, deadline))
                         break;
         if (!core->owner_known || core->closed) {
@@ -1376,6 +1518,7 @@ static void watchd_client_init(WatchdClient *client) {
         g_queue_init(&core->unclaimed);
         core->max_queued_events = DEFAULT_MAX_QUEUED_EVENTS;
         core->call_timeout_ms = DEFAULT_CALL_TIMEOUT_MS;
+        core->use_stream = TRUE;
         core->dispatch = g_source_new(&dispatch_source_funcs, sizeof(DispatchSource));
         ((DispatchSource *) core->dispatch)->core = core;       /* no reference: the core owns the source */
         g_source_set_static_name(core->dispatch, "WatchdClient dispatch");
@@ -1387,13 +1530,16 @@ static void watchd_client_init(WatchdClient *client) {
 static void watchd_client_dispose(GObject *object) {
         WatchdClient *client = WATCHD_CLIENT(object);
         Core *core = client->core;
+        WatchdStreamReader *stream;
         WatchdBus *bus;
 
         /* Live subscriptions hold the client: none is left. */
         g_mutex_lock(&core->lock);
         bus = g_steal_pointer(&core->bus);
         core->closed = TRUE;
+        stream = core_steal_stream(core);
         g_mutex_unlock(&core->lock);
+        watchd_stream_reader_free(stream);
         watchd_bus_close(bus);
         /* Nothing more is emitted: no client to emit on. */
         g_source_destroy(core->dispatch);
@@ -1434,6 +1580,9 @@ static void watchd_client_set_property(GObject *object, guint prop_id, const GVa
                 client->core->call_timeout_ms = g_value_get_uint(value);
                 g_mutex_unlock(&client->core->lock);
                 break;
+        case PROP_USE_STREAM:
+                client->core->use_stream = g_value_get_boolean(value);
+                break;
         default:
                 G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
         }
@@ -1463,6 +1612,11 @@ static void watchd_client_get_property(GObject *object, guint prop_id, GValue *v
         case PROP_CALL_TIMEOUT:
                 g_mutex_lock(&client->core->lock);
                 g_value_set_uint(value, client->core->call_timeout_ms);
+                g_mutex_unlock(&client->core->lock);
+                break;
+        case PROP_USE_STREAM:
+                g_mutex_lock(&client->core->lock);
+                g_value_set_boolean(value, client->core->stream_owner != NULL);
                 g_mutex_unlock(&client->core->lock);
                 break;
         default:
@@ -1537,6 +1691,23 @@ static void watchd_client_class_init(WatchdClientClass *klass) {
                                                      "Milliseconds a call waits for its answer", 1, G_MAXUINT,
                                                      DEFAULT_CALL_TIMEOUT_MS,
                                                      G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+        /**
+         * WatchdClient:use-stream:
+         *
+         * Whether the records come over a socket of the client's own when
+         * watchd offers one (%WATCHD_CAPABILITY_STREAM; watchd(8), STREAM),
+         * rather than as D-Bus signals: cheaper for both sides, and not held
+         * up by the bus. Set at construction (default %TRUE); read, it says
+         * whether they do now (a watchd without the capability, or a stream
+         * that could not be read, gives signals, with the same events). A
+         * client on a connection given to it (#WatchdClient:connection) never
+         * uses the stream: the daemon would send the records of every client
+         * of that connection there.
+         */
+        props[PROP_USE_STREAM] = g_param_spec_boolean("use-stream", "Use the stream",
+                                                      "Whether records come over a stream of the client's own", TRUE,
+                                                      G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY |
+                                                              G_PARAM_STATIC_STRINGS);
         g_object_class_install_properties(object_class, N_PROPS, props);
 
         /**
@@ -1957,6 +2128,7 @@ GVariant *watchd_client_get_daemon_property_sync(WatchdClient *client, const cha
  */
 void watchd_client_close(WatchdClient *client) {
         g_autoptr(GPtrArray) subs = g_ptr_array_new_with_free_func(g_object_unref);
+        WatchdStreamReader *stream;
         GHashTableIter it;
         gpointer key;
         WatchdBus *bus;
@@ -1973,7 +2145,9 @@ void watchd_client_close(WatchdClient *client) {
         g_mutex_lock(&client->core->lock);
         bus = g_steal_pointer(&client->core->bus);
         client->core->closed = TRUE;
+        stream = core_steal_stream(client->core);
         g_mutex_unlock(&client->core->lock);
+        watchd_stream_reader_free(stream);
         watchd_bus_close(bus);
 }
 

@@ -73,3 +73,4 @@
 #define WATCHD_CAP_PAIR_PER_SUBSCRIPTION "pair-per-subscription"      /* a rename reaches each subscription it concerns */
 #define WATCHD_CAP_REPORT_APPEARANCE     "report-appearance"          /* a pending path's appearance is a record */
 #define WATCHD_CAP_PERSISTENT            "persistent"                 /* AddWatch takes WATCHD_FLAG_PERSIST */
+#define WATCHD_CAP_STREAM                "stream"                     /* OpenStream (watchd-stream(5)) */

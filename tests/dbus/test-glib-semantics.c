@@ -37,6 +37,7 @@ static const char *const implemented[] = {
         WATCHD_CAP_PAIR_PER_SUBSCRIPTION,
         WATCHD_CAP_REPORT_APPEARANCE,
         WATCHD_CAP_PERSISTENT,
+        WATCHD_CAP_STREAM,
         NULL,
 };
 

@@ -617,7 +617,8 @@ static guint64 stat_of(GHashTable *h, const char *key) {
  * uid's share only; root sees everything, and its own share too.
  */
 static void test_stats_scoped(Fixture *f, gconstpointer data) {
-        static const char *const totals[] = { "backend", "clients", "users", "subscriptions", "kernel_watches" };
+        static const char *const totals[] = { "backend", "clients", "users", "subscriptions", "kernel_watches",
+                                              "streams" };
         static const char *const own[] = {
                 "own_clients", "own_subscriptions", "own_watches", "own_events_delivered", "own_pending_events",
                 "own_events_dropped", "own_overflows",

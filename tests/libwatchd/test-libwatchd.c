@@ -7,9 +7,15 @@
  * bus's address, changes real files, and checks what the subscriptions
  * emit. Waits are for an emission, with a deadline that fails the case.
  * Run one case with -p (meson runs each case as its own test).
+ *
+ * Every case runs twice (tests/libwatchd/meson.build): with the clients'
+ * records over their stream, as the library does when watchd offers it,
+ * and, with TEST_LIBWATCHD_SIGNALS=1 in the environment, as D-Bus signals
+ * (WatchdClient:use-stream FALSE): the same events either way.
  */
 
 #include <errno.h>
+#include <sys/resource.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -160,9 +166,20 @@ static pid_t daemon_pid(Fixture *f) {
         return (pid_t) g_ascii_strtoll(g_subprocess_get_identifier(f->daemon->process), NULL, 10);
 }
 
+/* Whether this run has the clients take signals rather than the stream. */
+static gboolean signals_only(void) {
+        return g_strcmp0(g_getenv("TEST_LIBWATCHD_SIGNALS"), "1") == 0;
+}
+
+/* A client of the bus at address, with the stream or not as the run says. */
+static WatchdClient *client_for_address(const char *address, GError **error) {
+        return g_initable_new(WATCHD_TYPE_CLIENT, NULL, error, "address", address, "use-stream", !signals_only(),
+                              NULL);
+}
+
 static WatchdClient *new_client(Fixture *f) {
         g_autoptr(GError) error = NULL;
-        WatchdClient *c = watchd_client_new_for_address_sync(f->bus->address, NULL, &error);
+        WatchdClient *c = client_for_address(f->bus->address, &error);
 
         g_assert_no_error(error);
         return c;
@@ -893,7 +910,7 @@ static gpointer client_thread(gpointer data) {
         g_autoptr(GError) error = NULL;
 
         g_main_context_push_thread_default(t->context);
-        t->client = watchd_client_new_for_address_sync(t->address, NULL, &error);
+        t->client = client_for_address(t->address, &error);
         g_assert_no_error(error);
         g_mutex_lock(&t->lock);
         t->ready = TRUE;
@@ -993,6 +1010,168 @@ static void test_threads(Fixture *f, gconstpointer data) {
         g_cond_clear(&t.cond);
 }
 
+/* The records go the way the run says: over the stream (one open at the
+ * daemon, "use-stream" TRUE) or as signals (none open); events either way. */
+static void test_transport(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GVariant) stats = NULL;
+        g_autofree char *a = g_build_filename(f->dir, "a", NULL);
+        gboolean streaming = FALSE;
+        guint32 streams = 99;
+        Rec r;
+        g_autoptr(WatchdSubscription) sub = NULL;
+
+        rec_init(&r);
+        g_assert_true(watchd_client_get_capabilities(f->client) & WATCHD_CAPABILITY_STREAM);
+        sub = watch(f, &r, f->dir, WATCHD_EVENT_CREATE, 0);
+        g_object_get(f->client, "use-stream", &streaming, NULL);
+        g_assert_cmpint(streaming, ==, !signals_only());
+        stats = watchd_client_get_stats_sync(f->client, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_true(g_variant_lookup(stats, "streams", "u", &streams));
+        g_assert_cmpuint(streams, ==, signals_only() ? 0 : 1);
+        touch(a);
+        (void) await_event(&r, a, WATCHD_EVENT_CREATE);
+        watchd_subscription_cancel(sub);
+        rec_clear(&r);
+}
+
+/* GetStats' "streams" of the daemon, through the client. */
+static guint32 daemon_streams(Fixture *f) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GVariant) stats = watchd_client_get_stats_sync(f->client, NULL, &error);
+        guint32 streams = 99;
+
+        g_assert_no_error(error);
+        g_assert_true(g_variant_lookup(stats, "streams", "u", &streams));
+        return streams;
+}
+
+/* After watchd restarts, the client reads the new watchd's stream (and its
+ * events come, by the stream or before it opens by signals). */
+static void test_restart_stream(Fixture *f, gconstpointer data) {
+        g_autofree char *b = g_build_filename(f->dir, "b", NULL);
+        gint restarted = 0;
+        guint32 want = signals_only() ? 0 : 1;
+        gint64 deadline;
+        Rec r;
+        g_autoptr(WatchdSubscription) sub = NULL;
+
+        rec_init(&r);
+        g_signal_connect(f->client, "daemon-restarted", G_CALLBACK(on_client_signal), &restarted);
+        sub = watch(f, &r, f->dir, WATCHD_EVENT_CREATE, 0);
+        g_assert_cmpuint(daemon_streams(f), ==, want);
+        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
+        f->daemon = wt_daemon_start(f->bus, NULL);
+        g_assert_true(wt_await_flag((gboolean *) &restarted, TIMEOUT_MS));
+        touch(b);
+        (void) await_event(&r, b, WATCHD_EVENT_CREATE);
+        deadline = g_get_monotonic_time() + TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
+        while (daemon_streams(f) != want && g_get_monotonic_time() < deadline)
+                g_usleep(10000);
+        g_assert_cmpuint(daemon_streams(f), ==, want);
+        watchd_subscription_cancel(sub);
+        rec_clear(&r);
+}
+
+/* Two clients on one connection of the program's: each gets its events. The
+ * daemon knows the connection, not the clients, so a stream would carry both
+ * clients' records to the one that opened it: on a connection not its own
+ * the library takes signals, which both clients see. */
+static WatchdClient *client_on(GDBusConnection *connection) {
+        g_autoptr(GError) error = NULL;
+        WatchdClient *c = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "connection", connection, "use-stream",
+                                         !signals_only(), NULL);
+
+        g_assert_no_error(error);
+        return c;
+}
+
+static void test_shared_connection(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GDBusConnection) connection = g_dbus_connection_new_for_address_sync(
+                f->bus->address,
+                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL,
+                NULL, &error);
+        g_autofree char *a = path_in(f, "a");
+        WatchdClient *c1, *c2;
+        WatchdSubscription *s1, *s2;
+        gboolean streaming = TRUE;
+        Rec r1, r2;
+
+        g_assert_no_error(error);
+        c1 = client_on(connection);
+        c2 = client_on(connection);
+        rec_init(&r1);
+        rec_init(&r2);
+        s1 = watchd_subscription_new(c1, f->dir, WATCHD_EVENT_CREATE, 0);
+        s2 = watchd_subscription_new(c2, f->dir, WATCHD_EVENT_CREATE, 0);
+        rec_connect(&r1, s1);
+        rec_connect(&r2, s2);
+        watchd_subscription_start_sync(s1, NULL, &error);
+        g_assert_no_error(error);
+        watchd_subscription_start_sync(s2, NULL, &error);
+        g_assert_no_error(error);
+        touch(a);
+        (void) await_event(&r1, a, WATCHD_EVENT_CREATE);
+        (void) await_event(&r2, a, WATCHD_EVENT_CREATE);
+        g_object_get(c1, "use-stream", &streaming, NULL);
+        g_assert_false(streaming);
+        watchd_subscription_cancel(s1);
+        watchd_subscription_cancel(s2);
+        g_object_unref(s1);
+        g_object_unref(s2);
+        watchd_client_close(c1);
+        watchd_client_close(c2);
+        g_object_unref(c1);
+        g_object_unref(c2);
+        rec_clear(&r1);
+        rec_clear(&r2);
+}
+
+/* A watchd that cannot make a stream (no descriptor left: OpenStream fails
+ * with LimitsExceeded): the client falls back to signals, same events. */
+static void test_stream_refused(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *fds = g_strdup_printf("/proc/%d/fd", (int) daemon_pid(f));
+        g_autofree char *a = path_in(f, "a");
+        g_autoptr(GDir) d = g_dir_open(fds, 0, &error);
+        g_autoptr(WatchdClient) c = NULL;
+        g_autoptr(WatchdSubscription) sub = NULL;
+        gboolean streaming = TRUE;
+        struct rlimit rl, old;
+        guint n = 0;
+        Rec r;
+
+        g_assert_no_error(error);
+        while (g_dir_read_name(d))
+                n++;
+        /* No descriptor more than it has (a call needs none; a socket pair
+         * needs two, and one it has open for a moment may end). Only
+         * while the client starts (it has asked by then): a timer of the
+         * daemon's may want a descriptor later. */
+        g_assert_cmpint(prlimit(daemon_pid(f), RLIMIT_NOFILE, NULL, &old), ==, 0);
+        rl = (struct rlimit) { .rlim_cur = n, .rlim_max = old.rlim_max };
+        g_assert_cmpint(prlimit(daemon_pid(f), RLIMIT_NOFILE, &rl, NULL), ==, 0);
+        c = client_for_address(f->bus->address, &error);
+        g_assert_cmpint(prlimit(daemon_pid(f), RLIMIT_NOFILE, &old, NULL), ==, 0);
+        g_assert_no_error(error);
+        g_assert_true(watchd_client_get_capabilities(c) & WATCHD_CAPABILITY_STREAM);
+        g_object_get(c, "use-stream", &streaming, NULL);
+        g_assert_false(streaming);
+        rec_init(&r);
+        sub = watchd_subscription_new(c, f->dir, WATCHD_EVENT_CREATE, 0);
+        rec_connect(&r, sub);
+        watchd_subscription_start_sync(sub, NULL, &error);
+        g_assert_no_error(error);
+        touch(a);
+        (void) await_event(&r, a, WATCHD_EVENT_CREATE);
+        g_assert_cmpuint(r.overflows->len, ==, 0);
+        watchd_subscription_cancel(sub);
+        watchd_client_close(c);
+        rec_clear(&r);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         /* One a line, the path a literal: tests/meson.build reads them (case_programs). */
@@ -1016,5 +1195,9 @@ int main(int argc, char **argv) {
         g_test_add("/libwatchd/list-stats", Fixture, NULL, setup, test_list_stats, teardown);
         g_test_add("/libwatchd/non-utf8", Fixture, NULL, setup, test_non_utf8, teardown);
         g_test_add("/libwatchd/threads", Fixture, NULL, setup, test_threads, teardown);
+        g_test_add("/libwatchd/transport", Fixture, NULL, setup, test_transport, teardown);
+        g_test_add("/libwatchd/restart-stream", Fixture, NULL, setup, test_restart_stream, teardown);
+        g_test_add("/libwatchd/shared-connection", Fixture, NULL, setup, test_shared_connection, teardown);
+        g_test_add("/libwatchd/stream-refused", Fixture, NULL, setup, test_stream_refused, teardown);
         return g_test_run();
 }

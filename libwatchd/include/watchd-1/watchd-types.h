@@ -165,6 +165,9 @@ typedef enum {
  *   two subscriptions of one client is delivered to both (watchd(8), Events)
  * @WATCHD_CAPABILITY_REMOTE_POLLING: paths on remote file systems (NFS, SMB,
  *   FUSE) are polled, so changes made elsewhere are seen (issue 17)
+ * @WATCHD_CAPABILITY_STREAM: a client may have its records over a socket of
+ *   its own (OpenStream, watchd(8) STREAM); the client does so unless
+ *   #WatchdClient:use-stream is %FALSE or its connection was given to it
  *
  * What the running watchd offers beyond its first API, as it says in its
  * Capabilities property (see watchd_client_get_capabilities()).
@@ -175,6 +178,7 @@ typedef enum /*< flags,prefix=WATCHD_CAPABILITY >*/ {
         WATCHD_CAPABILITY_PERSISTENT = 1 << 1,
         WATCHD_CAPABILITY_PAIR_PER_SUBSCRIPTION = 1 << 2,
         WATCHD_CAPABILITY_REMOTE_POLLING = 1 << 3,
+        WATCHD_CAPABILITY_STREAM = 1 << 4,
 } WatchdCapabilities;
 
 /**
