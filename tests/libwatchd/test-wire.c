@@ -15,7 +15,7 @@
 #include <stdlib.h>
 
 #include "path_escape.h"
-#include "watchd-types.h"
+#include "watchd.h"
 #include "watchd-wire.h"
 
 static void check_one(const char *s) {
