@@ -60,7 +60,13 @@ typedef struct Change {
         bool emitted;
 } Change;
 
+typedef struct PollReadHook {
+        void (*fn)(uint32_t what, void *data);
+        void *data;
+} PollReadHook;
+
 typedef struct PollReader {
+        PollReadHook hook;      /* told of each open, getdents64 and close */
         int dfd;                /* the directory open for reading, -1 before */
         bool checked;           /* statx'ed (through dfd) */
         bool listed;            /* getdents64 reached the end; snap sorted */
@@ -227,16 +233,32 @@ static int entry_stat(int dirfd, const char *name, PollIo *io, PollEntry *e) {
 
 /* ---- reading a directory, a system call at a time ---- */
 
+static void reader_hook(PollReader *r, uint32_t what) {
+        if (r->hook.fn)
+                r->hook.fn(what, r->hook.data);
+}
+
+static void reader_close(PollReader *r) {
+        if (r->dfd >= 0) {
+                r->dfd = safe_close(r->dfd);
+                reader_hook(r, IN_CLOSE_NOWRITE);
+        }
+}
+
 static void reader_done(PollReader *r) {
-        r->dfd = safe_close(r->dfd);
+        PollReadHook hook = r->hook;
+
+        reader_close(r);
         poll_snapshot_done(&r->snap);
         if (r->dirty)
                 g_hash_table_destroy(r->dirty);
-        *r = (PollReader) { .dfd = -1 };
+        *r = (PollReader) { .dfd = -1, .hook = hook };
 }
 
-static void reader_init(PollReader *r) {
+static void reader_init(PollReader *r, const PollReadHook *hook) {
         *r = (PollReader) { .dfd = -1 };
+        if (hook)
+                r->hook = *hook;
 }
 
 static uint32_t dtype_to_mode(unsigned char t) {
@@ -287,7 +309,7 @@ static int reader_step(PollReader *r, int fd, unsigned *budget, PollIo *io) {
                 bool dirty = r->dirty && g_hash_table_size(r->dirty) > 0;
 
                 if (r->listed && r->stat_next >= r->snap.n && !dirty) {
-                        r->dfd = safe_close(r->dfd);
+                        reader_close(r);
                         return 1;
                 }
                 if (*budget == 0)
@@ -301,6 +323,7 @@ static int reader_step(PollReader *r, int fd, unsigned *budget, PollIo *io) {
                         r->dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
                         if (r->dfd < 0)
                                 return negative_errno();
+                        reader_hook(r, IN_OPEN);
                 } else if (!r->checked) {
                         struct statx stx;
 
@@ -321,6 +344,7 @@ static int reader_step(PollReader *r, int fd, unsigned *budget, PollIo *io) {
                         n = syscall(SYS_getdents64, r->dfd, buf, sizeof(buf));
                         if (n < 0)
                                 return negative_errno();
+                        reader_hook(r, IN_ACCESS);
                         if (n == 0) {
                                 r->listed = true;
                                 if (r->snap.n > 1)
@@ -374,7 +398,7 @@ int poll_snapshot_read(int dirfd, PollIo *io, PollSnapshot *ret) {
         PollReader r;
         int k;
 
-        reader_init(&r);
+        reader_init(&r, NULL);
         do {
                 unsigned budget = UINT_MAX;
 
@@ -663,6 +687,14 @@ static void dir_stop_reading(PollDir *d) {
         d->reading = false;
 }
 
+static void dir_read_op(uint32_t what, void *data) {
+        PollDir *d = data;
+        Poller *p = d->group->poller;
+
+        if (p->cb.read_op)
+                p->cb.read_op(d->group->userdata, d->userdata, what, p->userdata);
+}
+
 static void changes_forget_dir(GPtrArray *changes, PollDir *d) {
         for (size_t i = 0; i < changes->len; i++) {
                 Change *c = g_ptr_array_index(changes, i);
@@ -739,7 +771,7 @@ int poller_dir_add(PollGroup *g, int fd, bool report_existing, void *userdata, P
         d->userdata = userdata;
         d->report_existing = report_existing;
         d->noted = g_hash_table_new_full(g_str_hash, g_str_equal, free, NULL);
-        reader_init(&d->reader);
+        reader_init(&d->reader, &(PollReadHook) { dir_read_op, d });
         d->group_link.data = d->baseline_link.data = d->stale_link.data = d;
         g_queue_push_tail_link(&g->dirs, &d->group_link);
         g_queue_push_tail_link(&p->baseline, &d->baseline_link);
@@ -750,6 +782,10 @@ int poller_dir_add(PollGroup *g, int fd, bool report_existing, void *userdata, P
         if (ret)
                 *ret = d;
         return 0;
+}
+
+int poller_dir_fd(const PollDir *d) {
+        return d->fd;
 }
 
 void poller_dir_remove(PollDir *d) {
@@ -892,6 +928,25 @@ static int dir_read(PollDir *d, GPtrArray *changes, int *ret_error) {
         d->have_snap = true;
         dir_stop_reading(d);
         return 1;
+}
+
+int poller_dir_prime(PollDir *d, unsigned budget) {
+        Poller *p = d->group->poller;
+        int r, error;
+
+        if (!d->in_baseline || d->report_existing)
+                return 0;
+        p->budget = budget;
+        r = dir_read(d, NULL, &error);
+        p->budget = 0;
+        if (r < 0)
+                return r;
+        /* Done: off the queue. Failed: the loop reads it again, and tells. */
+        if (r > 0 && error == 0) {
+                g_queue_unlink(&p->baseline, &d->baseline_link);
+                d->in_baseline = false;
+        }
+        return 0;
 }
 
 /* Tells the error of d's last read if it changed. d may be gone after. */

@@ -106,6 +106,11 @@ typedef struct PollerCallbacks {
         /* dir could not be read (-errno: -ENOENT, -ESTALE, -EACCES...), or can
          * again (0). Called when that changes, not every round. */
         void (*error)(void *group, void *dir, int error, void *userdata);
+        /* The poller opened dir's directory for reading (what: IN_OPEN), read
+         * it with one getdents64 (IN_ACCESS) or closed it (IN_CLOSE_NOWRITE):
+         * the kernel reports that to the directory's watchers, and to its
+         * parent's, as if anyone had. Optional. */
+        void (*read_op)(void *group, void *dir, uint32_t what, void *userdata);
 } PollerCallbacks;
 
 typedef struct Poller Poller;
@@ -139,6 +144,16 @@ size_t poller_group_size(const PollGroup *g);
  */
 int poller_dir_add(PollGroup *g, int fd, bool report_existing, void *userdata, PollDir **ret);
 void poller_dir_remove(PollDir *d);
+/*
+ * Takes d's first snapshot now, making at most budget system calls (the
+ * rest, if any, from poller_run()): so that a change made right after the
+ * directory was added is found by the next poll. Nothing for a directory
+ * added with report_existing (its first snapshot gives records: they come
+ * from poller_run()). Return: 0, -ENOMEM.
+ */
+int poller_dir_prime(PollDir *d, unsigned budget);
+/* d's own descriptor of its directory (the duplicate poller_dir_add() made). */
+int poller_dir_fd(const PollDir *d);
 
 /* The kernel reported an event for name in d: the next poller_run() stats
  * name and puts what it finds into d's snapshot, and a record of the round

@@ -38,6 +38,7 @@ typedef struct Fixture {
         GPtrArray *begin_groups;/* the group of each */
         GPtrArray *begin_dirs;  /* and the directory */
         GPtrArray *errors;      /* "dir error" */
+        GPtrArray *read_ops;    /* "dir OPEN|ACCESS|CLOSE_NOWRITE" */
         int held[8];            /* fds kept open by "hold" */
         size_t n_held;
         bool free_group_on_record;
@@ -86,10 +87,19 @@ static void on_error(void *group, void *dir, int error, void *userdata) {
         g_ptr_array_add(f->errors, g_strdup_printf("%s %s", (const char *) dir, error ? g_strerror(-error) : "ok"));
 }
 
+static void on_read_op(void *group, void *dir, uint32_t what, void *userdata) {
+        Fixture *f = userdata;
+
+        g_ptr_array_add(f->read_ops, g_strdup_printf("%s %s", (const char *) dir,
+                                                     what == IN_OPEN ? "OPEN" : what == IN_ACCESS ? "ACCESS" :
+                                                     what == IN_CLOSE_NOWRITE ? "CLOSE_NOWRITE" : "?"));
+}
+
 static const PollerCallbacks callbacks = {
         .begin = on_begin,
         .record = on_record,
         .error = on_error,
+        .read_op = on_read_op,
 };
 
 static int open_dir(Fixture *f, const char *name) {
@@ -111,6 +121,7 @@ static void setup(Fixture *f, gconstpointer data) {
         g_assert_cmpint(mkdirat(f->rootfd, "B", 0755), ==, 0);
         f->records = g_ptr_array_new_with_free_func(g_free);
         f->errors = g_ptr_array_new_with_free_func(g_free);
+        f->read_ops = g_ptr_array_new_with_free_func(g_free);
         f->begins = g_array_new(false, false, sizeof(uint64_t));
         f->begin_groups = g_ptr_array_new();
         f->begin_dirs = g_ptr_array_new();
@@ -134,6 +145,7 @@ static void teardown(Fixture *f, gconstpointer data) {
         g_free(f->root);
         g_ptr_array_unref(f->records);
         g_ptr_array_unref(f->errors);
+        g_ptr_array_unref(f->read_ops);
         g_array_unref(f->begins);
         g_ptr_array_unref(f->begin_groups);
         g_ptr_array_unref(f->begin_dirs);
@@ -565,6 +577,53 @@ static void test_free_from_first_records(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(poller_user_dirs(f->poller, 1000), ==, 0);
 }
 
+/* A first snapshot taken at once (AddWatch), within its budget: a change
+ * right after is found by the first poll. */
+static void test_prime(Fixture *f, gconstpointer data) {
+        _cleanup_close_ int fd = open_dir(f, "A");
+        PollGroup *g;
+        PollDir *d, *big;
+        char line[32];
+
+        /* Without the fixture's group, which reads A too. */
+        poller_group_free(f->group);
+        f->group = NULL;
+        op(f, "touch A/before");
+        for (int i = 0; i < 100; i++) {
+                g_snprintf(line, sizeof(line), "touch B/n%03d", i);
+                op(f, line);
+        }
+        g_assert_cmpint(poller_group_new(f->poller, 1000, SEC, f->now, "g", &g), ==, 0);
+        g_assert_cmpint(poller_dir_add(g, fd, false, "A2", &d), ==, 0);
+        g_assert_cmpint(poller_dir_prime(d, 64), ==, 0);
+        /* Its read: open, statx of it, getdents64 to the end, a statx a name. */
+        g_assert_cmpuint(f->read_ops->len, ==, 4);
+        g_assert_cmpstr(g_ptr_array_index(f->read_ops, 0), ==, "A2 OPEN");
+        g_assert_cmpstr(g_ptr_array_index(f->read_ops, 1), ==, "A2 ACCESS");
+        g_assert_cmpstr(g_ptr_array_index(f->read_ops, 2), ==, "A2 ACCESS");
+        g_assert_cmpstr(g_ptr_array_index(f->read_ops, 3), ==, "A2 CLOSE_NOWRITE");
+        op(f, "touch A/after");
+        op(f, "rm A/before");
+
+        /* B: 100 names do not fit in 64 calls; the loop finishes its first snapshot. */
+        {
+                _cleanup_close_ int bfd = open_dir(f, "B");
+
+                g_assert_cmpint(poller_dir_add(g, bfd, false, "B2", &big), ==, 0);
+                g_assert_cmpint(poller_dir_prime(big, 64), ==, 0);
+                g_assert_cmpstr(g_ptr_array_index(f->read_ops, f->read_ops->len - 1), !=, "B2 CLOSE_NOWRITE");
+        }
+        drain(f);
+        g_assert_cmpstr(g_ptr_array_index(f->read_ops, f->read_ops->len - 1), ==, "B2 CLOSE_NOWRITE");
+        g_assert_cmpuint(f->records->len, ==, 0);
+        f->now += SEC;
+        drain(f);
+        g_assert_cmpuint(f->records->len, ==, 2);
+        g_assert_cmpstr(g_ptr_array_index(f->records, 0), ==, "DELETE A2/before");
+        g_assert_cmpstr(g_ptr_array_index(f->records, 1), ==, "CREATE A2/after");
+        poller_group_free(g);
+}
+
 /* A directory of a thousand names, read a bit at a time: a file created
  * while it is read is found at once or at the next round, never lost. */
 static void test_resumable(Fixture *f, gconstpointer data) {
@@ -624,6 +683,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/poller/gone", Fixture, NULL, setup, test_gone, teardown);
         g_test_add("/poller/free-from-record", Fixture, NULL, setup, test_free_from_record, teardown);
         g_test_add("/poller/free-from-first-records", Fixture, NULL, setup, test_free_from_first_records, teardown);
+        g_test_add("/poller/prime", Fixture, NULL, setup, test_prime, teardown);
         g_test_add("/poller/resumable", Fixture, NULL, setup, test_resumable, teardown);
         return g_test_run();
 }
