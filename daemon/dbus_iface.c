@@ -253,6 +253,12 @@ static int error_for(DbusIface *d, int r, const char *what, sd_bus_error *error)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "The kernel's limit on inotify watches (max_user_watches) is reached; "
                                          "an administrator can raise it in %s.", m->backend->limit_hint);
+        case -WATCHD_E_USER_POLLED:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Your user has %" PRIu32 " directories on remote file systems polled, the "
+                                         "most allowed (max_polled_dirs_per_user in watchd.conf); the flag NO_POLL "
+                                         "watches %s with the kernel alone.",
+                                         m->config.max_polled_dirs_per_user, what);
         case -WATCHD_E_IDS_USED_UP:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "The daemon has used up its subscription ids; restart it.");
@@ -276,7 +282,8 @@ static int validate(uint32_t mask, uint32_t flags, sd_bus_error *error) {
                                          mask & ~WATCHD_MASK_VALID);
         if (flags & ~WATCHD_FLAGS_VALID)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown flags 0x%" PRIx32 " (RECURSIVE 0x1, ONLYDIR 0x2, DONT_FOLLOW 0x4, ONESHOT 0x8).",
+                                         "Unknown flags 0x%" PRIx32 " (RECURSIVE 0x1, ONLYDIR 0x2, DONT_FOLLOW 0x4, ONESHOT 0x8, "
+                                         "NO_POLL 0x40).",
                                          flags & ~WATCHD_FLAGS_VALID);
         return 0;
 }
@@ -581,7 +588,8 @@ static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error
                         if (!esc && path_needs_escape(s->path))
                                 return -ENOMEM;
                         r = sd_bus_message_append(reply, "(usuu)", s->id, esc ?: s->path, s->mask,
-                                                  s->flags | (esc ? WATCHD_FLAG_PATH_ESCAPED : 0));
+                                                  s->flags | (esc ? WATCHD_FLAG_PATH_ESCAPED : 0) |
+                                                  (manager_subscription_polled(d->manager, s) ? WATCHD_FLAG_REMOTE : 0));
                         if (r < 0)
                                 return r;
                 }
@@ -686,6 +694,8 @@ static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
                 r = append_u(reply, "subscriptions", st.subscriptions);
         if (r >= 0)
                 r = append_u(reply, "kernel_watches", st.kernel_watches);
+        if (r >= 0)
+                r = append_u(reply, "polled_directories", st.polled_dirs);
         if (r >= 0 && known) {
                 r = append_u(reply, "own_clients", own_clients);
                 if (r >= 0)
@@ -716,6 +726,8 @@ static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
                         r = append_t(reply, "overflows", st.overflows);
                 if (r >= 0)
                         r = append_t(reply, "kernel_overflows", st.kernel_overflows);
+                if (r >= 0)
+                        r = append_t(reply, "poll_syscalls", st.poll_syscalls);
                 if (r >= 0)
                         r = append_t(reply, "bus_queued_messages", queued);
         }

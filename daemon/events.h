@@ -11,7 +11,8 @@
  * is handed to the tree follower, an event on a directory of pending paths
  * to the missing-path follower, a directory's rename to the rename follower.
  * IN_IGNORED ends what was rooted on the watch, IN_Q_OVERFLOW gives every
- * client Overflow. What only the layer above can do (end a subscription,
+ * client Overflow. On a polled directory (remote.h), the record is noted for
+ * the poller, and one the poller's own read caused is no one's. What only the layer above can do (end a subscription,
  * reach every client) it asks through the callbacks given at construction.
  */
 
@@ -23,6 +24,7 @@
 #include "event_decode.h"
 #include "missing.h"
 #include "moves.h"
+#include "remote.h"
 #include "tree.h"
 #include "watch_table.h"
 
@@ -42,7 +44,7 @@ typedef struct EventsStats {
 } EventsStats;
 
 int events_new(Backend *backend, WatchTable *table, Delivery *delivery, Tree *tree, Missing *missing,
-               Moves *moves, const EventsOps *ops, void *userdata, Events **ret);
+               Moves *moves, Remote *remote, const EventsOps *ops, void *userdata, Events **ret);
 Events *events_free(Events *e);
 
 /*

@@ -33,7 +33,8 @@
 #define WATCHD_FLAG_ONLYDIR     0x2u    /* refuse anything but a directory */
 #define WATCHD_FLAG_DONT_FOLLOW 0x4u    /* do not follow a symbolic link in the last component */
 #define WATCHD_FLAG_ONESHOT     0x8u    /* end after the first event */
-#define WATCHD_FLAGS_VALID      0xfu
+#define WATCHD_FLAG_NO_POLL     0x40u   /* do not poll its directories on remote file systems */
+#define WATCHD_FLAGS_VALID      0x4fu
 
 /* Event bits: what a mask may ask for (the eleven events of /dev/inotify 0.23). */
 #define WATCHD_IN_ACCESS        0x00000001u
@@ -54,6 +55,15 @@
  * is escaped; in a ListWatches entry, so is its path; in an Events record's
  * mask, its paths are. Not in WATCHD_FLAGS_VALID. */
 #define WATCHD_FLAG_PATH_ESCAPED 0x00100000u
+
+/* In an Events record's mask: found by polling a directory on a remote or
+ * FUSE file system (watchd(8), REMOTE FILE SYSTEMS), up to the poll interval
+ * after the change. Not in WATCHD_MASK_VALID. */
+#define WATCHD_IN_POLLED 0x00200000u
+
+/* In a ListWatches entry's flags: some directory of the subscription is on
+ * a remote or FUSE file system and is polled. Not in WATCHD_FLAGS_VALID. */
+#define WATCHD_FLAG_REMOTE 0x00400000u
 
 /* Bits a record carries besides the events asked for. */
 #define WATCHD_IN_UNMOUNT       0x00002000u  /* sent to every subscriber, asked for or not */
