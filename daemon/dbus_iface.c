@@ -749,6 +749,24 @@ static int property_get_backend(sd_bus *bus, const char *path, const char *inter
         return sd_bus_message_append(reply, "s", backend_name(d->manager->backend));
 }
 
+/* What this daemon offers beyond the first API, one word each (the words are
+ * in the XML and watchd(8)); clients such as libwatchd read it once. */
+static int property_get_capabilities(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        DbusIface *d = userdata;
+        const Config *c = &d->manager->config;
+        bool polls = false;
+        int r;
+
+        for (int k = 0; k < _FS_KIND_MAX; k++)
+                polls = polls || (k != FS_LOCAL && c->poll_interval_sec[k] > 0);
+        r = sd_bus_message_open_container(reply, 'a', "s");
+        if (r >= 0 && polls)
+                r = sd_bus_message_append(reply, "s", "remote-polling");
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
 
 static const sd_bus_vtable watchd_vtable[] = {
         SD_BUS_VTABLE_START(0),
@@ -782,6 +800,7 @@ static const sd_bus_vtable watchd_vtable[] = {
         SD_BUS_SIGNAL_WITH_ARGS("WatchRemoved", SD_BUS_ARGS("u", id, "s", reason), 0),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Backend", "s", property_get_backend, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Capabilities", "as", property_get_capabilities, 0, SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
         SD_BUS_VTABLE_END,
 };
 
@@ -1056,6 +1075,15 @@ static const DeliveryOps bus_delivery_ops = {
         .ask_confirm = bus_ask_confirm,
         .congested = bus_congested,
 };
+
+void dbus_iface_reloaded(DbusIface *d) {
+        int r;
+
+        /* Capabilities says whether remote file systems are polled, which [poll] decides. */
+        r = sd_bus_emit_properties_changed(d->bus, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "Capabilities", NULL);
+        if (r < 0)
+                log_warning_errno(r, "Failed to announce that Capabilities changed, ignoring: %m");
+}
 
 DbusIface *dbus_iface_free(DbusIface *d) {
         GHashTableIter i;

@@ -7,6 +7,8 @@
  * through the FUSE mount: inotify on mnt never hears of it (as a change made
  * by another NFS client would not be heard of here). Checked:
  *
+ *   capabilities    the property says "remote-polling", and not when every
+ *                   [poll] interval is 0
  *   detected        ListWatches flags a subscription on mnt REMOTE, one on a
  *                   local directory or with NO_POLL not; GetStats counts it
  *   no-poll         with NO_POLL a change in back is not reported: what watchd
@@ -49,6 +51,7 @@
 #define LATE_MS (INTERVAL_MS + 1000)
 
 #define CONFIG "[poll]\nfuse = 1\n"
+#define CONFIG_OFF "[poll]\nnfs = 0\ncifs = 0\nfuse = 0\n9p = 0\nafs = 0\nceph = 0\ncoda = 0\n"
 #define CONFIG_BUDGET "[poll]\nfuse = 1\nmax_polled_dirs_per_user = 2\n"
 
 typedef struct Fixture {
@@ -158,6 +161,32 @@ static gboolean await_polls(Fixture *x, guint64 n, int timeout_ms) {
         while (g_main_context_iteration(NULL, FALSE))
                 ;
         return TRUE;
+}
+
+static GVariant *capabilities(Fixture *x) {
+        g_autoptr(GVariant) v = NULL;
+        GVariant *caps;
+
+        v = g_dbus_connection_call_sync(x->f.conn, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH,
+                                        "org.freedesktop.DBus.Properties", "Get",
+                                        g_variant_new("(ss)", WATCHD_INTERFACE, "Capabilities"),
+                                        G_VARIANT_TYPE("(v)"), 0, 5000, NULL, NULL);
+        g_assert_nonnull(v);
+        g_variant_get(v, "(v)", &caps);
+        return caps;
+}
+
+/* The Capabilities property says "remote-polling" while some kind is polled. */
+static void test_capabilities(Fixture *x, gconstpointer data) {
+        g_autoptr(GVariant) caps = capabilities(x);
+        g_autofree const char **words = g_variant_get_strv(caps, NULL);
+
+        if (data && g_str_equal(data, CONFIG_OFF))
+                g_assert_cmpuint(g_strv_length((char **) words), ==, 0);
+        else {
+                g_assert_cmpuint(g_strv_length((char **) words), ==, 1);
+                g_assert_cmpstr(words[0], ==, "remote-polling");
+        }
 }
 
 static void test_detected(Fixture *x, gconstpointer data) {
@@ -386,6 +415,8 @@ static void test_io_bounded(Fixture *x, gconstpointer data) {
 
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
+        g_test_add("/remote/capabilities", Fixture, CONFIG, setup, test_capabilities, teardown);
+        g_test_add("/remote/capabilities-off", Fixture, CONFIG_OFF, setup, test_capabilities, teardown);
         g_test_add("/remote/detected", Fixture, CONFIG, setup, test_detected, teardown);
         g_test_add("/remote/no-poll", Fixture, CONFIG, setup, test_no_poll, teardown);
         g_test_add("/remote/backing-changes", Fixture, CONFIG, setup, test_backing_changes, teardown);
