@@ -74,6 +74,13 @@ int config_init(Config *c) {
         return c->device ? 0 : -ENOMEM;
 }
 
+bool config_polls_remote(const Config *c) {
+        for (int k = 0; k < _FS_KIND_MAX; k++)
+                if (k != FS_LOCAL && c->poll_interval_sec[k] > 0)
+                        return true;
+        return false;
+}
+
 void config_done(Config *c) {
         free(c->device);
         c->device = NULL;

@@ -68,6 +68,9 @@ typedef struct Config {
 int config_init(Config *c);
 void config_done(Config *c);
 
+/* Whether some kind of remote file system has a poll interval. */
+bool config_polls_remote(const Config *c);
+
 /*
  * Reads the file at path over the defaults. A missing file is no error.
  * On a bad file returns -EINVAL and, if ret_error is not NULL, sets it to a

@@ -754,15 +754,12 @@ static int property_get_backend(sd_bus *bus, const char *path, const char *inter
 static int property_get_capabilities(sd_bus *bus, const char *path, const char *interface, const char *property,
                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         DbusIface *d = userdata;
-        const Config *c = &d->manager->config;
-        bool polls = false;
         int r;
 
-        for (int k = 0; k < _FS_KIND_MAX; k++)
-                polls = polls || (k != FS_LOCAL && c->poll_interval_sec[k] > 0);
         r = sd_bus_message_open_container(reply, 'a', "s");
-        if (r >= 0 && polls)
-                r = sd_bus_message_append(reply, "s", "remote-polling");
+        /* Follows [poll], hence not CONST: a reload may change it. */
+        if (r >= 0 && config_polls_remote(&d->manager->config))
+                r = sd_bus_message_append(reply, "s", WATCHD_CAP_REMOTE_POLLING);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         return r;

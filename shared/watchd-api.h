@@ -73,3 +73,7 @@
 #define WATCHD_REASON_DELETED   "deleted"      /* the object (or a directory of a pending path) is gone */
 #define WATCHD_REASON_UNMOUNTED "unmounted"    /* its filesystem was unmounted */
 #define WATCHD_REASON_ONESHOT   "oneshot"      /* ONESHOT, after its first event */
+
+/* A word of the Capabilities property (as): directories on remote and FUSE
+ * file systems are polled (some [poll] interval is not 0). */
+#define WATCHD_CAP_REMOTE_POLLING "remote-polling"
