@@ -2,14 +2,17 @@
 /*
  * poller - finding by polling the changes the kernel cannot report
  *
- * Four queues of work, taken in this order by poller_run() and all paid from
- * one budget of system calls: names the kernel reported (one statx each, so
- * that the snapshot holds what the kernel's record already told), first
- * snapshots of new directories, and the rounds of groups that are due; the
- * groups that are not due wait in a heap ordered by the start of their next
- * round. A directory being read keeps its open fd and the names listed so
- * far between runs (PollReader), so a large directory costs several runs, not
- * one long one.
+ * Work is taken in this order by poller_run(), all paid from one budget of
+ * system calls: names the kernel reported (one statx each, so that the
+ * snapshot holds what the kernel's record already told), then the users'
+ * work in turns (PollUser): each user's first snapshots of new directories,
+ * then the rounds of its groups that are due, at most USER_TURN system calls
+ * before the next user with work has its turn. The groups that are not due
+ * wait in a heap ordered by the start of their next round. A directory being
+ * read keeps its open fd and the names listed so far between runs
+ * (PollReader), so a large directory costs several runs, not one long one,
+ * and a user has at most two directories open at a time (a first snapshot
+ * and a round's).
  *
  * A round's records wait in the group (Change) until its last directory is
  * read, for the pairing of moves across its directories; a kernel event for
@@ -80,7 +83,7 @@ struct PollDir {
         int fd;
         void *userdata;
         GList group_link;       /* in group->dirs */
-        GList baseline_link;    /* in poller->baseline while it has no snapshot */
+        GList baseline_link;    /* in group->user->baseline while it has no snapshot */
         GList stale_link;       /* in poller->stale while noted is not empty */
         bool in_baseline, in_stale;
         bool have_snap;
@@ -93,14 +96,35 @@ struct PollDir {
         GHashTable *noted;      /* names the kernel reported, not yet stat'ed */
 };
 
+/*
+ * A uid's share of the poller. Its work (first snapshots, then rounds) is
+ * done in turns of at most USER_TURN system calls, the users with work
+ * taking turns in a ring: so one user's large directories make its own
+ * polling slow, not everyone's.
+ */
+typedef struct PollUser {
+        uid_t uid;
+        unsigned groups;        /* its groups: it is freed with the last */
+        uint32_t dirs;          /* directories polled */
+        GQueue baseline;        /* its PollDir without a first snapshot */
+        GQueue active;          /* its groups in a round, in the order they became due */
+        GList turn_link;        /* in poller->turns while baseline or active is not empty */
+        bool in_turns;
+        unsigned spent;         /* system calls of its current turn */
+} PollUser;
+
+/* System calls of one user's turn: a directory of about fifty names. */
+#define USER_TURN 64u
+
 struct PollGroup {
         Poller *poller;
+        PollUser *user;
         uid_t uid;
         uint64_t interval;
         uint64_t next_round;    /* scheduled start of the next round */
         size_t heap_index;      /* in poller->heap, SIZE_MAX if not there (in a round, or ending one) */
         bool in_round;
-        GList active_link;      /* in poller->active during a round */
+        GList active_link;      /* in user->active during a round */
         GQueue dirs;            /* PollDir, in the order they were added */
         GList *cursor;          /* the round's current directory */
         GPtrArray *changes;     /* Change: the round's, until it ends */
@@ -114,11 +138,10 @@ struct Poller {
         void *userdata;
         unsigned ops_per_run;
         uint32_t max_dirs_per_user;
-        GHashTable *users;      /* uid -> directories polled */
+        GHashTable *users;      /* uid -> PollUser */
         PollGroup **heap;       /* groups between rounds, min-heap on next_round */
         size_t n_heap, cap_heap;
-        GQueue active;          /* groups in a round, in the order they became due */
-        GQueue baseline;        /* PollDir without a first snapshot */
+        GQueue turns;           /* PollUser with work, the one whose turn it is first */
         GQueue stale;           /* PollDir with names noted */
         uint64_t sequence;      /* groups made: their phases */
         unsigned budget;        /* left in this run */
@@ -586,8 +609,7 @@ int poller_new(const PollerCallbacks *cb, void *userdata, uint32_t max_dirs_per_
         p->ops_per_run = POLLER_OPS_PER_RUN;
         p->max_dirs_per_user = max_dirs_per_user;
         p->users = g_hash_table_new(g_direct_hash, g_direct_equal);
-        g_queue_init(&p->active);
-        g_queue_init(&p->baseline);
+        g_queue_init(&p->turns);
         g_queue_init(&p->stale);
         *ret = p;
         return 0;
@@ -598,8 +620,13 @@ Poller *poller_free(Poller *p) {
                 return NULL;
         while (p->n_heap > 0)
                 poller_group_free(p->heap[0]);
-        while (p->active.head)
-                poller_group_free(p->active.head->data);
+        /* Left: users with groups in a round. */
+        while (p->turns.head) {
+                PollUser *u = p->turns.head->data;
+
+                assert(u->active.head);
+                poller_group_free(u->active.head->data);
+        }
         free(p->heap);
         g_hash_table_destroy(p->users);
         free(p);
@@ -616,16 +643,64 @@ const PollIo *poller_io(const Poller *p) {
 }
 
 uint32_t poller_user_dirs(const Poller *p, uid_t uid) {
-        return GPOINTER_TO_UINT(g_hash_table_lookup(p->users, GUINT_TO_POINTER(uid)));
+        const PollUser *u = g_hash_table_lookup(p->users, GUINT_TO_POINTER(uid));
+
+        return u ? u->dirs : 0;
 }
 
-static void user_dirs_add(Poller *p, uid_t uid, int delta) {
-        uint32_t n = poller_user_dirs(p, uid) + (uint32_t) delta;
+static PollUser *user_get(Poller *p, uid_t uid) {
+        PollUser *u = g_hash_table_lookup(p->users, GUINT_TO_POINTER(uid));
 
-        if (n == 0)
-                g_hash_table_remove(p->users, GUINT_TO_POINTER(uid));
-        else
-                g_hash_table_insert(p->users, GUINT_TO_POINTER(uid), GUINT_TO_POINTER(n));
+        if (u)
+                return u;
+        u = calloc(1, sizeof(PollUser));
+        if (!u)
+                return NULL;
+        u->uid = uid;
+        u->turn_link.data = u;
+        g_queue_init(&u->baseline);
+        g_queue_init(&u->active);
+        g_hash_table_insert(p->users, GUINT_TO_POINTER(uid), u);
+        return u;
+}
+
+static void user_put(Poller *p, PollUser *u) {
+        assert(u->groups > 0);
+        if (--u->groups > 0)
+                return;
+        assert(!u->in_turns && u->dirs == 0);
+        g_hash_table_remove(p->users, GUINT_TO_POINTER(u->uid));
+        free(u);
+}
+
+/* Puts u in the ring of turns when it has work, takes it out when it has none. */
+static void user_update_turn(Poller *p, PollUser *u) {
+        bool work = u->baseline.length > 0 || u->active.length > 0;
+
+        if (work && !u->in_turns) {
+                g_queue_push_tail_link(&p->turns, &u->turn_link);
+                u->in_turns = true;
+                u->spent = 0;
+        } else if (!work && u->in_turns) {
+                g_queue_unlink(&p->turns, &u->turn_link);
+                u->in_turns = false;
+        }
+}
+
+/* Frees what is left of g once it is out of every queue. */
+static void group_release(PollGroup *g) {
+        user_put(g->poller, g->user);
+        g_ptr_array_unref(g->changes);
+        free(g);
+}
+
+/* d has its first snapshot, or is to be read as a round's. */
+static void dir_baseline_done(PollDir *d) {
+        PollUser *u = d->group->user;
+
+        g_queue_unlink(&u->baseline, &d->baseline_link);
+        d->in_baseline = false;
+        user_update_turn(d->group->poller, u);
 }
 
 /*
@@ -651,6 +726,12 @@ int poller_group_new(Poller *p, uid_t uid, uint64_t interval_usec, uint64_t now_
         if (!g)
                 return -ENOMEM;
         g->poller = p;
+        g->user = user_get(p, uid);
+        if (!g->user) {
+                free(g);
+                return -ENOMEM;
+        }
+        g->user->groups++;
         g->uid = uid;
         g->interval = interval_usec;
         /* The first round comes within one interval, never at once: the
@@ -662,8 +743,7 @@ int poller_group_new(Poller *p, uid_t uid, uint64_t interval_usec, uint64_t now_
         g_queue_init(&g->dirs);
         r = heap_push(p, g);
         if (r < 0) {
-                g_ptr_array_unref(g->changes);
-                free(g);
+                group_release(g);
                 return r;
         }
         *ret = g;
@@ -713,8 +793,10 @@ static void dir_free(PollDir *d) {
         if (g->cursor == &d->group_link)
                 g->cursor = d->group_link.next;
         g_queue_unlink(&g->dirs, &d->group_link);
-        if (d->in_baseline)
-                g_queue_unlink(&p->baseline, &d->baseline_link);
+        if (d->in_baseline) {
+                g_queue_unlink(&g->user->baseline, &d->baseline_link);
+                user_update_turn(p, g->user);
+        }
         dir_unstale(d);
         g_hash_table_destroy(d->noted);
         /* The round's changes, and those being given out, keep their names,
@@ -725,7 +807,7 @@ static void dir_free(PollDir *d) {
         dir_stop_reading(d);
         poll_snapshot_done(&d->snap);
         safe_close(d->fd);
-        user_dirs_add(p, g->uid, -1);
+        g->user->dirs--;
         free(d);
 }
 
@@ -738,8 +820,9 @@ void poller_group_free(PollGroup *g) {
         while (g->dirs.head)
                 dir_free(g->dirs.head->data);
         if (g->in_round) {
-                g_queue_unlink(&p->active, &g->active_link);
+                g_queue_unlink(&g->user->active, &g->active_link);
                 g->in_round = false;
+                user_update_turn(p, g->user);
         } else if (g->heap_index != SIZE_MAX)
                 heap_remove(p, g);
         if (g->emitting) {
@@ -747,15 +830,14 @@ void poller_group_free(PollGroup *g) {
                 g->dead = true;
                 return;
         }
-        g_ptr_array_unref(g->changes);
-        free(g);
+        group_release(g);
 }
 
 int poller_dir_add(PollGroup *g, int fd, bool report_existing, void *userdata, PollDir **ret) {
         Poller *p = g->poller;
         PollDir *d;
 
-        if (poller_user_dirs(p, g->uid) >= p->max_dirs_per_user)
+        if (g->user->dirs >= p->max_dirs_per_user)
                 return -EDQUOT;
         d = calloc(1, sizeof(PollDir));
         if (!d)
@@ -774,11 +856,12 @@ int poller_dir_add(PollGroup *g, int fd, bool report_existing, void *userdata, P
         reader_init(&d->reader, &(PollReadHook) { dir_read_op, d });
         d->group_link.data = d->baseline_link.data = d->stale_link.data = d;
         g_queue_push_tail_link(&g->dirs, &d->group_link);
-        g_queue_push_tail_link(&p->baseline, &d->baseline_link);
+        g_queue_push_tail_link(&g->user->baseline, &d->baseline_link);
         d->in_baseline = true;
+        user_update_turn(p, g->user);
         /* Added during a round: not part of it (it has no snapshot yet). */
         d->round_done = true;
-        user_dirs_add(p, g->uid, +1);
+        g->user->dirs++;
         if (ret)
                 *ret = d;
         return 0;
@@ -827,7 +910,7 @@ int poller_dir_note(PollDir *d, const char *name) {
 }
 
 uint64_t poller_next(const Poller *p) {
-        if (p->stale.length > 0 || p->baseline.length > 0 || p->active.length > 0)
+        if (p->stale.length > 0 || p->turns.length > 0)
                 return 0;
         return p->n_heap > 0 ? p->heap[0]->next_round : UINT64_MAX;
 }
@@ -942,10 +1025,8 @@ int poller_dir_prime(PollDir *d, unsigned budget) {
         if (r < 0)
                 return r;
         /* Done: off the queue. Failed: the loop reads it again, and tells. */
-        if (r > 0 && error == 0) {
-                g_queue_unlink(&p->baseline, &d->baseline_link);
-                d->in_baseline = false;
-        }
+        if (r > 0 && error == 0)
+                dir_baseline_done(d);
         return 0;
 }
 
@@ -1119,8 +1200,7 @@ static bool group_emit(PollGroup *g, GPtrArray *changes) {
         round_emit(g, changes);
         g->emitting = NULL;
         if (g->dead) {
-                g_ptr_array_unref(g->changes);
-                free(g);
+                group_release(g);
                 return true;
         }
         return false;
@@ -1135,13 +1215,15 @@ static void start_due_rounds(Poller *p, uint64_t now) {
                 g->cursor = g->dirs.head;
                 for (GList *l = g->dirs.head; l; l = l->next)
                         ((PollDir *) l->data)->round_done = false;
-                g_queue_push_tail_link(&p->active, &g->active_link);
+                g_queue_push_tail_link(&g->user->active, &g->active_link);
+                user_update_turn(p, g->user);
         }
 }
 
 static int end_round(Poller *p, PollGroup *g, uint64_t now) {
-        g_queue_unlink(&p->active, &g->active_link);
+        g_queue_unlink(&g->user->active, &g->active_link);
         g->in_round = false;
+        user_update_turn(p, g->user);
         if (group_emit(g, g->changes))
                 return 0;
         g_ptr_array_set_size(g->changes, 0);
@@ -1153,8 +1235,52 @@ static int end_round(Poller *p, PollGroup *g, uint64_t now) {
         return heap_push(p, g);
 }
 
-int poller_run(Poller *p, uint64_t now_usec) {
+/*
+ * One step of u's work, paid from p->budget: of its first snapshots, then of
+ * its oldest round. Return: 0 (the budget may have run out), -ENOMEM.
+ */
+static int user_step(Poller *p, PollUser *u, uint64_t now) {
+        PollGroup *g;
+        PollDir *d;
         int r, error;
+
+        if (u->baseline.head) {
+                g_autoptr(GPtrArray) changes = NULL;
+
+                d = u->baseline.head->data;
+                if (d->report_existing)
+                        changes = g_ptr_array_new_with_free_func(change_free);
+                r = dir_read(d, changes, &error);
+                if (r <= 0)
+                        return r;
+                dir_baseline_done(d);
+                if (changes && changes->len > 0)
+                        group_emit(d->group, changes);  /* d may be gone after */
+                else
+                        dir_tell_error(d, error);
+                return 0;
+        }
+
+        g = u->active.head->data;
+        if (!g->cursor)
+                return end_round(p, g, now);
+        d = g->cursor->data;
+        if (d->in_baseline || d->round_done) {
+                g->cursor = g->cursor->next;
+                return 0;
+        }
+        /* A directory whose first snapshot failed takes it now. */
+        r = dir_read(d, d->have_snap ? g->changes : NULL, &error);
+        if (r <= 0)
+                return r;
+        d->round_done = true;
+        g->cursor = g->cursor->next;
+        dir_tell_error(d, error);       /* d, even g, may be gone after */
+        return 0;
+}
+
+int poller_run(Poller *p, uint64_t now_usec) {
+        int r;
 
         p->budget = p->ops_per_run;
 
@@ -1165,50 +1291,27 @@ int poller_run(Poller *p, uint64_t now_usec) {
                         return r;
         }
 
-        while (p->budget > 0 && p->baseline.head) {
-                PollDir *d = p->baseline.head->data;
-                g_autoptr(GPtrArray) changes = NULL;
-
-                if (d->report_existing)
-                        changes = g_ptr_array_new_with_free_func(change_free);
-                r = dir_read(d, changes, &error);
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        break;
-                g_queue_unlink(&p->baseline, &d->baseline_link);
-                d->in_baseline = false;
-                if (changes && changes->len > 0)
-                        group_emit(d->group, changes);  /* d may be gone after */
-                else
-                        dir_tell_error(d, error);
-        }
-
         start_due_rounds(p, now_usec);
-        while (p->budget > 0 && p->active.head) {
-                PollGroup *g = p->active.head->data;
-                PollDir *d;
+        while (p->budget > 0 && p->turns.head) {
+                PollUser *u = p->turns.head->data;
+                unsigned budget = p->budget, turn;
 
-                if (!g->cursor) {
-                        r = end_round(p, g, now_usec);
-                        if (r < 0)
-                                return r;
-                        continue;
+                /* Held: a record may free the user's last group. */
+                u->groups++;
+                turn = MIN(budget, USER_TURN - u->spent);
+                p->budget = turn;
+                r = user_step(p, u, now_usec);
+                u->spent += turn - p->budget;
+                p->budget = budget - (turn - p->budget);
+                if (u->in_turns && u->spent >= USER_TURN) {
+                        /* Its turn is over: to the back of the ring. */
+                        g_queue_unlink(&p->turns, &u->turn_link);
+                        g_queue_push_tail_link(&p->turns, &u->turn_link);
+                        u->spent = 0;
                 }
-                d = g->cursor->data;
-                if (d->in_baseline || d->round_done) {
-                        g->cursor = g->cursor->next;
-                        continue;
-                }
-                /* A directory whose first snapshot failed takes it now. */
-                r = dir_read(d, d->have_snap ? g->changes : NULL, &error);
+                user_put(p, u);
                 if (r < 0)
                         return r;
-                if (r == 0)
-                        break;
-                d->round_done = true;
-                g->cursor = g->cursor->next;
-                dir_tell_error(d, error);       /* d, even g, may be gone after */
         }
 
         return poller_next(p) <= now_usec;

@@ -37,7 +37,8 @@
  * Work is bounded: poller_run() makes at most ops_per_run system calls
  * (open, getdents64, statx: counted in PollIo) and resumes where it stopped
  * on the next call. A user (uid) may have at most max_dirs_per_user
- * directories polled.
+ * directories polled, and users take turns of a few dozen system calls: one
+ * user's large directories delay its own polling, not other users'.
  *
  * No clock, no event loop, no credentials here: the time is passed in, the
  * caller runs poller_run() when poller_next() says, and the begin/end

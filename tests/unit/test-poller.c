@@ -532,6 +532,58 @@ static void test_user_budget(Fixture *f, gconstpointer data) {
         g_assert_cmpint(poller_group_new(f->poller, 1, 0, f->now, "zero", &g), ==, -EINVAL);
 }
 
+/*
+ * Users take turns: while one user's round reads a directory of 3,000 names
+ * (about a hundred runs at 32 system calls), another user's small directory,
+ * due meanwhile, is polled within a few runs, not after the large one.
+ */
+static void test_user_turns(Fixture *f, gconstpointer data) {
+        enum { NAMES = 3000, BUDGET = 32 };
+        _cleanup_close_ int cfd = -1;
+        PollGroup *other;
+        PollDir *c;
+        unsigned runs = 0, a_opens;
+        char line[32];
+
+        for (int i = 0; i < NAMES; i++) {
+                g_snprintf(line, sizeof(line), "touch A/n%04d", i);
+                op(f, line);
+        }
+        op(f, "mkdir C");
+        cfd = open_dir(f, "C");
+        poller_set_limits(f->poller, BUDGET, 1000);
+        drain(f);
+
+        /* uid 1000's round begins: A is being read. */
+        f->now = poller_next(f->poller);
+        g_assert_cmpint(poller_run(f->poller, f->now), >, 0);
+
+        /* uid 1001's directory, polled every second, changes. */
+        g_assert_cmpint(poller_group_new(f->poller, 1001, SEC, f->now, "other", &other), ==, 0);
+        g_assert_cmpint(poller_dir_add(other, cfd, false, "C", &c), ==, 0);
+        g_assert_cmpint(poller_dir_prime(c, 100), ==, 0);
+        op(f, "touch C/new");
+        f->now += 2 * SEC;
+
+        a_opens = poller_io(f->poller)->opens;
+        while (f->records->len == 0) {
+                g_assert_cmpint(poller_run(f->poller, f->now), >, 0);
+                runs++;
+                g_assert_cmpuint(runs, <, 200);
+        }
+        g_test_message("uid 1001's change found after %u runs of %u system calls", runs, BUDGET);
+        g_assert_cmpstr(g_ptr_array_index(f->records, 0), ==, "CREATE C/new");
+        /* Within two of uid 1000's turns and its own: A is not read to its end first. */
+        g_assert_cmpuint(runs, <=, 2 * 64 / BUDGET + 2);
+        g_assert_cmpuint(poller_io(f->poller)->opens - a_opens, ==, 1);
+
+        /* And uid 1000's round still ends, with nothing changed in A or B. */
+        drain(f);
+        g_assert_cmpuint(f->records->len, ==, 1);
+        poller_group_free(other);
+        g_assert_cmpuint(poller_user_dirs(f->poller, 1001), ==, 0);
+}
+
 /* A polled directory removed: told once, not at every round. */
 static void test_gone(Fixture *f, gconstpointer data) {
         drain(f);
@@ -680,6 +732,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/poller/spread", Fixture, NULL, setup, test_spread, teardown);
         g_test_add("/poller/io-bound", Fixture, NULL, setup, test_io_bound, teardown);
         g_test_add("/poller/user-budget", Fixture, NULL, setup, test_user_budget, teardown);
+        g_test_add("/poller/user-turns", Fixture, NULL, setup, test_user_turns, teardown);
         g_test_add("/poller/gone", Fixture, NULL, setup, test_gone, teardown);
         g_test_add("/poller/free-from-record", Fixture, NULL, setup, test_free_from_record, teardown);
         g_test_add("/poller/free-from-first-records", Fixture, NULL, setup, test_free_from_first_records, teardown);
