@@ -256,6 +256,26 @@ static int entry_stat(int dirfd, const char *name, PollIo *io, PollEntry *e) {
 
 /* ---- reading a directory, a system call at a time ---- */
 
+/* Puts name of dirfd's directory into s as it is now: stat'ed again, or
+ * taken out if gone; left as it was if it cannot be stat'ed. Return: 0,
+ * -ENOMEM. */
+static int snapshot_restat(PollSnapshot *s, int dirfd, const char *name, PollIo *io) {
+        PollEntry e = {};
+        int k;
+
+        k = entry_stat(dirfd, name, io, &e);
+        if (k == -ENOENT || k == -ENOTDIR)
+                snapshot_remove(s, name);
+        else if (k == 0) {
+                e.name = strdup(name);
+                if (!e.name || snapshot_put(s, &e) < 0) {
+                        entry_done(&e);
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 static void reader_hook(PollReader *r, uint32_t what) {
         if (r->hook.fn)
                 r->hook.fn(what, r->hook.data);
@@ -396,22 +416,12 @@ static int reader_step(PollReader *r, int fd, unsigned *budget, PollIo *io) {
                          * what the kernel reported, so it is looked at again. */
                         GHashTableIter it;
                         gpointer key;
-                        PollEntry e = {};
-                        int k;
 
                         g_hash_table_iter_init(&it, r->dirty);
                         if (!g_hash_table_iter_next(&it, &key, NULL))
                                 continue;
-                        k = entry_stat(r->dfd, key, io, &e);
-                        if (k == -ENOENT || k == -ENOTDIR)
-                                snapshot_remove(&r->snap, key);
-                        else if (k == 0) {
-                                e.name = strdup(key);
-                                if (!e.name || snapshot_put(&r->snap, &e) < 0) {
-                                        entry_done(&e);
-                                        return -ENOMEM;
-                                }
-                        }
+                        if (snapshot_restat(&r->snap, r->dfd, key, io) < 0)
+                                return -ENOMEM;
                         g_hash_table_iter_remove(&it);
                 }
         }
@@ -943,20 +953,10 @@ static int dir_refresh_noted(PollDir *d) {
         }
         g_hash_table_iter_init(&it, d->noted);
         while (p->budget > 0 && g_hash_table_iter_next(&it, &key, NULL)) {
-                PollEntry e = {};
-                int k;
-
                 p->budget--;
-                k = entry_stat(d->fd, key, &p->io, &e);
-                if (k == -ENOENT || k == -ENOTDIR)
-                        snapshot_remove(&d->snap, key);
-                else if (k == 0) {
-                        e.name = strdup(key);
-                        if (!e.name || snapshot_put(&d->snap, &e) < 0) {
-                                entry_done(&e);
-                                dir_end(d);
-                                return -ENOMEM;
-                        }
+                if (snapshot_restat(&d->snap, d->fd, key, &p->io) < 0) {
+                        dir_end(d);
+                        return -ENOMEM;
                 }
                 g_hash_table_iter_remove(&it);
         }
