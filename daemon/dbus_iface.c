@@ -589,7 +589,7 @@ static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error
                                 return -ENOMEM;
                         r = sd_bus_message_append(reply, "(usuu)", s->id, esc ?: s->path, s->mask,
                                                   s->flags | (esc ? WATCHD_FLAG_PATH_ESCAPED : 0) |
-                                                  (manager_subscription_polled(d->manager, s) ? WATCHD_FLAG_REMOTE : 0));
+                                                  manager_subscription_remote_flags(d->manager, s));
                         if (r < 0)
                                 return r;
                 }

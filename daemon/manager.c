@@ -327,8 +327,9 @@ bool manager_has_walks(const Manager *m) {
         return tree_has_walks(m->tree) || missing_has_work(m->missing) || remote_next(m->remote) <= now_usec();
 }
 
-bool manager_subscription_polled(const Manager *m, const Subscription *s) {
-        return remote_subscription_polled(m->remote, s);
+uint32_t manager_subscription_remote_flags(const Manager *m, const Subscription *s) {
+        return (remote_subscription_remote(m->remote, s) ? WATCHD_FLAG_REMOTE : 0) |
+               (remote_subscription_polled(m->remote, s) ? WATCHD_FLAG_POLLED : 0);
 }
 
 Client *manager_get_client(Manager *m, const char *name) {

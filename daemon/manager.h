@@ -98,8 +98,9 @@ int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t 
 /* Ends c's subscription id. Return: 0, or -WATCHD_E_NO_SUCH_WATCH if c has no such subscription. */
 int manager_remove_watch(Manager *m, Client *c, uint32_t id);
 
-/* Whether some directory of s is polled (ListWatches' WATCHD_FLAG_REMOTE). */
-bool manager_subscription_polled(const Manager *m, const Subscription *s);
+/* ListWatches' WATCHD_FLAG_REMOTE (some directory of s is on a remote file
+ * system) and WATCHD_FLAG_POLLED (some is polled) for s. */
+uint32_t manager_subscription_remote_flags(const Manager *m, const Subscription *s);
 
 /* Counters for GetStats. */
 typedef struct ManagerStats {

@@ -91,6 +91,9 @@ struct Remote {
         GHashTable *groups;     /* Key{Subscription, dev} -> RemoteGroup (owned) */
         GHashTable *by_watch;   /* Watch -> GPtrArray of RemoteDir on it */
         GHashTable *subs;       /* Subscription -> directories of it polled */
+        GHashTable *unpolled;   /* Key{Subscription, Watch} -> FsKind: remote directories not polled
+                                 * (NO_POLL, an interval of 0, over the budget) */
+        GHashTable *remote_subs;/* Subscription -> directories of it on remote file systems, polled or not */
         GArray *own_reads;      /* OwnRead */
         unsigned n_dirs;
 
@@ -161,6 +164,8 @@ int remote_new(WatchTable *table, Delivery *delivery, const Config *config, cons
                 .by_watch = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                                   (GDestroyNotify) g_ptr_array_unref),
                 .subs = g_hash_table_new(g_direct_hash, g_direct_equal),
+                .unpolled = g_hash_table_new_full(key_hash, key_equal, g_free, NULL),
+                .remote_subs = g_hash_table_new(g_direct_hash, g_direct_equal),
                 .own_reads = g_array_new(false, false, sizeof(OwnRead)),
         };
         g_array_set_clear_func(r->own_reads, own_read_clear);
@@ -192,6 +197,8 @@ Remote *remote_free(Remote *r) {
         g_hash_table_destroy(r->groups);
         g_hash_table_destroy(r->by_watch);
         g_hash_table_destroy(r->subs);
+        g_hash_table_destroy(r->unpolled);
+        g_hash_table_destroy(r->remote_subs);
         g_array_unref(r->own_reads);
         free(r);
         return NULL;
@@ -216,13 +223,29 @@ static WatchLink *dir_link(const RemoteDir *d) {
         return NULL;
 }
 
-static void sub_count(Remote *r, Subscription *s, int delta) {
-        unsigned n = GPOINTER_TO_UINT(g_hash_table_lookup(r->subs, s)) + (unsigned) delta;
+/* Counts directories of s in h (Subscription -> count). */
+static void sub_count(GHashTable *h, Subscription *s, int delta) {
+        unsigned n = GPOINTER_TO_UINT(g_hash_table_lookup(h, s)) + (unsigned) delta;
 
         if (n == 0)
-                g_hash_table_remove(r->subs, s);
+                g_hash_table_remove(h, s);
         else
-                g_hash_table_insert(r->subs, s, GUINT_TO_POINTER(n));
+                g_hash_table_insert(h, s, GUINT_TO_POINTER(n));
+}
+
+/* The kind of a remote directory of s that is not polled, FS_LOCAL if none. */
+static FsKind unpolled_get(const Remote *r, const Subscription *s, const Watch *w) {
+        Key k = { s, (uintptr_t) w };
+
+        return (FsKind) GPOINTER_TO_UINT(g_hash_table_lookup(r->unpolled, &k));
+}
+
+/* w's directory is on a remote file system of kind, and not polled for s:
+ * only ListWatches (REMOTE) and the links below it need to know. */
+static int unpolled_add(Remote *r, Subscription *s, Watch *w, FsKind kind) {
+        g_hash_table_insert(r->unpolled, key_new(s, (uintptr_t) w), GUINT_TO_POINTER((unsigned) kind));
+        sub_count(r->remote_subs, s, +1);
+        return 0;
 }
 
 static int group_get(Remote *r, Subscription *s, dev_t dev, FsKind kind, RemoteGroup **ret) {
@@ -270,13 +293,13 @@ static FsKind link_kind(Remote *r, WatchLink *l, int fd, const struct stat *st) 
         if (l->parent && l->parent->watch->dev == st->st_dev) {
                 RemoteDir *p = dir_get(r, l->subscription, l->parent->watch);
 
-                return p ? p->group->kind : FS_LOCAL;
+                return p ? p->group->kind : unpolled_get(r, l->subscription, l->parent->watch);
         }
         if (fs_detect(fd, NULL, &info) < 0)
                 return FS_LOCAL;
         kind = info.kind;
         if (kind != FS_LOCAL)
-                log_debug("'%s' is on %s (f_type 0x%" PRIx64 "%s%s%s%s), polled every %" PRIu32 " s.",
+                log_debug("'%s' is on %s (f_type 0x%" PRIx64 "%s%s%s%s), [poll] interval %" PRIu32 " s.",
                           l->parent ? l->name : l->subscription->path, fs_kind_to_string(kind), info.magic,
                           info.have_mount ? ", " : "", info.have_mount ? info.mount.fstype : "",
                           info.have_mount ? " at " : "", info.have_mount ? info.mount.mount_point : "",
@@ -294,13 +317,14 @@ int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
         int e;
 
         /* Chains of pending paths follow names, not contents; a file is not polled. */
-        if (s->chain || !s->owner || !S_ISDIR(st->st_mode) || (s->flags & WATCHD_FLAG_NO_POLL))
+        if (s->chain || !s->owner || !S_ISDIR(st->st_mode))
                 return 0;
         kind = link_kind(r, l, fd, st);
-        if (kind == FS_LOCAL || r->interval_sec[kind] == 0)
+        if (kind == FS_LOCAL || dir_get(r, s, l->watch) || unpolled_get(r, s, l->watch) != FS_LOCAL)
                 return 0;
-        if (dir_get(r, s, l->watch))
-                return 0;
+        /* Not polled, but the subscription says it is remote all the same. */
+        if ((s->flags & WATCHD_FLAG_NO_POLL) || r->interval_sec[kind] == 0)
+                return unpolled_add(r, s, l->watch, kind);
 
         e = group_get(r, s, st->st_dev, kind, &g);
         if (e < 0)
@@ -335,7 +359,7 @@ int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
                 log_debug("Directory of subscription %" PRIu32 " not polled: max_polled_dirs_per_user reached.",
                           s->id);
                 delivery_lost(r->delivery, &s->owner->queue, s->id);
-                return 0;
+                return unpolled_add(r, s, l->watch, kind);
         }
         g->n_dirs++;
         r->n_dirs++;
@@ -346,7 +370,8 @@ int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
                 g_hash_table_insert(r->by_watch, l->watch, on_watch);
         }
         g_ptr_array_add(on_watch, d);
-        sub_count(r, s, +1);
+        sub_count(r->subs, s, +1);
+        sub_count(r->remote_subs, s, +1);
         /* Its first snapshot now, within bounds: a change made once AddWatch
          * has answered (or the walk has passed) is one the next poll finds. */
         return poller_dir_prime(d->pd, PRIME_OPS);
@@ -357,6 +382,10 @@ void remote_link_gone(Remote *r, WatchLink *l) {
         RemoteDir *d;
         GPtrArray *on_watch;
 
+        if (g_hash_table_size(r->unpolled) > 0 && g_hash_table_remove(r->unpolled, &k)) {
+                sub_count(r->remote_subs, l->subscription, -1);
+                return;
+        }
         if (g_hash_table_size(r->dirs) == 0)
                 return;
         d = g_hash_table_lookup(r->dirs, &k);
@@ -370,7 +399,8 @@ void remote_link_gone(Remote *r, WatchLink *l) {
                         g_hash_table_remove(r->by_watch, d->w);
         }
         poller_dir_remove(d->pd);
-        sub_count(r, d->s, -1);
+        sub_count(r->subs, d->s, -1);
+        sub_count(r->remote_subs, d->s, -1);
         r->n_dirs--;
         d->group->n_dirs--;
         group_put(r, d->group);
@@ -379,6 +409,10 @@ void remote_link_gone(Remote *r, WatchLink *l) {
 
 bool remote_subscription_polled(const Remote *r, const Subscription *s) {
         return g_hash_table_contains(r->subs, s);
+}
+
+bool remote_subscription_remote(const Remote *r, const Subscription *s) {
+        return g_hash_table_contains(r->remote_subs, s);
 }
 
 void remote_get_stats(const Remote *r, RemoteStats *ret) {

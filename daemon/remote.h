@@ -35,6 +35,11 @@
  * Over the budget: an AddWatch whose root would be polled fails
  * (-WATCHD_E_USER_POLLED); a directory found later (a tree's, or a pending
  * path's root) is watched by the kernel only, and the owner gets Overflow.
+ *
+ * A remote directory that is not polled (NO_POLL, an interval of 0, over
+ * the budget) is remembered all the same, so that ListWatches can say the
+ * subscription is REMOTE: its owner learns that this kernel does not see
+ * every change there.
  */
 
 #include <stdbool.h>
@@ -79,8 +84,10 @@ bool remote_run(Remote *r, uint64_t budget_usec);
 /* When polling is next due (CLOCK_MONOTONIC µs; UINT64_MAX: never). */
 uint64_t remote_next(const Remote *r);
 
-/* Whether some directory of s is polled (ListWatches' WATCHD_FLAG_REMOTE). */
+/* Whether some directory of s is polled (ListWatches' WATCHD_FLAG_POLLED). */
 bool remote_subscription_polled(const Remote *r, const Subscription *s);
+/* Whether some directory of s is on a remote file system, polled or not (WATCHD_FLAG_REMOTE). */
+bool remote_subscription_remote(const Remote *r, const Subscription *s);
 
 typedef struct RemoteStats {
         unsigned polled_dirs;

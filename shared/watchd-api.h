@@ -62,8 +62,14 @@
 #define WATCHD_IN_POLLED 0x00200000u
 
 /* In a ListWatches entry's flags: some directory of the subscription is on
- * a remote or FUSE file system and is polled. Not in WATCHD_FLAGS_VALID. */
+ * a remote or FUSE file system, where the kernel does not see every change
+ * (polled or not: NO_POLL, an interval of 0, the budget). Not in
+ * WATCHD_FLAGS_VALID. */
 #define WATCHD_FLAG_REMOTE 0x00400000u
+
+/* In a ListWatches entry's flags: some of those directories are polled (the
+ * bit of WATCHD_IN_POLLED). Not in WATCHD_FLAGS_VALID. */
+#define WATCHD_FLAG_POLLED WATCHD_IN_POLLED
 
 /* Bits a record carries besides the events asked for. */
 #define WATCHD_IN_UNMOUNT       0x00002000u  /* sent to every subscriber, asked for or not */

@@ -82,6 +82,7 @@ static const struct {
         { WATCHD_FLAG_ONESHOT,     "oneshot" },
         { WATCHD_FLAG_NO_POLL,     "no_poll" },
         { WATCHD_FLAG_REMOTE,      "remote" },
+        { WATCHD_FLAG_POLLED,      "polled" },
 };
 
 gboolean event_mask_parse(const char *list, uint32_t *mask, GError **error) {

@@ -9,8 +9,10 @@
  *
  *   capabilities    the property says "remote-polling", and not when every
  *                   [poll] interval is 0
- *   detected        ListWatches flags a subscription on mnt REMOTE, one on a
- *                   local directory or with NO_POLL not; GetStats counts it
+ *   detected        ListWatches flags a subscription on mnt REMOTE and
+ *                   POLLED, one with NO_POLL REMOTE only, one on a local
+ *                   directory neither; GetStats counts the polled one
+ *   detected-off    every [poll] interval 0: REMOTE all the same
  *   no-poll         with NO_POLL a change in back is not reported: what watchd
  *                   did before polling, for every subscription
  *   backing-changes create, write, chmod, rename, delete and mkdir in back:
@@ -200,13 +202,30 @@ static void test_detected(Fixture *x, gconstpointer data) {
         local_id = wt_add_watch(x->f.proxy, local, IN_CREATE, 0, NULL);
         nopoll_id = wt_add_watch(x->f.proxy, x->mnt, IN_CREATE, WATCHD_FLAG_NO_POLL, NULL);
 
-        g_assert_cmphex(list_flags(x->f.proxy, remote_id), ==, WATCHD_FLAG_REMOTE);
+        g_assert_cmphex(list_flags(x->f.proxy, remote_id), ==, WATCHD_FLAG_REMOTE | WATCHD_FLAG_POLLED);
         g_assert_cmphex(list_flags(x->f.proxy, local_id), ==, 0);
-        g_assert_cmphex(list_flags(x->f.proxy, nopoll_id), ==, WATCHD_FLAG_NO_POLL);
+        /* Not polled, and the client is told that this kernel does not see everything there. */
+        g_assert_cmphex(list_flags(x->f.proxy, nopoll_id), ==, WATCHD_FLAG_NO_POLL | WATCHD_FLAG_REMOTE);
         g_assert_cmpuint(wt_stat(x->f.proxy, "polled_directories"), ==, 1);
 
         g_assert_true(watchd_inotify_call_remove_watch_sync(x->f.proxy, remote_id, NULL, NULL));
         g_assert_true(wt_await_stat(x->f.proxy, "polled_directories", 0, 5000));
+}
+
+/* With every [poll] interval 0: nothing polled, a remote directory still flagged REMOTE. */
+static void test_detected_off(Fixture *x, gconstpointer data) {
+        g_autofree char *sub = in(x->mnt, "sub");
+        guint32 id;
+
+        if (skip_unless_mounted(x))
+                return;
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
+        id = wt_add_watch(x->f.proxy, x->mnt, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
+        g_assert_cmphex(list_flags(x->f.proxy, id), ==, WATCHD_FLAG_RECURSIVE | WATCHD_FLAG_REMOTE);
+        g_assert_cmpuint(wt_stat(x->f.proxy, "polled_directories"), ==, 0);
+        /* A subscription of the subdirectory alone is remote too. */
+        id = wt_add_watch(x->f.proxy, sub, IN_CREATE, 0, NULL);
+        g_assert_cmphex(list_flags(x->f.proxy, id), ==, WATCHD_FLAG_REMOTE);
 }
 
 /* What watchd did before it polled (and does with NO_POLL): the kernel does
@@ -321,7 +340,7 @@ static void test_recursive(Fixture *x, gconstpointer data) {
         wt_await_record(&x->f.a, mab, IN_CREATE | IN_ISDIR, LATE_MS);
         wt_await_record(&x->f.a, mabf, IN_CREATE, LATE_MS);
         g_assert_cmpuint(wt_stat(x->f.proxy, "polled_directories"), ==, 3);
-        g_assert_cmphex(list_flags(x->f.proxy, id), ==, WATCHD_FLAG_RECURSIVE | WATCHD_FLAG_REMOTE);
+        g_assert_cmphex(list_flags(x->f.proxy, id), ==, WATCHD_FLAG_RECURSIVE | WATCHD_FLAG_REMOTE | WATCHD_FLAG_POLLED);
 
         /* From one polled directory to another of the tree: one record. */
         g_assert_cmpint(g_rename(babf, bag), ==, 0);
@@ -418,6 +437,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/capabilities", Fixture, CONFIG, setup, test_capabilities, teardown);
         g_test_add("/remote/capabilities-off", Fixture, CONFIG_OFF, setup, test_capabilities, teardown);
         g_test_add("/remote/detected", Fixture, CONFIG, setup, test_detected, teardown);
+        g_test_add("/remote/detected-off", Fixture, CONFIG_OFF, setup, test_detected_off, teardown);
         g_test_add("/remote/no-poll", Fixture, CONFIG, setup, test_no_poll, teardown);
         g_test_add("/remote/backing-changes", Fixture, CONFIG, setup, test_backing_changes, teardown);
         g_test_add("/remote/local-once", Fixture, CONFIG, setup, test_local_once, teardown);
