@@ -316,14 +316,15 @@ int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
         FsKind kind;
         int e;
 
-        /* Chains of pending paths follow names, not contents; a file is not polled. */
-        if (s->chain || !s->owner || !S_ISDIR(st->st_mode))
+        /* Chains of pending paths follow names, not contents. */
+        if (s->chain || !s->owner)
                 return 0;
         kind = link_kind(r, l, fd, st);
         if (kind == FS_LOCAL || dir_get(r, s, l->watch) || unpolled_get(r, s, l->watch) != FS_LOCAL)
                 return 0;
-        /* Not polled, but the subscription says it is remote all the same. */
-        if ((s->flags & WATCHD_FLAG_NO_POLL) || r->interval_sec[kind] == 0)
+        /* Not polled (a file is not: its directory can be), but the
+         * subscription says it is remote all the same. */
+        if (!S_ISDIR(st->st_mode) || (s->flags & WATCHD_FLAG_NO_POLL) || r->interval_sec[kind] == 0)
                 return unpolled_add(r, s, l->watch, kind);
 
         e = group_get(r, s, st->st_dev, kind, &g);

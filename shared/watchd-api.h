@@ -61,10 +61,10 @@
  * after the change. Not in WATCHD_MASK_VALID. */
 #define WATCHD_IN_POLLED 0x00200000u
 
-/* In a ListWatches entry's flags: some directory of the subscription is on
- * a remote or FUSE file system, where the kernel does not see every change
- * (polled or not: NO_POLL, an interval of 0, the budget). Not in
- * WATCHD_FLAGS_VALID. */
+/* In a ListWatches entry's flags: the subscription's file, or some directory
+ * of it, is on a remote or FUSE file system, where the kernel does not see
+ * every change (polled or not: a file, NO_POLL, an interval of 0, the
+ * budget). Not in WATCHD_FLAGS_VALID. */
 #define WATCHD_FLAG_REMOTE 0x00400000u
 
 /* In a ListWatches entry's flags: some of those directories are polled (the

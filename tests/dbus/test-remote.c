@@ -10,8 +10,9 @@
  *   capabilities    the property says "remote-polling", and not when every
  *                   [poll] interval is 0
  *   detected        ListWatches flags a subscription on mnt REMOTE and
- *                   POLLED, one with NO_POLL REMOTE only, one on a local
- *                   directory neither; GetStats counts the polled one
+ *                   POLLED, one with NO_POLL or of a file in mnt REMOTE
+ *                   only, one on a local directory or file neither;
+ *                   GetStats counts the polled one
  *   detected-off    every [poll] interval 0: REMOTE all the same
  *   no-poll         with NO_POLL a change in back is not reported: what watchd
  *                   did before polling, for every subscription
@@ -192,7 +193,7 @@ static void test_capabilities(Fixture *x, gconstpointer data) {
 }
 
 static void test_detected(Fixture *x, gconstpointer data) {
-        g_autofree char *local = in(x->f.dir, "local");
+        g_autofree char *local = in(x->f.dir, "local"), *lfile = in(x->f.dir, "local/f"), *mfile = in(x->mnt, "f");
         guint32 remote_id, local_id, nopoll_id;
 
         if (skip_unless_mounted(x))
@@ -206,6 +207,13 @@ static void test_detected(Fixture *x, gconstpointer data) {
         g_assert_cmphex(list_flags(x->f.proxy, local_id), ==, 0);
         /* Not polled, and the client is told that this kernel does not see everything there. */
         g_assert_cmphex(list_flags(x->f.proxy, nopoll_id), ==, WATCHD_FLAG_NO_POLL | WATCHD_FLAG_REMOTE);
+        g_assert_cmpuint(wt_stat(x->f.proxy, "polled_directories"), ==, 1);
+        /* A file is not polled (its directory can be), but it is on a remote file system all the same. */
+        g_assert_true(g_file_set_contents(mfile, "x", 1, NULL));
+        g_assert_true(g_file_set_contents(lfile, "x", 1, NULL));
+        g_assert_cmphex(list_flags(x->f.proxy, wt_add_watch(x->f.proxy, mfile, IN_MODIFY, 0, NULL)), ==,
+                        WATCHD_FLAG_REMOTE);
+        g_assert_cmphex(list_flags(x->f.proxy, wt_add_watch(x->f.proxy, lfile, IN_MODIFY, 0, NULL)), ==, 0);
         g_assert_cmpuint(wt_stat(x->f.proxy, "polled_directories"), ==, 1);
 
         g_assert_true(watchd_inotify_call_remove_watch_sync(x->f.proxy, remote_id, NULL, NULL));
