@@ -4,7 +4,8 @@
  *
  * The differences from the syscalls that matter here (docs/KERNEL-MODULE.md, "Behaviour"):
  * wd 0 is valid; the device silently drops mask bits it does not know (we
- * only pass the eleven 0.23 events); it has no IN_ONESHOT (the daemon does
+ * pass the eleven 0.23 events only, and drop IN_MOVE_SELF ourselves, so that
+ * a mask of it alone is never EINVAL); it has no IN_ONESHOT (the daemon does
  * oneshot itself, for both backends) and no IN_MOVE_SELF; a read() whose
  * buffer is too small for the next record returns 0 rather than EINVAL, which
  * cannot happen with the daemon's buffer (>= BACKEND_MIN_READ) but is not
@@ -46,7 +47,9 @@ static DeviceBackend *device_backend(Backend *b) {
 static int device_watch(Backend *b, int fd, uint32_t mask, int *ret_wd) {
         struct inotify_watch_request req = {
                 .fd = fd,
-                .mask = mask,
+                /* The 0.23 events only: IN_MOVE_SELF, which a PERSIST
+                 * subscription asks for on the syscalls, is not one. */
+                .mask = mask & INOTIFY_DEV_ALL_EVENTS,
         };
         int wd;
 

@@ -283,7 +283,7 @@ static int validate(uint32_t mask, uint32_t flags, sd_bus_error *error) {
         if (flags & ~WATCHD_FLAGS_VALID)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Unknown flags 0x%" PRIx32 " (RECURSIVE 0x1, ONLYDIR 0x2, DONT_FOLLOW 0x4, ONESHOT 0x8, "
-                                         "NO_POLL 0x40).",
+                                         "PERSIST 0x10, NO_POLL 0x40).",
                                          flags & ~WATCHD_FLAGS_VALID);
         return 0;
 }
@@ -501,6 +501,10 @@ static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd
         r = validate(mask, flags, error);
         if (r < 0)
                 return r;
+        if (by_fd && (flags & WATCHD_FLAG_PERSIST))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "PERSIST (0x%x) follows a path: AddWatch takes one, a descriptor names an object.",
+                                         WATCHD_FLAG_PERSIST);
         if (sent) {
                 r = path_from_call(sent, escaped, &path, error);
                 if (r < 0)
@@ -749,14 +753,22 @@ static int property_get_backend(sd_bus *bus, const char *path, const char *inter
         return sd_bus_message_append(reply, "s", backend_name(d->manager->backend));
 }
 
-/* What this daemon offers beyond the first API, one word each (the words are
- * in the XML and watchd(8)); clients such as libwatchd read it once. */
+/* What this daemon offers beyond the first API, a word each (the XML and
+ * watchd(8) list them; tests/dbus/test-glib-semantics.c checks that the three
+ * agree). libwatchd reads it when the daemon takes the name. */
 static int property_get_capabilities(sd_bus *bus, const char *path, const char *interface, const char *property,
                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        static const char *const words[] = {
+                WATCHD_CAP_REPORT_APPEARANCE,
+                WATCHD_CAP_PERSISTENT,
+                WATCHD_CAP_PAIR_PER_SUBSCRIPTION,
+        };
         DbusIface *d = userdata;
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "s");
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(words); i++)
+                r = sd_bus_message_append(reply, "s", words[i]);
         /* Follows [poll], hence not CONST: a reload may change it. */
         if (r >= 0 && config_polls_remote(&d->manager->config))
                 r = sd_bus_message_append(reply, "s", WATCHD_CAP_REMOTE_POLLING);

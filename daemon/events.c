@@ -34,6 +34,8 @@ typedef struct Followup {
                 FOLLOW_TREE_MOVED_FROM, /* a directory was moved out of its place in it */
                 FOLLOW_TREE_MOVED_TO,   /* a directory was moved in (from it, or from elsewhere) */
                 FOLLOW_CHAIN,           /* an event on a directory of pending paths */
+                FOLLOW_MOVED_SELF,      /* PERSIST: the kernel's IN_MOVE_SELF went, it follows its path */
+                FOLLOW_MOVED_AWAY,      /* PERSIST: its object was renamed away (its parent's watch saw it) */
         } what;
         uint32_t id;                    /* the subscription, looked up again */
         uint32_t cookie;
@@ -58,6 +60,7 @@ struct Events {
         uint64_t read_time;             /* when it was read: the time of its records */
 
         GArray *followups;              /* Followup, of the record being handled */
+        GArray *left;                   /* uint32_t: PERSIST subscriptions a rename took the object of */
         bool in_event;
 };
 
@@ -79,6 +82,7 @@ int events_new(Backend *backend, WatchTable *table, Delivery *delivery, Tree *tr
                 .userdata = userdata,
                 .buf = malloc(KERNEL_READ_BUF),
                 .followups = g_array_new(FALSE, FALSE, sizeof(Followup)),
+                .left = g_array_new(FALSE, FALSE, sizeof(uint32_t)),
         };
         if (!e->buf) {
                 events_free(e);
@@ -92,6 +96,7 @@ Events *events_free(Events *e) {
         if (!e)
                 return NULL;
         g_array_unref(e->followups);
+        g_array_unref(e->left);
         free(e->buf);
         free(e);
         return NULL;
@@ -122,10 +127,20 @@ static void end_with_notice(Events *e, Subscription *s, const char *reason, uint
         e->ops.end(s, e->userdata);
 }
 
+/* The events s gets: its mask, and IN_MOVE_SELF for a PERSIST subscription
+ * that asks for IN_DELETE_SELF (its object left its path either way). */
+static uint32_t wanted(const Subscription *s) {
+        uint32_t m = s->mask & WATCHD_MASK_VALID;
+
+        if ((s->flags & WATCHD_FLAG_PERSIST) && (m & IN_DELETE_SELF))
+                m |= IN_MOVE_SELF;
+        return m;
+}
+
 bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, const char *dir,
                     const char *name, size_t name_len, uint64_t now_usec) {
         /* IN_UNMOUNT reaches every subscriber, as the kernel sends it to every watch. */
-        if (!(mask & s->mask & WATCHD_MASK_VALID) && !(mask & IN_UNMOUNT))
+        if (!(mask & wanted(s)) && !(mask & IN_UNMOUNT))
                 return false;
         if (tree_scanned_check(e->tree, s, dir, mask, name, name_len))
                 return false;
@@ -143,9 +158,11 @@ bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, 
 }
 
 /* The kernel removed a watch (deleted, unmounted): subscriptions rooted on
- * it end and hear why; directories below a RECURSIVE root just drop out
- * (their parent already reported the deletion); a directory of pending
- * paths is the missing-path follower's. */
+ * it have lost their object, which the layer above decides about
+ * (ops.object_gone: they end and hear why, or, PERSIST, follow their path
+ * again); directories below a RECURSIVE root just drop out (their parent
+ * already reported the deletion); a directory of pending paths is the
+ * missing-path follower's. */
 static void watch_ignored(Events *e, Watch *w, uint64_t now) {
         const char *reason = w->unmounted ? WATCHD_REASON_UNMOUNTED : WATCHD_REASON_DELETED;
         g_autoptr(GPtrArray) links = g_ptr_array_new();
@@ -169,7 +186,7 @@ static void watch_ignored(Events *e, Watch *w, uint64_t now) {
                 else if (!watch_link_is_root(l))
                         (void) watch_table_unlink(e->table, l);
                 else
-                        end_with_notice(e, s, reason, now);
+                        e->ops.object_gone(s, reason, e->userdata);
                 watch_link_release(l);
         }
 }
@@ -200,6 +217,20 @@ static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
                 case FOLLOW_TREE_MOVED_TO:
                         if (s)
                                 tree_moved_to(e->tree, s, f->path, f->cookie, now);
+                        break;
+                case FOLLOW_MOVED_AWAY:
+                case FOLLOW_MOVED_SELF:
+                        if (!s || s->pending)
+                                break;          /* ended, or followed again already (named twice) */
+                        if (f->what == FOLLOW_MOVED_AWAY) {
+                                /* The kernel's IN_MOVE_SELF comes after the rename's two
+                                 * halves, and not at all on the device: the record is
+                                 * made here, as the kernel makes it (no IN_ISDIR). */
+                                (void) events_deliver(e, s, IN_MOVE_SELF, 0, s->path, NULL, 0, now);
+                                s = watch_table_get_subscription(e->table, f->id);         /* ONESHOT */
+                        }
+                        if (s)
+                                e->ops.object_gone(s, WATCHD_REASON_DELETED, e->userdata);
                         break;
                 }
                 free(f->path);
@@ -237,7 +268,10 @@ static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
         remote_on_event(e->remote, w, ev);
         if (ev->mask & IN_UNMOUNT)
                 w->unmounted = true;
-        moves_on_event(e->moves, w, ev);
+        moves_on_event(e->moves, w, ev, e->left);
+        for (guint k = 0; k < e->left->len; k++)
+                followup_add(e, FOLLOW_MOVED_AWAY, g_array_index(e->left, uint32_t, k), 0, NULL, NULL);
+        g_array_set_size(e->left, 0);
 
         e->in_event = true;
         LIST_FOREACH(watch, l, w->links) {
@@ -266,6 +300,11 @@ static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
                 if (events_deliver(e, s, ev->mask, ev->cookie, dir, ev->name, ev->name_len, now) &&
                     (s->flags & WATCHD_FLAG_ONESHOT))
                         continue;
+                /* The syscalls' IN_MOVE_SELF (a PERSIST root asks for it): its
+                 * object was renamed, away from its path. */
+                if ((ev->mask & IN_MOVE_SELF) && !ev->name && (s->flags & WATCHD_FLAG_PERSIST) &&
+                    watch_link_is_root(l))
+                        followup_add(e, FOLLOW_MOVED_SELF, s->id, 0, NULL, NULL);
 
                 if (tree && (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM))) {
                         char *path = path_join(dir, ev->name, ev->name_len);

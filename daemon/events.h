@@ -10,10 +10,14 @@
  * (events_deliver()), a directory of a RECURSIVE tree that appears or moves
  * is handed to the tree follower, an event on a directory of pending paths
  * to the missing-path follower, a directory's rename to the rename follower.
- * IN_IGNORED ends what was rooted on the watch, IN_Q_OVERFLOW gives every
- * client Overflow. On a polled directory (remote.h), the record is noted for
- * the poller, and one the poller's own read caused is no one's. What only the layer above can do (end a subscription,
- * reach every client) it asks through the callbacks given at construction.
+ * IN_IGNORED tells the layer above that what was rooted on the watch lost
+ * its object, and so does a PERSIST subscription's object renamed away
+ * (IN_MOVE_SELF, from the kernel or made here when its parent's watch saw
+ * the rename); IN_Q_OVERFLOW gives every client Overflow. On a polled
+ * directory (remote.h), the record is noted for the poller, and one the
+ * poller's own read caused is no one's. What only the layer above can do
+ * (end a subscription, follow a path again, reach every client) it asks
+ * through the callbacks given at construction.
  */
 
 #include <stdbool.h>
@@ -32,8 +36,14 @@ typedef struct Events Events;
 
 typedef struct EventsOps {
         /* The daemon ends s: its WatchRemoved is queued already (ONESHOT after
-         * its first record, or its object deleted or unmounted). */
+         * its first record). */
         void (*end)(Subscription *s, void *userdata);
+        /* s's own object has left its path: the kernel dropped its watch
+         * (reason: WATCHD_REASON_DELETED, or _UNMOUNTED after IN_UNMOUNT), or,
+         * PERSIST, it was renamed away (IN_MOVE_SELF delivered; reason
+         * "deleted"). Its last records are queued. The layer above ends s
+         * with WatchRemoved(reason), or follows its path again (PERSIST). */
+        void (*object_gone)(Subscription *s, const char *reason, void *userdata);
         /* The kernel lost records: every client gets Overflow naming all its subscriptions. */
         void (*overflow_all)(void *userdata);
 } EventsOps;

@@ -54,6 +54,7 @@ static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
         Loop *l = userdata;
 
         l->armed = UINT64_MAX;  /* a oneshot: off now; on_post arms it again if needed */
+        backlog_set(l, manager_on_deadline(l->manager));
         return 0;
 }
 

@@ -86,6 +86,16 @@ static void subscription_end(Manager *m, Subscription *s) {
         watch_table_unsubscribe(m->table, s);
 }
 
+/* The daemon ends s by itself, and tells its owner why. */
+static void end_with_notice(Manager *m, Subscription *s, const char *reason) {
+        Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now_usec(), NULL, NULL, 0);
+
+        if (rec)
+                rec->reason = reason;
+        delivery_submit(m->delivery, &s->owner->queue, rec);
+        subscription_end(m, s);
+}
+
 static void on_end(Subscription *s, void *userdata) {
         subscription_end(userdata, s);
 }
@@ -114,32 +124,73 @@ static void on_overflow_all(void *userdata) {
         }
 }
 
-/* The missing-path follower found s's path (missing.h): its own watch now. */
+/*
+ * The missing-path follower found s's path (missing.h): its own watch now.
+ * "report-appearance" (watchd(8), MISSING PATHS): if s asks for IN_CREATE,
+ * the path's appearance is a record of its own, (id, IN_CREATE [|IN_ISDIR],
+ * path, ""), before any other record of s, and what a directory already
+ * holds follows as IN_CREATE records from a scan, each entry once: so a
+ * client sees "mkdir -p D && touch D/f" whole, whatever the race with the
+ * placing of the watch. Its tree, with RECURSIVE, is walked like a
+ * directory moved in: a limit gives Overflow.
+ */
 static int on_missing_appeared(Subscription *s, int fd, const struct stat *st, void *userdata) {
         Manager *m = userdata;
+        bool report = s->mask & IN_CREATE;
+        uint64_t now = now_usec();
+        uint32_t id = s->id;
         int r;
 
         r = watch_table_link_root(m->table, s, fd, st);
         if (r < 0)
                 return r;
-        /* Its tree is walked like a directory moved in: a limit gives Overflow. */
-        if ((s->flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode))
-                return tree_walk_below(m->tree, s, fd, /* all_or_nothing= */ false, NULL);
+        if (report) {
+                (void) events_deliver(m->events, s, IN_CREATE | (S_ISDIR(st->st_mode) ? IN_ISDIR : 0), 0, s->path,
+                                      NULL, 0, now);
+                s = watch_table_get_subscription(m->table, id);
+                if (!s)
+                        return 0;       /* ONESHOT: that was its event */
+        }
+        if (S_ISDIR(st->st_mode))
+                tree_appeared(m->tree, s, fd, report, now);
         return 0;
 }
 
 /* s cannot be followed (something that cannot be watched appeared, a
  * limit): it ends with WatchRemoved "deleted". */
 static void on_missing_gone(Subscription *s, int r, void *userdata) {
-        Manager *m = userdata;
-        Record *rec;
-
         log_debug_errno(r, "Pending subscription %" PRIu32 " cannot be followed (%m), ending it.", s->id);
-        rec = record_new(RECORD_REMOVED, s->id, 0, 0, now_usec(), NULL, NULL, 0);
-        if (rec)
-                rec->reason = WATCHD_REASON_DELETED;
-        delivery_submit(m->delivery, &s->owner->queue, rec);
-        subscription_end(m, s);
+        end_with_notice(userdata, s, WATCHD_REASON_DELETED);
+}
+
+/*
+ * s's object left its path (EventsOps.object_gone): deleted, unmounted, or
+ * renamed away. A subscription ends (WatchRemoved: reason), unless it has
+ * PERSIST: then it follows its path, not the object, and is pending on it
+ * again as at AddWatch (its ancestors watched, charged to it), placed again
+ * with its appearance reported when the path is back, at once if it is
+ * there already (an atomic save renamed a new file over it; a mount point
+ * whose file system went). It ends only if the path cannot be followed: no
+ * directory of it the owner may read, a limit, or what is there now cannot
+ * be watched (WatchRemoved "deleted", as for any pending path).
+ */
+static void on_object_gone(Subscription *s, const char *reason, void *userdata) {
+        Manager *m = userdata;
+        uint32_t id = s->id;
+        int r;
+
+        if (!(s->flags & WATCHD_FLAG_PERSIST))
+                return end_with_notice(m, s, reason);
+        log_debug("Subscription %" PRIu32 " lost its object (%s): following '%s' again.", id, reason, s->path);
+        watch_table_unplace(m->table, s);
+        r = missing_add(m->missing, s, &s->owner->caller);
+        if (r >= 0)
+                return;
+        log_debug_errno(r, "Subscription %" PRIu32 " cannot follow its path again (%m), ending it.", id);
+        /* Placed and ended meanwhile (ONESHOT on its appearance)? Then it is gone already. */
+        s = watch_table_get_subscription(m->table, id);
+        if (s)
+                end_with_notice(m, s, WATCHD_REASON_DELETED);
 }
 
 /* A change found by polling, delivered as the kernel's are. */
@@ -249,6 +300,7 @@ int manager_start(Manager *m) {
                 r = events_new(m->backend, m->table, m->delivery, m->tree, m->missing, m->moves, m->remote,
                                &(EventsOps) {
                                        .end = on_end,
+                                       .object_gone = on_object_gone,
                                        .overflow_all = on_overflow_all,
                                }, m, &m->events);
         if (r < 0)
@@ -288,6 +340,19 @@ int manager_kernel_fd(const Manager *m) {
 
 bool manager_on_kernel_readable(Manager *m) {
         return events_slice(m->events, KERNEL_SLICE_USEC);
+}
+
+/*
+ * A pairing deadline passed. The kernel queues a rename's two halves one
+ * after the other, and a read can come between them; when the daemon next
+ * runs after the deadline (descheduled, or slow under valgrind) the
+ * IN_MOVED_TO may be waiting in the kernel while the timer and the fd are
+ * both ready, and the timer may be served first. So the kernel is read
+ * before the lone half is let go: a slice, as any turn (the flush waits for
+ * the read's last slice).
+ */
+bool manager_on_deadline(Manager *m) {
+        return manager_on_kernel_readable(m);
 }
 
 /* A read handled in slices is flushed once, after its last slice, as a
@@ -392,12 +457,14 @@ static int subscribe_pending(Manager *m, Client *c, const char *path, uint32_t m
         if (r < 0)
                 return r;
         client_link_subscription(c, s);
+        /* Its id now: if the path appears meanwhile, the appearance may be its
+         * ONESHOT event, which ends it (the client hears WatchRemoved). */
+        *ret_id = s->id;
         r = missing_add(m->missing, s, &c->caller);
         if (r < 0) {
                 subscription_end(m, s);
                 return r;
         }
-        *ret_id = s->id;
         return 0;
 }
 
@@ -434,6 +501,9 @@ int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t 
         ssize_t n;
         int r;
 
+        /* PERSIST follows a path; a descriptor names an object. */
+        if (flags & WATCHD_FLAG_PERSIST)
+                return -EINVAL;
         r = account_check(&c->account, 1);
         if (r < 0)
                 return r;

@@ -65,6 +65,10 @@ void manager_reload(Manager *m, Config *config);
 int manager_kernel_fd(const Manager *m);
 /* A turn of the kernel: a slice of its records. Return: whether some are left (read, or to read). */
 bool manager_on_kernel_readable(Manager *m);
+/* The turn for a deadline of manager_next_deadline(): first a slice of the
+ * kernel's records, so that a partner already queued is paired, not
+ * expired. Return: as manager_on_kernel_readable(). */
+bool manager_on_deadline(Manager *m);
 /* Sends what the clients' queues let go now. */
 void manager_flush(Manager *m);
 /* When the manager next needs a turn (CLOCK_MONOTONIC µs), UINT64_MAX: not for time. */

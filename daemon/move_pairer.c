@@ -6,7 +6,8 @@
  * among the last max_distance records only: an older one has been, or is
  * about to be, released alone, so the search costs O(max_distance) at worst.
  * A paired MOVED_FROM carries IN_MOVED_TO in its mask, which is how the head
- * check tells "waiting" from "paired".
+ * check tells "waiting" from "paired"; a pair queued for the MOVED_TO side
+ * alone carries both bits from the start.
  */
 
 #include <assert.h>
@@ -60,36 +61,103 @@ static int grow(MovePairer *p) {
         return 0;
 }
 
+/*
+ * rec, an IN_MOVED_TO, against the IN_MOVED_FROM side of its rename queued
+ * before it (pair-per-subscription, move_pairer.h). Going back from the
+ * tail, at most max_distance records: the records of one kernel record are
+ * queued in a row, so the IN_MOVED_FROM side of a rename (one record a
+ * subscription that saw it, with the IN_MOVED_TO side's own records after
+ * them) is a run of records of its cookie, and the search stops at the
+ * first record past that run. Return: 1 rec was taken (folded, or queued as
+ * a pair of its own: *ret_pair), 0 no IN_MOVED_FROM side (rec is "moved
+ * in"), or -ENOMEM (rec is freed).
+ */
+static int pair_moved_to(MovePairer *p, Record *rec, Record **ret_pair) {
+        size_t lim = p->n < p->max_distance ? p->n : p->max_distance;
+        Record *own = NULL, *latest = NULL;
+        size_t first = 0, last = 0;     /* the run: at(p->n - last) .. at(p->n - first) */
+
+        *ret_pair = NULL;
+        for (size_t k = 1; k <= lim; k++) {
+                Record *c = *at(p, p->n - k);
+                bool from_side = c->cookie == rec->cookie && (c->mask & IN_MOVED_FROM);
+
+                if (c->kind != RECORD_EVENT)
+                        continue;       /* a notice queued among them */
+                if (!from_side) {
+                        if (latest)
+                                break;          /* past the run */
+                        continue;
+                }
+                if (!latest) {
+                        latest = c;
+                        first = k;
+                }
+                last = k;
+                if (c->id == rec->id && !own)
+                        own = c;
+        }
+        if (!latest)
+                return 0;
+
+        /* Every subscription that saw the IN_MOVED_FROM gets the new path:
+         * it may see no IN_MOVED_TO of its own (it does not watch there). */
+        for (size_t k = first; k <= last; k++) {
+                Record *c = *at(p, p->n - k);
+
+                if (!is_waiting_from(c) || c->cookie != rec->cookie || c == own)
+                        continue;
+                c->new_path = strdup(rec->path);
+                if (!c->new_path) {
+                        record_free(rec);
+                        return -ENOMEM;
+                }
+                c->mask |= rec->mask;           /* IN_MOVED_TO, and IN_ISDIR as the kernel said */
+        }
+        if (own) {
+                /* Its own IN_MOVED_FROM: the pair is one record, with the
+                 * new path as this subscription spells it. */
+                char *n = strdup(rec->path);
+
+                if (!n) {
+                        record_free(rec);
+                        return -ENOMEM;
+                }
+                free(own->new_path);
+                own->new_path = n;
+                own->mask |= rec->mask;
+                record_free(rec);
+                return 1;
+        }
+        /* Only the IN_MOVED_TO side: a pair of its own, under its own id,
+         * after the IN_MOVED_FROM side's. */
+        *ret_pair = record_new(RECORD_EVENT, rec->id, rec->mask | IN_MOVED_FROM, rec->cookie, rec->time_usec,
+                               latest->path, NULL, 0);
+        if (*ret_pair)
+                (*ret_pair)->new_path = strdup(rec->path);
+        if (!*ret_pair || !(*ret_pair)->new_path) {
+                *ret_pair = record_free(*ret_pair);
+                record_free(rec);
+                return -ENOMEM;
+        }
+        record_free(rec);
+        return 1;
+}
+
 int move_pairer_push(MovePairer *p, Record *rec) {
         int r;
 
         if (rec->kind == RECORD_EVENT &&
             (rec->mask & (IN_MOVED_FROM | IN_MOVED_TO)) == IN_MOVED_TO && rec->cookie != 0) {
-                size_t lim = p->n < p->max_distance ? p->n : p->max_distance;
+                Record *pair;
 
-                /* The latest waiting MOVED_FROM of this cookie; prefer the same subscription. */
-                Record *match = NULL;
-                for (size_t k = 1; k <= lim; k++) {
-                        Record *c = *at(p, p->n - k);
-
-                        if (!is_waiting_from(c) || c->cookie != rec->cookie)
-                                continue;
-                        if (c->id == rec->id) {
-                                match = c;
-                                break;
-                        }
-                        if (!match)
-                                match = c;
-                }
-                if (match) {
-                        match->new_path = strdup(rec->path);
-                        if (!match->new_path) {
-                                record_free(rec);
-                                return -ENOMEM;
-                        }
-                        match->mask |= rec->mask;       /* IN_MOVED_TO, and IN_ISDIR as the kernel said */
-                        record_free(rec);
-                        return 0;
+                r = pair_moved_to(p, rec, &pair);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        if (!pair)
+                                return 0;
+                        rec = pair;
                 }
         }
 

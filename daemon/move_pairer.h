@@ -5,8 +5,13 @@
  * move_pairer - a client's delivery queue, with renames paired
  *
  * Records enter in kernel order and leave in the same order. An IN_MOVED_TO
- * whose IN_MOVED_FROM (same cookie) is still queued is folded into it: the
- * pair leaves as one record with both bits, the old path and the new path.
+ * whose IN_MOVED_FROM (same cookie, same subscription) is still queued is
+ * folded into it: the pair leaves as one record with both bits, the old path
+ * and the new path. Each subscription of the owner gets its pair
+ * ("pair-per-subscription", watchd(8)): every IN_MOVED_FROM of the cookie
+ * still waiting takes the new path too, and an IN_MOVED_TO whose own
+ * subscription saw no IN_MOVED_FROM becomes a pair of its own (the old path
+ * from the IN_MOVED_FROM side), queued in its place, after that side's.
  * An unpaired IN_MOVED_FROM at the head holds the queue back, but only until
  * it is timeout_usec old or max_distance records wait behind it; it then
  * leaves alone ("moved out"). A lone IN_MOVED_TO is "moved in".

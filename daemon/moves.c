@@ -56,7 +56,7 @@ static GPtrArray *paths_of(Watch *w, const RawEvent *ev) {
         return paths;
 }
 
-void moves_on_event(Moves *mv, Watch *w, const RawEvent *ev) {
+void moves_on_event(Moves *mv, Watch *w, const RawEvent *ev, GArray *ret_left) {
         g_autoptr(GPtrArray) new_paths = NULL;
         bool same_dir;
 
@@ -67,6 +67,14 @@ void moves_on_event(Moves *mv, Watch *w, const RawEvent *ev) {
                 mv->old_paths = paths_of(w, ev);
                 mv->cookie = ev->cookie;
                 mv->from = w;
+                /* PERSIST subscriptions follow their paths: what was at or
+                 * below the old path has left theirs, wherever it went. */
+                for (guint i = 0; ret_left && i < mv->old_paths->len; i++) {
+                        const char *o = g_ptr_array_index(mv->old_paths, i);
+
+                        if (o)
+                                (void) watch_table_persist_at(mv->table, o, ret_left);
+                }
                 return;
         }
         if (!mv->old_paths || ev->cookie != mv->cookie)

@@ -73,6 +73,7 @@ struct TreeWalk {
         Tree *tree;
         uint32_t id;            /* the subscription, looked up at each slice: it may have ended */
         bool synthesize;        /* report what the directories hold (they were just created) */
+        bool one_level;         /* the root's entries only: a scan, not a walk (not RECURSIVE) */
         bool initial;           /* AddWatch's walk: a limit ends the subscription */
         uint64_t now;
         GArray *frames;         /* Frame, the deepest last */
@@ -148,7 +149,7 @@ bool tree_scanned_check(Tree *t, const Subscription *s, const char *dir, uint32_
         g_autofree char *key = NULL;
 
         if (!t->scanned || g_hash_table_size(t->scanned) == 0 || !name ||
-            !(s->flags & WATCHD_FLAG_RECURSIVE) || !(mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)))
+            !(mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)))
                 return false;
         key = scanned_key(s->id, dir, name, name_len);
         /* Gone again: a later IN_CREATE of the same name is a new object. */
@@ -222,7 +223,7 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
                                                                              0, w->now, path, de->d_name, nl));
                                 scanned_add(t, s->id, path, de->d_name, nl);
                         }
-                        if (!is_dir)
+                        if (!is_dir || w->one_level)
                                 continue;
                         if (len + nl + 1 > cap) {
                                 char *p;
@@ -396,15 +397,17 @@ static int walk_start(TreeWalk *w, TreeWalk **ret) {
         return 0;
 }
 
-int tree_walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, TreeWalk **ret) {
+static int walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, bool synthesize, bool one_level,
+                      uint64_t now_usec, TreeWalk **ret) {
         TreeWalk *w;
         AccessSaved saved;
         int dfd, r;
 
-        w = walk_new(t, s, /* synthesize= */ false, 0);
+        w = walk_new(t, s, synthesize, now_usec);
         if (!w)
                 return -ENOMEM;
         w->initial = all_or_nothing;
+        w->one_level = one_level;
 
         /* The root is read through an fd of our own: fd may be O_PATH, or the
          * client's (whose offset is not ours to move). */
@@ -416,10 +419,31 @@ int tree_walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, TreeW
         }
         if (r < 0) {
                 walk_free(w);
-                *ret = NULL;
+                if (ret)
+                        *ret = NULL;
                 return r;
         }
         return walk_start(w, ret);
+}
+
+int tree_walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, TreeWalk **ret) {
+        return walk_below(t, s, fd, all_or_nothing, /* synthesize= */ false, /* one_level= */ false, 0, ret);
+}
+
+void tree_appeared(Tree *t, Subscription *s, int fd, bool report, uint64_t now_usec) {
+        bool recursive = s->flags & WATCHD_FLAG_RECURSIVE;
+        int r;
+
+        if (!recursive && !report)
+                return;
+        /* The subscription is placed, and stays: what cannot be walked or
+         * reported (a limit, the directory unreadable) is said with
+         * Overflow, as for a directory moved into a tree. */
+        r = walk_below(t, s, fd, /* all_or_nothing= */ false, report, !recursive, now_usec, NULL);
+        if (r < 0) {
+                log_info_errno(r, "Subscription %" PRIu32 " cannot read '%s' (%m); it gets Overflow.", s->id, s->path);
+                tree_overflow(t, s);
+        }
 }
 
 void tree_walk_set_done(TreeWalk *w, TreeWalkDone done, void *userdata) {

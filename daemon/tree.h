@@ -24,7 +24,8 @@
  * the kernel's IN_CREATE/IN_MOVED_TO for it, queued before the scan could see
  * it (the kernel queues it under the directory's lock, which getdents also
  * takes), is not reported again; an IN_DELETE/IN_MOVED_FROM of the name ends
- * that.
+ * that. A pending path that appears as a directory is scanned the same way
+ * (tree_appeared()), with or without RECURSIVE.
  */
 
 #include <stdbool.h>
@@ -68,6 +69,18 @@ Tree *tree_free(Tree *t);
  */
 int tree_walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, TreeWalk **ret);
 void tree_walk_set_done(TreeWalk *w, TreeWalkDone done, void *userdata);
+
+/*
+ * The root of s, a directory open at fd (not consumed), was just placed: a
+ * pending path appeared (missing.h). With RECURSIVE, everything below it is
+ * walked, as a directory moved into a tree is (a limit gives Overflow).
+ * With report, what it holds is reported as IN_CREATE records from a scan,
+ * each entry once as for a new directory of a tree (Tree.scanned): the
+ * whole tree with RECURSIVE, its own entries without. The first slice runs
+ * at once, the rest from the loop. What cannot be walked or reported (a
+ * limit, the root unreadable) gives s Overflow: s stays placed.
+ */
+void tree_appeared(Tree *t, Subscription *s, int fd, bool report, uint64_t now_usec);
 
 /* A directory appeared at path (below s's root): link it and what is
  * below; if synthesize, report what it holds. A limit met on the way gives

@@ -39,6 +39,7 @@ struct WatchTable {
         uint32_t next_id;
         WatchTableOps ops;              /* told of links made and removed */
         void *ops_userdata;
+        unsigned n_persist;             /* subscriptions with PERSIST: none, no search at a rename */
 };
 
 /* Both maps are sets of Watch pointers hashed on the fields they map from,
@@ -252,22 +253,26 @@ unsigned watch_table_n_subscriptions(const WatchTable *t) {
         return g_hash_table_size(t->subscriptions);
 }
 
-/* What subscription s needs from the kernel on w. */
-static uint32_t need_mask(const Subscription *s, bool is_dir) {
+/* What subscription s needs from the kernel on a link (root: its own
+ * object). A PERSIST root also asks to hear of its object's rename away
+ * (the syscalls have IN_MOVE_SELF; the device drops the bit it does not
+ * know, backend_device.c). */
+static uint32_t need_mask(const Subscription *s, bool is_dir, bool root) {
         if (s->pending)
                 return WATCH_PENDING_BITS;
-        return s->mask | ((s->flags & WATCHD_FLAG_RECURSIVE) && is_dir ? WATCH_TREE_BITS : 0);
+        return s->mask | ((s->flags & WATCHD_FLAG_RECURSIVE) && is_dir ? WATCH_TREE_BITS : 0) |
+               ((s->flags & WATCHD_FLAG_PERSIST) && root ? IN_MOVE_SELF : 0);
 }
 
-static uint32_t link_mask(const Subscription *s, const Watch *w) {
-        return need_mask(s, w->is_dir);
+static uint32_t link_mask(const WatchLink *l, const Watch *w) {
+        return need_mask(l->subscription, w->is_dir, !l->parent);
 }
 
 static uint32_t union_mask(const Watch *w) {
         uint32_t m = 0;
 
         LIST_FOREACH(watch, l, w->links)
-                m |= link_mask(l->subscription, w);
+                m |= link_mask(l, w);
         return m;
 }
 
@@ -343,7 +348,7 @@ static int watch_get(WatchTable *t, int fd, const struct stat *st, uint32_t mask
  * is an absolute path, or "" for the root (its path is s->path). */
 static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
                     const char *name, size_t name_len, WatchLink **ret) {
-        uint32_t need = need_mask(s, S_ISDIR(st->st_mode));
+        uint32_t need = need_mask(s, S_ISDIR(st->st_mode), !parent);
         WatchLink *l;
         Watch *w;
         int r;
@@ -431,6 +436,8 @@ static int subscription_new(WatchTable *t, const char *path, Client *owner, Acco
 static void subscription_insert(WatchTable *t, Subscription *s) {
         s->id = t->next_id++;
         g_hash_table_insert(t->subscriptions, GUINT_TO_POINTER(s->id), s);
+        if (s->flags & WATCHD_FLAG_PERSIST)
+                t->n_persist++;
 }
 
 int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
@@ -492,6 +499,13 @@ int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct s
 
         s->pending = false;
         return link_new(t, s, NULL, fd, st, "", 0, &l);
+}
+
+void watch_table_unplace(WatchTable *t, Subscription *s) {
+        assert(!s->chain);
+        if (s->links)
+                (void) watch_table_unlink(t, s->links);
+        s->pending = true;
 }
 
 int watch_table_link(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
@@ -610,6 +624,8 @@ unsigned watch_table_unlink(WatchTable *t, WatchLink *top) {
 void watch_table_unsubscribe(WatchTable *t, Subscription *s) {
         if (s->links)
                 (void) watch_table_unlink(t, s->links);
+        if (s->flags & WATCHD_FLAG_PERSIST)
+                t->n_persist--;
         g_hash_table_remove(t->subscriptions, GUINT_TO_POINTER(s->id));
 }
 
@@ -631,8 +647,10 @@ int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *ne
                 _cleanup_free_ char *p = NULL;
 
                 /* A pending subscription keeps the path it asked for: a rename of a
-                 * directory of it is seen by its own links, which place it again. */
-                if (s->pending)
+                 * directory of it is seen by its own links, which place it again.
+                 * So does a PERSIST one: its object left the path at the
+                 * IN_MOVED_FROM (watch_table_persist_at()). */
+                if (s->pending || (s->flags & WATCHD_FLAG_PERSIST))
                         continue;
                 bool o;
 
@@ -645,4 +663,23 @@ int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *ne
                 }
         }
         return oom ? -ENOMEM : n;
+}
+
+int watch_table_persist_at(WatchTable *t, const char *path, GArray *ids) {
+        GHashTableIter i;
+        gpointer v;
+        int n = 0;
+
+        if (t->n_persist == 0)
+                return 0;
+        g_hash_table_iter_init(&i, t->subscriptions);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Subscription *s = v;
+
+                if (!(s->flags & WATCHD_FLAG_PERSIST) || s->pending || !path_startswith(s->path, path))
+                        continue;
+                g_array_append_val(ids, s->id);
+                n++;
+        }
+        return n;
 }

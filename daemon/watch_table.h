@@ -20,6 +20,7 @@
  * table only points to.
  */
 
+#include <glib.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,8 +53,8 @@ struct Subscription {
         WatchLink *links;       /* the top of its tree of links: the root, or a pending
                                  * subscription's links on the existing directories of its path */
         unsigned n_links;
-        bool pending;           /* path does not exist yet: no link of its own (missing.c follows
-                                 * it), nothing delivered; or a chain (below) */
+        bool pending;           /* path does not exist (yet, or again with PERSIST): no link of its
+                                 * own (missing.c follows it), nothing delivered; or a chain (below) */
         bool chain;             /* the missing-path follower's: its links are the existing
                                  * directories of pending paths; no id, owner or account */
 
@@ -147,6 +148,9 @@ void watch_table_chain_free(WatchTable *t, Subscription *s);
 
 /* Places the root link of a subscription that has none (it stops being pending). */
 int watch_table_link_root(WatchTable *t, Subscription *s, int fd, const struct stat *st);
+/* The opposite: s (placed) loses all its links and is pending again, on its
+ * path (a PERSIST subscription whose object left it). */
+void watch_table_unplace(WatchTable *t, Subscription *s);
 
 /*
  * Links s to one more object: a directory named name in the directory of
@@ -212,6 +216,11 @@ void watch_table_watch_gone(WatchTable *t, Watch *w);
  * Return: how many paths changed, or -ENOMEM (then some may have).
  */
 int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *new_path);
+
+/* Appends to ids (uint32_t) the placed PERSIST subscriptions whose path is
+ * path or below it: a directory renamed away from path took their objects
+ * from their paths. Return: how many. */
+int watch_table_persist_at(WatchTable *t, const char *path, GArray *ids);
 
 Watch *watch_table_get_watch(WatchTable *t, int wd);
 /* The (current, not stale) watch of an inode, or NULL. */

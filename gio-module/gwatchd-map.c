@@ -78,14 +78,16 @@ void gwatchd_map_dir_event(const GWatchdTarget *t, const WatchdEvent *e, GArray 
         }
 
         if (g_str_equal(path, t->dirname)) {
-                /* The watched directory itself. */
-                if (mask & WATCHD_EVENT_DELETE_SELF)
+                /* The watched directory itself. Renamed away (a PERSIST
+                 * subscription's MOVE_SELF) is DELETED, as GLib's backend
+                 * says for IN_MOVE_SELF (ih_mask_to_EventFlags). */
+                if (mask & (WATCHD_EVENT_DELETE_SELF | WATCHD_EVENT_MOVE_SELF))
                         push(actions, G_FILE_MONITOR_EVENT_DELETED, NULL, NULL, NULL);
                 else if (mask & WATCHD_EVENT_UNMOUNT)
                         push(actions, G_FILE_MONITOR_EVENT_UNMOUNTED, NULL, NULL, NULL);
                 else if ((mask & WATCHD_EVENT_CREATE) && (t->caps & WATCHD_CAPABILITY_REPORT_APPEARANCE)) {
                         /* The directory appeared (a watchd that reports it,
-                         * docs/proposals/glib-semantics.md): what
+                         * "report-appearance", watchd(8) MISSING PATHS): what
                          * ih_not_missing_callback says when a missing
                          * directory can be watched, for the monitor's name
                          * (NULL: the directory itself). */

@@ -24,7 +24,8 @@
 #include <watchd.h>
 
 /* The events a monitor's subscriptions ask for (inotify-path.c's
- * IP_INOTIFY_DIR_MASK without IN_MOVE_SELF, which watchd does not carry). */
+ * IP_INOTIFY_DIR_MASK without IN_MOVE_SELF, which is not an event one asks
+ * watchd for: a PERSIST subscription with IN_DELETE_SELF gets it). */
 #define GWATCHD_DIR_MASK                                                                                    \
         (WATCHD_EVENT_MODIFY | WATCHD_EVENT_ATTRIB | WATCHD_EVENT_CLOSE_WRITE | WATCHD_EVENT_MOVED_FROM |      \
          WATCHD_EVENT_MOVED_TO | WATCHD_EVENT_CREATE | WATCHD_EVENT_DELETE | WATCHD_EVENT_DELETE_SELF)

@@ -26,12 +26,15 @@
  * WATCH_HARD_LINKS also the file itself, whose subscription moves to the new
  * file when the name is created or renamed over again.
  *
- * watchd today ends a subscription whose directory is deleted and does not
- * report a missing directory's appearance (docs/proposals/glib-semantics.md
- * asks for both: capabilities "persistent" and "report-appearance"). Until
- * the daemon offers "persistent", a monitor whose directory was deleted or
- * unmounted is added again at once, as a pending path: it reports again
- * once the directory is back, but not the appearance itself.
+ * A GLib monitor outlives its directory: deleted, unmounted or renamed
+ * away, GLib's backend puts it on its missing list and says CREATED when the
+ * path is back. A watchd whose Capabilities say "persistent" does that
+ * itself: the directory's subscription has PERSIST (watchd(8), MISSING
+ * PATHS), and with "report-appearance" the return is a record
+ * (gwatchd-map.c says CREATED for it). With an older watchd, which ends the
+ * subscription, the module adds the path again at once, as a pending path:
+ * it then reports again once the directory is back, but not the return
+ * itself nor what was made before the new watch was placed.
  */
 
 #include <errno.h>
@@ -48,10 +51,6 @@
 #define GWATCHD_PROBE_TIMEOUT_MS 500
 #define GWATCHD_CALL_TIMEOUT_MS 5000
 #define G_LOG_DOMAIN_WATCHD "watchd-gio"
-
-/* AddWatch flag of the proposal (docs/proposals/glib-semantics.md), used
- * only with a watchd whose Capabilities say "persistent". */
-#define GWATCHD_FLAG_PERSIST 0x10u
 
 /* G_MESSAGES_DEBUG=watchd-gio shows what the module does, an event a line;
  * decided once, so that nothing is formatted otherwise. */
@@ -83,6 +82,7 @@ static struct {
         GMainContext *context;
         GPtrArray *waiting;     /* MonitorState* (references) to start once watchd is back */
         gint64 probe_usec;
+        gboolean tracker_compat; /* WATCHD_GIO_TRACKER_COMPAT=1: Tracker's ways (monitor_type_name()) */
 } module;
 
 static void monitor_state_start(MonitorState *st, gboolean sync);
@@ -326,8 +326,11 @@ static void on_removed(WatchdSubscription *sub, WatchdRemovedReason reason, cons
         if (sub == st->dir_sub) {
                 g_clear_object(&st->dir_sub);
                 /* The directory went: watch its path again, pending until
-                 * it is back (a GLib monitor outlives its directory). */
-                again = !st->cancelled && (reason == WATCHD_REMOVED_DELETED || reason == WATCHD_REMOVED_UNMOUNTED);
+                 * it is back (a GLib monitor outlives its directory). Not
+                 * with PERSIST: watchd follows the path itself, and ends it
+                 * only when the path cannot be followed at all. */
+                again = !st->cancelled && !(watchd_subscription_get_flags(sub) & WATCHD_WATCH_PERSIST) &&
+                        (reason == WATCHD_REMOVED_DELETED || reason == WATCHD_REMOVED_UNMOUNTED);
         } else if (sub == st->file_sub)
                 g_clear_object(&st->file_sub);
         g_mutex_unlock(&st->lock);
@@ -340,8 +343,14 @@ static WatchdSubscription *new_sub(MonitorState *st, const char *path, WatchdEve
         WatchdWatchFlags flags = file ? 0 : WATCHD_WATCH_ONLYDIR;
         WatchdSubscription *sub;
 
-        if (!file && (caps & WATCHD_CAPABILITY_PERSISTENT))
-                flags |= GWATCHD_FLAG_PERSIST;
+        /* Not for Tracker: with PERSIST a directory renamed away is DELETED,
+         * as GLib's backend says for IN_MOVE_SELF, and Tracker 3.4 then
+         * drops the moved directory from its index (it does so on GLib's
+         * inotify backend too; tests/gio/test-tracker, "move a directory").
+         * Without it watchd follows the directory to its new name silently,
+         * and a deleted one is added again as a pending path (above). */
+        if (!file && (caps & WATCHD_CAPABILITY_PERSISTENT) && !module.tracker_compat)
+                flags |= WATCHD_WATCH_PERSIST;
         sub = watchd_subscription_new(module.client, path, mask, flags);
         g_signal_connect_data(sub, "events", file ? G_CALLBACK(on_file_events) : G_CALLBACK(on_dir_events),
                               monitor_state_ref(st), closure_unref, 0);
@@ -598,7 +607,8 @@ static gboolean gwatchd_layout_matches(void) {
 static const char *monitor_type_name(void) {
         const char *compat = g_getenv("WATCHD_GIO_TRACKER_COMPAT");
 
-        return compat && g_str_equal(compat, "1") ? "GInotifyDirectoryMonitor" : "GWatchdFileMonitor";
+        module.tracker_compat = compat && g_str_equal(compat, "1");
+        return module.tracker_compat ? "GInotifyDirectoryMonitor" : "GWatchdFileMonitor";
 }
 
 G_MODULE_EXPORT void g_io_module_load(GIOModule *io_module);

@@ -86,6 +86,7 @@ typedef struct StartOp {
         Core *core;                     /* reference */
         WatchdSubscription *sub;        /* reference */
         gboolean readd;
+        gboolean follow;                /* a readd of PERSIST done here: the daemon cannot (core_follow_again()) */
         guint generation;               /* core->generation when sent (readd) */
         guint32 serial;
         GTask *task;                    /* an async start; NULL for sync and readd */
@@ -515,6 +516,37 @@ static void core_on_overflow(Core *core, const char *sender, GVariant *body) {
         }
 }
 
+/* Whether the library follows sub's path itself now that watchd removed
+ * it for reason: PERSIST asked of a watchd without "persistent", which
+ * ends the subscription when its object goes. */
+static gboolean core_follows_path(Core *core, WatchdSubscription *sub, WatchdRemovedReason reason) {
+        return (watchd_subscription_get_flags(sub) & WATCHD_WATCH_PERSIST) &&
+               !(core->caps & WATCHD_CAPABILITY_PERSISTENT) && !PRIV(sub)->cancelled &&
+               (reason == WATCHD_REMOVED_DELETED || reason == WATCHD_REMOVED_UNMOUNTED);
+}
+
+static GVariant *add_watch_params(WatchdSubscription *sub, WatchdCapabilities caps);
+static StartOp *start_op_new(Core *core, WatchdSubscription *sub, gboolean readd);
+static gboolean core_send_add(Core *core, StartOp *op, GVariant *params, GError **error);
+static void start_op_unref(gpointer p);
+
+/* Lock held: sub's object went and watchd ended it; it is added again at
+ * once, a pending path until the path is back (as watchd's PERSIST would
+ * keep it), and emits "overflow" (WATCHD_OVERFLOW_FOLLOWED) once it is:
+ * what happened at the path in between is not known. */
+static void core_follow_again(Core *core, WatchdSubscription *sub) {
+        g_autoptr(GVariant) params = g_variant_ref_sink(add_watch_params(sub, core->caps));
+        g_autoptr(GError) error = NULL;
+        StartOp *op = start_op_new(core, sub, TRUE);
+
+        op->follow = TRUE;
+        core_forget_id(core, sub);
+        PRIV(sub)->state = SUB_WAITING;
+        if (!core_send_add(core, op, params, &error))
+                core_end_sub(core, sub, WATCHD_REMOVED_ERROR, error->message, error);
+        start_op_unref(op);
+}
+
 static void core_on_watch_removed(Core *core, const char *sender, GVariant *body) {
         gboolean from_owner = g_strcmp0(sender, core->owner) == 0;
         WatchdSubscription *sub;
@@ -523,7 +555,9 @@ static void core_on_watch_removed(Core *core, const char *sender, GVariant *body
 
         g_variant_get(body, "(u&s)", &id, &reason);
         sub = from_owner ? g_hash_table_lookup(core->by_id, GUINT_TO_POINTER(id)) : NULL;
-        if (sub)
+        if (sub && core_follows_path(core, sub, removed_reason_from_string(reason)))
+                core_follow_again(core, sub);
+        else if (sub)
                 core_end_sub(core, sub, removed_reason_from_string(reason), reason, NULL);
         else if (core->adds_in_flight > 0)
                 core_keep_unclaimed(core, sender, id, ITEM_REMOVED, NULL, reason);
@@ -582,13 +616,17 @@ static gboolean error_means_gone(const GError *error) {
 
 /* The arguments of AddWatch for sub: the path as it is, or in the escaped
  * form with PATH_ESCAPED when a D-Bus string cannot hold it (watchd(8),
- * FILE NAMES). Needs no lock: a subscription's path, mask and flags never
- * change. */
-static GVariant *add_watch_params(WatchdSubscription *sub) {
+ * FILE NAMES). PERSIST goes only to a watchd that says "persistent" (an
+ * older one refuses the flag): for another the library follows the path
+ * itself (core_follow_again()). Needs no lock: a subscription's path,
+ * mask and flags never change; caps is the daemon's. */
+static GVariant *add_watch_params(WatchdSubscription *sub, WatchdCapabilities caps) {
         const char *path = watchd_subscription_get_path(sub);
         guint32 mask = watchd_subscription_get_mask(sub), flags = watchd_subscription_get_flags(sub);
         g_autofree char *escaped = NULL;
 
+        if (!(caps & WATCHD_CAPABILITY_PERSISTENT))
+                flags &= ~(guint32) WATCHD_WATCH_PERSIST;
         if (!watchd_wire_path_needs_escape(path))
                 return g_variant_new("(suu)", path, mask, flags);
         escaped = watchd_wire_path_escape(path);
@@ -644,7 +682,7 @@ static void core_send_remove(Core *core, guint32 id) {
 static void core_readd_one(Core *core, WatchdSubscription *sub);
 
 static void core_readd_done(Core *core, StartOp *op) {
-        if (!op->readd || op->generation != core->generation || core->readds_pending == 0)
+        if (!op->readd || op->follow || op->generation != core->generation || core->readds_pending == 0)
                 return;
         if (--core->readds_pending == 0 && core->gone) {
                 core->gone = FALSE;
@@ -688,7 +726,8 @@ static void start_op_on_reply(gpointer userdata, const char *sender, GVariant *b
                 p->state = SUB_ACTIVE;
                 g_hash_table_insert(core->by_id, GUINT_TO_POINTER(id), op->sub);
                 if (op->readd)
-                        core_queue_notice(core, ITEM_OVERFLOW, op->sub, WATCHD_OVERFLOW_RESTARTED, NULL, NULL);
+                        core_queue_notice(core, ITEM_OVERFLOW, op->sub,
+                                          op->follow ? WATCHD_OVERFLOW_FOLLOWED : WATCHD_OVERFLOW_RESTARTED, NULL, NULL);
                 core_claim(core, op->sub, sender, id);
         } else {
                 p->start = NULL;
@@ -799,7 +838,12 @@ static gboolean core_send_add(Core *core, StartOp *op, GVariant *params, GError 
 }
 
 static StartOp *core_prepare_start(Core *core, WatchdSubscription *sub, GVariant **ret_params) {
-        *ret_params = g_variant_ref_sink(add_watch_params(sub));
+        WatchdCapabilities caps;
+
+        g_mutex_lock(&core->lock);
+        caps = core->caps;
+        g_mutex_unlock(&core->lock);
+        *ret_params = g_variant_ref_sink(add_watch_params(sub, caps));
         return start_op_new(core, sub, FALSE);
 }
 
@@ -981,7 +1025,7 @@ static void core_on_props(gpointer userdata, const char *sender, GVariant *body,
 
 /* Lock held: adds sub again for the daemon that now owns the name. */
 static void core_readd_one(Core *core, WatchdSubscription *sub) {
-        g_autoptr(GVariant) params = g_variant_ref_sink(add_watch_params(sub));
+        g_autoptr(GVariant) params = g_variant_ref_sink(add_watch_params(sub, core->caps));
         g_autoptr(GError) error = NULL;
         StartOp *op = start_op_new(core, sub, TRUE);
 

@@ -33,8 +33,9 @@
 #define WATCHD_FLAG_ONLYDIR     0x2u    /* refuse anything but a directory */
 #define WATCHD_FLAG_DONT_FOLLOW 0x4u    /* do not follow a symbolic link in the last component */
 #define WATCHD_FLAG_ONESHOT     0x8u    /* end after the first event */
+#define WATCHD_FLAG_PERSIST     0x10u   /* follow the path: pending again when the object goes (AddWatch only) */
 #define WATCHD_FLAG_NO_POLL     0x40u   /* do not poll its directories on remote file systems */
-#define WATCHD_FLAGS_VALID      0x4fu
+#define WATCHD_FLAGS_VALID      0x5fu
 
 /* Event bits: what a mask may ask for (the eleven events of /dev/inotify 0.23). */
 #define WATCHD_IN_ACCESS        0x00000001u
@@ -72,6 +73,8 @@
 #define WATCHD_FLAG_POLLED WATCHD_IN_POLLED
 
 /* Bits a record carries besides the events asked for. */
+#define WATCHD_IN_MOVE_SELF     0x00000800u  /* PERSIST: the object was renamed away from the path
+                                                * (with IN_DELETE_SELF in the mask; not asked for itself) */
 #define WATCHD_IN_UNMOUNT       0x00002000u  /* sent to every subscriber, asked for or not */
 #define WATCHD_IN_ISDIR         0x40000000u  /* the object is a directory */
 
@@ -80,6 +83,11 @@
 #define WATCHD_REASON_UNMOUNTED "unmounted"    /* its filesystem was unmounted */
 #define WATCHD_REASON_ONESHOT   "oneshot"      /* ONESHOT, after its first event */
 
-/* A word of the Capabilities property (as): directories on remote and FUSE
- * file systems are polled (some [poll] interval is not 0). */
-#define WATCHD_CAP_REMOTE_POLLING "remote-polling"
+/* The words of the Capabilities property (as): what the daemon offers
+ * beyond its first API. A daemon without the property offers none. (Not
+ * WATCHD_CAPABILITY_*: libwatchd's flags of the same names are those.) */
+#define WATCHD_CAP_PAIR_PER_SUBSCRIPTION "pair-per-subscription"      /* a rename reaches each subscription it concerns */
+#define WATCHD_CAP_REPORT_APPEARANCE     "report-appearance"          /* a pending path's appearance is a record */
+#define WATCHD_CAP_PERSISTENT            "persistent"                 /* AddWatch takes WATCHD_FLAG_PERSIST */
+#define WATCHD_CAP_REMOTE_POLLING        "remote-polling"             /* remote and FUSE file systems are polled
+                                                                       * (some [poll] interval is not 0) */

@@ -583,7 +583,7 @@ static void test_bad_input(WtFixture *f, gconstpointer data) {
         wt_add_watch_fails(f->proxy, f->dir, 0, 0, WATCHD_ERROR_INVALID_ARGS);                       /* mask 0 */
         wt_add_watch_fails(f->proxy, f->dir, 0x800, 0, WATCHD_ERROR_INVALID_ARGS);                   /* IN_MOVE_SELF: not in the API */
         wt_add_watch_fails(f->proxy, f->dir, IN_CREATE | IN_ONESHOT, 0, WATCHD_ERROR_INVALID_ARGS);  /* a kernel flag as mask */
-        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0x10, WATCHD_ERROR_INVALID_ARGS);            /* unknown flag */
+        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0x200, WATCHD_ERROR_INVALID_ARGS);           /* unknown flag */
         wt_add_watch_fails(f->proxy, "relative/path", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);
         wt_add_watch_fails(f->proxy, "", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);
         wt_add_watch_fails(f->proxy, huge->str, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);            /* 5,000 bytes */

@@ -7,8 +7,8 @@
  * g_file_monitor_source_handle_event() GLib's inotify backend would make
  * for the same kernel events (gio/inotify/inotify-helper.c, GLib 2.74).
  * The rows with WATCHD_CAPABILITY_REPORT_APPEARANCE are what the module
- * does once watchd reports a pending path's appearance
- * (docs/proposals/glib-semantics.md): they run here already.
+ * does with a watchd that reports a pending path's appearance (watchd(8),
+ * MISSING PATHS), those without it what it does with an older one.
  */
 
 #include <gio/gio.h>
@@ -74,6 +74,9 @@ static const Row rows[] = {
         { "delete-self", DIR_MON, 0, FALSE, TRUE, WATCHD_EVENT_DELETE_SELF | WATCHD_EVENT_ISDIR, D, NULL,
           { { DELETED, NULL }, END } },
         { "unmount", DIR_MON, 0, FALSE, TRUE, WATCHD_EVENT_UNMOUNT, D, NULL, { { UNMOUNTED, NULL }, END } },
+        /* Renamed away (PERSIST): GLib's backend says DELETED for IN_MOVE_SELF. */
+        { "move-self", DIR_MON, WATCHD_CAPABILITY_PERSISTENT, FALSE, TRUE, WATCHD_EVENT_MOVE_SELF, D, NULL,
+          { { DELETED, NULL }, END } },
         { "ignored", DIR_MON, 0, FALSE, TRUE, WATCHD_EVENT_IGNORED, D, NULL, { END } },
         { "grandchild", DIR_MON, 0, FALSE, TRUE, WATCHD_EVENT_CREATE, D "/sub/x", NULL, { END } },
         { "dot-dot", DIR_MON, 0, FALSE, TRUE, WATCHD_EVENT_CREATE, D "/..", NULL, { END } },

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -266,44 +267,57 @@ static void test_restart(void) {
         g_subprocess_wait(again, NULL, NULL);
 }
 
+/* Whether watchd's log (with-watchd, log_level = debug) has line, and how many times. */
+static guint watchd_log_count(const char *needle) {
+        g_autofree char *path = g_build_filename(g_getenv("WATCHD_TEST_DIR"), "watchd.log", NULL);
+        g_autofree char *log = NULL;
+        guint n = 0;
+
+        g_assert_true(g_file_get_contents(path, &log, NULL, NULL));
+        for (const char *p = log; (p = strstr(p, needle)); p++)
+                n++;
+        return n;
+}
+
 /* A monitored directory deleted and made again: a GLib monitor outlives
- * it. watchd ends its subscription; the module watches the path again. */
+ * it. watchd says "persistent": the module's subscription has PERSIST, so
+ * watchd follows the path itself (its log says so) and the module adds
+ * nothing again (one AddWatch of the path in all); the re-creation is
+ * reported (CREATED of the directory, "report-appearance", as GLib's
+ * ih_not_missing_callback says it), and so is a file made right after it,
+ * whatever the race with the new watch (the scan). Twice. */
 static void test_dir_recreated(void) {
         g_autofree char *parent = make_dir();
         g_autofree char *dir = g_build_filename(parent, "d", NULL);
+        g_autofree char *added = g_strdup_printf("on %s, mask", dir);
+        g_autofree char *again = g_strdup_printf("following '%s' again", dir);
         g_autoptr(GFileMonitor) m = NULL;
-        gint64 deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
 
         setup();
         g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
         m = monitor_dir(dir, NULL);
-        g_assert_cmpint(g_rmdir(dir), ==, 0);
-        await_seen(NULL, G_FILE_MONITOR_EVENT_DELETED, "d");
-        /* The new subscription is pending on the missing path. */
-        while (watchd_stat("subscriptions") != 1) {
-                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
-                g_main_context_iteration(NULL, FALSE);
-                g_usleep(2000);
-        }
-        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
-        /* Placed once the path exists (watchd follows it at once): files
-         * made from then on are seen. New names until one is. */
-        deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
-        for (int i = 0;; i++) {
-                g_autofree char *name = g_strdup_printf("x%d", i);
-                gint64 wait = g_get_monotonic_time() + 100 * 1000;
+        g_assert_cmpuint(watchd_log_count(added), ==, 1);
+        g_assert_cmpuint(watchd_log_count(", flags 0x12"), ==, 1);        /* ONLYDIR | PERSIST */
+        for (int round = 0; round < 2; round++) {
+                g_autofree char *name = g_strdup_printf("x%d", round);
+                g_autofree char *last = g_strdup_printf("%s/x%d", dir, round - 1);
 
-                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                if (round > 0)
+                        g_assert_cmpint(g_unlink(last), ==, 0);
+                g_assert_cmpint(g_rmdir(dir), ==, 0);
+                await_seen(NULL, G_FILE_MONITOR_EVENT_DELETED, "d");
+                g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
                 touch(dir, name);
-                while (!find_seen(G_FILE_MONITOR_EVENT_CREATED, name) && g_get_monotonic_time() < wait) {
-                        g_main_context_iteration(NULL, FALSE);
-                        g_usleep(1000);
-                }
-                if (find_seen(G_FILE_MONITOR_EVENT_CREATED, name)) {
-                        g_test_message("seen from x%d on", i);
-                        break;
-                }
+                await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "d");
+                await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, name);
+                g_assert_cmpuint(watchd_log_count(again), ==, (guint) round + 1);
+                g_assert_cmpuint(watchd_stat("subscriptions"), ==, 1);
+                g_mutex_lock(&seen_lock);
+                g_ptr_array_set_size(seen, 0);
+                g_mutex_unlock(&seen_lock);
         }
+        /* The module never added the path again: watchd followed it. */
+        g_assert_cmpuint(watchd_log_count(added), ==, 1);
         g_file_monitor_cancel(m);
 }
 
@@ -343,6 +357,58 @@ static gpointer monitor_thread(gpointer data) {
         g_file_monitor_cancel(m);
         g_main_context_pop_thread_default(t->context);
         return NULL;
+}
+
+/* The module's fallback for a watchd that ends the subscription of a
+ * deleted directory (no "persistent"): it adds the path again itself, as a
+ * pending path, and reports again once the directory is back. Run with WATCHD_GIO_TRACKER_COMPAT=1 (meson), under which
+ * the module does not ask for PERSIST, so that the fallback runs against
+ * this watchd. */
+static void test_dir_recreated_fallback(void) {
+        g_autofree char *parent = make_dir();
+        g_autofree char *dir = g_build_filename(parent, "d", NULL);
+        g_autofree char *added = g_strdup_printf("on %s, mask", dir);
+        g_autoptr(GFileMonitor) m = NULL;
+        gint64 deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
+
+        g_assert_cmpstr(g_getenv("WATCHD_GIO_TRACKER_COMPAT"), ==, "1");
+        setup();
+        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+        m = monitor_dir(dir, NULL);
+        g_assert_cmpuint(watchd_log_count(added), ==, 1);
+        g_assert_cmpuint(watchd_log_count(", flags 0x2."), ==, 1);        /* ONLYDIR, no PERSIST */
+        g_assert_cmpint(g_rmdir(dir), ==, 0);
+        await_seen(NULL, G_FILE_MONITOR_EVENT_DELETED, "d");
+        /* watchd ended it; the module's new subscription is pending on the path. */
+        while (watchd_log_count(added) != 2 || watchd_stat("subscriptions") != 1) {
+                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                g_main_context_iteration(NULL, FALSE);
+                g_usleep(2000);
+        }
+        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+        /* Placed once the path exists: files made from then on are seen.
+         * New names until one is. */
+        deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
+        for (int i = 0;; i++) {
+                g_autofree char *name = g_strdup_printf("x%d", i);
+                gint64 wait = g_get_monotonic_time() + 100 * 1000;
+
+                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                touch(dir, name);
+                while (!find_seen(G_FILE_MONITOR_EVENT_CREATED, name) && g_get_monotonic_time() < wait) {
+                        g_main_context_iteration(NULL, FALSE);
+                        g_usleep(1000);
+                }
+                if (find_seen(G_FILE_MONITOR_EVENT_CREATED, name)) {
+                        g_test_message("seen from x%d on", i);
+                        break;
+                }
+        }
+        /* The return: this watchd reports the appearance of the pending
+         * path the module added ("report-appearance"; one without it would
+         * not, which is the fallback's gap). */
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "d");
+        g_file_monitor_cancel(m);
 }
 
 /* A monitor made in another thread emits in that thread's context (its
@@ -393,6 +459,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/gio-module/hung-bus", test_hung_bus);
         g_test_add_func("/gio-module/restart", test_restart);
         g_test_add_func("/gio-module/dir-recreated", test_dir_recreated);
+        g_test_add_func("/gio-module/dir-recreated-fallback", test_dir_recreated_fallback);
         g_test_add_func("/gio-module/thread", test_thread);
         g_test_add_func("/gio-module/non-utf8", test_non_utf8);
         g_test_add_func("/gio-module/nfs-point", test_nfs_point);

@@ -243,12 +243,15 @@ static void test_rename(Fixture *f, gconstpointer data) {
         rec_clear(&r);
 }
 
-/* A rename across two subscriptions of one client: watchd sends the pair
- * under the MOVED_FROM side's id; the MOVED_TO side's subscription gets it
- * too, both paths included. */
+/* A rename across two subscriptions of one client: each gets the pair, both
+ * paths included, once. This watchd says "pair-per-subscription" (it sends
+ * the pair under each id), so the library hands nothing over by path
+ * (core_fan_out_rename() is for a watchd without the word): one event each,
+ * not two. */
 static void test_rename_across(Fixture *f, gconstpointer data) {
         g_autofree char *da = path_in(f, "da"), *db = path_in(f, "db");
         g_autofree char *a = g_build_filename(da, "x", NULL), *b = g_build_filename(db, "x", NULL);
+        g_autofree char *after = g_build_filename(db, "after", NULL);
         g_autoptr(WatchdSubscription) sa = NULL, sb = NULL;
         WatchdEvent *e;
         Rec ra, rb;
@@ -258,15 +261,19 @@ static void test_rename_across(Fixture *f, gconstpointer data) {
         g_assert_cmpint(g_mkdir(da, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(db, 0755), ==, 0);
         touch(a);
+        g_assert_true(watchd_client_get_capabilities(f->client) & WATCHD_CAPABILITY_PAIR_PER_SUBSCRIPTION);
         sa = watch(f, &ra, da, WATCHD_EVENT_MOVE, 0);
-        sb = watch(f, &rb, db, WATCHD_EVENT_MOVE, 0);
+        sb = watch(f, &rb, db, WATCHD_EVENT_MOVE | WATCHD_EVENT_CREATE, 0);
         g_assert_cmpint(g_rename(a, b), ==, 0);
         e = await_event(&rb, a, WATCHD_EVENT_MOVE);
         g_assert_cmpstr(watchd_event_get_new_path(e), ==, b);
         e = await_event(&ra, a, WATCHD_EVENT_MOVE);
         g_assert_cmpstr(watchd_event_get_new_path(e), ==, b);
+        /* A second pair (handed over by path as well) would come before this. */
+        touch(after);
+        await_event(&rb, after, WATCHD_EVENT_CREATE);
         g_assert_cmpuint(ra.events->len, ==, 1);
-        g_assert_cmpuint(rb.events->len, ==, 1);
+        g_assert_cmpuint(rb.events->len, ==, 2);
         watchd_subscription_cancel(sa);
         watchd_subscription_cancel(sb);
         rec_clear(&ra);
@@ -292,6 +299,192 @@ static void test_removed(Fixture *f, gconstpointer data) {
         await_event(&r, d, WATCHD_EVENT_DELETE_SELF);
         g_assert_false(watchd_subscription_is_active(sub));
         g_assert_cmpuint(watchd_subscription_get_id(sub), ==, id);       /* kept, for whoever names it */
+        rec_clear(&r);
+}
+
+/* WATCHD_WATCH_PERSIST with a watchd that says "persistent": the watched
+ * directory deleted is DELETE_SELF and no "removed"; made again, its
+ * appearance is CREATE of the path itself ("report-appearance"), and what
+ * happens in it is seen, under the same subscription. */
+static void test_persist(Fixture *f, gconstpointer data) {
+        g_autofree char *d = path_in(f, "d");
+        g_autofree char *x = path_in(f, "d/x");
+        g_autoptr(WatchdSubscription) sub = NULL;
+        WatchdCapabilities caps = watchd_client_get_capabilities(f->client);
+        guint32 id;
+        Rec r;
+
+        g_assert_true(caps & WATCHD_CAPABILITY_PERSISTENT);
+        g_assert_true(caps & WATCHD_CAPABILITY_REPORT_APPEARANCE);
+        rec_init(&r);
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        sub = watch(f, &r, d, WATCHD_EVENT_CREATE | WATCHD_EVENT_DELETE_SELF, WATCHD_WATCH_PERSIST);
+        id = watchd_subscription_get_id(sub);
+        g_assert_cmpint(g_rmdir(d), ==, 0);
+        await_event(&r, d, WATCHD_EVENT_DELETE_SELF);
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        await_event(&r, d, WATCHD_EVENT_CREATE | WATCHD_EVENT_ISDIR);
+        touch(x);
+        await_event(&r, x, WATCHD_EVENT_CREATE);
+        g_assert_cmpint(r.removed, ==, -1);
+        g_assert_true(watchd_subscription_is_active(sub));
+        g_assert_cmpuint(watchd_subscription_get_id(sub), ==, id);
+        g_assert_cmpuint(watchd_subscription_get_flags(sub), ==, WATCHD_WATCH_PERSIST);
+        g_assert_cmpint(g_unlink(x), ==, 0);
+        rec_clear(&r);
+}
+
+/* A watchd of before "persistent", played by the test on a thread of its
+ * own (the client's sync calls block the main thread): AddWatch refuses
+ * flags it does not know, as watchd 0.1 does, and records what it got. */
+typedef struct OldDaemon {
+        GThread *thread;
+        GMainContext *context;
+        GMainLoop *loop;
+        GDBusConnection *c;
+        const char *address;
+        GMutex lock;
+        GArray *flags;          /* guint32: the flags of each AddWatch */
+        gboolean ready;
+} OldDaemon;
+
+static const char old_daemon_xml[] =
+        "<node><interface name='org.example.Inotify'>"
+        "<method name='AddWatch'><arg type='s' direction='in'/><arg type='u' direction='in'/>"
+        "<arg type='u' direction='in'/><arg type='u' direction='out'/></method>"
+        "<method name='RemoveWatch'><arg type='u' direction='in'/></method>"
+        "<property name='Version' type='s' access='read'/>"
+        "</interface></node>";
+
+static void old_daemon_call(GDBusConnection *c, const char *sender, const char *path, const char *iface,
+                            const char *method, GVariant *params, GDBusMethodInvocation *inv, gpointer data) {
+        OldDaemon *o = data;
+        guint32 mask, flags, n;
+
+        if (!g_str_equal(method, "AddWatch")) {
+                g_dbus_method_invocation_return_value(inv, NULL);
+                return;
+        }
+        g_variant_get(params, "(&suu)", NULL, &mask, &flags);
+        if (flags & ~0xfu) {
+                g_dbus_method_invocation_return_dbus_error(inv, "org.freedesktop.DBus.Error.InvalidArgs",
+                                                           "Unknown flags");
+                return;
+        }
+        g_mutex_lock(&o->lock);
+        g_array_append_val(o->flags, flags);
+        n = o->flags->len;
+        g_mutex_unlock(&o->lock);
+        g_main_context_wakeup(NULL);    /* the test waits in the default context (wt_await()) */
+        g_dbus_method_invocation_return_value(inv, g_variant_new("(u)", n));
+}
+
+static GVariant *old_daemon_get(GDBusConnection *c, const char *sender, const char *path, const char *iface,
+                                const char *name, GError **error, gpointer data) {
+        return g_variant_new_string("0.1.0");
+}
+
+static gpointer old_daemon_main(gpointer data) {
+        static const GDBusInterfaceVTable vtable = { old_daemon_call, old_daemon_get, NULL, { 0 } };
+        g_autoptr(GDBusNodeInfo) node = g_dbus_node_info_new_for_xml(old_daemon_xml, NULL);
+        g_autoptr(GVariant) reply = NULL;
+        OldDaemon *o = data;
+
+        g_main_context_push_thread_default(o->context);
+        o->c = g_dbus_connection_new_for_address_sync(
+                o->address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                NULL, NULL, NULL);
+        g_assert_nonnull(o->c);
+        g_assert_cmpuint(g_dbus_connection_register_object(o->c, "/org/example/Inotify", node->interfaces[0], &vtable, o,
+                                                           NULL, NULL), >, 0);
+        reply = g_dbus_connection_call_sync(o->c, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                            "org.freedesktop.DBus", "RequestName",
+                                            g_variant_new("(su)", "org.example.Inotify", 0), NULL,
+                                            G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
+        g_assert_nonnull(reply);
+        g_mutex_lock(&o->lock);
+        o->ready = TRUE;
+        g_mutex_unlock(&o->lock);
+        g_main_context_wakeup(NULL);
+        g_main_loop_run(o->loop);
+        g_dbus_connection_close_sync(o->c, NULL, NULL);
+        g_clear_object(&o->c);
+        g_main_context_pop_thread_default(o->context);
+        return NULL;
+}
+
+static gboolean old_daemon_ready(gpointer data) {
+        OldDaemon *o = data;
+        gboolean ready;
+
+        g_mutex_lock(&o->lock);
+        ready = o->ready;
+        g_mutex_unlock(&o->lock);
+        return ready;
+}
+
+static gboolean old_daemon_has_adds(gpointer data) {
+        OldDaemon *o = data;
+        gboolean two;
+
+        g_mutex_lock(&o->lock);
+        two = o->flags->len >= 2;
+        g_mutex_unlock(&o->lock);
+        return two;
+}
+
+static gboolean has_overflow(gpointer data);
+
+/* WATCHD_WATCH_PERSIST with a watchd that does not say "persistent": the
+ * library sends AddWatch without the flag (the old watchd would refuse it),
+ * and when watchd removes the subscription ("deleted") it adds the path
+ * again itself: no "removed", an "overflow" (FOLLOWED), a new id. */
+static void test_persist_fallback(Fixture *f, gconstpointer data) {
+        g_autoptr(WatchdSubscription) sub = NULL;
+        OldDaemon o = { .address = f->bus->address };
+        guint32 id;
+        Rec r;
+
+        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
+        f->daemon = NULL;
+        watchd_client_close(f->client);
+        g_clear_object(&f->client);
+        g_mutex_init(&o.lock);
+        o.flags = g_array_new(FALSE, FALSE, sizeof(guint32));
+        o.context = g_main_context_new();
+        o.loop = g_main_loop_new(o.context, FALSE);
+        o.thread = g_thread_new("old-watchd", old_daemon_main, &o);
+        g_assert_true(wt_await(old_daemon_ready, &o, TIMEOUT_MS));
+
+        f->client = new_client(f);
+        g_assert_true(watchd_client_get_daemon_running(f->client));
+        g_assert_cmpint(watchd_client_get_capabilities(f->client), ==, WATCHD_CAPABILITY_NONE);
+        rec_init(&r);
+        sub = watch(f, &r, f->dir, WATCHD_EVENT_CREATE | WATCHD_EVENT_DELETE_SELF, WATCHD_WATCH_PERSIST);
+        id = watchd_subscription_get_id(sub);
+        g_assert_cmpuint(o.flags->len, ==, 1);
+        g_assert_cmpuint(g_array_index(o.flags, guint32, 0), ==, 0);           /* PERSIST not sent */
+
+        g_dbus_connection_emit_signal(o.c, NULL, "/org/example/Inotify", "org.example.Inotify", "WatchRemoved",
+                                      g_variant_new("(us)", id, "deleted"), NULL);
+        g_assert_true(wt_await(old_daemon_has_adds, &o, TIMEOUT_MS));
+        g_assert_cmpuint(g_array_index(o.flags, guint32, 1), ==, 0);
+        g_assert_true(wt_await(has_overflow, &r, TIMEOUT_MS));
+        g_assert_cmpint(g_array_index(r.overflows, int, 0), ==, WATCHD_OVERFLOW_FOLLOWED);
+        g_assert_cmpint(r.removed, ==, -1);
+        g_assert_true(watchd_subscription_is_active(sub));
+        g_assert_cmpuint(watchd_subscription_get_id(sub), ==, 2);
+        g_assert_cmpuint(watchd_subscription_get_flags(sub), ==, WATCHD_WATCH_PERSIST);
+
+        watchd_subscription_cancel(sub);
+        watchd_client_close(f->client);
+        g_clear_object(&f->client);
+        g_main_loop_quit(o.loop);
+        g_thread_join(o.thread);
+        g_main_loop_unref(o.loop);
+        g_main_context_unref(o.context);
+        g_array_unref(o.flags);
+        g_mutex_clear(&o.lock);
         rec_clear(&r);
 }
 
@@ -808,6 +1001,8 @@ int main(int argc, char **argv) {
         g_test_add("/libwatchd/rename", Fixture, NULL, setup, test_rename, teardown);
         g_test_add("/libwatchd/rename-across", Fixture, NULL, setup, test_rename_across, teardown);
         g_test_add("/libwatchd/removed", Fixture, NULL, setup, test_removed, teardown);
+        g_test_add("/libwatchd/persist", Fixture, NULL, setup, test_persist, teardown);
+        g_test_add("/libwatchd/persist-fallback", Fixture, NULL, setup, test_persist_fallback, teardown);
         g_test_add("/libwatchd/overflow-daemon", Fixture, "[limits]\nmax_pending_events_per_client = 16\n", setup, test_overflow_daemon, teardown);
         g_test_add("/libwatchd/overflow-client", Fixture, NULL, setup, test_overflow_client, teardown);
         g_test_add("/libwatchd/restart", Fixture, NULL, setup, test_restart, teardown);

@@ -197,11 +197,53 @@ static void test_watch_gone(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->account.n_watches, ==, n);
 }
 
+/* A placed subscription made pending again (a PERSIST one whose object left
+ * its path, watch_table_unplace()) is followed like a new one: placed at once
+ * through ops->appeared if its path is there, else when it appears; charged
+ * its chain meanwhile, its root link after. */
+static void test_follow_again(Fixture *f, gconstpointer data) {
+        g_autofree char *d = g_build_filename(f->dir, "d", NULL);
+        Subscription *s;
+        unsigned n = chain_len(f->dir);
+
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        s = pending(f, "d", WATCHD_FLAG_PERSIST, &f->caller);     /* there already: placed at once */
+        g_assert_false(s->pending);
+        g_assert_cmpuint(f->appeared->len, ==, 1);
+        g_assert_cmpuint(f->account.n_watches, ==, 1);
+
+        /* Its object goes; made pending again while the path is there (replaced at once). */
+        watch_table_unplace(f->t, s);
+        g_assert_true(s->pending);
+        g_assert_cmpuint(f->account.n_watches, ==, 0);
+        g_assert_cmpint(missing_add(f->m, s, &f->caller), ==, 0);
+        g_assert_false(s->pending);
+        g_assert_cmpuint(f->appeared->len, ==, 2);
+
+        /* Gone for good this time: it waits on its path. */
+        g_assert_cmpint(g_rmdir(d), ==, 0);
+        watch_table_unplace(f->t, s);
+        g_assert_cmpint(missing_add(f->m, s, &f->caller), ==, 0);
+        g_assert_true(s->pending);
+        g_assert_cmpuint(missing_n_waiting(f->m), ==, 1);
+        g_assert_cmpuint(f->account.n_watches, ==, n);
+
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        missing_on_event(f->m, chain_link(f, ""), IN_CREATE | IN_ISDIR, "d", 1);
+        g_assert_false(s->pending);
+        g_assert_cmpuint(f->appeared->len, ==, 3);
+        g_assert_cmpuint(missing_n_waiting(f->m), ==, 0);
+        g_assert_cmpuint(missing_n_links(f->m), ==, 0);
+        g_assert_cmpuint(f->account.n_watches, ==, 1);
+        g_assert_cmpuint(f->gone->len, ==, 0);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/missing/shared", Fixture, NULL, setup, test_shared, teardown);
         g_test_add("/missing/appears", Fixture, NULL, setup, test_appears, teardown);
         g_test_add("/missing/not-watchable", Fixture, NULL, setup, test_not_watchable, teardown);
         g_test_add("/missing/watch-gone", Fixture, NULL, setup, test_watch_gone, teardown);
+        g_test_add("/missing/follow-again", Fixture, NULL, setup, test_follow_again, teardown);
         return g_test_run();
 }

@@ -18,6 +18,7 @@
 
 #include "event_bits.h"
 #include "fake-backend.h"
+#include "moves.h"
 #include "watch_table.h"
 
 typedef struct Fixture {
@@ -56,16 +57,20 @@ static void teardown(Fixture *f, gconstpointer data) {
         g_free(f->dir);
 }
 
-static Subscription *sub(Fixture *f, const char *path, Client *owner, uint32_t mask) {
+static Subscription *sub_flags(Fixture *f, const char *path, Client *owner, uint32_t mask, uint32_t flags) {
         Subscription *s = NULL;
         struct stat st;
         int fd = open(path, O_RDONLY | O_CLOEXEC);
 
         g_assert_cmpint(fd, >=, 0);
         g_assert_cmpint(fstat(fd, &st), ==, 0);
-        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, path, owner, NULL, mask, 0, &s), ==, 0);
+        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, path, owner, NULL, mask, flags, &s), ==, 0);
         close(fd);
         return s;
+}
+
+static Subscription *sub(Fixture *f, const char *path, Client *owner, uint32_t mask) {
+        return sub_flags(f, path, owner, mask, 0);
 }
 
 static uint32_t kmask(Fixture *f, const Subscription *s) {
@@ -280,6 +285,76 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_rmdir(sub_dir);
 }
 
+static bool has_id(GArray *ids, uint32_t id) {
+        for (guint i = 0; i < ids->len; i++)
+                if (g_array_index(ids, uint32_t, i) == id)
+                        return true;
+        return false;
+}
+
+/* A PERSIST subscription: its root asks the kernel for IN_MOVE_SELF (only
+ * its root, and only while it is placed); a rename of its directory or of
+ * one above it names it (watch_table_persist_at(), and moves_on_event() at
+ * the IN_MOVED_FROM, which the rename follower sees on the parent's watch);
+ * made pending (watch_table_unplace()) it holds no link and is named no
+ * more. A subscription without PERSIST is never named. */
+static void test_persist(Fixture *f, gconstpointer data) {
+        Client *c = (Client *) 0x1;
+        g_autofree char *below = g_build_filename(f->a, "sub", NULL);
+        g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+        Subscription *plain, *persist, *parent;
+        Moves *mv = NULL;
+        Watch *pw;
+        RawEvent ev = { .mask = IN_MOVED_FROM | IN_ISDIR, .cookie = 7, .name = "a", .name_len = 1 };
+
+        plain = sub(f, f->a, c, IN_CREATE | IN_DELETE_SELF);
+        g_assert_false(kmask(f, plain) & IN_MOVE_SELF);
+        persist = sub_flags(f, f->a, c, IN_CREATE | IN_DELETE_SELF, WATCHD_FLAG_PERSIST);
+        g_assert_true(persist->links->watch == plain->links->watch);     /* one kernel watch */
+        g_assert_true(kmask(f, plain) & IN_MOVE_SELF);
+        parent = sub(f, f->dir, c, IN_CREATE);
+        g_assert_false(kmask(f, parent) & IN_MOVE_SELF);
+
+        g_assert_cmpint(watch_table_persist_at(f->t, f->a, ids), ==, 1);
+        g_assert_true(has_id(ids, persist->id));
+        g_array_set_size(ids, 0);
+        g_assert_cmpint(watch_table_persist_at(f->t, f->dir, ids), ==, 1);     /* a directory above */
+        g_assert_true(has_id(ids, persist->id));
+        g_array_set_size(ids, 0);
+        g_assert_cmpint(watch_table_persist_at(f->t, below, ids), ==, 0);      /* below it: not its path */
+        g_assert_cmpint(watch_table_persist_at(f->t, f->b, ids), ==, 0);       /* a sibling */
+        g_assert_cmpuint(ids->len, ==, 0);
+
+        /* The parent's watch sees a renamed away: the follower names it. */
+        g_assert_cmpint(moves_new(f->t, &mv), ==, 0);
+        pw = parent->links->watch;
+        ev.wd = pw->wd;
+        moves_on_event(mv, pw, &ev, ids);
+        g_assert_cmpuint(ids->len, ==, 1);
+        g_assert_true(has_id(ids, persist->id));
+        g_array_set_size(ids, 0);
+        /* A file's rename is not followed there; the caller may pass no array. */
+        ev.mask = IN_MOVED_FROM;
+        ev.cookie = 8;
+        moves_on_event(mv, pw, &ev, ids);
+        g_assert_cmpuint(ids->len, ==, 0);
+        ev.mask = IN_MOVED_FROM | IN_ISDIR;
+        ev.cookie = 9;
+        moves_on_event(mv, pw, &ev, NULL);
+        moves_free(mv);
+
+        /* Pending again: no link, the kernel no longer asked for IN_MOVE_SELF, not named. */
+        watch_table_unplace(f->t, persist);
+        g_assert_true(persist->pending);
+        g_assert_null(persist->links);
+        g_assert_false(kmask(f, plain) & IN_MOVE_SELF);
+        g_assert_cmpint(watch_table_persist_at(f->t, f->dir, ids), ==, 0);
+        watch_table_unsubscribe(f->t, persist);
+        watch_table_unsubscribe(f->t, plain);
+        watch_table_unsubscribe(f->t, parent);
+        g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 0);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         for (size_t i = 0; i < G_N_ELEMENTS(scenarios); i++) {
@@ -290,5 +365,6 @@ int main(int argc, char *argv[]) {
         g_test_add("/watch-table/watch gone", Fixture, NULL, setup, test_watch_gone, teardown);
         g_test_add("/watch-table/wd reused", Fixture, NULL, setup, test_wd_reuse, teardown);
         g_test_add("/watch-table/links of a recursive subscription", Fixture, NULL, setup, test_links, teardown);
+        g_test_add("/watch-table/persist", Fixture, NULL, setup, test_persist, teardown);
         return g_test_run();
 }

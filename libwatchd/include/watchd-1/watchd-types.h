@@ -37,6 +37,9 @@ G_BEGIN_DECLS
  * @WATCHD_EVENT_CREATE: a name was created in a watched directory (IN_CREATE)
  * @WATCHD_EVENT_DELETE: a name was deleted from a watched directory (IN_DELETE)
  * @WATCHD_EVENT_DELETE_SELF: the watched object itself was deleted (IN_DELETE_SELF)
+ * @WATCHD_EVENT_MOVE_SELF: the object of a %WATCHD_WATCH_PERSIST subscription
+ *   was renamed away from its path (IN_MOVE_SELF; only in records, to a
+ *   subscription that asks for %WATCHD_EVENT_DELETE_SELF)
  * @WATCHD_EVENT_UNMOUNT: the file system of the watched object was unmounted
  *   (IN_UNMOUNT; always reported, never asked for)
  * @WATCHD_EVENT_IGNORED: the kernel dropped the watch (IN_IGNORED; only in
@@ -68,6 +71,7 @@ typedef enum /*< flags,prefix=WATCHD_EVENT >*/ {
         WATCHD_EVENT_CREATE = 0x100,
         WATCHD_EVENT_DELETE = 0x200,
         WATCHD_EVENT_DELETE_SELF = 0x400,
+        WATCHD_EVENT_MOVE_SELF = 0x800,
         WATCHD_EVENT_UNMOUNT = 0x2000,
         WATCHD_EVENT_IGNORED = 0x8000,
         WATCHD_EVENT_POLLED = 0x00200000,
@@ -85,6 +89,17 @@ typedef enum /*< flags,prefix=WATCHD_EVENT >*/ {
  * @WATCHD_WATCH_ONLYDIR: refuse a path that is not a directory
  * @WATCHD_WATCH_DONT_FOLLOW: refuse a path that is a symbolic link
  * @WATCHD_WATCH_ONESHOT: end the subscription after its first event
+ * @WATCHD_WATCH_PERSIST: follow the path, not the object: when the object is
+ *   deleted, unmounted or renamed away, the subscription waits for the path
+ *   to come back (its return is reported as %WATCHD_EVENT_CREATE of the path
+ *   itself) instead of being removed. A watchd without
+ *   %WATCHD_CAPABILITY_PERSISTENT does not know the flag: the library then
+ *   sends the subscription without it, and when watchd removes it (deleted,
+ *   unmounted) adds the path again itself and emits
+ *   #WatchdSubscription::overflow (%WATCHD_OVERFLOW_FOLLOWED) instead of
+ *   #WatchdSubscription::removed; a rename away is not seen then, and the
+ *   return is reported only by a watchd with
+ *   %WATCHD_CAPABILITY_REPORT_APPEARANCE.
  * @WATCHD_WATCH_NO_POLL: do not have watchd poll the subscription's
  *   directories on remote or FUSE file systems (only what this machine's
  *   kernel sees is reported there)
@@ -97,6 +112,7 @@ typedef enum /*< flags,prefix=WATCHD_WATCH >*/ {
         WATCHD_WATCH_ONLYDIR = 0x2,
         WATCHD_WATCH_DONT_FOLLOW = 0x4,
         WATCHD_WATCH_ONESHOT = 0x8,
+        WATCHD_WATCH_PERSIST = 0x10,
         WATCHD_WATCH_NO_POLL = 0x40,
 } WatchdWatchFlags;
 
@@ -109,6 +125,10 @@ typedef enum /*< flags,prefix=WATCHD_WATCH >*/ {
  *   #WatchdClient:max-queued-events were waiting)
  * @WATCHD_OVERFLOW_RESTARTED: watchd stopped and came back; the
  *   subscription was added again, and events between the two are not known
+ * @WATCHD_OVERFLOW_FOLLOWED: the object of a %WATCHD_WATCH_PERSIST
+ *   subscription went and a watchd without %WATCHD_CAPABILITY_PERSISTENT
+ *   ended it; the library added its path again, and what happened at the
+ *   path in between is not known
  *
  * Why a subscription's events may be incomplete. Whatever the reason, a
  * program that keeps state about the watched files should rescan them.
@@ -117,6 +137,7 @@ typedef enum {
         WATCHD_OVERFLOW_DAEMON,
         WATCHD_OVERFLOW_CLIENT,
         WATCHD_OVERFLOW_RESTARTED,
+        WATCHD_OVERFLOW_FOLLOWED,
 } WatchdOverflowReason;
 
 /**
@@ -143,13 +164,13 @@ typedef enum {
  * WatchdCapabilities:
  * @WATCHD_CAPABILITY_NONE: the API of watchd 0.1 (file names that are not
  *   UTF-8 included: every watchd takes and sends them escaped)
- * @WATCHD_CAPABILITY_REPORT_APPEARANCE: the appearance of a pending path is
- *   reported (docs/proposals/glib-semantics.md)
- * @WATCHD_CAPABILITY_PERSISTENT: subscriptions may outlive their path
- *   (docs/proposals/glib-semantics.md)
+ * @WATCHD_CAPABILITY_REPORT_APPEARANCE: the appearance of a path that did
+ *   not exist is reported, as %WATCHD_EVENT_CREATE of the path itself
+ *   (watchd(8), MISSING PATHS)
+ * @WATCHD_CAPABILITY_PERSISTENT: subscriptions may outlive their path's
+ *   object: %WATCHD_WATCH_PERSIST (watchd(8), MISSING PATHS)
  * @WATCHD_CAPABILITY_PAIR_PER_SUBSCRIPTION: a rename whose halves belong to
- *   two subscriptions of one client is delivered to both
- *   (docs/proposals/glib-semantics.md)
+ *   two subscriptions of one client is delivered to both (watchd(8), Events)
  * @WATCHD_CAPABILITY_REMOTE_POLLING: paths on remote file systems (NFS, SMB,
  *   FUSE) are polled, so changes made elsewhere are seen (issue 17)
  *
