@@ -66,8 +66,19 @@ int config_init(Config *c) {
                 .move_pair_max_distance = 100,
                 .batch_max_events = 1024,
                 .delivery = DELIVERY_UNICAST,
+                .max_polled_dirs_per_user = 1024,
         };
+        /* 5 s, as gamin and GLib poll NFS, for every kind the kernel cannot watch. */
+        for (int k = 0; k < _FS_KIND_MAX; k++)
+                c->poll_interval_sec[k] = k == FS_LOCAL ? 0 : 5;
         return c->device ? 0 : -ENOMEM;
+}
+
+bool config_polls_remote(const Config *c) {
+        for (int k = 0; k < _FS_KIND_MAX; k++)
+                if (k != FS_LOCAL && c->poll_interval_sec[k] > 0)
+                        return true;
+        return false;
 }
 
 void config_done(Config *c) {
@@ -196,6 +207,14 @@ static int handler(void *userdata, const char *section, const char *name, const 
                         c->delivery_line = s->line;
                         return 1;
                 }
+        } else if (strcmp(section, "poll") == 0) {
+                FsKind k = fs_kind_from_string(name);
+
+                /* A key per kind of file system, its interval in seconds. */
+                if (k > FS_LOCAL)
+                        return parse_uint(s, name, value, 0, CONFIG_POLL_INTERVAL_MAX, &c->poll_interval_sec[k]);
+                if (strcmp(name, "max_polled_dirs_per_user") == 0)
+                        return parse_uint(s, name, value, 1, UINT32_MAX, &c->max_polled_dirs_per_user);
         } else
                 return parse_fail(s, "unknown section [%s]", section);
 
@@ -210,7 +229,7 @@ static int handler(void *userdata, const char *section, const char *name, const 
  * hands them out.
  */
 static void check_section_line(ParseState *s, const char *line, unsigned line_no) {
-        static const char *const sections[] = { "daemon", "limits", "events" };
+        static const char *const sections[] = { "daemon", "limits", "events", "poll" };
         const char *p = line + strspn(line, " \t\r\n\f\v"), *close;
         size_t l;
 

@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <stdint.h>
 
+#include "fstype.h"
+
 #define WATCHD_DEFAULT_CONFIG "/etc/watchd/watchd.conf"
 
 /* A watch limit given as "auto" (the default). */
@@ -53,11 +55,21 @@ typedef struct Config {
         uint32_t batch_max_events;
         DeliveryMode delivery;
         unsigned delivery_line;         /* line of "delivery=", 0 if unset: for later errors */
+
+        /* [poll] */
+        uint32_t poll_interval_sec[_FS_KIND_MAX];       /* 0: not polled; [FS_LOCAL] is always 0 */
+        uint32_t max_polled_dirs_per_user;
 } Config;
+
+/* Longest poll interval: a day. */
+#define CONFIG_POLL_INTERVAL_MAX 86400u
 
 /* Fills *c with the defaults of conf/watchd.conf. */
 int config_init(Config *c);
 void config_done(Config *c);
+
+/* Whether some kind of remote file system has a poll interval. */
+bool config_polls_remote(const Config *c);
 
 /*
  * Reads the file at path over the defaults. A missing file is no error.

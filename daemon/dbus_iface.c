@@ -256,6 +256,12 @@ static int error_for(DbusIface *d, int r, const char *what, sd_bus_error *error)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "The kernel's limit on inotify watches (max_user_watches) is reached; "
                                          "an administrator can raise it in %s.", m->backend->limit_hint);
+        case -WATCHD_E_USER_POLLED:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Your user has %" PRIu32 " directories on remote file systems polled, the "
+                                         "most allowed (max_polled_dirs_per_user in watchd.conf); the flag NO_POLL "
+                                         "watches %s with the kernel alone.",
+                                         m->config.max_polled_dirs_per_user, what);
         case -WATCHD_E_IDS_USED_UP:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "The daemon has used up its subscription ids; restart it.");
@@ -280,7 +286,7 @@ static int validate(uint32_t mask, uint32_t flags, sd_bus_error *error) {
         if (flags & ~WATCHD_FLAGS_VALID)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Unknown flags 0x%" PRIx32 " (RECURSIVE 0x1, ONLYDIR 0x2, DONT_FOLLOW 0x4, ONESHOT 0x8, "
-                                         "PERSIST 0x10).",
+                                         "PERSIST 0x10, NO_POLL 0x40).",
                                          flags & ~WATCHD_FLAGS_VALID);
         return 0;
 }
@@ -596,7 +602,8 @@ static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error
                         if (!esc && path_needs_escape(s->path))
                                 return -ENOMEM;
                         r = sd_bus_message_append(reply, "(usuu)", s->id, esc ?: s->path, s->mask,
-                                                  s->flags | (esc ? WATCHD_FLAG_PATH_ESCAPED : 0));
+                                                  s->flags | (esc ? WATCHD_FLAG_PATH_ESCAPED : 0) |
+                                                  manager_subscription_remote_flags(d->manager, s));
                         if (r < 0)
                                 return r;
                 }
@@ -703,6 +710,8 @@ static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
                 r = append_u(reply, "kernel_watches", st.kernel_watches);
         if (r >= 0)
                 r = append_u(reply, "streams", d->n_streams);
+        if (r >= 0)
+                r = append_u(reply, "polled_directories", st.polled_dirs);
         if (r >= 0 && known) {
                 r = append_u(reply, "own_clients", own_clients);
                 if (r >= 0)
@@ -733,6 +742,8 @@ static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
                         r = append_t(reply, "overflows", st.overflows);
                 if (r >= 0)
                         r = append_t(reply, "kernel_overflows", st.kernel_overflows);
+                if (r >= 0)
+                        r = append_t(reply, "poll_syscalls", st.poll_syscalls);
                 if (r >= 0)
                         r = append_t(reply, "bus_queued_messages", queued);
         }
@@ -909,11 +920,15 @@ static int property_get_capabilities(sd_bus *bus, const char *path, const char *
                 WATCHD_CAP_PAIR_PER_SUBSCRIPTION,
                 WATCHD_CAP_STREAM,
         };
+        DbusIface *d = userdata;
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "s");
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(words); i++)
                 r = sd_bus_message_append(reply, "s", words[i]);
+        /* Follows [poll], hence not CONST: a reload may change it. */
+        if (r >= 0 && config_polls_remote(&d->manager->config))
+                r = sd_bus_message_append(reply, "s", WATCHD_CAP_REMOTE_POLLING);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         return r;
@@ -956,7 +971,7 @@ static const sd_bus_vtable watchd_vtable[] = {
         SD_BUS_SIGNAL_WITH_ARGS("WatchRemoved", SD_BUS_ARGS("u", id, "s", reason), 0),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Backend", "s", property_get_backend, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Capabilities", "as", property_get_capabilities, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Capabilities", "as", property_get_capabilities, 0, SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
         SD_BUS_VTABLE_END,
 };
 
@@ -1231,6 +1246,15 @@ static const DeliveryOps bus_delivery_ops = {
         .ask_confirm = bus_ask_confirm,
         .congested = bus_congested,
 };
+
+void dbus_iface_reloaded(DbusIface *d) {
+        int r;
+
+        /* Capabilities says whether remote file systems are polled, which [poll] decides. */
+        r = sd_bus_emit_properties_changed(d->bus, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "Capabilities", NULL);
+        if (r < 0)
+                log_warning_errno(r, "Failed to announce that Capabilities changed, ignoring: %m");
+}
 
 DbusIface *dbus_iface_free(DbusIface *d) {
         GHashTableIter i;

@@ -24,6 +24,8 @@ typedef struct DbusIface DbusIface;
 
 /* Publishes the object on bus for m, takes the name and attaches the bus to event. Logs its failures. */
 int dbus_iface_new(Manager *m, sd_bus *bus, sd_event *event, DbusIface **ret);
+/* The manager's config was reloaded: properties that follow it are invalidated. */
+void dbus_iface_reloaded(DbusIface *d);
 /* Before the manager: what the bus holds for its clients goes. */
 DbusIface *dbus_iface_free(DbusIface *d);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DbusIface *, dbus_iface_free);

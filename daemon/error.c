@@ -19,6 +19,7 @@ static const char *const error_names[_WATCHD_E_MAX - _WATCHD_E_FIRST] = {
         [WATCHD_E_FD_WRITE_ONLY - _WATCHD_E_FIRST] = "a descriptor not open for reading",
         [WATCHD_E_NO_SUCH_WATCH - _WATCHD_E_FIRST] = "no such subscription",
         [WATCHD_E_IDS_USED_UP - _WATCHD_E_FIRST] = "subscription ids used up",
+        [WATCHD_E_USER_POLLED - _WATCHD_E_FIRST] = "max_polled_dirs_per_user reached",
 };
 
 const char *error_to_string(int r) {

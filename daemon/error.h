@@ -26,6 +26,7 @@ typedef enum WatchdError {
         WATCHD_E_FD_WRITE_ONLY,         /* a client's descriptor is not open for reading */
         WATCHD_E_NO_SUCH_WATCH,         /* no subscription of the caller's has that id */
         WATCHD_E_IDS_USED_UP,           /* every subscription id has been given out */
+        WATCHD_E_USER_POLLED,           /* max_polled_dirs_per_user reached */
         _WATCHD_E_MAX,
 } WatchdError;
 

@@ -50,6 +50,7 @@ struct Events {
         Tree *tree;
         Missing *missing;
         Moves *moves;
+        Remote *remote;
         EventsOps ops;
         void *userdata;
         EventsStats stats;
@@ -64,7 +65,7 @@ struct Events {
 };
 
 int events_new(Backend *backend, WatchTable *table, Delivery *delivery, Tree *tree, Missing *missing,
-               Moves *moves, const EventsOps *ops, void *userdata, Events **ret) {
+               Moves *moves, Remote *remote, const EventsOps *ops, void *userdata, Events **ret) {
         Events *e = calloc(1, sizeof(Events));
 
         if (!e)
@@ -76,6 +77,7 @@ int events_new(Backend *backend, WatchTable *table, Delivery *delivery, Tree *tr
                 .tree = tree,
                 .missing = missing,
                 .moves = moves,
+                .remote = remote,
                 .ops = *ops,
                 .userdata = userdata,
                 .buf = malloc(KERNEL_READ_BUF),
@@ -259,6 +261,11 @@ static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
                 return;         /* a watch we have released; its last records still trickle in */
         if (ev->mask & IN_IGNORED)
                 return watch_ignored(e, w, now);
+        /* The poller's own look at a polled directory: not an event of anyone's. */
+        if (remote_own_read(e->remote, w, ev))
+                return;
+        /* What the kernel reported, the poller does not report again. */
+        remote_on_event(e->remote, w, ev);
         if (ev->mask & IN_UNMOUNT)
                 w->unmounted = true;
         moves_on_event(e->moves, w, ev, e->left);
@@ -341,6 +348,7 @@ bool events_slice(Events *e, uint64_t budget_usec) {
 
                         if (n == -EAGAIN) {
                                 tree_queue_read_empty(e->tree);
+                                remote_queue_read_empty(e->remote);
                                 return false;
                         }
                         if (n < 0) {

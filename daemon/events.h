@@ -13,9 +13,11 @@
  * IN_IGNORED tells the layer above that what was rooted on the watch lost
  * its object, and so does a PERSIST subscription's object renamed away
  * (IN_MOVE_SELF, from the kernel or made here when its parent's watch saw
- * the rename); IN_Q_OVERFLOW gives every client Overflow. What only the
- * layer above can do (end a subscription, follow a path again, reach every
- * client) it asks through the callbacks given at construction.
+ * the rename); IN_Q_OVERFLOW gives every client Overflow. On a polled
+ * directory (remote.h), the record is noted for the poller, and one the
+ * poller's own read caused is no one's. What only the layer above can do
+ * (end a subscription, follow a path again, reach every client) it asks
+ * through the callbacks given at construction.
  */
 
 #include <stdbool.h>
@@ -26,6 +28,7 @@
 #include "event_decode.h"
 #include "missing.h"
 #include "moves.h"
+#include "remote.h"
 #include "tree.h"
 #include "watch_table.h"
 
@@ -51,7 +54,7 @@ typedef struct EventsStats {
 } EventsStats;
 
 int events_new(Backend *backend, WatchTable *table, Delivery *delivery, Tree *tree, Missing *missing,
-               Moves *moves, const EventsOps *ops, void *userdata, Events **ret);
+               Moves *moves, Remote *remote, const EventsOps *ops, void *userdata, Events **ret);
 Events *events_free(Events *e);
 
 /*

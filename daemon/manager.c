@@ -60,6 +60,11 @@ Manager *manager_free(Manager *m) {
         m->tree = tree_free(m->tree);
         m->missing = missing_free(m->missing);
         m->moves = moves_free(m->moves);
+        /* Polled directories follow links (and keep fds): after what unlinks, and the table
+         * tells no one of what goes after it. */
+        if (m->table)
+                watch_table_set_ops(m->table, &(WatchTableOps) {}, NULL);
+        m->remote = remote_free(m->remote);
         /* Clients before the table's links are freed without being unlinked:
          * their accounts return what is charged. */
         g_hash_table_destroy(m->clients);
@@ -190,6 +195,37 @@ static void on_object_gone(Subscription *s, const char *reason, void *userdata) 
                 end_with_notice(m, s, WATCHD_REASON_DELETED);
 }
 
+/* A change found by polling, delivered as the kernel's are. */
+static bool on_remote_deliver(Subscription *s, uint32_t mask, uint32_t cookie, const char *dir, const char *name,
+                              size_t name_len, uint64_t now, void *userdata) {
+        Manager *m = userdata;
+
+        return events_deliver(m->events, s, mask, cookie, dir, name, name_len, now);
+}
+
+/* The polled root of s is gone (the kernel of this machine cannot say so). */
+static void on_remote_gone(Subscription *s, void *userdata) {
+        Manager *m = userdata;
+        Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now_usec(), NULL, NULL, 0);
+
+        if (rec)
+                rec->reason = WATCHD_REASON_DELETED;
+        delivery_submit(m->delivery, &s->owner->queue, rec);
+        subscription_end(m, s);
+}
+
+static int on_link_added(WatchLink *l, int fd, const struct stat *st, void *userdata) {
+        Manager *m = userdata;
+
+        return remote_link_added(m->remote, l, fd, st);
+}
+
+static void on_link_gone(WatchLink *l, void *userdata) {
+        Manager *m = userdata;
+
+        remote_link_gone(m->remote, l);
+}
+
 /* The config's limits, each "auto" sized from the kernel's limit read at start. */
 static void limits_from_config(const Manager *m, AccountingLimits *ret_accounting, DeliveryLimits *ret_delivery) {
         *ret_accounting = (AccountingLimits) {
@@ -253,7 +289,17 @@ int manager_start(Manager *m) {
         if (r >= 0)
                 r = moves_new(m->table, &m->moves);
         if (r >= 0)
-                r = events_new(m->backend, m->table, m->delivery, m->tree, m->missing, m->moves,
+                r = remote_new(m->table, m->delivery, &m->config, &(RemoteOps) {
+                                       .deliver = on_remote_deliver,
+                                       .gone = on_remote_gone,
+                               }, m, &m->remote);
+        if (r >= 0)
+                watch_table_set_ops(m->table, &(WatchTableOps) {
+                                            .link_added = on_link_added,
+                                            .link_gone = on_link_gone,
+                                    }, m);
+        if (r >= 0)
+                r = events_new(m->backend, m->table, m->delivery, m->tree, m->missing, m->moves, m->remote,
                                &(EventsOps) {
                                        .end = on_end,
                                        .object_gone = on_object_gone,
@@ -284,6 +330,7 @@ void manager_reload(Manager *m, Config *config) {
         limits_from_config(m, &al, &dl);
         accounting_set_limits(m->accounting, &al);
         delivery_set_limits(m->delivery, &dl);
+        remote_reload(m->remote, &m->config);
         g_hash_table_iter_init(&i, m->clients);
         while (g_hash_table_iter_next(&i, NULL, &v))
                 delivery_queue_update(m->delivery, &((Client *) v)->queue);
@@ -323,21 +370,33 @@ void manager_flush(Manager *m) {
 }
 
 uint64_t manager_next_deadline(const Manager *m) {
-        uint64_t t;
+        uint64_t t, poll;
 
         if (events_backlog(m->events, &t))
                 return UINT64_MAX;      /* the flush after the read's last slice sets it */
-        return delivery_next_deadline(m->delivery);
+        /* A poll due already is the walker's work (manager_has_walks()), not the timer's:
+         * a timer in the past would be dispatched before the walker, for ever. */
+        poll = remote_next(m->remote);
+        return MIN(delivery_next_deadline(m->delivery), poll > now_usec() ? poll : UINT64_MAX);
 }
 
 bool manager_run_walks(Manager *m, uint64_t budget_usec) {
         bool more = tree_walks_run(m->tree, budget_usec);
 
-        return missing_run(m->missing, budget_usec) || more;
+        more = missing_run(m->missing, budget_usec) || more;
+        /* Polling is due work of the same kind: bounded, from the walker. */
+        if (remote_next(m->remote) <= now_usec())
+                more = remote_run(m->remote, budget_usec) || more;
+        return more;
 }
 
 bool manager_has_walks(const Manager *m) {
-        return tree_has_walks(m->tree) || missing_has_work(m->missing);
+        return tree_has_walks(m->tree) || missing_has_work(m->missing) || remote_next(m->remote) <= now_usec();
+}
+
+uint32_t manager_subscription_remote_flags(const Manager *m, const Subscription *s) {
+        return (remote_subscription_remote(m->remote, s) ? WATCHD_FLAG_REMOTE : 0) |
+               (remote_subscription_polled(m->remote, s) ? WATCHD_FLAG_POLLED : 0);
 }
 
 Client *manager_get_client(Manager *m, const char *name) {
@@ -483,7 +542,9 @@ void manager_get_stats(const Manager *m, ManagerStats *ret) {
         GHashTableIter i;
         gpointer v;
         uint64_t pending = 0;
+        RemoteStats rs;
 
+        remote_get_stats(m->remote, &rs);
         g_hash_table_iter_init(&i, m->clients);
         while (g_hash_table_iter_next(&i, NULL, &v))
                 pending += delivery_queue_size(&((Client *) v)->queue);
@@ -499,5 +560,7 @@ void manager_get_stats(const Manager *m, ManagerStats *ret) {
                 .kernel_overflows = es->kernel_overflows,
                 .events_dropped = ds->events_dropped,
                 .pending_events = pending,
+                .polled_dirs = rs.polled_dirs,
+                .poll_syscalls = rs.poll_syscalls,
         };
 }

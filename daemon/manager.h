@@ -28,6 +28,7 @@
 #include "events.h"
 #include "missing.h"
 #include "moves.h"
+#include "remote.h"
 #include "tree.h"
 #include "watch_table.h"
 
@@ -43,6 +44,7 @@ typedef struct Manager {
         Tree *tree;                     /* RECURSIVE subscriptions */
         Missing *missing;               /* pending paths */
         Moves *moves;                   /* renamed directories */
+        Remote *remote;                 /* directories on remote file systems, polled */
         Events *events;                 /* the kernel's records */
 
         GHashTable *clients;            /* name -> Client (owned) */
@@ -71,7 +73,7 @@ bool manager_on_deadline(Manager *m);
 void manager_flush(Manager *m);
 /* When the manager next needs a turn (CLOCK_MONOTONIC µs), UINT64_MAX: not for time. */
 uint64_t manager_next_deadline(const Manager *m);
-/* Runs the RECURSIVE walks and pending-path descents left for at most budget_usec. Return: whether any is left. */
+/* Runs the RECURSIVE walks, pending-path descents and polls due for at most budget_usec. Return: whether any is left. */
 bool manager_run_walks(Manager *m, uint64_t budget_usec);
 bool manager_has_walks(const Manager *m);
 
@@ -102,10 +104,16 @@ int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t 
 /* Ends c's subscription id. Return: 0, or -WATCHD_E_NO_SUCH_WATCH if c has no such subscription. */
 int manager_remove_watch(Manager *m, Client *c, uint32_t id);
 
+/* ListWatches' WATCHD_FLAG_REMOTE (some directory of s is on a remote file
+ * system) and WATCHD_FLAG_POLLED (some is polled) for s. */
+uint32_t manager_subscription_remote_flags(const Manager *m, const Subscription *s);
+
 /* Counters for GetStats. */
 typedef struct ManagerStats {
         unsigned clients, users, subscriptions, kernel_watches;
         uint64_t events_read, events_delivered, signals_sent, overflows, kernel_overflows, events_dropped;
         uint64_t pending_events;        /* records queued for clients, not sent yet */
+        unsigned polled_dirs;           /* directories on remote file systems polled */
+        uint64_t poll_syscalls;         /* system calls polling made */
 } ManagerStats;
 void manager_get_stats(const Manager *m, ManagerStats *ret);

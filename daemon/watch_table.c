@@ -37,6 +37,8 @@ struct WatchTable {
         GHashTable *by_inode;           /* (dev, ino) -> Watch (a set, not stale ones) */
         GHashTable *subscriptions;      /* id -> Subscription (owned) */
         uint32_t next_id;
+        WatchTableOps ops;              /* told of links made and removed */
+        void *ops_userdata;
         unsigned n_persist;             /* subscriptions with PERSIST: none, no search at a rename */
 };
 
@@ -226,6 +228,15 @@ WatchTable *watch_table_free(WatchTable *t) {
         return NULL;
 }
 
+void watch_table_set_ops(WatchTable *t, const WatchTableOps *ops, void *userdata) {
+        t->ops = *ops;
+        t->ops_userdata = userdata;
+}
+
+Watch *watch_table_find_watch(WatchTable *t, dev_t dev, ino_t ino) {
+        return g_hash_table_lookup(t->by_inode, &(Watch) { .dev = dev, .ino = ino });
+}
+
 Watch *watch_table_get_watch(WatchTable *t, int wd) {
         return g_hash_table_lookup(t->by_wd, &(Watch) { .wd = wd });
 }
@@ -383,6 +394,14 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
                 s->links = l;
         }
         s->n_links++;
+        if (t->ops.link_added) {
+                r = t->ops.link_added(l, fd, st, t->ops_userdata);
+                if (r < 0) {
+                        /* Refused above (a limit of its own): as if never made. */
+                        watch_table_unlink(t, l);
+                        return r;
+                }
+        }
         *ret = l;
         return 0;
 
@@ -557,6 +576,8 @@ static void link_remove(WatchTable *t, WatchLink *l) {
         Watch *w = l->watch;
 
         assert(!l->children);
+        if (t->ops.link_gone)
+                t->ops.link_gone(l, t->ops_userdata);
         SLIST_REMOVE(watch, w->links, l);
         w->n_links--;
 

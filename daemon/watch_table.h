@@ -107,6 +107,19 @@ struct Watch {
 };
 
 int watch_table_new(Backend *backend, WatchTable **ret);
+
+/*
+ * What a layer above is told of links (remote.h: which directories to
+ * poll). link_added: a link was made, on the object open at fd (st its
+ * fstat); a negative return undoes it and is what the call that made it
+ * returns. link_gone: a link is about to be removed (not when the table is
+ * freed).
+ */
+typedef struct WatchTableOps {
+        int (*link_added)(WatchLink *l, int fd, const struct stat *st, void *userdata);
+        void (*link_gone)(WatchLink *l, void *userdata);
+} WatchTableOps;
+void watch_table_set_ops(WatchTable *t, const WatchTableOps *ops, void *userdata);
 /* Frees the table without telling the kernel (the backend's fd is closed after it). */
 WatchTable *watch_table_free(WatchTable *t);
 
@@ -210,6 +223,8 @@ int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *ne
 int watch_table_persist_at(WatchTable *t, const char *path, GArray *ids);
 
 Watch *watch_table_get_watch(WatchTable *t, int wd);
+/* The (current, not stale) watch of an inode, or NULL. */
+Watch *watch_table_find_watch(WatchTable *t, dev_t dev, ino_t ino);
 Subscription *watch_table_get_subscription(WatchTable *t, uint32_t id);
 
 unsigned watch_table_n_watches(const WatchTable *t);

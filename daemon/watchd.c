@@ -161,6 +161,7 @@ static int bus_open(const Args *args, sd_bus **ret) {
 
 typedef struct Daemon {
         Manager *manager;
+        DbusIface *iface;
         bool system_bus;
 } Daemon;
 
@@ -187,6 +188,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 log_error("%s; keeping the old settings.", error ?: "Failed to reload the configuration");
         else {
                 manager_reload(m, &c);
+                if (dm->iface)
+                        dbus_iface_reloaded(dm->iface);
                 log_info("Reloaded '%s'.", m->config_path);
         }
         config_done(&c);
@@ -294,6 +297,7 @@ static int run(int argc, char *argv[]) {
         r = dbus_iface_new(m, bus, event, &iface);
         if (r < 0)
                 return EXIT_FAILURE;
+        dm.iface = iface;
 
         log_info("watchd %s serving %s on the %s bus.", WATCHD_VERSION, WATCHD_BUS_NAME,
                  args.bus == BUS_SYSTEM ? "system" : args.bus == BUS_SESSION ? "session" : "given");

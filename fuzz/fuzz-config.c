@@ -104,7 +104,8 @@ static bool ref_parse(const uint8_t *data, size_t size, Config *c) {
                         prev_key = false;
                         memcpy(section, s + 1, l - 2);
                         section[l - 2] = '\0';
-                        ok = !strcmp(section, "daemon") || !strcmp(section, "limits") || !strcmp(section, "events");
+                        ok = !strcmp(section, "daemon") || !strcmp(section, "limits") || !strcmp(section, "events") ||
+                             !strcmp(section, "poll");
                         free(line);
                         if (!ok)
                                 return false;
@@ -165,6 +166,23 @@ static bool ref_parse(const uint8_t *data, size_t size, Config *c) {
                         ok = d >= 0;
                         if (ok)
                                 c->delivery = d;
+                } else if (!strcmp(section, "poll") && !strcmp(key, "max_polled_dirs_per_user"))
+                        ok = ref_uint(value, 1, UINT32_MAX, &c->max_polled_dirs_per_user);
+                else if (!strcmp(section, "poll")) {
+                        /* One key a kind of remote file system, written out here
+                         * rather than taken from fstype.c: the reference is apart. */
+                        static const struct {
+                                const char *key;
+                                FsKind kind;
+                        } kinds[] = {
+                                { "nfs", FS_NFS }, { "cifs", FS_CIFS }, { "fuse", FS_FUSE }, { "9p", FS_9P },
+                                { "afs", FS_AFS }, { "ceph", FS_CEPH }, { "coda", FS_CODA },
+                        };
+
+                        ok = false;
+                        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+                                if (!strcmp(key, kinds[k].key))
+                                        ok = ref_uint(value, 0, 86400, &c->poll_interval_sec[kinds[k].kind]);
                 } else
                         ok = false;
                 free(line);
@@ -237,6 +255,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(c.move_pair_max_distance == ref.move_pair_max_distance);
         CHECK(c.batch_max_events == ref.batch_max_events);
         CHECK(c.delivery == ref.delivery);
+        CHECK(memcmp(c.poll_interval_sec, ref.poll_interval_sec, sizeof(c.poll_interval_sec)) == 0);
+        CHECK(c.max_polled_dirs_per_user == ref.max_polled_dirs_per_user);
         config_done(&ref);
         config_done(&c);
         return 0;

@@ -486,7 +486,8 @@ static void op_list(FuzzClient *c) {
                 CHECK(g_hash_table_contains(c->all_ids, GUINT_TO_POINTER(id)));
                 CHECK(path[0] == '/');
                 CHECK(mask != 0 && (mask & ~0x7ffu) == 0);
-                CHECK((flags & ~(0xfu | WATCHD_PATH_ESCAPED)) == 0);
+                /* What was asked (NO_POLL included), how the path is written, whether it is polled. */
+                CHECK((flags & ~(WATCHD_FLAGS_VALID | WATCHD_PATH_ESCAPED | WATCHD_FLAG_REMOTE)) == 0);
                 check_escaped(flags & WATCHD_PATH_ESCAPED, path, "");
         }
         CHECK(r >= 0);

@@ -34,7 +34,8 @@
 #define WATCHD_FLAG_DONT_FOLLOW 0x4u    /* do not follow a symbolic link in the last component */
 #define WATCHD_FLAG_ONESHOT     0x8u    /* end after the first event */
 #define WATCHD_FLAG_PERSIST     0x10u   /* follow the path: pending again when the object goes (AddWatch only) */
-#define WATCHD_FLAGS_VALID      0x1fu
+#define WATCHD_FLAG_NO_POLL     0x40u   /* do not poll its directories on remote file systems */
+#define WATCHD_FLAGS_VALID      0x5fu
 
 /* Event bits: what a mask may ask for (the eleven events of /dev/inotify 0.23). */
 #define WATCHD_IN_ACCESS        0x00000001u
@@ -56,6 +57,21 @@
  * mask, its paths are. Not in WATCHD_FLAGS_VALID. */
 #define WATCHD_FLAG_PATH_ESCAPED 0x00100000u
 
+/* In an Events record's mask: found by polling a directory on a remote or
+ * FUSE file system (watchd(8), REMOTE FILE SYSTEMS), up to the poll interval
+ * after the change. Not in WATCHD_MASK_VALID. */
+#define WATCHD_IN_POLLED 0x00200000u
+
+/* In a ListWatches entry's flags: the subscription's file, or some directory
+ * of it, is on a remote or FUSE file system, where the kernel does not see
+ * every change (polled or not: a file, NO_POLL, an interval of 0, the
+ * budget). Not in WATCHD_FLAGS_VALID. */
+#define WATCHD_FLAG_REMOTE 0x00400000u
+
+/* In a ListWatches entry's flags: some of those directories are polled (the
+ * bit of WATCHD_IN_POLLED). Not in WATCHD_FLAGS_VALID. */
+#define WATCHD_FLAG_POLLED WATCHD_IN_POLLED
+
 /* Bits a record carries besides the events asked for. */
 #define WATCHD_IN_MOVE_SELF     0x00000800u  /* PERSIST: the object was renamed away from the path
                                                 * (with IN_DELETE_SELF in the mask; not asked for itself) */
@@ -74,3 +90,5 @@
 #define WATCHD_CAP_REPORT_APPEARANCE     "report-appearance"          /* a pending path's appearance is a record */
 #define WATCHD_CAP_PERSISTENT            "persistent"                 /* AddWatch takes WATCHD_FLAG_PERSIST */
 #define WATCHD_CAP_STREAM                "stream"                     /* OpenStream (watchd-stream(5)) */
+#define WATCHD_CAP_REMOTE_POLLING        "remote-polling"             /* remote and FUSE file systems are polled
+                                                                       * (some [poll] interval is not 0) */

@@ -44,6 +44,7 @@ static const struct {
         { IN_UNMOUNT,       "UNMOUNT" },
         { IN_Q_OVERFLOW,    "Q_OVERFLOW" },
         { IN_IGNORED,       "IGNORED" },
+        { WATCHD_IN_POLLED, "POLLED" },
         { IN_ISDIR,         "ISDIR" },
         { IN_ONESHOT,       "ONESHOT" },
 };
@@ -79,6 +80,9 @@ static const struct {
         { WATCHD_FLAG_ONLYDIR,     "onlydir" },
         { WATCHD_FLAG_DONT_FOLLOW, "dont_follow" },
         { WATCHD_FLAG_ONESHOT,     "oneshot" },
+        { WATCHD_FLAG_NO_POLL,     "no_poll" },
+        { WATCHD_FLAG_REMOTE,      "remote" },
+        { WATCHD_FLAG_POLLED,      "polled" },
 };
 
 gboolean event_mask_parse(const char *list, uint32_t *mask, GError **error) {

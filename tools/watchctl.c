@@ -68,6 +68,7 @@ struct Context {
         gboolean opt_onlydir;
         gboolean opt_dont_follow;
         gboolean opt_oneshot;
+        gboolean opt_no_poll;
         gboolean opt_json;
         gboolean opt_quiet;
         char **opt_events;
@@ -565,7 +566,8 @@ static int check_selection(Context *c, const char *command, gboolean need_paths)
         c->flags = (c->opt_recursive ? WATCHD_FLAG_RECURSIVE : 0) |
                    (c->opt_onlydir ? WATCHD_FLAG_ONLYDIR : 0) |
                    (c->opt_dont_follow ? WATCHD_FLAG_DONT_FOLLOW : 0) |
-                   (c->opt_oneshot ? WATCHD_FLAG_ONESHOT : 0);
+                   (c->opt_oneshot ? WATCHD_FLAG_ONESHOT : 0) |
+                   (c->opt_no_poll ? WATCHD_FLAG_NO_POLL : 0);
 
         if (need_paths && (!c->opt_paths || !c->opt_paths[0]))
                 return usage_error(command, "no PATH to watch");
@@ -639,6 +641,7 @@ static int cmd_watch(Context *c, int argc, char **argv) {
                 { "onlydir", 0, 0, G_OPTION_ARG_NONE, &c->opt_onlydir, "Refuse a PATH that is not a directory", NULL },
                 { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow, "Refuse a PATH that is a symbolic link instead of following it", NULL },
                 { "oneshot", 0, 0, G_OPTION_ARG_NONE, &c->opt_oneshot, "End each watch after its first event", NULL },
+                { "no-poll", 0, 0, G_OPTION_ARG_NONE, &c->opt_no_poll, "Do not poll directories on remote file systems (NFS, SMB, FUSE...)", NULL },
                 { "quiet", 'q', 0, G_OPTION_ARG_NONE, &c->opt_quiet, "Do not say on stderr when watches are established", NULL },
                 { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL, "PATH..." },
                 { NULL }
@@ -717,6 +720,7 @@ static int cmd_list(Context *c, int argc, char **argv) {
                 { "onlydir", 0, 0, G_OPTION_ARG_NONE, &c->opt_onlydir, "Refuse a PATH that is not a directory", NULL },
                 { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow, "Refuse a PATH that is a symbolic link", NULL },
                 { "oneshot", 0, 0, G_OPTION_ARG_NONE, &c->opt_oneshot, "Add the watches oneshot", NULL },
+                { "no-poll", 0, 0, G_OPTION_ARG_NONE, &c->opt_no_poll, "Add the watches without polling", NULL },
                 { "json", 0, 0, G_OPTION_ARG_NONE, &c->opt_json, "Print JSON Lines, one object a subscription", NULL },
                 { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL, "PATH..." },
                 { NULL }

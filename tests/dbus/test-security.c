@@ -617,15 +617,16 @@ static guint64 stat_of(GHashTable *h, const char *key) {
  * uid's share only; root sees everything, and its own share too.
  */
 static void test_stats_scoped(Fixture *f, gconstpointer data) {
-        static const char *const totals[] = { "backend", "clients", "users", "subscriptions", "kernel_watches",
-                                              "streams" };
+        static const char *const totals[] = {
+                "backend", "clients", "users", "subscriptions", "kernel_watches", "streams", "polled_directories",
+        };
         static const char *const own[] = {
                 "own_clients", "own_subscriptions", "own_watches", "own_events_delivered", "own_pending_events",
                 "own_events_dropped", "own_overflows",
         };
         static const char *const root_only[] = {
                 "events_read", "events_delivered", "signals_sent", "pending_events", "events_dropped", "overflows",
-                "kernel_overflows", "bus_queued_messages",
+                "kernel_overflows", "bus_queued_messages", "poll_syscalls",
         };
         g_autofree char *busy = path_in(f, "busy"), *shared = path_in(f, "shared"), *a1 = path_in(f, "shared/a");
         g_autofree char *done = path_in(f, "shared/done"), *answer = NULL;

@@ -23,6 +23,8 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 
+#include "glocalfilemonitor-layout.h"
+
 #define TIMEOUT_MS 10000
 
 typedef struct Seen {
@@ -425,6 +427,31 @@ static void test_thread(void) {
         // cppcheck-suppress memleak ; g_thread_join() freed thread
 }
 
+/* GLib's "gio-nfs-file-monitor" point (files in an NFS home directory): the
+ * module's monitor there says yes only to a watchd that polls remote file
+ * systems (Capabilities "remote-polling"); WANT_NFS says which this run's
+ * watchd is (meson runs it with the default config and with every [poll]
+ * interval 0). */
+static void test_nfs_point(void) {
+        g_autoptr(GFile) f = g_file_new_for_path("/");
+        g_autoptr(GFileMonitor) m = NULL;
+        GIOExtensionPoint *point;
+        GIOExtension *ext;
+        GLocalFileMonitorClass *klass;
+        gboolean want = g_strcmp0(g_getenv("WANT_NFS"), "1") == 0;
+
+        /* GLib loads its modules when a monitor is first asked for. */
+        m = g_file_monitor_directory(f, G_FILE_MONITOR_NONE, NULL, NULL);
+        point = g_io_extension_point_lookup(G_NFS_FILE_MONITOR_EXTENSION_POINT_NAME);
+        g_assert_nonnull(point);
+        ext = g_io_extension_point_get_extension_by_name(point, "watchd");
+        g_assert_nonnull(ext);
+        klass = g_type_class_ref(g_io_extension_get_type(ext));
+        g_assert_true(G_TYPE_CHECK_CLASS_TYPE(klass, G_TYPE_LOCAL_FILE_MONITOR));
+        g_assert_cmpint(klass->is_supported(), ==, want);
+        g_type_class_unref(klass);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/gio-module/chosen", test_chosen);
@@ -437,5 +464,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/gio-module/dir-recreated-fallback", test_dir_recreated_fallback);
         g_test_add_func("/gio-module/thread", test_thread);
         g_test_add_func("/gio-module/non-utf8", test_non_utf8);
+        g_test_add_func("/gio-module/nfs-point", test_nfs_point);
+        g_test_add_func("/gio-module/nfs-point-off", test_nfs_point);
         return g_test_run();
 }

@@ -48,6 +48,13 @@ static const Case cases[] = {
         { "backend", "[daemon]\nbackend = device\n", NULL, AT(backend), BACKEND_DEVICE },
         { "log_level", "[daemon]\nlog_level = debug\n", NULL, AT(log_level), LOG_DEBUG },
         { "delivery", "[events]\n\ndelivery = broadcast\n", NULL, AT(delivery_line), 3 },
+        { "poll nfs", "[poll]\nnfs = 30\n", NULL, AT(poll_interval_sec[FS_NFS]), 30 },
+        { "poll 9p off", "[poll]\n9p = 0\n", NULL, AT(poll_interval_sec[FS_9P]), 0 },
+        { "poll fuse a day", "[poll]\nfuse = 86400\n", NULL, AT(poll_interval_sec[FS_FUSE]), 86400 },
+        { "poll defaults", "", NULL, AT(poll_interval_sec[FS_CIFS]), 5 },
+        { "local is never polled", "", NULL, AT(poll_interval_sec[FS_LOCAL]), 0 },
+        { "max_polled_dirs_per_user", "[poll]\nmax_polled_dirs_per_user = 7\n", NULL,
+          AT(max_polled_dirs_per_user), 7 },
         { "the last value wins", "[limits]\nmax_clients_per_user = 5\nmax_clients_per_user = 6\n", NULL,
           AT(max_clients_per_user), 6 },
 
@@ -79,6 +86,16 @@ static const Case cases[] = {
           "t.conf:2: device: 'dev/inotify' is not an absolute path" },
         { "bad log level", "[daemon]\nlog_level = loud\n",
           "t.conf:2: log_level: 'loud' is not one of err, warning, notice, info, debug" },
+        { "poll interval too long", "[poll]\nceph = 86401\n",
+          "t.conf:2: ceph: 86401 is out of range (0-86400)" },
+        { "poll interval with a unit", "[poll]\nnfs = 5s\n",
+          "t.conf:2: nfs: '5s' is not a number" },
+        { "poll of local", "[poll]\nlocal = 5\n",
+          "t.conf:2: unknown key 'local' in section [poll]" },
+        { "poll of smb", "[poll]\nsmb = 5\n",
+          "t.conf:2: unknown key 'smb' in section [poll]" },
+        { "no polled directory at all", "[poll]\nmax_polled_dirs_per_user = 0\n",
+          "t.conf:2: max_polled_dirs_per_user: 0 is out of range (1-4294967295)" },
         { "bad delivery", "[events]\ndelivery = multicast\n",
           "t.conf:2: delivery: 'multicast' is not one of unicast, broadcast" },
         { "the first error is reported", "[limits]\nmax_clients_per_user = 0\nbogus = 1\n",
@@ -141,13 +158,16 @@ static void assert_defaults(const Config *c) {
         g_assert_cmpuint(c->move_pair_max_distance, ==, d.move_pair_max_distance);
         g_assert_cmpuint(c->batch_max_events, ==, d.batch_max_events);
         g_assert_cmpint(c->delivery, ==, d.delivery);
+        for (int k = 0; k < _FS_KIND_MAX; k++)
+                g_assert_cmpuint(c->poll_interval_sec[k], ==, d.poll_interval_sec[k]);
+        g_assert_cmpuint(c->max_polled_dirs_per_user, ==, d.max_polled_dirs_per_user);
         config_done(&d);
 }
 
 /* The shipped file, as is and with every "#key = value" line uncommented. */
 static void test_shipped(void) {
         g_autofree char *text = NULL, *error = NULL;
-        g_autoptr(GRegex) re = g_regex_new("^#([a-z_]+ = )", G_REGEX_MULTILINE, 0, NULL);
+        g_autoptr(GRegex) re = g_regex_new("^#([a-z0-9_]+ = )", G_REGEX_MULTILINE, 0, NULL);
         g_autofree char *uncommented = NULL;
         Config c;
         int n = 0;
@@ -160,7 +180,7 @@ static void test_shipped(void) {
         uncommented = g_regex_replace(re, text, -1, 0, "\\1", 0, NULL);
         for (const char *p = uncommented; (p = strstr(p, " = ")); p++)
                 n++;
-        g_assert_cmpint(n, ==, 12);     /* every key of the file */
+        g_assert_cmpint(n, ==, 20);     /* every key of the file */
         g_assert_cmpint(config_load_string(WATCHD_CONF, uncommented, &c, &error), ==, 0);
         g_assert_null(error);
         assert_defaults(&c);

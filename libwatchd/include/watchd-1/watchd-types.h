@@ -44,6 +44,9 @@ G_BEGIN_DECLS
  *   (IN_UNMOUNT; always reported, never asked for)
  * @WATCHD_EVENT_IGNORED: the kernel dropped the watch (IN_IGNORED; only in
  *   records, never asked for)
+ * @WATCHD_EVENT_POLLED: found by watchd polling a directory on a remote or
+ *   FUSE file system, up to the poll interval after the change (only in
+ *   records; watchd(8), REMOTE FILE SYSTEMS)
  * @WATCHD_EVENT_ISDIR: the object of the event is a directory (IN_ISDIR;
  *   only in records)
  * @WATCHD_EVENT_CLOSE: both close events
@@ -71,6 +74,7 @@ typedef enum /*< flags,prefix=WATCHD_EVENT >*/ {
         WATCHD_EVENT_MOVE_SELF = 0x800,
         WATCHD_EVENT_UNMOUNT = 0x2000,
         WATCHD_EVENT_IGNORED = 0x8000,
+        WATCHD_EVENT_POLLED = 0x00200000,
         WATCHD_EVENT_ISDIR = 0x40000000,
         WATCHD_EVENT_CLOSE = 0x18,
         WATCHD_EVENT_MOVE = 0xc0,
@@ -96,6 +100,9 @@ typedef enum /*< flags,prefix=WATCHD_EVENT >*/ {
  *   #WatchdSubscription::removed; a rename away is not seen then, and the
  *   return is reported only by a watchd with
  *   %WATCHD_CAPABILITY_REPORT_APPEARANCE.
+ * @WATCHD_WATCH_NO_POLL: do not have watchd poll the subscription's
+ *   directories on remote or FUSE file systems (only what this machine's
+ *   kernel sees is reported there)
  *
  * AddWatch's flags (watchd(8)).
  */
@@ -106,6 +113,7 @@ typedef enum /*< flags,prefix=WATCHD_WATCH >*/ {
         WATCHD_WATCH_DONT_FOLLOW = 0x4,
         WATCHD_WATCH_ONESHOT = 0x8,
         WATCHD_WATCH_PERSIST = 0x10,
+        WATCHD_WATCH_NO_POLL = 0x40,
 } WatchdWatchFlags;
 
 /**

@@ -1,0 +1,1318 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * poller - finding by polling the changes the kernel cannot report
+ *
+ * Work is taken in this order by poller_run(), all paid from one budget of
+ * system calls: names the kernel reported (one statx each, so that the
+ * snapshot holds what the kernel's record already told), then the users'
+ * work in turns (PollUser): each user's first snapshots of new directories,
+ * then the rounds of its groups that are due, at most USER_TURN system calls
+ * before the next user with work has its turn. The groups that are not due
+ * wait in a heap ordered by the start of their next round. A directory being
+ * read keeps its open fd and the names listed so far between runs
+ * (PollReader), so a large directory costs several runs, not one long one,
+ * and a user has at most two directories open at a time (a first snapshot
+ * and a round's).
+ *
+ * A round's records wait in the group (Change) until its last directory is
+ * read, for the pairing of moves across its directories; a kernel event for
+ * a name drops that name's waiting change, since the kernel's record has been
+ * or will be delivered. Pairing goes by inode number: an inode that left
+ * exactly one name and took exactly one other, with the same file type, was
+ * moved; any other pattern (hard links coming and going) is deletions and
+ * creations. An inode number freed and reused between two polls looks like a
+ * move: polling cannot tell them apart.
+ */
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "event_bits.h"
+#include "macro.h"
+#include "poller.h"
+
+#define STATX_WANTED (STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID | STATX_INO | \
+                      STATX_SIZE | STATX_MTIME | STATX_CTIME)
+#define GETDENTS_BUFFER (32u * 1024u)
+
+typedef enum ChangeKind {
+        CHANGE_GONE,            /* a name and its inode, no more */
+        CHANGE_APPEARED,        /* a name with a new inode */
+        CHANGE_MODIFIED,        /* same name, same inode: mask says what */
+} ChangeKind;
+
+typedef struct Change {
+        ChangeKind kind;
+        PollDir *dir;           /* NULL once the directory is gone */
+        char *name;
+        uint64_t ino;
+        uint32_t mode;
+        uint32_t mask;          /* CHANGE_MODIFIED: IN_MODIFY or IN_ATTRIB */
+        PollEntry before;       /* GONE, MODIFIED: the entry as it was (no name) */
+        PollEntry after;        /* APPEARED, MODIFIED: as it is (no name) */
+        struct Change *partner; /* a GONE and an APPEARED paired into a move */
+        bool dropped;           /* the kernel reported this name meanwhile */
+        bool emitted;
+} Change;
+
+typedef struct PollReadHook {
+        void (*fn)(uint32_t what, void *data);
+        void *data;
+} PollReadHook;
+
+typedef struct PollReader {
+        PollReadHook hook;      /* told of each open, getdents64 and close */
+        int dfd;                /* the directory open for reading, -1 before */
+        bool checked;           /* statx'ed (through dfd) */
+        bool listed;            /* getdents64 reached the end; snap sorted */
+        PollSnapshot snap;      /* names listed so far, stat'ed up to stat_next */
+        size_t stat_next;
+        GHashTable *dirty;      /* names the kernel reported during the read: stat'ed again at its end */
+} PollReader;
+
+struct PollDir {
+        PollGroup *group;
+        int fd;
+        void *userdata;
+        GList group_link;       /* in group->dirs */
+        GList baseline_link;    /* in group->user->baseline while it has no snapshot */
+        GList stale_link;       /* in poller->stale while noted is not empty */
+        bool in_baseline, in_stale;
+        bool have_snap;
+        bool report_existing;   /* the first snapshot's names are creations */
+        bool round_done;        /* read in the current round */
+        int error;              /* the last read's -errno, 0 if it worked */
+        PollSnapshot snap;
+        PollReader reader;
+        bool reading;
+        GHashTable *noted;      /* names the kernel reported, not yet stat'ed */
+};
+
+/*
+ * A uid's share of the poller. Its work (first snapshots, then rounds) is
+ * done in turns of at most USER_TURN system calls, the users with work
+ * taking turns in a ring: so one user's large directories make its own
+ * polling slow, not everyone's.
+ */
+typedef struct PollUser {
+        uid_t uid;
+        unsigned groups;        /* its groups: it is freed with the last */
+        uint32_t dirs;          /* directories polled */
+        GQueue baseline;        /* its PollDir without a first snapshot */
+        GQueue active;          /* its groups in a round, in the order they became due */
+        GList turn_link;        /* in poller->turns while baseline or active is not empty */
+        bool in_turns;
+        unsigned spent;         /* system calls of its current turn */
+} PollUser;
+
+/* System calls of one user's turn: a directory of about fifty names. */
+#define USER_TURN 64u
+
+struct PollGroup {
+        Poller *poller;
+        PollUser *user;
+        uid_t uid;
+        uint64_t interval;
+        uint64_t next_round;    /* scheduled start of the next round */
+        size_t heap_index;      /* in poller->heap, SIZE_MAX if not there (in a round, or ending one) */
+        bool in_round;
+        GList active_link;      /* in user->active during a round */
+        GQueue dirs;            /* PollDir, in the order they were added */
+        GList *cursor;          /* the round's current directory */
+        GPtrArray *changes;     /* Change: the round's, until it ends */
+        GPtrArray *emitting;    /* the changes being given out (a free waits), or NULL */
+        bool dead;              /* freed while emitting */
+        void *userdata;
+};
+
+struct Poller {
+        PollerCallbacks cb;
+        void *userdata;
+        unsigned ops_per_run;
+        uint32_t max_dirs_per_user;
+        GHashTable *users;      /* uid -> PollUser */
+        PollGroup **heap;       /* groups between rounds, min-heap on next_round */
+        size_t n_heap, cap_heap;
+        GQueue turns;           /* PollUser with work, the one whose turn it is first */
+        GQueue stale;           /* PollDir with names noted */
+        uint64_t sequence;      /* groups made: their phases */
+        unsigned budget;        /* left in this run */
+        PollIo io;
+};
+
+/* ---- snapshots ---- */
+
+static void entry_done(PollEntry *e) {
+        free(e->name);
+        e->name = NULL;
+}
+
+void poll_snapshot_done(PollSnapshot *s) {
+        for (size_t i = 0; i < s->n; i++)
+                entry_done(&s->entries[i]);
+        free(s->entries);
+        *s = (PollSnapshot) {};
+}
+
+static int entry_cmp(const void *a, const void *b) {
+        return strcmp(((const PollEntry *) a)->name, ((const PollEntry *) b)->name);
+}
+
+/* The index of name, or -(where it would go) - 1. */
+static ssize_t snapshot_find(const PollSnapshot *s, const char *name) {
+        size_t lo = 0, hi = s->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(s->entries[mid].name, name);
+
+                if (c == 0)
+                        return (ssize_t) mid;
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return -(ssize_t) lo - 1;
+}
+
+static int snapshot_reserve(PollSnapshot *s, size_t more) {
+        PollEntry *e;
+        size_t cap;
+
+        if (s->n + more <= s->cap)
+                return 0;
+        cap = MAX(s->cap * 2, s->n + more);
+        cap = MAX(cap, 16u);
+        e = realloc(s->entries, cap * sizeof(PollEntry));
+        if (!e)
+                return -ENOMEM;
+        s->entries = e;
+        s->cap = cap;
+        return 0;
+}
+
+/* Puts *e (taking its name) in its place, replacing an entry of that name. */
+static int snapshot_put(PollSnapshot *s, PollEntry *e) {
+        ssize_t i = snapshot_find(s, e->name);
+        size_t at;
+
+        if (i >= 0) {
+                entry_done(&s->entries[i]);
+                s->entries[i] = *e;
+                e->name = NULL;
+                return 0;
+        }
+        if (snapshot_reserve(s, 1) < 0)
+                return -ENOMEM;
+        at = (size_t) (-i - 1);
+        memmove(&s->entries[at + 1], &s->entries[at], (s->n - at) * sizeof(PollEntry));
+        s->entries[at] = *e;
+        s->n++;
+        e->name = NULL;
+        return 0;
+}
+
+static void snapshot_remove(PollSnapshot *s, const char *name) {
+        ssize_t i = snapshot_find(s, name);
+
+        if (i < 0)
+                return;
+        entry_done(&s->entries[i]);
+        memmove(&s->entries[i], &s->entries[i + 1], (s->n - (size_t) i - 1) * sizeof(PollEntry));
+        s->n--;
+}
+
+static int64_t ts_ns(const struct statx_timestamp *t) {
+        return t->tv_sec * INT64_C(1000000000) + t->tv_nsec;
+}
+
+/* statx of name in dirfd into *e (name untouched). Return: 0, or -errno. */
+static int entry_stat(int dirfd, const char *name, PollIo *io, PollEntry *e) {
+        struct statx stx;
+
+        io->stats++;
+        if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_FORCE_SYNC,
+                  STATX_WANTED, &stx) < 0)
+                return negative_errno();
+        e->ino = stx.stx_ino;
+        e->mode = stx.stx_mode;
+        e->uid = stx.stx_uid;
+        e->gid = stx.stx_gid;
+        e->size = stx.stx_size;
+        e->mtime_ns = ts_ns(&stx.stx_mtime);
+        e->ctime_ns = ts_ns(&stx.stx_ctime);
+        e->no_stat = false;
+        return 0;
+}
+
+/* ---- reading a directory, a system call at a time ---- */
+
+/* Puts name of dirfd's directory into s as it is now: stat'ed again, or
+ * taken out if gone; left as it was if it cannot be stat'ed. Return: 0,
+ * -ENOMEM. */
+static int snapshot_restat(PollSnapshot *s, int dirfd, const char *name, PollIo *io) {
+        PollEntry e = {};
+        int k;
+
+        k = entry_stat(dirfd, name, io, &e);
+        if (k == -ENOENT || k == -ENOTDIR)
+                snapshot_remove(s, name);
+        else if (k == 0) {
+                e.name = strdup(name);
+                if (!e.name || snapshot_put(s, &e) < 0) {
+                        entry_done(&e);
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+static void reader_hook(PollReader *r, uint32_t what) {
+        if (r->hook.fn)
+                r->hook.fn(what, r->hook.data);
+}
+
+static void reader_close(PollReader *r) {
+        if (r->dfd >= 0) {
+                r->dfd = safe_close(r->dfd);
+                reader_hook(r, IN_CLOSE_NOWRITE);
+        }
+}
+
+static void reader_done(PollReader *r) {
+        PollReadHook hook = r->hook;
+
+        reader_close(r);
+        poll_snapshot_done(&r->snap);
+        if (r->dirty)
+                g_hash_table_destroy(r->dirty);
+        *r = (PollReader) { .dfd = -1, .hook = hook };
+}
+
+static void reader_init(PollReader *r, const PollReadHook *hook) {
+        *r = (PollReader) { .dfd = -1 };
+        if (hook)
+                r->hook = *hook;
+}
+
+static uint32_t dtype_to_mode(unsigned char t) {
+        switch (t) {
+        case DT_DIR: return S_IFDIR;
+        case DT_REG: return S_IFREG;
+        case DT_LNK: return S_IFLNK;
+        case DT_FIFO: return S_IFIFO;
+        case DT_SOCK: return S_IFSOCK;
+        case DT_CHR: return S_IFCHR;
+        case DT_BLK: return S_IFBLK;
+        default: return 0;
+        }
+}
+
+/* Appends the names of one getdents64 buffer. */
+static int reader_take_names(PollReader *r, const char *buf, size_t len) {
+        for (size_t off = 0; off < len; ) {
+                const struct dirent64 *de = (const struct dirent64 *) (buf + off);
+                PollEntry *e;
+
+                off += de->d_reclen;
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (snapshot_reserve(&r->snap, 1) < 0)
+                        return -ENOMEM;
+                e = &r->snap.entries[r->snap.n];
+                *e = (PollEntry) {
+                        .name = strdup(de->d_name),
+                        .ino = de->d_ino,
+                        .mode = dtype_to_mode(de->d_type),
+                        .no_stat = true,
+                };
+                if (!e->name)
+                        return -ENOMEM;
+                r->snap.n++;
+        }
+        return 0;
+}
+
+/*
+ * One step of reading the directory at fd: open, one getdents64, or one
+ * statx, as long as *budget lasts. Return: 1 when the snapshot is whole,
+ * 0 when the budget ran out first, -errno when the directory cannot be read.
+ */
+static int reader_step(PollReader *r, int fd, unsigned *budget, PollIo *io) {
+        for (;; (*budget)--) {
+                bool dirty = r->dirty && g_hash_table_size(r->dirty) > 0;
+
+                if (r->listed && r->stat_next >= r->snap.n && !dirty) {
+                        reader_close(r);
+                        return 1;
+                }
+                if (*budget == 0)
+                        return 0;
+
+                if (r->dfd < 0) {
+                        /* Opened afresh each time: NFS checks the directory
+                         * again on open (close-to-open), and permission is
+                         * checked with the credentials of now. */
+                        io->opens++;
+                        r->dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                        if (r->dfd < 0)
+                                return negative_errno();
+                        reader_hook(r, IN_OPEN);
+                } else if (!r->checked) {
+                        struct statx stx;
+
+                        /* Its attributes from the server: a changed
+                         * directory's cached listing is then dropped. */
+                        io->stats++;
+                        if (statx(r->dfd, "", AT_EMPTY_PATH | AT_STATX_FORCE_SYNC, STATX_NLINK, &stx) < 0)
+                                return negative_errno();
+                        if ((stx.stx_mask & STATX_NLINK) && stx.stx_nlink == 0)
+                                return -ENOENT;         /* removed, and held open by us */
+                        r->checked = true;
+                } else if (!r->listed) {
+                        char buf[GETDENTS_BUFFER];
+                        long n;
+                        int k;
+
+                        io->getdents++;
+                        n = syscall(SYS_getdents64, r->dfd, buf, sizeof(buf));
+                        if (n < 0)
+                                return negative_errno();
+                        reader_hook(r, IN_ACCESS);
+                        if (n == 0) {
+                                r->listed = true;
+                                if (r->snap.n > 1)
+                                        qsort(r->snap.entries, r->snap.n, sizeof(PollEntry), entry_cmp);
+                                continue;
+                        }
+                        k = reader_take_names(r, buf, (size_t) n);
+                        if (k < 0)
+                                return k;
+                } else if (r->stat_next < r->snap.n) {
+                        PollEntry *e = &r->snap.entries[r->stat_next];
+                        int k = entry_stat(r->dfd, e->name, io, e);
+
+                        if (k == -ENOENT || k == -ENOTDIR) {
+                                /* Gone between the listing and now. */
+                                snapshot_remove(&r->snap, e->name);
+                                continue;
+                        }
+                        /* Any other failure (EACCES without search
+                         * permission...): the name stays with what getdents
+                         * said. */
+                        r->stat_next++;
+                } else {
+                        /* A name the kernel reported while the directory was
+                         * being read: what was listed of it may be older than
+                         * what the kernel reported, so it is looked at again. */
+                        GHashTableIter it;
+                        gpointer key;
+
+                        g_hash_table_iter_init(&it, r->dirty);
+                        if (!g_hash_table_iter_next(&it, &key, NULL))
+                                continue;
+                        if (snapshot_restat(&r->snap, r->dfd, key, io) < 0)
+                                return -ENOMEM;
+                        g_hash_table_iter_remove(&it);
+                }
+        }
+}
+
+int poll_snapshot_read(int dirfd, PollIo *io, PollSnapshot *ret) {
+        PollReader r;
+        int k;
+
+        reader_init(&r, NULL);
+        do {
+                unsigned budget = UINT_MAX;
+
+                k = reader_step(&r, dirfd, &budget, io);
+        } while (k == 0);
+        if (k < 0) {
+                reader_done(&r);
+                return k;
+        }
+        *ret = r.snap;
+        r.snap = (PollSnapshot) {};
+        reader_done(&r);
+        return 0;
+}
+
+/* ---- comparing two snapshots ---- */
+
+/* What changed in an entry that kept its name and inode (IN_MODIFY, IN_ATTRIB or 0). */
+static uint32_t entry_changes(const PollEntry *o, const PollEntry *n, bool moved) {
+        bool owner;
+
+        if (o->no_stat || n->no_stat)
+                return 0;
+        owner = o->mode != n->mode || o->uid != n->uid || o->gid != n->gid;
+        /* A directory's size and times follow its contents, which the
+         * kernel does not report on its parent either. */
+        if (S_ISDIR(n->mode))
+                return owner ? IN_ATTRIB : 0;
+        if (o->size != n->size || o->mtime_ns != n->mtime_ns)
+                return IN_MODIFY;
+        /* A rename changes the ctime of what was renamed on most file systems. */
+        if (owner || (!moved && o->ctime_ns != n->ctime_ns))
+                return IN_ATTRIB;
+        return 0;
+}
+
+static Change *change_new(ChangeKind kind, PollDir *d, const PollEntry *before, const PollEntry *after) {
+        const PollEntry *e = after ?: before;
+        Change *c = calloc(1, sizeof(Change));
+
+        if (!c)
+                return NULL;
+        c->name = strdup(e->name);
+        if (!c->name) {
+                free(c);
+                return NULL;
+        }
+        c->kind = kind;
+        c->dir = d;
+        c->ino = e->ino;
+        c->mode = e->mode;
+        if (before)
+                c->before = *before;
+        if (after)
+                c->after = *after;
+        c->before.name = c->after.name = NULL;
+        return c;
+}
+
+static void change_free(gpointer p) {
+        Change *c = p;
+
+        free(c->name);
+        free(c);
+}
+
+static int add_change(GPtrArray *out, ChangeKind kind, PollDir *d,
+                      const PollEntry *before, const PollEntry *after, uint32_t mask) {
+        Change *c = change_new(kind, d, before, after);
+
+        if (!c)
+                return -ENOMEM;
+        c->mask = mask;
+        g_ptr_array_add(out, c);
+        return 0;
+}
+
+static bool same_type(uint32_t a, uint32_t b) {
+        return (a & S_IFMT) == (b & S_IFMT);
+}
+
+/* Appends to out what changed from o to n in d. */
+static int snapshot_diff(PollDir *d, const PollSnapshot *o, const PollSnapshot *n, GPtrArray *out) {
+        size_t i = 0, j = 0;
+        int r = 0;
+
+        while (r >= 0 && (i < o->n || j < n->n)) {
+                int c = i >= o->n ? 1 : j >= n->n ? -1 : strcmp(o->entries[i].name, n->entries[j].name);
+
+                if (c < 0)
+                        r = add_change(out, CHANGE_GONE, d, &o->entries[i++], NULL, 0);
+                else if (c > 0)
+                        r = add_change(out, CHANGE_APPEARED, d, NULL, &n->entries[j++], 0);
+                else {
+                        const PollEntry *a = &o->entries[i++], *b = &n->entries[j++];
+                        uint32_t m;
+
+                        if (a->ino != b->ino || !same_type(a->mode, b->mode)) {
+                                r = add_change(out, CHANGE_GONE, d, a, NULL, 0);
+                                if (r >= 0)
+                                        r = add_change(out, CHANGE_APPEARED, d, NULL, b, 0);
+                        } else if ((m = entry_changes(a, b, false)))
+                                r = add_change(out, CHANGE_MODIFIED, d, a, b, m);
+                }
+        }
+        return r;
+}
+
+/* ---- the heap of groups between rounds ---- */
+
+static bool heap_less(PollGroup *a, PollGroup *b) {
+        return a->next_round < b->next_round;
+}
+
+static void heap_set(Poller *p, size_t i, PollGroup *g) {
+        p->heap[i] = g;
+        g->heap_index = i;
+}
+
+static void heap_up(Poller *p, size_t i) {
+        PollGroup *g = p->heap[i];
+
+        while (i > 0 && heap_less(g, p->heap[(i - 1) / 2])) {
+                heap_set(p, i, p->heap[(i - 1) / 2]);
+                i = (i - 1) / 2;
+        }
+        heap_set(p, i, g);
+}
+
+static void heap_down(Poller *p, size_t i) {
+        PollGroup *g = p->heap[i];
+
+        for (;;) {
+                size_t c = 2 * i + 1;
+
+                if (c >= p->n_heap)
+                        break;
+                if (c + 1 < p->n_heap && heap_less(p->heap[c + 1], p->heap[c]))
+                        c++;
+                if (!heap_less(p->heap[c], g))
+                        break;
+                heap_set(p, i, p->heap[c]);
+                i = c;
+        }
+        heap_set(p, i, g);
+}
+
+static int heap_push(Poller *p, PollGroup *g) {
+        if (p->n_heap == p->cap_heap) {
+                size_t cap = MAX(p->cap_heap * 2, 16u);
+                PollGroup **h = realloc(p->heap, cap * sizeof(PollGroup *));
+
+                if (!h)
+                        return -ENOMEM;
+                p->heap = h;
+                p->cap_heap = cap;
+        }
+        heap_set(p, p->n_heap++, g);
+        heap_up(p, p->n_heap - 1);
+        return 0;
+}
+
+static void heap_remove(Poller *p, PollGroup *g) {
+        size_t i = g->heap_index;
+
+        assert(i < p->n_heap && p->heap[i] == g);
+        p->n_heap--;
+        if (i < p->n_heap) {
+                heap_set(p, i, p->heap[p->n_heap]);
+                heap_down(p, i);
+                heap_up(p, p->heap[i]->heap_index);
+        }
+        g->heap_index = SIZE_MAX;
+}
+
+/* ---- the poller ---- */
+
+int poller_new(const PollerCallbacks *cb, void *userdata, uint32_t max_dirs_per_user, Poller **ret) {
+        Poller *p = calloc(1, sizeof(Poller));
+
+        if (!p)
+                return -ENOMEM;
+        p->cb = *cb;
+        p->userdata = userdata;
+        p->ops_per_run = POLLER_OPS_PER_RUN;
+        p->max_dirs_per_user = max_dirs_per_user;
+        p->users = g_hash_table_new(g_direct_hash, g_direct_equal);
+        g_queue_init(&p->turns);
+        g_queue_init(&p->stale);
+        *ret = p;
+        return 0;
+}
+
+Poller *poller_free(Poller *p) {
+        if (!p)
+                return NULL;
+        while (p->n_heap > 0)
+                poller_group_free(p->heap[0]);
+        /* Left: users with groups in a round. */
+        while (p->turns.head) {
+                PollUser *u = p->turns.head->data;
+
+                assert(u->active.head);
+                poller_group_free(u->active.head->data);
+        }
+        free(p->heap);
+        g_hash_table_destroy(p->users);
+        free(p);
+        return NULL;
+}
+
+void poller_set_limits(Poller *p, unsigned ops_per_run, uint32_t max_dirs_per_user) {
+        p->ops_per_run = MAX(ops_per_run, 1u);
+        p->max_dirs_per_user = max_dirs_per_user;
+}
+
+const PollIo *poller_io(const Poller *p) {
+        return &p->io;
+}
+
+uint32_t poller_user_dirs(const Poller *p, uid_t uid) {
+        const PollUser *u = g_hash_table_lookup(p->users, GUINT_TO_POINTER(uid));
+
+        return u ? u->dirs : 0;
+}
+
+static PollUser *user_get(Poller *p, uid_t uid) {
+        PollUser *u = g_hash_table_lookup(p->users, GUINT_TO_POINTER(uid));
+
+        if (u)
+                return u;
+        u = calloc(1, sizeof(PollUser));
+        if (!u)
+                return NULL;
+        u->uid = uid;
+        u->turn_link.data = u;
+        g_queue_init(&u->baseline);
+        g_queue_init(&u->active);
+        g_hash_table_insert(p->users, GUINT_TO_POINTER(uid), u);
+        return u;
+}
+
+static void user_put(Poller *p, PollUser *u) {
+        assert(u->groups > 0);
+        if (--u->groups > 0)
+                return;
+        assert(!u->in_turns && u->dirs == 0);
+        g_hash_table_remove(p->users, GUINT_TO_POINTER(u->uid));
+        free(u);
+}
+
+/* Puts u in the ring of turns when it has work, takes it out when it has none. */
+static void user_update_turn(Poller *p, PollUser *u) {
+        bool work = u->baseline.length > 0 || u->active.length > 0;
+
+        if (work && !u->in_turns) {
+                g_queue_push_tail_link(&p->turns, &u->turn_link);
+                u->in_turns = true;
+                u->spent = 0;
+        } else if (!work && u->in_turns) {
+                g_queue_unlink(&p->turns, &u->turn_link);
+                u->in_turns = false;
+        }
+}
+
+/* Frees what is left of g once it is out of every queue. */
+static void group_release(PollGroup *g) {
+        user_put(g->poller, g->user);
+        g_ptr_array_unref(g->changes);
+        free(g);
+}
+
+/* d has its first snapshot, or is to be read as a round's. */
+static void dir_baseline_done(PollDir *d) {
+        PollUser *u = d->group->user;
+
+        g_queue_unlink(&u->baseline, &d->baseline_link);
+        d->in_baseline = false;
+        user_update_turn(d->group->poller, u);
+}
+
+/*
+ * The phase of the sequence-th group, as a fraction of its interval: the
+ * fractional parts of k times the golden ratio, which fill [0, 1) evenly
+ * whatever the number of groups (a low-discrepancy sequence), so that groups
+ * made together poll spread over the interval. Fixed point, 64 bits.
+ */
+static uint64_t phase_of(uint64_t sequence, uint64_t interval) {
+        uint64_t frac = sequence * UINT64_C(0x9E3779B97F4A7C15);
+
+        return (uint64_t) (((unsigned __int128) frac * interval) >> 64);
+}
+
+int poller_group_new(Poller *p, uid_t uid, uint64_t interval_usec, uint64_t now_usec,
+                     void *userdata, PollGroup **ret) {
+        PollGroup *g;
+        int r;
+
+        if (interval_usec == 0)
+                return -EINVAL;
+        g = calloc(1, sizeof(PollGroup));
+        if (!g)
+                return -ENOMEM;
+        g->poller = p;
+        g->user = user_get(p, uid);
+        if (!g->user) {
+                free(g);
+                return -ENOMEM;
+        }
+        g->user->groups++;
+        g->uid = uid;
+        g->interval = interval_usec;
+        /* The first round comes within one interval, never at once: the
+         * first snapshots are taken apart (baseline), as soon as can be. */
+        g->next_round = now_usec + 1 + phase_of(++p->sequence, interval_usec);
+        g->userdata = userdata;
+        g->changes = g_ptr_array_new_with_free_func(change_free);
+        g->active_link.data = g;
+        g_queue_init(&g->dirs);
+        r = heap_push(p, g);
+        if (r < 0) {
+                group_release(g);
+                return r;
+        }
+        *ret = g;
+        return 0;
+}
+
+size_t poller_group_size(const PollGroup *g) {
+        return g->dirs.length;
+}
+
+static void dir_unstale(PollDir *d) {
+        if (d->in_stale) {
+                g_queue_unlink(&d->group->poller->stale, &d->stale_link);
+                d->in_stale = false;
+        }
+        g_hash_table_remove_all(d->noted);
+}
+
+static void dir_stop_reading(PollDir *d) {
+        reader_done(&d->reader);
+        d->reading = false;
+}
+
+static void dir_read_op(uint32_t what, void *data) {
+        PollDir *d = data;
+        Poller *p = d->group->poller;
+
+        if (p->cb.read_op)
+                p->cb.read_op(d->group->userdata, d->userdata, what, p->userdata);
+}
+
+static void changes_forget_dir(GPtrArray *changes, PollDir *d) {
+        for (size_t i = 0; i < changes->len; i++) {
+                Change *c = g_ptr_array_index(changes, i);
+
+                if (c->dir == d) {
+                        c->dropped = true;
+                        c->dir = NULL;
+                }
+        }
+}
+
+static void dir_free(PollDir *d) {
+        PollGroup *g = d->group;
+        Poller *p = g->poller;
+
+        if (g->cursor == &d->group_link)
+                g->cursor = d->group_link.next;
+        g_queue_unlink(&g->dirs, &d->group_link);
+        if (d->in_baseline) {
+                g_queue_unlink(&g->user->baseline, &d->baseline_link);
+                user_update_turn(p, g->user);
+        }
+        dir_unstale(d);
+        g_hash_table_destroy(d->noted);
+        /* The round's changes, and those being given out, keep their names,
+         * not the directory. */
+        changes_forget_dir(g->changes, d);
+        if (g->emitting)
+                changes_forget_dir(g->emitting, d);
+        dir_stop_reading(d);
+        poll_snapshot_done(&d->snap);
+        safe_close(d->fd);
+        g->user->dirs--;
+        free(d);
+}
+
+void poller_group_free(PollGroup *g) {
+        Poller *p;
+
+        if (!g || g->dead)
+                return;
+        p = g->poller;
+        while (g->dirs.head)
+                dir_free(g->dirs.head->data);
+        if (g->in_round) {
+                g_queue_unlink(&g->user->active, &g->active_link);
+                g->in_round = false;
+                user_update_turn(p, g->user);
+        } else if (g->heap_index != SIZE_MAX)
+                heap_remove(p, g);
+        if (g->emitting) {
+                /* Called back from its own records: freed when they end. */
+                g->dead = true;
+                return;
+        }
+        group_release(g);
+}
+
+int poller_dir_add(PollGroup *g, int fd, bool report_existing, void *userdata, PollDir **ret) {
+        Poller *p = g->poller;
+        PollDir *d;
+
+        if (g->user->dirs >= p->max_dirs_per_user)
+                return -EDQUOT;
+        d = calloc(1, sizeof(PollDir));
+        if (!d)
+                return -ENOMEM;
+        d->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (d->fd < 0) {
+                int r = negative_errno();
+
+                free(d);
+                return r;
+        }
+        d->group = g;
+        d->userdata = userdata;
+        d->report_existing = report_existing;
+        d->noted = g_hash_table_new_full(g_str_hash, g_str_equal, free, NULL);
+        reader_init(&d->reader, &(PollReadHook) { dir_read_op, d });
+        d->group_link.data = d->baseline_link.data = d->stale_link.data = d;
+        g_queue_push_tail_link(&g->dirs, &d->group_link);
+        g_queue_push_tail_link(&g->user->baseline, &d->baseline_link);
+        d->in_baseline = true;
+        user_update_turn(p, g->user);
+        /* Added during a round: not part of it (it has no snapshot yet). */
+        d->round_done = true;
+        g->user->dirs++;
+        if (ret)
+                *ret = d;
+        return 0;
+}
+
+int poller_dir_fd(const PollDir *d) {
+        return d->fd;
+}
+
+void poller_dir_remove(PollDir *d) {
+        if (d)
+                dir_free(d);
+}
+
+int poller_dir_note(PollDir *d, const char *name) {
+        PollGroup *g = d->group;
+        char *copy;
+
+        /* The first snapshot, still to come, will see it as it is. */
+        if (!d->have_snap)
+                return 0;
+
+        for (size_t i = 0; i < g->changes->len; i++) {
+                Change *c = g_ptr_array_index(g->changes, i);
+
+                if (c->dir == d && strcmp(c->name, name) == 0)
+                        c->dropped = true;
+        }
+        if (d->reading) {
+                if (!d->reader.dirty)
+                        d->reader.dirty = g_hash_table_new_full(g_str_hash, g_str_equal, free, NULL);
+                copy = strdup(name);
+                if (!copy)
+                        return -ENOMEM;
+                g_hash_table_add(d->reader.dirty, copy);
+        }
+        copy = strdup(name);
+        if (!copy)
+                return -ENOMEM;
+        g_hash_table_add(d->noted, copy);
+        if (!d->in_stale) {
+                g_queue_push_tail_link(&g->poller->stale, &d->stale_link);
+                d->in_stale = true;
+        }
+        return 0;
+}
+
+uint64_t poller_next(const Poller *p) {
+        if (p->stale.length > 0 || p->turns.length > 0)
+                return 0;
+        return p->n_heap > 0 ? p->heap[0]->next_round : UINT64_MAX;
+}
+
+static int dir_begin(PollDir *d) {
+        Poller *p = d->group->poller;
+
+        return p->cb.begin ? p->cb.begin(d->group->userdata, d->userdata, p->userdata) : 0;
+}
+
+static void dir_end(PollDir *d) {
+        Poller *p = d->group->poller;
+
+        if (p->cb.end)
+                p->cb.end(d->group->userdata, d->userdata, p->userdata);
+}
+
+/* Stats the names the kernel reported in d into its snapshot. */
+static int dir_refresh_noted(PollDir *d) {
+        Poller *p = d->group->poller;
+        GHashTableIter it;
+        gpointer key;
+        int r;
+
+        r = dir_begin(d);
+        if (r < 0) {
+                /* Cannot look: the next round will. */
+                dir_unstale(d);
+                return 0;
+        }
+        g_hash_table_iter_init(&it, d->noted);
+        while (p->budget > 0 && g_hash_table_iter_next(&it, &key, NULL)) {
+                p->budget--;
+                if (snapshot_restat(&d->snap, d->fd, key, &p->io) < 0) {
+                        dir_end(d);
+                        return -ENOMEM;
+                }
+                g_hash_table_iter_remove(&it);
+        }
+        dir_end(d);
+        if (g_hash_table_size(d->noted) == 0)
+                dir_unstale(d);
+        return 0;
+}
+
+/*
+ * Reads d as far as the budget goes. Return: 1 when its new snapshot is whole
+ * (its changes appended to changes if it had one before; changes NULL: none
+ * wanted), 0 if not yet, -ENOMEM. A directory that cannot be read counts as
+ * read, with no change, and *ret_error says why (else 0): the caller tells,
+ * once it is done with d.
+ */
+static int dir_read(PollDir *d, GPtrArray *changes, int *ret_error) {
+        Poller *p = d->group->poller;
+        int r;
+
+        *ret_error = 0;
+        r = dir_begin(d);
+        if (r >= 0) {
+                d->reading = true;
+                r = reader_step(&d->reader, d->fd, &p->budget, &p->io);
+                dir_end(d);
+        }
+        if (r == -ENOMEM) {
+                dir_stop_reading(d);
+                return r;
+        }
+        if (r < 0) {
+                dir_stop_reading(d);
+                *ret_error = r;
+                return 1;
+        }
+        if (r == 0)
+                return 0;
+
+        if (changes) {
+                PollSnapshot empty = {};
+
+                r = snapshot_diff(d, d->have_snap ? &d->snap : &empty, &d->reader.snap, changes);
+                if (r < 0) {
+                        dir_stop_reading(d);
+                        return r;
+                }
+        }
+        poll_snapshot_done(&d->snap);
+        d->snap = d->reader.snap;
+        d->reader.snap = (PollSnapshot) {};
+        d->have_snap = true;
+        dir_stop_reading(d);
+        return 1;
+}
+
+int poller_dir_prime(PollDir *d, unsigned budget) {
+        Poller *p = d->group->poller;
+        int r, error;
+
+        if (!d->in_baseline || d->report_existing)
+                return 0;
+        p->budget = budget;
+        r = dir_read(d, NULL, &error);
+        p->budget = 0;
+        if (r < 0)
+                return r;
+        /* Done: off the queue. Failed: the loop reads it again, and tells. */
+        if (r > 0 && error == 0)
+                dir_baseline_done(d);
+        return 0;
+}
+
+/* Tells the error of d's last read if it changed. d may be gone after. */
+static void dir_tell_error(PollDir *d, int error) {
+        Poller *p = d->group->poller;
+
+        if (d->error == error)
+                return;
+        d->error = error;
+        if (p->cb.error)
+                p->cb.error(d->group->userdata, d->userdata, error, p->userdata);
+}
+
+static void emit(PollGroup *g, uint32_t mask, PollDir *d, const char *name, PollDir *nd, const char *new_name) {
+        Poller *p = g->poller;
+        PollRecord rec = {
+                .mask = mask,
+                .dir = d->userdata,
+                .name = name,
+                .new_dir = nd ? nd->userdata : NULL,
+                .new_name = new_name,
+        };
+
+        if (p->cb.record)
+                p->cb.record(g->userdata, &rec, p->userdata);
+}
+
+static uint32_t isdir_bit(uint32_t mode) {
+        return S_ISDIR(mode) ? IN_ISDIR : 0;
+}
+
+static char *place_key(const PollDir *d, const char *name) {
+        /* No name holds a '/': pointer and name cannot run into each other. */
+        return g_strdup_printf("%p/%s", (const void *) d, name);
+}
+
+/* Pairs GONE and APPEARED of one inode into moves. */
+static void pair_moves(GPtrArray *changes) {
+        g_autoptr(GHashTable) gone = g_hash_table_new(g_int64_hash, g_int64_equal);
+        g_autoptr(GHashTable) appeared = g_hash_table_new(g_int64_hash, g_int64_equal);
+        static Change ambiguous;
+
+        for (size_t i = 0; i < changes->len; i++) {
+                Change *c = g_ptr_array_index(changes, i);
+                GHashTable *h;
+                Change *old;
+
+                if (c->dropped || c->kind == CHANGE_MODIFIED)
+                        continue;
+                h = c->kind == CHANGE_GONE ? gone : appeared;
+                old = g_hash_table_lookup(h, &c->ino);
+                g_hash_table_insert(h, &c->ino, old ? &ambiguous : c);
+        }
+        for (size_t i = 0; i < changes->len; i++) {
+                Change *c = g_ptr_array_index(changes, i), *from;
+
+                if (c->dropped || c->kind != CHANGE_APPEARED)
+                        continue;
+                if (g_hash_table_lookup(appeared, &c->ino) != c)
+                        continue;
+                from = g_hash_table_lookup(gone, &c->ino);
+                if (!from || from == &ambiguous || !same_type(from->mode, c->mode))
+                        continue;
+                from->partner = c;
+                c->partner = from;
+        }
+}
+
+/* A GONE paired with an APPEARED, both still wanted. */
+static bool is_move(const Change *c) {
+        return c->kind == CHANGE_GONE && c->partner && !c->dropped && c->dir &&
+               !c->partner->dropped && c->partner->dir;
+}
+
+static void emit_move(PollGroup *g, Change *c, GHashTable *sources, GHashTable *moved) {
+        g_autofree char *key = place_key(c->dir, c->name);
+
+        g_hash_table_add(moved, &c->ino);
+        emit(g, IN_MOVED_FROM | IN_MOVED_TO | isdir_bit(c->mode), c->dir, c->name,
+             c->partner->dir, c->partner->name);
+        c->emitted = true;
+        g_hash_table_remove(sources, key);
+}
+
+/* Gives out a round's changes: deletions, moves, creations, modifications. */
+static void round_emit(PollGroup *g, GPtrArray *changes) {
+        g_autoptr(GHashTable) sources = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        g_autoptr(GHashTable) moved = g_hash_table_new(g_int64_hash, g_int64_equal);
+        size_t left = 0;
+
+        pair_moves(changes);
+
+        for (size_t i = 0; i < changes->len; i++) {
+                Change *c = g_ptr_array_index(changes, i);
+
+                if (c->dropped || !c->dir)
+                        continue;
+                if (c->kind == CHANGE_GONE && !is_move(c))
+                        emit(g, IN_DELETE | isdir_bit(c->mode), c->dir, c->name, NULL, NULL);
+                else if (is_move(c)) {
+                        g_hash_table_insert(sources, place_key(c->dir, c->name), c);
+                        left++;
+                }
+        }
+
+        /* Moves: one into a name that another moves out of waits for it
+         * (b->c before a->b); a cycle (a->b, b->a) is broken where it is
+         * found. */
+        while (left > 0) {
+                bool progress = false;
+
+                for (size_t i = 0; i < changes->len; i++) {
+                        Change *c = g_ptr_array_index(changes, i);
+                        g_autofree char *dest = NULL;
+                        Change *blocker;
+
+                        if (!is_move(c) || c->emitted)
+                                continue;
+                        dest = place_key(c->partner->dir, c->partner->name);
+                        blocker = g_hash_table_lookup(sources, dest);
+                        if (blocker && blocker != c)
+                                continue;
+                        emit_move(g, c, sources, moved);
+                        left--;
+                        progress = true;
+                }
+                for (size_t i = 0; !progress && i < changes->len; i++) {
+                        Change *c = g_ptr_array_index(changes, i);
+
+                        if (is_move(c) && !c->emitted) {
+                                emit_move(g, c, sources, moved);
+                                left--;
+                                progress = true;
+                        }
+                }
+        }
+
+        for (size_t i = 0; i < changes->len; i++) {
+                Change *c = g_ptr_array_index(changes, i);
+
+                if (c->dropped || !c->dir || c->kind != CHANGE_APPEARED)
+                        continue;
+                if (!c->partner || !is_move(c->partner))
+                        emit(g, IN_CREATE | isdir_bit(c->mode), c->dir, c->name, NULL, NULL);
+        }
+        for (size_t i = 0; i < changes->len; i++) {
+                Change *c = g_ptr_array_index(changes, i);
+                uint32_t m;
+
+                if (c->dropped || !c->dir)
+                        continue;
+                if (c->kind == CHANGE_MODIFIED)
+                        /* Another name of a moved inode (a hard link) had its
+                         * ctime changed by the rename, not by a change of its own. */
+                        m = g_hash_table_contains(moved, &c->ino) ?
+                                entry_changes(&c->before, &c->after, true) : c->mask;
+                else if (c->kind == CHANGE_APPEARED && c->partner && c->partner->emitted)
+                        m = entry_changes(&c->partner->before, &c->after, true);
+                else
+                        continue;
+                if (m)
+                        emit(g, m | isdir_bit(c->mode), c->dir, c->name, NULL, NULL);
+        }
+}
+
+/* Gives out changes as g's records. g may be freed from a record's callback:
+ * it is then freed here, and true returned. */
+static bool group_emit(PollGroup *g, GPtrArray *changes) {
+        g->emitting = changes;
+        round_emit(g, changes);
+        g->emitting = NULL;
+        if (g->dead) {
+                group_release(g);
+                return true;
+        }
+        return false;
+}
+
+static void start_due_rounds(Poller *p, uint64_t now) {
+        while (p->n_heap > 0 && p->heap[0]->next_round <= now) {
+                PollGroup *g = p->heap[0];
+
+                heap_remove(p, g);
+                g->in_round = true;
+                g->cursor = g->dirs.head;
+                for (GList *l = g->dirs.head; l; l = l->next)
+                        ((PollDir *) l->data)->round_done = false;
+                g_queue_push_tail_link(&g->user->active, &g->active_link);
+                user_update_turn(p, g->user);
+        }
+}
+
+static int end_round(Poller *p, PollGroup *g, uint64_t now) {
+        g_queue_unlink(&g->user->active, &g->active_link);
+        g->in_round = false;
+        user_update_turn(p, g->user);
+        if (group_emit(g, g->changes))
+                return 0;
+        g_ptr_array_set_size(g->changes, 0);
+        /* Rounds start an interval apart, in step with the phase; a round
+         * that took longer is followed by the next at once. */
+        g->next_round += g->interval;
+        if (g->next_round < now)
+                g->next_round = now;
+        return heap_push(p, g);
+}
+
+/*
+ * One step of u's work, paid from p->budget: of its first snapshots, then of
+ * its oldest round. Return: 0 (the budget may have run out), -ENOMEM.
+ */
+static int user_step(Poller *p, PollUser *u, uint64_t now) {
+        PollGroup *g;
+        PollDir *d;
+        int r, error;
+
+        if (u->baseline.head) {
+                g_autoptr(GPtrArray) changes = NULL;
+
+                d = u->baseline.head->data;
+                if (d->report_existing)
+                        changes = g_ptr_array_new_with_free_func(change_free);
+                r = dir_read(d, changes, &error);
+                if (r <= 0)
+                        return r;
+                dir_baseline_done(d);
+                if (changes && changes->len > 0)
+                        group_emit(d->group, changes);  /* d may be gone after */
+                else
+                        dir_tell_error(d, error);
+                return 0;
+        }
+
+        g = u->active.head->data;
+        if (!g->cursor)
+                return end_round(p, g, now);
+        d = g->cursor->data;
+        if (d->in_baseline || d->round_done) {
+                g->cursor = g->cursor->next;
+                return 0;
+        }
+        /* A directory whose first snapshot failed takes it now. */
+        r = dir_read(d, d->have_snap ? g->changes : NULL, &error);
+        if (r <= 0)
+                return r;
+        d->round_done = true;
+        g->cursor = g->cursor->next;
+        dir_tell_error(d, error);       /* d, even g, may be gone after */
+        return 0;
+}
+
+int poller_run(Poller *p, uint64_t now_usec) {
+        int r;
+
+        p->budget = p->ops_per_run;
+
+        /* What the kernel reported first, before any read compares with it. */
+        while (p->budget > 0 && p->stale.head) {
+                r = dir_refresh_noted(p->stale.head->data);
+                if (r < 0)
+                        return r;
+        }
+
+        start_due_rounds(p, now_usec);
+        while (p->budget > 0 && p->turns.head) {
+                PollUser *u = p->turns.head->data;
+                unsigned budget = p->budget, turn;
+
+                /* Held: a record may free the user's last group. */
+                u->groups++;
+                turn = MIN(budget, USER_TURN - u->spent);
+                p->budget = turn;
+                r = user_step(p, u, now_usec);
+                u->spent += turn - p->budget;
+                p->budget = budget - (turn - p->budget);
+                if (u->in_turns && u->spent >= USER_TURN) {
+                        /* Its turn is over: to the back of the ring. */
+                        g_queue_unlink(&p->turns, &u->turn_link);
+                        g_queue_push_tail_link(&p->turns, &u->turn_link);
+                        u->spent = 0;
+                }
+                user_put(p, u);
+                if (r < 0)
+                        return r;
+        }
+
+        return poller_next(p) <= now_usec;
+}

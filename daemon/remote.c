@@ -1,0 +1,685 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * remote - directories the kernel cannot watch for everything, polled
+ *
+ * A polled directory is a RemoteDir, keyed by its subscription and its
+ * Watch (a subscription has at most one link on a watch; the pair outlives
+ * watch_table_move_link(), which may reallocate the link itself). Its link
+ * is found again through the watch's few links when needed. RemoteGroup is
+ * the poller's group of a subscription on one device.
+ *
+ * Everything the poller calls back with runs inside remote_run(): reads as
+ * the owner between begin and end, records and errors as the daemon. A
+ * record may end its subscription (ONESHOT), which frees the group's
+ * directories through remote_link_gone() while the poller is giving out the
+ * group's records: the poller allows it (poller.h), and nothing here looks
+ * at a directory or group again after delivering.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "client.h"
+#include "error.h"
+#include "event_bits.h"
+#include "fstype.h"
+#include "log.h"
+#include "macro.h"
+#include "path.h"
+#include "remote.h"
+
+/* System calls per poller_run(): small, so that the time budget is kept to within a few. */
+#define OPS_PER_STEP 32u
+/* System calls for a directory's first snapshot when it is added (in AddWatch,
+ * in a walk's slice): a directory of about a thousand names; a larger one is
+ * finished from the loop. */
+#define PRIME_OPS 1024u
+/* The poller's moves: cookies the kernel (a counter from 1) does not reach in practice. */
+#define COOKIE_BASE 0xC0000000u
+
+typedef struct RemoteGroup {
+        Remote *remote;
+        Subscription *s;
+        dev_t dev;
+        FsKind kind;
+        PollGroup *pg;
+        unsigned n_dirs;
+} RemoteGroup;
+
+typedef struct RemoteDir {
+        Remote *remote;
+        RemoteGroup *group;
+        Subscription *s;
+        Watch *w;
+        PollDir *pd;
+        /* A root's parent directory, where its own reads show up too (under
+         * the last component of its path); a tree's directory finds it
+         * through its link's parent. */
+        dev_t pdev;
+        ino_t pino;
+        bool have_parent;
+        bool overflowed;        /* the owner was told this one cannot be read */
+} RemoteDir;
+
+/* Records the poller's own reads will make the kernel queue, not yet seen. */
+typedef struct OwnRead {
+        int wd;
+        char *name;             /* NULL: the directory's own watch */
+        unsigned open, access, close;
+} OwnRead;
+
+typedef struct Key {
+        const void *a;
+        uintptr_t b;
+} Key;
+
+struct Remote {
+        WatchTable *table;
+        Delivery *delivery;
+        RemoteOps ops;
+        void *userdata;
+        Poller *poller;
+        uint32_t interval_sec[_FS_KIND_MAX];
+
+        GHashTable *dirs;       /* Key{Subscription, Watch} -> RemoteDir (owned) */
+        GHashTable *groups;     /* Key{Subscription, dev} -> RemoteGroup (owned) */
+        GHashTable *by_watch;   /* Watch -> GPtrArray of RemoteDir on it */
+        GHashTable *subs;       /* Subscription -> directories of it polled */
+        GHashTable *unpolled;   /* Key{Subscription, Watch} -> FsKind: remote directories not polled
+                                 * (NO_POLL, an interval of 0, over the budget) */
+        GHashTable *remote_subs;/* Subscription -> directories of it on remote file systems, polled or not */
+        GArray *own_reads;      /* OwnRead */
+        unsigned n_dirs;
+
+        AccessSaved saved;      /* between begin and end */
+        bool linking_found;     /* remote_link_added() for a directory found by polling */
+        uint32_t cookie;
+};
+
+static guint key_hash(gconstpointer p) {
+        const Key *k = p;
+
+        return g_direct_hash(k->a) ^ (guint) (k->b * 0x9E3779B1u) ^ (guint) ((uint64_t) k->b >> 32);
+}
+
+static gboolean key_equal(gconstpointer a, gconstpointer b) {
+        const Key *x = a, *y = b;
+
+        return x->a == y->a && x->b == y->b;
+}
+
+static Key *key_new(const void *a, uintptr_t b) {
+        Key *k = g_new(Key, 1);
+
+        *k = (Key) { a, b };
+        return k;
+}
+
+static void own_read_clear(gpointer p) {
+        free(((OwnRead *) p)->name);
+}
+
+static int on_begin(void *group, void *dir, void *userdata);
+static void on_end(void *group, void *dir, void *userdata);
+static void on_record(void *group, const PollRecord *rec, void *userdata);
+static void on_error(void *group, void *dir, int error, void *userdata);
+static void on_read_op(void *group, void *dir, uint32_t what, void *userdata);
+
+static const PollerCallbacks poller_callbacks = {
+        .begin = on_begin,
+        .end = on_end,
+        .record = on_record,
+        .error = on_error,
+        .read_op = on_read_op,
+};
+
+static void config_apply(Remote *r, const Config *config) {
+        memcpy(r->interval_sec, config->poll_interval_sec, sizeof(r->interval_sec));
+        r->interval_sec[FS_LOCAL] = 0;
+        if (r->poller)
+                poller_set_limits(r->poller, OPS_PER_STEP, config->max_polled_dirs_per_user);
+}
+
+int remote_new(WatchTable *table, Delivery *delivery, const Config *config, const RemoteOps *ops, void *userdata,
+               Remote **ret) {
+        Remote *r;
+        int k;
+
+        r = calloc(1, sizeof(Remote));
+        if (!r)
+                return -ENOMEM;
+        *r = (Remote) {
+                .table = table,
+                .delivery = delivery,
+                .ops = *ops,
+                .userdata = userdata,
+                .dirs = g_hash_table_new_full(key_hash, key_equal, g_free, NULL),
+                .groups = g_hash_table_new_full(key_hash, key_equal, g_free, NULL),
+                .by_watch = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                                  (GDestroyNotify) g_ptr_array_unref),
+                .subs = g_hash_table_new(g_direct_hash, g_direct_equal),
+                .unpolled = g_hash_table_new_full(key_hash, key_equal, g_free, NULL),
+                .remote_subs = g_hash_table_new(g_direct_hash, g_direct_equal),
+                .own_reads = g_array_new(false, false, sizeof(OwnRead)),
+        };
+        g_array_set_clear_func(r->own_reads, own_read_clear);
+        k = poller_new(&poller_callbacks, r, config->max_polled_dirs_per_user, &r->poller);
+        if (k < 0) {
+                remote_free(r);
+                return k;
+        }
+        config_apply(r, config);
+        *ret = r;
+        return 0;
+}
+
+Remote *remote_free(Remote *r) {
+        GHashTableIter i;
+        gpointer v;
+
+        if (!r)
+                return NULL;
+        /* The groups own their poller groups and directories. */
+        r->poller = poller_free(r->poller);
+        g_hash_table_iter_init(&i, r->dirs);
+        while (g_hash_table_iter_next(&i, NULL, &v))
+                free(v);
+        g_hash_table_iter_init(&i, r->groups);
+        while (g_hash_table_iter_next(&i, NULL, &v))
+                free(v);
+        g_hash_table_destroy(r->dirs);
+        g_hash_table_destroy(r->groups);
+        g_hash_table_destroy(r->by_watch);
+        g_hash_table_destroy(r->subs);
+        g_hash_table_destroy(r->unpolled);
+        g_hash_table_destroy(r->remote_subs);
+        g_array_unref(r->own_reads);
+        free(r);
+        return NULL;
+}
+
+void remote_reload(Remote *r, const Config *config) {
+        config_apply(r, config);
+}
+
+/* ---- the table's links ---- */
+
+static RemoteDir *dir_get(const Remote *r, const Subscription *s, const Watch *w) {
+        Key k = { s, (uintptr_t) w };
+
+        return g_hash_table_lookup(r->dirs, &k);
+}
+
+static WatchLink *dir_link(const RemoteDir *d) {
+        LIST_FOREACH(watch, l, d->w->links)
+                if (l->subscription == d->s)
+                        return l;
+        return NULL;
+}
+
+/* Counts directories of s in h (Subscription -> count). */
+static void sub_count(GHashTable *h, Subscription *s, int delta) {
+        unsigned n = GPOINTER_TO_UINT(g_hash_table_lookup(h, s)) + (unsigned) delta;
+
+        if (n == 0)
+                g_hash_table_remove(h, s);
+        else
+                g_hash_table_insert(h, s, GUINT_TO_POINTER(n));
+}
+
+/* The kind of a remote directory of s that is not polled, FS_LOCAL if none. */
+static FsKind unpolled_get(const Remote *r, const Subscription *s, const Watch *w) {
+        Key k = { s, (uintptr_t) w };
+
+        return (FsKind) GPOINTER_TO_UINT(g_hash_table_lookup(r->unpolled, &k));
+}
+
+/* w's directory is on a remote file system of kind, and not polled for s:
+ * only ListWatches (REMOTE) and the links below it need to know. */
+static int unpolled_add(Remote *r, Subscription *s, Watch *w, FsKind kind) {
+        g_hash_table_insert(r->unpolled, key_new(s, (uintptr_t) w), GUINT_TO_POINTER((unsigned) kind));
+        sub_count(r->remote_subs, s, +1);
+        return 0;
+}
+
+static int group_get(Remote *r, Subscription *s, dev_t dev, FsKind kind, RemoteGroup **ret) {
+        Key k = { s, (uintptr_t) dev };
+        RemoteGroup *g;
+        int e;
+
+        g = g_hash_table_lookup(r->groups, &k);
+        if (g) {
+                *ret = g;
+                return 0;
+        }
+        g = calloc(1, sizeof(RemoteGroup));
+        if (!g)
+                return -ENOMEM;
+        *g = (RemoteGroup) { .remote = r, .s = s, .dev = dev, .kind = kind };
+        e = poller_group_new(r->poller, s->owner->caller.uid, (uint64_t) r->interval_sec[kind] * 1000000u,
+                             now_usec(), g, &g->pg);
+        if (e < 0) {
+                free(g);
+                return e;
+        }
+        g_hash_table_insert(r->groups, key_new(s, (uintptr_t) dev), g);
+        *ret = g;
+        return 0;
+}
+
+static void group_put(Remote *r, RemoteGroup *g) {
+        Key k = { g->s, (uintptr_t) g->dev };
+
+        if (g->n_dirs > 0)
+                return;
+        g_hash_table_remove(r->groups, &k);
+        poller_group_free(g->pg);
+        free(g);
+}
+
+/* What l's directory is on: the kind of its parent link's, if on the same
+ * device (no system call); else asked of the kernel. Return: the kind, and
+ * the parent's group in *ret_parent if that decided. */
+static FsKind link_kind(Remote *r, WatchLink *l, int fd, const struct stat *st) {
+        FsInfo info;
+        FsKind kind;
+
+        if (l->parent && l->parent->watch->dev == st->st_dev) {
+                RemoteDir *p = dir_get(r, l->subscription, l->parent->watch);
+
+                return p ? p->group->kind : unpolled_get(r, l->subscription, l->parent->watch);
+        }
+        if (fs_detect(fd, NULL, &info) < 0)
+                return FS_LOCAL;
+        kind = info.kind;
+        if (kind != FS_LOCAL)
+                log_debug("'%s' is on %s (f_type 0x%" PRIx64 "%s%s%s%s), [poll] interval %" PRIu32 " s.",
+                          l->parent ? l->name : l->subscription->path, fs_kind_to_string(kind), info.magic,
+                          info.have_mount ? ", " : "", info.have_mount ? info.mount.fstype : "",
+                          info.have_mount ? " at " : "", info.have_mount ? info.mount.mount_point : "",
+                          r->interval_sec[kind]);
+        fs_info_done(&info);
+        return kind;
+}
+
+int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
+        Subscription *s = l->subscription;
+        RemoteGroup *g;
+        RemoteDir *d;
+        GPtrArray *on_watch;
+        FsKind kind;
+        int e;
+
+        /* Chains of pending paths follow names, not contents. */
+        if (s->chain || !s->owner)
+                return 0;
+        kind = link_kind(r, l, fd, st);
+        if (kind == FS_LOCAL || dir_get(r, s, l->watch) || unpolled_get(r, s, l->watch) != FS_LOCAL)
+                return 0;
+        /* Not polled (a file is not: its directory can be), but the
+         * subscription says it is remote all the same. */
+        if (!S_ISDIR(st->st_mode) || (s->flags & WATCHD_FLAG_NO_POLL) || r->interval_sec[kind] == 0)
+                return unpolled_add(r, s, l->watch, kind);
+
+        e = group_get(r, s, st->st_dev, kind, &g);
+        if (e < 0)
+                return e;
+        d = calloc(1, sizeof(RemoteDir));
+        if (!d) {
+                group_put(r, g);
+                return -ENOMEM;
+        }
+        *d = (RemoteDir) { .remote = r, .group = g, .s = s, .w = l->watch };
+        if (!l->parent) {
+                struct stat pst;
+
+                /* Its reads show up on its parent's watch too, if anyone watches that. */
+                if (fstatat(fd, "..", &pst, AT_SYMLINK_NOFOLLOW) >= 0 && pst.st_dev == st->st_dev) {
+                        d->pdev = pst.st_dev;
+                        d->pino = pst.st_ino;
+                        d->have_parent = true;
+                }
+        }
+        e = poller_dir_add(g->pg, fd, r->linking_found, d, &d->pd);
+        if (e < 0) {
+                free(d);
+                group_put(r, g);
+                if (e != -EDQUOT)
+                        return e;
+                /* An AddWatch (its subscription has no id until its root is
+                 * placed) is refused; a directory found later is the
+                 * kernel's only, and the owner hears that it misses some. */
+                if (!l->parent && s->id == 0)
+                        return -WATCHD_E_USER_POLLED;
+                log_debug("Directory of subscription %" PRIu32 " not polled: max_polled_dirs_per_user reached.",
+                          s->id);
+                delivery_lost(r->delivery, &s->owner->queue, s->id);
+                return unpolled_add(r, s, l->watch, kind);
+        }
+        g->n_dirs++;
+        r->n_dirs++;
+        g_hash_table_insert(r->dirs, key_new(s, (uintptr_t) l->watch), d);
+        on_watch = g_hash_table_lookup(r->by_watch, l->watch);
+        if (!on_watch) {
+                on_watch = g_ptr_array_new();
+                g_hash_table_insert(r->by_watch, l->watch, on_watch);
+        }
+        g_ptr_array_add(on_watch, d);
+        sub_count(r->subs, s, +1);
+        sub_count(r->remote_subs, s, +1);
+        /* Its first snapshot now, within bounds: a change made once AddWatch
+         * has answered (or the walk has passed) is one the next poll finds. */
+        return poller_dir_prime(d->pd, PRIME_OPS);
+}
+
+void remote_link_gone(Remote *r, WatchLink *l) {
+        Key k = { l->subscription, (uintptr_t) l->watch };
+        RemoteDir *d;
+        GPtrArray *on_watch;
+
+        if (g_hash_table_size(r->unpolled) > 0 && g_hash_table_remove(r->unpolled, &k)) {
+                sub_count(r->remote_subs, l->subscription, -1);
+                return;
+        }
+        if (g_hash_table_size(r->dirs) == 0)
+                return;
+        d = g_hash_table_lookup(r->dirs, &k);
+        if (!d)
+                return;
+        g_hash_table_remove(r->dirs, &k);
+        on_watch = g_hash_table_lookup(r->by_watch, d->w);
+        if (on_watch) {
+                g_ptr_array_remove_fast(on_watch, d);
+                if (on_watch->len == 0)
+                        g_hash_table_remove(r->by_watch, d->w);
+        }
+        poller_dir_remove(d->pd);
+        sub_count(r->subs, d->s, -1);
+        sub_count(r->remote_subs, d->s, -1);
+        r->n_dirs--;
+        d->group->n_dirs--;
+        group_put(r, d->group);
+        free(d);
+}
+
+bool remote_subscription_polled(const Remote *r, const Subscription *s) {
+        return g_hash_table_contains(r->subs, s);
+}
+
+bool remote_subscription_remote(const Remote *r, const Subscription *s) {
+        return g_hash_table_contains(r->remote_subs, s);
+}
+
+void remote_get_stats(const Remote *r, RemoteStats *ret) {
+        *ret = (RemoteStats) {
+                .polled_dirs = r->n_dirs,
+                .poll_syscalls = poll_io_total(poller_io(r->poller)),
+        };
+}
+
+/* ---- the kernel's records ---- */
+
+void remote_on_event(Remote *r, const Watch *w, const RawEvent *ev) {
+        GPtrArray *on_watch;
+        _cleanup_free_ char *name = NULL;
+
+        /* Only what changes a snapshot: opens, reads and closes without
+         * writing of the directory's files change nothing a poll compares. */
+        if (!ev->name || g_hash_table_size(r->by_watch) == 0 ||
+            !(ev->mask & (IN_CREATE | IN_DELETE | IN_MOVE | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE)))
+                return;
+        on_watch = g_hash_table_lookup(r->by_watch, w);
+        if (!on_watch)
+                return;
+        name = strndup(ev->name, ev->name_len);
+        if (!name)
+                return;         /* then the poll may tell it again, marked POLLED: no loss */
+        for (guint i = 0; i < on_watch->len; i++) {
+                RemoteDir *d = on_watch->pdata[i];
+
+                (void) poller_dir_note(d->pd, name);
+        }
+}
+
+static OwnRead *own_read_get(Remote *r, int wd, const char *name, size_t name_len, bool add) {
+        OwnRead o = { .wd = wd };
+
+        for (guint i = 0; i < r->own_reads->len; i++) {
+                OwnRead *x = &g_array_index(r->own_reads, OwnRead, i);
+
+                if (x->wd != wd || !x->name != !name)
+                        continue;
+                if (!name || (strncmp(x->name, name, name_len) == 0 && x->name[name_len] == '\0'))
+                        return x;
+        }
+        if (!add)
+                return NULL;
+        if (name) {
+                o.name = strndup(name, name_len);
+                if (!o.name)
+                        return NULL;
+        }
+        g_array_append_val(r->own_reads, o);
+        return &g_array_index(r->own_reads, OwnRead, r->own_reads->len - 1);
+}
+
+static void own_read_count(OwnRead *o, uint32_t what) {
+        if (!o)
+                return;
+        if (what == IN_OPEN)
+                o->open++;
+        else if (what == IN_ACCESS)
+                o->access++;
+        else
+                o->close++;
+}
+
+/* The poller opened, listed or closed d's directory: the kernel queued what
+ * that makes on its watch, and on its parent's under its name. */
+static void on_read_op(void *group, void *dir, uint32_t what, void *userdata) {
+        Remote *r = userdata;
+        RemoteDir *d = dir;
+        WatchLink *l = dir_link(d);
+        const Watch *pw = NULL;
+        const char *name = NULL;
+
+        if (d->w->wd >= 0)
+                own_read_count(own_read_get(r, d->w->wd, NULL, 0, true), what);
+        if (l && l->parent) {
+                pw = l->parent->watch;
+                name = l->name;
+        } else if (d->have_parent) {
+                pw = watch_table_find_watch(r->table, d->pdev, d->pino);
+                name = strrchr(d->s->path, '/');
+                name = name && name[1] ? name + 1 : NULL;
+        }
+        if (pw && pw->wd >= 0 && name)
+                own_read_count(own_read_get(r, pw->wd, name, strlen(name), true), what);
+}
+
+bool remote_own_read(Remote *r, const Watch *w, const RawEvent *ev) {
+        uint32_t what = ev->mask & ~IN_ISDIR;
+        unsigned *n;
+        OwnRead *o;
+
+        if (r->own_reads->len == 0 || !(ev->mask & IN_ISDIR) ||
+            (what != IN_OPEN && what != IN_ACCESS && what != IN_CLOSE_NOWRITE))
+                return false;
+        o = own_read_get(r, ev->wd, ev->name, ev->name_len, false);
+        if (!o)
+                return false;
+        n = what == IN_OPEN ? &o->open : what == IN_ACCESS ? &o->access : &o->close;
+        if (*n == 0)
+                return false;
+        (*n)--;
+        return true;
+}
+
+void remote_queue_read_empty(Remote *r) {
+        /* Every record the poller's reads made so far was queued before its
+         * system call returned: all read now. What was counted and not met
+         * (the kernel merges identical records in a row) is done with. */
+        if (r->own_reads->len > 0)
+                g_array_set_size(r->own_reads, 0);
+}
+
+/* ---- the poller's callbacks ---- */
+
+static int on_begin(void *group, void *dir, void *userdata) {
+        Remote *r = userdata;
+        RemoteGroup *g = group;
+
+        return access_become(&g->s->owner->caller, &r->saved);
+}
+
+static void on_end(void *group, void *dir, void *userdata) {
+        Remote *r = userdata;
+
+        access_restore(&r->saved);
+}
+
+static void on_error(void *group, void *dir, int error, void *userdata) {
+        Remote *r = userdata;
+        RemoteDir *d = dir;
+        WatchLink *l = dir_link(d);
+        Subscription *s = d->s;
+
+        if (error == 0) {
+                d->overflowed = false;
+                return;
+        }
+        if (l && !l->parent && (error == -ENOENT || error == -ESTALE)) {
+                /* The root itself went away on the server: the kernel cannot say so. */
+                log_debug_errno(error, "Polled directory '%s' is gone (%m): ending subscription %" PRIu32 ".",
+                                s->path, s->id);
+                r->ops.gone(s, r->userdata);
+                return;
+        }
+        if (l && l->parent && (error == -ENOENT || error == -ESTALE))
+                return;         /* its parent's poll reports it deleted */
+        /* Readable no more (permissions changed, the server refuses):
+         * changes in it are missed from now on, and the owner hears so. */
+        log_debug_errno(error, "Cannot poll a directory of subscription %" PRIu32 " (%m).", s->id);
+        if (!d->overflowed) {
+                d->overflowed = true;
+                delivery_lost(r->delivery, &s->owner->queue, s->id);
+        }
+}
+
+/* A directory found created by polling in a RECURSIVE tree: linked, and
+ * polled from its first snapshot on, which reports what it holds. */
+static void link_found(Remote *r, RemoteDir *d, WatchLink *parent, const char *name) {
+        Subscription *s = d->s;
+        _cleanup_close_ int fd = -1;
+        WatchLink *child;
+        struct stat st;
+        int e;
+
+        e = access_become(&s->owner->caller, &r->saved);
+        if (e < 0)
+                return;
+        fd = access_open_at(poller_dir_fd(d->pd), name, /* only_dir= */ true, /* no_follow= */ true, &st);
+        if (fd >= 0) {
+                r->linking_found = true;
+                e = watch_table_link(r->table, s, parent, fd, &st, name, strlen(name), &child);
+                r->linking_found = false;
+        } else
+                e = fd;
+        access_restore(&r->saved);
+        if (e == -WATCHD_E_CLIENT_WATCHES || e == -WATCHD_E_USER_WATCHES ||
+            e == -WATCHD_E_UNPRIVILEGED_WATCHES || e == -ENOSPC)
+                delivery_lost(r->delivery, &s->owner->queue, s->id);   /* a part of the tree it cannot see */
+}
+
+static void on_record(void *group, const PollRecord *rec, void *userdata) {
+        Remote *r = userdata;
+        RemoteDir *d = rec->dir, *nd = rec->new_dir;
+        Subscription *s = d->s;
+        WatchLink *l = dir_link(d), *nl = nd ? dir_link(nd) : NULL;
+        char buf[PATH_MAX], nbuf[PATH_MAX];
+        const char *dir, *ndir = NULL;
+        uint32_t id = s->id, isdir = rec->mask & IN_ISDIR;
+        uint64_t now = now_usec();
+        bool recursive = s->flags & WATCHD_FLAG_RECURSIVE;
+
+        if (!l || (nd && !nl))
+                return;
+        dir = watch_link_get_path(l, buf);
+        if (nl)
+                ndir = watch_link_get_path(nl, nbuf);
+        if (!dir || (nl && !ndir)) {
+                delivery_lost(r->delivery, &s->owner->queue, s->id);   /* deeper than PATH_MAX */
+                return;
+        }
+
+        if (rec->new_name) {
+                uint32_t cookie = COOKIE_BASE | (r->cookie++ & ~COOKIE_BASE);
+                _cleanup_free_ char *old_path = NULL, *new_path = NULL;
+                WatchLink *child;
+
+                if (recursive && isdir) {
+                        old_path = path_join(dir, rec->name, strlen(rec->name));
+                        new_path = path_join(ndir, rec->new_name, strlen(rec->new_name));
+                }
+                /* Both halves, one cookie: delivery pairs them into one record. */
+                r->ops.deliver(s, IN_MOVED_FROM | isdir | WATCHD_IN_POLLED, cookie, dir, rec->name,
+                               strlen(rec->name), now, r->userdata);
+                if (!watch_table_get_subscription(r->table, id))
+                        return;         /* ONESHOT: it ended */
+                r->ops.deliver(s, IN_MOVED_TO | isdir | WATCHD_IN_POLLED, cookie, ndir, rec->new_name,
+                               strlen(rec->new_name), now, r->userdata);
+                if (!watch_table_get_subscription(r->table, id) || !recursive || !isdir)
+                        return;
+                /* The directory keeps its links (and polling) at its new place;
+                 * subscriptions rooted at or below it follow. */
+                child = watch_link_child(l, rec->name, strlen(rec->name));
+                if (child && !watch_table_move_link(r->table, child, nl, rec->new_name, strlen(rec->new_name)))
+                        (void) watch_table_unlink(r->table, child);
+                else if (!child)
+                        link_found(r, nd, nl, rec->new_name);
+                if (old_path && new_path)
+                        (void) watch_table_rename_paths(r->table, old_path, new_path);
+                return;
+        }
+
+        r->ops.deliver(s, rec->mask | WATCHD_IN_POLLED, 0, dir, rec->name, strlen(rec->name), now, r->userdata);
+        if (!watch_table_get_subscription(r->table, id) || !recursive || !isdir)
+                return;
+        if (rec->mask & IN_CREATE)
+                link_found(r, d, l, rec->name);
+        else if (rec->mask & IN_DELETE) {
+                WatchLink *child = watch_link_child(l, rec->name, strlen(rec->name));
+
+                if (child)
+                        (void) watch_table_unlink(r->table, child);
+        }
+}
+
+/* ---- running ---- */
+
+bool remote_run(Remote *r, uint64_t budget_usec) {
+        uint64_t start = now_usec(), now = start;
+
+        do {
+                int k = poller_run(r->poller, now);
+
+                if (k < 0) {
+                        log_warning_errno(k, "Polling failed, trying again later: %m");
+                        return false;
+                }
+                if (k == 0)
+                        return false;
+                now = now_usec();
+        } while (now - start < budget_usec);
+        return true;
+}
+
+uint64_t remote_next(const Remote *r) {
+        return poller_next(r->poller);
+}
