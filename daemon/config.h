@@ -53,6 +53,10 @@ typedef struct Config {
         uint32_t batch_max_events;
         DeliveryMode delivery;
         unsigned delivery_line;         /* line of "delivery=", 0 if unset: for later errors */
+
+        /* [journal]: sizes in bytes */
+        uint64_t journal_max_bytes_per_subscription;
+        uint64_t journal_max_bytes_per_user;
 } Config;
 
 /* Fills *c with the defaults of conf/watchd.conf. */
