@@ -97,6 +97,10 @@
 /* ---------------------------------------------------------------------- */
 /* Little helpers: byte order, varints, growing buffers, CRC-32C */
 
+static uint64_t max_u64(uint64_t a, uint64_t b) {
+        return a > b ? a : b;
+}
+
 static void put_le32(uint8_t *p, uint32_t v) {
         for (unsigned i = 0; i < 4; i++)
                 p[i] = (uint8_t) (v >> (8 * i));
@@ -867,9 +871,11 @@ typedef struct FrameInfo {
 
 /*
  * Reads the frame at off (before limit) into payload and checks it: its
- * ids must come after after_id. 1 if valid, 0 if not, -errno on I/O error.
+ * ids must lie after after_id and below end_id (the next segment's name).
+ * 1 if valid, 0 if not, -errno on I/O error.
  */
-static int frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, Buf *payload, FrameInfo *ret) {
+static int frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id,
+                      Buf *payload, FrameInfo *ret) {
         uint8_t h[FRAME_HEADER_SIZE];
         uint64_t first_id;
         uint32_t size, count, crc;
@@ -886,7 +892,8 @@ static int frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, B
         first_id = get_le64(h + 8);
         count = get_le32(h + 16);
         if (get_le32(h) != FRAME_MAGIC || size > FRAME_READ_MAX || size > limit - off - FRAME_HEADER_SIZE ||
-            count == 0 || count > size || first_id <= after_id || first_id > UINT64_MAX - count)
+            count == 0 || count > size || first_id <= after_id || first_id > UINT64_MAX - count ||
+            first_id + count > end_id)
                 return 0;
 
         payload->size = 0;
@@ -911,7 +918,7 @@ static int frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, B
  * After damage at off: the offset of the next valid frame (whose ids come
  * after after_id) before limit, and 1; or 0 if there is none.
  */
-static int frame_resync(int fd, uint64_t off, uint64_t limit, uint64_t after_id, Buf *payload,
+static int frame_resync(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id, Buf *payload,
                         uint64_t *ret_off, FrameInfo *ret) {
         static const uint8_t magic[4] = { 0xf7, 0x57, 0x4a, 0x1f };
         uint8_t chunk[64 * 1024];
@@ -932,7 +939,7 @@ static int frame_resync(int fd, uint64_t off, uint64_t limit, uint64_t after_id,
                         return 0;
                 while ((hit = memmem(p, (size_t) n - (size_t) (p - chunk), magic, sizeof(magic)))) {
                         uint64_t at = pos + (uint64_t) (hit - chunk);
-                        int r = frame_read(fd, at, limit, after_id, payload, ret);
+                        int r = frame_read(fd, at, limit, after_id, end_id, payload, ret);
 
                         if (r != 0) {
                                 if (r > 0)
@@ -954,15 +961,16 @@ typedef struct SegmentScan {
         bool damaged;           /* valid frames lie after invalid bytes */
 } SegmentScan;
 
-static int segment_scan(int fd, uint64_t size, uint64_t prev_id, SegmentScan *ret) {
-        uint64_t off = SEGMENT_HEADER_SIZE, last = prev_id;
+/* The active segment at open: its ids after after_id (the larger of its prev id and its name - 1). */
+static int segment_scan(int fd, uint64_t size, uint64_t after_id, SegmentScan *ret) {
+        uint64_t off = SEGMENT_HEADER_SIZE, last = after_id;
         Buf payload = {};
         FrameInfo fi;
         int r;
 
         *ret = (SegmentScan) {};
         for (;;) {
-                r = frame_read(fd, off, size, last, &payload, &fi);
+                r = frame_read(fd, off, size, last, UINT64_MAX, &payload, &fi);
                 if (r <= 0)
                         break;
                 last = fi.first_id + fi.count - 1;
@@ -975,14 +983,14 @@ static int segment_scan(int fd, uint64_t size, uint64_t prev_id, SegmentScan *re
         while (off < size) {
                 uint64_t at;
 
-                r = frame_resync(fd, off, size, last, &payload, &at, &fi);
+                r = frame_resync(fd, off, size, last, UINT64_MAX, &payload, &at, &fi);
                 if (r <= 0)
                         break;
                 ret->damaged = true;
                 last = fi.first_id + fi.count - 1;
                 off = at + FRAME_HEADER_SIZE + fi.size;
                 /* Valid frames in a row after it. */
-                while ((r = frame_read(fd, off, size, last, &payload, &fi)) > 0) {
+                while ((r = frame_read(fd, off, size, last, UINT64_MAX, &payload, &fi)) > 0) {
                         last = fi.first_id + fi.count - 1;
                         off += FRAME_HEADER_SIZE + fi.size;
                 }
@@ -1473,26 +1481,12 @@ static Journal *journal_release(Journal *j) {
         free(j);
         return NULL;
 }
-DEFINE_TRIVIAL_CLEANUP_FUNC(Journal *, journal_release);
 
-int journal_open(const char *dir, uint64_t max_bytes, Journal **ret) {
-        _cleanup_(journal_releasep) Journal *j = NULL;
+/* Opens (or makes) the journal's files for a Journal that has its fields set. */
+static int journal_load(Journal *j, const char *dir) {
         bool damaged = false, cut = false, losing = false, new_segment = false;
         uint64_t ceiling = 0;
         int r;
-
-        if (max_bytes < JOURNAL_MAX_BYTES_MIN || max_bytes > JOURNAL_MAX_BYTES_MAX)
-                return -EINVAL;
-
-        j = calloc(1, sizeof(Journal));
-        if (!j)
-                return -ENOMEM;
-        j->dir_fd = j->meta_fd = j->active_fd = -1;
-        j->max_bytes = max_bytes;
-        j->segment_max = segment_max_for(max_bytes);
-        j->dir = strdup(dir);
-        if (!j->dir)
-                return -ENOMEM;
 
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return negative_errno();
@@ -1538,7 +1532,10 @@ int journal_open(const char *dir, uint64_t max_bytes, Journal **ret) {
                 j->active_fd = openat(j->dir_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
                 if (j->active_fd < 0)
                         return negative_errno();
-                r = segment_scan(j->active_fd, active->size, active->prev_id, &scan);
+                /* Its records' ids are at least its name (a journal we wrote), whatever meta says. */
+                if (j->next_id < active->name)
+                        j->next_id = active->name;
+                r = segment_scan(j->active_fd, active->size, max_u64(active->prev_id, active->name - 1), &scan);
                 if (r < 0)
                         return r;
                 if (scan.damaged) {
@@ -1589,11 +1586,29 @@ int journal_open(const char *dir, uint64_t max_bytes, Journal **ret) {
         if (journal_flush(j) >= 0 && j->meta_losing && !j->losing)
                 (void) meta_write(j, j->ceiling, false);
 
-        r = journal_enforce_own_cap(j);
-        if (r < 0)
-                return r;
+        return journal_enforce_own_cap(j);
+}
 
-        *ret = TAKE_PTR(j);
+int journal_open(const char *dir, uint64_t max_bytes, Journal **ret) {
+        Journal *j;     /* freed by hand: cppcheck does not know _cleanup_ and would call it a leak */
+        int r;
+
+        if (max_bytes < JOURNAL_MAX_BYTES_MIN || max_bytes > JOURNAL_MAX_BYTES_MAX)
+                return -EINVAL;
+
+        j = calloc(1, sizeof(Journal));
+        if (!j)
+                return -ENOMEM;
+        j->dir_fd = j->meta_fd = j->active_fd = -1;
+        j->max_bytes = max_bytes;
+        j->segment_max = segment_max_for(max_bytes);
+        j->dir = strdup(dir);
+        r = j->dir ? journal_load(j, dir) : -ENOMEM;
+        if (r < 0) {
+                journal_release(j);
+                return r;
+        }
+        *ret = j;
         return 0;
 }
 
@@ -1660,7 +1675,7 @@ int journal_reader_new(Journal *j, const JournalId *identity, uint64_t after, Jo
                         if (j->segments[i].name <= after + 1)
                                 k = i;
                 r->seg = j->segments[k].name;
-                r->last_seen = j->segments[k].prev_id;
+                r->last_seen = j->segments[k].prev_id;  /* raised to name - 1 when it is opened */
         }
         j->n_readers++;
         *ret = r;
@@ -1717,7 +1732,7 @@ static int reader_next_frame(JournalReader *r) {
 
         for (;;) {
                 ssize_t idx = reader_segment_index(r);
-                uint64_t limit;
+                uint64_t limit, end_id;
                 FrameInfo fi;
                 size_t next;
                 int k;
@@ -1731,6 +1746,8 @@ static int reader_next_frame(JournalReader *r) {
                         if (r->fd < 0 && errno != ENOENT)
                                 return negative_errno();
                         r->off = SEGMENT_HEADER_SIZE;
+                        /* Its ids are at least its name: anything below is damage. */
+                        r->last_seen = max_u64(r->last_seen, r->seg - 1);
                         if (r->fd >= 0) {
                                 k = segment_header_read(j, r->fd, r->seg, &prev_id);
                                 if (k == -EBADMSG || (k >= 0 && prev_id != j->segments[idx].prev_id)) {
@@ -1742,6 +1759,11 @@ static int reader_next_frame(JournalReader *r) {
                 }
 
                 if (r->fd >= 0) {
+                        /* Its ids are below the next one's name. */
+                        for (next = 0; next < j->n_segments; next++)
+                                if (j->segments[next].name > r->seg)
+                                        break;
+                        end_id = next < j->n_segments ? j->segments[next].name : UINT64_MAX;
                         if (idx >= 0)
                                 limit = j->segments[idx].size;
                         else {
@@ -1753,7 +1775,7 @@ static int reader_next_frame(JournalReader *r) {
                                 limit = (uint64_t) st.st_size;
                         }
 
-                        k = frame_read(r->fd, r->off, limit, r->last_seen, &r->payload, &fi);
+                        k = frame_read(r->fd, r->off, limit, r->last_seen, end_id, &r->payload, &fi);
                         if (k < 0)
                                 return k;
                         if (k > 0) {
@@ -1768,7 +1790,7 @@ static int reader_next_frame(JournalReader *r) {
                                 uint64_t at;
 
                                 r->damage = true;
-                                k = frame_resync(r->fd, r->off, limit, r->last_seen, &r->payload, &at, &fi);
+                                k = frame_resync(r->fd, r->off, limit, r->last_seen, end_id, &r->payload, &at, &fi);
                                 if (k < 0)
                                         return k;
                                 if (k > 0) {
