@@ -55,6 +55,17 @@ static char *top;               /* our directory, made once */
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static void clear_dir(const char *dir);
+
+/* libFuzzer ends with exit(): our directory goes with it. */
+static void remove_top(void) {
+        char dir[4096];
+
+        snprintf(dir, sizeof(dir), "%s/j", top);
+        clear_dir(dir);
+        (void) rmdir(top);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
         static char tmpl[] = "/dev/shm/fuzz-journal-XXXXXX";
         static char tmpl2[] = "/tmp/fuzz-journal-XXXXXX";
@@ -64,6 +75,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         if (!top)
                 top = mkdtemp(tmpl2);
         CHECK(top);
+        CHECK(atexit(remove_top) == 0);
         return 0;
 }
 
