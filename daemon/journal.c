@@ -1092,8 +1092,9 @@ int journal_drop_oldest(Journal *j) {
         return segment_unlink_oldest(j);
 }
 
+/* Room is kept for the active segment to grow to its size: the cap holds between rotations too. */
 static int journal_enforce_own_cap(Journal *j) {
-        while (journal_usage(j) > j->max_bytes && j->n_segments > 1) {
+        while (journal_usage(j) - journal_active(j)->size + j->segment_max > j->max_bytes && j->n_segments > 1) {
                 int r = segment_unlink_oldest(j);
 
                 if (r < 0)
