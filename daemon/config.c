@@ -67,15 +67,19 @@ int config_init(Config *c) {
                 .move_pair_max_distance = 100,
                 .batch_max_events = 1024,
                 .delivery = DELIVERY_UNICAST,
+                .state_directory = strdup(WATCHD_DEFAULT_STATE_DIRECTORY),
+                .journal_max_subscriptions_per_user = 16,
                 .journal_max_bytes_per_subscription = UINT64_C(64) << 20,
                 .journal_max_bytes_per_user = UINT64_C(256) << 20,
         };
-        return c->device ? 0 : -ENOMEM;
+        return c->device && c->state_directory ? 0 : -ENOMEM;
 }
 
 void config_done(Config *c) {
         free(c->device);
         c->device = NULL;
+        free(c->state_directory);
+        c->state_directory = NULL;
 }
 
 typedef struct ParseState {
@@ -235,6 +239,22 @@ static int handler(void *userdata, const char *section, const char *name, const 
                         return 1;
                 }
         } else if (strcmp(section, "journal") == 0) {
+                if (strcmp(name, "state_directory") == 0) {
+                        char *d;
+
+                        if (value[0] != '/')
+                                return parse_fail(s, "state_directory: '%s' is not an absolute path", value);
+                        if (strlen(value) >= PATH_MAX - 256)
+                                return parse_fail(s, "state_directory: path is too long");
+                        d = strdup(value);
+                        if (!d)
+                                return parse_fail(s, "out of memory");
+                        free(c->state_directory);
+                        c->state_directory = d;
+                        return 1;
+                }
+                if (strcmp(name, "max_subscriptions_per_user") == 0)
+                        return parse_uint(s, name, value, 1, 65536, &c->journal_max_subscriptions_per_user);
                 if (strcmp(name, "max_bytes_per_subscription") == 0)
                         return parse_size(s, name, value, JOURNAL_MAX_BYTES_MIN, JOURNAL_MAX_BYTES_MAX,
                                           &c->journal_max_bytes_per_subscription);

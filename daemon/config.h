@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #define WATCHD_DEFAULT_CONFIG "/etc/watchd/watchd.conf"
+#define WATCHD_DEFAULT_STATE_DIRECTORY "/var/lib/watchd"
 
 /* A watch limit given as "auto" (the default). */
 #define CONFIG_AUTO 0u
@@ -55,6 +56,8 @@ typedef struct Config {
         unsigned delivery_line;         /* line of "delivery=", 0 if unset: for later errors */
 
         /* [journal]: sizes in bytes */
+        char *state_directory;          /* where durable subscriptions live */
+        uint32_t journal_max_subscriptions_per_user;
         uint64_t journal_max_bytes_per_subscription;
         uint64_t journal_max_bytes_per_user;
 } Config;

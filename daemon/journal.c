@@ -316,6 +316,7 @@ const char *journal_gap_reason_to_string(uint32_t reason) {
         case JOURNAL_GAP_HISTORY_LOST:  return "history-lost";
         case JOURNAL_GAP_FOREIGN:       return "foreign";
         case JOURNAL_GAP_ACCESS:        return "access";
+        case JOURNAL_GAP_REMOVED:       return "removed";
         default:                        return "unknown";
         }
 }

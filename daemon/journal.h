@@ -48,6 +48,8 @@ typedef enum JournalGapReason {
         JOURNAL_GAP_HISTORY_LOST = 5,   /* the cursor is older than what is kept (reader) */
         JOURNAL_GAP_FOREIGN      = 6,   /* the cursor is not one of this journal's (reader) */
         JOURNAL_GAP_ACCESS       = 7,   /* watches could not be placed (stored) */
+        JOURNAL_GAP_REMOVED      = 8,   /* the watched path went (deleted, unmounted); followed
+                                         * until it is back (stored) */
 } JournalGapReason;
 
 /* At most this many directories in a gap's scope; past it, the whole subscription. */

@@ -318,6 +318,8 @@ void manager_flush(Manager *m) {
         if (events_backlog(m->events, &t))
                 return;
         delivery_flush(m->delivery, now_usec());
+        if (m->hooks.after_flush)
+                m->hooks.after_flush(m->hooks_userdata);
 }
 
 uint64_t manager_next_deadline(const Manager *m) {
@@ -325,7 +327,15 @@ uint64_t manager_next_deadline(const Manager *m) {
 
         if (events_backlog(m->events, &t))
                 return UINT64_MAX;      /* the flush after the read's last slice sets it */
-        return delivery_next_deadline(m->delivery);
+        t = delivery_next_deadline(m->delivery);
+        if (m->hooks.next_deadline)
+                t = MIN(t, m->hooks.next_deadline(m->hooks_userdata));
+        return t;
+}
+
+void manager_set_hooks(Manager *m, const ManagerHooks *hooks, void *userdata) {
+        m->hooks = hooks ? *hooks : (ManagerHooks) {};
+        m->hooks_userdata = userdata;
 }
 
 bool manager_run_walks(Manager *m, uint64_t budget_usec) {

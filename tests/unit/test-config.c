@@ -48,6 +48,9 @@ static const Case cases[] = {
         { "backend", "[daemon]\nbackend = device\n", NULL, AT(backend), BACKEND_DEVICE },
         { "log_level", "[daemon]\nlog_level = debug\n", NULL, AT(log_level), LOG_DEBUG },
         { "delivery", "[events]\n\ndelivery = broadcast\n", NULL, AT(delivery_line), 3 },
+        { "max_subscriptions_per_user", "[journal]\nmax_subscriptions_per_user = 3\n", NULL, AT(journal_max_subscriptions_per_user), 3 },
+        { "too many durable", "[journal]\nmax_subscriptions_per_user = 65537\n",
+          "t.conf:2: max_subscriptions_per_user: 65537 is out of range (1-65536)" },
         { "the last value wins", "[limits]\nmax_clients_per_user = 5\nmax_clients_per_user = 6\n", NULL,
           AT(max_clients_per_user), 6 },
 
@@ -133,6 +136,9 @@ static const SizeCase size_cases[] = {
           "t.conf:2: max_bytes_per_user: '3MB' is not a size (bytes, or a number followed by K, M, G or T)" },
         { "negative size", "[journal]\nmax_bytes_per_user = -1M\n",
           "t.conf:2: max_bytes_per_user: '-1M' is not a size (bytes, or a number followed by K, M, G or T)" },
+        { "state_directory", "[journal]\nstate_directory = /srv/watchd\n", NULL, AT(journal_max_bytes_per_user), UINT64_C(256) << 20 },
+        { "relative state_directory", "[journal]\nstate_directory = var/lib\n",
+          "t.conf:2: state_directory: 'var/lib' is not an absolute path" },
         { "unknown journal key", "[journal]\nmax_bytes = 1M\n",
           "t.conf:2: unknown key 'max_bytes' in section [journal]" },
 };
@@ -195,6 +201,8 @@ static void assert_defaults(const Config *c) {
         g_assert_cmpint(c->delivery, ==, d.delivery);
         g_assert_cmpuint(c->journal_max_bytes_per_subscription, ==, d.journal_max_bytes_per_subscription);
         g_assert_cmpuint(c->journal_max_bytes_per_user, ==, d.journal_max_bytes_per_user);
+        g_assert_cmpuint(c->journal_max_subscriptions_per_user, ==, d.journal_max_subscriptions_per_user);
+        g_assert_cmpstr(c->state_directory, ==, d.state_directory);
         config_done(&d);
 }
 
@@ -214,7 +222,7 @@ static void test_shipped(void) {
         uncommented = g_regex_replace(re, text, -1, 0, "\\1", 0, NULL);
         for (const char *p = uncommented; (p = strstr(p, " = ")); p++)
                 n++;
-        g_assert_cmpint(n, ==, 14);     /* every key of the file */
+        g_assert_cmpint(n, ==, 16);     /* every key of the file */
         g_assert_cmpint(config_load_string(WATCHD_CONF, uncommented, &c, &error), ==, 0);
         g_assert_null(error);
         assert_defaults(&c);
