@@ -52,7 +52,7 @@ typedef struct Resumer {
         gulong handler;
         char *name;                     /* the subscription it collects */
         GArray *events;                 /* DRec */
-        GPtrArray *log;                 /* one line an entry, in order: "E", "R<id> <reason> <dirs>", "C<id>", "S<reason>" */
+        GPtrArray *log;                 /* one line an entry, in order: "E<events so far>", "R<id> <reason> <dirs>", "C<id>", "S<reason>" */
         gboolean caught_up;
         guint64 caught_up_id;
         guint n_after_caught_up;        /* events after DurableCaughtUp */
@@ -97,7 +97,7 @@ static void on_signal(GDBusProxy *proxy, const char *sender, const char *signal,
                         if (r->caught_up)
                                 r->n_after_caught_up++;
                 }
-                g_ptr_array_add(r->log, g_strdup("E"));
+                g_ptr_array_add(r->log, g_strdup_printf("E%u", r->events->len));      /* events so far */
                 if (r->stop_at && r->events->len >= r->stop_at)
                         r->stop_flag = TRUE;
         } else if (strcmp(signal, "DurableRescan") == 0) {
@@ -837,6 +837,103 @@ static void test_other_user(WtFixture *f, gconstpointer data) {
         g_assert_no_error(error);
 }
 
+/* ---------------------------------------------------------------- the kernel's queue */
+
+static guint read_sysctl(const char *path) {
+        g_autofree char *s = NULL;
+
+        g_assert_true(g_file_get_contents(path, &s, NULL, NULL));
+        return (guint) g_ascii_strtoull(s, NULL, 10);
+}
+
+/*
+ * The kernel's queue overflows while the daemon is stopped (SIGSTOP): what
+ * was dropped is known to no one, so a client that resumes is told to
+ * rescan the whole subscription (overflow), after the records kept before
+ * it and before those after it. Every durable subscription is told, as one
+ * inotify queue serves them all.
+ */
+static void test_kernel_overflow(WtFixture *f, gconstpointer data) {
+        guint max = read_sysctl("/proc/sys/fs/inotify/max_queued_events");
+        g_autofree char *dir = g_build_filename(f->dir, "q", NULL), *other = g_build_filename(f->dir, "o", NULL);
+        g_autofree char *journal = NULL, *ojournal = NULL, *first = NULL, *after = NULL, *text = NULL, *otext = NULL;
+        g_autoptr(Resumer) r = NULL;
+        g_autoptr(Resumer) r2 = NULL;
+        g_autoptr(GError) error = NULL;
+        pid_t pid = wt_process_pid(f->daemon->process);
+        guint64 cursor, ocursor;
+        gint rescan_at = -1, first_at = -1, after_at = -1;     /* indexes in r->events */
+
+        if (max > 40000) {
+                g_test_skip("max_queued_events is too large to overflow quickly");
+                return;
+        }
+        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(other, 0755), ==, 0);
+        create(f->proxy, "q", dir, IN_CREATE | IN_DELETE | IN_CLOSE_WRITE, 0, &journal, &cursor);
+        create(f->proxy, "o", other, IN_CREATE, 0, &ojournal, &ocursor);
+        wt_add_watch(f->proxy, dir, IN_CREATE | IN_DELETE | IN_CLOSE_WRITE, 0, NULL);
+
+        /* Journaled before the overflow. */
+        first = g_build_filename(dir, "first", NULL);
+        wt_touch(first);
+        wt_await_record(&f->a, first, IN_CLOSE_WRITE, TIMEOUT_MS);
+
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        for (guint i = 0; i < max / 2 + 16; i++) {
+                g_autofree char *p = g_strdup_printf("%s/%u", dir, i);
+                int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+                g_assert_cmpint(fd, >=, 0);
+                close(fd);
+                g_assert_cmpint(unlink(p), ==, 0);
+        }
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_overflows(&f->a, 1, TIMEOUT_MS));
+
+        after = g_build_filename(dir, "after", NULL);
+        wt_touch(after);
+        wt_await_record(&f->a, after, IN_CLOSE_WRITE, TIMEOUT_MS);
+
+        r = resumer_new(f->bus, "q");
+        g_free(resume(r, journal, cursor, &error));
+        g_assert_no_error(error);
+        g_assert_true(await_caught_up(r));
+        text = log_text(r);
+        g_assert_true(r->ids_grow);
+        /* first's records, then the rescan of everything (no directory named), then after's. */
+        for (guint i = 0, n = 0; i < r->log->len; i++) {
+                const char *line = r->log->pdata[i];
+
+                if (line[0] == 'E')
+                        n = (guint) g_ascii_strtoull(line + 1, NULL, 10);
+                else if (line[0] == 'R' && rescan_at < 0) {
+                        if (!g_str_has_suffix(line, " overflow"))
+                                g_error("not a whole overflow rescan: %s", text);
+                        rescan_at = (gint) n;           /* the events sent before it */
+                }
+        }
+        for (guint e = 0; e < r->events->len; e++) {
+                const DRec *d = &g_array_index(r->events, DRec, e);
+
+                if (first_at < 0 && strcmp(d->path, first) == 0)
+                        first_at = (gint) e;
+                if (after_at < 0 && strcmp(d->path, after) == 0)
+                        after_at = (gint) e;
+        }
+        if (rescan_at < 0 || first_at < 0 || after_at < 0 || !(first_at < rescan_at && rescan_at <= after_at))
+                g_error("want first's records, an overflow rescan, after's (%d %d %d): %s", first_at, rescan_at,
+                        after_at, text);
+
+        /* The other subscription's records were in the same queue: it is told too. */
+        r2 = resumer_new(f->bus, "o");
+        g_free(resume(r2, ojournal, ocursor, &error));
+        g_assert_no_error(error);
+        g_assert_true(await_caught_up(r2));
+        otext = log_text(r2);
+        g_assert_nonnull(strstr(otext, " overflow"));
+}
+
 /* ---------------------------------------------------------------- a full disk */
 
 /*
@@ -916,6 +1013,7 @@ int main(int argc, char *argv[]) {
         WT_CASE("/durable/resumed-elsewhere", NULL, test_resumed_elsewhere);
         WT_CASE("/durable/path-removed", NULL, test_path_removed);
         WT_CASE("/durable/other-user", NULL, test_other_user);
+        WT_CASE("/durable/kernel-overflow", NULL, test_kernel_overflow);
         WT_CASE("/durable/disk-full", NULL, test_disk_full);
         return g_test_run();
 }
