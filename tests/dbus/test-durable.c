@@ -598,6 +598,59 @@ static void test_cap(WtFixture *f, gconstpointer data) {
         g_assert_cmpstr(r->stopped, ==, WATCHD_DURABLE_STOPPED_ELSEWHERE);   /* r2 took it over */
 }
 
+/*
+ * The per-user limits: a user's journals together stay within
+ * max_bytes_per_user (the biggest loses its oldest records first), a cursor
+ * from before what is kept is told to rescan, never silently skipped; past
+ * max_subscriptions_per_user a creation is refused (LimitsExceeded).
+ */
+static void test_user_limits(WtFixture *f, gconstpointer data) {
+        g_autofree char *dir = tree(f), *j1 = NULL, *j2 = NULL;
+        g_autoptr(GVariant) list = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(WtClient) c = NULL;
+        guint64 c1, c2, total = 0;
+
+        restart(f, "[journal]\nmax_subscriptions_per_user = 2\nmax_bytes_per_user = 128K\n");
+        c = wt_client_new(f->bus);
+        create(c->proxy, "u1", dir, MASK, WATCHD_FLAG_RECURSIVE, &j1, &c1);
+        create(c->proxy, "u2", dir, IN_CREATE | IN_DELETE, WATCHD_FLAG_RECURSIVE, &j2, &c2);
+        g_assert_false(watchd_inotify_call_create_durable_sync(c->proxy, "u3", dir, MASK, 0, NULL, NULL, NULL, &error));
+        assert_error(error, WATCHD_ERROR_LIMITS_EXCEEDED);
+        g_clear_error(&error);
+
+        wt_add_watch(f->proxy, dir, MASK, WATCHD_FLAG_RECURSIVE, NULL);
+        changes(f, dir, 0, 20000);
+
+        g_assert_true(watchd_inotify_call_list_durable_sync(c->proxy, &list, NULL, &error));
+        g_assert_no_error(error);
+        g_assert_cmpuint(g_variant_n_children(list), ==, 2);
+        for (gsize i = 0; i < 2; i++) {
+                guint64 bytes;
+
+                g_variant_get_child(list, i, "(&s&suu&stttb&s)", NULL, NULL, NULL, NULL, NULL, NULL, NULL, &bytes,
+                                    NULL, NULL);
+                total += bytes;
+        }
+        g_assert_cmpuint(total, <=, 128 * 1024);
+
+        /* Both lost their oldest records (u1, the bigger, at least): told so from their first cursors. */
+        for (int i = 0; i < 2; i++) {
+                g_autoptr(Resumer) r = resumer_new(f->bus, i == 0 ? "u1" : "u2");
+                g_autofree char *text = NULL;
+
+                g_free(resume(r, i == 0 ? j1 : j2, i == 0 ? c1 : c2, &error));
+                g_assert_no_error(error);
+                g_assert_true(await_caught_up(r));
+                text = log_text(r);
+                if (i == 0 && !g_str_has_prefix(text, "R"))
+                        g_error("u1 not told to rescan: %.200s", text);
+                if (g_str_has_prefix(text, "R") && !strstr(r->log->pdata[0], " history-lost"))
+                        g_error("%s: %.200s", r->name, text);
+                g_assert_true(r->ids_grow);
+        }
+}
+
 /* A journal damaged on disk while the daemon was stopped: detected, reported as a rescan, served on. */
 static void test_corrupt(WtFixture *f, gconstpointer data) {
         g_autofree char *dir = tree(f), *journal = NULL, *sd = state_dir(f), *jdir = NULL, *text = NULL;
@@ -1009,6 +1062,7 @@ int main(int argc, char *argv[]) {
         WT_CASE("/durable/replay", NULL, test_replay);
         WT_CASE("/durable/daemon-killed", NULL, test_daemon_killed);
         WT_CASE("/durable/cap", NULL, test_cap);
+        WT_CASE("/durable/user-limits", NULL, test_user_limits);
         WT_CASE("/durable/corrupt", NULL, test_corrupt);
         WT_CASE("/durable/resumed-elsewhere", NULL, test_resumed_elsewhere);
         WT_CASE("/durable/path-removed", NULL, test_path_removed);
