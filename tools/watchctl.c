@@ -128,6 +128,8 @@ static void context_done(Context *c) {
         g_free(c->opt_count);
         g_free(c->opt_timeout);
         g_strfreev(c->opt_paths);
+        g_free(c->opt_since);
+        g_free(c->opt_journal);
 }
 
 /* ------------------------------------------------------------------------ */
