@@ -317,17 +317,66 @@ static void changes(WtFixture *f, const char *dir, unsigned first, unsigned n) {
         }
 }
 
-/* What the live subscriber got from record `from` on equals what r got from `rfrom` on, n records. */
-static void assert_same(WtFixture *f, guint from, Resumer *r, guint rfrom, guint n) {
-        g_assert_cmpuint(f->a.records->len, >=, from + n);
-        g_assert_cmpuint(r->events->len, >=, rfrom + n);
-        for (guint i = 0; i < n; i++) {
-                WtRecord *live = wt_collector_record(&f->a, from + i);
-                DRec *d = &g_array_index(r->events, DRec, rfrom + i);
+/*
+ * Records compared as halves: a paired rename (MOVED_FROM|MOVED_TO, path and
+ * new path) counts as its two halves, as a queue sends them when its pairing
+ * time ran out before the MOVED_TO was read. Pairing is per queue and timed,
+ * so under load the live subscriber and the journal may pair a rename
+ * differently; what happened, and its order, must still be the same.
+ */
+typedef struct Half {
+        guint32 mask;
+        const char *path;
+} Half;
 
-                if (live->mask != d->mask || strcmp(live->path, d->path) != 0 || strcmp(live->new_path, d->new_path) != 0)
-                        g_error("record %u: live 0x%x %s>%s, resumed 0x%x %s>%s (id %" G_GUINT64_FORMAT ")",
-                                from + i, live->mask, live->path, live->new_path, d->mask, d->path, d->new_path, d->id);
+static void halves_add(GArray *a, guint32 mask, const char *path, const char *new_path) {
+        if ((mask & (IN_MOVED_FROM | IN_MOVED_TO)) == (IN_MOVED_FROM | IN_MOVED_TO) && new_path && *new_path) {
+                Half from = { mask & ~IN_MOVED_TO, path }, to = { mask & ~IN_MOVED_FROM, new_path };
+
+                g_array_append_val(a, from);
+                g_array_append_val(a, to);
+        } else {
+                Half h = { mask, path };
+
+                g_array_append_val(a, h);
+        }
+}
+
+/* The halves of the live subscriber's records from..n-1 (pointing into them). */
+static GArray *live_halves(WtFixture *f, guint from, guint n) {
+        GArray *a = g_array_new(FALSE, FALSE, sizeof(Half));
+
+        g_assert_cmpuint(f->a.records->len, >=, n);
+        for (guint i = from; i < n; i++) {
+                WtRecord *live = wt_collector_record(&f->a, i);
+
+                halves_add(a, live->mask, live->path, live->new_path);
+        }
+        return a;
+}
+
+/* The halves of r's records from..from+n-1. */
+static GArray *resumed_halves(Resumer *r, guint from, guint n) {
+        GArray *a = g_array_new(FALSE, FALSE, sizeof(Half));
+
+        g_assert_cmpuint(r->events->len, >=, from + n);
+        for (guint i = from; i < from + n; i++) {
+                DRec *d = &g_array_index(r->events, DRec, i);
+
+                halves_add(a, d->mask, d->path, d->new_path);
+        }
+        return a;
+}
+
+/* live's halves from lfrom on equal mine's from mfrom on, n of them. */
+static void assert_halves(GArray *live, guint lfrom, GArray *mine, guint mfrom, guint n) {
+        g_assert_cmpuint(live->len, >=, lfrom + n);
+        g_assert_cmpuint(mine->len, >=, mfrom + n);
+        for (guint i = 0; i < n; i++) {
+                Half *l = &g_array_index(live, Half, lfrom + i), *m = &g_array_index(mine, Half, mfrom + i);
+
+                if (l->mask != m->mask || strcmp(l->path, m->path) != 0)
+                        g_error("half %u: live 0x%x %s, resumed 0x%x %s", lfrom + i, l->mask, l->path, m->mask, m->path);
         }
 }
 
@@ -433,6 +482,7 @@ static void test_replay(WtFixture *f, gconstpointer data) {
         g_autoptr(Resumer) r1 = NULL;
         g_autoptr(Resumer) r2 = NULL;
         g_autoptr(GError) error = NULL;
+        g_autoptr(GArray) lh = NULL, h1 = NULL, h2 = NULL;
         guint64 cursor, killed_at;
         guint n1, total;
 
@@ -465,9 +515,12 @@ static void test_replay(WtFixture *f, gconstpointer data) {
         /* No rescan: the history was whole. */
         for (guint i = 0; i < r2->log->len; i++)
                 g_assert_false(((const char *) r2->log->pdata[i])[0] == 'R');
-        assert_same(f, 0, r1, 0, n1);
-        assert_same(f, n1, r2, 0, MIN(total - n1, r2->events->len));
-        g_assert_cmpuint(n1 + r2->events->len, ==, total);
+        lh = live_halves(f, 0, total);
+        h1 = resumed_halves(r1, 0, n1);
+        h2 = resumed_halves(r2, 0, r2->events->len);
+        assert_halves(lh, 0, h1, 0, h1->len);
+        assert_halves(lh, h1->len, h2, 0, MIN(lh->len - h1->len, h2->len));
+        g_assert_cmpuint(h1->len + h2->len, ==, lh->len);
         g_assert_cmpuint(r2->caught_up_id, ==, g_array_index(r2->events, DRec, r2->events->len - 1).id);
 
         /* Then live. */
@@ -476,7 +529,12 @@ static void test_replay(WtFixture *f, gconstpointer data) {
         wt_await_record(&f->a, last, IN_CLOSE_WRITE, TIMEOUT_MS);
         while (r2->n_after_caught_up < 2)
                 g_assert_true(g_main_context_iteration(NULL, TRUE));
-        assert_same(f, total, r2, r2->events->len - 2, 2);
+        {
+                g_autoptr(GArray) after = live_halves(f, total, f->a.records->len);
+                g_autoptr(GArray) mine = resumed_halves(r2, r2->events->len - 2, 2);
+
+                assert_halves(after, 0, mine, 0, 2);
+        }
 }
 
 /*
@@ -490,6 +548,7 @@ static void test_daemon_killed(WtFixture *f, gconstpointer data) {
         g_autoptr(Resumer) r = NULL;
         g_autoptr(Resumer) r2 = NULL;
         g_autoptr(GError) error = NULL;
+        g_autoptr(GArray) lh = NULL, rh = NULL;
         guint64 cursor, before_kill;
         guint live_before;
 
@@ -513,8 +572,15 @@ static void test_daemon_killed(WtFixture *f, gconstpointer data) {
         g_assert_true(await_caught_up(r));
         text = log_text(r);
         /* The records read before the kill, then the hole, then nothing (no change since the start). */
-        g_assert_cmpuint(r->events->len, >=, live_before);
-        assert_same(f, 0, r, 0, live_before);
+        /* Fewer only if the kill cut the journal's last write short (SIGKILL ends a write of
+         * several pages between two of them): the next open cuts the torn frame, whose records
+         * the live subscriber may already have had, and a corrupt rescan says so. */
+        lh = live_halves(f, 0, live_before);
+        rh = resumed_halves(r, 0, r->events->len);
+        if (rh->len < lh->len && !strstr(text, " corrupt"))
+                g_error("%u records resumed, %u live before the kill, no corrupt rescan: %s", r->events->len,
+                        live_before, text);
+        assert_halves(lh, 0, rh, 0, MIN(lh->len, rh->len));
         /* After the last records: rescans only (daemon-down among them; a write cut by the
          * kill may add a corrupt one), then caught up. */
         {
@@ -707,7 +773,22 @@ static void test_corrupt(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(r->events->len, <, live);
         g_assert_cmpuint(r->events->len, >, live / 2);
         /* Records kept are the live ones, in order: those before the damage at least. */
-        assert_same(f, 0, r, 0, 10);
+        {
+                /* From the first kept: where the daemon is slow (ASan) frames are bigger, and the
+                 * flipped byte may be in the first one, or the cap may have dropped the oldest;
+                 * either way a rescan comes before the first record. */
+                g_autoptr(GArray) lh = live_halves(f, 0, live), rh = resumed_halves(r, 0, 10);
+                const Half *first = &g_array_index(rh, Half, 0);
+                guint at = 0;
+
+                while (at < lh->len && (g_array_index(lh, Half, at).mask != first->mask ||
+                                        strcmp(g_array_index(lh, Half, at).path, first->path) != 0))
+                        at++;
+                g_assert_cmpuint(at, <, lh->len);
+                if (at > 0 && ((const char *) r->log->pdata[0])[0] != 'R')
+                        g_error("records lost before the first kept, no rescan first: %.300s", text);
+                assert_halves(lh, at, rh, 0, MIN(lh->len - at, rh->len));
+        }
         /* The daemon serves on. */
         g_assert_cmpuint(wt_stat(r->proxy, "clients"), >=, 1);
 }
