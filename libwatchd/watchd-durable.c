@@ -142,6 +142,8 @@ static void on_signal(GDBusConnection *connection, const char *sender, const cha
                 }
         } else if (g_str_equal(member, "DurableRescan") && g_variant_is_of_type(body, G_VARIANT_TYPE("(stsa(su))"))) {
                 g_autoptr(GVariantIter) it = NULL;
+                g_autoptr(GVariant) dirs = NULL;
+                gboolean whole = FALSE;
                 GVariantBuilder b;
                 const char *reason, *dir;
                 guint64 id;
@@ -153,12 +155,22 @@ static void on_signal(GDBusConnection *connection, const char *sender, const cha
                         g_autofree char *bytes = watchd_wire_path_decode(dir, (flags & WATCHD_WIRE_PATH_ESCAPED) != 0,
                                                                          NULL);
 
-                        if (bytes)
-                                g_variant_builder_add(&b, "(@ayu)", g_variant_new_bytestring(bytes),
-                                                      flags & ~WATCHD_WIRE_PATH_ESCAPED);
+                        if (!bytes) {
+                                /* A directory that cannot be named is not left out of the
+                                 * scope: the whole subscription is to be rescanned. */
+                                whole = TRUE;
+                                continue;
+                        }
+                        g_variant_builder_add(&b, "(@ayu)", g_variant_new_bytestring(bytes),
+                                              flags & ~WATCHD_WIRE_PATH_ESCAPED);
+                }
+                dirs = g_variant_ref_sink(g_variant_builder_end(&b));
+                if (whole) {
+                        g_variant_unref(dirs);
+                        dirs = g_variant_ref_sink(g_variant_new_array(G_VARIANT_TYPE("(ayu)"), NULL, 0));
                 }
                 d->cursor = id;
-                g_signal_emit(d, signals[SIGNAL_RESCAN], 0, id, reason, g_variant_builder_end(&b));
+                g_signal_emit(d, signals[SIGNAL_RESCAN], 0, id, reason, dirs);
         } else if (g_str_equal(member, "DurableCaughtUp") && g_variant_is_of_type(body, G_VARIANT_TYPE("(st)"))) {
                 guint64 id;
 

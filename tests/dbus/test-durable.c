@@ -838,7 +838,7 @@ static void test_resumed_elsewhere(WtFixture *f, gconstpointer data) {
 
 /* The watched directory goes and comes back: the journal says so, and follows it. */
 static void test_path_removed(WtFixture *f, gconstpointer data) {
-        g_autofree char *dir = g_build_filename(f->dir, "watched", NULL), *file = NULL, *journal = NULL;
+        g_autofree char *dir = g_build_filename(f->dir, "watched", NULL), *file = NULL, *journal = NULL, *text = NULL;
         g_autoptr(Resumer) r = resumer_new(f->bus, "w");
         g_autoptr(GError) error = NULL;
         guint64 cursor;
@@ -864,7 +864,8 @@ static void test_path_removed(WtFixture *f, gconstpointer data) {
                         if (strcmp(g_array_index(r->events, DRec, i).path, file) == 0)
                                 return;
         }
-        g_error("no record after the directory came back: %s", log_text(r));
+        text = log_text(r);
+        g_error("no record after the directory came back: %s", text);
 }
 
 /* ---------------------------------------------------------------- another user */
