@@ -151,12 +151,10 @@ static int journal_send_events(DeliveryQueue *q, Record **recs, size_t n, void *
         for (size_t i = 0; i < n; i++) {
                 Record *rec = recs[i];
 
-                if (rec->path[0] == '/') {
-                        int r = journal_append_event(s->journal, rec->mask, rec->cookie, rec->path, rec->new_path);
-                        if (r < 0)
-                                /* Not a path the journal holds (longer than 64 KiB): never silently. */
-                                (void) journal_append_gap(s->journal, JOURNAL_GAP_OVERFLOW, true, NULL, 0);
-                }
+                /* Not a path the journal holds (none, or longer than 64 KiB): never silently. */
+                if (rec->path[0] != '/' ||
+                    journal_append_event(s->journal, rec->mask, rec->cookie, rec->path, rec->new_path) < 0)
+                        (void) journal_append_gap(s->journal, JOURNAL_GAP_OVERFLOW, true, NULL, 0);
                 record_free(rec);
         }
         /* One frame a batch. A journal reads what it is sent at once: no window to count against. */
