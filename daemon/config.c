@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "journal.h"
 #include "log.h"
 #include "macro.h"
 
@@ -67,11 +68,15 @@ int config_init(Config *c) {
                 .batch_max_events = 1024,
                 .delivery = DELIVERY_UNICAST,
                 .max_polled_dirs_per_user = 1024,
+                .state_directory = strdup(WATCHD_DEFAULT_STATE_DIRECTORY),
+                .journal_max_subscriptions_per_user = 16,
+                .journal_max_bytes_per_subscription = UINT64_C(64) << 20,
+                .journal_max_bytes_per_user = UINT64_C(256) << 20,
         };
         /* 5 s, as gamin and GLib poll NFS, for every kind the kernel cannot watch. */
         for (int k = 0; k < _FS_KIND_MAX; k++)
                 c->poll_interval_sec[k] = k == FS_LOCAL ? 0 : 5;
-        return c->device ? 0 : -ENOMEM;
+        return c->device && c->state_directory ? 0 : -ENOMEM;
 }
 
 bool config_polls_remote(const Config *c) {
@@ -84,6 +89,8 @@ bool config_polls_remote(const Config *c) {
 void config_done(Config *c) {
         free(c->device);
         c->device = NULL;
+        free(c->state_directory);
+        c->state_directory = NULL;
 }
 
 typedef struct ParseState {
@@ -130,6 +137,41 @@ static int parse_uint(ParseState *s, const char *key, const char *value,
                                   key, value, min, max);
         *ret = (uint32_t) v;
         return 1;
+}
+
+/* "64M": a number of bytes, or of KiB, MiB, GiB or TiB with K, M, G or T. */
+static int parse_size(ParseState *s, const char *key, const char *value,
+                      uint64_t min, uint64_t max, uint64_t *ret) {
+        static const char units[] = "KMGT";
+        unsigned long long v;
+        unsigned shift = 0;
+        char *end;
+
+        if (value[0] < '0' || value[0] > '9')
+                goto not_a_size;
+        errno = 0;
+        v = strtoull(value, &end, 10);
+        if (errno != 0)
+                goto out_of_range;
+        if (*end != '\0') {
+                const char *u = strchr(units, *end);
+
+                if (!u || end[1] != '\0')
+                        goto not_a_size;
+                shift = 10 * (unsigned) (u - units + 1);
+                if (v > (UINT64_MAX >> shift))
+                        goto out_of_range;
+                v <<= shift;
+        }
+        if (v < min || v > max)
+                goto out_of_range;
+        *ret = v;
+        return 1;
+
+not_a_size:
+        return parse_fail(s, "%s: '%s' is not a size (bytes, or a number followed by K, M, G or T)", key, value);
+out_of_range:
+        return parse_fail(s, "%s: %s is out of range (64K-1T)", key, value);
 }
 
 /* inih handler: nonzero is success. */
@@ -215,6 +257,29 @@ static int handler(void *userdata, const char *section, const char *name, const 
                         return parse_uint(s, name, value, 0, CONFIG_POLL_INTERVAL_MAX, &c->poll_interval_sec[k]);
                 if (strcmp(name, "max_polled_dirs_per_user") == 0)
                         return parse_uint(s, name, value, 1, UINT32_MAX, &c->max_polled_dirs_per_user);
+        } else if (strcmp(section, "journal") == 0) {
+                if (strcmp(name, "state_directory") == 0) {
+                        char *d;
+
+                        if (value[0] != '/')
+                                return parse_fail(s, "state_directory: '%s' is not an absolute path", value);
+                        if (strlen(value) >= PATH_MAX - 256)
+                                return parse_fail(s, "state_directory: path is too long");
+                        d = strdup(value);
+                        if (!d)
+                                return parse_fail(s, "out of memory");
+                        free(c->state_directory);
+                        c->state_directory = d;
+                        return 1;
+                }
+                if (strcmp(name, "max_subscriptions_per_user") == 0)
+                        return parse_uint(s, name, value, 1, 65536, &c->journal_max_subscriptions_per_user);
+                if (strcmp(name, "max_bytes_per_subscription") == 0)
+                        return parse_size(s, name, value, JOURNAL_MAX_BYTES_MIN, JOURNAL_MAX_BYTES_MAX,
+                                          &c->journal_max_bytes_per_subscription);
+                if (strcmp(name, "max_bytes_per_user") == 0)
+                        return parse_size(s, name, value, JOURNAL_MAX_BYTES_MIN, JOURNAL_MAX_BYTES_MAX,
+                                          &c->journal_max_bytes_per_user);
         } else
                 return parse_fail(s, "unknown section [%s]", section);
 
@@ -229,7 +294,7 @@ static int handler(void *userdata, const char *section, const char *name, const 
  * hands them out.
  */
 static void check_section_line(ParseState *s, const char *line, unsigned line_no) {
-        static const char *const sections[] = { "daemon", "limits", "events", "poll" };
+        static const char *const sections[] = { "daemon", "limits", "events", "poll", "journal" };
         const char *p = line + strspn(line, " \t\r\n\f\v"), *close;
         size_t l;
 

@@ -17,6 +17,7 @@
 #include "fstype.h"
 
 #define WATCHD_DEFAULT_CONFIG "/etc/watchd/watchd.conf"
+#define WATCHD_DEFAULT_STATE_DIRECTORY "/var/lib/watchd"
 
 /* A watch limit given as "auto" (the default). */
 #define CONFIG_AUTO 0u
@@ -59,6 +60,11 @@ typedef struct Config {
         /* [poll] */
         uint32_t poll_interval_sec[_FS_KIND_MAX];       /* 0: not polled; [FS_LOCAL] is always 0 */
         uint32_t max_polled_dirs_per_user;
+        /* [journal]: sizes in bytes */
+        char *state_directory;          /* where durable subscriptions live */
+        uint32_t journal_max_subscriptions_per_user;
+        uint64_t journal_max_bytes_per_subscription;
+        uint64_t journal_max_bytes_per_user;
 } Config;
 
 /* Longest poll interval: a day. */

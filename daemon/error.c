@@ -20,6 +20,10 @@ static const char *const error_names[_WATCHD_E_MAX - _WATCHD_E_FIRST] = {
         [WATCHD_E_NO_SUCH_WATCH - _WATCHD_E_FIRST] = "no such subscription",
         [WATCHD_E_IDS_USED_UP - _WATCHD_E_FIRST] = "subscription ids used up",
         [WATCHD_E_USER_POLLED - _WATCHD_E_FIRST] = "max_polled_dirs_per_user reached",
+        [WATCHD_E_NO_STATE_DIR - _WATCHD_E_FIRST] = "no state directory for durable subscriptions",
+        [WATCHD_E_DURABLE_EXISTS - _WATCHD_E_FIRST] = "a durable subscription of that name exists",
+        [WATCHD_E_NO_SUCH_DURABLE - _WATCHD_E_FIRST] = "no such durable subscription",
+        [WATCHD_E_DURABLE_LIMIT - _WATCHD_E_FIRST] = "max_subscriptions_per_user reached",
 };
 
 const char *error_to_string(int r) {

@@ -27,6 +27,10 @@ typedef enum WatchdError {
         WATCHD_E_NO_SUCH_WATCH,         /* no subscription of the caller's has that id */
         WATCHD_E_IDS_USED_UP,           /* every subscription id has been given out */
         WATCHD_E_USER_POLLED,           /* max_polled_dirs_per_user reached */
+        WATCHD_E_NO_STATE_DIR,          /* durable subscriptions need a state directory, there is none */
+        WATCHD_E_DURABLE_EXISTS,        /* the caller has a durable subscription of that name */
+        WATCHD_E_NO_SUCH_DURABLE,       /* the caller has no durable subscription of that name */
+        WATCHD_E_DURABLE_LIMIT,         /* max_subscriptions_per_user ([journal]) reached */
         _WATCHD_E_MAX,
 } WatchdError;
 

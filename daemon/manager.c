@@ -367,6 +367,8 @@ void manager_flush(Manager *m) {
         if (events_backlog(m->events, &t))
                 return;
         delivery_flush(m->delivery, now_usec());
+        if (m->hooks.after_flush)
+                m->hooks.after_flush(m->hooks_userdata);
 }
 
 uint64_t manager_next_deadline(const Manager *m) {
@@ -377,7 +379,15 @@ uint64_t manager_next_deadline(const Manager *m) {
         /* A poll due already is the walker's work (manager_has_walks()), not the timer's:
          * a timer in the past would be dispatched before the walker, for ever. */
         poll = remote_next(m->remote);
-        return MIN(delivery_next_deadline(m->delivery), poll > now_usec() ? poll : UINT64_MAX);
+        t = MIN(delivery_next_deadline(m->delivery), poll > now_usec() ? poll : UINT64_MAX);
+        if (m->hooks.next_deadline)
+                t = MIN(t, m->hooks.next_deadline(m->hooks_userdata));
+        return t;
+}
+
+void manager_set_hooks(Manager *m, const ManagerHooks *hooks, void *userdata) {
+        m->hooks = hooks ? *hooks : (ManagerHooks) {};
+        m->hooks_userdata = userdata;
 }
 
 bool manager_run_walks(Manager *m, uint64_t budget_usec) {

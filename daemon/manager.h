@@ -32,6 +32,15 @@
 #include "tree.h"
 #include "watch_table.h"
 
+/* What a layer above the manager (durable.c) does at the manager's own
+ * moments, given with manager_set_hooks(): it calls nothing up. */
+typedef struct ManagerHooks {
+        /* After each flush of the clients' queues. */
+        void (*after_flush)(void *userdata);
+        /* When it next needs a flush for time (CLOCK_MONOTONIC µs), UINT64_MAX: not for time. */
+        uint64_t (*next_deadline)(void *userdata);
+} ManagerHooks;
+
 typedef struct Manager {
         Config config;
         char *config_path;
@@ -48,6 +57,9 @@ typedef struct Manager {
         Events *events;                 /* the kernel's records */
 
         GHashTable *clients;            /* name -> Client (owned) */
+
+        ManagerHooks hooks;
+        void *hooks_userdata;
 } Manager;
 
 /* Takes over *config (it is reset). */
@@ -60,6 +72,8 @@ int manager_start(Manager *m);
 
 /* Applies a re-read config; the backend and device stay until restart. */
 void manager_reload(Manager *m, Config *config);
+
+void manager_set_hooks(Manager *m, const ManagerHooks *hooks, void *userdata);
 
 /* For the loop glue. */
 int manager_kernel_fd(const Manager *m);

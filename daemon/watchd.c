@@ -25,6 +25,7 @@
 #include "capability.h"
 #include "config.h"
 #include "dbus_iface.h"
+#include "durable.h"
 #include "loop.h"
 #include "log.h"
 #include "macro.h"
@@ -43,6 +44,7 @@ typedef struct Args {
         BusKind bus;
         const char *address;
         BackendType backend;    /* _BACKEND_TYPE_INVALID: as configured */
+        const char *state_dir;  /* NULL: as configured */
 } Args;
 
 static void help(void) {
@@ -52,6 +54,7 @@ static void help(void) {
                "      --session          Serve on the session bus\n"
                "      --address ADDR     Serve on the bus at ADDR (e.g. unix:path=/run/bus)\n"
                "      --backend BACKEND  auto, device or syscall (overrides [daemon] backend)\n"
+               "      --state-dir DIR    Keep durable subscriptions in DIR (overrides [journal] state_directory)\n"
                "  -h, --help             Show this help\n"
                "      --version          Show the version\n\n"
                "Without --session or --address it serves on the system bus.\n"
@@ -65,6 +68,7 @@ static int parse_args(int argc, char *argv[], Args *args) {
                 ARG_SESSION = 0x100,
                 ARG_ADDRESS,
                 ARG_BACKEND,
+                ARG_STATE_DIR,
                 ARG_VERSION,
         };
         static const struct option options[] = {
@@ -72,6 +76,7 @@ static int parse_args(int argc, char *argv[], Args *args) {
                 { "session", no_argument,       NULL, ARG_SESSION },
                 { "address", required_argument, NULL, ARG_ADDRESS },
                 { "backend", required_argument, NULL, ARG_BACKEND },
+                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                 { "help",    no_argument,       NULL, 'h' },
                 { "version", no_argument,       NULL, ARG_VERSION },
                 {}
@@ -96,6 +101,13 @@ static int parse_args(int argc, char *argv[], Args *args) {
                                 log_error("--backend: '%s' is not one of auto, device, syscall.", optarg);
                                 return -EINVAL;
                         }
+                        break;
+                case ARG_STATE_DIR:
+                        if (optarg[0] != '/') {
+                                log_error("--state-dir: '%s' is not an absolute path.", optarg);
+                                return -EINVAL;
+                        }
+                        args->state_dir = optarg;
                         break;
                 case 'h':
                         help();
@@ -188,8 +200,10 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 log_error("%s; keeping the old settings.", error ?: "Failed to reload the configuration");
         else {
                 manager_reload(m, &c);
-                if (dm->iface)
+                if (dm->iface) {
                         dbus_iface_reloaded(dm->iface);
+                        durable_reload(dbus_iface_durable(dm->iface));
+                }
                 log_info("Reloaded '%s'.", m->config_path);
         }
         config_done(&c);
@@ -294,7 +308,7 @@ static int run(int argc, char *argv[]) {
         r = bus_open(&args, &bus);
         if (r < 0)
                 return EXIT_FAILURE;
-        r = dbus_iface_new(m, bus, event, &iface);
+        r = dbus_iface_new(m, bus, event, args.state_dir ?: m->config.state_directory, &iface);
         if (r < 0)
                 return EXIT_FAILURE;
         dm.iface = iface;

@@ -704,7 +704,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         CHECK(manager_start(g.manager) >= 0);
         CHECK(loop_new(g.event, g.manager, &g.loop) >= 0);
         g.daemon_bus = connect_bus(false);
-        CHECK(dbus_iface_new(g.manager, g.daemon_bus, g.event, &g.iface) >= 0);
+        CHECK(dbus_iface_new(g.manager, g.daemon_bus, g.event, NULL, &g.iface) >= 0);
 
         g.issued = g_hash_table_new(g_direct_hash, g_direct_equal);
         return 0;

@@ -106,6 +106,10 @@ static GDBusMessage *bus_filter(GDBusConnection *connection, GDBusMessage *m, gb
                     g_strcmp0(g_dbus_message_get_path(m), WATCHD_OBJECT_PATH) != 0 ||
                     !g_dbus_message_get_sender(m) || !g_dbus_message_get_member(m))
                         return m;
+                /* A durable subscription's records are a WatchdDurable's own
+                 * (watchd-durable.c subscribes to them): GDBus dispatches them. */
+                if (g_str_has_prefix(g_dbus_message_get_member(m), "Durable"))
+                        return m;
                 {
                         g_autoptr(GVariant) empty = NULL;
                         GVariant *body = g_dbus_message_get_body(m);

@@ -27,6 +27,9 @@
 #define WATCHD_ERROR_ACCESS_DENIED   "org.freedesktop.DBus.Error.AccessDenied"
 #define WATCHD_ERROR_FILE_NOT_FOUND  "org.freedesktop.DBus.Error.FileNotFound"
 #define WATCHD_ERROR_LIMITS_EXCEEDED "org.freedesktop.DBus.Error.LimitsExceeded"
+#define WATCHD_ERROR_NOT_SUPPORTED   "org.freedesktop.DBus.Error.NotSupported"
+#define WATCHD_ERROR_DURABLE_EXISTS  "org.example.Inotify.Error.DurableExists"
+#define WATCHD_ERROR_NO_SUCH_DURABLE "org.example.Inotify.Error.NoSuchDurable"
 
 /* AddWatch/AddWatchFd flags. */
 #define WATCHD_FLAG_RECURSIVE   0x1u    /* the directory and every directory below it */
@@ -77,6 +80,14 @@
                                                 * (with IN_DELETE_SELF in the mask; not asked for itself) */
 #define WATCHD_IN_UNMOUNT       0x00002000u  /* sent to every subscriber, asked for or not */
 #define WATCHD_IN_ISDIR         0x40000000u  /* the object is a directory */
+
+/* DurableRescan(name, id, reason, directories): a directory's flag, the directory's whole tree. */
+#define WATCHD_RESCAN_RECURSIVE 0x1u
+
+/* DurableStopped(name, reason): why nothing more comes for a durable subscription. */
+#define WATCHD_DURABLE_STOPPED_REMOVED   "removed"              /* RemoveDurable */
+#define WATCHD_DURABLE_STOPPED_ELSEWHERE "resumed-elsewhere"    /* another connection resumed it */
+#define WATCHD_DURABLE_STOPPED_ERROR     "error"                /* its journal could not be read or sent: resume again */
 
 /* WatchRemoved(id, reason): why the daemon ended a subscription. */
 #define WATCHD_REASON_DELETED   "deleted"      /* the object (or a directory of a pending path) is gone */

@@ -177,6 +177,8 @@ WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const
         g_auto(GStrv) wrapper_argv = NULL;
         const char *wrapper = g_getenv("WATCHD_TEST_WRAPPER");
         WtDaemon *d = g_new0(WtDaemon, 1);
+        g_autofree char *state_dir = g_build_filename(bus->dir, "state", NULL);
+        gboolean has_state_dir = FALSE;
         gint64 deadline;
 
         d->bus = bus;
@@ -199,8 +201,15 @@ WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const
         g_ptr_array_add(argv, d->config_path);
         g_ptr_array_add(argv, (gpointer) "--backend");
         g_ptr_array_add(argv, (gpointer) "syscall");
-        for (size_t i = 0; extra_args && extra_args[i]; i++)
+        for (size_t i = 0; extra_args && extra_args[i]; i++) {
                 g_ptr_array_add(argv, (gpointer) extra_args[i]);
+                has_state_dir = has_state_dir || strcmp(extra_args[i], "--state-dir") == 0;
+        }
+        /* Durable subscriptions in the test's directory, never in /var/lib/watchd. */
+        if (!has_state_dir) {
+                g_ptr_array_add(argv, (gpointer) "--state-dir");
+                g_ptr_array_add(argv, state_dir);
+        }
         g_ptr_array_add(argv, NULL);
 
         l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);

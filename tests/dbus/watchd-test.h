@@ -50,7 +50,9 @@ void wt_remove_tree(const char *dir);
 char *wt_make_fast_dir(void);
 
 /* Writes config (may be NULL: defaults) and starts "watchd --address ... --config ...
- * --backend syscall" plus extra_args; returns once it owns org.example.Inotify. */
+ * --backend syscall" plus extra_args (and "--state-dir BUS_DIR/state" unless they
+ * have a --state-dir: durable subscriptions never go to /var/lib/watchd from a
+ * test); returns once it owns org.example.Inotify. */
 WtDaemon *wt_daemon_start(WtBus *bus, const char *config);
 WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const *extra_args);
 /* SIGTERM and wait; returns the exit status (or 128+signal). Frees d. */

@@ -1172,6 +1172,96 @@ static void test_stream_refused(Fixture *f, gconstpointer data) {
         rec_clear(&r);
 }
 
+/* Durable subscriptions: made, listed, resumed (records with ids, paths as bytes, caught up, live), removed. */
+typedef struct DurableRec {
+        GPtrArray *lines;       /* "ID MASK PATH[>NEW]", "R ID REASON", "C ID", "S REASON" */
+        gboolean caught_up;
+        gboolean stopped;
+} DurableRec;
+
+static void on_d_event(WatchdDurable *d, guint64 id, guint mask, guint cookie, const char *path, const char *new_path,
+                       gpointer data) {
+        DurableRec *r = data;
+
+        g_ptr_array_add(r->lines, g_strdup_printf("%" G_GUINT64_FORMAT " %x %s%s%s", id, mask, path,
+                                                  new_path ? ">" : "", new_path ?: ""));
+}
+
+static void on_d_rescan(WatchdDurable *d, guint64 id, const char *reason, GVariant *dirs, gpointer data) {
+        DurableRec *r = data;
+
+        g_ptr_array_add(r->lines, g_strdup_printf("R %" G_GUINT64_FORMAT " %s %zu", id, reason, g_variant_n_children(dirs)));
+}
+
+static void on_d_caught_up(WatchdDurable *d, guint64 id, gpointer data) {
+        DurableRec *r = data;
+
+        g_ptr_array_add(r->lines, g_strdup_printf("C %" G_GUINT64_FORMAT, id));
+        r->caught_up = TRUE;
+}
+
+static void on_d_stopped(WatchdDurable *d, const char *reason, gpointer data) {
+        DurableRec *r = data;
+
+        g_ptr_array_add(r->lines, g_strdup_printf("S %s", reason));
+        r->stopped = TRUE;
+}
+
+static void test_durable(Fixture *f, gconstpointer data) {
+        g_autofree char *journal = NULL, *a = g_build_filename(f->dir, "a\xff", NULL), *b = g_build_filename(f->dir, "b", NULL);
+        g_autofree char *want = NULL;
+        g_autoptr(WatchdDurable) d = NULL;
+        g_autoptr(GVariant) list = NULL;
+        g_autoptr(GError) error = NULL;
+        DurableRec r = { .lines = g_ptr_array_new_with_free_func(g_free) };
+        guint64 cursor = 99;
+        int fd;
+
+        g_assert_true(watchd_client_create_durable_sync(f->client, "lib", f->dir, WATCHD_EVENT_CREATE | WATCHD_EVENT_MOVE,
+                                                        0, &journal, &cursor, NULL, &error));
+        g_assert_no_error(error);
+        g_assert_cmpuint(cursor, ==, 0);
+        g_assert_false(watchd_client_create_durable_sync(f->client, "lib", f->dir, WATCHD_EVENT_CREATE, 0, NULL, NULL,
+                                                         NULL, &error));
+        g_assert_nonnull(error);
+        g_clear_error(&error);
+
+        fd = open(a, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        g_assert_cmpint(fd, >=, 0);
+        close(fd);
+        g_assert_cmpint(rename(a, b), ==, 0);
+
+        list = watchd_client_list_durable_sync(f->client, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_cmpuint(g_variant_n_children(list), ==, 1);
+
+        d = watchd_client_resume_durable_sync(f->client, "lib", journal, 0, NULL, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(watchd_durable_get_journal(d), ==, journal);
+        g_signal_connect(d, "event", G_CALLBACK(on_d_event), &r);
+        g_signal_connect(d, "rescan", G_CALLBACK(on_d_rescan), &r);
+        g_signal_connect(d, "caught-up", G_CALLBACK(on_d_caught_up), &r);
+        g_signal_connect(d, "stopped", G_CALLBACK(on_d_stopped), &r);
+        while (r.lines->len < 3)
+                g_main_context_iteration(NULL, TRUE);
+        g_assert_true(r.caught_up || r.lines->len >= 2);
+        want = g_strdup_printf("1 100 %s", a);
+        g_assert_cmpstr(r.lines->pdata[0], ==, want);      /* the bytes, not the escaped form */
+        g_free(want);
+        want = g_strdup_printf("2 c0 %s>%s", a, b);
+        g_assert_cmpstr(r.lines->pdata[1], ==, want);
+        g_assert_cmpstr(r.lines->pdata[2], ==, "C 2");
+        g_assert_cmpuint(watchd_durable_get_cursor(d), ==, 2);
+        g_assert_true(watchd_durable_get_caught_up(d));
+
+        g_assert_true(watchd_client_remove_durable_sync(f->client, "lib", NULL, &error));
+        g_assert_no_error(error);
+        while (!r.stopped)
+                g_main_context_iteration(NULL, TRUE);
+        g_assert_cmpstr(r.lines->pdata[r.lines->len - 1], ==, "S removed");
+        g_ptr_array_unref(r.lines);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         /* One a line, the path a literal: tests/meson.build reads them (case_programs). */
@@ -1199,5 +1289,6 @@ int main(int argc, char **argv) {
         g_test_add("/libwatchd/restart-stream", Fixture, NULL, setup, test_restart_stream, teardown);
         g_test_add("/libwatchd/shared-connection", Fixture, NULL, setup, test_shared_connection, teardown);
         g_test_add("/libwatchd/stream-refused", Fixture, NULL, setup, test_stream_refused, teardown);
+        g_test_add("/libwatchd/durable", Fixture, NULL, setup, test_durable, teardown);
         return g_test_run();
 }

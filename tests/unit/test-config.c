@@ -55,6 +55,9 @@ static const Case cases[] = {
         { "local is never polled", "", NULL, AT(poll_interval_sec[FS_LOCAL]), 0 },
         { "max_polled_dirs_per_user", "[poll]\nmax_polled_dirs_per_user = 7\n", NULL,
           AT(max_polled_dirs_per_user), 7 },
+        { "max_subscriptions_per_user", "[journal]\nmax_subscriptions_per_user = 3\n", NULL, AT(journal_max_subscriptions_per_user), 3 },
+        { "too many durable", "[journal]\nmax_subscriptions_per_user = 65537\n",
+          "t.conf:2: max_subscriptions_per_user: 65537 is out of range (1-65536)" },
         { "the last value wins", "[limits]\nmax_clients_per_user = 5\nmax_clients_per_user = 6\n", NULL,
           AT(max_clients_per_user), 6 },
 
@@ -121,6 +124,61 @@ static const Case cases[] = {
           "t.conf:2: line is longer than 198 characters" },
 };
 
+typedef struct SizeCase {
+        const char *what;
+        const char *text;
+        const char *error;
+        size_t offset;          /* a uint64_t field */
+        uint64_t value;
+} SizeCase;
+
+static const SizeCase size_cases[] = {
+        { "default per subscription", "", NULL, AT(journal_max_bytes_per_subscription), UINT64_C(64) << 20 },
+        { "default per user", "", NULL, AT(journal_max_bytes_per_user), UINT64_C(256) << 20 },
+        { "bytes", "[journal]\nmax_bytes_per_subscription = 65536\n", NULL, AT(journal_max_bytes_per_subscription), 65536 },
+        { "K", "[journal]\nmax_bytes_per_subscription = 100K\n", NULL, AT(journal_max_bytes_per_subscription), 102400 },
+        { "G", "[journal]\nmax_bytes_per_user = 3G\n", NULL, AT(journal_max_bytes_per_user), UINT64_C(3) << 30 },
+        { "T", "[journal]\nmax_bytes_per_user = 1T\n", NULL, AT(journal_max_bytes_per_user), UINT64_C(1) << 40 },
+        { "too small", "[journal]\nmax_bytes_per_subscription = 63K\n",
+          "t.conf:2: max_bytes_per_subscription: 63K is out of range (64K-1T)" },
+        { "too big", "[journal]\nmax_bytes_per_user = 1025G\n",
+          "t.conf:2: max_bytes_per_user: 1025G is out of range (64K-1T)" },
+        { "past 64 bits", "[journal]\nmax_bytes_per_user = 99999999999999999T\n",
+          "t.conf:2: max_bytes_per_user: 99999999999999999T is out of range (64K-1T)" },
+        { "past strtoull", "[journal]\nmax_bytes_per_user = 999999999999999999999\n",
+          "t.conf:2: max_bytes_per_user: 999999999999999999999 is out of range (64K-1T)" },
+        { "bad unit", "[journal]\nmax_bytes_per_user = 3X\n",
+          "t.conf:2: max_bytes_per_user: '3X' is not a size (bytes, or a number followed by K, M, G or T)" },
+        { "two units", "[journal]\nmax_bytes_per_user = 3MB\n",
+          "t.conf:2: max_bytes_per_user: '3MB' is not a size (bytes, or a number followed by K, M, G or T)" },
+        { "negative size", "[journal]\nmax_bytes_per_user = -1M\n",
+          "t.conf:2: max_bytes_per_user: '-1M' is not a size (bytes, or a number followed by K, M, G or T)" },
+        { "state_directory", "[journal]\nstate_directory = /srv/watchd\n", NULL, AT(journal_max_bytes_per_user), UINT64_C(256) << 20 },
+        { "relative state_directory", "[journal]\nstate_directory = var/lib\n",
+          "t.conf:2: state_directory: 'var/lib' is not an absolute path" },
+        { "unknown journal key", "[journal]\nmax_bytes = 1M\n",
+          "t.conf:2: unknown key 'max_bytes' in section [journal]" },
+};
+
+static void test_size_case(gconstpointer data) {
+        const SizeCase *c = data;
+        g_autofree char *error = NULL;
+        Config config;
+        int r;
+
+        g_assert_cmpint(config_init(&config), ==, 0);
+        r = config_load_string("t.conf", c->text, &config, &error);
+        if (c->error) {
+                g_assert_cmpint(r, ==, -EINVAL);
+                g_assert_cmpstr(error, ==, c->error);
+        } else {
+                g_assert_cmpint(r, ==, 0);
+                g_assert_null(error);
+                g_assert_cmpuint(*(uint64_t *) ((char *) &config + c->offset), ==, c->value);
+        }
+        config_done(&config);
+}
+
 static void test_case(gconstpointer data) {
         const Case *c = data;
         g_autofree char *error = NULL;
@@ -161,6 +219,10 @@ static void assert_defaults(const Config *c) {
         for (int k = 0; k < _FS_KIND_MAX; k++)
                 g_assert_cmpuint(c->poll_interval_sec[k], ==, d.poll_interval_sec[k]);
         g_assert_cmpuint(c->max_polled_dirs_per_user, ==, d.max_polled_dirs_per_user);
+        g_assert_cmpuint(c->journal_max_bytes_per_subscription, ==, d.journal_max_bytes_per_subscription);
+        g_assert_cmpuint(c->journal_max_bytes_per_user, ==, d.journal_max_bytes_per_user);
+        g_assert_cmpuint(c->journal_max_subscriptions_per_user, ==, d.journal_max_subscriptions_per_user);
+        g_assert_cmpstr(c->state_directory, ==, d.state_directory);
         config_done(&d);
 }
 
@@ -180,7 +242,7 @@ static void test_shipped(void) {
         uncommented = g_regex_replace(re, text, -1, 0, "\\1", 0, NULL);
         for (const char *p = uncommented; (p = strstr(p, " = ")); p++)
                 n++;
-        g_assert_cmpint(n, ==, 20);     /* every key of the file */
+        g_assert_cmpint(n, ==, 24);     /* every key of the file */
         g_assert_cmpint(config_load_string(WATCHD_CONF, uncommented, &c, &error), ==, 0);
         g_assert_null(error);
         assert_defaults(&c);
@@ -222,6 +284,10 @@ int main(int argc, char *argv[]) {
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
                 g_autofree char *name = g_strdup_printf("/config/%s", cases[i].what);
                 g_test_add_data_func(name, &cases[i], test_case);
+        }
+        for (size_t i = 0; i < G_N_ELEMENTS(size_cases); i++) {
+                g_autofree char *name = g_strdup_printf("/config/size/%s", size_cases[i].what);
+                g_test_add_data_func(name, &size_cases[i], test_size_case);
         }
         g_test_add_func("/config/shipped file", test_shipped);
         g_test_add_func("/config/missing file", test_missing_file);

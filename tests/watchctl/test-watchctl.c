@@ -730,6 +730,115 @@ static void test_list(void) {
         g_assert_cmpstr(json_array_get_string_element(events, 0), ==, "MOVED_FROM");
 }
 
+/* Durable subscriptions: create, list, resume (a script's JSON), remove. */
+static void test_durable(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *a = g_build_filename(dir, "a", NULL), *b = g_build_filename(dir, "b", NULL);
+        g_autoptr(Proc) create = WATCHCTL("durable", "create", "-e", "create,move,close_write", "--json", "docs", dir);
+        g_autoptr(JsonParser) parser = json_parser_new();
+        g_autoptr(Proc) list = NULL, resume = NULL, again = NULL, text = NULL, foreign = NULL, rm = NULL, gone = NULL;
+        g_auto(GStrv) lines = NULL;
+        g_autofree char *journal = NULL, *since = NULL, *want = NULL;
+        JsonObject *o;
+        gint64 cursor, last = 0;
+
+        assert_exit(create, 0);
+        o = parse_line(parser, create->out->str);
+        g_assert_cmpstr(json_object_get_string_member(o, "name"), ==, "docs");
+        journal = g_strdup(json_object_get_string_member(o, "journal"));
+        g_assert_cmpuint(strlen(journal), ==, 32);
+        cursor = json_object_get_int_member(o, "cursor");
+
+        /* Made while no one resumes. */
+        write_file(a, "x");
+        g_assert_cmpint(rename(a, b), ==, 0);
+        list = WATCHCTL("durable", "list");
+        assert_exit(list, 0);
+        want = g_strdup_printf("docs watching %s %" G_GINT64_FORMAT " ", journal, cursor);
+        g_assert_true(g_str_has_prefix(list->out->str, want));
+
+        /* What an indexer script reads: resumed, the records, caught up. */
+        since = g_strdup_printf("%" G_GINT64_FORMAT, cursor);
+        for (int tries = 0;; tries++) {
+                g_clear_pointer(&resume, proc_free);
+                resume = WATCHCTL("durable", "resume", "docs", "--journal", journal, "--since", since,
+                                  "--until-caught-up", "--json");
+                assert_exit(resume, 0);
+                g_strfreev(lines);
+                lines = g_strsplit(resume->out->str, "\n", -1);
+                if (g_strv_length(lines) >= 6 || tries > 100)
+                        break;
+                g_usleep(20000);        /* the rename may not be journaled yet */
+        }
+        g_assert_cmpuint(g_strv_length(lines), ==, 6);
+        o = parse_line(parser, lines[0]);
+        g_assert_cmpstr(json_object_get_string_member(o, "type"), ==, "resumed");
+        g_assert_cmpstr(json_object_get_string_member(o, "journal"), ==, journal);
+        for (int i = 1; i <= 3; i++) {
+                static const char *const masks[] = { NULL, "CREATE", "CLOSE_WRITE", "MOVED_FROM" };
+                JsonArray *events;
+
+                o = parse_line(parser, lines[i]);
+                g_assert_cmpstr(json_object_get_string_member(o, "type"), ==, "event");
+                g_assert_cmpint(json_object_get_int_member(o, "id"), >, last);
+                last = json_object_get_int_member(o, "id");
+                g_assert_cmpstr(json_object_get_string_member(o, "path"), ==, a);
+                events = json_object_get_array_member(o, "events");
+                g_assert_cmpstr(json_array_get_string_element(events, 0), ==, masks[i]);
+        }
+        g_assert_cmpstr(json_object_get_string_member(o, "new_path"), ==, b);
+        o = parse_line(parser, lines[4]);
+        g_assert_cmpstr(json_object_get_string_member(o, "type"), ==, "caught-up");
+        g_assert_cmpint(json_object_get_int_member(o, "id"), ==, last);
+
+        /* From the last id: nothing new. */
+        g_free(since);
+        since = g_strdup_printf("%" G_GINT64_FORMAT, last);
+        again = WATCHCTL("durable", "resume", "docs", "--journal", journal, "--since", since, "-u");
+        assert_exit(again, 0);
+        g_free(want);
+        want = g_strdup_printf("%s caught-up\n", since);
+        g_assert_cmpstr(again->out->str, ==, want);
+
+        /* Text lines; another journal's cursor: rescan everything. */
+        text = WATCHCTL("durable", "resume", "docs", "-u");
+        assert_exit(text, 0);
+        g_free(want);
+        want = g_strdup_printf(" CREATE %s\n", a);
+        g_assert_nonnull(strstr(text->out->str, want));
+        g_free(want);
+        want = g_strdup_printf(" MOVED_FROM,MOVED_TO %s -> %s\n", a, b);
+        g_assert_nonnull(strstr(text->out->str, want));
+        foreign = WATCHCTL("durable", "resume", "docs", "--journal", "0123456789abcdef0123456789abcdef", "-s", "1", "-u");
+        assert_exit(foreign, 0);
+        g_free(want);
+        want = g_strdup_printf("%s rescan foreign whole\n%s caught-up\n", since, since);
+        g_assert_cmpstr(foreign->out->str, ==, want);
+
+        rm = WATCHCTL("durable", "remove", "docs");
+        assert_exit(rm, 0);
+        gone = WATCHCTL("durable", "remove", "docs");
+        assert_exit(gone, 1);
+        g_assert_nonnull(strstr(gone->err->str, "NoSuchDurable"));
+}
+
+static void test_durable_usage(void) {
+        const char *const *const bad[] = {
+                (const char *const[]) { "durable", NULL },
+                (const char *const[]) { "durable", "bogus", NULL },
+                (const char *const[]) { "durable", "create", "x", NULL },
+                (const char *const[]) { "durable", "list", "x", NULL },
+                (const char *const[]) { "durable", "resume", NULL },
+                (const char *const[]) { "durable", "resume", "x", "--since", "minus", NULL },
+        };
+
+        for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+                g_autoptr(Proc) p = watchctl_as(FALSE, bad[i]);
+
+                assert_exit(p, 2);
+        }
+}
+
 static void test_stats(void) {
         g_autoptr(Proc) text = WATCHCTL("stats");
         g_autoptr(Proc) json = WATCHCTL("stats", "--json");
@@ -981,6 +1090,8 @@ int main(int argc, char **argv) {
         WT_CASE_FUNC("/watchctl/watch/non-utf8", test_non_utf8);
         WT_CASE_FUNC("/watchctl/list", test_list);
         WT_CASE_FUNC("/watchctl/stats", test_stats);
+        WT_CASE_FUNC("/watchctl/durable", test_durable);
+        WT_CASE_FUNC("/watchctl/durable-usage", test_durable_usage);
         WT_CASE_FUNC("/watchctl/stats-documented", test_stats_documented);
         WT_CASE_FUNC("/watchctl/errors/missing-path", test_missing_path);
         WT_CASE_FUNC("/watchctl/errors/permission-denied", test_permission_denied);

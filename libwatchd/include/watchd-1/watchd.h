@@ -12,4 +12,5 @@
 #include "watchd-event.h"
 #include "watchd-client.h"
 #include "watchd-subscription.h"
+#include "watchd-durable.h"
 #undef WATCHD_INSIDE

@@ -1,0 +1,886 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * durable - subscriptions that outlive their client and the daemon
+ *
+ * Each DurableSub has an owner (a manager Client whose delivery transport
+ * is journal_ops below) and at most one attachment (a client that resumed
+ * it, with a reader of its journal). The pump runs after every flush of
+ * the manager (ManagerHooks): it sends each attachment what its window
+ * allows, a slice at a time, and asks it to confirm (the client's own
+ * answer to a Ping, as for live events: delivery.h). So a replay of a
+ * million records costs the daemon one frame of the journal at a time and
+ * the bus at most max_pending_events_per_client unread records.
+ *
+ * Credentials: the uid and groups the bus reported at creation are kept in
+ * the definition. At each start the groups are narrowed to those the user
+ * still has (getgrouplist(3)); a user who no longer exists, or can no
+ * longer open the path, has the subscription not watched (an "access" gap
+ * in its journal, the state "no-access") until a later start finds access
+ * again. The recorded credentials never grow: a group added to the user
+ * later is not taken.
+ */
+
+#include <errno.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "durable.h"
+#include "durable_store.h"
+#include "error.h"
+#include "event_bits.h"
+#include "log.h"
+#include "macro.h"
+#include "path.h"
+
+/* Entries one attachment is sent at most per turn: the others, and the bus, get theirs. */
+#define PUMP_MAX_ENTRIES 4096u
+/* While a journal cannot be written, it is tried again this often (the gap goes in once it can). */
+#define LOSING_RETRY_USEC (1000u * 1000u)
+
+typedef enum DurableState {
+        DURABLE_WATCHING,
+        DURABLE_WALKING,
+        DURABLE_NO_ACCESS,
+} DurableState;
+
+typedef struct DurableSub DurableSub;
+
+typedef struct Attach {
+        DurableSub *sub;
+        Client *client;
+        JournalReader *reader;
+        bool caught_up;
+} Attach;
+
+struct DurableSub {
+        Durable *d;
+        char *key;                      /* "UID/NAME": in d->subs */
+        DurableDef def;
+        Journal *journal;
+        Client *owner;
+        uint32_t sub_id;                /* its subscription in the watch table; 0: none */
+        DurableState state;
+        bool readd;                     /* its watch ended: placed again at the next pump */
+        Attach *attach;
+};
+
+/* A walk that may outlive what it was for: looked up again when it ends. */
+typedef struct WalkToken {
+        Durable *d;                     /* NULL once d is freed */
+        char *key;
+        bool down_gap;                  /* append a daemon-down gap once it is done */
+        DurableCreated done;            /* a creation's answer */
+        void *userdata;
+        LIST_FIELDS(struct WalkToken, tokens);
+} WalkToken;
+
+struct Durable {
+        Manager *m;
+        char *state_dir;                /* NULL: disabled */
+        const DurableOps *ops;
+        void *userdata;
+        GHashTable *subs;               /* "UID/NAME" -> DurableSub (owned) */
+        GPtrArray *attaches;            /* Attach (owned) */
+        GHashTable *cap_dirty;          /* uids whose journals grew since their cap was checked */
+        LIST_HEAD(WalkToken, tokens);
+        uint64_t wake_at;               /* when the pump wants a turn */
+};
+
+static char *sub_key(uid_t uid, const char *name) {
+        char *k;
+
+        if (asprintf(&k, "%u/%s", (unsigned) uid, name) < 0)
+                return NULL;
+        return k;
+}
+
+static const char *state_name(const DurableSub *s) {
+        Subscription *sub;
+
+        switch (s->state) {
+        case DURABLE_WALKING:
+                return "walking";
+        case DURABLE_NO_ACCESS:
+                return "no-access";
+        default:
+                sub = s->sub_id ? watch_table_get_subscription(s->d->m->table, s->sub_id) : NULL;
+                return sub && sub->pending ? "pending" : "watching";
+        }
+}
+
+static uint64_t cap_of(const Durable *d) {
+        const Config *c = &d->m->config;
+
+        return MIN(c->journal_max_bytes_per_subscription, c->journal_max_bytes_per_user);
+}
+
+static void mark_cap_dirty(Durable *d, uid_t uid) {
+        g_hash_table_add(d->cap_dirty, GUINT_TO_POINTER(uid));
+}
+
+static void journal_flush_logged(DurableSub *s) {
+        int r = journal_flush(s->journal);
+
+        /* The journal logs a loss itself, once; and reports it as a gap. */
+        if (r < 0)
+                log_debug_errno(r, "Journal of durable subscription %s not written now: %m", s->key);
+        mark_cap_dirty(s->d, s->def.uid);
+}
+
+static void append_gap(DurableSub *s, JournalGapReason reason) {
+        int r = journal_append_gap(s->journal, reason, true, NULL, 0);
+
+        if (r < 0)
+                log_warning_errno(r, "Failed to record a gap in the journal of %s, ignoring: %m", s->key);
+        journal_flush_logged(s);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The owner's transport: the journal */
+
+static int journal_send_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
+        DurableSub *s = data;
+
+        for (size_t i = 0; i < n; i++) {
+                Record *rec = recs[i];
+
+                /* Not a path the journal holds (none, or longer than 64 KiB): never silently. */
+                if (rec->path[0] != '/' ||
+                    journal_append_event(s->journal, rec->mask, rec->cookie, rec->path, rec->new_path) < 0)
+                        (void) journal_append_gap(s->journal, JOURNAL_GAP_OVERFLOW, true, NULL, 0);
+                record_free(rec);
+        }
+        /* One frame a batch. A journal reads what it is sent at once: no window to count against. */
+        journal_flush_logged(s);
+        return 0;
+}
+
+static int journal_send_notice(DeliveryQueue *q, const Record *rec, const uint32_t *ids, size_t n_ids, void *data) {
+        DurableSub *s = data;
+
+        if (rec->kind == RECORD_OVERFLOW)
+                append_gap(s, JOURNAL_GAP_OVERFLOW);
+        else {
+                /* Its path went (deleted, unmounted): followed until it is back. */
+                log_info("The path of durable subscription %s is gone (%s): following it until it is back.",
+                         s->key, rec->reason);
+                append_gap(s, JOURNAL_GAP_REMOVED);
+                s->sub_id = 0;
+                s->readd = true;
+                s->d->wake_at = 0;
+        }
+        return 0;
+}
+
+static const DeliveryOps journal_ops = {
+        .send_events = journal_send_events,
+        .send_notice = journal_send_notice,
+};
+
+/* ---------------------------------------------------------------------- */
+/* Watching */
+
+/* The recorded groups the user still has: never more than either. */
+static int caller_now(const DurableDef *def, Caller *ret, gid_t **ret_gids) {
+        _cleanup_free_ gid_t *now = NULL, *keep = NULL;
+        struct passwd *pw;
+        int n = 64, k = 0;
+
+        errno = 0;
+        pw = getpwuid(def->uid);
+        if (!pw)
+                return errno > 0 ? -errno : -ESRCH;     /* the user is gone */
+        for (;;) {
+                gid_t *g = reallocarray(now, (size_t) n, sizeof(gid_t));
+                int want = n;
+
+                if (!g)
+                        return -ENOMEM;
+                now = g;
+                if (getgrouplist(pw->pw_name, pw->pw_gid, now, &want) >= 0) {
+                        n = want;
+                        break;
+                }
+                if (want <= n || want > 65536)
+                        return -EIO;
+                n = want;
+        }
+        keep = calloc(def->n_gids + 1, sizeof(gid_t));
+        if (!keep)
+                return -ENOMEM;
+        for (size_t i = 0; i < def->n_gids; i++)
+                for (int j = 0; j < n; j++)
+                        if (def->gids[i] == now[j]) {
+                                keep[k++] = def->gids[i];
+                                break;
+                        }
+        *ret = (Caller) {
+                .uid = def->uid,
+                /* No group left: the overflow gid, which owns nothing. */
+                .gid = k > 0 ? keep[0] : 65534,
+                .gids = keep,
+                .n_gids = (size_t) k,
+        };
+        *ret_gids = TAKE_PTR(keep);
+        return 0;
+}
+
+static void on_walk_done(uint32_t id, int r, void *userdata);
+
+/* What follows placing s: the state, and the gap a start appends once watching is whole again. */
+static void placed(DurableSub *s, int r, bool down_gap) {
+        if (r < 0) {
+                s->state = DURABLE_NO_ACCESS;
+                s->sub_id = 0;
+                log_warning_errno(r, "Durable subscription %s of '%s' cannot be watched (%m): its journal says so "
+                                  "(an access gap); tried again at the next start.", s->key, s->def.path);
+                append_gap(s, JOURNAL_GAP_ACCESS);
+                return;
+        }
+        s->state = DURABLE_WATCHING;
+        if (down_gap)
+                append_gap(s, JOURNAL_GAP_DAEMON_DOWN);
+        s->d->wake_at = 0;      /* an attached client may be caught up now */
+}
+
+/*
+ * Watches s's path as its owner. Return: 0 placed (or pending), 1 walked
+ * from the loop (token->done then), -errno.
+ */
+static int sub_watch(DurableSub *s, bool down_gap, DurableCreated done, void *userdata) {
+        Durable *d = s->d;
+        TreeWalk *walk = NULL;
+        WalkToken *t;
+        uint32_t id;
+        int r;
+
+        r = manager_add_watch_path(d->m, s->owner, s->def.path, s->def.mask, s->def.flags, &id, &walk);
+        if (r < 0)
+                return r;
+        s->sub_id = id;
+        if (!walk)
+                return 0;
+
+        t = calloc(1, sizeof(WalkToken));
+        if (t)
+                t->key = strdup(s->key);
+        if (!t || !t->key) {
+                free(t);
+                return 0;       /* the walk goes on; its end is simply not waited for */
+        }
+        t->d = d;
+        t->down_gap = down_gap;
+        t->done = done;
+        t->userdata = userdata;
+        LIST_PREPEND(tokens, d->tokens, t);
+        s->state = DURABLE_WALKING;
+        tree_walk_set_done(walk, on_walk_done, t);
+        return 1;
+}
+
+static void sub_free(DurableSub *s);
+
+static void on_walk_done(uint32_t id, int r, void *userdata) {
+        WalkToken *t = userdata;
+        Durable *d = t->d;
+        DurableSub *s = NULL;
+        char journal[JOURNAL_ID_STRING_MAX] = "";
+        uint64_t cursor = 0;
+
+        if (d) {
+                LIST_REMOVE(tokens, d->tokens, t);
+                s = g_hash_table_lookup(d->subs, t->key);
+                if (s && s->sub_id != id)
+                        s = NULL;       /* removed, or watched again since */
+        }
+        if (!s) {
+                if (t->done)
+                        t->done(-ECANCELED, NULL, 0, t->userdata);
+                goto out;
+        }
+        if (r >= 0 && !watch_table_get_subscription(d->m->table, id))
+                r = -ENOENT;            /* it ended during the walk */
+        if (t->done) {
+                /* A creation: all or nothing. */
+                if (r < 0) {
+                        uid_t uid = s->def.uid;
+                        char *name = strdupa(s->def.name);
+
+                        t->done(r, NULL, 0, t->userdata);
+                        g_hash_table_remove(d->subs, s->key);
+                        (void) durable_store_remove(d->state_dir, uid, name);
+                        goto out;
+                }
+                s->state = DURABLE_WATCHING;
+                journal_id_to_string(journal_identity(s->journal), journal);
+                cursor = journal_last_id(s->journal);
+                t->done(0, journal, cursor, t->userdata);
+                goto out;
+        }
+        placed(s, r, t->down_gap);
+out:
+        free(t->key);
+        free(t);
+}
+
+/* Makes s's owner, with caller's credentials, and watches. */
+static int sub_start(DurableSub *s, const Caller *caller, bool down_gap, DurableCreated done, void *userdata) {
+        Durable *d = s->d;
+        _cleanup_free_ char *owner = NULL;
+        int r;
+
+        if (asprintf(&owner, "durable:%s", s->key) < 0)
+                return -ENOMEM;
+        r = manager_new_client(d->m, owner, caller, &s->owner);
+        if (r < 0)
+                return r;
+        delivery_queue_set_transport(&s->owner->queue, &journal_ops, s);
+        return sub_watch(s, down_gap, done, userdata);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Attachments */
+
+static void attach_free(Durable *d, Attach *a) {
+        if (a->sub)
+                a->sub->attach = NULL;
+        journal_reader_free(a->reader);
+        g_ptr_array_remove_fast(d->attaches, a);
+        free(a);
+}
+
+static void attach_stop(Durable *d, Attach *a, const char *reason) {
+        if (d->ops && d->ops->stopped)
+                (void) d->ops->stopped(a->client, a->sub->def.name, reason, d->userdata);
+        attach_free(d, a);
+}
+
+/* Sends a what its window lets go now. Return: whether it has more it could send now. */
+static bool pump_one(Durable *d, Attach *a, uint64_t now) {
+        DeliveryQueue *q = &a->client->queue;
+        const Config *c = &d->m->config;
+        const char *name = a->sub->def.name;
+        uint64_t unread = q->sent - q->read, budget;
+        size_t in_batch = 0, sent = 0;
+        JournalEntry e;
+        int k = 0, r = 0;
+
+        if (q->ops && q->ops->congested && q->ops->congested(q->data)) {
+                d->wake_at = MIN(d->wake_at, now + DELIVERY_RETRY_USEC);
+                return false;
+        }
+        if (unread >= c->max_pending_events_per_client) {
+                delivery_ask_confirm(q);        /* its answer's flush brings us back */
+                return false;
+        }
+        budget = MIN(c->max_pending_events_per_client - unread, (uint64_t) PUMP_MAX_ENTRIES);
+
+        while (sent < budget && r >= 0) {
+                k = journal_reader_next(a->reader, &e);
+                if (k < 0)
+                        break;
+                if (k == 0) {
+                        /* Caught up means watching too: not while its tree is walked (after a
+                         * start, the daemon-down gap comes when the walk ends). */
+                        if (!a->caught_up && a->sub->state != DURABLE_WALKING) {
+                                if (in_batch > 0)
+                                        r = d->ops->events_end(a->client, d->userdata);
+                                in_batch = 0;
+                                if (r >= 0)
+                                        r = d->ops->caught_up(a->client, name, journal_reader_position(a->reader),
+                                                              d->userdata);
+                                a->caught_up = true;
+                                sent++;
+                        }
+                        break;
+                }
+                if (e.type == JOURNAL_ENTRY_GAP) {
+                        if (in_batch > 0)
+                                r = d->ops->events_end(a->client, d->userdata);
+                        in_batch = 0;
+                        if (r >= 0)
+                                r = d->ops->rescan(a->client, name, &e, d->userdata);
+                        sent++;
+                        continue;
+                }
+                if (in_batch == 0)
+                        r = d->ops->events_begin(a->client, name, d->userdata);
+                if (r >= 0)
+                        r = d->ops->events_add(a->client, &e, d->userdata);
+                in_batch++;
+                sent++;
+                if (r >= 0 && in_batch >= c->batch_max_events) {
+                        r = d->ops->events_end(a->client, d->userdata);
+                        in_batch = 0;
+                }
+        }
+        if (in_batch > 0 && r >= 0)
+                r = d->ops->events_end(a->client, d->userdata);
+        if (k < 0 || r < 0) {
+                /* What was read and not sent is not lost: the client's cursor is before it. */
+                log_warning_errno(k < 0 ? k : r, "Failed to send durable subscription %s to %s (%m): it must resume again.",
+                                  a->sub->key, a->client->name);
+                attach_stop(d, a, DURABLE_STOPPED_ERROR);
+                return false;
+        }
+        if (sent > 0)
+                delivery_ask_confirm(q);
+        return sent >= budget;
+}
+
+static void enforce_caps(Durable *d) {
+        GHashTableIter i;
+        gpointer uid;
+
+        g_hash_table_iter_init(&i, d->cap_dirty);
+        while (g_hash_table_iter_next(&i, &uid, NULL)) {
+                g_autoptr(GPtrArray) js = g_ptr_array_new();
+                GHashTableIter si;
+                gpointer v;
+                int r;
+
+                g_hash_table_iter_init(&si, d->subs);
+                while (g_hash_table_iter_next(&si, NULL, &v)) {
+                        DurableSub *s = v;
+
+                        if (s->def.uid == GPOINTER_TO_UINT(uid))
+                                g_ptr_array_add(js, s->journal);
+                }
+                r = journal_enforce_cap((Journal *const *) js->pdata, js->len, d->m->config.journal_max_bytes_per_user);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to keep the journals of uid %u within max_bytes_per_user, ignoring: %m",
+                                          GPOINTER_TO_UINT(uid));
+        }
+        g_hash_table_remove_all(d->cap_dirty);
+}
+
+static void pump(void *userdata) {
+        Durable *d = userdata;
+        uint64_t now = now_usec();
+        GHashTableIter i;
+        gpointer v;
+        bool more = false;
+
+        d->wake_at = UINT64_MAX;
+        g_hash_table_iter_init(&i, d->subs);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                DurableSub *s = v;
+
+                if (s->readd) {
+                        int r = sub_watch(s, false, NULL, NULL);
+
+                        s->readd = false;
+                        if (r <= 0)
+                                placed(s, r, false);    /* else when its walk ends */
+                }
+                if (journal_is_losing(s->journal)) {
+                        /* Space may be back: the gap goes in now, not with the next event. */
+                        journal_flush_logged(s);
+                        if (journal_is_losing(s->journal))
+                                d->wake_at = MIN(d->wake_at, now + LOSING_RETRY_USEC);
+                }
+        }
+        enforce_caps(d);
+
+        for (guint k = 0; k < d->attaches->len; k++) {
+                Attach *a = d->attaches->pdata[k];
+                guint before = d->attaches->len;
+
+                more = pump_one(d, a, now) || more;
+                if (d->attaches->len < before)
+                        k--;            /* a was stopped: the last one took its place */
+        }
+        if (more)
+                d->wake_at = now;       /* another turn soon, after the others' */
+}
+
+static uint64_t next_deadline(void *userdata) {
+        Durable *d = userdata;
+
+        return d->wake_at;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Life */
+
+static void sub_free(DurableSub *s) {
+        if (!s)
+                return;
+        if (s->attach)
+                attach_free(s->d, s->attach);
+        if (s->owner) {
+                delivery_queue_set_transport(&s->owner->queue, NULL, NULL);
+                manager_client_gone(s->d->m, s->owner);
+        }
+        journal_free(s->journal);
+        durable_def_done(&s->def);
+        free(s->key);
+        free(s);
+}
+
+static void sub_destroy(gpointer p) {
+        sub_free(p);
+}
+
+static int sub_new(Durable *d, DurableDef *def, DurableSub **ret) {
+        _cleanup_free_ char *dir = NULL, *jdir = NULL;
+        DurableSub *s;
+        int r;
+
+        s = calloc(1, sizeof(DurableSub));
+        if (!s)
+                return -ENOMEM;
+        s->d = d;
+        s->def = *def;
+        *def = (DurableDef) {};
+        s->key = sub_key(s->def.uid, s->def.name);
+        dir = durable_store_dir(d->state_dir, s->def.uid, s->def.name);
+        if (!s->key || !dir || asprintf(&jdir, "%s/journal", dir) < 0) {
+                sub_free(s);
+                return -ENOMEM;
+        }
+        r = journal_open(jdir, cap_of(d), &s->journal);
+        if (r < 0) {
+                sub_free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+static int load_one(uid_t uid, const char *name, void *userdata) {
+        Durable *d = userdata;
+        _cleanup_free_ char *error = NULL;
+        _cleanup_free_ gid_t *gids = NULL;
+        DurableDef def = {};
+        DurableSub *s;
+        Caller caller;
+        int r;
+
+        r = durable_def_load(d->state_dir, uid, name, &def, &error);
+        if (r < 0) {
+                log_warning_errno(r, "Durable subscription %u/%s not loaded: %s", (unsigned) uid, name,
+                                  error ?: "%m");
+                return 0;
+        }
+        r = sub_new(d, &def, &s);
+        durable_def_done(&def);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to open the journal of durable subscription %u/%s, not loaded: %m",
+                                  (unsigned) uid, name);
+                return 0;
+        }
+        g_hash_table_insert(d->subs, s->key, s);
+
+        r = caller_now(&s->def, &caller, &gids);
+        if (r >= 0)
+                r = sub_start(s, &caller, /* down_gap= */ true, NULL, NULL);
+        if (r < 0)
+                placed(s, r, false);
+        else if (r == 0)
+                placed(s, 0, true);
+        log_debug("Durable subscription %s on '%s': %s.", s->key, s->def.path, state_name(s));
+        return 0;
+}
+
+static int mkdir_p(const char *path) {
+        _cleanup_free_ char *p = strdup(path);
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++)
+                if (*s == '/') {
+                        *s = '\0';
+                        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                                return negative_errno();
+                        *s = '/';
+                }
+        if (mkdir(p, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        return 0;
+}
+
+int durable_new(Manager *m, const char *state_dir, const DurableOps *ops, void *userdata, Durable **ret) {
+        Durable *d;
+        int r;
+
+        d = calloc(1, sizeof(Durable));
+        if (!d)
+                return -ENOMEM;
+        d->m = m;
+        d->ops = ops;
+        d->userdata = userdata;
+        d->wake_at = UINT64_MAX;
+        d->subs = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, sub_destroy);
+        d->attaches = g_ptr_array_new();
+        d->cap_dirty = g_hash_table_new(g_direct_hash, g_direct_equal);
+        manager_set_hooks(m, &(ManagerHooks) { .after_flush = pump, .next_deadline = next_deadline }, d);
+
+        if (state_dir) {
+                r = mkdir_p(state_dir);
+                if (r >= 0 && access(state_dir, W_OK | X_OK) < 0)
+                        r = negative_errno();
+                if (r < 0)
+                        log_warning_errno(r, "State directory '%s' cannot be used (%m): no durable subscriptions.",
+                                          state_dir);
+                else {
+                        d->state_dir = strdup(state_dir);
+                        if (!d->state_dir) {
+                                durable_free(d);
+                                return -ENOMEM;
+                        }
+                        r = durable_store_foreach(state_dir, load_one, d);
+                        if (r < 0)
+                                log_warning_errno(r, "Failed to read the durable subscriptions in '%s', ignoring: %m",
+                                                  state_dir);
+                        log_info("%u durable subscriptions, in '%s'.", g_hash_table_size(d->subs), state_dir);
+                }
+        }
+        *ret = d;
+        return 0;
+}
+
+Durable *durable_free(Durable *d) {
+        if (!d)
+                return NULL;
+        /* What the owners' queues hold goes to their journals first. */
+        delivery_flush(d->m->delivery, UINT64_MAX);
+        manager_set_hooks(d->m, NULL, NULL);
+        while (d->attaches->len > 0)
+                attach_free(d, d->attaches->pdata[0]);
+        g_hash_table_destroy(d->subs);
+        LIST_FOREACH(tokens, t, d->tokens)
+                t->d = NULL;            /* their walks end later, with the manager */
+        g_ptr_array_unref(d->attaches);
+        g_hash_table_destroy(d->cap_dirty);
+        free(d->state_dir);
+        free(d);
+        return NULL;
+}
+
+bool durable_enabled(const Durable *d) {
+        return d->state_dir;
+}
+
+void durable_reload(Durable *d) {
+        GHashTableIter i;
+        gpointer v;
+
+        g_hash_table_iter_init(&i, d->subs);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                DurableSub *s = v;
+                int r = journal_set_max_bytes(s->journal, cap_of(d));
+
+                if (r < 0)
+                        log_warning_errno(r, "Failed to apply the new journal cap to %s, ignoring: %m", s->key);
+                mark_cap_dirty(d, s->def.uid);
+        }
+        d->wake_at = 0;
+}
+
+/* name as the caller gives it: its own, or "UID/NAME" for root. */
+static DurableSub *lookup(Durable *d, uid_t caller, const char *name) {
+        _cleanup_free_ char *key = NULL;
+
+        if (caller == 0 && strchr(name, '/'))
+                return g_hash_table_lookup(d->subs, name);
+        if (!durable_name_valid(name))
+                return NULL;
+        key = sub_key(caller, name);
+        return key ? g_hash_table_lookup(d->subs, key) : NULL;
+}
+
+int durable_create(Durable *d, const Caller *caller, const char *name, const char *path_in, uint32_t mask,
+                   uint32_t flags, DurableCreated done, void *userdata,
+                   char ret_journal[static JOURNAL_ID_STRING_MAX], uint64_t *ret_cursor) {
+        _cleanup_free_ char *path = NULL;
+        DurableDef def = {};
+        DurableSub *s;
+        GHashTableIter i;
+        gpointer v;
+        unsigned n = 0;
+        int r;
+
+        if (!d->state_dir)
+                return -WATCHD_E_NO_STATE_DIR;
+        if (!durable_name_valid(name) || (flags & WATCHD_FLAG_ONESHOT))
+                return -EINVAL;
+        if (lookup(d, caller->uid, name))
+                return -WATCHD_E_DURABLE_EXISTS;
+        g_hash_table_iter_init(&i, d->subs);
+        while (g_hash_table_iter_next(&i, NULL, &v))
+                n += ((DurableSub *) v)->def.uid == caller->uid;
+        if (n >= d->m->config.journal_max_subscriptions_per_user)
+                return -WATCHD_E_DURABLE_LIMIT;
+        path = path_simplify(path_in);
+        if (!path)
+                return -ENOMEM;
+
+        def = (DurableDef) {
+                .name = strdup(name),
+                .uid = caller->uid,
+                .gid = caller->gid,
+                .gids = calloc(caller->n_gids + 1, sizeof(gid_t)),
+                .n_gids = caller->n_gids,
+                .path = TAKE_PTR(path),
+                .mask = mask,
+                .flags = flags,
+                .created = (uint64_t) time(NULL),
+        };
+        if (!def.name || !def.gids) {
+                durable_def_done(&def);
+                return -ENOMEM;
+        }
+        if (caller->n_gids > 0)
+                memcpy(def.gids, caller->gids, caller->n_gids * sizeof(gid_t));
+
+        /* What a failed removal may have left: a new subscription starts with nothing. */
+        r = durable_store_remove(d->state_dir, caller->uid, name);
+        if (r < 0 && r != -ENOENT)
+                log_warning_errno(r, "Failed to clear what was left of durable subscription %u/%s, ignoring: %m",
+                                  (unsigned) caller->uid, name);
+        r = durable_def_save(d->state_dir, &def);
+        if (r < 0) {
+                durable_def_done(&def);
+                return log_warning_errno(r, "Failed to save durable subscription %u/%s in '%s': %m",
+                                         (unsigned) caller->uid, name, d->state_dir);
+        }
+        r = sub_new(d, &def, &s);
+        durable_def_done(&def);
+        if (r < 0) {
+                (void) durable_store_remove(d->state_dir, caller->uid, name);
+                return r;
+        }
+        g_hash_table_insert(d->subs, s->key, s);
+
+        r = sub_start(s, caller, false, done, userdata);
+        if (r < 0) {
+                g_hash_table_remove(d->subs, s->key);
+                (void) durable_store_remove(d->state_dir, caller->uid, name);
+                return r;
+        }
+        log_info("Durable subscription %s created on '%s' (mask 0x%" PRIx32 ", flags 0x%" PRIx32 ").",
+                 s->key, s->def.path, mask, flags);
+        if (r > 0)
+                return 1;
+        s->state = DURABLE_WATCHING;
+        journal_id_to_string(journal_identity(s->journal), ret_journal);
+        *ret_cursor = journal_last_id(s->journal);
+        return 0;
+}
+
+int durable_remove(Durable *d, uid_t caller, const char *name) {
+        DurableSub *s;
+        uid_t uid;
+        int r;
+
+        if (!d->state_dir)
+                return -WATCHD_E_NO_STATE_DIR;
+        s = lookup(d, caller, name);
+        if (!s)
+                return -WATCHD_E_NO_SUCH_DURABLE;
+        if (s->attach)
+                attach_stop(d, s->attach, DURABLE_STOPPED_REMOVED);
+        uid = s->def.uid;
+        name = strdupa(s->def.name);
+        log_info("Durable subscription %s removed.", s->key);
+        g_hash_table_remove(d->subs, s->key);
+        r = durable_store_remove(d->state_dir, uid, name);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to remove durable subscription %u/%s from '%s': %m",
+                                         (unsigned) uid, name, d->state_dir);
+        return 0;
+}
+
+int durable_resume(Durable *d, Client *c, const char *name, const char *journal, uint64_t cursor,
+                   char ret_journal[static JOURNAL_ID_STRING_MAX]) {
+        JournalReader *reader = NULL;
+        JournalId id;
+        DurableSub *s;
+        Attach *a;
+        int r;
+
+        if (!d->state_dir)
+                return -WATCHD_E_NO_STATE_DIR;
+        if (!durable_name_valid(name))
+                return -WATCHD_E_NO_SUCH_DURABLE;       /* root resumes its own too: no "UID/NAME" */
+        s = lookup(d, c->caller.uid, name);
+        if (!s)
+                return -WATCHD_E_NO_SUCH_DURABLE;
+        if (journal[0] != '\0' && journal_id_from_string(journal, &id) < 0)
+                return -EINVAL;
+
+        r = journal_reader_new(s->journal, journal[0] != '\0' ? &id : NULL, cursor, &reader);
+        if (r < 0)
+                return r;
+        if (s->attach) {
+                if (s->attach->client != c)
+                        attach_stop(d, s->attach, DURABLE_STOPPED_ELSEWHERE);
+                else
+                        attach_free(d, s->attach);
+        }
+        a = calloc(1, sizeof(Attach));
+        if (!a) {
+                journal_reader_free(reader);
+                return -ENOMEM;
+        }
+        *a = (Attach) { .sub = s, .client = c, .reader = reader };
+        s->attach = a;
+        g_ptr_array_add(d->attaches, a);
+        journal_id_to_string(journal_identity(s->journal), ret_journal);
+        d->wake_at = 0;         /* the pump after this call's flush starts it */
+        return 0;
+}
+
+void durable_client_gone(Durable *d, Client *c) {
+        for (guint k = 0; k < d->attaches->len;) {
+                Attach *a = d->attaches->pdata[k];
+
+                if (a->client == c)
+                        attach_free(d, a);
+                else
+                        k++;
+        }
+}
+
+int durable_list(Durable *d, uid_t caller, int (*f)(const DurableInfo *i, void *userdata), void *userdata) {
+        GHashTableIter i;
+        gpointer v;
+
+        if (!d->state_dir)
+                return -WATCHD_E_NO_STATE_DIR;
+        g_hash_table_iter_init(&i, d->subs);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                DurableSub *s = v;
+                JournalStats st;
+                DurableInfo info;
+                int r;
+
+                if (s->def.uid != caller && caller != 0)
+                        continue;
+                journal_stats(s->journal, &st);
+                info = (DurableInfo) {
+                        .name = s->def.uid == caller ? s->def.name : s->key,
+                        .path = s->def.path,
+                        .mask = s->def.mask,
+                        .flags = s->def.flags,
+                        .oldest_cursor = st.oldest_cursor,
+                        .last_id = st.last_id,
+                        .bytes = st.bytes,
+                        .attached = s->attach,
+                        .state = state_name(s),
+                };
+                journal_id_to_string(journal_identity(s->journal), info.journal);
+                r = f(&info, userdata);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
