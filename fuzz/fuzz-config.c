@@ -69,6 +69,31 @@ static bool ref_watches(const char *v, uint32_t *ret) {
         return ref_uint(v, 1, UINT32_MAX, ret);
 }
 
+/* A journal size: digits, then at most one of K, M, G, T (powers of 1024), from 64 KiB to 1 TiB. */
+static bool ref_size(const char *v, uint64_t *ret) {
+        uint64_t n = 0;
+        size_t i = 0;
+
+        if (!isdigit((unsigned char) v[0]))
+                return false;
+        for (; isdigit((unsigned char) v[i]); i++)
+                if (__builtin_mul_overflow(n, 10, &n) || __builtin_add_overflow(n, (uint64_t) (v[i] - '0'), &n))
+                        return false;
+        if (v[i] != '\0') {
+                const char *units = "KMGT", *u = strchr(units, v[i]);
+
+                if (v[i + 1] != '\0' || !u)
+                        return false;
+                for (const char *k = units; k <= u; k++)
+                        if (__builtin_mul_overflow(n, 1024, &n))
+                                return false;
+        }
+        if (n < 64 * 1024 || n > (UINT64_C(1) << 40))
+                return false;
+        *ret = n;
+        return true;
+}
+
 /* The reference reading: true if the bytes are a valid watchd.conf; fills *c. */
 static bool ref_parse(const uint8_t *data, size_t size, Config *c) {
         char section[64] = "";
@@ -105,7 +130,7 @@ static bool ref_parse(const uint8_t *data, size_t size, Config *c) {
                         memcpy(section, s + 1, l - 2);
                         section[l - 2] = '\0';
                         ok = !strcmp(section, "daemon") || !strcmp(section, "limits") || !strcmp(section, "events") ||
-                             !strcmp(section, "poll");
+                             !strcmp(section, "poll") || !strcmp(section, "journal");
                         free(line);
                         if (!ok)
                                 return false;
@@ -183,7 +208,21 @@ static bool ref_parse(const uint8_t *data, size_t size, Config *c) {
                         for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
                                 if (!strcmp(key, kinds[k].key))
                                         ok = ref_uint(value, 0, 86400, &c->poll_interval_sec[kinds[k].kind]);
-                } else
+                } else if (!strcmp(section, "journal") && !strcmp(key, "state_directory")) {
+                        /* An absolute path with room for the names below it. */
+                        ok = value[0] == '/' && strlen(value) < 4096 - 256;
+                        if (ok) {
+                                free(c->state_directory);
+                                c->state_directory = strdup(value);
+                                CHECK(c->state_directory);
+                        }
+                } else if (!strcmp(section, "journal") && !strcmp(key, "max_subscriptions_per_user"))
+                        ok = ref_uint(value, 1, 65536, &c->journal_max_subscriptions_per_user);
+                else if (!strcmp(section, "journal") && !strcmp(key, "max_bytes_per_subscription"))
+                        ok = ref_size(value, &c->journal_max_bytes_per_subscription);
+                else if (!strcmp(section, "journal") && !strcmp(key, "max_bytes_per_user"))
+                        ok = ref_size(value, &c->journal_max_bytes_per_user);
+                else
                         ok = false;
                 free(line);
                 if (!ok)
@@ -257,6 +296,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(c.delivery == ref.delivery);
         CHECK(memcmp(c.poll_interval_sec, ref.poll_interval_sec, sizeof(c.poll_interval_sec)) == 0);
         CHECK(c.max_polled_dirs_per_user == ref.max_polled_dirs_per_user);
+        CHECK(strcmp(c.state_directory, ref.state_directory) == 0);
+        CHECK(c.journal_max_subscriptions_per_user == ref.journal_max_subscriptions_per_user);
+        CHECK(c.journal_max_bytes_per_subscription == ref.journal_max_bytes_per_subscription);
+        CHECK(c.journal_max_bytes_per_user == ref.journal_max_bytes_per_user);
         config_done(&ref);
         config_done(&c);
         return 0;
