@@ -368,12 +368,22 @@ typedef struct Writer {
         char *dir;
         guint n;
         gint done;
+        gint opened;            /* set once the stream is open: the second half is written after it */
 } Writer;
 
+/* Files s000000 ... in order; the second half only once the stream is open,
+ * so that some records must go by it however slow the daemon is (under
+ * valgrind the first half can all have gone as signals by then). */
 static gpointer writer_thread(gpointer data) {
         Writer *w = data;
 
-        make_files(w->dir, "s", w->n);
+        for (guint i = 0; i < w->n; i++) {
+                g_autofree char *p = g_strdup_printf("%s/s%06u", w->dir, i);
+
+                while (i == w->n / 2 && !g_atomic_int_get(&w->opened))
+                        g_usleep(1000);
+                wt_touch(p);
+        }
         g_atomic_int_set(&w->done, 1);
         return NULL;
 }
@@ -409,6 +419,7 @@ static void test_switch(WtFixture *f, gconstpointer data) {
         /* Some go as signals first. */
         g_assert_true(wt_await_records(&f->a, 100, TIMEOUT_MS));
         s = stream_open(f->proxy);
+        g_atomic_int_set(&w.opened, 1);
         g_thread_join(t);
         both = (Both) { .signals = &f->a, .s = s, .n = w.n };
         g_assert_true(wt_await(have_both, &both, TIMEOUT_MS));
