@@ -401,14 +401,9 @@ out:
         return 0;
 }
 
-static void closedirp(DIR **d) {
-        if (*d)
-                closedir(*d);
-}
-
 int durable_store_foreach(const char *state_dir, int (*f)(uid_t uid, const char *name, void *userdata), void *userdata) {
         _cleanup_free_ char *top = NULL;
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
 
         if (asprintf(&top, "%s/durable", state_dir) < 0)
@@ -417,24 +412,20 @@ int durable_store_foreach(const char *state_dir, int (*f)(uid_t uid, const char 
         if (!d)
                 return errno == ENOENT ? 0 : negative_errno();
         while ((errno = 0, de = readdir(d))) {
-                _cleanup_(closedirp) DIR *u = NULL;
+                _cleanup_closedir_ DIR *u = NULL;
                 struct dirent *ue;
                 uint64_t uid;
-                int fd;
+                int fd, r;
 
                 if (parse_u64(de->d_name, 10, UINT32_MAX - 1, &uid) < 0)
                         continue;
                 fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0)
                         continue;
-                u = fdopendir(fd);
-                if (!u) {
-                        safe_close(fd);
-                        return -ENOMEM;
-                }
+                r = fdopendir_take(fd, &u);
+                if (r < 0)
+                        return r;
                 while ((errno = 0, ue = readdir(u))) {
-                        int r;
-
                         if (!durable_name_valid(ue->d_name))
                                 continue;
                         r = f((uid_t) uid, ue->d_name, userdata);
@@ -447,20 +438,15 @@ int durable_store_foreach(const char *state_dir, int (*f)(uid_t uid, const char 
 
 /* Removes what is in dirfd, depth first; symbolic links are removed, never followed. */
 static int remove_below(int dirfd, unsigned depth) {
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         int fd, r = 0;
 
         if (depth > 8)
                 return -ELOOP;          /* ours are two deep */
-        fd = dup(dirfd);
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -ENOMEM;
-        }
+        r = fdopendir_take(dup(dirfd), &d);
+        if (r < 0)
+                return r;
         while ((errno = 0, de = readdir(d))) {
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;

@@ -1375,26 +1375,15 @@ static int segment_compare(const void *a, const void *b) {
         return x->name < y->name ? -1 : x->name > y->name;
 }
 
-static void closedirp(DIR **d) {
-        if (*d)
-                closedir(*d);
-}
-
 /* Reads the directory's segments, oldest first; those whose header is damaged are removed. */
 static int journal_load_segments(Journal *j, bool *ret_damaged) {
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
-        int fd, r;
+        int r;
 
-        fd = openat(j->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                r = negative_errno();
-                safe_close(fd);
+        r = fdopendir_take(openat(j->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), &d);
+        if (r < 0)
                 return r;
-        }
 
         while ((errno = 0, de = readdir(d))) {
                 _cleanup_close_ int sfd = -1;
@@ -1443,19 +1432,13 @@ static int journal_load_segments(Journal *j, bool *ret_damaged) {
 
 /* A journal whose meta is unreadable cannot vouch for its ids: its segments go, a new identity comes. */
 static int journal_remove_segments(Journal *j, bool *ret_any) {
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
-        int fd, r;
+        int r;
 
-        fd = openat(j->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                r = negative_errno();
-                safe_close(fd);
+        r = fdopendir_take(openat(j->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), &d);
+        if (r < 0)
                 return r;
-        }
         while ((errno = 0, de = readdir(d))) {
                 uint64_t name;
 

@@ -9,6 +9,7 @@
  * and TAKE_PTR()/TAKE_FD() hand ownership on so it is not.
  */
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -76,4 +77,28 @@ static inline const char *strna(const char *s) {
 /* -errno of the last libc failure, never 0 (a missing errno is a bug; EIO then). */
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;
+}
+
+static inline void closedirp(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+#define _cleanup_closedir_ _cleanup_(closedirp)
+
+/* A DIR on fd, which it takes: closed on failure too (fd < 0: the failure
+ * of the call that gave it, from errno). */
+static inline int fdopendir_take(int fd, DIR **ret) {
+        DIR *d;
+        int r;
+
+        if (fd < 0)
+                return negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        *ret = d;
+        return 0;
 }
