@@ -572,14 +572,16 @@ static void test_daemon_killed(WtFixture *f, gconstpointer data) {
         g_assert_true(await_caught_up(r));
         text = log_text(r);
         /* The records read before the kill, then the hole, then nothing (no change since the start). */
-        /* Fewer only if the kill cut the journal's last write short (SIGKILL ends a write of
-         * several pages between two of them): the next open cuts the torn frame, whose records
-         * the live subscriber may already have had, and a corrupt rescan says so. */
+        /* Fewer, but never silently: the kill cut the journal's last write short (SIGKILL ends
+         * a write of several pages between two of them; the next open cuts the torn frame, and
+         * a corrupt rescan says so), or the live client's queue was flushed before the
+         * journal's (queues are flushed in no set order; under valgrind the journal fell 378
+         * records behind) and the daemon-down rescan that follows the last record covers them. */
         lh = live_halves(f, 0, live_before);
         rh = resumed_halves(r, 0, r->events->len);
-        if (rh->len < lh->len && !strstr(text, " corrupt"))
-                g_error("%u records resumed, %u live before the kill, no corrupt rescan: %s", r->events->len,
-                        live_before, text);
+        if (rh->len < lh->len && !strstr(text, " corrupt") && !strstr(text, " daemon-down"))
+                g_error("%u records resumed, %u live before the kill, no corrupt or daemon-down rescan: %s",
+                        r->events->len, live_before, text);
         assert_halves(lh, 0, rh, 0, MIN(lh->len, rh->len));
         /* After the last records: rescans only (daemon-down among them; a write cut by the
          * kill may add a corrupt one), then caught up. */
