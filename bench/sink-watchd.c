@@ -227,7 +227,6 @@ int main(int argc, char **argv) {
         if (stream >= 0) {
                 /* The bus stays open: the stream is the connection's, and ends with it. */
                 (void) read_stream(&s, stream);
-                close(stream);
         } else for (;;) {
                 int timeout;
 
@@ -247,6 +246,8 @@ int main(int argc, char **argv) {
         }
 
         r = sink_report(&s);
+        if (stream >= 0)
+                close(stream);
         sink_free(&s);
         sd_bus_flush_close_unref(bus);
         return r < 0 ? 1 : 0;

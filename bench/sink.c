@@ -58,6 +58,7 @@ void sink_parse(Sink *s, int argc, char **argv) {
                 { "rx-file",    required_argument, NULL, 'r' },
                 { "extra",      required_argument, NULL, 'x' },
                 { "move-out",   no_argument,       NULL, 'o' },
+                { "linger",     no_argument,       NULL, 'l' },
                 {}
         };
         int c;
@@ -109,13 +110,16 @@ void sink_parse(Sink *s, int argc, char **argv) {
                 case 'o':
                         s->move_out = true;
                         break;
+                case 'l':
+                        s->linger = true;
+                        break;
                 default:
                         exit(2);
                 }
 
         if (!s->dir || optind != argc || s->expect > 10000000u) {
                 fprintf(stderr, "usage: %s --mode storm|latency|rename|tree --dir PATH [--dir2 PATH] "
-                        "--expect N [--timeout-ms MS] [--idle-ms MS] [--rx-file PATH] [--extra ARG] [--move-out]\n",
+                        "--expect N [--timeout-ms MS] [--idle-ms MS] [--rx-file PATH] [--extra ARG] [--move-out] [--linger]\n",
                         argv[0]);
                 exit(2);
         }
@@ -343,5 +347,16 @@ int sink_report(Sink *s) {
                         return -errno;
         }
         printf("end\n");
-        return fflush(stdout) == 0 ? 0 : -EIO;
+        if (fflush(stdout) != 0)
+                return -EIO;
+        if (s->linger) {
+                /* Stay, holding everything open, until the harness closes our stdin:
+                 * a consumer that is done must not tear down its process and its
+                 * connection while the others are still reading (W2). */
+                char buf[64];
+
+                while (read(STDIN_FILENO, buf, sizeof buf) > 0)
+                        ;
+        }
+        return 0;
 }
