@@ -23,6 +23,7 @@
  * answer to its request: below it nothing is held, so a slow client's round
  * trip never adds to the latency of events that come one at a time. */
 #define HOLD_MIN_UNREAD 16u
+#define CONFIRM_MIN_UNREAD HOLD_MIN_UNREAD
 
 struct Delivery {
         DeliveryLimits limits;
@@ -258,10 +259,18 @@ static bool hold(Delivery *d, DeliveryQueue *q, uint64_t now_usec) {
         return move_pairer_next_deadline(&q->pairer) > now_usec;
 }
 
+/* Unconfirmed records before the client is asked to confirm: a client that
+ * reads a record now and then is not asked after each one (one message each
+ * way through the bus, and a wake-up of the client, per record). Half the
+ * window at most, so that a small window is still confirmed before it fills. */
+static uint64_t confirm_min(const Delivery *d) {
+        return MAX(MIN((uint64_t) CONFIRM_MIN_UNREAD, (uint64_t) d->limits.max_pending / 2), 1u);
+}
+
 static void ask_confirm(DeliveryQueue *q) {
         int r;
 
-        if (!q->ops || !q->ops->ask_confirm || q->confirming || q->read == q->sent)
+        if (!q->ops || !q->ops->ask_confirm || q->confirming || q->sent - q->read < confirm_min(q->delivery))
                 return;
         r = q->ops->ask_confirm(q, q->data);
         if (r == -EAGAIN)

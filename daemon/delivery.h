@@ -17,7 +17,9 @@
  * be asked to have the client confirm it read what was sent (D-Bus: a
  * Peer.Ping; the answer comes back as delivery_confirmed()), and may say
  * it is congested (D-Bus: the bus is not reading us). The policy: never
- * more than max_pending records sent and not confirmed; while a
+ * more than max_pending records sent and not confirmed; a confirmation is
+ * asked for once CONFIRM_MIN_UNREAD records are unconfirmed (a record now
+ * and then is not followed by a request of its own); while a
  * confirmation is awaited and at least HOLD_MIN_UNREAD records are
  * unconfirmed (a burst), new events are held and go as one batch when it
  * comes, or at once when a batch is full, a notice is queued, or a rename

@@ -119,6 +119,35 @@ static void test_batches(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(delivery_next_deadline(f->d), ==, UINT64_MAX);
 }
 
+/* A record now and then is sent alone: confirmation is asked for only once
+ * 16 are unconfirmed (half the window if less), and only once more after
+ * the answer when 16 more are. */
+static void test_confirm_lazily(Fixture *f, gconstpointer data) {
+        for (uint32_t i = 1; i <= 15; i++) {
+                submit(f, i, IN_CREATE, 0, 0);
+                delivery_flush(f->d, 0);
+        }
+        g_assert_cmpuint(sent(f), ==, 15);
+        g_assert_cmpuint(f->sink.batches->len, ==, 15);
+        g_assert_cmpuint(f->sink.asked, ==, 0);
+        submit(f, 16, IN_CREATE, 0, 0);
+        delivery_flush(f->d, 0);
+        g_assert_cmpuint(f->sink.asked, ==, 1);
+        delivery_confirmed(f->d, &f->q, true, 0);
+        submit(f, 17, IN_CREATE, 0, 0);
+        delivery_flush(f->d, 0);
+        g_assert_cmpuint(sent(f), ==, 17);             /* not held: 1 unconfirmed */
+        g_assert_cmpuint(f->sink.asked, ==, 1);
+}
+
+/* A small window is asked about at half of it. */
+static void test_confirm_small_window(Fixture *f, gconstpointer data) {
+        for (uint32_t i = 1; i <= 4; i++)
+                submit(f, i, IN_CREATE, 0, 0);
+        delivery_flush(f->d, 0);
+        g_assert_cmpuint(f->sink.asked, ==, 1);
+}
+
 /* A burst behind an unanswered confirmation waits for the answer, and goes as one batch. */
 static void test_hold(Fixture *f, gconstpointer data) {
         for (uint32_t i = 1; i <= 20; i++)
@@ -209,6 +238,8 @@ int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/delivery/batches", Fixture, &limits, setup, test_batches, teardown);
         g_test_add("/delivery/hold", Fixture, &limits, setup, test_hold, teardown);
+        g_test_add("/delivery/confirm-lazily", Fixture, &limits, setup, test_confirm_lazily, teardown);
+        g_test_add("/delivery/confirm-small-window", Fixture, &small, setup, test_confirm_small_window, teardown);
         g_test_add("/delivery/backlog", Fixture, &small, setup, test_backlog, teardown);
         g_test_add("/delivery/congested", Fixture, &limits, setup, test_congested, teardown);
         g_test_add("/delivery/pairing", Fixture, &limits, setup, test_pairing, teardown);
