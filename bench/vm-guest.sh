@@ -1,8 +1,8 @@
 #!/bin/sh
 # bench/vm-guest.sh - runs inside the VM as /test.sh (bench/vm-device packs
 # it): W1, the storm, through raw inotify, raw /dev/inotify, watchd on the
-# device backend and watchd on the syscall backend, in that VM, alternating,
-# BENCH_REPS times. One "BENCH sys=... key=value..." line per trial.
+# device backend (its client on signals, and on its record stream), and watchd
+# on the syscall backend, in that VM, alternating, BENCH_REPS times. One "BENCH sys=... key=value..." line per trial.
 N=${BENCH_N:-20000}
 REPS=${BENCH_REPS:-3}
 BUS=unix:path=/tmp/bus
@@ -65,13 +65,17 @@ trial() {  # system rep
     case $sys in
         inotify) set -- /sink-inotify ;;
         device) set -- /sink-inotify --extra /dev/inotify ;;
-        watchd-device|watchd-syscall)
-            if ! start_watchd "${sys#watchd-}"; then
+        watchd-device|watchd-syscall|watchd-device-stream)
+            backend=${sys#watchd-}
+            if ! start_watchd "${backend%-stream}"; then
                 echo "BENCH sys=$sys error=watchd-did-not-start $(tr '\n' ' ' < /tmp/watchd.log | cut -c1-200)"
                 stop_watchd
                 return
             fi
-            set -- /sink-watchd --extra "$BUS" ;;
+            case $sys in
+                *-stream) set -- /sink-watchd --extra "stream:$BUS" ;;
+                *) set -- /sink-watchd --extra "$BUS" ;;
+            esac ;;
     esac
     # The last trial's "ready" must not be taken for this one's: the
     # redirection below truncates the file only when the child gets to it.
@@ -95,14 +99,14 @@ trial() {  # system rep
 echo "BENCH-INFO nproc=$(nproc) kernel=$(uname -r) max_queued_events=$(cat /proc/sys/fs/inotify/max_queued_events 2>/dev/null)"
 # Warm-up (rep 0, not counted): TCG translates code on first use, which makes
 # whichever system runs first look slow.
-for sys in inotify device watchd-device watchd-syscall; do
+for sys in inotify device watchd-device watchd-device-stream watchd-syscall; do
     N0=$N N=$((N / 4))
     trial $sys 0
     N=$N0
 done
 rep=1
 while [ $rep -le "$REPS" ]; do
-    for sys in inotify device watchd-device watchd-syscall; do
+    for sys in inotify device watchd-device watchd-device-stream watchd-syscall; do
         trial $sys $rep
     done
     rep=$((rep + 1))
