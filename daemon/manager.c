@@ -121,6 +121,9 @@ static void on_overflow_all(void *userdata) {
         GHashTableIter i;
         gpointer v;
 
+        /* The daemon's own followers lost events too: the pending paths look again. */
+        missing_recheck(m->missing);
+
         g_hash_table_iter_init(&i, m->clients);
         while (g_hash_table_iter_next(&i, NULL, &v))
                 manager_client_lost_all(m, v);

@@ -829,6 +829,38 @@ void missing_on_event(Missing *m, WatchLink *l, uint32_t mask, const char *name,
         }
 }
 
+/*
+ * The kernel's queue overflowed: any event about a chain may be lost (a
+ * directory that appeared, or went), and a waiter would wait for an event
+ * that has already happened. So every node that has waiters is looked at
+ * again, as after an event about it: probe() checks the way down to it and
+ * descends from it.
+ */
+void missing_recheck(Missing *m) {
+        g_autoptr(GPtrArray) nodes = g_ptr_array_new();
+        GHashTableIter i;
+        gpointer k;
+
+        g_hash_table_iter_init(&i, m->at);
+        while (g_hash_table_iter_next(&i, &k, NULL)) {
+                watch_link_hold(k);
+                g_ptr_array_add(nodes, k);
+        }
+        for (guint n = 0; n < nodes->len; n++) {
+                WatchLink *l = nodes->pdata[n];
+                Chain *c = l->dead ? NULL : g_hash_table_lookup(m->by_chain, l->subscription);
+
+                /* An earlier probe may have moved its waiters, or cut it. */
+                if (c && waiters_at(m, l)) {
+                        c->n_waiters++;
+                        probe_and_finish(m, c, l);
+                        c->n_waiters--;
+                        chain_put(m, c);
+                }
+                watch_link_release(l);
+        }
+}
+
 void missing_on_watch_gone(Missing *m, WatchLink *l) {
         Chain *c = g_hash_table_lookup(m->by_chain, l->subscription);
         g_autoptr(GPtrArray) restart = g_ptr_array_new();

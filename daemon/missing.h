@@ -65,6 +65,8 @@ void missing_remove(Missing *m, Subscription *s);
 void missing_on_event(Missing *m, WatchLink *l, uint32_t mask, const char *name, size_t name_len);
 /* The kernel dropped the watch of l, a link of a chain (IN_IGNORED). */
 void missing_on_watch_gone(Missing *m, WatchLink *l);
+/* The kernel's queue overflowed: every waiter's way is looked at again (what appeared is followed). */
+void missing_recheck(Missing *m);
 
 /* Goes on with the descents left for at most budget_usec. Return: whether any is left. */
 bool missing_run(Missing *m, uint64_t budget_usec);

@@ -1226,6 +1226,51 @@ static void test_kernel_overflow(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_overflows"), >=, 1);
 }
 
+/* A pending path whose directory appears after the kernel's queue is full
+ * (its IN_CREATE lost in the overflow) is followed all the same: the
+ * daemon looks at every pending path again after an overflow. Before, the
+ * subscription waited for an event that had already happened. */
+static void test_kernel_overflow_pending(WtFixture *f, gconstpointer data) {
+        guint max = read_sysctl("/proc/sys/fs/inotify/max_queued_events");
+        g_autofree char *d1 = path_in(f, "d1"), *a = path_in(f, "a"), *file = path_in(f, "a/f");
+        pid_t pid = wt_process_pid(f->daemon->process);
+        WtRecord *r;
+        guint32 id;
+        int fd;
+
+        if (max > 40000) {
+                g_test_skip("max_queued_events is too large to overflow quickly");
+                return;
+        }
+        g_assert_cmpint(g_mkdir(d1, 0755), ==, 0);
+        (void) wt_add_watch(f->proxy, d1, IN_CREATE | IN_DELETE, 0, NULL);
+        id = wt_add_watch(f->proxy, file, IN_MODIFY, 0, NULL);
+
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        for (guint i = 0; i < max / 2 + 16; i++) {
+                g_autofree char *p = g_strdup_printf("%s/%u", d1, i);
+                fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+                g_assert_cmpint(fd, >=, 0);
+                close(fd);
+                g_assert_cmpint(unlink(p), ==, 0);
+        }
+        /* The queue is full: these events are lost. */
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        g_assert_true(g_file_set_contents(file, "", 0, NULL));
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_overflows(&f->a, 1, TIMEOUT_MS));
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_overflows"), >=, 1);
+
+        /* Its watch is placed once the overflow is read: a write is heard. */
+        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 2, TIMEOUT_MS));
+        fd = open(file, O_WRONLY | O_APPEND | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(write(fd, "x", 1), ==, 1);
+        g_assert_cmpint(close(fd), ==, 0);
+        r = wt_await_record(&f->a, file, IN_MODIFY, TIMEOUT_MS);
+        g_assert_cmpuint(r->id, ==, id);
+}
+
 /* ---------------------------------------------------------------- who hears a client's signals */
 
 /* A passive listener: a connection of its own that never calls watchd, with
@@ -1970,6 +2015,7 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/unmounted", NULL, test_unmounted);
         WT_CASE("/dbus/backlog-overflow", "[limits]\nmax_pending_events_per_client = 16\n", test_backlog_overflow);
         WT_CASE("/dbus/kernel-overflow", NULL, test_kernel_overflow);
+        WT_CASE("/dbus/kernel-overflow-pending", NULL, test_kernel_overflow_pending);
         WT_CASE("/dbus/unicast", NULL, test_unicast);
         WT_CASE("/dbus/broadcast", "[events]\ndelivery = broadcast\n", test_broadcast);
         WT_CASE("/dbus/limits",

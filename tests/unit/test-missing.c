@@ -164,6 +164,33 @@ static void test_appears(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->account.n_watches, ==, 1);
 }
 
+/* The kernel's queue overflowed, the events of what appeared and went lost: a recheck follows
+ * every waiter from where it waits. Failed before missing_recheck() (the waiter stayed put). */
+static void test_recheck(Fixture *f, gconstpointer data) {
+        g_autofree char *ab = g_build_filename(f->dir, "a/b", NULL), *x = g_build_filename(f->dir, "a/b/x", NULL),
+                        *c = g_build_filename(f->dir, "c", NULL);
+        Subscription *s1 = pending(f, "a/b/x", 0, &f->caller), *s2 = pending(f, "c/d/y", 0, &f->caller);
+        unsigned n = chain_len(f->dir);
+
+        g_assert_cmpint(g_mkdir(c, 0755), ==, 0);
+        missing_on_event(f->m, chain_link(f, ""), IN_CREATE | IN_ISDIR, "c", 1);
+        g_assert_cmpuint(missing_n_links(f->m), ==, n + 1);
+        /* No events for these: a and b appear, c goes. */
+        g_assert_cmpint(g_mkdir_with_parents(ab, 0755), ==, 0);
+        g_assert_true(g_file_set_contents(x, "", 0, NULL));
+        g_assert_cmpint(g_rmdir(c), ==, 0);
+        missing_recheck(f->m);
+        while (missing_run(f->m, 100000))
+                ;
+        g_assert_cmpuint(f->appeared->len, ==, 1);
+        g_assert_cmpuint(g_array_index(f->appeared, uint32_t, 0), ==, s1->id);
+        g_assert_false(s1->pending);
+        /* s2 climbed back to the top: c's link is gone. */
+        g_assert_true(s2->pending);
+        g_assert_cmpuint(missing_n_links(f->m), ==, n);
+        g_assert_cmpuint(missing_n_waiting(f->m), ==, 1);
+}
+
 /* What appears cannot be watched for the flags (ONLYDIR, a file): the waiter is gone. */
 static void test_not_watchable(Fixture *f, gconstpointer data) {
         g_autofree char *x = g_build_filename(f->dir, "x", NULL);
@@ -243,6 +270,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/missing/shared", Fixture, NULL, setup, test_shared, teardown);
         g_test_add("/missing/appears", Fixture, NULL, setup, test_appears, teardown);
         g_test_add("/missing/not-watchable", Fixture, NULL, setup, test_not_watchable, teardown);
+        g_test_add("/missing/recheck", Fixture, NULL, setup, test_recheck, teardown);
         g_test_add("/missing/watch-gone", Fixture, NULL, setup, test_watch_gone, teardown);
         g_test_add("/missing/follow-again", Fixture, NULL, setup, test_follow_again, teardown);
         return g_test_run();
