@@ -121,8 +121,16 @@ static void on_overflow_all(void *userdata) {
         GHashTableIter i;
         gpointer v;
 
-        /* The daemon's own followers lost events too: the pending paths look again. */
+        /* The daemon's own followers lost events too: the pending paths look
+         * again, and every RECURSIVE tree is walked again for directories not watched. */
         missing_recheck(m->missing);
+        g_hash_table_iter_init(&i, m->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Client *c = v;
+
+                LIST_FOREACH(owner, s, c->subscriptions)
+                        tree_rescan(m->tree, s);
+        }
 
         g_hash_table_iter_init(&i, m->clients);
         while (g_hash_table_iter_next(&i, NULL, &v))

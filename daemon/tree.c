@@ -75,6 +75,7 @@ struct TreeWalk {
         bool synthesize;        /* report what the directories hold (they were just created) */
         bool one_level;         /* the root's entries only: a scan, not a walk (not RECURSIVE) */
         bool initial;           /* AddWatch's walk: a limit ends the subscription */
+        bool rescan;            /* after a kernel overflow: go down the directories linked already too */
         uint64_t now;
         GArray *frames;         /* Frame, the deepest last */
         int error;
@@ -299,6 +300,13 @@ static int step(TreeWalk *w, Subscription *s) {
         if (fstat(fd, &st) < 0)
                 return negative_errno();
         r = watch_table_link(w->tree->table, s, f->link, fd, &st, name, nl, &l);
+        if (r == -EEXIST && w->rescan) {
+                /* Linked already at this very place: what is below it may not be. */
+                l = watch_link_child(f->link, name, nl);
+                if (l && l->watch->dev == st.st_dev && l->watch->ino == st.st_ino)
+                        return frame_push(w, s, l, TAKE_FD(fd), f->path_len + 1 + nl);
+                return 0;
+        }
         if (r == -EEXIST)
                 return 0;       /* seen already: a loop, or linked by an event's walk first */
         if (r < 0)
@@ -398,7 +406,7 @@ static int walk_start(TreeWalk *w, TreeWalk **ret) {
 }
 
 static int walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, bool synthesize, bool one_level,
-                      uint64_t now_usec, TreeWalk **ret) {
+                      bool rescan, uint64_t now_usec, TreeWalk **ret) {
         TreeWalk *w;
         AccessSaved saved;
         int dfd, r;
@@ -408,6 +416,7 @@ static int walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, boo
                 return -ENOMEM;
         w->initial = all_or_nothing;
         w->one_level = one_level;
+        w->rescan = rescan;
 
         /* The root is read through an fd of our own: fd may be O_PATH, or the
          * client's (whose offset is not ours to move). */
@@ -427,7 +436,29 @@ static int walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, boo
 }
 
 int tree_walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, TreeWalk **ret) {
-        return walk_below(t, s, fd, all_or_nothing, /* synthesize= */ false, /* one_level= */ false, 0, ret);
+        return walk_below(t, s, fd, all_or_nothing, /* synthesize= */ false, /* one_level= */ false,
+                          /* rescan= */ false, 0, ret);
+}
+
+void tree_rescan(Tree *t, Subscription *s) {
+        _cleanup_close_ int fd = -1;
+        AccessSaved saved;
+        struct stat st;
+        int r;
+
+        if (!(s->flags & WATCHD_FLAG_RECURSIVE) || s->pending || !s->links)
+                return;
+        r = access_become(&s->owner->caller, &saved);
+        if (r >= 0) {
+                fd = access_open_at(AT_FDCWD, s->path, /* only_dir= */ true, /* no_follow= */ false, &st);
+                access_restore(&saved);
+        }
+        if (r < 0 || fd < 0 || st.st_dev != s->links->watch->dev || st.st_ino != s->links->watch->ino)
+                return;         /* its root moved or went: its own events (still queued) say so */
+        r = walk_below(t, s, fd, /* all_or_nothing= */ false, /* synthesize= */ false, /* one_level= */ false,
+                       /* rescan= */ true, 0, NULL);
+        if (r < 0)
+                log_info_errno(r, "Subscription %" PRIu32 " cannot walk its tree again after an overflow: %m.", s->id);
 }
 
 void tree_appeared(Tree *t, Subscription *s, int fd, bool report, uint64_t now_usec) {
@@ -439,7 +470,8 @@ void tree_appeared(Tree *t, Subscription *s, int fd, bool report, uint64_t now_u
         /* The subscription is placed, and stays: what cannot be walked or
          * reported (a limit, the directory unreadable) is said with
          * Overflow, as for a directory moved into a tree. */
-        r = walk_below(t, s, fd, /* all_or_nothing= */ false, report, !recursive, now_usec, NULL);
+        r = walk_below(t, s, fd, /* all_or_nothing= */ false, report, !recursive, /* rescan= */ false, now_usec,
+                       NULL);
         if (r < 0) {
                 log_info_errno(r, "Subscription %" PRIu32 " cannot read '%s' (%m); it gets Overflow.", s->id, s->path);
                 tree_overflow(t, s);

@@ -71,6 +71,17 @@ int tree_walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, TreeW
 void tree_walk_set_done(TreeWalk *w, TreeWalkDone done, void *userdata);
 
 /*
+ * The kernel's queue overflowed: the IN_CREATE of a directory of s's tree
+ * may be among the records lost, and that directory would never be watched.
+ * So the tree is walked again from its root (in slices, like any walk),
+ * going down the directories linked already as well, and what is not linked
+ * is linked. Nothing is reported: s's client gets Overflow and looks itself.
+ * Does nothing for a subscription that is not RECURSIVE, is pending, or
+ * whose root path no longer leads to its root.
+ */
+void tree_rescan(Tree *t, Subscription *s);
+
+/*
  * The root of s, a directory open at fd (not consumed), was just placed: a
  * pending path appeared (missing.h). With RECURSIVE, everything below it is
  * walked, as a directory moved into a tree is (a limit gives Overflow).

@@ -1271,6 +1271,47 @@ static void test_kernel_overflow_pending(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(r->id, ==, id);
 }
 
+/* A RECURSIVE tree whose new directory's IN_CREATE was lost in the kernel's
+ * overflow: the tree is walked again, and the directory is watched from
+ * then on. Before, its files were never heard of. */
+static void test_kernel_overflow_recursive(WtFixture *f, gconstpointer data) {
+        guint max = read_sysctl("/proc/sys/fs/inotify/max_queued_events");
+        g_autofree char *d1 = path_in(f, "d1"), *tree = path_in(f, "t"), *n = path_in(f, "t/n"),
+                        *nf = path_in(f, "t/n/f");
+        pid_t pid = wt_process_pid(f->daemon->process);
+        guint32 id;
+        int fd;
+
+        if (max > 40000) {
+                g_test_skip("max_queued_events is too large to overflow quickly");
+                return;
+        }
+        g_assert_cmpint(g_mkdir(d1, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
+        (void) wt_add_watch(f->proxy, d1, IN_CREATE | IN_DELETE, 0, NULL);
+        id = wt_add_watch(f->proxy, tree, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
+
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        for (guint i = 0; i < max / 2 + 16; i++) {
+                g_autofree char *p = g_strdup_printf("%s/%u", d1, i);
+                fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+                g_assert_cmpint(fd, >=, 0);
+                close(fd);
+                g_assert_cmpint(unlink(p), ==, 0);
+        }
+        /* The queue is full: its IN_CREATE is lost. */
+        g_assert_cmpint(g_mkdir(n, 0755), ==, 0);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_overflows(&f->a, 1, TIMEOUT_MS));
+
+        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 3, TIMEOUT_MS));
+        fd = open(nf, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(close(fd), ==, 0);
+        g_assert_cmpuint(wt_await_record(&f->a, nf, IN_CREATE, TIMEOUT_MS)->id, ==, id);
+}
+
 /* ---------------------------------------------------------------- who hears a client's signals */
 
 /* A passive listener: a connection of its own that never calls watchd, with
@@ -2016,6 +2057,7 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/backlog-overflow", "[limits]\nmax_pending_events_per_client = 16\n", test_backlog_overflow);
         WT_CASE("/dbus/kernel-overflow", NULL, test_kernel_overflow);
         WT_CASE("/dbus/kernel-overflow-pending", NULL, test_kernel_overflow_pending);
+        WT_CASE("/dbus/kernel-overflow-recursive", NULL, test_kernel_overflow_recursive);
         WT_CASE("/dbus/unicast", NULL, test_unicast);
         WT_CASE("/dbus/broadcast", "[events]\ndelivery = broadcast\n", test_broadcast);
         WT_CASE("/dbus/limits",

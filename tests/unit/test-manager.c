@@ -232,6 +232,29 @@ static void test_kernel_overflow_pending(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->sink.notices->len, ==, 1);         /* and the client hears of the loss */
 }
 
+/* The kernel's overflow lost the IN_CREATE of directories of a RECURSIVE tree, one new
+ * and one below a directory watched already: the tree is walked again and both are
+ * watched (tree_rescan()); nothing is reported but the Overflow. Before, neither was. */
+static void test_kernel_overflow_recursive(Fixture *f, gconstpointer data) {
+        g_autofree char *s = in(f, "s"), *n = in(f, "n/m"), *sn = in(f, "s/new");
+
+        g_assert_cmpint(g_mkdir(s, 0755), ==, 0);
+        add(f, f->dir, IN_CREATE, WATCHD_FLAG_RECURSIVE);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 2);
+        g_assert_cmpint(g_mkdir_with_parents(n, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(sn, 0755), ==, 0);
+        fake_backend_push(f->fake, -1, IN_Q_OVERFLOW, 0, NULL);
+        turn(f);
+        while (manager_run_walks(f->m, 100000))
+                ;
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 5);
+        g_assert_cmpuint(f->c->account.n_watches, ==, 5);
+        g_assert_cmpint(fake_backend_wd(f->fake, n), >=, 0);
+        g_assert_cmpint(fake_backend_wd(f->fake, sn), >=, 0);
+        g_assert_cmpuint(f->sink.events->len, ==, 0);
+        g_assert_cmpuint(f->sink.notices->len, ==, 1);
+}
+
 /* RECURSIVE: a watch per directory; a new directory is followed and what it holds reported. */
 static void test_recursive(Fixture *f, gconstpointer data) {
         g_autofree char *sub = in(f, "s/t"), *n = in(f, "n"), *nf = in(f, "n/f"), *ns = in(f, "n/sub");
@@ -641,6 +664,8 @@ int main(int argc, char *argv[]) {
         g_test_add("/manager/ignored", Fixture, NULL, setup, test_ignored, teardown);
         g_test_add("/manager/kernel-overflow", Fixture, NULL, setup, test_kernel_overflow, teardown);
         g_test_add("/manager/kernel-overflow-pending", Fixture, NULL, setup, test_kernel_overflow_pending, teardown);
+        g_test_add("/manager/kernel-overflow-recursive", Fixture, NULL, setup, test_kernel_overflow_recursive,
+                   teardown);
         g_test_add("/manager/recursive", Fixture, NULL, setup, test_recursive, teardown);
         g_test_add("/manager/missing", Fixture, NULL, setup, test_missing, teardown);
         g_test_add("/manager/pair-deadline-reads-first", Fixture, NULL, setup, test_pair_deadline_reads_first, teardown);
