@@ -301,10 +301,12 @@ static int step(TreeWalk *w, Subscription *s) {
                 return negative_errno();
         r = watch_table_link(w->tree->table, s, f->link, fd, &st, name, nl, &l);
         if (r == -EEXIST && w->rescan) {
-                /* Linked already at this very place: what is below it may not be. */
-                l = watch_link_child(f->link, name, nl);
-                if (l && l->watch->dev == st.st_dev && l->watch->ino == st.st_ino)
-                        return frame_push(w, s, l, TAKE_FD(fd), f->path_len + 1 + nl);
+                /* Linked already at this very place (this name, this directory; a
+                 * link of a directory deleted unseen may hold the name too): what
+                 * is below it may not be. */
+                LIST_FOREACH(sib, c, f->link->children)
+                        if (strcmp(c->name, name) == 0 && c->watch->dev == st.st_dev && c->watch->ino == st.st_ino)
+                                return frame_push(w, s, c, TAKE_FD(fd), f->path_len + 1 + nl);
                 return 0;
         }
         if (r == -EEXIST)
