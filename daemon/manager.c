@@ -130,11 +130,8 @@ static void on_overflow_all(void *userdata) {
 
                 LIST_FOREACH(owner, s, c->subscriptions)
                         tree_rescan(m->tree, s);
+                manager_client_lost_all(m, c);
         }
-
-        g_hash_table_iter_init(&i, m->clients);
-        while (g_hash_table_iter_next(&i, NULL, &v))
-                manager_client_lost_all(m, v);
 }
 
 /*

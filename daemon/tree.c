@@ -444,18 +444,13 @@ int tree_walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, TreeW
 
 void tree_rescan(Tree *t, Subscription *s) {
         _cleanup_close_ int fd = -1;
-        AccessSaved saved;
         struct stat st;
         int r;
 
         if (!(s->flags & WATCHD_FLAG_RECURSIVE) || s->pending || !s->links)
                 return;
-        r = access_become(&s->owner->caller, &saved);
-        if (r >= 0) {
-                fd = access_open_at(AT_FDCWD, s->path, /* only_dir= */ true, /* no_follow= */ false, &st);
-                access_restore(&saved);
-        }
-        if (r < 0 || fd < 0 || st.st_dev != s->links->watch->dev || st.st_ino != s->links->watch->ino)
+        fd = access_open_as(&s->owner->caller, s->path, /* only_dir= */ true, /* no_follow= */ false, &st);
+        if (fd < 0 || st.st_dev != s->links->watch->dev || st.st_ino != s->links->watch->ino)
                 return;         /* its root moved or went: its own events (still queued) say so */
         r = walk_below(t, s, fd, /* all_or_nothing= */ false, /* synthesize= */ false, /* one_level= */ false,
                        /* rescan= */ true, 0, NULL);

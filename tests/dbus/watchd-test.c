@@ -9,6 +9,7 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <grp.h>
 #include <signal.h>
@@ -253,6 +254,30 @@ gboolean wt_timing_checked(void) {
         const char *w = g_getenv("WATCHD_TEST_WRAPPER");
 
         return (!w || !*w) && g_strcmp0(g_getenv("WATCHD_TEST_NO_TIMING"), "1") != 0;
+}
+
+gboolean wt_can_overflow(guint *ret_max) {
+        g_autofree char *s = NULL;
+
+        g_assert_true(g_file_get_contents("/proc/sys/fs/inotify/max_queued_events", &s, NULL, NULL));
+        *ret_max = (guint) g_ascii_strtoull(s, NULL, 10);
+        if (*ret_max > 40000) {
+                g_test_skip("max_queued_events is too large to overflow quickly");
+                return FALSE;
+        }
+        return TRUE;
+}
+
+void wt_stop_and_overflow(pid_t pid, const char *dir, guint max) {
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        for (guint i = 0; i < max / 2 + 16; i++) {
+                g_autofree char *p = g_strdup_printf("%s/%u", dir, i);
+                int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+                g_assert_cmpint(fd, >=, 0);
+                close(fd);
+                g_assert_cmpint(unlink(p), ==, 0);
+        }
 }
 
 int wt_daemon_stop(WtDaemon *d) {

@@ -64,6 +64,14 @@ char *wt_daemon_log(WtDaemon *d);
  * wrapper (valgrind, tens of times slower) nor when it is built with
  * sanitizers (tests/robustness/sanitize sets WATCHD_TEST_NO_TIMING=1). */
 gboolean wt_timing_checked(void);
+
+/* Whether the kernel's inotify queue (max_queued_events, stored in *ret_max)
+ * is small enough to overflow quickly; if not, the test is skipped. */
+gboolean wt_can_overflow(guint *ret_max);
+/* Stops watchd (SIGSTOP, pid) and overflows the kernel's queue with files
+ * made and removed in dir, which it watches: what happens next is lost
+ * until the caller sends SIGCONT. */
+void wt_stop_and_overflow(pid_t pid, const char *dir, guint max);
 /* watchd's path, as used by wt_daemon_start(). */
 const char *wt_watchd_path(void);
 
