@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "watchd-test.h"
+#include "wt-fixture.h"
 
 #define E_INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
 #define E_ACCESS_DENIED "org.freedesktop.DBus.Error.AccessDenied"
@@ -120,7 +121,7 @@ static Attacker *attacker_start(Fixture *f) {
         g_autoptr(GSubprocessLauncher) l =
                 g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE);
         g_autoptr(GError) error = NULL;
-        g_autofree char *self = NULL;
+        g_autofree char *self = NULL, *prog = NULL;
         Attacker *a;
 
         if (geteuid() != 0) {
@@ -129,9 +130,11 @@ static Attacker *attacker_start(Fixture *f) {
         }
         self = g_file_read_link("/proc/self/exe", &error);
         g_assert_no_error(error);
-        g_subprocess_launcher_set_child_setup(l, wt_child_become_nobody, NULL, NULL);
+        /* A copy nobody can run, wherever the build tree is (a clone in /root). */
+        prog = wt_launcher_as_nobody(l, f->bus, self, &error);
         a = g_new0(Attacker, 1);
-        a->process = g_subprocess_launcher_spawn(l, &error, self, "--helper", f->bus->address, NULL);
+        if (prog)
+                a->process = g_subprocess_launcher_spawn(l, &error, prog, "--helper", f->bus->address, NULL);
         if (!a->process) {
                 g_autofree char *why = g_strdup_printf("nobody cannot run %s (%s): is a parent directory "
                                                        "closed to others?", self, error->message);
@@ -764,6 +767,7 @@ static WtDaemon *daemon_start_as_nobody(Fixture *f) {
         g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
         g_autoptr(GDBusConnection) c = wt_connect(f->bus);
         g_autoptr(GError) error = NULL;
+        g_autofree char *prog = NULL;
         WtDaemon *d = g_new0(WtDaemon, 1);
         gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
 
@@ -772,9 +776,10 @@ static WtDaemon *daemon_start_as_nobody(Fixture *f) {
         d->log_path = g_build_filename(f->dir, "nobody.log", NULL);
         g_assert_true(g_file_set_contents(d->config_path, "", -1, &error));
         g_subprocess_launcher_set_stderr_file_path(l, d->log_path);
-        g_subprocess_launcher_set_child_setup(l, wt_child_become_nobody, NULL, NULL);
-        d->process = g_subprocess_launcher_spawn(l, &error, wt_watchd_path(), "--address", f->bus->address,
-                                                 "--config", d->config_path, "--backend", "syscall", NULL);
+        prog = wt_launcher_as_nobody(l, f->bus, wt_watchd_path(), &error);
+        if (prog)
+                d->process = g_subprocess_launcher_spawn(l, &error, prog, "--address", f->bus->address,
+                                                         "--config", d->config_path, "--backend", "syscall", NULL);
         if (!d->process) {
                 g_autofree char *why = g_strdup_printf("nobody cannot run %s (%s)", wt_watchd_path(), error->message);
 
