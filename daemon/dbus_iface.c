@@ -145,21 +145,26 @@ static int caller_from_driver(DbusIface *d, const char *sender, uid_t *ret_uid, 
  * GetConnectionCredentials, which libsystemd 252 does not parse for groups.
  * -EPERM if the bus did not say enough.
  */
-static int caller_from_message(DbusIface *d, sd_bus_message *msg, Caller *ret, gid_t **ret_gids) {
+static int caller_from_message(DbusIface *d, sd_bus_message *msg, Caller *ret, gid_t **ret_gids, pid_t *ret_pid) {
         _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
         _cleanup_free_ gid_t *gids = NULL;
         const gid_t *sd_gids = NULL;
         uint64_t have;
         uid_t uid, driver_uid;
+        pid_t pid = 0;
         size_t n = 0;
         int r;
 
-        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS, &creds);
+        /* The PID comes in the same answer of the bus driver (for ListClients). */
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS | SD_BUS_CREDS_PID,
+                                      &creds);
         if (r < 0)
                 return r;
         have = sd_bus_creds_get_mask(creds) & ~sd_bus_creds_get_augmented_mask(creds);
         if (!(have & SD_BUS_CREDS_EUID) || sd_bus_creds_get_euid(creds, &uid) < 0)
                 return -EPERM;
+        if (!(have & SD_BUS_CREDS_PID) || sd_bus_creds_get_pid(creds, &pid) < 0)
+                pid = 0;
 
         if (have & SD_BUS_CREDS_SUPPLEMENTARY_GIDS) {
                 r = sd_bus_creds_get_supplementary_gids(creds, &sd_gids);
@@ -188,6 +193,7 @@ static int caller_from_message(DbusIface *d, sd_bus_message *msg, Caller *ret, g
                 .n_gids = n,
         };
         *ret_gids = TAKE_PTR(gids);
+        *ret_pid = pid;
         return 0;
 }
 
@@ -379,6 +385,7 @@ static int client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_b
         BusClient *bc;
         Caller caller;
         Client *c;
+        pid_t pid;
         int r;
 
         c = manager_get_client(d->manager, sender);
@@ -387,7 +394,7 @@ static int client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_b
                 return 0;
         }
 
-        r = caller_from_message(d, msg, &caller, &gids);
+        r = caller_from_message(d, msg, &caller, &gids, &pid);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -402,6 +409,7 @@ static int client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_b
                 free(bc);
                 return error_for(d, r, "the path", error);
         }
+        c->pid = pid;
         *bc = (BusClient) {
                 .iface = d,
                 .client = c,
@@ -776,6 +784,51 @@ static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+/*
+ * ListClients: who watchd serves (watchctl clients). A client is a bus
+ * connection that made a subscription (or a stream, a durable one); each
+ * entry is its unique name, its pid and uid as the bus reported them at its
+ * first call (pid 0 if the bus did not say), its subscriptions and the
+ * kernel watches charged to it. Root sees every client, any other caller
+ * those of its own uid. No command line: watchd's unit hides other users'
+ * processes from it (ProtectProc=invisible), and the caller can read
+ * /proc/PID itself as far as it may (watchctl does). Self-contained, with
+ * its vtable line, so that it moves with the method handlers.
+ */
+static int method_list_clients(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
+        DbusIface *d = userdata;
+        GHashTableIter i;
+        gpointer v;
+        uid_t uid;
+        int r;
+
+        if (sender_uid(msg, &uid) < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "The bus did not tell who you are, so no client is shown to you.");
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(suuuu)");
+        if (r < 0)
+                return r;
+        g_hash_table_iter_init(&i, d->manager->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                const Client *c = v;
+
+                if (uid != 0 && c->account.uid != uid)
+                        continue;
+                r = sd_bus_message_append(reply, "(suuuu)", c->name, (uint32_t) c->pid, (uint32_t) c->account.uid,
+                                          c->n_subscriptions, c->account.n_watches);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
@@ -1190,6 +1243,11 @@ static const sd_bus_vtable watchd_vtable[] = {
                                 SD_BUS_NO_ARGS,
                                 SD_BUS_RESULT("a{sv}", stats),
                                 method_get_stats,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListClients",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a(suuuu)", clients),
+                                method_list_clients,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("OpenStream",
                                 SD_BUS_ARGS("a{sv}", options),
