@@ -40,6 +40,10 @@ typedef struct SubPrivate {
 
 SubPrivate *watchd_subscription_get_private(WatchdSubscription *sub);
 
+/* watchd-subscription.c: a path as watchd writes it in records ("//a/" ->
+ * "/a"), for watchd-client.c and watchd-snapshot.c. */
+char *watchd_canonical_path(const char *path);
+
 /* watchd-client.c, for watchd-subscription.c */
 void watchd_client_start_subscription(WatchdClient *client, WatchdSubscription *sub, gboolean held,
                                       GCancellable *cancellable, GTask *task);

@@ -812,18 +812,6 @@ void watchd_snapshot_follow(WatchdSnapshot *snapshot, WatchdSubscription *subscr
 /* ------------------------------------------------------------------------ */
 /* The object */
 
-/* How watchd writes a path (repeated slashes and a trailing one dropped). */
-static char *canonical(const char *path) {
-        GString *s = g_string_sized_new(strlen(path));
-
-        for (const char *p = path; *p; p++)
-                if (*p != '/' || s->len == 0 || s->str[s->len - 1] != '/')
-                        g_string_append_c(s, *p);
-        if (s->len > 1 && s->str[s->len - 1] == '/')
-                g_string_truncate(s, s->len - 1);
-        return g_string_free(s, FALSE);
-}
-
 static void watchd_snapshot_finalize(GObject *object) {
         WatchdSnapshot *s = WATCHD_SNAPSHOT(object);
 
@@ -837,7 +825,7 @@ static void watchd_snapshot_set_property(GObject *object, guint prop_id, const G
 
         switch (prop_id) {
         case PROP_PATH:
-                s->path = canonical(g_value_get_string(value));
+                s->path = watchd_canonical_path(g_value_get_string(value));
                 break;
         case PROP_RECURSIVE:
                 s->recursive = g_value_get_boolean(value);
