@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * watchd-core - the state of a client of watchd, under one lock
+ *
+ * How the library's client works, whichever of its files does each part.
+ *
+ * Threads. Three kinds meet here:
+ *   - GDBus's worker thread reads every message (watchd-bus.c's filter) and
+ *     calls core_on_*(): replies to AddWatch, the name's owner changes, the
+ *     daemon's signals. It turns them into Items on one queue, in the order
+ *     the messages came, under core->lock.
+ *   - The client's GMainContext (the thread-default context of the thread
+ *     that made the client) runs the dispatch source, which takes the Items
+ *     off the queue and emits the signals of the client and of its
+ *     subscriptions, without the lock. Every signal is emitted there.
+ *   - Any thread may call the public functions: they take core->lock for a
+ *     moment, send a call, and the _sync ones wait on core->cond for the
+ *     worker thread to handle the reply. None needs a main loop to run.
+ * The lock is never held while a signal is emitted or a GTask completes.
+ *
+ * Why a Core apart from the GObject: GDBus may run a filter once more after
+ * it was removed, so what the filter touches (the Core) is freed by the
+ * filter's destroy notify, not by the client's finalize.
+ *
+ * Ids. watchd names a subscription by the id AddWatch returns, and may send
+ * events of that id before the answer (a RECURSIVE walk does). While an
+ * AddWatch is waiting, records of ids not known yet are kept (unclaimed)
+ * and handed to the subscription when its answer comes; once none waits,
+ * they are dropped (they belong to subscriptions already cancelled).
+ *
+ * Restarts. When the owner of org.example.Inotify changes, every active
+ * subscription waits; when an owner appears, each is added again, then
+ * emits "overflow" (WATCHD_OVERFLOW_RESTARTED) before its new events, and
+ * the client emits "daemon-restarted" once all are back (or removed, if the
+ * new daemon refused one).
+ *
+ * The stream. A watchd whose Capabilities say "stream" is asked, once its
+ * properties are read, for this connection's record stream (OpenStream,
+ * watchd(8) STREAM): from its reply on, the records come on that socket,
+ * read by a thread of watchd-stream.c, and no longer as signals. Signals
+ * before the reply are handled before it (the filter sees them in order),
+ * the stream's records after it: one order, as the daemon sent them. The
+ * records of either way go through the same core_on_record() and friends,
+ * the stream's with the name of the daemon that gave it as their sender.
+ * A reader is freed (its thread joined) without core->lock held, since its
+ * thread takes the lock for each read.
+ */
+
+#include "watchd-private.h"
+#include "watchd-bus.h"
+#include "watchd-stream.h"
+
+#define MAX_UNCLAIMED 65536
+
+typedef enum ItemKind {
+        ITEM_EVENTS,            /* a subscription's "events" */
+        ITEM_OVERFLOW,          /* a subscription's "overflow" */
+        ITEM_REMOVED,           /* a subscription's "removed"; it has ended */
+        ITEM_DAEMON_VANISHED,   /* the client's "daemon-vanished", notify::daemon-running */
+        ITEM_DAEMON_APPEARED,   /* notify::daemon-running */
+        ITEM_DAEMON_RESTARTED,  /* the client's "daemon-restarted" */
+        ITEM_CLOSED,            /* the client's "closed" */
+} ItemKind;
+
+typedef struct Item {
+        ItemKind kind;
+        WatchdSubscription *sub;        /* reference; NULL for the client's own items */
+        GPtrArray *events;              /* ITEM_EVENTS: WatchdEvent* */
+        int reason;                     /* WatchdOverflowReason, WatchdRemovedReason */
+        char *detail;                   /* ITEM_REMOVED */
+        GError *error;                  /* ITEM_REMOVED, ITEM_CLOSED */
+} Item;
+
+/* A record or notice for an id not known yet. */
+typedef struct Unclaimed {
+        char *sender;
+        guint32 id;
+        ItemKind kind;                  /* ITEM_EVENTS (one event), ITEM_OVERFLOW or ITEM_REMOVED */
+        WatchdEvent *event;
+        char *reason;
+} Unclaimed;
+
+typedef struct Core Core;
+
+struct Core {
+        gint ref_count;
+        GWeakRef client;                /* the WatchdClient, to emit its signals */
+        GMainContext *context;
+        GSource *dispatch;
+        WatchdBus *bus;
+
+        GMutex lock;                    /* everything below */
+        GCond cond;
+        gboolean owner_known;           /* GetNameOwner answered */
+        char *owner;                    /* unique name of watchd, NULL if none */
+        gboolean gone;                  /* the owner left; its subscriptions wait to be added again */
+        guint generation;               /* bumped at each change of owner */
+        guint readds_pending;
+        gboolean props_pending;         /* GetAll sent, not answered */
+        char *version;
+        WatchdCapabilities caps;
+        GHashTable *by_id;              /* id -> WatchdSubscription* (the reference is in live) */
+        GHashTable *live;               /* WatchdSubscription* -> itself, referenced: started, not ended */
+        GHashTable *by_dir;             /* canonical path -> GPtrArray of live WatchdSubscription* */
+        guint adds_in_flight;
+        GQueue unclaimed;               /* Unclaimed* */
+        gboolean unclaimed_lost;        /* some were dropped at MAX_UNCLAIMED */
+        GQueue items;                   /* Item*, for the dispatch source */
+        guint queued_events;
+        guint max_queued_events;
+        guint call_timeout_ms;
+        gboolean closed;
+        gboolean use_stream;            /* the client's "use-stream" */
+        gboolean stream_pending;        /* OpenStream sent, not answered */
+        WatchdStreamReader *stream;     /* the stream of stream_owner, or NULL */
+        char *stream_owner;             /* the daemon that gave it; NULL once it ended */
+};
+
+#define PRIV(sub) watchd_subscription_get_private(sub)
+
+struct _WatchdClient {
+        GObject parent_instance;
+        GBusType bus_type;
+        char *address;
+        GDBusConnection *given_connection;
+        Core *core;
+        gboolean initialized;
+};
+
+Core *core_ref(Core *core);
+void core_unref(gpointer p);
+void item_free(Item *it);
+void unclaimed_free(Unclaimed *u);
+void core_wake(Core *core);
+void core_queue_event(Core *core, WatchdSubscription *sub, WatchdEvent *ev);
+void core_queue_notice(Core *core, ItemKind kind, WatchdSubscription *sub, int reason, const char *detail,
+                       const GError *error);
+void core_add_live(Core *core, WatchdSubscription *sub);
+WatchdSubscription *core_steal_live(Core *core, WatchdSubscription *sub);
+void core_forget_id(Core *core, WatchdSubscription *sub);
+void core_end_sub(Core *core, WatchdSubscription *sub, WatchdRemovedReason reason, const char *detail,
+                  const GError *error);
+void core_keep_unclaimed(Core *core, const char *sender, guint32 id, ItemKind kind, WatchdEvent *ev,
+                         const char *reason);
+void core_drop_unclaimed(Core *core);
+
+typedef struct DispatchSource {
+        GSource source;
+        Core *core;
+} DispatchSource;
+
+extern GSourceFuncs dispatch_source_funcs;
+
+/* watchd-client.c */
+void dispatch_emit(WatchdClient *client, Item *it);
