@@ -12,6 +12,7 @@
 #include "watchd-core.h"
 #include "watchd-owner.h"
 #include "watchd-receive.h"
+#include "watchd-start.h"
 #include "watchd-wire.h"
 
 #define DEFAULT_MAX_QUEUED_EVENTS 65536
@@ -54,7 +55,7 @@ G_DEFINE_TYPE_WITH_CODE(WatchdClient, watchd_client, G_TYPE_OBJECT,
                         G_IMPLEMENT_INTERFACE(G_TYPE_INITABLE, client_initable_iface_init)
                         G_IMPLEMENT_INTERFACE(G_TYPE_ASYNC_INITABLE, NULL))
 
-void dispatch_emit(WatchdClient *client, Item *it) {
+static void client_emit(WatchdClient *client, Item *it) {
         switch (it->kind) {
         case ITEM_EVENTS:
                 watchd_subscription_emit_events(it->sub, it->events);
@@ -160,26 +161,11 @@ static void client_initable_iface_init(GInitableIface *iface) {
 }
 
 static void watchd_client_init(WatchdClient *client) {
-        Core *core = g_new0(Core, 1);
+        Core *core = core_new(client, client_emit);
 
-        core->ref_count = 1;
-        g_weak_ref_init(&core->client, client);
-        /* Every signal of the client and its subscriptions is emitted here. */
-        core->context = g_main_context_ref_thread_default();
-        g_mutex_init(&core->lock);
-        g_cond_init(&core->cond);
-        core->by_id = g_hash_table_new(NULL, NULL);
-        core->live = g_hash_table_new(NULL, NULL);
-        core->by_dir = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_ptr_array_unref);
-        g_queue_init(&core->items);
-        g_queue_init(&core->unclaimed);
         core->max_queued_events = DEFAULT_MAX_QUEUED_EVENTS;
         core->call_timeout_ms = DEFAULT_CALL_TIMEOUT_MS;
         core->use_stream = TRUE;
-        core->dispatch = g_source_new(&dispatch_source_funcs, sizeof(DispatchSource));
-        ((DispatchSource *) core->dispatch)->core = core;       /* no reference: the core owns the source */
-        g_source_set_static_name(core->dispatch, "WatchdClient dispatch");
-        g_source_attach(core->dispatch, core->context);
         client->core = core;
         client->bus_type = G_BUS_TYPE_SYSTEM;
 }
@@ -603,7 +589,7 @@ static void add_watch_done(GObject *source, GAsyncResult *result, gpointer userd
         if (callback)
                 callback(source, result, data[1]);
         /* The caller has connected its handlers: the events may go. */
-        watchd_client_release_hold(WATCHD_CLIENT(source), sub);
+        core_release_hold(WATCHD_CLIENT(source)->core, sub);
         g_object_unref(sub);
         g_free(data);
 }
@@ -641,7 +627,7 @@ void watchd_client_add_watch(WatchdClient *client, const char *path, WatchdEvent
         data[2] = sub;
         task = g_task_new(client, cancellable, add_watch_done, data);
         g_task_set_source_tag(task, watchd_client_add_watch);
-        watchd_client_start_subscription(client, sub, TRUE, cancellable, task);
+        core_start_subscription(client->core, sub, TRUE, cancellable, task);
 }
 
 /**
@@ -806,46 +792,4 @@ void watchd_client_close(WatchdClient *client) {
         g_mutex_unlock(&client->core->lock);
         watchd_stream_reader_free(stream);
         watchd_bus_close(bus);
-}
-
-/**
- * watchd_subscription_get_id:
- * @subscription: a #WatchdSubscription
- *
- * The id watchd gave the subscription at its last AddWatch: it changes when
- * watchd restarts, and is kept once the subscription has ended (so that a
- * #WatchdSubscription::removed handler can name it). Whether watchd holds it
- * now is watchd_subscription_is_active().
- *
- * Returns: the id, 0 before the subscription was first active
- */
-guint32 watchd_subscription_get_id(WatchdSubscription *subscription) {
-        WatchdClient *client;
-        guint32 id;
-
-        g_return_val_if_fail(WATCHD_IS_SUBSCRIPTION(subscription), 0);
-        client = watchd_subscription_get_client(subscription);
-        g_mutex_lock(&client->core->lock);
-        id = PRIV(subscription)->last_id;
-        g_mutex_unlock(&client->core->lock);
-        return id;
-}
-
-/**
- * watchd_subscription_is_active:
- * @subscription: a #WatchdSubscription
- *
- * Returns: whether watchd holds the subscription now (not while it is being
- *   started, while watchd is away, or after it ended)
- */
-gboolean watchd_subscription_is_active(WatchdSubscription *subscription) {
-        WatchdClient *client;
-        gboolean active;
-
-        g_return_val_if_fail(WATCHD_IS_SUBSCRIPTION(subscription), FALSE);
-        client = watchd_subscription_get_client(subscription);
-        g_mutex_lock(&client->core->lock);
-        active = PRIV(subscription)->state == SUB_ACTIVE;
-        g_mutex_unlock(&client->core->lock);
-        return active;
 }

@@ -195,6 +195,11 @@ void core_drop_unclaimed(Core *core) {
         core->unclaimed_lost = FALSE;
 }
 
+typedef struct DispatchSource {
+        GSource source;
+        Core *core;
+} DispatchSource;
+
 static gboolean dispatch_source_dispatch(GSource *source, GSourceFunc callback, gpointer userdata) {
         Core *core = ((DispatchSource *) source)->core;
         GQueue ready = G_QUEUE_INIT;
@@ -219,7 +224,7 @@ static gboolean dispatch_source_dispatch(GSource *source, GSourceFunc callback, 
         while ((it = g_queue_pop_head(&ready))) {
                 /* Cancelled (maybe by a handler of the item before): silent. */
                 if (!it->sub || !g_atomic_int_get(&PRIV(it->sub)->cancelled))
-                        dispatch_emit(client, it);
+                        core->emit(client, it);
                 item_free(it);
         }
         g_clear_object(&client);
@@ -230,7 +235,47 @@ static void dispatch_source_finalize(GSource *source) {
         /* The core owns the source, not the other way round. */
 }
 
-GSourceFuncs dispatch_source_funcs = {
+static GSourceFuncs dispatch_source_funcs = {
         .dispatch = dispatch_source_dispatch,
         .finalize = dispatch_source_finalize,
 };
+
+Core *core_new(WatchdClient *client, CoreEmitFunc emit) {
+        Core *core = g_new0(Core, 1);
+
+        core->ref_count = 1;
+        g_weak_ref_init(&core->client, client);
+        core->emit = emit;
+        /* Every signal of the client and its subscriptions is emitted here. */
+        core->context = g_main_context_ref_thread_default();
+        g_mutex_init(&core->lock);
+        g_cond_init(&core->cond);
+        core->by_id = g_hash_table_new(NULL, NULL);
+        core->live = g_hash_table_new(NULL, NULL);
+        core->by_dir = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_ptr_array_unref);
+        g_queue_init(&core->items);
+        g_queue_init(&core->unclaimed);
+        core->dispatch = g_source_new(&dispatch_source_funcs, sizeof(DispatchSource));
+        ((DispatchSource *) core->dispatch)->core = core;       /* no reference: the core owns the source */
+        g_source_set_static_name(core->dispatch, "WatchdClient dispatch");
+        g_source_attach(core->dispatch, core->context);
+        return core;
+}
+
+guint32 core_get_last_id(Core *core, WatchdSubscription *sub) {
+        guint32 id;
+
+        g_mutex_lock(&core->lock);
+        id = PRIV(sub)->last_id;
+        g_mutex_unlock(&core->lock);
+        return id;
+}
+
+gboolean core_is_active(Core *core, WatchdSubscription *sub) {
+        gboolean active;
+
+        g_mutex_lock(&core->lock);
+        active = PRIV(sub)->state == SUB_ACTIVE;
+        g_mutex_unlock(&core->lock);
+        return active;
+}

@@ -6,6 +6,19 @@
  *
  * How the library's client works, whichever of its files does each part.
  *
+ * Files, from the top down; a file calls only those below it, and what the
+ * core must tell the objects above it (an item to emit) goes through the
+ * CoreEmitFunc the client gave core_new():
+ *   watchd-client.c, watchd-subscription.c   the GObjects, the public API
+ *   watchd-owner.c     who owns the bus name: its properties, restarts
+ *   watchd-receive.c   the daemon's signals and record stream, read
+ *   watchd-start.c     AddWatch: start, add again, follow, cancel
+ *   watchd-route.c     a record to the subscriptions it is for
+ *   watchd-call.c      calls waited for in the caller's thread
+ *   watchd-core.c      the Core: its tables, its queue, the dispatch source
+ * and below them the bus (watchd-bus.c), the stream's reader
+ * (watchd-stream.c), the paths' wire form (watchd-wire.c), the events.
+ *
  * Threads. Three kinds meet here:
  *   - GDBus's worker thread reads every message (watchd-bus.c's filter) and
  *     calls core_on_*(): replies to AddWatch, the name's owner changes, the
@@ -84,9 +97,14 @@ typedef struct Unclaimed {
 
 typedef struct Core Core;
 
+/* Emits it (a signal of the client or of one of its subscriptions), in the
+ * client's context, without the lock; client is NULL once it is disposed. */
+typedef void (*CoreEmitFunc)(WatchdClient *client, Item *it);
+
 struct Core {
         gint ref_count;
         GWeakRef client;                /* the WatchdClient, to emit its signals */
+        CoreEmitFunc emit;
         GMainContext *context;
         GSource *dispatch;
         WatchdBus *bus;
@@ -118,7 +136,6 @@ struct Core {
         char *stream_owner;             /* the daemon that gave it; NULL once it ended */
 };
 
-#define PRIV(sub) watchd_subscription_get_private(sub)
 
 struct _WatchdClient {
         GObject parent_instance;
@@ -129,6 +146,9 @@ struct _WatchdClient {
         gboolean initialized;
 };
 
+/* A core for client, its signals emitted by emit in the thread-default
+ * context of the caller. */
+Core *core_new(WatchdClient *client, CoreEmitFunc emit);
 Core *core_ref(Core *core);
 void core_unref(gpointer p);
 void item_free(Item *it);
@@ -145,13 +165,7 @@ void core_end_sub(Core *core, WatchdSubscription *sub, WatchdRemovedReason reaso
 void core_keep_unclaimed(Core *core, const char *sender, guint32 id, ItemKind kind, WatchdEvent *ev,
                          const char *reason);
 void core_drop_unclaimed(Core *core);
+/* Under the lock, for any thread. */
+guint32 core_get_last_id(Core *core, WatchdSubscription *sub);
+gboolean core_is_active(Core *core, WatchdSubscription *sub);
 
-typedef struct DispatchSource {
-        GSource source;
-        Core *core;
-} DispatchSource;
-
-extern GSourceFuncs dispatch_source_funcs;
-
-/* watchd-client.c */
-void dispatch_emit(WatchdClient *client, Item *it);

@@ -24,7 +24,7 @@ static gboolean sub_covers(WatchdSubscription *sub, const char *path) {
 
         if (strncmp(path, c, n) != 0 || (path[n] != '/' && !(n == 1 && c[0] == '/')))
                 return FALSE;
-        if (watchd_subscription_get_flags(sub) & WATCHD_WATCH_RECURSIVE)
+        if (sub->flags & WATCHD_WATCH_RECURSIVE)
                 return TRUE;
         return strchr(path + n + (n == 1 ? 0 : 1), '/') == NULL;
 }

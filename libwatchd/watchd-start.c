@@ -65,8 +65,8 @@ static gboolean error_means_gone(const GError *error) {
  * itself (core_follow_again()). Needs no lock: a subscription's path,
  * mask and flags never change; caps is the daemon's. */
 static GVariant *add_watch_params(WatchdSubscription *sub, WatchdCapabilities caps) {
-        const char *path = watchd_subscription_get_path(sub);
-        guint32 mask = watchd_subscription_get_mask(sub), flags = watchd_subscription_get_flags(sub);
+        const char *path = sub->path;
+        guint32 mask = sub->mask, flags = sub->flags;
         g_autofree char *escaped = NULL;
 
         if (!(caps & WATCHD_CAPABILITY_PERSISTENT))
@@ -307,7 +307,7 @@ static gboolean core_check_startable(Core *core, WatchdSubscription *sub, GError
  * it for reason: PERSIST asked of a watchd without "persistent", which
  * ends the subscription when its object goes. */
 gboolean core_follows_path(Core *core, WatchdSubscription *sub, WatchdRemovedReason reason) {
-        return (watchd_subscription_get_flags(sub) & WATCHD_WATCH_PERSIST) &&
+        return (sub->flags & WATCHD_WATCH_PERSIST) &&
                !(core->caps & WATCHD_CAPABILITY_PERSISTENT) && !PRIV(sub)->cancelled &&
                (reason == WATCHD_REMOVED_DELETED || reason == WATCHD_REMOVED_UNMOUNTED);
 }
@@ -342,9 +342,8 @@ void core_readd_one(Core *core, WatchdSubscription *sub) {
         start_op_unref(op);
 }
 
-void watchd_client_start_subscription(WatchdClient *client, WatchdSubscription *sub, gboolean held,
-                                      GCancellable *cancellable, GTask *task) {
-        Core *core = client->core;
+void core_start_subscription(Core *core, WatchdSubscription *sub, gboolean held, GCancellable *cancellable,
+                             GTask *task) {
         g_autoptr(GVariant) params = NULL;
         g_autoptr(GError) error = NULL;
         StartOp *op;
@@ -355,7 +354,7 @@ void watchd_client_start_subscription(WatchdClient *client, WatchdSubscription *
         }
         op = core_prepare_start(core, sub, &params);
         op->task = task;
-        op->return_sub = g_task_get_source_object(task) == (gpointer) client;
+        op->return_sub = g_task_get_source_object(task) == (gpointer) sub->client;
         start_op_connect_cancellable(op, cancellable);
 
         g_mutex_lock(&core->lock);
@@ -385,9 +384,8 @@ void watchd_client_start_subscription(WatchdClient *client, WatchdSubscription *
         start_op_unref(op);
 }
 
-gboolean watchd_client_start_subscription_sync(WatchdClient *client, WatchdSubscription *sub,
-                                               GCancellable *cancellable, GError **error) {
-        Core *core = client->core;
+gboolean core_start_subscription_sync(Core *core, WatchdSubscription *sub, GCancellable *cancellable,
+                                      GError **error) {
         g_autoptr(GVariant) params = NULL;
         gboolean ok;
         gint64 deadline;
@@ -427,8 +425,7 @@ gboolean watchd_client_start_subscription_sync(WatchdClient *client, WatchdSubsc
         return ok;
 }
 
-void watchd_client_cancel_subscription(WatchdClient *client, WatchdSubscription *sub) {
-        Core *core = client->core;
+void core_cancel_subscription(Core *core, WatchdSubscription *sub) {
         g_autoptr(GError) error = g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CANCELLED, "The subscription was cancelled");
         SubPrivate *p = PRIV(sub);
         WatchdSubscription *ref;
@@ -460,9 +457,7 @@ void watchd_client_cancel_subscription(WatchdClient *client, WatchdSubscription 
                 g_object_unref(ref);
 }
 
-void watchd_client_release_hold(WatchdClient *client, WatchdSubscription *sub) {
-        Core *core = client->core;
-
+void core_release_hold(Core *core, WatchdSubscription *sub) {
         g_mutex_lock(&core->lock);
         PRIV(sub)->held = FALSE;
         core_wake(core);
