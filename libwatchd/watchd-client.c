@@ -132,8 +132,12 @@ static gboolean client_initable_init(GInitable *initable, GCancellable *cancella
         /* The daemon knows a connection, not the clients on it: the stream of a
          * connection the program shares would carry the records of its other
          * clients (another WatchdClient, its own calls) to this one alone. */
-        if (!private_connection)
+        if (!private_connection) {
                 core->use_stream = FALSE;
+                /* Other clients' records come on it too: an id of none of
+                 * ours is not the daemon's mistake. */
+                core->shared_connection = TRUE;
+        }
         core->bus = watchd_bus_new(connection, private_connection, &core_bus_callbacks, core_ref(core), core_unref);
         if (!watchd_bus_start(core->bus, error))
                 return FALSE;

@@ -63,9 +63,13 @@
 
 #include "watchd-private.h"
 #include "watchd-bus.h"
+#include "watchd-paths.h"
 #include "watchd-stream.h"
 
 #define MAX_UNCLAIMED 65536
+/* Ids of ended subscriptions remembered, so that their late records are
+ * dropped without a word (watchd sends until it reads the RemoveWatch). */
+#define ENDED_IDS_MAX 4096
 
 typedef enum ItemKind {
         ITEM_EVENTS,            /* a subscription's "events" */
@@ -86,14 +90,27 @@ typedef struct Item {
         GError *error;                  /* ITEM_REMOVED, ITEM_CLOSED */
 } Item;
 
-/* A record or notice for an id not known yet. */
-typedef struct Unclaimed {
-        char *sender;
+/* A record or notice of the daemon held back: for an id not known yet
+ * (unclaimed, with its sender), or while the daemon is asked where its
+ * subscriptions are (held). By id, not by subscription: a subscription
+ * that ends meanwhile is then simply not found, and nothing held keeps one
+ * alive (its last reference must never go under the lock: see
+ * core_drop_sub()). */
+typedef struct Held {
+        char *sender;                   /* unclaimed: who sent it */
         guint32 id;
         ItemKind kind;                  /* ITEM_EVENTS (one event), ITEM_OVERFLOW or ITEM_REMOVED */
         WatchdEvent *event;
         char *reason;
-} Unclaimed;
+} Held;
+
+/* What a daemon may get wrong; each kind is warned about once per daemon. */
+typedef enum Violation {
+        VIOLATION_UNKNOWN_ID    = 1 << 0,       /* records of an id it never gave */
+        VIOLATION_MALFORMED     = 1 << 1,       /* a path not canonical, too long, badly escaped */
+        VIOLATION_OUTSIDE       = 1 << 2,       /* a path outside the subscription it names */
+        VIOLATION_SIGNATURE     = 1 << 3,       /* a signal or an answer of the wrong type */
+} Violation;
 
 typedef struct Core Core;
 
@@ -121,21 +138,28 @@ struct Core {
         WatchdCapabilities caps;
         GHashTable *by_id;              /* id -> WatchdSubscription* (the reference is in live) */
         GHashTable *live;               /* WatchdSubscription* -> itself, referenced: started, not ended */
-        GHashTable *by_dir;             /* canonical path -> GPtrArray of live WatchdSubscription* */
+        PathIndex *by_path;             /* current path -> live WatchdSubscription* */
+        GHashTable *ended;              /* ids of the owner's subscriptions ended lately (a set) */
+        GQueue ended_order;             /* the same ids, the oldest first */
+        guint warned;                   /* Violation: the kinds said already of this owner */
         guint adds_in_flight;
-        GQueue unclaimed;               /* Unclaimed* */
-        gboolean unclaimed_lost;        /* some were dropped at MAX_UNCLAIMED */
+        GQueue unclaimed;               /* Held*: records of ids no AddWatch answered yet */
+        gboolean unclaimed_lost;        /* some were dropped (MAX_UNCLAIMED, unreadable) */
+        gboolean unclaimed_orphans;     /* an AddWatch in flight failed: some may be its */
+        GQueue held;                    /* Held*: records waiting for the answer of ListWatches */
+        gboolean resync_pending;        /* ListWatches sent to see where subscriptions are */
         GQueue items;                   /* Item*, for the dispatch source */
+        GHashTable *doomed;             /* WatchdSubscription* -> itself: references to drop without the lock */
         guint queued_events;
-        guint max_queued_events;
+        guint max_queued_events;        /* the client's "max-queued-events" */
         guint call_timeout_ms;
         gboolean closed;
         gboolean use_stream;            /* the client's "use-stream" */
+        gboolean shared_connection;     /* the program's: other clients' records come on it too */
         gboolean stream_pending;        /* OpenStream sent, not answered */
         WatchdStreamReader *stream;     /* the stream of stream_owner, or NULL */
         char *stream_owner;             /* the daemon that gave it; NULL once it ended */
 };
-
 
 struct _WatchdClient {
         GObject parent_instance;
@@ -152,20 +176,49 @@ Core *core_new(WatchdClient *client, CoreEmitFunc emit);
 Core *core_ref(Core *core);
 void core_unref(gpointer p);
 void item_free(Item *it);
-void unclaimed_free(Unclaimed *u);
+void held_free(Held *h);
 void core_wake(Core *core);
+
+/* The rest: lock held. */
+
+/* Queues ev (taken) for sub's "events". Past max-queued-events, every
+ * event waiting is dropped and each subscription that lost some gets one
+ * overflow (WATCHD_OVERFLOW_CLIENT). */
 void core_queue_event(Core *core, WatchdSubscription *sub, WatchdEvent *ev);
+/* Queues a notice; an overflow right after another of sub (DAEMON or
+ * CLIENT, nothing of sub between) is the same one and is not queued again. */
 void core_queue_notice(Core *core, ItemKind kind, WatchdSubscription *sub, int reason, const char *detail,
                        const GError *error);
+
+/* Says once per daemon that it broke the protocol in this way (a warning);
+ * later ones are logged at debug level. */
+void core_violation(Core *core, Violation kind, const char *format, ...) G_GNUC_PRINTF(3, 4);
+
 void core_add_live(Core *core, WatchdSubscription *sub);
 WatchdSubscription *core_steal_live(Core *core, WatchdSubscription *sub);
+/* sub (live) is at path now, as watchd says (canonical). */
+void core_set_current_path(Core *core, WatchdSubscription *sub, const char *path);
+/* sub's id means nothing any more (remembered as ended, for its late records). */
 void core_forget_id(Core *core, WatchdSubscription *sub);
+gboolean core_id_ended(Core *core, guint32 id);
+void core_remember_ended(Core *core, guint32 id);
+void core_forget_ended(Core *core);
 void core_end_sub(Core *core, WatchdSubscription *sub, WatchdRemovedReason reason, const char *detail,
                   const GError *error);
+
+/* Records of ids not known yet: kept (ev taken), dropped (TRUE if some were
+ * of sender, who should have claimed them), dropped for one id (quietly). */
 void core_keep_unclaimed(Core *core, const char *sender, guint32 id, ItemKind kind, WatchdEvent *ev,
                          const char *reason);
-void core_drop_unclaimed(Core *core);
+gboolean core_drop_unclaimed(Core *core, const char *sender);
+void core_drop_unclaimed_id(Core *core, guint32 id);
+
+/* Records held while watchd is asked where the subscriptions are: one
+ * more (ev taken), all of them (to release, in order), none. */
+void core_hold(Core *core, WatchdSubscription *sub, ItemKind kind, WatchdEvent *ev, const char *reason);
+void core_take_held(Core *core, GQueue *ret);
+void core_drop_held(Core *core);
+
 /* Under the lock, for any thread. */
 guint32 core_get_last_id(Core *core, WatchdSubscription *sub);
 gboolean core_is_active(Core *core, WatchdSubscription *sub);
-

@@ -88,7 +88,13 @@ static void core_on_owner_changed(gpointer userdata, const char *owner) {
                                 core_forget_id(core, key);
                                 PRIV(key)->state = SUB_WAITING;
                         }
-                core_drop_unclaimed(core);
+                core_forget_ended(core);
+                (void) core_drop_unclaimed(core, NULL);
+                core->unclaimed_orphans = FALSE;
+                /* Held for its answer to ListWatches: lost with it (the
+                 * subscriptions hear RESTARTED when they are back). */
+                core_drop_held(core);
+                core->warned = 0;
                 stream = core_steal_stream(core);
                 core->gone = TRUE;
                 core->readds_pending = 0;

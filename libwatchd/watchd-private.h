@@ -30,6 +30,8 @@ typedef enum SubState {
  * watchd-subscription.c's. */
 typedef struct SubPrivate {
         char *canonical;        /* path as watchd spells it in records ("//a/" -> "/a") */
+        char *current;          /* the same as watchd holds it now (it follows renames); the core's */
+        gpointer last_overflow; /* its Item of an overflow with nothing of it queued after, or NULL */
         SubState state;
         guint32 id;             /* 0 unless SUB_ACTIVE */
         guint32 last_id;        /* the id of its last AddWatch, kept when it ends */

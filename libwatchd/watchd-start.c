@@ -153,9 +153,27 @@ static void start_op_on_reply(gpointer userdata, const char *sender, GVariant *b
         if (!err && core->owner && g_strcmp0(sender, core->owner) != 0)
                 /* Answered by a daemon that has left since. */
                 err = g_error_new_literal(WATCHD_ERROR, WATCHD_ERROR_DAEMON_GONE, "watchd left the bus");
+        if (!err) {
+                /* An id is never 0 and never given twice (watchd(8)): such an
+                 * answer names no subscription of its own, and removing it
+                 * could end another one. */
+                const char *bad = id == 0 ? "which is no id"
+                                  : g_hash_table_contains(core->by_id, GUINT_TO_POINTER(id)) ? "the id of another subscription"
+                                  : core_id_ended(core, id) ? "an id it gave before" : NULL;
+
+                if (bad)
+                        err = g_error_new(WATCHD_ERROR, WATCHD_ERROR_PROTOCOL, "watchd answered AddWatch with %u, %s",
+                                          id, bad);
+        } else if (!error_means_gone(err))
+                /* Records it sent under the id it would have given (a walk undone
+                 * half-way) are nobody's now. */
+                core->unclaimed_orphans = TRUE;
         if (op->abandoned) {
-                if (!err && id != 0)
+                if (!err) {
                         core_send_remove(core, id);
+                        core_remember_ended(core, id);
+                        core_drop_unclaimed_id(core, id);
+                }
         } else if (!err) {
                 if (!core->owner) {
                         /* Started by this call (bus activation); its
@@ -167,6 +185,8 @@ static void start_op_on_reply(gpointer userdata, const char *sender, GVariant *b
                 p->id = p->last_id = id;
                 p->state = SUB_ACTIVE;
                 g_hash_table_insert(core->by_id, GUINT_TO_POINTER(id), op->sub);
+                /* Added again, it is at its own path for this watchd. */
+                core_set_current_path(core, op->sub, p->canonical);
                 if (op->readd)
                         core_queue_notice(core, ITEM_OVERFLOW, op->sub,
                                           op->follow ? WATCHD_OVERFLOW_FOLLOWED : WATCHD_OVERFLOW_RESTARTED, NULL, NULL);
@@ -190,8 +210,15 @@ static void start_op_on_reply(gpointer userdata, const char *sender, GVariant *b
                 }
         }
         core_readd_done(core, op);
-        if (core->adds_in_flight == 0)
-                core_drop_unclaimed(core);
+        if (core->adds_in_flight == 0) {
+                gboolean orphans = core->unclaimed_orphans;
+
+                /* What no answer claimed is of ids watchd never gave. */
+                core->unclaimed_orphans = FALSE;
+                if (core_drop_unclaimed(core, core->owner) && !orphans && !core->shared_connection)
+                        core_violation(core, VIOLATION_UNKNOWN_ID,
+                                       "sent records of a subscription it never made (before an answer)");
+        }
         op->finished = TRUE;
         if (!op->abandoned) {
                 op->error = err ? g_error_copy(err) : NULL;

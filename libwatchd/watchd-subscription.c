@@ -71,6 +71,7 @@ static void watchd_subscription_finalize(GObject *object) {
 
         g_free(sub->path);
         g_free(sub->priv.canonical);
+        g_free(sub->priv.current);
         g_clear_object(&sub->client);
         G_OBJECT_CLASS(watchd_subscription_parent_class)->finalize(object);
 }
