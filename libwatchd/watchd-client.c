@@ -16,6 +16,7 @@
 #include "watchd-wire.h"
 
 #define DEFAULT_MAX_QUEUED_EVENTS 65536
+#define DEFAULT_MAX_QUEUED_BYTES (32u * 1024 * 1024)
 #define DEFAULT_CALL_TIMEOUT_MS 25000
 #define MAX_UNCLAIMED 65536
 
@@ -35,6 +36,7 @@ enum {
         PROP_CONNECTION,
         PROP_DAEMON_RUNNING,
         PROP_MAX_QUEUED_EVENTS,
+        PROP_MAX_QUEUED_BYTES,
         PROP_CALL_TIMEOUT,
         PROP_USE_STREAM,
         N_PROPS,
@@ -168,6 +170,7 @@ static void watchd_client_init(WatchdClient *client) {
         Core *core = core_new(client, client_emit);
 
         core->max_queued_events = DEFAULT_MAX_QUEUED_EVENTS;
+        core->max_held_bytes = DEFAULT_MAX_QUEUED_BYTES;
         core->call_timeout_ms = DEFAULT_CALL_TIMEOUT_MS;
         core->use_stream = TRUE;
         client->core = core;
@@ -222,6 +225,11 @@ static void watchd_client_set_property(GObject *object, guint prop_id, const GVa
                 client->core->max_queued_events = g_value_get_uint(value);
                 g_mutex_unlock(&client->core->lock);
                 break;
+        case PROP_MAX_QUEUED_BYTES:
+                g_mutex_lock(&client->core->lock);
+                client->core->max_held_bytes = g_value_get_uint(value);
+                g_mutex_unlock(&client->core->lock);
+                break;
         case PROP_CALL_TIMEOUT:
                 g_mutex_lock(&client->core->lock);
                 client->core->call_timeout_ms = g_value_get_uint(value);
@@ -254,6 +262,11 @@ static void watchd_client_get_property(GObject *object, guint prop_id, GValue *v
         case PROP_MAX_QUEUED_EVENTS:
                 g_mutex_lock(&client->core->lock);
                 g_value_set_uint(value, client->core->max_queued_events);
+                g_mutex_unlock(&client->core->lock);
+                break;
+        case PROP_MAX_QUEUED_BYTES:
+                g_mutex_lock(&client->core->lock);
+                g_value_set_uint(value, (guint) client->core->max_held_bytes);
                 g_mutex_unlock(&client->core->lock);
                 break;
         case PROP_CALL_TIMEOUT:
@@ -328,6 +341,23 @@ static void watchd_client_class_init(WatchdClientClass *klass) {
                                                           "Events that may wait for the main context", 1, G_MAXUINT,
                                                           DEFAULT_MAX_QUEUED_EVENTS,
                                                           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+        /**
+         * WatchdClient:max-queued-bytes:
+         *
+         * How many bytes of records the client may hold: those waiting for
+         * its #GMainContext to run, those received for a subscription whose
+         * start has not been answered yet, and those held while watchd is
+         * asked where its subscriptions are (32 MiB by default). Past it, as
+         * past #WatchdClient:max-queued-events, every record held is
+         * dropped and each subscription that lost some emits
+         * #WatchdSubscription::overflow with %WATCHD_OVERFLOW_CLIENT, as
+         * watchd does for a client that falls behind: whatever watchd
+         * sends, the client's memory stays bounded (docs/CLIENTS.md).
+         */
+        props[PROP_MAX_QUEUED_BYTES] = g_param_spec_uint("max-queued-bytes", "Maximum queued bytes",
+                                                         "Bytes of records the client may hold", 4096, G_MAXUINT,
+                                                         DEFAULT_MAX_QUEUED_BYTES,
+                                                         G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
         /**
          * WatchdClient:call-timeout:
          *

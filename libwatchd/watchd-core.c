@@ -1,6 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * watchd-core - the state of a client of watchd, under one lock (see watchd-core.h)
+ *
+ * What the core holds of the daemon's records is bounded: at most
+ * max-queued-events of them wait for the program's context and, in bytes,
+ * at most max-queued-bytes of those together with the records kept for
+ * an id not answered yet and those held while the daemon is asked where
+ * its subscriptions are. Past either, all of them are dropped at once and
+ * each subscription that lost some hears one overflow, as watchd does for
+ * a client that falls behind (docs/CLIENTS.md).
  */
 
 #include <stdarg.h>
@@ -68,6 +76,19 @@ void core_wake(Core *core) {
         g_source_set_ready_time(core->dispatch, 0);
 }
 
+/* What an event costs the core: the event (one allocation, both paths) and
+ * its slot in an array. */
+static gsize event_cost(const WatchdEvent *ev) {
+        const char *np = watchd_event_get_new_path(ev);
+
+        return 48 + strlen(watchd_event_get_path(ev)) + 1 + (np ? strlen(np) + 1 : 0) + sizeof(gpointer);
+}
+
+static gsize held_cost(const Held *h) {
+        return sizeof(Held) + 32 + (h->event ? event_cost(h->event) : 0) + (h->sender ? strlen(h->sender) : 0) +
+               (h->reason ? strlen(h->reason) : 0);
+}
+
 /* Lock held. Drops a reference to sub that may be its last: then its
  * finalization would drop the client's, whose dispose takes the lock. So
  * one such reference a subscription is kept, to be dropped by the dispatch
@@ -84,9 +105,8 @@ static gboolean is_loss(int reason) {
         return reason == WATCHD_OVERFLOW_DAEMON || reason == WATCHD_OVERFLOW_CLIENT;
 }
 
-/* Past max-queued-events: every event waiting is dropped; each
- * subscription that lost some gets an overflow after what remains of it
- * (its notices). */
+/* Past a limit: every record held is dropped; each subscription that lost
+ * some gets an overflow after what remains of it (its notices). */
 static void core_drop_all(Core *core) {
         g_autoptr(GHashTable) hit = g_hash_table_new(NULL, NULL);       /* sub -> its last item left */
         GHashTableIter iter;
@@ -102,9 +122,37 @@ static void core_drop_all(Core *core) {
                 g_hash_table_insert(hit, it->sub, NULL);
                 lost += it->events->len;
                 core->queued_events -= it->events->len;
+                core->held_bytes -= it->bytes;
                 g_queue_delete_link(&core->items, l);
                 core_drop_sub(core, g_steal_pointer(&it->sub));
                 item_free(it);
+        }
+        for (GList *l = core->unclaimed.head, *next; l; l = next) {
+                Held *h = l->data;
+
+                next = l->next;
+                if (h->kind != ITEM_EVENTS)
+                        continue;
+                core->held_bytes -= h->bytes;
+                core->unclaimed_lost = TRUE;    /* its subscription hears it when it is claimed */
+                lost++;
+                g_queue_delete_link(&core->unclaimed, l);
+                held_free(h);
+        }
+        for (GList *l = core->held.head, *next; l; l = next) {
+                Held *h = l->data;
+                WatchdSubscription *sub;
+
+                next = l->next;
+                if (h->kind != ITEM_EVENTS)
+                        continue;
+                sub = g_hash_table_lookup(core->by_id, GUINT_TO_POINTER(h->id));
+                if (sub)
+                        g_hash_table_insert(hit, sub, NULL);
+                core->held_bytes -= h->bytes;
+                lost++;
+                g_queue_delete_link(&core->held, l);
+                held_free(h);
         }
 
         for (GList *l = core->items.head; l; l = l->next) {
@@ -122,17 +170,18 @@ static void core_drop_all(Core *core) {
                 else
                         core_queue_notice(core, ITEM_OVERFLOW, key, WATCHD_OVERFLOW_CLIENT, NULL, NULL);
         }
-        g_debug("libwatchd: dropped %u records: more than %u waited for the program", lost,
-                core->max_queued_events);
+        g_debug("libwatchd: dropped %u records: more than %u records or %zu bytes waited for the program", lost,
+                core->max_queued_events, core->max_held_bytes);
 }
 
 static void core_check_limits(Core *core) {
-        if (core->queued_events > core->max_queued_events)
+        if (core->queued_events > core->max_queued_events || core->held_bytes > core->max_held_bytes)
                 core_drop_all(core);
 }
 
 void core_queue_event(Core *core, WatchdSubscription *sub, WatchdEvent *ev) {
         Item *tail = g_queue_peek_tail(&core->items);
+        gsize cost = event_cost(ev);
 
         if (!tail || tail->kind != ITEM_EVENTS || tail->sub != sub) {
                 tail = g_new0(Item, 1);
@@ -142,6 +191,8 @@ void core_queue_event(Core *core, WatchdSubscription *sub, WatchdEvent *ev) {
                 g_queue_push_tail(&core->items, tail);
         }
         g_ptr_array_add(tail->events, ev);
+        tail->bytes += cost;
+        core->held_bytes += cost;
         core->queued_events++;
         PRIV(sub)->last_overflow = NULL;
         core_check_limits(core);
@@ -267,6 +318,7 @@ static Held *held_new(const char *sender, guint32 id, ItemKind kind, WatchdEvent
         h->kind = kind;
         h->event = ev;
         h->reason = g_strdup(reason);
+        h->bytes = held_cost(h);
         return h;
 }
 
@@ -276,11 +328,14 @@ void core_keep_unclaimed(Core *core, const char *sender, guint32 id, ItemKind ki
 
         if (core->unclaimed.length >= MAX_UNCLAIMED) {
                 h = g_queue_pop_head(&core->unclaimed);
+                core->held_bytes -= h->bytes;
                 held_free(h);
                 core->unclaimed_lost = TRUE;
         }
         h = held_new(sender, id, kind, ev, reason);
         g_queue_push_tail(&core->unclaimed, h);
+        core->held_bytes += h->bytes;
+        core_check_limits(core);
 }
 
 gboolean core_drop_unclaimed(Core *core, const char *sender) {
@@ -289,6 +344,7 @@ gboolean core_drop_unclaimed(Core *core, const char *sender) {
 
         while ((h = g_queue_pop_head(&core->unclaimed))) {
                 theirs |= sender && g_strcmp0(h->sender, sender) == 0;
+                core->held_bytes -= h->bytes;
                 held_free(h);
         }
         core->unclaimed_lost = FALSE;
@@ -302,6 +358,7 @@ void core_drop_unclaimed_id(Core *core, guint32 id) {
                 next = l->next;
                 if (h->id != id)
                         continue;
+                core->held_bytes -= h->bytes;
                 g_queue_delete_link(&core->unclaimed, l);
                 held_free(h);
         }
@@ -311,11 +368,15 @@ void core_hold(Core *core, WatchdSubscription *sub, ItemKind kind, WatchdEvent *
         Held *h = held_new(NULL, PRIV(sub)->id, kind, ev, reason);
 
         g_queue_push_tail(&core->held, h);
+        core->held_bytes += h->bytes;
+        core_check_limits(core);
 }
 
 void core_take_held(Core *core, GQueue *ret) {
         *ret = core->held;
         g_queue_init(&core->held);
+        for (GList *l = ret->head; l; l = l->next)
+                core->held_bytes -= ((Held *) l->data)->bytes;
 }
 
 void core_drop_held(Core *core) {
@@ -353,8 +414,10 @@ static gboolean dispatch_source_dispatch(GSource *source, GSourceFunc callback, 
                 it = l->data;
                 if (it->sub && PRIV(it->sub)->held)
                         continue;       /* its handlers are not connected yet */
-                if (it->kind == ITEM_EVENTS)
+                if (it->kind == ITEM_EVENTS) {
                         core->queued_events -= it->events->len;
+                        core->held_bytes -= it->bytes;
+                }
                 if (it->sub && PRIV(it->sub)->last_overflow == it)
                         PRIV(it->sub)->last_overflow = NULL;
                 g_queue_unlink(&core->items, l);

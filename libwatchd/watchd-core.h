@@ -85,6 +85,7 @@ typedef struct Item {
         ItemKind kind;
         WatchdSubscription *sub;        /* reference; NULL for the client's own items */
         GPtrArray *events;              /* ITEM_EVENTS: WatchdEvent* */
+        gsize bytes;                    /* ITEM_EVENTS: what they cost (Core.held_bytes) */
         int reason;                     /* WatchdOverflowReason, WatchdRemovedReason */
         char *detail;                   /* ITEM_REMOVED */
         GError *error;                  /* ITEM_REMOVED, ITEM_CLOSED */
@@ -102,6 +103,7 @@ typedef struct Held {
         ItemKind kind;                  /* ITEM_EVENTS (one event), ITEM_OVERFLOW or ITEM_REMOVED */
         WatchdEvent *event;
         char *reason;
+        gsize bytes;                    /* what it costs (Core.held_bytes) */
 } Held;
 
 /* What a daemon may get wrong; each kind is warned about once per daemon. */
@@ -144,7 +146,7 @@ struct Core {
         guint warned;                   /* Violation: the kinds said already of this owner */
         guint adds_in_flight;
         GQueue unclaimed;               /* Held*: records of ids no AddWatch answered yet */
-        gboolean unclaimed_lost;        /* some were dropped (MAX_UNCLAIMED, unreadable) */
+        gboolean unclaimed_lost;        /* some were dropped (MAX_UNCLAIMED, the cap, unreadable) */
         gboolean unclaimed_orphans;     /* an AddWatch in flight failed: some may be its */
         GQueue held;                    /* Held*: records waiting for the answer of ListWatches */
         gboolean resync_pending;        /* ListWatches sent to see where subscriptions are */
@@ -152,6 +154,8 @@ struct Core {
         GHashTable *doomed;             /* WatchdSubscription* -> itself: references to drop without the lock */
         guint queued_events;
         guint max_queued_events;        /* the client's "max-queued-events" */
+        gsize held_bytes;               /* what the records in items, unclaimed and held cost */
+        gsize max_held_bytes;           /* the client's "max-queued-bytes" */
         guint call_timeout_ms;
         gboolean closed;
         gboolean use_stream;            /* the client's "use-stream" */
@@ -181,9 +185,9 @@ void core_wake(Core *core);
 
 /* The rest: lock held. */
 
-/* Queues ev (taken) for sub's "events". Past max-queued-events, every
- * event waiting is dropped and each subscription that lost some gets one
- * overflow (WATCHD_OVERFLOW_CLIENT). */
+/* Queues ev (taken) for sub's "events". Past max-queued-events or
+ * max-queued-bytes, every record the core holds is dropped and each
+ * subscription that lost some gets one overflow (WATCHD_OVERFLOW_CLIENT). */
 void core_queue_event(Core *core, WatchdSubscription *sub, WatchdEvent *ev);
 /* Queues a notice; an overflow right after another of sub (DAEMON or
  * CLIENT, nothing of sub between) is the same one and is not queued again. */

@@ -134,6 +134,7 @@ void core_claim(Core *core, WatchdSubscription *sub, const char *sender, guint32
 
                 if (u->id == id && g_strcmp0(u->sender, sender) == 0) {
                         g_queue_delete_link(&core->unclaimed, l);
+                        core->held_bytes -= u->bytes;
                         if (PRIV(sub)->state != SUB_ACTIVE)
                                 ;
                         else if (core->resync_pending)

@@ -9,10 +9,11 @@
  * (fake-watchd.h), makes a WatchdClient for the bus, and has the fake say
  * one thing a real watchd never does: AddWatch answered with 0 or with an
  * id in use, records of ids it never gave, paths longer than PATH_MAX, not
- * canonical or outside the subscription, signals of the wrong type. The
- * library must fail the call, or drop the record with one warning
- * (g_test_expect_message: a second one would be fatal), emit nothing it
- * should not, and not crash (the sanitize suite runs these under ASan).
+ * canonical or outside the subscription, signals of the wrong type, a
+ * flood. The library must fail the call, or drop the record with one
+ * warning (g_test_expect_message: a second one would be fatal), emit
+ * nothing it should not, hold no more than its cap, and not crash (the
+ * sanitize suite runs these under ASan).
  *
  * Most cases run twice: the records as D-Bus signals ("/hostile/signals/")
  * and over the client's record stream ("/hostile/stream/"), the two ways
@@ -34,10 +35,13 @@
 
 typedef struct Params {
         gboolean stream;
+        guint max_queued_bytes;         /* 0: the default */
 } Params;
 
 static const Params signals_default = { .stream = FALSE };
 static const Params stream_default = { .stream = TRUE };
+static const Params signals_small = { .stream = FALSE, .max_queued_bytes = 1024 * 1024 };
+static const Params stream_small = { .stream = TRUE, .max_queued_bytes = 1024 * 1024 };
 
 /* What one subscription emitted, in order: "E path[>new]" or "O reason" or "R reason". */
 typedef struct Rec {
@@ -262,8 +266,12 @@ static WatchdClient *make_client(Fixture *f) {
         g_autoptr(GError) error = NULL;
         WatchdClient *c;
 
-        c = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "address", f->bus->address, "use-stream", f->p->stream,
-                           NULL);
+        if (f->p->max_queued_bytes)
+                c = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "address", f->bus->address, "use-stream",
+                                   f->p->stream, "max-queued-bytes", f->p->max_queued_bytes, NULL);
+        else
+                c = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "address", f->bus->address, "use-stream",
+                                   f->p->stream, NULL);
         g_assert_no_error(error);
         return c;
 }
@@ -761,6 +769,79 @@ static void test_stream_answer(Fixture *f, gconstpointer data) {
         rec_clear(&ra);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Memory */
+
+/* 12 batches of 1,000 records of about 1 KB (12 MB) while the program's
+ * context does not run, a cap of 1 MiB (max-queued-bytes): what is emitted
+ * once it runs is an overflow, then at most 1 MiB of the last records. */
+static void flood(Fixture *f, guint32 id, guint *ret_last) {
+        g_autofree char *pad = g_strnfill(1000, 'p');
+        GPtrArray *paths = g_ptr_array_new_with_free_func(g_free);
+        Record *recs = g_new0(Record, 1000);
+        guint n = 0;
+
+        for (int batch = 0; batch < 12; batch++) {
+                g_ptr_array_set_size(paths, 0);
+                for (int i = 0; i < 1000; i++) {
+                        char *p = g_strdup_printf("/w/%s%06u", pad, n++);
+
+                        g_ptr_array_add(paths, p);
+                        recs[i] = (Record) { .id = id, .mask = WATCHD_EVENT_CREATE, .path = p };
+                }
+                send_records(f, recs, 1000);
+        }
+        *ret_last = n - 1;
+        g_free(recs);
+        g_ptr_array_unref(paths);
+}
+
+static void check_flooded(Rec *r, guint last) {
+        g_autofree char *dump = rec_dump(r);
+        g_autofree char *tail = g_strdup_printf("%06u", last);
+
+        if (r->n_overflows != 1 || !g_str_equal(rec_line(r, 0), "O 1") || r->n_events > 1024 ||
+            !g_str_has_suffix(rec_line(r, r->log->len - 1), tail))
+                g_error("%u overflows and %u events (the last record sent: %u):\n%s", r->n_overflows, r->n_events,
+                        last, dump);
+}
+
+static void test_memory(Fixture *f, gconstpointer data) {
+        g_autoptr(WatchdSubscription) a = NULL;
+        guint last;
+        Rec ra;
+
+        a = watch(f, &ra, "/w", 0);
+        flood(f, watchd_subscription_get_id(a), &last);
+        barrier_held(f);
+        drain();
+        check_flooded(&ra, last);
+        watchd_subscription_cancel(a);
+        rec_clear(&ra);
+}
+
+/* The same flood for an id whose AddWatch has not answered yet: kept for
+ * it, within the same cap, and what was dropped said as an overflow first. */
+static void test_memory_unclaimed(Fixture *f, gconstpointer data) {
+        g_autoptr(WatchdSubscription) a = NULL;
+        gboolean started = FALSE;
+        guint last;
+        Rec ra;
+
+        fake_watchd_hold_adds(f->fake, TRUE);
+        a = new_sub(f, &ra, "/w", 0);
+        watchd_subscription_start(a, NULL, on_started, &started);
+        await_adds(f->fake, 2);
+        flood(f, 2, &last);
+        barrier_held(f);
+        fake_watchd_hold_adds(f->fake, FALSE);
+        g_assert_true(wt_await_flag(&started, TIMEOUT_MS));
+        drain();
+        check_flooded(&ra, last);
+        watchd_subscription_cancel(a);
+        rec_clear(&ra);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
 
@@ -786,5 +867,9 @@ int main(int argc, char **argv) {
         g_test_add("/hostile/stream/last-reference", Fixture, &stream_default, setup, test_last_reference, teardown);
         g_test_add("/hostile/signals/signature", Fixture, &signals_default, setup, test_signature, teardown);
         g_test_add("/hostile/stream/stream-answer", Fixture, &stream_default, setup, test_stream_answer, teardown);
+        g_test_add("/hostile/signals/memory", Fixture, &signals_small, setup, test_memory, teardown);
+        g_test_add("/hostile/stream/memory", Fixture, &stream_small, setup, test_memory, teardown);
+        g_test_add("/hostile/signals/memory-unclaimed", Fixture, &signals_small, setup, test_memory_unclaimed, teardown);
+        g_test_add("/hostile/stream/memory-unclaimed", Fixture, &stream_small, setup, test_memory_unclaimed, teardown);
         return g_test_run();
 }
