@@ -357,9 +357,16 @@ char *fake_watchd_dup_last_caller(FakeWatchd *fw) {
 }
 
 void fake_watchd_stop(FakeWatchd *fw) {
+        g_autoptr(GVariant) r = NULL;
+
         if (!fw)
                 return;
         fake_watchd_stream_close(fw);
+        /* Given up before the connection goes, so that a fake started next
+         * can take the name at once (the bus sees the close later). */
+        r = g_dbus_connection_call_sync(fw->c, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                        "ReleaseName", g_variant_new("(s)", BUS_NAME), NULL, G_DBUS_CALL_FLAGS_NONE,
+                                        -1, NULL, NULL);
         g_dbus_connection_remove_filter(fw->c, fw->filter_id);
         (void) g_dbus_connection_close_sync(fw->c, NULL, NULL);
         g_object_unref(fw->c);
