@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "durable_store.h"
+#include "hex.h"
 #include "log.h"
 #include "macro.h"
 
@@ -189,14 +190,6 @@ static int parse_u64(const char *v, int base, uint64_t max, uint64_t *ret) {
         return 0;
 }
 
-static int unhex(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        return -1;
-}
-
 static int unescape(const char *v, char **ret) {
         size_t l = strlen(v), o = 0;
         char *s = malloc(l + 1);
@@ -204,16 +197,17 @@ static int unescape(const char *v, char **ret) {
         if (!s)
                 return -ENOMEM;
         for (size_t i = 0; i < l; i++) {
+                int b;
+
                 if (v[i] != '\\') {
                         s[o++] = v[i];
                         continue;
                 }
-                if (i + 3 >= l || v[i + 1] != 'x' || unhex(v[i + 2]) < 0 || unhex(v[i + 3]) < 0 ||
-                    (unhex(v[i + 2]) == 0 && unhex(v[i + 3]) == 0)) {
+                if (i + 3 >= l || v[i + 1] != 'x' || (b = hex_byte(v + i + 2, /* any_case= */ false)) <= 0) {
                         free(s);
                         return -EINVAL;
                 }
-                s[o++] = (char) (unhex(v[i + 2]) << 4 | unhex(v[i + 3]));
+                s[o++] = (char) b;
                 i += 3;
         }
         s[o] = '\0';

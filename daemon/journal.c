@@ -48,6 +48,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "hex.h"
 #include "journal.h"
 #include "log.h"
 #include "macro.h"
@@ -274,21 +275,11 @@ static int pread_full(int fd, void *buf, size_t size, uint64_t off) {
 }
 
 void journal_id_to_string(const JournalId *id, char ret[static JOURNAL_ID_STRING_MAX]) {
-        static const char hex[] = "0123456789abcdef";
-
         for (size_t i = 0; i < sizeof(id->bytes); i++) {
-                ret[2 * i] = hex[id->bytes[i] >> 4];
-                ret[2 * i + 1] = hex[id->bytes[i] & 0xf];
+                ret[2 * i] = hex_char(id->bytes[i] >> 4);
+                ret[2 * i + 1] = hex_char(id->bytes[i]);
         }
         ret[2 * sizeof(id->bytes)] = '\0';
-}
-
-static int unhex(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        return -1;
 }
 
 int journal_id_from_string(const char *s, JournalId *ret) {
@@ -297,11 +288,11 @@ int journal_id_from_string(const char *s, JournalId *ret) {
         if (strlen(s) != 2 * sizeof(id.bytes))
                 return -EINVAL;
         for (size_t i = 0; i < sizeof(id.bytes); i++) {
-                int hi = unhex(s[2 * i]), lo = unhex(s[2 * i + 1]);
+                int b = hex_byte(s + 2 * i, /* any_case= */ false);
 
-                if (hi < 0 || lo < 0)
+                if (b < 0)
                         return -EINVAL;
-                id.bytes[i] = (uint8_t) (hi << 4 | lo);
+                id.bytes[i] = (uint8_t) b;
         }
         *ret = id;
         return 0;
@@ -697,7 +688,7 @@ static bool segment_name_parse(const char *s, uint64_t *ret) {
         if (strlen(s) != 16)
                 return false;
         for (unsigned i = 0; i < 16; i++) {
-                int x = unhex(s[i]);
+                int x = hex_value(s[i], /* any_case= */ false);
 
                 if (x < 0)
                         return false;
