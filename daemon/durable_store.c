@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glib.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -216,9 +217,9 @@ static int unescape(const char *v, char **ret) {
 }
 
 static int parse_groups(const char *v, gid_t **ret, size_t *ret_n) {
-        _cleanup_free_ gid_t *g = NULL;
-        size_t n = 0, cap = 0;
+        g_autoptr(GArray) g = g_array_new(FALSE, FALSE, sizeof(gid_t));
         const char *p = v;
+        size_t n;
 
         while (*p) {
                 char *end;
@@ -230,23 +231,15 @@ static int parse_groups(const char *v, gid_t **ret, size_t *ret_n) {
                 x = strtoul(p, &end, 10);
                 if (errno != 0 || x > UINT32_MAX - 1 || (*end != ' ' && *end != '\0'))
                         return -EINVAL;
-                if (n == cap) {
-                        gid_t *ng;
-
-                        if (cap >= GROUPS_MAX)
-                                return -EINVAL;
-                        cap = cap ? cap * 2 : 8;
-                        ng = reallocarray(g, cap + 1, sizeof(gid_t));
-                        if (!ng)
-                                return -ENOMEM;
-                        g = ng;
-                }
-                g[n++] = (gid_t) x;
+                if (g->len >= GROUPS_MAX)
+                        return -EINVAL;
+                g_array_append_val(g, ((gid_t) { x }));
                 p = *end ? end + 1 : end;
                 if (*end == ' ' && *p == '\0')
                         return -EINVAL;         /* a trailing space */
         }
-        *ret = TAKE_PTR(g);
+        n = g->len;
+        *ret = n > 0 ? g_array_steal(g, NULL) : NULL;
         *ret_n = n;
         return 0;
 }
