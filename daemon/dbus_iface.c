@@ -827,7 +827,7 @@ static void stream_end(BusClient *bc) {
         bc->iface->n_streams--;
         delivery_queue_set_transport(&c->queue, &bus_delivery_ops, bc);
         if (carried)
-                manager_client_lost_all(bc->iface->manager, c);
+                client_queue_lost_all(c);
         log_debug("Client %s closed its stream: its records go as signals again%s.", c->name,
                   carried ? ", after an Overflow" : "");
 }

@@ -87,12 +87,8 @@ static void subscription_end(Manager *m, Subscription *s) {
 }
 
 /* The daemon ends s by itself, and tells its owner why. */
-static void end_with_notice(Manager *m, Subscription *s, const char *reason) {
-        Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now_usec(), NULL, NULL, 0);
-
-        if (rec)
-                rec->reason = reason;
-        delivery_submit(m->delivery, &s->owner->queue, rec);
+static void end_with_notice(Manager *m, Subscription *s, const char *reason, uint64_t now) {
+        client_queue_removed(s, reason, now);
         subscription_end(m, s);
 }
 
@@ -100,20 +96,8 @@ static void on_end(Subscription *s, void *userdata) {
         subscription_end(userdata, s);
 }
 
-void manager_client_lost_all(Manager *m, Client *c) {
-        g_autofree uint32_t *ids = NULL;
-        size_t n = 0;
-
-        if (c->n_subscriptions == 0)
-                return;
-        ids = calloc(c->n_subscriptions, sizeof(uint32_t));
-        if (!ids) {
-                log_warning("Out of memory queueing Overflow for %s, ignoring.", c->name);
-                return;
-        }
-        LIST_FOREACH(owner, s, c->subscriptions)
-                ids[n++] = s->id;
-        delivery_lost_all(m->delivery, &c->queue, ids, n);
+static void on_end_with_notice(Subscription *s, const char *reason, uint64_t now, void *userdata) {
+        end_with_notice(userdata, s, reason, now);
 }
 
 static void on_overflow_all(void *userdata) {
@@ -130,7 +114,7 @@ static void on_overflow_all(void *userdata) {
 
                 LIST_FOREACH(owner, s, c->subscriptions)
                         tree_rescan(m->tree, s);
-                manager_client_lost_all(m, c);
+                client_queue_lost_all(c);
         }
 }
 
@@ -170,7 +154,7 @@ static int on_missing_appeared(Subscription *s, int fd, const struct stat *st, v
  * limit): it ends with WatchRemoved "deleted". */
 static void on_missing_gone(Subscription *s, int r, void *userdata) {
         log_debug_errno(r, "Pending subscription %" PRIu32 " cannot be followed (%m), ending it.", s->id);
-        end_with_notice(userdata, s, WATCHD_REASON_DELETED);
+        end_with_notice(userdata, s, WATCHD_REASON_DELETED, now_usec());
 }
 
 /*
@@ -190,7 +174,7 @@ static void on_object_gone(Subscription *s, const char *reason, void *userdata) 
         int r;
 
         if (!(s->flags & WATCHD_FLAG_PERSIST))
-                return end_with_notice(m, s, reason);
+                return end_with_notice(m, s, reason, now_usec());
         log_debug("Subscription %" PRIu32 " lost its object (%s): following '%s' again.", id, reason, s->path);
         watch_table_unplace(m->table, s);
         r = missing_add(m->missing, s, &s->owner->caller);
@@ -200,7 +184,7 @@ static void on_object_gone(Subscription *s, const char *reason, void *userdata) 
         /* Placed and ended meanwhile (ONESHOT on its appearance)? Then it is gone already. */
         s = watch_table_get_subscription(m->table, id);
         if (s)
-                end_with_notice(m, s, WATCHD_REASON_DELETED);
+                end_with_notice(m, s, WATCHD_REASON_DELETED, now_usec());
 }
 
 /* A change found by polling, delivered as the kernel's are. */
@@ -213,13 +197,7 @@ static bool on_remote_deliver(Subscription *s, uint32_t mask, uint32_t cookie, c
 
 /* The polled root of s is gone (the kernel of this machine cannot say so). */
 static void on_remote_gone(Subscription *s, void *userdata) {
-        Manager *m = userdata;
-        Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now_usec(), NULL, NULL, 0);
-
-        if (rec)
-                rec->reason = WATCHD_REASON_DELETED;
-        delivery_submit(m->delivery, &s->owner->queue, rec);
-        subscription_end(m, s);
+        end_with_notice(userdata, s, WATCHD_REASON_DELETED, now_usec());
 }
 
 static int on_link_added(WatchLink *l, int fd, const struct stat *st, void *userdata) {
@@ -288,7 +266,7 @@ int manager_start(Manager *m) {
         if (r >= 0)
                 r = watch_table_new(m->backend, &m->table);
         if (r >= 0)
-                r = tree_new(m->table, m->backend, m->delivery, &(TreeOps) { .end = on_end }, m, &m->tree);
+                r = tree_new(m->table, m->backend, &(TreeOps) { .end = on_end }, m, &m->tree);
         if (r >= 0)
                 r = missing_new(m->table, &(MissingOps) {
                                         .appeared = on_missing_appeared,
@@ -297,7 +275,7 @@ int manager_start(Manager *m) {
         if (r >= 0)
                 r = moves_new(m->table, &m->moves);
         if (r >= 0)
-                r = remote_new(m->table, m->delivery, &m->config, &(RemoteOps) {
+                r = remote_new(m->table, &m->config, &(RemoteOps) {
                                        .deliver = on_remote_deliver,
                                        .gone = on_remote_gone,
                                }, m, &m->remote);
@@ -307,9 +285,9 @@ int manager_start(Manager *m) {
                                             .link_gone = on_link_gone,
                                     }, m);
         if (r >= 0)
-                r = events_new(m->backend, m->table, m->delivery, m->tree, m->missing, m->moves, m->remote,
+                r = events_new(m->backend, m->table, m->tree, m->missing, m->moves, m->remote,
                                &(EventsOps) {
-                                       .end = on_end,
+                                       .end = on_end_with_notice,
                                        .object_gone = on_object_gone,
                                        .overflow_all = on_overflow_all,
                                }, m, &m->events);

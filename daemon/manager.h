@@ -97,8 +97,6 @@ Client *manager_get_client(Manager *m, const char *name);
 int manager_new_client(Manager *m, const char *name, const Caller *caller, Client **ret);
 /* The client is gone: end its subscriptions, free it. */
 void manager_client_gone(Manager *m, Client *c);
-/* Queues one Overflow naming every subscription of c (its records were lost on the way). */
-void manager_client_lost_all(Manager *m, Client *c);
 
 /*
  * Subscribes c to path (opened with c's credentials) or to fd (already open

@@ -46,7 +46,6 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "delivery.h"
 #include "event_decode.h"
 #include "poller.h"
 #include "watch_table.h"
@@ -61,8 +60,7 @@ typedef struct RemoteOps {
         void (*gone)(Subscription *s, void *userdata);
 } RemoteOps;
 
-int remote_new(WatchTable *table, Delivery *delivery, const Config *config, const RemoteOps *ops, void *userdata,
-               Remote **ret);
+int remote_new(WatchTable *table, const Config *config, const RemoteOps *ops, void *userdata, Remote **ret);
 Remote *remote_free(Remote *r);
 
 /* New intervals (for subscriptions made from now on) and budget. */
