@@ -6,10 +6,12 @@
  * (subscriptions and the kernel watches they share), the accounting (the
  * limits), delivery (each client's queue to its transport), the tree
  * follower (RECURSIVE), the missing-path follower (pending paths), the
- * rename follower, and the event path on top of them. Each lower part tells
- * the manager what only it can do through callbacks given here: end a
- * subscription (tree, events, missing), place one whose path appeared
- * (missing), give every client Overflow (events). Nothing below calls up.
+ * rename follower, the event path on top of them, and the subscriptions'
+ * life above all (subscriptions.h). Each lower part asks for what only a
+ * part above it can do through callbacks wired here: end a subscription
+ * (tree, events, missing, remote), place one whose path appeared (missing),
+ * follow one whose object left (events), deliver a polled change (remote),
+ * give every client Overflow (events). Nothing below calls up.
  */
 
 #include <errno.h>
@@ -25,7 +27,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
-#include "path.h"
+#include "subscriptions.h"
 
 /* The kernel's records are handled for at most this long at a time. */
 #define KERNEL_SLICE_USEC 5000u
@@ -55,6 +57,7 @@ int manager_new(Config *config, const char *config_path, Manager **ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        m->subs = subscriptions_free(m->subs);
         m->events = events_free(m->events);
         /* Walks, moves, retries and descents hold links: they go before the table. */
         m->tree = tree_free(m->tree);
@@ -78,26 +81,16 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
-/* Ends s: no notice is queued (the caller queues one if the daemon ended it). */
-static void subscription_end(Manager *m, Subscription *s) {
-        if (s->pending)
-                missing_remove(m->missing, s);
-        client_unlink_subscription(s->owner, s);
-        watch_table_unsubscribe(m->table, s);
-}
-
-/* The daemon ends s by itself, and tells its owner why. */
-static void end_with_notice(Manager *m, Subscription *s, const char *reason, uint64_t now) {
-        client_queue_removed(s, reason, now);
-        subscription_end(m, s);
-}
-
 static void on_end(Subscription *s, void *userdata) {
-        subscription_end(userdata, s);
+        Manager *m = userdata;
+
+        subscriptions_end(m->subs, s);
 }
 
 static void on_end_with_notice(Subscription *s, const char *reason, uint64_t now, void *userdata) {
-        end_with_notice(userdata, s, reason, now);
+        Manager *m = userdata;
+
+        subscriptions_end_with_notice(m->subs, s, reason, now);
 }
 
 static void on_overflow_all(void *userdata) {
@@ -118,73 +111,27 @@ static void on_overflow_all(void *userdata) {
         }
 }
 
-/*
- * The missing-path follower found s's path (missing.h): its own watch now.
- * "report-appearance" (watchd(8), MISSING PATHS): if s asks for IN_CREATE,
- * the path's appearance is a record of its own, (id, IN_CREATE [|IN_ISDIR],
- * path, ""), before any other record of s, and what a directory already
- * holds follows as IN_CREATE records from a scan, each entry once: so a
- * client sees "mkdir -p D && touch D/f" whole, whatever the race with the
- * placing of the watch. Its tree, with RECURSIVE, is walked like a
- * directory moved in: a limit gives Overflow.
- */
+/* The missing-path follower found s's path (missing.h): its own watch now. */
 static int on_missing_appeared(Subscription *s, int fd, const struct stat *st, void *userdata) {
         Manager *m = userdata;
-        bool report = s->mask & IN_CREATE;
-        uint64_t now = now_usec();
-        uint32_t id = s->id;
-        int r;
 
-        r = watch_table_link_root(m->table, s, fd, st);
-        if (r < 0)
-                return r;
-        if (report) {
-                (void) events_deliver(m->events, s, IN_CREATE | (S_ISDIR(st->st_mode) ? IN_ISDIR : 0), 0, s->path,
-                                      NULL, 0, now);
-                s = watch_table_get_subscription(m->table, id);
-                if (!s)
-                        return 0;       /* ONESHOT: that was its event */
-        }
-        if (S_ISDIR(st->st_mode))
-                tree_appeared(m->tree, s, fd, report, now);
-        return 0;
+        return subscriptions_appeared(m->subs, s, fd, st);
 }
 
 /* s cannot be followed (something that cannot be watched appeared, a
  * limit): it ends with WatchRemoved "deleted". */
 static void on_missing_gone(Subscription *s, int r, void *userdata) {
+        Manager *m = userdata;
+
         log_debug_errno(r, "Pending subscription %" PRIu32 " cannot be followed (%m), ending it.", s->id);
-        end_with_notice(userdata, s, WATCHD_REASON_DELETED, now_usec());
+        subscriptions_end_with_notice(m->subs, s, WATCHD_REASON_DELETED, now_usec());
 }
 
-/*
- * s's object left its path (EventsOps.object_gone): deleted, unmounted, or
- * renamed away. A subscription ends (WatchRemoved: reason), unless it has
- * PERSIST: then it follows its path, not the object, and is pending on it
- * again as at AddWatch (its ancestors watched, charged to it), placed again
- * with its appearance reported when the path is back, at once if it is
- * there already (an atomic save renamed a new file over it; a mount point
- * whose file system went). It ends only if the path cannot be followed: no
- * directory of it the owner may read, a limit, or what is there now cannot
- * be watched (WatchRemoved "deleted", as for any pending path).
- */
+/* s's object left its path (EventsOps.object_gone). */
 static void on_object_gone(Subscription *s, const char *reason, void *userdata) {
         Manager *m = userdata;
-        uint32_t id = s->id;
-        int r;
 
-        if (!(s->flags & WATCHD_FLAG_PERSIST))
-                return end_with_notice(m, s, reason, now_usec());
-        log_debug("Subscription %" PRIu32 " lost its object (%s): following '%s' again.", id, reason, s->path);
-        watch_table_unplace(m->table, s);
-        r = missing_add(m->missing, s, &s->owner->caller);
-        if (r >= 0)
-                return;
-        log_debug_errno(r, "Subscription %" PRIu32 " cannot follow its path again (%m), ending it.", id);
-        /* Placed and ended meanwhile (ONESHOT on its appearance)? Then it is gone already. */
-        s = watch_table_get_subscription(m->table, id);
-        if (s)
-                end_with_notice(m, s, WATCHD_REASON_DELETED, now_usec());
+        subscriptions_object_gone(m->subs, s, reason);
 }
 
 /* A change found by polling, delivered as the kernel's are. */
@@ -197,7 +144,9 @@ static bool on_remote_deliver(Subscription *s, uint32_t mask, uint32_t cookie, c
 
 /* The polled root of s is gone (the kernel of this machine cannot say so). */
 static void on_remote_gone(Subscription *s, void *userdata) {
-        end_with_notice(userdata, s, WATCHD_REASON_DELETED, now_usec());
+        Manager *m = userdata;
+
+        subscriptions_end_with_notice(m->subs, s, WATCHD_REASON_DELETED, now_usec());
 }
 
 static int on_link_added(WatchLink *l, int fd, const struct stat *st, void *userdata) {
@@ -291,6 +240,8 @@ int manager_start(Manager *m) {
                                        .object_gone = on_object_gone,
                                        .overflow_all = on_overflow_all,
                                }, m, &m->events);
+        if (r >= 0)
+                r = subscriptions_new(m->table, m->tree, m->missing, m->events, &m->subs);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the daemon's core: %m");
         return 0;
@@ -413,123 +364,22 @@ int manager_new_client(Manager *m, const char *name, const Caller *caller, Clien
 
 void manager_client_gone(Manager *m, Client *c) {
         log_debug("Client %s is gone, ending its %u subscriptions.", c->name, c->n_subscriptions);
-        while (c->subscriptions)
-                subscription_end(m, c->subscriptions);
+        subscriptions_remove_all(m->subs, c);
         g_hash_table_remove(m->clients, c->name);
 }
 
-static int subscribe(Manager *m, Client *c, int fd, const struct stat *st, const char *path,
-                     uint32_t mask, uint32_t flags, uint32_t *ret_id, TreeWalk **ret_walk) {
-        Subscription *s;
-        int r;
-
-        r = watch_table_subscribe(m->table, fd, st, path, c, &c->account, mask, flags, &s);
-        if (r < 0)
-                return r;
-        client_link_subscription(c, s);
-
-        *ret_id = s->id;
-        *ret_walk = NULL;
-        if ((flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode)) {
-                /* The whole tree, or nothing: a limit met half-way ends s (TreeOps.end),
-                 * and a walk that could not start does too. */
-                uint32_t id = s->id;
-
-                r = tree_walk_below(m->tree, s, fd, /* all_or_nothing= */ true, ret_walk);
-                if (r < 0) {
-                        s = watch_table_get_subscription(m->table, id);
-                        if (s)
-                                subscription_end(m, s);
-                        return r;
-                }
-        }
-        return 0;
-}
-
-static int subscribe_pending(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
-                             uint32_t *ret_id) {
-        Subscription *s;
-        int r;
-
-        r = watch_table_subscribe_pending(m->table, path, c, &c->account, mask, flags, &s);
-        if (r < 0)
-                return r;
-        client_link_subscription(c, s);
-        /* Its id now: if the path appears meanwhile, the appearance may be its
-         * ONESHOT event, which ends it (the client hears WatchRemoved). */
-        *ret_id = s->id;
-        r = missing_add(m->missing, s, &c->caller);
-        if (r < 0) {
-                subscription_end(m, s);
-                return r;
-        }
-        return 0;
-}
-
-int manager_add_watch_path(Manager *m, Client *c, const char *path_in, uint32_t mask, uint32_t flags,
+int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
                            uint32_t *ret_id, TreeWalk **ret_walk) {
-        _cleanup_free_ char *path = NULL;
-        _cleanup_close_ int fd = -1;
-        struct stat st;
-        int r;
-
-        /* The limits first: a client over them costs no open(). */
-        r = account_check(&c->account, 1);
-        if (r < 0)
-                return r;
-
-        path = path_simplify(path_in);
-        if (!path)
-                return -ENOMEM;
-        fd = access_open_as(&c->caller, path, flags & WATCHD_FLAG_ONLYDIR, flags & WATCHD_FLAG_DONT_FOLLOW, &st);
-        /* Not there yet: pending on its deepest existing directory. With "..",
-         * which the kernel resolves, there is no such directory to name. */
-        *ret_walk = NULL;
-        if (fd == -ENOENT && !path_has_dotdot(path))
-                return subscribe_pending(m, c, path, mask, flags, ret_id);
-        if (fd < 0)
-                return fd;
-        return subscribe(m, c, fd, &st, path, mask, flags, ret_id, ret_walk);
+        return subscriptions_add_path(m->subs, c, path, mask, flags, ret_id, ret_walk);
 }
 
 int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
                          TreeWalk **ret_walk) {
-        char proc[sizeof("/proc/self/fd/") + 12], path[PATH_MAX];
-        struct stat st;
-        ssize_t n;
-        int r;
-
-        /* PERSIST follows a path; a descriptor names an object. */
-        if (flags & WATCHD_FLAG_PERSIST)
-                return -EINVAL;
-        r = account_check(&c->account, 1);
-        if (r < 0)
-                return r;
-        r = access_check_fd(fd, &st);
-        if (r < 0)
-                return r;
-        if ((flags & WATCHD_FLAG_ONLYDIR) && !S_ISDIR(st.st_mode))
-                return -ENOTDIR;
-
-        /* The path records are built from: where the fd points now. */
-        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fd);
-        n = readlink(proc, path, sizeof(path) - 1);
-        if (n < 0)
-                return negative_errno();
-        path[n] = '\0';
-        if (path[0] != '/')
-                return -WATCHD_E_NOT_WATCHABLE;        /* not in the filesystem tree (pipe:, anon_inode:...) */
-
-        return subscribe(m, c, fd, &st, path, mask, flags, ret_id, ret_walk);
+        return subscriptions_add_fd(m->subs, c, fd, mask, flags, ret_id, ret_walk);
 }
 
 int manager_remove_watch(Manager *m, Client *c, uint32_t id) {
-        Subscription *s = watch_table_get_subscription(m->table, id);
-
-        if (!s || s->owner != c)
-                return -WATCHD_E_NO_SUCH_WATCH;
-        subscription_end(m, s);
-        return 0;
+        return subscriptions_remove(m->subs, c, id);
 }
 
 void manager_get_stats(const Manager *m, ManagerStats *ret) {

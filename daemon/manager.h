@@ -29,6 +29,7 @@
 #include "missing.h"
 #include "moves.h"
 #include "remote.h"
+#include "subscriptions.h"
 #include "tree.h"
 #include "watch_table.h"
 
@@ -55,6 +56,7 @@ typedef struct Manager {
         Moves *moves;                   /* renamed directories */
         Remote *remote;                 /* directories on remote file systems, polled */
         Events *events;                 /* the kernel's records */
+        Subscriptions *subs;            /* made, ended, followed */
 
         GHashTable *clients;            /* name -> Client (owned) */
 
@@ -98,22 +100,12 @@ int manager_new_client(Manager *m, const char *name, const Caller *caller, Clien
 /* The client is gone: end its subscriptions, free it. */
 void manager_client_gone(Manager *m, Client *c);
 
-/*
- * Subscribes c to path (opened with c's credentials) or to fd (already open
- * by the client). With RECURSIVE on a directory, every directory below is
- * watched too, each counting against the limits; if that walk is not done
- * within its first slice, *ret_walk is set and the walk goes on from the
- * loop (the caller sets its completion with tree_walk_set_done()). A path
- * that does not exist yet is pending (missing.h).
- * Return: 0, or -errno: see access_open_as() and access_check_fd(), the
- * limits of account_check(), -ENOSPC the kernel's watch limit.
- */
+/* The API's operations on subscriptions: subscriptions_add_path(), subscriptions_add_fd(), subscriptions_remove(). */
 int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
                            uint32_t *ret_id, TreeWalk **ret_walk);
 int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
                          TreeWalk **ret_walk);
 
-/* Ends c's subscription id. Return: 0, or -WATCHD_E_NO_SUCH_WATCH if c has no such subscription. */
 int manager_remove_watch(Manager *m, Client *c, uint32_t id);
 
 /* ListWatches' WATCHD_FLAG_REMOTE (some directory of s is on a remote file
