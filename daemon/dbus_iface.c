@@ -68,6 +68,7 @@ struct DbusIface {
         GHashTable *pings;              /* uid -> Peer.Pings in flight to its clients (see bus_ask_confirm()) */
         unsigned n_streams;             /* clients reading a stream (OpenStream) */
         Durable *durable;               /* durable subscriptions (durable.h) */
+        LIST_HEAD(struct BusClient, clients);   /* the manager's clients that are bus connections */
 };
 
 static void creds_unrefp(sd_bus_creds **c) {
@@ -193,8 +194,9 @@ static int caller_from_message(DbusIface *d, sd_bus_message *msg, Caller *ret, g
 
 /* One place turns the core's -errno into a D-Bus error a person understands. */
 static int error_for(DbusIface *d, int r, const char *what, sd_bus_error *error) {
-        Manager *m = d->manager;
-        const AccountingLimits *limits = accounting_get_limits(m->accounting);
+        const AccountingLimits *limits = manager_get_limits(d->manager);
+        const Config *config = manager_get_config(d->manager);
+        const Backend *backend = manager_get_backend(d->manager);
 
         switch (r) {
         case -ENOENT:
@@ -249,7 +251,7 @@ static int error_for(DbusIface *d, int r, const char *what, sd_bus_error *error)
                                          "All users but root hold %" PRIu32 " watches together, the most allowed "
                                          "(max_watches_unprivileged in watchd.conf, by default sized from the "
                                          "kernel's limit in %s).",
-                                         limits->max_watches_unprivileged, m->backend->limit_hint);
+                                         limits->max_watches_unprivileged, backend->limit_hint);
         case -WATCHD_E_USER_CLIENTS:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Your user has %" PRIu32 " connections with subscriptions, the most allowed "
@@ -258,13 +260,13 @@ static int error_for(DbusIface *d, int r, const char *what, sd_bus_error *error)
         case -ENOSPC:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "The kernel's limit on inotify watches (max_user_watches) is reached; "
-                                         "an administrator can raise it in %s.", m->backend->limit_hint);
+                                         "an administrator can raise it in %s.", backend->limit_hint);
         case -WATCHD_E_USER_POLLED:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Your user has %" PRIu32 " directories on remote file systems polled, the "
                                          "most allowed (max_polled_dirs_per_user in watchd.conf); the flag NO_POLL "
                                          "watches %s with the kernel alone.",
-                                         m->config.max_polled_dirs_per_user, what);
+                                         config->max_polled_dirs_per_user, what);
         case -WATCHD_E_IDS_USED_UP:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "The daemon has used up its subscription ids; restart it.");
@@ -284,7 +286,7 @@ static int error_for(DbusIface *d, int r, const char *what, sd_bus_error *error)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "You have %" PRIu32 " durable subscriptions, the most allowed "
                                          "(max_subscriptions_per_user in [journal] of watchd.conf).",
-                                         m->config.journal_max_subscriptions_per_user);
+                                         config->journal_max_subscriptions_per_user);
         default:
                 if (error_is_watchd(r))         /* every one has its case above: a forgotten one still reads */
                         return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Failed to watch %s: %s.", what,
@@ -330,6 +332,8 @@ typedef struct BusClient {
         sd_bus_message *durable_msg;
         char *durable_name;
         size_t durable_n, durable_size;
+
+        LIST_FIELDS(struct BusClient, clients);
 } BusClient;
 
 static void ping_end(BusClient *bc);
@@ -339,6 +343,7 @@ static const DeliveryOps bus_delivery_ops;
 static BusClient *bus_client_free(BusClient *bc) {
         if (!bc)
                 return NULL;
+        LIST_REMOVE(clients, bc->iface->clients, bc);
         /* Its Ping was ended while its client was there (ping_end()). */
         sd_bus_slot_unref(bc->ping);
         sd_event_source_disable_unref(bc->ping_retry);
@@ -406,6 +411,7 @@ static int client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_b
                 .iface = d,
                 .client = c,
         };
+        LIST_PREPEND(clients, d->clients, bc);
         delivery_queue_set_transport(&c->queue, &bus_delivery_ops, bc);
         r = sd_bus_track_new(d->bus, &bc->track, on_client_gone, bc);
         if (r >= 0)
@@ -693,40 +699,24 @@ static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
         _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
         DbusIface *d = userdata;
         Manager *m = d->manager;
-        uint32_t own_clients = 0, own_subscriptions = 0, own_watches = 0;
-        uint64_t own_delivered = 0, own_pending = 0, own_dropped = 0, own_overflows = 0, queued = 0;
+        SubscriptionsStats own = {};
+        uint64_t queued = 0;
         ManagerStats st;
         bool known, all;
-        GHashTableIter i;
-        gpointer v;
         uid_t uid;
         int r;
 
         manager_get_stats(m, &st);
         known = sender_uid(msg, &uid) >= 0;
         all = known && (uid == 0 || uid == geteuid());
-        if (known) {
-                g_hash_table_iter_init(&i, m->clients);
-                while (g_hash_table_iter_next(&i, NULL, &v)) {
-                        Client *c = v;
-
-                        if (c->account.uid != uid)
-                                continue;
-                        own_clients++;
-                        own_subscriptions += c->n_subscriptions;
-                        own_watches += c->account.n_watches;
-                        own_delivered += c->queue.sent;
-                        own_pending += delivery_queue_size(&c->queue);
-                        own_dropped += c->queue.n_dropped;
-                        own_overflows += c->queue.n_overflows;
-                }
-        }
+        if (known)
+                manager_get_user_stats(m, uid, &own);
 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "{sv}");
         if (r >= 0)
-                r = append_stat(reply, "backend", 's', backend_name(m->backend));
+                r = append_stat(reply, "backend", 's', backend_name(manager_get_backend(m)));
         if (r >= 0)
                 r = append_u(reply, "clients", st.clients);
         if (r >= 0)
@@ -740,19 +730,19 @@ static int method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *e
         if (r >= 0)
                 r = append_u(reply, "polled_directories", st.polled_dirs);
         if (r >= 0 && known) {
-                r = append_u(reply, "own_clients", own_clients);
+                r = append_u(reply, "own_clients", own.clients);
                 if (r >= 0)
-                        r = append_u(reply, "own_subscriptions", own_subscriptions);
+                        r = append_u(reply, "own_subscriptions", own.subscriptions);
                 if (r >= 0)
-                        r = append_u(reply, "own_watches", own_watches);
+                        r = append_u(reply, "own_watches", own.watches);
                 if (r >= 0)
-                        r = append_t(reply, "own_events_delivered", own_delivered);
+                        r = append_t(reply, "own_events_delivered", own.events_delivered);
                 if (r >= 0)
-                        r = append_t(reply, "own_pending_events", own_pending);
+                        r = append_t(reply, "own_pending_events", own.pending_events);
                 if (r >= 0)
-                        r = append_t(reply, "own_events_dropped", own_dropped);
+                        r = append_t(reply, "own_events_dropped", own.events_dropped);
                 if (r >= 0)
-                        r = append_t(reply, "own_overflows", own_overflows);
+                        r = append_t(reply, "own_overflows", own.overflows);
         }
         if (r >= 0 && all) {
                 (void) sd_bus_get_n_queued_write(d->bus, &queued);
@@ -933,7 +923,7 @@ static int property_get_version(sd_bus *bus, const char *path, const char *inter
 static int property_get_backend(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         DbusIface *d = userdata;
-        return sd_bus_message_append(reply, "s", backend_name(d->manager->backend));
+        return sd_bus_message_append(reply, "s", backend_name(manager_get_backend(d->manager)));
 }
 
 /* What this daemon offers beyond the first API, a word each (the XML and
@@ -954,7 +944,7 @@ static int property_get_capabilities(sd_bus *bus, const char *path, const char *
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(words); i++)
                 r = sd_bus_message_append(reply, "s", words[i]);
         /* Follows [poll], hence not CONST: a reload may change it. */
-        if (r >= 0 && config_polls_remote(&d->manager->config))
+        if (r >= 0 && config_polls_remote(manager_get_config(d->manager)))
                 r = sd_bus_message_append(reply, "s", WATCHD_CAP_REMOTE_POLLING);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -1270,7 +1260,7 @@ static int batch_new_signal(void *userdata, sd_bus_message **ret) {
         BusClient *bc = userdata;
         DbusIface *d = bc->iface;
 
-        return signal_new(d, bc->client, "Events", d->manager->config.delivery == DELIVERY_UNICAST, ret);
+        return signal_new(d, bc->client, "Events", manager_get_config(d->manager)->delivery == DELIVERY_UNICAST, ret);
 }
 
 static int batch_send(void *userdata, sd_bus_message *msg, size_t n) {
@@ -1303,7 +1293,7 @@ static int bus_send_events(DeliveryQueue *q, Record **recs, size_t n, void *data
         BusClient *bc = data;
         EventsBatch batch;
 
-        events_batch_init(&batch, &batch_ops, bc, bc->iface->manager->config.batch_max_events);
+        events_batch_init(&batch, &batch_ops, bc, manager_get_config(bc->iface->manager)->batch_max_events);
         for (size_t i = 0; i < n; i++)
                 (void) events_batch_add(&batch, recs[i]);
         (void) events_batch_send(&batch);
@@ -1442,7 +1432,7 @@ static void ping_unconfirmed(BusClient *bc, sd_bus_message *reply) {
                 log_warning("The bus refused our Ping to %s (%s: %s): until %s answers one, it is sent at most "
                             "%" PRIu32 " records (max_pending_events_per_client)%s.",
                             c->name, e->name, e->message ?: "no message", c->name,
-                            bc->iface->manager->config.max_pending_events_per_client,
+                            manager_get_config(bc->iface->manager)->max_pending_events_per_client,
                             sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED)
                             ? "; the bus policy org.example.Inotify.conf must let root send Peer.Ping" : "");
         } else
@@ -1461,7 +1451,7 @@ static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *re
                 bc->ping_retry_usec = 0;
         else
                 ping_unconfirmed(bc, reply);
-        delivery_confirmed(bc->iface->manager->delivery, &bc->client->queue, confirmed, now_usec());
+        delivery_confirmed(bc->client->delivery, &bc->client->queue, confirmed, now_usec());
         return 0;
 }
 
@@ -1662,20 +1652,17 @@ Durable *dbus_iface_durable(DbusIface *d) {
 }
 
 DbusIface *dbus_iface_free(DbusIface *d) {
-        GHashTableIter i;
-        gpointer v;
-
         if (!d)
                 return NULL;
         /* Durable subscriptions' owners go, their journals closed cleanly. */
         d->durable = durable_free(d->durable);
         /* The clients stay the manager's; what the bus held for them goes. */
-        g_hash_table_iter_init(&i, d->manager->clients);
-        while (g_hash_table_iter_next(&i, NULL, &v)) {
-                Client *c = v;
+        while (d->clients) {
+                BusClient *bc = d->clients;
+                Client *c = bc->client;
 
-                ping_end(c->queue.data);
-                bus_client_free(c->queue.data);
+                ping_end(bc);
+                bus_client_free(bc);
                 delivery_queue_set_transport(&c->queue, NULL, NULL);
         }
         sd_bus_slot_unref(d->vtable_slot);

@@ -32,11 +32,26 @@
 /* The kernel's records are handled for at most this long at a time. */
 #define KERNEL_SLICE_USEC 5000u
 
-static void client_destroy(gpointer p) {
-        client_free(p);
-}
+struct Manager {
+        Config config;
+        uint32_t kernel_watch_limit;    /* the kernel's, read at start: "auto" limits are sized from it */
 
-int manager_new(Config *config, const char *config_path, Manager **ret) {
+        Backend *backend;
+        WatchTable *table;
+        Accounting *accounting;
+        Delivery *delivery;
+        Tree *tree;                     /* RECURSIVE subscriptions */
+        Missing *missing;               /* pending paths */
+        Moves *moves;                   /* renamed directories */
+        Remote *remote;                 /* directories on remote file systems, polled */
+        Events *events;                 /* the kernel's records */
+        Subscriptions *subs;            /* the clients and their subscriptions */
+
+        ManagerHooks hooks;
+        void *hooks_userdata;
+};
+
+int manager_new(Config *config, Manager **ret) {
         Manager *m;
 
         m = calloc(1, sizeof(Manager));
@@ -44,12 +59,6 @@ int manager_new(Config *config, const char *config_path, Manager **ret) {
                 return -ENOMEM;
         m->config = *config;
         *config = (Config) {};
-        m->config_path = strdup(config_path);
-        if (!m->config_path) {
-                manager_free(m);
-                return -ENOMEM;
-        }
-        m->clients = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, client_destroy);
         *ret = m;
         return 0;
 }
@@ -57,7 +66,6 @@ int manager_new(Config *config, const char *config_path, Manager **ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        m->subs = subscriptions_free(m->subs);
         m->events = events_free(m->events);
         /* Walks, moves, retries and descents hold links: they go before the table. */
         m->tree = tree_free(m->tree);
@@ -70,52 +78,35 @@ Manager *manager_free(Manager *m) {
         m->remote = remote_free(m->remote);
         /* Clients before the table's links are freed without being unlinked:
          * their accounts return what is charged. */
-        g_hash_table_destroy(m->clients);
+        m->subs = subscriptions_free(m->subs);
         m->table = watch_table_free(m->table);
         m->delivery = delivery_free(m->delivery);
         m->accounting = accounting_free(m->accounting);
         m->backend = backend_free(m->backend);
         config_done(&m->config);
-        free(m->config_path);
         free(m);
         return NULL;
 }
 
 static void on_end(Subscription *s, void *userdata) {
-        Manager *m = userdata;
-
-        subscriptions_end(m->subs, s);
+        subscriptions_end(((Manager *) userdata)->subs, s);
 }
 
 static void on_end_with_notice(Subscription *s, const char *reason, uint64_t now, void *userdata) {
-        Manager *m = userdata;
+        subscriptions_end_with_notice(((Manager *) userdata)->subs, s, reason, now);
+}
 
-        subscriptions_end_with_notice(m->subs, s, reason, now);
+static void on_object_gone(Subscription *s, const char *reason, void *userdata) {
+        subscriptions_object_gone(((Manager *) userdata)->subs, s, reason);
 }
 
 static void on_overflow_all(void *userdata) {
-        Manager *m = userdata;
-        GHashTableIter i;
-        gpointer v;
-
-        /* The daemon's own followers lost events too: the pending paths look
-         * again, and every RECURSIVE tree is walked again for directories not watched. */
-        missing_recheck(m->missing);
-        g_hash_table_iter_init(&i, m->clients);
-        while (g_hash_table_iter_next(&i, NULL, &v)) {
-                Client *c = v;
-
-                LIST_FOREACH(owner, s, c->subscriptions)
-                        tree_rescan(m->tree, s);
-                client_queue_lost_all(c);
-        }
+        subscriptions_overflow_all(((Manager *) userdata)->subs);
 }
 
-/* The missing-path follower found s's path (missing.h): its own watch now. */
+/* The missing-path follower found s's path: its own watch now. */
 static int on_missing_appeared(Subscription *s, int fd, const struct stat *st, void *userdata) {
-        Manager *m = userdata;
-
-        return subscriptions_appeared(m->subs, s, fd, st);
+        return subscriptions_appeared(((Manager *) userdata)->subs, s, fd, st);
 }
 
 /* s cannot be followed (something that cannot be watched appeared, a
@@ -125,13 +116,6 @@ static void on_missing_gone(Subscription *s, int r, void *userdata) {
 
         log_debug_errno(r, "Pending subscription %" PRIu32 " cannot be followed (%m), ending it.", s->id);
         subscriptions_end_with_notice(m->subs, s, WATCHD_REASON_DELETED, now_usec());
-}
-
-/* s's object left its path (EventsOps.object_gone). */
-static void on_object_gone(Subscription *s, const char *reason, void *userdata) {
-        Manager *m = userdata;
-
-        subscriptions_object_gone(m->subs, s, reason);
 }
 
 /* A change found by polling, delivered as the kernel's are. */
@@ -144,21 +128,7 @@ static bool on_remote_deliver(Subscription *s, uint32_t mask, uint32_t cookie, c
 
 /* The polled root of s is gone (the kernel of this machine cannot say so). */
 static void on_remote_gone(Subscription *s, void *userdata) {
-        Manager *m = userdata;
-
-        subscriptions_end_with_notice(m->subs, s, WATCHD_REASON_DELETED, now_usec());
-}
-
-static int on_link_added(WatchLink *l, int fd, const struct stat *st, void *userdata) {
-        Manager *m = userdata;
-
-        return remote_link_added(m->remote, l, fd, st);
-}
-
-static void on_link_gone(WatchLink *l, void *userdata) {
-        Manager *m = userdata;
-
-        remote_link_gone(m->remote, l);
+        subscriptions_end_with_notice(((Manager *) userdata)->subs, s, WATCHD_REASON_DELETED, now_usec());
 }
 
 /* The config's limits, each "auto" sized from the kernel's limit read at start. */
@@ -229,10 +199,7 @@ int manager_start(Manager *m) {
                                        .gone = on_remote_gone,
                                }, m, &m->remote);
         if (r >= 0)
-                watch_table_set_ops(m->table, &(WatchTableOps) {
-                                            .link_added = on_link_added,
-                                            .link_gone = on_link_gone,
-                                    }, m);
+                watch_table_set_ops(m->table, &remote_table_ops, m->remote);
         if (r >= 0)
                 r = events_new(m->backend, m->table, m->tree, m->missing, m->moves, m->remote,
                                &(EventsOps) {
@@ -241,7 +208,8 @@ int manager_start(Manager *m) {
                                        .overflow_all = on_overflow_all,
                                }, m, &m->events);
         if (r >= 0)
-                r = subscriptions_new(m->table, m->tree, m->missing, m->events, &m->subs);
+                r = subscriptions_new(m->table, m->accounting, m->delivery, m->tree, m->missing, m->events,
+                                      &m->subs);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the daemon's core: %m");
         return 0;
@@ -250,8 +218,6 @@ int manager_start(Manager *m) {
 void manager_reload(Manager *m, Config *config) {
         AccountingLimits al;
         DeliveryLimits dl;
-        GHashTableIter i;
-        gpointer v;
 
         if (config->backend != m->config.backend || strcmp(config->device, m->config.device) != 0)
                 log_notice("The backend and device settings take effect at the next start, ignoring their change.");
@@ -268,9 +234,7 @@ void manager_reload(Manager *m, Config *config) {
         accounting_set_limits(m->accounting, &al);
         delivery_set_limits(m->delivery, &dl);
         remote_reload(m->remote, &m->config);
-        g_hash_table_iter_init(&i, m->clients);
-        while (g_hash_table_iter_next(&i, NULL, &v))
-                delivery_queue_update(m->delivery, &((Client *) v)->queue);
+        subscriptions_reload(m->subs);
 }
 
 int manager_kernel_fd(const Manager *m) {
@@ -347,25 +311,15 @@ uint32_t manager_subscription_remote_flags(const Manager *m, const Subscription 
 }
 
 Client *manager_get_client(Manager *m, const char *name) {
-        return g_hash_table_lookup(m->clients, name);
+        return subscriptions_get_client(m->subs, name);
 }
 
 int manager_new_client(Manager *m, const char *name, const Caller *caller, Client **ret) {
-        Client *c;
-        int r;
-
-        r = client_new(m->accounting, m->delivery, name, caller, &c);
-        if (r < 0)
-                return r;
-        g_hash_table_insert(m->clients, c->name, c);
-        *ret = c;
-        return 0;
+        return subscriptions_new_client(m->subs, name, caller, ret);
 }
 
 void manager_client_gone(Manager *m, Client *c) {
-        log_debug("Client %s is gone, ending its %u subscriptions.", c->name, c->n_subscriptions);
-        subscriptions_remove_all(m->subs, c);
-        g_hash_table_remove(m->clients, c->name);
+        subscriptions_client_gone(m->subs, c);
 }
 
 int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
@@ -385,17 +339,13 @@ int manager_remove_watch(Manager *m, Client *c, uint32_t id) {
 void manager_get_stats(const Manager *m, ManagerStats *ret) {
         const DeliveryStats *ds = delivery_get_stats(m->delivery);
         const EventsStats *es = events_get_stats(m->events);
-        GHashTableIter i;
-        gpointer v;
-        uint64_t pending = 0;
+        SubscriptionsStats ss;
         RemoteStats rs;
 
         remote_get_stats(m->remote, &rs);
-        g_hash_table_iter_init(&i, m->clients);
-        while (g_hash_table_iter_next(&i, NULL, &v))
-                pending += delivery_queue_size(&((Client *) v)->queue);
+        subscriptions_get_stats(m->subs, (uid_t) -1, &ss);
         *ret = (ManagerStats) {
-                .clients = g_hash_table_size(m->clients),
+                .clients = ss.clients,
                 .users = accounting_n_users(m->accounting),
                 .subscriptions = watch_table_n_subscriptions(m->table),
                 .kernel_watches = watch_table_n_watches(m->table),
@@ -405,8 +355,40 @@ void manager_get_stats(const Manager *m, ManagerStats *ret) {
                 .overflows = ds->overflows,
                 .kernel_overflows = es->kernel_overflows,
                 .events_dropped = ds->events_dropped,
-                .pending_events = pending,
+                .pending_events = ss.pending_events,
                 .polled_dirs = rs.polled_dirs,
                 .poll_syscalls = rs.poll_syscalls,
         };
+}
+
+void manager_get_user_stats(const Manager *m, uid_t uid, SubscriptionsStats *ret) {
+        subscriptions_get_stats(m->subs, uid, ret);
+}
+
+const Config *manager_get_config(const Manager *m) {
+        return &m->config;
+}
+
+const Backend *manager_get_backend(const Manager *m) {
+        return m->backend;
+}
+
+const AccountingLimits *manager_get_limits(const Manager *m) {
+        return accounting_get_limits(m->accounting);
+}
+
+Subscription *manager_get_subscription(Manager *m, uint32_t id) {
+        return watch_table_get_subscription(m->table, id);
+}
+
+void manager_flush_all(Manager *m) {
+        delivery_flush(m->delivery, UINT64_MAX);
+}
+
+void manager_set_backend(Manager *m, Backend *backend) {
+        m->backend = backend;
+}
+
+Missing *manager_get_missing(Manager *m) {
+        return m->missing;
 }

@@ -405,6 +405,19 @@ void remote_link_gone(Remote *r, WatchLink *l) {
         free(d);
 }
 
+static int table_link_added(WatchLink *l, int fd, const struct stat *st, void *userdata) {
+        return remote_link_added(userdata, l, fd, st);
+}
+
+static void table_link_gone(WatchLink *l, void *userdata) {
+        remote_link_gone(userdata, l);
+}
+
+const WatchTableOps remote_table_ops = {
+        .link_added = table_link_added,
+        .link_gone = table_link_gone,
+};
+
 bool remote_subscription_polled(const Remote *r, const Subscription *s) {
         return g_hash_table_contains(r->subs, s);
 }

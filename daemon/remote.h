@@ -66,7 +66,8 @@ Remote *remote_free(Remote *r);
 /* New intervals (for subscriptions made from now on) and budget. */
 void remote_reload(Remote *r, const Config *config);
 
-/* The watch table's link hooks (WatchTableOps). */
+/* The watch table's link hooks, with the Remote as their userdata: remote_link_added(), remote_link_gone(). */
+extern const WatchTableOps remote_table_ops;
 int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st);
 void remote_link_gone(Remote *r, WatchLink *l);
 

@@ -10,6 +10,7 @@
  */
 
 #include <errno.h>
+#include <glib.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,29 +26,114 @@
 
 struct Subscriptions {
         WatchTable *table;
+        Accounting *accounting;
+        Delivery *delivery;
         Tree *tree;
         Missing *missing;
         Events *events;
+        GHashTable *clients;            /* name -> Client (owned) */
 };
 
-int subscriptions_new(WatchTable *table, Tree *tree, Missing *missing, Events *events, Subscriptions **ret) {
+static void client_destroy(gpointer p) {
+        client_free(p);
+}
+
+int subscriptions_new(WatchTable *table, Accounting *accounting, Delivery *delivery, Tree *tree, Missing *missing,
+                      Events *events, Subscriptions **ret) {
         Subscriptions *subs = malloc(sizeof(Subscriptions));
 
         if (!subs)
                 return -ENOMEM;
         *subs = (Subscriptions) {
                 .table = table,
+                .accounting = accounting,
+                .delivery = delivery,
                 .tree = tree,
                 .missing = missing,
                 .events = events,
+                .clients = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, client_destroy),
         };
         *ret = subs;
         return 0;
 }
 
 Subscriptions *subscriptions_free(Subscriptions *subs) {
+        if (!subs)
+                return NULL;
+        g_hash_table_destroy(subs->clients);
         free(subs);
         return NULL;
+}
+
+Client *subscriptions_get_client(Subscriptions *subs, const char *name) {
+        return g_hash_table_lookup(subs->clients, name);
+}
+
+int subscriptions_new_client(Subscriptions *subs, const char *name, const Caller *caller, Client **ret) {
+        Client *c;
+        int r;
+
+        r = client_new(subs->accounting, subs->delivery, name, caller, &c);
+        if (r < 0)
+                return r;
+        g_hash_table_insert(subs->clients, c->name, c);
+        *ret = c;
+        return 0;
+}
+
+void subscriptions_client_gone(Subscriptions *subs, Client *c) {
+        log_debug("Client %s is gone, ending its %u subscriptions.", c->name, c->n_subscriptions);
+        while (c->subscriptions)
+                subscriptions_end(subs, c->subscriptions);
+        g_hash_table_remove(subs->clients, c->name);
+}
+
+void subscriptions_reload(Subscriptions *subs) {
+        GHashTableIter i;
+        gpointer v;
+
+        g_hash_table_iter_init(&i, subs->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v))
+                delivery_queue_update(subs->delivery, &((Client *) v)->queue);
+}
+
+void subscriptions_overflow_all(Subscriptions *subs) {
+        GHashTableIter i;
+        gpointer v;
+
+        /* The daemon's own followers lost events too: the pending paths look
+         * again, and every RECURSIVE tree is walked again for directories not watched. */
+        missing_recheck(subs->missing);
+        g_hash_table_iter_init(&i, subs->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Client *c = v;
+
+                LIST_FOREACH(owner, s, c->subscriptions)
+                        tree_rescan(subs->tree, s);
+                client_queue_lost_all(c);
+        }
+}
+
+void subscriptions_get_stats(const Subscriptions *subs, uid_t uid, SubscriptionsStats *ret) {
+        SubscriptionsStats st = {};
+        GHashTableIter i;
+        gpointer v;
+
+        g_hash_table_iter_init(&i, subs->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Client *c = v;
+
+                if (uid != (uid_t) -1 && c->account.uid != uid)
+                        continue;
+                st.clients++;
+                st.subscriptions += c->n_subscriptions;
+                st.watches += c->account.n_watches;
+                st.events_delivered += c->queue.sent;
+                st.pending_events += delivery_queue_size(&c->queue);
+                st.events_dropped += c->queue.n_dropped;
+                st.overflows += c->queue.n_overflows;
+        }
+        *ret = st;
 }
 
 void subscriptions_end(Subscriptions *subs, Subscription *s) {
@@ -233,9 +319,4 @@ int subscriptions_remove(Subscriptions *subs, Client *c, uint32_t id) {
                 return -WATCHD_E_NO_SUCH_WATCH;
         subscriptions_end(subs, s);
         return 0;
-}
-
-void subscriptions_remove_all(Subscriptions *subs, Client *c) {
-        while (c->subscriptions)
-                subscriptions_end(subs, c->subscriptions);
 }

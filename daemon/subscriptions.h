@@ -2,9 +2,11 @@
 #pragma once
 
 /*
- * subscriptions - a subscription's life, and the daemon's decisions about it
+ * subscriptions - the clients, their subscriptions' life, and the daemon's decisions about them
  *
- * A subscription is made from a path opened as its owner, from a
+ * The clients (owners of subscriptions: a bus connection, a durable
+ * subscription's journal) are kept here by name. A subscription is made
+ * from a path opened as its owner, from a
  * descriptor its owner opened, or pending on a path that does not exist yet
  * (missing.h); it is ended by its owner, or by the daemon with a
  * WatchRemoved notice. The decisions on the way are here: the limits before
@@ -18,7 +20,9 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "accounting.h"
 #include "client.h"
+#include "delivery.h"
 #include "events.h"
 #include "missing.h"
 #include "tree.h"
@@ -26,8 +30,31 @@
 
 typedef struct Subscriptions Subscriptions;
 
-int subscriptions_new(WatchTable *table, Tree *tree, Missing *missing, Events *events, Subscriptions **ret);
+int subscriptions_new(WatchTable *table, Accounting *accounting, Delivery *delivery, Tree *tree, Missing *missing,
+                      Events *events, Subscriptions **ret);
+/* Frees the clients without ending their subscriptions (at exit: the table goes next). */
 Subscriptions *subscriptions_free(Subscriptions *subs);
+
+/* The client of that name, or NULL. */
+Client *subscriptions_get_client(Subscriptions *subs, const char *name);
+/* A new client, with the caller's credentials. Limits: -WATCHD_E_USER_CLIENTS. */
+int subscriptions_new_client(Subscriptions *subs, const char *name, const Caller *caller, Client **ret);
+/* The client is gone: end its subscriptions, free it. */
+void subscriptions_client_gone(Subscriptions *subs, Client *c);
+/* The delivery's limits changed: every client's queue takes them. */
+void subscriptions_reload(Subscriptions *subs);
+
+/* The kernel lost records (EventsOps.overflow_all): every client gets one
+ * Overflow naming all its subscriptions, and the daemon's own followers
+ * look again (pending paths, RECURSIVE trees). */
+void subscriptions_overflow_all(Subscriptions *subs);
+
+/* What the clients of uid hold, for its GetStats (uid_t -1: all clients). */
+typedef struct SubscriptionsStats {
+        uint32_t clients, subscriptions, watches;
+        uint64_t events_delivered, pending_events, events_dropped, overflows;
+} SubscriptionsStats;
+void subscriptions_get_stats(const Subscriptions *subs, uid_t uid, SubscriptionsStats *ret);
 
 /*
  * Subscribes c to path (opened with c's credentials) or to fd (already open
@@ -45,8 +72,6 @@ int subscriptions_add_fd(Subscriptions *subs, Client *c, int fd, uint32_t mask, 
                          TreeWalk **ret_walk);
 /* Ends c's subscription id. Return: 0, or -WATCHD_E_NO_SUCH_WATCH if c has no such subscription. */
 int subscriptions_remove(Subscriptions *subs, Client *c, uint32_t id);
-/* Ends every subscription of c (it is going). */
-void subscriptions_remove_all(Subscriptions *subs, Client *c);
 
 /* Ends s, no notice queued (TreeOps.end: its AddWatch is answered with the error). */
 void subscriptions_end(Subscriptions *subs, Subscription *s);

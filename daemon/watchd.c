@@ -172,6 +172,7 @@ static int bus_open(const Args *args, sd_bus **ret) {
 }
 
 typedef struct Daemon {
+        const char *config_path;
         Manager *manager;
         DbusIface *iface;
         bool system_bus;
@@ -189,10 +190,10 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                           now_usec());
         r = config_init(&c);
         if (r >= 0)
-                r = config_load(m->config_path, &c, &error);
+                r = config_load(dm->config_path, &c, &error);
         if (r >= 0 && c.delivery == DELIVERY_BROADCAST && dm->system_bus) {
                 if (asprintf(&error, "%s:%u: delivery=broadcast is not allowed on the system bus",
-                             m->config_path, c.delivery_line) < 0)
+                             dm->config_path, c.delivery_line) < 0)
                         error = NULL;
                 r = -EINVAL;
         }
@@ -204,7 +205,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                         dbus_iface_reloaded(dm->iface);
                         durable_reload(dbus_iface_durable(dm->iface));
                 }
-                log_info("Reloaded '%s'.", m->config_path);
+                log_info("Reloaded '%s'.", dm->config_path);
         }
         config_done(&c);
         (void) sd_notify(false, "READY=1\nSTATUS=Serving.");
@@ -270,11 +271,11 @@ static int run(int argc, char *argv[]) {
         if (args.backend >= 0)
                 config.backend = args.backend;
 
-        r = manager_new(&config, args.config, &m);
+        r = manager_new(&config, &m);
         config_done(&config);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the manager: %m"), EXIT_FAILURE;
-        dm = (Daemon) { .manager = m, .system_bus = args.bus == BUS_SYSTEM };
+        dm = (Daemon) { .config_path = args.config, .manager = m, .system_bus = args.bus == BUS_SYSTEM };
 
         r = sd_event_default(&event);
         if (r < 0)
@@ -308,14 +309,14 @@ static int run(int argc, char *argv[]) {
         r = bus_open(&args, &bus);
         if (r < 0)
                 return EXIT_FAILURE;
-        r = dbus_iface_new(m, bus, event, args.state_dir ?: m->config.state_directory, &iface);
+        r = dbus_iface_new(m, bus, event, args.state_dir ?: manager_get_config(m)->state_directory, &iface);
         if (r < 0)
                 return EXIT_FAILURE;
         dm.iface = iface;
 
         log_info("watchd %s serving %s on the %s bus.", WATCHD_VERSION, WATCHD_BUS_NAME,
                  args.bus == BUS_SYSTEM ? "system" : args.bus == BUS_SESSION ? "session" : "given");
-        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving (%s backend).", backend_name(m->backend));
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving (%s backend).", backend_name(manager_get_backend(m)));
 
         r = sd_event_loop(event);
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down...");
