@@ -4,7 +4,7 @@
 /*
  * client - an owner of subscriptions
  *
- * Today a bus connection (dbus_iface.c makes one at its first AddWatch and
+ * Today a bus connection (bus_methods.c makes one at its first AddWatch and
  * ends it when the connection goes), but nothing here knows that: a client
  * has a name for logs, the credentials everything is opened with, an
  * account its watches are charged to, its subscriptions, and a delivery

@@ -11,8 +11,8 @@
  * its own: the layers above ask through functions. It knows no event loop and no
  * bus: the loop glue (loop.c) asks it to handle the kernel's records, to
  * flush, when it next needs a turn, and to run its walks; the bus layer
- * (dbus_iface.c) asks it for clients and subscriptions, and registers each
- * client's transport.
+ * (dbus_iface.c and its bus_*.c) asks it for clients and subscriptions,
+ * and registers each client's transport.
  */
 
 #include <glib.h>
