@@ -490,16 +490,15 @@ static const DurableOps bus_durable_ops = {
         .stopped = durable_stopped,
 };
 
-Durable *dbus_iface_durable(DbusIface *d) {
-        return d->durable;
+const DurableOps *dbus_iface_durable_ops(void) {
+        return &bus_durable_ops;
 }
 
 DbusIface *dbus_iface_free(DbusIface *d) {
         if (!d)
                 return NULL;
-        /* Durable subscriptions' owners go, their journals closed cleanly. */
-        d->durable = durable_free(d->durable);
-        /* The clients stay the manager's; what the bus held for them goes. */
+        /* The durable subscriptions went first (watchd.c): their owners, their journals closed cleanly.
+         * The clients stay the manager's; what the bus held for them goes. */
         while (d->clients) {
                 BusClient *bc = d->clients;
                 Client *c = bc->client;
@@ -517,9 +516,8 @@ DbusIface *dbus_iface_free(DbusIface *d) {
         return NULL;
 }
 
-int dbus_iface_new(Manager *m, sd_bus *bus, sd_event *event, const char *state_dir, DbusIface **ret) {
-        _cleanup_(dbus_iface_freep) DbusIface *d = NULL;
-        int r;
+int dbus_iface_new(Manager *m, sd_bus *bus, sd_event *event, DbusIface **ret) {
+        DbusIface *d;
 
         d = calloc(1, sizeof(DbusIface));
         if (!d)
@@ -528,12 +526,15 @@ int dbus_iface_new(Manager *m, sd_bus *bus, sd_event *event, const char *state_d
         d->bus = sd_bus_ref(bus);
         d->event = sd_event_ref(event);
         d->pings = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+        *ret = d;
+        return 0;
+}
 
-        /* Before the name: a client that calls finds its durable subscriptions there. */
-        r = durable_new(m, state_dir, &bus_durable_ops, d, &d->durable);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set up durable subscriptions: %m");
+int dbus_iface_start(DbusIface *d, Durable *durable) {
+        sd_bus *bus = d->bus;
+        int r;
 
+        d->durable = durable;
         r = sd_bus_add_object_vtable(bus, &d->vtable_slot, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, watchd_vtable, d);
         if (r < 0)
                 return log_error_errno(r, "Failed to publish %s: %m", WATCHD_OBJECT_PATH);
@@ -544,9 +545,8 @@ int dbus_iface_new(Manager *m, sd_bus *bus, sd_event *event, const char *state_d
         if (r < 0)
                 return log_error_errno(r, "Failed to take the name %s: %m", WATCHD_BUS_NAME);
 
-        r = sd_bus_attach_event(bus, event, SD_EVENT_PRIORITY_NORMAL);
+        r = sd_bus_attach_event(bus, d->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
-        *ret = TAKE_PTR(d);
         return 0;
 }
