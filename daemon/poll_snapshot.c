@@ -33,9 +33,10 @@ static void entry_done(PollEntry *e) {
 }
 
 void poll_snapshot_done(PollSnapshot *s) {
-        for (size_t i = 0; i < s->n; i++)
-                entry_done(&s->entries[i]);
-        free(s->entries);
+        for (size_t i = 0; i < poll_snapshot_size(s); i++)
+                entry_done(poll_snapshot_entry(s, i));
+        if (s->entries)
+                g_array_unref(s->entries);
         *s = (PollSnapshot) {};
 }
 
@@ -45,11 +46,11 @@ static int entry_cmp(const void *a, const void *b) {
 
 /* The index of name, or -(where it would go) - 1. */
 static ssize_t poll_snapshot_find(const PollSnapshot *s, const char *name) {
-        size_t lo = 0, hi = s->n;
+        size_t lo = 0, hi = poll_snapshot_size(s);
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(s->entries[mid].name, name);
+                int c = strcmp(poll_snapshot_entry(s, mid)->name, name);
 
                 if (c == 0)
                         return (ssize_t) mid;
@@ -61,20 +62,11 @@ static ssize_t poll_snapshot_find(const PollSnapshot *s, const char *name) {
         return -(ssize_t) lo - 1;
 }
 
-static int snapshot_reserve(PollSnapshot *s, size_t more) {
-        PollEntry *e;
-        size_t cap;
-
-        if (s->n + more <= s->cap)
-                return 0;
-        cap = MAX(s->cap * 2, s->n + more);
-        cap = MAX(cap, 16u);
-        e = realloc(s->entries, cap * sizeof(PollEntry));
-        if (!e)
-                return -ENOMEM;
-        s->entries = e;
-        s->cap = cap;
-        return 0;
+/* s's array, made at its first entry. */
+static GArray *snapshot_entries(PollSnapshot *s) {
+        if (!s->entries)
+                s->entries = g_array_new(FALSE, FALSE, sizeof(PollEntry));
+        return s->entries;
 }
 
 /* Puts *e (taking its name) in its place, replacing an entry of that name. */
@@ -83,17 +75,13 @@ static int poll_snapshot_put(PollSnapshot *s, PollEntry *e) {
         size_t at;
 
         if (i >= 0) {
-                entry_done(&s->entries[i]);
-                s->entries[i] = *e;
+                entry_done(poll_snapshot_entry(s, i));
+                *poll_snapshot_entry(s, i) = *e;
                 e->name = NULL;
                 return 0;
         }
-        if (snapshot_reserve(s, 1) < 0)
-                return -ENOMEM;
         at = (size_t) (-i - 1);
-        memmove(&s->entries[at + 1], &s->entries[at], (s->n - at) * sizeof(PollEntry));
-        s->entries[at] = *e;
-        s->n++;
+        g_array_insert_val(snapshot_entries(s), at, *e);
         e->name = NULL;
         return 0;
 }
@@ -103,9 +91,8 @@ static void poll_snapshot_remove(PollSnapshot *s, const char *name) {
 
         if (i < 0)
                 return;
-        entry_done(&s->entries[i]);
-        memmove(&s->entries[i], &s->entries[i + 1], (s->n - (size_t) i - 1) * sizeof(PollEntry));
-        s->n--;
+        entry_done(poll_snapshot_entry(s, i));
+        g_array_remove_index(s->entries, (guint) i);
 }
 
 static int64_t ts_ns(const struct statx_timestamp *t) {
@@ -198,23 +185,20 @@ static uint32_t dtype_to_mode(unsigned char t) {
 static int reader_take_names(PollReader *r, const char *buf, size_t len) {
         for (size_t off = 0; off < len; ) {
                 const struct dirent64 *de = (const struct dirent64 *) (buf + off);
-                PollEntry *e;
+                PollEntry e;
 
                 off += de->d_reclen;
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                if (snapshot_reserve(&r->snap, 1) < 0)
-                        return -ENOMEM;
-                e = &r->snap.entries[r->snap.n];
-                *e = (PollEntry) {
+                e = (PollEntry) {
                         .name = strdup(de->d_name),
                         .ino = de->d_ino,
                         .mode = dtype_to_mode(de->d_type),
                         .no_stat = true,
                 };
-                if (!e->name)
+                if (!e.name)
                         return -ENOMEM;
-                r->snap.n++;
+                g_array_append_val(snapshot_entries(&r->snap), e);
         }
         return 0;
 }
@@ -228,7 +212,7 @@ int poll_reader_step(PollReader *r, int fd, unsigned *budget, PollIo *io) {
         for (;; (*budget)--) {
                 bool dirty = r->dirty && g_hash_table_size(r->dirty) > 0;
 
-                if (r->listed && r->stat_next >= r->snap.n && !dirty) {
+                if (r->listed && r->stat_next >= poll_snapshot_size(&r->snap) && !dirty) {
                         poll_reader_close(r);
                         return 1;
                 }
@@ -267,15 +251,15 @@ int poll_reader_step(PollReader *r, int fd, unsigned *budget, PollIo *io) {
                         reader_hook(r, IN_ACCESS);
                         if (n == 0) {
                                 r->listed = true;
-                                if (r->snap.n > 1)
-                                        qsort(r->snap.entries, r->snap.n, sizeof(PollEntry), entry_cmp);
+                                if (poll_snapshot_size(&r->snap) > 1)
+                                        g_array_sort(r->snap.entries, entry_cmp);
                                 continue;
                         }
                         k = reader_take_names(r, buf, (size_t) n);
                         if (k < 0)
                                 return k;
-                } else if (r->stat_next < r->snap.n) {
-                        PollEntry *e = &r->snap.entries[r->stat_next];
+                } else if (r->stat_next < poll_snapshot_size(&r->snap)) {
+                        PollEntry *e = poll_snapshot_entry(&r->snap, r->stat_next);
                         int k = entry_stat(r->dfd, e->name, io, e);
 
                         if (k == -ENOENT || k == -ENOTDIR) {
@@ -392,18 +376,19 @@ bool poll_same_type(uint32_t a, uint32_t b) {
 
 /* Appends to out what changed from o to n in d. */
 int poll_snapshot_diff(PollDir *d, const PollSnapshot *o, const PollSnapshot *n, GPtrArray *out) {
-        size_t i = 0, j = 0;
+        size_t i = 0, j = 0, on = poll_snapshot_size(o), nn = poll_snapshot_size(n);
         int r = 0;
 
-        while (r >= 0 && (i < o->n || j < n->n)) {
-                int c = i >= o->n ? 1 : j >= n->n ? -1 : strcmp(o->entries[i].name, n->entries[j].name);
+        while (r >= 0 && (i < on || j < nn)) {
+                int c = i >= on ? 1 : j >= nn ? -1 :
+                        strcmp(poll_snapshot_entry(o, i)->name, poll_snapshot_entry(n, j)->name);
 
                 if (c < 0)
-                        r = add_change(out, CHANGE_GONE, d, &o->entries[i++], NULL, 0);
+                        r = add_change(out, CHANGE_GONE, d, poll_snapshot_entry(o, i++), NULL, 0);
                 else if (c > 0)
-                        r = add_change(out, CHANGE_APPEARED, d, NULL, &n->entries[j++], 0);
+                        r = add_change(out, CHANGE_APPEARED, d, NULL, poll_snapshot_entry(n, j++), 0);
                 else {
-                        const PollEntry *a = &o->entries[i++], *b = &n->entries[j++];
+                        const PollEntry *a = poll_snapshot_entry(o, i++), *b = poll_snapshot_entry(n, j++);
                         uint32_t m;
 
                         if (a->ino != b->ino || !poll_same_type(a->mode, b->mode)) {

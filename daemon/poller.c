@@ -100,8 +100,7 @@ struct Poller {
         unsigned ops_per_run;
         uint32_t max_dirs_per_user;
         GHashTable *users;      /* uid -> PollUser */
-        PollGroup **heap;       /* groups between rounds, min-heap on next_round */
-        size_t n_heap, cap_heap;
+        GPtrArray *heap;        /* PollGroup: groups between rounds, min-heap on next_round */
         GQueue turns;           /* PollUser with work, the one whose turn it is first */
         GQueue stale;           /* PollDir with names noted */
         uint64_t sequence;      /* groups made: their phases */
@@ -115,64 +114,61 @@ static bool heap_less(PollGroup *a, PollGroup *b) {
         return a->next_round < b->next_round;
 }
 
+static PollGroup *heap_at(const Poller *p, size_t i) {
+        return p->heap->pdata[i];
+}
+
 static void heap_set(Poller *p, size_t i, PollGroup *g) {
-        p->heap[i] = g;
+        p->heap->pdata[i] = g;
         g->heap_index = i;
 }
 
 static void heap_up(Poller *p, size_t i) {
-        PollGroup *g = p->heap[i];
+        PollGroup *g = heap_at(p, i);
 
-        while (i > 0 && heap_less(g, p->heap[(i - 1) / 2])) {
-                heap_set(p, i, p->heap[(i - 1) / 2]);
+        while (i > 0 && heap_less(g, heap_at(p, (i - 1) / 2))) {
+                heap_set(p, i, heap_at(p, (i - 1) / 2));
                 i = (i - 1) / 2;
         }
         heap_set(p, i, g);
 }
 
 static void heap_down(Poller *p, size_t i) {
-        PollGroup *g = p->heap[i];
+        PollGroup *g = heap_at(p, i);
 
         for (;;) {
                 size_t c = 2 * i + 1;
 
-                if (c >= p->n_heap)
+                if (c >= p->heap->len)
                         break;
-                if (c + 1 < p->n_heap && heap_less(p->heap[c + 1], p->heap[c]))
+                if (c + 1 < p->heap->len && heap_less(heap_at(p, c + 1), heap_at(p, c)))
                         c++;
-                if (!heap_less(p->heap[c], g))
+                if (!heap_less(heap_at(p, c), g))
                         break;
-                heap_set(p, i, p->heap[c]);
+                heap_set(p, i, heap_at(p, c));
                 i = c;
         }
         heap_set(p, i, g);
 }
 
 static int heap_push(Poller *p, PollGroup *g) {
-        if (p->n_heap == p->cap_heap) {
-                size_t cap = MAX(p->cap_heap * 2, 16u);
-                PollGroup **h = realloc(p->heap, cap * sizeof(PollGroup *));
-
-                if (!h)
-                        return -ENOMEM;
-                p->heap = h;
-                p->cap_heap = cap;
-        }
-        heap_set(p, p->n_heap++, g);
-        heap_up(p, p->n_heap - 1);
+        g_ptr_array_add(p->heap, g);
+        heap_set(p, p->heap->len - 1, g);
+        heap_up(p, p->heap->len - 1);
         return 0;
 }
 
 static void heap_remove(Poller *p, PollGroup *g) {
         size_t i = g->heap_index;
 
-        assert(i < p->n_heap && p->heap[i] == g);
-        p->n_heap--;
-        if (i < p->n_heap) {
-                heap_set(p, i, p->heap[p->n_heap]);
+        assert(i < p->heap->len && heap_at(p, i) == g);
+        if (i < p->heap->len - 1) {
+                heap_set(p, i, heap_at(p, p->heap->len - 1));
+                g_ptr_array_set_size(p->heap, p->heap->len - 1);
                 heap_down(p, i);
-                heap_up(p, p->heap[i]->heap_index);
-        }
+                heap_up(p, heap_at(p, i)->heap_index);
+        } else
+                g_ptr_array_set_size(p->heap, p->heap->len - 1);
         g->heap_index = SIZE_MAX;
 }
 
@@ -188,6 +184,7 @@ int poller_new(const PollerCallbacks *cb, void *userdata, uint32_t max_dirs_per_
         p->ops_per_run = POLLER_OPS_PER_RUN;
         p->max_dirs_per_user = max_dirs_per_user;
         p->users = g_hash_table_new(g_direct_hash, g_direct_equal);
+        p->heap = g_ptr_array_new();
         g_queue_init(&p->turns);
         g_queue_init(&p->stale);
         *ret = p;
@@ -197,8 +194,8 @@ int poller_new(const PollerCallbacks *cb, void *userdata, uint32_t max_dirs_per_
 Poller *poller_free(Poller *p) {
         if (!p)
                 return NULL;
-        while (p->n_heap > 0)
-                poller_group_free(p->heap[0]);
+        while (p->heap && p->heap->len > 0)
+                poller_group_free(heap_at(p, 0));
         /* Left: users with groups in a round. */
         while (p->turns.head) {
                 PollUser *u = p->turns.head->data;
@@ -206,7 +203,8 @@ Poller *poller_free(Poller *p) {
                 assert(u->active.head);
                 poller_group_free(u->active.head->data);
         }
-        free(p->heap);
+        if (p->heap)
+                g_ptr_array_unref(p->heap);
         g_hash_table_destroy(p->users);
         free(p);
         return NULL;
@@ -491,7 +489,7 @@ int poller_dir_note(PollDir *d, const char *name) {
 uint64_t poller_next(const Poller *p) {
         if (p->stale.length > 0 || p->turns.length > 0)
                 return 0;
-        return p->n_heap > 0 ? p->heap[0]->next_round : UINT64_MAX;
+        return p->heap->len > 0 ? heap_at(p, 0)->next_round : UINT64_MAX;
 }
 
 static int dir_begin(PollDir *d) {
@@ -776,8 +774,8 @@ static bool group_emit(PollGroup *g, GPtrArray *changes) {
 }
 
 static void start_due_rounds(Poller *p, uint64_t now) {
-        while (p->n_heap > 0 && p->heap[0]->next_round <= now) {
-                PollGroup *g = p->heap[0];
+        while (p->heap->len > 0 && heap_at(p, 0)->next_round <= now) {
+                PollGroup *g = heap_at(p, 0);
 
                 heap_remove(p, g);
                 g->in_round = true;

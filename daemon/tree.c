@@ -180,8 +180,8 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
         Tree *t = w->tree;
         char pathbuf[PATH_MAX];
         const char *path = NULL;
-        size_t len = 0, cap = 0;
-        char *names = NULL;
+        g_autoptr(GByteArray) names = NULL;     /* "a\0b\0", made at the first subdirectory */
+        size_t len;
         bool report = w->synthesize && (s->mask & IN_CREATE);
 
         if (report) {
@@ -195,7 +195,6 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
                 if (n < 0) {
                         int r = negative_errno();
 
-                        free(names);
                         safe_close(fd);
                         /* Gone while being read: its deletion is reported by its parent. */
                         return r == -ENOENT ? 0 : r;
@@ -222,24 +221,12 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
                         }
                         if (!is_dir || w->one_level)
                                 continue;
-                        if (len + nl + 1 > cap) {
-                                char *p;
-
-                                cap = MAX(cap * 2, len + nl + 1 + 256);
-                                p = realloc(names, cap);
-                                if (!p) {
-                                        free(names);
-                                        safe_close(fd);
-                                        return -ENOMEM;
-                                }
-                                names = p;
-                        }
-                        memcpy(names + len, de->d_name, nl + 1);
-                        len += nl + 1;
+                        if (!names)
+                                names = g_byte_array_new();
+                        g_byte_array_append(names, (const guint8 *) de->d_name, (guint) nl + 1);
                 }
         }
-        if (len == 0) {
-                free(names);
+        if (!names) {
                 safe_close(fd);
                 return 0;
         }
@@ -247,7 +234,7 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
         g_array_append_val(w->frames, ((Frame) {
                 .link = l,
                 .fd = fd,
-                .names = names,
+                .names = (char *) g_byte_array_steal(names, &len),
                 .len = len,
                 .path_len = path_len,
         }));
