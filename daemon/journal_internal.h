@@ -4,8 +4,9 @@
 /*
  * journal_internal - what the journal's files share, and no one else
  *
- * journal.c: the directory, its meta file and segments, opening, the
- * readers. journal_codec.c: records to bytes and back. journal_integrity.c:
+ * journal.c: opening a journal, closing it, the readers. journal_layout.c:
+ * the directory's files (meta slots, segment names and headers).
+ * journal_codec.c: records to bytes and back. journal_integrity.c:
  * the checksums, checking a frame read and finding the next valid one.
  * journal_scope.c: the scope of records that could not be written.
  * journal_writer.c: frames appended, segments rotated, the caps enforced.
@@ -230,18 +231,23 @@ struct Journal {
         unsigned n_readers;
 };
 
-/* journal.c */
-
+/* journal_layout.c */
 void journal_segment_name(uint64_t name, char ret[static SEGMENT_NAME_MAX]);
-
-void journal_segment_header_encode(const Journal *j, uint64_t name, uint64_t prev_id,
-                                  uint8_t h[static SEGMENT_HEADER_SIZE]);
-
+/* The first id of the segment file named s, or false if s is no segment's name. */
+bool journal_segment_name_parse(const char *s, uint64_t *ret);
 /* Writes the older slot in place, and waits for it: ids past the old ceiling are used only after. */
 int journal_meta_write(Journal *j, uint64_t ceiling, bool losing);
-
+/* The newer valid slot's ceiling and flag (its identity and sequence into j); -ENODATA if neither is valid. */
+int journal_meta_read(Journal *j, uint64_t *ret_ceiling, bool *ret_losing);
+/* A new journal's meta: both slots written whole, so the file's blocks exist before the disk fills up. */
+int journal_meta_create(Journal *j);
+void journal_segment_header_encode(const Journal *j, uint64_t name, uint64_t prev_id,
+                                   uint8_t h[static SEGMENT_HEADER_SIZE]);
+/* Reads and checks a segment's header: 0 and its prev_id, or -EBADMSG. */
+int journal_segment_header_read(const Journal *j, int fd, uint64_t name, uint64_t *ret_prev_id);
+/* The segment being written, the last; NULL if none. */
 Segment *journal_active(Journal *j);
-
+/* Bytes the journal holds: its meta file and its segments. */
 uint64_t journal_usage(const Journal *j);
 
 /* journal_writer.c */
