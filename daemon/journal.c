@@ -168,15 +168,9 @@ static int journal_load_segments(Journal *j, bool *ret_damaged) {
                 if (r < 0)
                         return r;
 
-                if (j->n_segments == j->n_allocated) {
-                        size_t a = j->n_allocated ? j->n_allocated * 2 : 8;
-                        Segment *s = reallocarray(j->segments, a, sizeof(Segment));
-
-                        if (!s)
-                                return -ENOMEM;
-                        j->segments = s;
-                        j->n_allocated = a;
-                }
+                r = journal_segment_room(j);
+                if (r < 0)
+                        return r;
                 j->segments[j->n_segments++] = (Segment) {
                         .name = name, .prev_id = prev_id, .size = (uint64_t) st.st_size,
                 };

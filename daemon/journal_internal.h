@@ -245,6 +245,8 @@ void journal_segment_header_encode(const Journal *j, uint64_t name, uint64_t pre
                                    uint8_t h[static SEGMENT_HEADER_SIZE]);
 /* Reads and checks a segment's header: 0 and its prev_id, or -EBADMSG. */
 int journal_segment_header_read(const Journal *j, int fd, uint64_t name, uint64_t *ret_prev_id);
+/* Room in j->segments for one more (they are indexed by the readers: a plain array). */
+int journal_segment_room(Journal *j);
 /* The segment being written, the last; NULL if none. */
 Segment *journal_active(Journal *j);
 /* Bytes the journal holds: its meta file and its segments. */

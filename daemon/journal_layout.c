@@ -178,6 +178,21 @@ int journal_segment_header_read(const Journal *j, int fd, uint64_t name, uint64_
         return 0;
 }
 
+int journal_segment_room(Journal *j) {
+        size_t a;
+        Segment *s;
+
+        if (j->n_segments < j->n_allocated)
+                return 0;
+        a = j->n_allocated ? j->n_allocated * 2 : 8;
+        s = reallocarray(j->segments, a, sizeof(Segment));
+        if (!s)
+                return -ENOMEM;
+        j->segments = s;
+        j->n_allocated = a;
+        return 0;
+}
+
 Segment *journal_active(Journal *j) {
         return j->n_segments > 0 ? &j->segments[j->n_segments - 1] : NULL;
 }

@@ -62,15 +62,9 @@ int journal_segment_create(Journal *j, uint64_t prev_id) {
         if (r < 0)
                 return r;
 
-        if (j->n_segments == j->n_allocated) {
-                size_t a = j->n_allocated ? j->n_allocated * 2 : 8;
-                Segment *s = reallocarray(j->segments, a, sizeof(Segment));
-
-                if (!s)
-                        return -ENOMEM;
-                j->segments = s;
-                j->n_allocated = a;
-        }
+        r = journal_segment_room(j);
+        if (r < 0)
+                return r;
 
         journal_segment_name(j->next_id, name);
         fd = openat(j->dir_fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

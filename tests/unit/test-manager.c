@@ -2,7 +2,7 @@
 /*
  * test-manager - the whole core without a bus: the manager on the fake
  * backend (fake-backend.h), a client whose transport is a sink that keeps
- * what it is sent, and records queued by hand as the kernel would write
+ * what it is sent (sink.h), and records queued by hand as the kernel would write
  * them. Covers the event path (events.c), ONESHOT, IN_IGNORED, the kernel's
  * overflow, RECURSIVE trees (tree.c) and pending paths (missing.c),
  * through the manager's own API. Real files in a temporary directory.
@@ -20,52 +20,8 @@
 #include "log.h"
 #include "error.h"
 #include "manager.h"
+#include "sink.h"
 #include "watchd-api.h"
-
-typedef struct Got {
-        uint32_t id, mask;
-        char *path;
-} Got;
-
-typedef struct Sink {
-        GArray *events;                 /* Got */
-        GPtrArray *notices;             /* "removed ID REASON" / "overflow ID,ID," */
-} Sink;
-
-static int sink_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
-        Sink *s = data;
-
-        for (size_t i = 0; i < n; i++) {
-                g_array_append_val(s->events, ((Got) { recs[i]->id, recs[i]->mask, g_strdup(recs[i]->path) }));
-                record_free(recs[i]);
-        }
-        delivery_sent(q, n);
-        return 0;
-}
-
-static int sink_notice(DeliveryQueue *q, const Record *rec, const uint32_t *ids, size_t n, void *data) {
-        Sink *s = data;
-        GString *t = g_string_new(NULL);
-
-        if (rec->kind == RECORD_REMOVED)
-                g_string_printf(t, "removed %u %s", rec->id, rec->reason);
-        else {
-                g_string_append(t, "overflow ");
-                for (size_t i = 0; i < n; i++)
-                        g_string_append_printf(t, "%u,", ids[i]);
-        }
-        g_ptr_array_add(s->notices, g_string_free(t, FALSE));
-        return 0;
-}
-
-static const DeliveryOps sink_ops = {
-        .send_events = sink_events,
-        .send_notice = sink_notice,
-};
-
-static void got_clear(gpointer p) {
-        g_free(((Got *) p)->path);
-}
 
 typedef struct Fixture {
         FakeBackend *fake;
@@ -91,11 +47,7 @@ static void setup(Fixture *f, gconstpointer data) {
         f->gid = getgid();
         caller = (Caller) { .uid = getuid(), .gid = f->gid, .gids = &f->gid, .n_gids = 1 };
         g_assert_cmpint(manager_new_client(f->m, ":1.1", &caller, &f->c), ==, 0);
-        f->sink = (Sink) {
-                .events = g_array_new(FALSE, TRUE, sizeof(Got)),
-                .notices = g_ptr_array_new_with_free_func(g_free),
-        };
-        g_array_set_clear_func(f->sink.events, got_clear);
+        sink_init(&f->sink);
         delivery_queue_set_transport(&f->c->queue, &sink_ops, &f->sink);
         f->dir = g_dir_make_tmp("test-manager-XXXXXX", NULL);
         g_assert_nonnull(f->dir);
@@ -106,8 +58,7 @@ static void teardown(Fixture *f, gconstpointer data) {
 
         manager_free(f->m);
         fake_backend_free(f->fake);
-        g_array_unref(f->sink.events);
-        g_ptr_array_unref(f->sink.notices);
+        sink_done(&f->sink);
         g_assert_cmpint(system(cmd), ==, 0);
         g_free(f->dir);
 }
@@ -134,9 +85,8 @@ static uint32_t add(Fixture *f, const char *path, uint32_t mask, uint32_t flags)
         return id;
 }
 
-static const Got *got(Fixture *f, guint i) {
-        g_assert_cmpuint(i, <, f->sink.events->len);
-        return &g_array_index(f->sink.events, Got, i);
+static const SinkRecord *got(Fixture *f, guint i) {
+        return sink_event(&f->sink, i);
 }
 
 /* A record reaches its subscriber with its path; another mask's does not. */
