@@ -65,6 +65,7 @@ Manager *manager_free(Manager *m) {
         if (m->table)
                 watch_table_set_ops(m->table, &(WatchTableOps) {}, NULL);
         m->remote = remote_free(m->remote);
+        m->self_events = self_events_free(m->self_events);
         /* Clients before the table's links are freed without being unlinked:
          * their accounts return what is charged. */
         g_hash_table_destroy(m->clients);
@@ -287,8 +288,14 @@ int manager_start(Manager *m) {
                 r = delivery_new(&dl, &m->delivery);
         if (r >= 0)
                 r = watch_table_new(m->backend, &m->table);
+        if (r >= 0) {
+                r = self_events_new(m->table, m->backend, &m->self_events);
+                if (r >= 0)
+                        self_events_set_enabled(m->self_events, !m->backend->excludes_self);
+        }
         if (r >= 0)
-                r = tree_new(m->table, m->backend, m->delivery, &(TreeOps) { .end = on_end }, m, &m->tree);
+                r = tree_new(m->table, m->backend, m->delivery, m->self_events, &(TreeOps) { .end = on_end }, m,
+                             &m->tree);
         if (r >= 0)
                 r = missing_new(m->table, &(MissingOps) {
                                         .appeared = on_missing_appeared,
@@ -297,7 +304,7 @@ int manager_start(Manager *m) {
         if (r >= 0)
                 r = moves_new(m->table, &m->moves);
         if (r >= 0)
-                r = remote_new(m->table, m->delivery, &m->config, &(RemoteOps) {
+                r = remote_new(m->table, m->delivery, m->self_events, &m->config, &(RemoteOps) {
                                        .deliver = on_remote_deliver,
                                        .gone = on_remote_gone,
                                }, m, &m->remote);
@@ -308,7 +315,7 @@ int manager_start(Manager *m) {
                                     }, m);
         if (r >= 0)
                 r = events_new(m->backend, m->table, m->delivery, m->tree, m->missing, m->moves, m->remote,
-                               &(EventsOps) {
+                               m->self_events, &(EventsOps) {
                                        .end = on_end,
                                        .object_gone = on_object_gone,
                                        .overflow_all = on_overflow_all,
@@ -561,8 +568,10 @@ void manager_get_stats(const Manager *m, ManagerStats *ret) {
         gpointer v;
         uint64_t pending = 0;
         RemoteStats rs;
+        SelfEventsStats ss;
 
         remote_get_stats(m->remote, &rs);
+        self_events_get_stats(m->self_events, &ss);
         g_hash_table_iter_init(&i, m->clients);
         while (g_hash_table_iter_next(&i, NULL, &v))
                 pending += delivery_queue_size(&((Client *) v)->queue);
@@ -580,5 +589,6 @@ void manager_get_stats(const Manager *m, ManagerStats *ret) {
                 .pending_events = pending,
                 .polled_dirs = rs.polled_dirs,
                 .poll_syscalls = rs.poll_syscalls,
+                .self_events_dropped = ss.dropped,
         };
 }

@@ -54,6 +54,7 @@ typedef struct Manager {
         Missing *missing;               /* pending paths */
         Moves *moves;                   /* renamed directories */
         Remote *remote;                 /* directories on remote file systems, polled */
+        SelfEvents *self_events;        /* the daemon's own reads of directories, not reported */
         Events *events;                 /* the kernel's records */
 
         GHashTable *clients;            /* name -> Client (owned) */
@@ -129,5 +130,6 @@ typedef struct ManagerStats {
         uint64_t pending_events;        /* records queued for clients, not sent yet */
         unsigned polled_dirs;           /* directories on remote file systems polled */
         uint64_t poll_syscalls;         /* system calls polling made */
+        uint64_t self_events_dropped;   /* records of the daemon's own reads, dropped (self_events.h) */
 } ManagerStats;
 void manager_get_stats(const Manager *m, ManagerStats *ret);
