@@ -84,6 +84,7 @@ int self_events_new(WatchTable *table, Backend *backend, SelfEvents **ret) {
         se->table = table;
         se->backend = backend;
         se->enabled = true;
+        se->end_read = UINT64_MAX;      /* the first self_events_before() looks */
         g_queue_init(&se->order);
         se->keys = g_hash_table_new_full(key_hash, key_equal, key_free, NULL);
         *ret = se;
