@@ -143,16 +143,23 @@ FILE *fopen64(const char *path, const char *mode) {
         return fopen(path, mode);
 }
 
+/* open()'s third argument, there only with O_CREAT or O_TMPFILE. */
+#define OPEN_MODE(flags, mode)                                          \
+        do {                                                            \
+                va_list ap;                                             \
+                                                                        \
+                if ((flags) & (O_CREAT | O_TMPFILE)) {                  \
+                        va_start(ap, flags);                            \
+                        mode = va_arg(ap, mode_t);                      \
+                        va_end(ap);                                     \
+                }                                                       \
+        } while (0)
+
 int open(const char *path, int flags, ...) {
         static int (*real)(const char *, int, ...);
         mode_t mode = 0;
-        va_list ap;
 
-        if (flags & (O_CREAT | O_TMPFILE)) {
-                va_start(ap, flags);
-                mode = va_arg(ap, mode_t);
-                va_end(ap);
-        }
+        OPEN_MODE(flags, mode);
         if (!real)
                 real = (int (*)(const char *, int, ...)) dlsym(RTLD_NEXT, "open");
         return real(knob(path), flags, mode);
@@ -160,12 +167,7 @@ int open(const char *path, int flags, ...) {
 
 int open64(const char *path, int flags, ...) {
         mode_t mode = 0;
-        va_list ap;
 
-        if (flags & (O_CREAT | O_TMPFILE)) {
-                va_start(ap, flags);
-                mode = va_arg(ap, mode_t);
-                va_end(ap);
-        }
+        OPEN_MODE(flags, mode);
         return open(path, flags, mode);
 }

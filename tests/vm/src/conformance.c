@@ -63,21 +63,30 @@ static int write_file(const char *path, const char *s) {
         return n < 0 ? -1 : 0;
 }
 
-/* Watches @path (opened read-only, then closed: a watch pins no fd). */
-static int add_watch(int dev, const char *path, uint32_t mask) {
+/*
+ * Watches @path with the watch ioctl @cmd (INOTIFY_WATCH, INOTIFY_ADD_WATCH)
+ * through an fd opened with @oflags, closed right after: a watch pins no
+ * fd. The wd, or -1 and the ioctl's errno.
+ */
+static int watch_cmd(int dev, unsigned long cmd, const char *path, int oflags, uint32_t mask) {
         struct inotify_watch_request req;
         int fd, wd, e;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = open(path, oflags | O_CLOEXEC);
         if (fd < 0)
                 return -1;
         req.fd = fd;
         req.mask = mask;
-        wd = ioctl(dev, INOTIFY_WATCH, &req);
+        wd = ioctl(dev, cmd, &req);
         e = errno;
         close(fd);
         errno = e;
         return wd;
+}
+
+/* Watches @path (opened read-only, then closed: a watch pins no fd). */
+static int add_watch(int dev, const char *path, uint32_t mask) {
+        return watch_cmd(dev, INOTIFY_WATCH, path, O_RDONLY, mask);
 }
 
 static int open_dev(struct vt_reader *r) {
@@ -420,19 +429,7 @@ static int t_watch_ebadf(void) {
 
 /* Watches @path through an O_PATH fd, closed after the ioctl. */
 static int add_watch_opath(int dev, const char *path, int oflags, uint32_t mask) {
-        struct inotify_watch_request req;
-        int fd, wd, e;
-
-        fd = open(path, O_PATH | O_CLOEXEC | oflags);
-        if (fd < 0)
-                return -1;
-        req.fd = fd;
-        req.mask = mask;
-        wd = ioctl(dev, INOTIFY_WATCH, &req);
-        e = errno;
-        close(fd);
-        errno = e;
-        return wd;
+        return watch_cmd(dev, INOTIFY_WATCH, path, O_PATH | oflags, mask);
 }
 
 /* An O_PATH fd of a file and of a directory: accepted, and events arrive. */
@@ -1269,19 +1266,7 @@ static int t_reported_bits(void) {
 
 /* INOTIFY_ADD_WATCH on @path opened with @oflags (O_PATH, O_RDONLY...); the wd, or -1 and errno. */
 static int add_watch2(int dev, const char *path, int oflags, uint32_t mask) {
-        struct inotify_watch_request req;
-        int fd, wd, e;
-
-        fd = open(path, oflags | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        req.fd = fd;
-        req.mask = mask;
-        wd = ioctl(dev, INOTIFY_ADD_WATCH, &req);
-        e = errno;
-        close(fd);
-        errno = e;
-        return wd;
+        return watch_cmd(dev, INOTIFY_ADD_WATCH, path, oflags, mask);
 }
 
 static int set_flags(int dev, uint32_t flags) {
