@@ -41,7 +41,7 @@ static const struct {
         { IN_CREATE,        "CREATE" },
         { IN_DELETE,        "DELETE" },
         { IN_DELETE_SELF,   "DELETE_SELF" },
-        { IN_MOVE_SELF,     "MOVE_SELF" },
+        { WATCHD_IN_MOVE_SELF, "MOVE_SELF" },
         { IN_UNMOUNT,       "UNMOUNT" },
         { IN_Q_OVERFLOW,    "Q_OVERFLOW" },
         { IN_IGNORED,       "IGNORED" },
