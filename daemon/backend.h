@@ -56,7 +56,6 @@ struct Backend {
         char *limit_hint;               /* how to raise the kernel's watch limit */
         const char *limit_path;         /* the file that holds that limit, or NULL (a fake) */
         bool excludes_self;             /* the kernel leaves out what the daemon's own process does */
-        bool has_move_self;             /* the kernel reports IN_MOVE_SELF */
 };
 
 /* BACKEND_AUTO: the device if it can be opened, else the syscalls. */

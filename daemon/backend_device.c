@@ -176,7 +176,6 @@ static void device_features(DeviceBackend *d, const char *device) {
                 return;
         }
         d->add_watch = (info.mask & IN_MOVE_SELF) != 0;
-        b->has_move_self = d->add_watch;
         if (!(info.flags & INOTIFY_DEV_EXCL_SELF))
                 ;
         else if (ioctl(b->fd, INOTIFY_SET_FLAGS, &flags) >= 0)
