@@ -54,7 +54,6 @@
 struct Tree {
         WatchTable *table;
         Backend *backend;
-        Delivery *delivery;
         SelfEvents *self;
         TreeOps ops;
         void *userdata;
@@ -97,8 +96,7 @@ struct TreeWalk {
 static void tree_walks_free(Tree *t);
 static void tree_retries_free(Tree *t);
 
-int tree_new(WatchTable *table, Backend *backend, Delivery *delivery, SelfEvents *self, const TreeOps *ops,
-             void *userdata, Tree **ret) {
+int tree_new(WatchTable *table, Backend *backend, SelfEvents *self, const TreeOps *ops, void *userdata, Tree **ret) {
         Tree *t = calloc(1, sizeof(Tree));
 
         if (!t)
@@ -106,7 +104,6 @@ int tree_new(WatchTable *table, Backend *backend, Delivery *delivery, SelfEvents
         *t = (Tree) {
                 .table = table,
                 .backend = backend,
-                .delivery = delivery,
                 .self = self,
                 .ops = *ops,
                 .userdata = userdata,
@@ -142,7 +139,7 @@ bool tree_has_walks(const Tree *t) {
 
 /* Part of s's tree is not followed: never silently. */
 static void tree_overflow(Tree *t, Subscription *s) {
-        delivery_lost(t->delivery, &s->owner->queue, s->id);
+        client_queue_lost(s);
 }
 
 static char *scanned_key(uint32_t id, const char *dir, const char *name, size_t name_len) {
@@ -207,8 +204,9 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const 
         Tree *t = w->tree;
         char pathbuf[PATH_MAX];
         const char *path = NULL;
-        size_t len = 0, cap = 0;
-        char *names = NULL, *name = NULL;
+        g_autoptr(GByteArray) names = NULL;     /* "a\0b\0", made at the first subdirectory */
+        char *name = NULL;
+        size_t len;
         bool report = w->synthesize && (s->mask & IN_CREATE);
 
         if (report) {
@@ -224,7 +222,6 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const 
                 if (n < 0) {
                         int r = negative_errno();
 
-                        free(names);
                         dir_close(t, fd, d);
                         /* Gone while being read: its deletion is reported by its parent. */
                         return r == -ENOENT ? 0 : r;
@@ -246,38 +243,24 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const 
                                 is_dir = fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
                         }
                         if (report) {
-                                delivery_submit(t->delivery, &s->owner->queue, record_new(RECORD_EVENT, s->id,
-                                                                             IN_CREATE | (is_dir ? IN_ISDIR : 0),
-                                                                             0, w->now, path, de->d_name, nl));
+                                client_queue_event(s, IN_CREATE | (is_dir ? IN_ISDIR : 0), 0, path, de->d_name, nl,
+                                                   w->now);
                                 scanned_add(t, s->id, path, de->d_name, nl);
                         }
                         if (!is_dir || w->one_level)
                                 continue;
-                        if (len + nl + 1 > cap) {
-                                char *p;
-
-                                cap = MAX(cap * 2, len + nl + 1 + 256);
-                                p = realloc(names, cap);
-                                if (!p) {
-                                        free(names);
-                                        dir_close(t, fd, d);
-                                        return -ENOMEM;
-                                }
-                                names = p;
-                        }
-                        memcpy(names + len, de->d_name, nl + 1);
-                        len += nl + 1;
+                        if (!names)
+                                names = g_byte_array_new();
+                        g_byte_array_append(names, (const guint8 *) de->d_name, (guint) nl + 1);
                 }
         }
-        if (len == 0) {
-                free(names);
+        if (!names) {
                 dir_close(t, fd, d);
                 return 0;
         }
         if (d->name_len > 0) {
                 name = strndup(d->name, d->name_len);
                 if (!name) {
-                        free(names);
                         dir_close(t, fd, d);
                         return -ENOMEM;
                 }
@@ -288,7 +271,7 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const 
                 .fd = fd,
                 .dir = *d,
                 .name = name,
-                .names = names,
+                .names = (char *) g_byte_array_steal(names, &len),
                 .len = len,
                 .path_len = path_len,
         }));
