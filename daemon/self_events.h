@@ -54,7 +54,7 @@
  *
  * Single-threaded: the daemon's system calls are made in the order they are
  * noted, and reads happen between them. A scan moved to a worker thread (see
- * docs/RECURSION.md, "The daemon's own reads") must note from that thread
+ * docs/RECURSION.md, "The daemon's own reads (issue 28)") must note from that thread
  * before each system call and mark it done after, keep one order per thread,
  * and count a read as covering a note only if the call was done before the
  * read was issued.

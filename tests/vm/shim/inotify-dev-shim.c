@@ -22,7 +22,7 @@
  * An errno of the device that inotify_add_watch(2) does not give for the
  * same cause is turned into the syscall's: ENOTTY (fd is not an instance)
  * is EINVAL. Used to run LTP's inotify tests on the module
- * (docs/KERNEL-MODULE.md, "LTP"); a test tool, not installed.
+ * (docs/KERNEL-MODULE.md, "LTP's inotify tests, on the device"); a test tool, not installed.
  *
  *   cc -shared -fPIC -O2 -Ikmod/uapi -o inotify-dev-shim.so tests/vm/shim/inotify-dev-shim.c -ldl
  *   LD_PRELOAD=./inotify-dev-shim.so PROGRAM...
