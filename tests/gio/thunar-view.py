@@ -12,8 +12,7 @@ Reads the at-spi tree of the application "thunar" on the session bus
 "directory pane" of its details view is a table whose rows hold the file's
 name in a cell of their own. What a person would see in the window, as the
 toolkit tells screen readers. Used by tests/gio/test-thunar (under Xvfb on
-the build machine) and tests/systemd-vm/guest-deb (a desktop session in the
-VM, from the packages).
+the build machine).
 """
 
 import os
