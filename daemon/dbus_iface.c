@@ -46,7 +46,9 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "bus_durable.h"
 #include "dbus_iface.h"
+#include "dbus_iface_internal.h"
 #include "durable.h"
 #include "durable_store.h"
 #include "error.h"
@@ -59,23 +61,8 @@
 #include "stream_loop.h"
 #include "tree.h"
 
-struct DbusIface {
-        Manager *manager;
-        sd_bus *bus;
-        sd_event *event;
-        sd_bus_slot *vtable_slot;
-        bool stalled;                   /* the bus was congested at the last look */
-        GHashTable *pings;              /* uid -> Peer.Pings in flight to its clients (see bus_ask_confirm()) */
-        unsigned n_streams;             /* clients reading a stream (OpenStream) */
-        Durable *durable;               /* durable subscriptions (durable.h) */
-};
-
 static void creds_unrefp(sd_bus_creds **c) {
         sd_bus_creds_unref(*c);
-}
-
-static void message_unrefp(sd_bus_message **m) {
-        sd_bus_message_unref(*m);
 }
 
 /* UnixUserID and UnixGroupIDs of sender, from the bus driver (dbus-daemon, dbus-broker). */
@@ -192,7 +179,7 @@ static int caller_from_message(DbusIface *d, sd_bus_message *msg, Caller *ret, g
 }
 
 /* One place turns the core's -errno into a D-Bus error a person understands. */
-static int error_for(DbusIface *d, int r, const char *what, sd_bus_error *error) {
+int error_for(DbusIface *d, int r, const char *what, sd_bus_error *error) {
         Manager *m = d->manager;
         const AccountingLimits *limits = accounting_get_limits(m->accounting);
 
@@ -293,7 +280,7 @@ static int error_for(DbusIface *d, int r, const char *what, sd_bus_error *error)
         }
 }
 
-static int validate(uint32_t mask, uint32_t flags, sd_bus_error *error) {
+int validate(uint32_t mask, uint32_t flags, sd_bus_error *error) {
         if (mask == 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The mask is empty: ask for at least one event (IN_* bits 0x1 to 0x400).");
@@ -308,29 +295,6 @@ static int validate(uint32_t mask, uint32_t flags, sd_bus_error *error) {
                                          flags & ~WATCHD_FLAGS_VALID);
         return 0;
 }
-
-/* A client on the bus: its connection's tracking and its outstanding Ping;
- * the transport data of its delivery queue. */
-typedef struct BusClient {
-        DbusIface *iface;
-        Client *client;
-        sd_bus_track *track;            /* ends the client when its connection goes */
-        sd_bus_slot *ping;              /* the outstanding Peer.Ping, or NULL */
-        /* After an answer that confirmed nothing (the bus's error), or while
-         * its uid has PINGS_PER_USER_MAX in flight, the next Ping waits on this
-         * timer, ping_retry_usec, doubling each time. */
-        sd_event_source *ping_retry;
-        uint64_t ping_retry_usec;
-        bool ping_refusal_logged;       /* the bus's refusal is logged once per client */
-        /* Its record stream (OpenStream), or NULL: its records go as signals.
-         * The queue's transport data stays this BusClient either way. */
-        StreamLoop *stream;
-
-        /* The DurableEvents signal being built for it (durable.h's pump). */
-        sd_bus_message *durable_msg;
-        char *durable_name;
-        size_t durable_n, durable_size;
-} BusClient;
 
 static void ping_end(BusClient *bc);
 
@@ -373,7 +337,7 @@ static int on_client_gone(sd_bus_track *track, void *userdata) {
 /* The caller's Client. A new one gets the caller's credentials from the bus
  * (a connection's credentials never change, so once is enough) and is
  * tracked so that it ends when its connection does. */
-static int client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_error *error) {
+int client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_error *error) {
         _cleanup_free_ gid_t *gids = NULL;
         const char *sender = sd_bus_message_get_sender(msg);
         BusClient *bc;
@@ -419,7 +383,7 @@ static int client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_b
 }
 
 /* The name errors give the object: "'path'" or "the descriptor". */
-static char *what_of(const char *path) {
+char *what_of(const char *path) {
         char *what;
 
         if (!path)
@@ -461,7 +425,7 @@ static void add_watch_done(uint32_t id, int r, void *userdata) {
 /* Bytes of s to quote in a message, at most max, not cutting a character in
  * two: s is UTF-8 (it came in a D-Bus string), a message must stay UTF-8
  * too or sd-bus cannot send it. */
-static int quote_len(const char *s, size_t max) {
+int quote_len(const char *s, size_t max) {
         size_t n = strlen(s);
 
         if (n > max)
@@ -476,7 +440,7 @@ static int quote_len(const char *s, size_t max) {
  * The path of an AddWatch as bytes: as sent, or unescaped with PATH_ESCAPED
  * (shared/path_escape.h), strictly. Error messages quote the path as sent.
  */
-static int path_from_call(const char *sent, bool escaped, char **ret, sd_bus_error *error) {
+int path_from_call(const char *sent, bool escaped, char **ret, sd_bus_error *error) {
         _cleanup_free_ char *path = NULL;
         const char *more = strlen(sent) > QUOTE_MAX ? "…" : "";
         int r;
@@ -641,7 +605,7 @@ static int method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error
 }
 
 /* The sender's uid as the bus reports it (never from /proc), or -EPERM. */
-static int sender_uid(sd_bus_message *msg, uid_t *ret) {
+int sender_uid(sd_bus_message *msg, uid_t *ret) {
         _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
         uint64_t have;
         int r;
@@ -961,209 +925,6 @@ static int property_get_capabilities(sd_bus *bus, const char *path, const char *
         return r;
 }
 
-/* ---------------------------------------------------------------------- */
-/* Durable subscriptions (durable.h; watchd(8), DURABLE SUBSCRIPTIONS) */
-
-/* A quoted name for error messages: "'NAME'" (names are plain ASCII, checked first). */
-static char *what_name(const char *name) {
-        char *w;
-
-        if (asprintf(&w, "'%.*s'", quote_len(name, QUOTE_MAX), name) < 0)
-                return NULL;
-        return w;
-}
-
-static int check_durable_name(const char *name, bool allow_uid, sd_bus_error *error) {
-        const char *slash = allow_uid ? strchr(name, '/') : NULL;
-
-        if (durable_name_valid(slash ? slash + 1 : name))
-                return 0;
-        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                 "'%.*s' is not a durable subscription name: 1 to %u of A-Z a-z 0-9 _ . -, "
-                                 "not starting with '.'.", quote_len(name, QUOTE_MAX), name, DURABLE_NAME_MAX);
-}
-
-typedef struct PendingCreate {
-        DbusIface *iface;
-        sd_bus_message *msg;
-} PendingCreate;
-
-static void create_durable_done(int r, const char *journal, uint64_t cursor, void *userdata) {
-        _cleanup_free_ PendingCreate *p = userdata;
-        _cleanup_(message_unrefp) sd_bus_message *msg = p->msg;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        const char *path = NULL;
-
-        if (r == -ECANCELED)
-                r = sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_FAILED,
-                                               "The daemon is exiting, or the subscription was removed meanwhile.");
-        else if (r < 0) {
-                _cleanup_free_ char *what = NULL;
-
-                (void) sd_bus_message_rewind(msg, true);
-                (void) sd_bus_message_skip(msg, "s");
-                (void) sd_bus_message_read(msg, "s", &path);
-                what = what_of(path);
-                (void) error_for(p->iface, r, what ?: "the path", &error);
-                r = sd_bus_reply_method_error(msg, &error);
-        } else
-                r = sd_bus_reply_method_return(msg, "st", journal, cursor);
-        if (r < 0)
-                log_debug_errno(r, "Failed to answer CreateDurable, ignoring: %m");
-}
-
-static int method_create_durable(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        DbusIface *d = userdata;
-        _cleanup_free_ char *path = NULL;
-        char journal[JOURNAL_ID_STRING_MAX];
-        const char *name, *sent;
-        uint32_t mask, flags;
-        uint64_t cursor;
-        PendingCreate *p;
-        Client *c;
-        int r;
-
-        r = sd_bus_message_read(msg, "ssuu", &name, &sent, &mask, &flags);
-        if (r == -EBADMSG)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "The path is not a string watchd can read: send it escaped, with "
-                                         "PATH_ESCAPED (0x%x).", WATCHD_FLAG_PATH_ESCAPED);
-        if (r < 0)
-                return r;
-        r = check_durable_name(name, false, error);
-        if (r < 0)
-                return r;
-        if (flags & WATCHD_FLAG_ONESHOT)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "ONESHOT (0x%x) makes no sense for a durable subscription.", WATCHD_FLAG_ONESHOT);
-        r = validate(mask, flags & ~WATCHD_FLAG_PATH_ESCAPED, error);
-        if (r < 0)
-                return r;
-        r = path_from_call(sent, flags & WATCHD_FLAG_PATH_ESCAPED, &path, error);
-        if (r < 0)
-                return r;
-        flags &= ~WATCHD_FLAG_PATH_ESCAPED;
-
-        r = client_for_call(d, msg, &c, error);
-        if (r < 0)
-                return r;
-        p = malloc(sizeof(PendingCreate));
-        if (!p)
-                return -ENOMEM;
-        *p = (PendingCreate) { d, msg };
-        r = durable_create(d->durable, &c->caller, name, path, mask, flags, create_durable_done, p, journal, &cursor);
-        if (r < 0) {
-                _cleanup_free_ char *what = what_of(sent);
-
-                free(p);
-                if (r == -WATCHD_E_DURABLE_EXISTS) {
-                        free(what);
-                        what = what_name(name);
-                }
-                return error_for(d, r, what ?: "the path", error);
-        }
-        if (r > 0) {
-                /* A big tree: answered when its walk ends. */
-                sd_bus_message_ref(msg);
-                return 1;
-        }
-        free(p);
-        return sd_bus_reply_method_return(msg, "st", journal, cursor);
-}
-
-static int method_remove_durable(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        DbusIface *d = userdata;
-        _cleanup_free_ char *what = NULL;
-        const char *name;
-        uid_t uid;
-        int r;
-
-        r = sd_bus_message_read(msg, "s", &name);
-        if (r < 0)
-                return r;
-        r = sender_uid(msg, &uid);
-        if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "The bus did not tell who you are.");
-        r = check_durable_name(name, uid == 0, error);
-        if (r < 0)
-                return r;
-        r = durable_remove(d->durable, uid, name);
-        if (r < 0) {
-                what = what_name(name);
-                return error_for(d, r, what ?: "the name", error);
-        }
-        return sd_bus_reply_method_return(msg, NULL);
-}
-
-static int method_resume_durable(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        DbusIface *d = userdata;
-        _cleanup_free_ char *what = NULL;
-        char current[JOURNAL_ID_STRING_MAX];
-        const char *name, *journal;
-        uint64_t cursor;
-        Client *c;
-        int r;
-
-        r = sd_bus_message_read(msg, "sst", &name, &journal, &cursor);
-        if (r < 0)
-                return r;
-        r = check_durable_name(name, false, error);
-        if (r < 0)
-                return r;
-        if (journal[0] != '\0' && strlen(journal) != 2 * sizeof(JournalId))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "'%.*s' is not a journal identity (32 hexadecimal digits, or \"\" for none).",
-                                         quote_len(journal, QUOTE_MAX), journal);
-        r = client_for_call(d, msg, &c, error);
-        if (r < 0)
-                return r;
-        r = durable_resume(d->durable, c, name, journal, cursor, current);
-        if (r == -EINVAL)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "'%s' is not a journal identity (32 lowercase hexadecimal digits).", journal);
-        if (r < 0) {
-                what = what_name(name);
-                return error_for(d, r, what ?: "the name", error);
-        }
-        log_debug("%s resumes durable subscription %s after %" PRIu64 ".", c->name, name, cursor);
-        return sd_bus_reply_method_return(msg, "s", current);
-}
-
-static int list_one(const DurableInfo *i, void *userdata) {
-        sd_bus_message *reply = userdata;
-        _cleanup_free_ char *esc = path_needs_escape(i->path) ? path_escape(i->path) : NULL;
-
-        if (!esc && path_needs_escape(i->path))
-                return -ENOMEM;
-        return sd_bus_message_append(reply, "(ssuustttbs)", i->name, esc ?: i->path, i->mask,
-                                     i->flags | (esc ? WATCHD_FLAG_PATH_ESCAPED : 0), i->journal,
-                                     i->oldest_cursor, i->last_id, i->bytes, i->attached, i->state);
-}
-
-static int method_list_durable(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
-        DbusIface *d = userdata;
-        uid_t uid;
-        int r;
-
-        r = sender_uid(msg, &uid);
-        if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "The bus did not tell who you are.");
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(ssuustttbs)");
-        if (r >= 0) {
-                r = durable_list(d->durable, uid, list_one, reply);
-                if (r < 0 && error_is_watchd(r))
-                        return error_for(d, r, "", error);
-        }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
-}
-
 static const sd_bus_vtable watchd_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_METHOD_WITH_ARGS("AddWatch",
@@ -1251,7 +1012,7 @@ static bool bus_congested(void *data) {
         return false;
 }
 
-static int signal_new(DbusIface *d, Client *c, const char *member, bool unicast, sd_bus_message **ret) {
+int signal_new(DbusIface *d, Client *c, const char *member, bool unicast, sd_bus_message **ret) {
         int r;
 
         r = sd_bus_message_new_signal(d->bus, ret, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, member);
@@ -1509,153 +1270,6 @@ void dbus_iface_reloaded(DbusIface *d) {
         if (r < 0)
                 log_warning_errno(r, "Failed to announce that Capabilities changed, ignoring: %m");
 }
-
-/* ---------------------------------------------------------------------- */
-/* The transport of durable subscriptions to a client that resumed one: always unicast */
-
-static BusClient *bus_client_of(Client *c) {
-        return c->queue.data;
-}
-
-static int durable_events_begin(Client *c, const char *name, void *userdata) {
-        BusClient *bc = bus_client_of(c);
-        int r;
-
-        assert(!bc->durable_msg);
-        if (!bc->durable_name || strcmp(bc->durable_name, name) != 0) {
-                free(bc->durable_name);
-                bc->durable_name = strdup(name);
-                if (!bc->durable_name)
-                        return -ENOMEM;
-        }
-        r = signal_new(bc->iface, c, "DurableEvents", true, &bc->durable_msg);
-        if (r >= 0)
-                r = sd_bus_message_append(bc->durable_msg, "s", name);
-        if (r >= 0)
-                r = sd_bus_message_open_container(bc->durable_msg, 'a', "(tuuss)");
-        bc->durable_n = bc->durable_size = 0;
-        return r;
-}
-
-static int durable_events_end(Client *c, void *userdata) {
-        _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
-        BusClient *bc = bus_client_of(c);
-        size_t n = bc->durable_n;
-        int r;
-
-        msg = TAKE_PTR(bc->durable_msg);
-        if (!msg)
-                return 0;
-        r = sd_bus_message_close_container(msg);
-        if (r >= 0)
-                r = sd_bus_send(bc->iface->bus, msg, NULL);
-        if (r < 0)
-                return r;
-        delivery_sent(&c->queue, n);
-        return 0;
-}
-
-/* An event, its paths escaped as Events' are; a signal is cut before EVENTS_BATCH_MAX_BYTES. */
-static int durable_events_add(Client *c, const JournalEntry *e, void *userdata) {
-        BusClient *bc = bus_client_of(c);
-        _cleanup_free_ char *p = NULL, *np = NULL;
-        bool escaped = path_needs_escape(e->path) || (e->new_path && path_needs_escape(e->new_path));
-        size_t size;
-        int r;
-
-        if (escaped) {
-                p = path_escape(e->path);
-                np = e->new_path ? path_escape(e->new_path) : strdup("");
-                if (!p || !np)
-                        return -ENOMEM;
-        }
-        size = strlen(p ?: e->path) + strlen(np ?: e->new_path ?: "") + 32;
-        if (bc->durable_n > 0 && bc->durable_size + size > EVENTS_BATCH_MAX_BYTES) {
-                r = durable_events_end(c, userdata);
-                if (r >= 0)
-                        r = durable_events_begin(c, bc->durable_name, userdata);
-                if (r < 0)
-                        return r;
-        }
-        r = sd_bus_message_append(bc->durable_msg, "(tuuss)", e->id,
-                                  e->mask | (escaped ? WATCHD_FLAG_PATH_ESCAPED : 0), e->cookie,
-                                  p ?: e->path, np ?: e->new_path ?: "");
-        if (r < 0)
-                return r;
-        bc->durable_n++;
-        bc->durable_size += size;
-        return 0;
-}
-
-static int durable_rescan(Client *c, const char *name, const JournalEntry *e, void *userdata) {
-        _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
-        BusClient *bc = bus_client_of(c);
-        int r;
-
-        r = signal_new(bc->iface, c, "DurableRescan", true, &msg);
-        if (r >= 0)
-                r = sd_bus_message_append(msg, "sts", name, e->id, journal_gap_reason_to_string(e->reason));
-        if (r >= 0)
-                r = sd_bus_message_open_container(msg, 'a', "(su)");
-        for (size_t i = 0; r >= 0 && i < e->n_scope; i++) {
-                _cleanup_free_ char *esc = path_needs_escape(e->scope[i].path) ? path_escape(e->scope[i].path) : NULL;
-
-                if (!esc && path_needs_escape(e->scope[i].path))
-                        return -ENOMEM;
-                r = sd_bus_message_append(msg, "(su)", esc ?: e->scope[i].path,
-                                          (e->scope[i].recursive ? WATCHD_RESCAN_RECURSIVE : 0) |
-                                          (esc ? WATCHD_FLAG_PATH_ESCAPED : 0));
-        }
-        if (r >= 0)
-                r = sd_bus_message_close_container(msg);
-        if (r >= 0)
-                r = sd_bus_send(bc->iface->bus, msg, NULL);
-        if (r < 0)
-                return r;
-        delivery_sent(&c->queue, 1);
-        return 0;
-}
-
-static int durable_caught_up(Client *c, const char *name, uint64_t id, void *userdata) {
-        _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
-        BusClient *bc = bus_client_of(c);
-        int r;
-
-        r = signal_new(bc->iface, c, "DurableCaughtUp", true, &msg);
-        if (r >= 0)
-                r = sd_bus_message_append(msg, "st", name, id);
-        if (r >= 0)
-                r = sd_bus_send(bc->iface->bus, msg, NULL);
-        if (r < 0)
-                return r;
-        delivery_sent(&c->queue, 1);
-        return 0;
-}
-
-static int durable_stopped(Client *c, const char *name, const char *reason, void *userdata) {
-        _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
-        BusClient *bc = bus_client_of(c);
-        int r;
-
-        bc->durable_msg = sd_bus_message_unref(bc->durable_msg);
-        r = signal_new(bc->iface, c, "DurableStopped", true, &msg);
-        if (r >= 0)
-                r = sd_bus_message_append(msg, "ss", name, reason);
-        if (r >= 0)
-                r = sd_bus_send(bc->iface->bus, msg, NULL);
-        if (r < 0)
-                log_debug_errno(r, "Failed to tell %s that durable subscription %s stopped, ignoring: %m", c->name, name);
-        return 0;
-}
-
-static const DurableOps bus_durable_ops = {
-        .events_begin = durable_events_begin,
-        .events_add = durable_events_add,
-        .events_end = durable_events_end,
-        .rescan = durable_rescan,
-        .caught_up = durable_caught_up,
-        .stopped = durable_stopped,
-};
 
 Durable *dbus_iface_durable(DbusIface *d) {
         return d->durable;

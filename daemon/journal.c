@@ -27,10 +27,11 @@
  * disk); what a power cut loses is a torn tail, cut at the next open and
  * recorded as a gap, as is the daemon's down time by its caller.
  *
- * Readers find damage by the checksums, the ids (which must grow) and the
- * chain of segments (each header names the last id before it): they report
- * a gap, resynchronise on the next valid frame and go on. Nothing in a
- * journal's bytes can make a reader crash or loop: tested by fuzz-journal.
+ * Readers (journal_reader.c) find damage by the checksums, the ids (which
+ * must grow) and the chain of segments (each header names the last id
+ * before it): they report a gap, resynchronise on the next valid frame and
+ * go on. Nothing in a journal's bytes can make a reader crash or loop:
+ * tested by fuzz-journal.
  */
 
 #include <assert.h>
@@ -49,6 +50,7 @@
 #include <unistd.h>
 
 #include "journal.h"
+#include "journal_internal.h"
 #include "log.h"
 #include "macro.h"
 
@@ -59,14 +61,10 @@
 #define META_VERSION            1u
 #define META_FLAG_LOSING        0x1u
 
-#define SEGMENT_PREFIX          "seg-"
-#define SEGMENT_NAME_MAX        (sizeof(SEGMENT_PREFIX) + 16)
 #define SEGMENT_MAGIC           "WATCHDJ1"
-#define SEGMENT_HEADER_SIZE     56u
 #define SEGMENT_VERSION         1u
 
 #define FRAME_MAGIC             0x1f4a57f7u     /* f7 57 4a 1f: not text, not UTF-8 */
-#define FRAME_HEADER_SIZE       24u
 #define FRAME_READ_MAX          (1024u * 1024u) /* what a reader accepts */
 #define FRAME_WRITE_MAX         (64u * 1024u)   /* what a flush writes at most (but one record) */
 
@@ -97,10 +95,6 @@
 /* ---------------------------------------------------------------------- */
 /* Little helpers: byte order, varints, growing buffers, CRC-32C */
 
-static uint64_t max_u64(uint64_t a, uint64_t b) {
-        return a > b ? a : b;
-}
-
 static void put_le32(uint8_t *p, uint32_t v) {
         for (unsigned i = 0; i < 4; i++)
                 p[i] = (uint8_t) (v >> (8 * i));
@@ -127,13 +121,7 @@ static uint64_t get_le64(const uint8_t *p) {
         return v;
 }
 
-typedef struct Buf {
-        uint8_t *data;
-        size_t size;
-        size_t alloc;
-} Buf;
-
-static void buf_done(Buf *b) {
+void journal_buf_done(Buf *b) {
         free(b->data);
         *b = (Buf) {};
 }
@@ -402,23 +390,15 @@ static int encode_gap(Buf *b, Buf *prev, uint32_t reason, bool whole, const Jour
         return r;
 }
 
-typedef struct Decoder {
-        const uint8_t *p, *end;
-        Buf prev;                       /* the previous path of the frame */
-        Buf str;                        /* the current entry's strings */
-        size_t scope_off[JOURNAL_GAP_MAX_SCOPE];
-        JournalScope scope[JOURNAL_GAP_MAX_SCOPE];
-} Decoder;
-
-static void decoder_start(Decoder *d, const uint8_t *p, size_t size) {
+void journal_decoder_start(Decoder *d, const uint8_t *p, size_t size) {
         d->p = p;
         d->end = p + size;
         d->prev.size = 0;
 }
 
-static void decoder_done(Decoder *d) {
-        buf_done(&d->prev);
-        buf_done(&d->str);
+void journal_decoder_done(Decoder *d) {
+        journal_buf_done(&d->prev);
+        journal_buf_done(&d->str);
 }
 
 /* Decodes a path against d->prev into d->str: its offset there; with
@@ -460,7 +440,7 @@ static int decode_path(Decoder *d, bool update, size_t *ret_off) {
 }
 
 /* One record; e->id is the caller's. 0, or -EBADMSG (or -ENOMEM). */
-static int decode_record(Decoder *d, JournalEntry *e) {
+int journal_decode_record(Decoder *d, JournalEntry *e) {
         uint8_t tag;
         int r;
 
@@ -557,14 +537,6 @@ static int decode_record(Decoder *d, JournalEntry *e) {
 /* ---------------------------------------------------------------------- */
 /* The scope of records that could not be written */
 
-typedef struct GapScope {
-        bool whole;
-        size_t n;
-        size_t bytes;
-        char *path[JOURNAL_GAP_MAX_SCOPE];
-        bool recursive[JOURNAL_GAP_MAX_SCOPE];
-} GapScope;
-
 static void gap_scope_clear(GapScope *s) {
         for (size_t i = 0; i < s->n; i++)
                 free(s->path[i]);
@@ -648,43 +620,7 @@ static void gap_scope_add_event(GapScope *s, uint32_t mask, const char *path, co
 /* ---------------------------------------------------------------------- */
 /* The journal */
 
-typedef struct Segment {
-        uint64_t name;          /* the first id it may hold; its file is seg-<name in hex> */
-        uint64_t prev_id;       /* the last id before it; 0: none, the journal's first */
-        uint64_t size;          /* bytes; the active one's: the valid bytes */
-} Segment;
-
-struct Journal {
-        char *dir;              /* for messages */
-        int dir_fd;
-        int meta_fd;            /* holds the lock */
-        JournalId identity;
-
-        uint64_t max_bytes;
-        uint64_t segment_max;
-
-        Segment *segments;      /* oldest first; the last is the active one */
-        size_t n_segments;
-        size_t n_allocated;
-        int active_fd;
-
-        uint64_t next_id;       /* the next id to hand out */
-        uint64_t last_written;  /* the id of the newest record in the segments */
-        uint64_t ceiling;       /* ids below it may have been handed out (meta) */
-        uint64_t meta_seq;
-        bool meta_losing;
-
-        Buf frame;              /* records buffered for the next frame */
-        uint32_t frame_count;
-        Buf prev;               /* the frame's previous path */
-
-        bool losing;            /* records were lost and their gap is not written yet */
-        GapScope lost;
-
-        unsigned n_readers;
-};
-
-static void segment_name(uint64_t name, char ret[static SEGMENT_NAME_MAX]) {
+void journal_segment_name(uint64_t name, char ret[static SEGMENT_NAME_MAX]) {
         snprintf(ret, SEGMENT_NAME_MAX, SEGMENT_PREFIX "%016" PRIx64, name);
 }
 
@@ -846,7 +782,7 @@ static void segment_header_encode(const Journal *j, uint64_t name, uint64_t prev
 }
 
 /* Reads and checks a segment's header: 0 and its prev_id, or -EBADMSG. */
-static int segment_header_read(const Journal *j, int fd, uint64_t name, uint64_t *ret_prev_id) {
+int journal_segment_header_read(const Journal *j, int fd, uint64_t name, uint64_t *ret_prev_id) {
         uint8_t h[SEGMENT_HEADER_SIZE];
         int r;
 
@@ -864,18 +800,12 @@ static int segment_header_read(const Journal *j, int fd, uint64_t name, uint64_t
         return 0;
 }
 
-typedef struct FrameInfo {
-        uint64_t first_id;
-        uint32_t count;
-        uint32_t size;          /* of the payload */
-} FrameInfo;
-
 /*
  * Reads the frame at off (before limit) into payload and checks it: its
  * ids must lie after after_id and below end_id (the next segment's name).
  * 1 if valid, 0 if not, -errno on I/O error.
  */
-static int frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id,
+int journal_frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id,
                       Buf *payload, FrameInfo *ret) {
         uint8_t h[FRAME_HEADER_SIZE];
         uint64_t first_id;
@@ -919,7 +849,7 @@ static int frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, u
  * After damage at off: the offset of the next valid frame (whose ids come
  * after after_id) before limit, and 1; or 0 if there is none.
  */
-static int frame_resync(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id, Buf *payload,
+int journal_frame_resync(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id, Buf *payload,
                         uint64_t *ret_off, FrameInfo *ret) {
         static const uint8_t magic[4] = { 0xf7, 0x57, 0x4a, 0x1f };
         uint8_t chunk[64 * 1024];
@@ -940,7 +870,7 @@ static int frame_resync(int fd, uint64_t off, uint64_t limit, uint64_t after_id,
                         return 0;
                 while ((hit = memmem(p, (size_t) n - (size_t) (p - chunk), magic, sizeof(magic)))) {
                         uint64_t at = pos + (uint64_t) (hit - chunk);
-                        int r = frame_read(fd, at, limit, after_id, end_id, payload, ret);
+                        int r = journal_frame_read(fd, at, limit, after_id, end_id, payload, ret);
 
                         if (r != 0) {
                                 if (r > 0)
@@ -971,7 +901,7 @@ static int segment_scan(int fd, uint64_t size, uint64_t after_id, SegmentScan *r
 
         *ret = (SegmentScan) {};
         for (;;) {
-                r = frame_read(fd, off, size, last, UINT64_MAX, &payload, &fi);
+                r = journal_frame_read(fd, off, size, last, UINT64_MAX, &payload, &fi);
                 if (r <= 0)
                         break;
                 last = fi.first_id + fi.count - 1;
@@ -984,14 +914,14 @@ static int segment_scan(int fd, uint64_t size, uint64_t after_id, SegmentScan *r
         while (off < size) {
                 uint64_t at;
 
-                r = frame_resync(fd, off, size, last, UINT64_MAX, &payload, &at, &fi);
+                r = journal_frame_resync(fd, off, size, last, UINT64_MAX, &payload, &at, &fi);
                 if (r <= 0)
                         break;
                 ret->damaged = true;
                 last = fi.first_id + fi.count - 1;
                 off = at + FRAME_HEADER_SIZE + fi.size;
                 /* Valid frames in a row after it. */
-                while ((r = frame_read(fd, off, size, last, UINT64_MAX, &payload, &fi)) > 0) {
+                while ((r = journal_frame_read(fd, off, size, last, UINT64_MAX, &payload, &fi)) > 0) {
                         last = fi.first_id + fi.count - 1;
                         off += FRAME_HEADER_SIZE + fi.size;
                 }
@@ -1000,12 +930,8 @@ static int segment_scan(int fd, uint64_t size, uint64_t after_id, SegmentScan *r
         }
         ret->highest_id = last;
 out:
-        buf_done(&payload);
+        journal_buf_done(&payload);
         return r < 0 ? r : 0;
-}
-
-static Segment *journal_active(Journal *j) {
-        return j->n_segments > 0 ? &j->segments[j->n_segments - 1] : NULL;
 }
 
 static uint64_t journal_usage(const Journal *j) {
@@ -1048,7 +974,7 @@ static int segment_create(Journal *j, uint64_t prev_id) {
                 j->n_allocated = a;
         }
 
-        segment_name(j->next_id, name);
+        journal_segment_name(j->next_id, name);
         fd = openat(j->dir_fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0)
                 return negative_errno();
@@ -1071,7 +997,7 @@ static int segment_unlink_oldest(Journal *j) {
         char name[SEGMENT_NAME_MAX];
 
         assert(j->n_segments > 1);
-        segment_name(j->segments[0].name, name);
+        journal_segment_name(j->segments[0].name, name);
         if (unlinkat(j->dir_fd, name, 0) < 0 && errno != ENOENT)
                 return log_warning_errno(negative_errno(), "Failed to remove journal segment '%s/%s': %m", j->dir, name);
         memmove(j->segments, j->segments + 1, (j->n_segments - 1) * sizeof(Segment));
@@ -1206,11 +1132,11 @@ static void journal_lose_frame(Journal *j, int error) {
                         (void) meta_write(j, j->ceiling, true);
         }
 
-        decoder_start(&d, j->frame.data, j->frame.size);
+        journal_decoder_start(&d, j->frame.data, j->frame.size);
         for (uint32_t i = 0; i < j->frame_count; i++) {
                 JournalEntry e = {};
 
-                if (decode_record(&d, &e) < 0) {
+                if (journal_decode_record(&d, &e) < 0) {
                         gap_scope_set_whole(&j->lost);
                         break;
                 }
@@ -1222,7 +1148,7 @@ static void journal_lose_frame(Journal *j, int error) {
                         for (size_t k = 0; k < e.n_scope; k++)
                                 gap_scope_add(&j->lost, e.scope[k].path, strlen(e.scope[k].path), e.scope[k].recursive);
         }
-        decoder_done(&d);
+        journal_decoder_done(&d);
         j->frame.size = 0;
         j->frame_count = 0;
         j->prev.size = 0;
@@ -1252,8 +1178,8 @@ static int journal_write_lost(Journal *j) {
         r = encode_gap(&payload, &prev, JOURNAL_GAP_DISK_FULL, j->lost.whole || j->lost.n == 0, scope, j->lost.n);
         if (r >= 0)
                 r = frame_write(j, &payload, 1);
-        buf_done(&payload);
-        buf_done(&prev);
+        journal_buf_done(&payload);
+        journal_buf_done(&prev);
         if (r < 0)
                 return r;
 
@@ -1397,7 +1323,7 @@ static int journal_load_segments(Journal *j, bool *ret_damaged) {
                         return negative_errno();
                 if (fstat(sfd, &st) < 0)
                         return negative_errno();
-                r = S_ISREG(st.st_mode) ? segment_header_read(j, sfd, name, &prev_id) : -EBADMSG;
+                r = S_ISREG(st.st_mode) ? journal_segment_header_read(j, sfd, name, &prev_id) : -EBADMSG;
                 if (r == -EBADMSG) {
                         log_warning("Journal segment '%s/%s' has no valid header: removed, reported as a gap",
                                     j->dir, de->d_name);
@@ -1458,8 +1384,8 @@ static Journal *journal_release(Journal *j) {
         safe_close(j->active_fd);
         safe_close(j->meta_fd);
         safe_close(j->dir_fd);
-        buf_done(&j->frame);
-        buf_done(&j->prev);
+        journal_buf_done(&j->frame);
+        journal_buf_done(&j->prev);
         gap_scope_clear(&j->lost);
         free(j->segments);
         free(j->dir);
@@ -1513,7 +1439,7 @@ static int journal_load(Journal *j, const char *dir) {
                 char name[SEGMENT_NAME_MAX];
                 SegmentScan scan;
 
-                segment_name(active->name, name);
+                journal_segment_name(active->name, name);
                 j->active_fd = openat(j->dir_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
                 if (j->active_fd < 0)
                         return negative_errno();
@@ -1611,256 +1537,4 @@ Journal *journal_free(Journal *j) {
                         (void) meta_write(j, j->next_id, false);
         }
         return journal_release(j);
-}
-
-/* ---------------------------------------------------------------------- */
-/* Readers */
-
-struct JournalReader {
-        Journal *j;
-        uint64_t pos;           /* the id of the last entry returned, or the starting cursor */
-        uint64_t last_seen;     /* the newest id of the frames read, returned or skipped */
-        uint64_t seg;           /* the name of the segment being read */
-        int fd;                 /* -1: not open yet */
-        uint64_t off;           /* the next frame's offset */
-        Buf payload;
-        Decoder dec;
-        uint64_t frame_next_id;
-        uint32_t frame_left;
-        bool damage;            /* records lost since last_seen: a gap before what comes next */
-        uint32_t jump_reason;   /* a whole gap, then on from the end */
-};
-
-static ssize_t reader_segment_index(const JournalReader *r) {
-        for (size_t i = 0; i < r->j->n_segments; i++)
-                if (r->j->segments[i].name == r->seg)
-                        return (ssize_t) i;
-        return -1;
-}
-
-int journal_reader_new(Journal *j, const JournalId *identity, uint64_t after, JournalReader **ret) {
-        JournalReader *r;
-
-        r = calloc(1, sizeof(JournalReader));
-        if (!r)
-                return -ENOMEM;
-        *r = (JournalReader) { .j = j, .pos = after, .fd = -1 };
-
-        if (identity && memcmp(identity->bytes, j->identity.bytes, sizeof(identity->bytes)) != 0)
-                r->jump_reason = JOURNAL_GAP_FOREIGN;
-        else if (after > journal_last_id(j))
-                r->jump_reason = JOURNAL_GAP_FOREIGN;   /* not a cursor this journal gave out */
-        else if (after < j->segments[0].prev_id)
-                r->jump_reason = JOURNAL_GAP_HISTORY_LOST;
-        else {
-                size_t k = 0;
-
-                /* The segment that holds after + 1, if it is not in a later one. */
-                for (size_t i = 0; i < j->n_segments; i++)
-                        if (j->segments[i].name <= after + 1)
-                                k = i;
-                r->seg = j->segments[k].name;
-                r->last_seen = j->segments[k].prev_id;  /* raised to name - 1 when it is opened */
-        }
-        j->n_readers++;
-        *ret = r;
-        return 0;
-}
-
-JournalReader *journal_reader_free(JournalReader *r) {
-        if (!r)
-                return NULL;
-        assert(r->j->n_readers > 0);
-        r->j->n_readers--;
-        safe_close(r->fd);
-        buf_done(&r->payload);
-        decoder_done(&r->dec);
-        free(r);
-        return NULL;
-}
-
-uint64_t journal_reader_position(const JournalReader *r) {
-        return r->pos;
-}
-
-/* On at the end of the active segment, all before it passed over. */
-static int reader_to_end(JournalReader *r) {
-        Segment *active = journal_active(r->j);
-        char name[SEGMENT_NAME_MAX];
-
-        r->fd = safe_close(r->fd);
-        segment_name(active->name, name);
-        r->fd = openat(r->j->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (r->fd < 0)
-                return negative_errno();
-        r->seg = active->name;
-        r->off = active->size;
-        r->pos = r->last_seen = journal_last_id(r->j);
-        r->frame_left = 0;
-        r->damage = false;
-        return 0;
-}
-
-static void reader_gap(JournalReader *r, JournalEntry *e, uint32_t reason, uint64_t id) {
-        *e = (JournalEntry) {
-                .type = JOURNAL_ENTRY_GAP,
-                .id = id,
-                .reason = reason,
-                .whole = true,
-        };
-        r->pos = id;
-}
-
-/* 1: a frame to decode; 0: nothing more for now; 2: history lost (jump_reason set); -errno. */
-static int reader_next_frame(JournalReader *r) {
-        Journal *j = r->j;
-
-        for (;;) {
-                ssize_t idx = reader_segment_index(r);
-                uint64_t limit, end_id;
-                FrameInfo fi;
-                size_t next;
-                int k;
-
-                if (r->fd < 0 && idx >= 0) {
-                        char name[SEGMENT_NAME_MAX];
-                        uint64_t prev_id;
-
-                        segment_name(r->seg, name);
-                        r->fd = openat(j->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-                        if (r->fd < 0 && errno != ENOENT)
-                                return negative_errno();
-                        r->off = SEGMENT_HEADER_SIZE;
-                        /* Its ids are at least its name: anything below is damage. */
-                        r->last_seen = max_u64(r->last_seen, r->seg - 1);
-                        if (r->fd >= 0) {
-                                k = segment_header_read(j, r->fd, r->seg, &prev_id);
-                                if (k == -EBADMSG || (k >= 0 && prev_id != j->segments[idx].prev_id)) {
-                                        r->damage = true;
-                                        r->fd = safe_close(r->fd);
-                                } else if (k < 0)
-                                        return k;
-                        }
-                }
-
-                if (r->fd >= 0) {
-                        /* Its ids are below the next one's name. */
-                        for (next = 0; next < j->n_segments; next++)
-                                if (j->segments[next].name > r->seg)
-                                        break;
-                        end_id = next < j->n_segments ? j->segments[next].name : UINT64_MAX;
-                        if (idx >= 0)
-                                limit = j->segments[idx].size;
-                        else {
-                                /* Dropped while we read it: what the file holds is all it will. */
-                                struct stat st;
-
-                                if (fstat(r->fd, &st) < 0)
-                                        return negative_errno();
-                                limit = (uint64_t) st.st_size;
-                        }
-
-                        k = frame_read(r->fd, r->off, limit, r->last_seen, end_id, &r->payload, &fi);
-                        if (k < 0)
-                                return k;
-                        if (k > 0) {
-                                r->off += FRAME_HEADER_SIZE + fi.size;
-                                r->last_seen = fi.first_id + fi.count - 1;
-                                r->frame_next_id = fi.first_id;
-                                r->frame_left = fi.count;
-                                decoder_start(&r->dec, r->payload.data, r->payload.size);
-                                return 1;
-                        }
-                        if (r->off < limit) {
-                                uint64_t at;
-
-                                r->damage = true;
-                                k = frame_resync(r->fd, r->off, limit, r->last_seen, end_id, &r->payload, &at, &fi);
-                                if (k < 0)
-                                        return k;
-                                if (k > 0) {
-                                        r->off = at;
-                                        continue;
-                                }
-                                r->off = limit;
-                        }
-                        if (idx >= 0 && (size_t) idx == j->n_segments - 1)
-                                return 0;       /* the active segment: caught up */
-                }
-
-                /* This segment is done: on to the first one after it. */
-                for (next = 0; next < j->n_segments; next++)
-                        if (j->segments[next].name > r->seg)
-                                break;
-                if (next == j->n_segments)
-                        return 0;
-                if (j->segments[next].prev_id > r->last_seen) {
-                        /* Records between them are gone: dropped past the cap if nothing older is left. */
-                        if (next == 0) {
-                                r->jump_reason = JOURNAL_GAP_HISTORY_LOST;
-                                return 2;
-                        }
-                        r->damage = true;
-                        r->last_seen = j->segments[next].prev_id;
-                }
-                r->fd = safe_close(r->fd);
-                r->seg = j->segments[next].name;
-        }
-}
-
-int journal_reader_next(JournalReader *r, JournalEntry *ret) {
-        int k;
-
-        for (;;) {
-                if (r->jump_reason) {
-                        uint32_t reason = r->jump_reason;
-
-                        r->jump_reason = 0;
-                        k = reader_to_end(r);
-                        if (k < 0)
-                                return k;
-                        reader_gap(r, ret, reason, r->pos);
-                        return 1;
-                }
-
-                if (r->frame_left > 0) {
-                        if (r->damage) {
-                                /* What was lost lies before this frame. */
-                                r->damage = false;
-                                if (r->frame_next_id - 1 > r->pos) {
-                                        reader_gap(r, ret, JOURNAL_GAP_CORRUPT, r->frame_next_id - 1);
-                                        return 1;
-                                }
-                        }
-                        ret->id = r->frame_next_id;
-                        k = decode_record(&r->dec, ret);
-                        if (k == -ENOMEM)
-                                return k;
-                        if (k < 0) {
-                                /* A valid checksum over records that do not parse: the rest of the frame is lost. */
-                                r->frame_left = 0;
-                                r->damage = true;
-                                continue;
-                        }
-                        r->frame_next_id++;
-                        r->frame_left--;
-                        if (ret->id <= r->pos)
-                                continue;       /* before the cursor */
-                        r->pos = ret->id;
-                        return 1;
-                }
-
-                k = reader_next_frame(r);
-                if (k == 2)
-                        continue;
-                if (k == 0 && r->damage) {
-                        r->damage = false;
-                        if (journal_last_id(r->j) > r->pos) {
-                                reader_gap(r, ret, JOURNAL_GAP_CORRUPT, journal_last_id(r->j));
-                                return 1;
-                        }
-                }
-                if (k <= 0)
-                        return k;
-        }
 }
