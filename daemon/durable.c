@@ -182,6 +182,8 @@ static int journal_send_notice(DeliveryQueue *q, const Record *rec, const uint32
 static const DeliveryOps journal_ops = {
         .send_events = journal_send_events,
         .send_notice = journal_send_notice,
+        /* A read of many records before a flush must not overflow a journal with a small window. */
+        .reads_at_once = true,
 };
 
 /* ---------------------------------------------------------------------- */
