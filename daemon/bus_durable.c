@@ -5,8 +5,12 @@
  *
  * The handlers read and check a call, name its caller from the bus, and
  * call durable.c; errors become D-Bus errors in error_for(). A client that
- * resumes gets its records through bus_durable_ops, which durable.c's pump
- * calls as the client's flow control lets it.
+ * resumes gets its records through one of two transports, chosen at the
+ * resume and kept: in its stream (bus_durable_stream_ops) if it has one
+ * and asked for durable frames there (OpenStream's option "durable"), else
+ * as signals (bus_durable_signal_ops). durable.c's pump calls them as the
+ * client's flow control lets it: for signals, the window and the client's
+ * answers to a Ping of the replay's own; for the stream, the socket's room.
  */
 
 #include <assert.h>
@@ -22,6 +26,8 @@
 #include "log.h"
 #include "macro.h"
 #include "path_escape.h"
+#include "stream.h"
+#include "stream_frame.h"
 
 /* A quoted name for error messages: "'NAME'" (names are plain ASCII, checked first). */
 static char *what_name(const char *name) {
@@ -160,6 +166,7 @@ int method_resume_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
         char current[JOURNAL_ID_STRING_MAX];
         const char *name, *journal;
         uint64_t cursor;
+        BusClient *bc;
         Client *c;
         int r;
 
@@ -176,7 +183,11 @@ int method_resume_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = client_for_call(d, msg, &c, error);
         if (r < 0)
                 return r;
-        r = durable_resume(d->durable, c, name, journal, cursor, current);
+        bc = c->queue.data;
+        /* Its transport for good: records of one attachment never go two ways at once. */
+        r = durable_resume(d->durable, c, name, journal, cursor,
+                           bc->stream && bc->stream_durable ? &bus_durable_stream_ops : &bus_durable_signal_ops, bc,
+                           current);
         if (r == -EINVAL)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "'%s' is not a journal identity (32 lowercase hexadecimal digits).", journal);
@@ -223,13 +234,11 @@ int method_list_durable(sd_bus_message *msg, void *userdata, sd_bus_error *error
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* ---------------------------------------------------------------------- */
+/* As signals: DurableEvents, DurableRescan, DurableCaughtUp, DurableStopped (always unicast) */
 
-static BusClient *bus_client_of(Client *c) {
-        return c->queue.data;
-}
-
-static int durable_events_begin(Client *c, const char *name, void *userdata) {
-        BusClient *bc = bus_client_of(c);
+static int signal_events_begin(Client *c, const char *name, void *data) {
+        BusClient *bc = data;
         int r;
 
         assert(!bc->durable_msg);
@@ -248,10 +257,9 @@ static int durable_events_begin(Client *c, const char *name, void *userdata) {
         return r;
 }
 
-static int durable_events_end(Client *c, void *userdata) {
+static int signal_events_end(Client *c, void *data) {
         _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
-        BusClient *bc = bus_client_of(c);
-        size_t n = bc->durable_n;
+        BusClient *bc = data;
         int r;
 
         msg = TAKE_PTR(bc->durable_msg);
@@ -260,15 +268,12 @@ static int durable_events_end(Client *c, void *userdata) {
         r = sd_bus_message_close_container(msg);
         if (r >= 0)
                 r = sd_bus_send(bc->iface->bus, msg, NULL);
-        if (r < 0)
-                return r;
-        delivery_sent(&c->queue, n);
-        return 0;
+        return r;
 }
 
 /* An event, its paths escaped as Events' are; a signal is cut before EVENTS_BATCH_MAX_BYTES. */
-static int durable_events_add(Client *c, const JournalEntry *e, void *userdata) {
-        BusClient *bc = bus_client_of(c);
+static int signal_events_add(Client *c, const JournalEntry *e, void *data) {
+        BusClient *bc = data;
         _cleanup_free_ char *p = NULL, *np = NULL;
         bool escaped = path_needs_escape(e->path) || (e->new_path && path_needs_escape(e->new_path));
         size_t size;
@@ -282,9 +287,9 @@ static int durable_events_add(Client *c, const JournalEntry *e, void *userdata) 
         }
         size = strlen(p ?: e->path) + strlen(np ?: e->new_path ?: "") + 32;
         if (bc->durable_n > 0 && bc->durable_size + size > EVENTS_BATCH_MAX_BYTES) {
-                r = durable_events_end(c, userdata);
+                r = signal_events_end(c, data);
                 if (r >= 0)
-                        r = durable_events_begin(c, bc->durable_name, userdata);
+                        r = signal_events_begin(c, bc->durable_name, data);
                 if (r < 0)
                         return r;
         }
@@ -298,9 +303,9 @@ static int durable_events_add(Client *c, const JournalEntry *e, void *userdata) 
         return 0;
 }
 
-static int durable_rescan(Client *c, const char *name, const JournalEntry *e, void *userdata) {
+static int signal_rescan(Client *c, const char *name, const JournalEntry *e, void *data) {
         _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
-        BusClient *bc = bus_client_of(c);
+        BusClient *bc = data;
         int r;
 
         r = signal_new(bc->iface, c, "DurableRescan", true, &msg);
@@ -321,15 +326,12 @@ static int durable_rescan(Client *c, const char *name, const JournalEntry *e, vo
                 r = sd_bus_message_close_container(msg);
         if (r >= 0)
                 r = sd_bus_send(bc->iface->bus, msg, NULL);
-        if (r < 0)
-                return r;
-        delivery_sent(&c->queue, 1);
-        return 0;
+        return r;
 }
 
-static int durable_caught_up(Client *c, const char *name, uint64_t id, void *userdata) {
+static int signal_caught_up(Client *c, const char *name, uint64_t id, void *data) {
         _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
-        BusClient *bc = bus_client_of(c);
+        BusClient *bc = data;
         int r;
 
         r = signal_new(bc->iface, c, "DurableCaughtUp", true, &msg);
@@ -337,15 +339,12 @@ static int durable_caught_up(Client *c, const char *name, uint64_t id, void *use
                 r = sd_bus_message_append(msg, "st", name, id);
         if (r >= 0)
                 r = sd_bus_send(bc->iface->bus, msg, NULL);
-        if (r < 0)
-                return r;
-        delivery_sent(&c->queue, 1);
-        return 0;
+        return r;
 }
 
-static int durable_stopped(Client *c, const char *name, const char *reason, void *userdata) {
+static int signal_stopped(Client *c, const char *name, const char *reason, void *data) {
         _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
-        BusClient *bc = bus_client_of(c);
+        BusClient *bc = data;
         int r;
 
         bc->durable_msg = sd_bus_message_unref(bc->durable_msg);
@@ -359,12 +358,202 @@ static int durable_stopped(Client *c, const char *name, const char *reason, void
         return 0;
 }
 
-const DurableOps bus_durable_ops = {
-        .events_begin = durable_events_begin,
-        .events_add = durable_events_add,
-        .events_end = durable_events_end,
-        .rescan = durable_rescan,
-        .caught_up = durable_caught_up,
-        .stopped = durable_stopped,
+static bool signal_congested(Client *c, void *data) {
+        return bus_congested(data);
+}
+
+/*
+ * What counts as read, for the signals of a replay: as for Events
+ * (ping_confirms() in dbus_iface.c), the client's own answer to a
+ * Peer.Ping sent after them. The replay has a Ping of its own
+ * (BusClient.durable_ping), apart from the one of the client's live
+ * records: a client whose live records go to a stream has no other, and
+ * one whose live records wait for their own answer does not hold the
+ * replay up. Both count against the uid's PINGS_PER_USER_MAX. After an
+ * answer that confirmed nothing, the next Ping waits, 10 ms doubling up to
+ * 5 s, as for live records: the pump asks again meanwhile and is told
+ * -EAGAIN.
+ */
+#define DURABLE_PING_RETRY_MIN_USEC (10u * 1000u)
+#define DURABLE_PING_RETRY_MAX_USEC (5u * 1000u * 1000u)
+
+static int on_durable_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        BusClient *bc = userdata;
+        bool confirmed = ping_confirms(bc, reply);
+
+        bus_ping_end(bc, &bc->durable_ping);
+        if (confirmed)
+                bc->durable_ping_retry_usec = 0;
+        else {
+                const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+                bc->durable_ping_retry_usec = bc->durable_ping_retry_usec == 0
+                                              ? DURABLE_PING_RETRY_MIN_USEC
+                                              : MIN(2 * bc->durable_ping_retry_usec,
+                                                    (uint64_t) DURABLE_PING_RETRY_MAX_USEC);
+                bc->durable_ping_not_before = now_usec() + bc->durable_ping_retry_usec;
+                log_debug("Our Ping to %s about its durable subscriptions confirmed nothing (%s), asking again later.",
+                          bc->client->name, e ? e->name : "an answer from someone else");
+        }
+        durable_confirmed(bc->iface->durable, bc->client, confirmed);
+        return 0;
+}
+
+static int signal_ask_confirm(Client *c, void *data) {
+        BusClient *bc = data;
+
+        if (bc->durable_ping || now_usec() < bc->durable_ping_not_before)
+                return -EAGAIN;
+        return bus_ping(bc, &bc->durable_ping, on_durable_ping_reply, bc);
+}
+
+const DurableOps bus_durable_signal_ops = {
+        .events_begin = signal_events_begin,
+        .events_add = signal_events_add,
+        .events_end = signal_events_end,
+        .rescan = signal_rescan,
+        .caught_up = signal_caught_up,
+        .stopped = signal_stopped,
+        .congested = signal_congested,
+        .ask_confirm = signal_ask_confirm,
 };
 
+void bus_durable_client_end(BusClient *bc) {
+        bus_ping_end(bc, &bc->durable_ping);
+}
+
+/* ---------------------------------------------------------------------- */
+/* In the client's stream (watchd-stream(5), types 4 to 7), for a client that asked ("durable") */
+
+static Stream *stream_of(BusClient *bc) {
+        return bc->stream ? stream_loop_get(bc->stream) : NULL;
+}
+
+static int stream_events_begin(Client *c, const char *name, void *data) {
+        BusClient *bc = data;
+
+        if (!bc->durable_name || strcmp(bc->durable_name, name) != 0) {
+                free(bc->durable_name);
+                bc->durable_name = strdup(name);
+                if (!bc->durable_name)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int stream_events_add(Client *c, const JournalEntry *e, void *data) {
+        BusClient *bc = data;
+        Stream *s = stream_of(bc);
+        size_t name_len = strlen(bc->durable_name), path_len = strlen(e->path);
+        size_t new_len = e->new_path ? strlen(e->new_path) : 0;
+        size_t need = stream_frame_durable_event_size(name_len, path_len, new_len);
+        uint8_t *p;
+        int r;
+
+        if (!s)
+                return -EPIPE;
+        if (need > STREAM_FRAME_MAX)
+                return -E2BIG;          /* cannot be: a journal's paths are 64 KiB at most */
+        r = stream_reserve(s, need, &p);
+        if (r >= 0)
+                r = stream_frame_encode_durable_event(p, need, e->id, e->mask, e->cookie, bc->durable_name, name_len,
+                                                      e->path, path_len, e->new_path, new_len);
+        if (r < 0)
+                return r;
+        stream_commit(s, (size_t) r);
+        return 0;
+}
+
+static int stream_events_end(Client *c, void *data) {
+        Stream *s = stream_of(data);
+
+        if (!s)
+                return -EPIPE;
+        stream_push(s);
+        return 0;
+}
+
+static int stream_rescan(Client *c, const char *name, const JournalEntry *e, void *data) {
+        StreamRescanDir dirs[JOURNAL_GAP_MAX_SCOPE];
+        const char *reason = journal_gap_reason_to_string(e->reason);
+        Stream *s = stream_of(data);
+        size_t n = MIN(e->n_scope, (size_t) JOURNAL_GAP_MAX_SCOPE), need;
+        uint8_t *p;
+        int r;
+
+        if (!s)
+                return -EPIPE;
+        for (size_t i = 0; i < n; i++)
+                dirs[i] = (StreamRescanDir) {
+                        .path = e->scope[i].path,
+                        .flags = e->scope[i].recursive ? WATCHD_RESCAN_RECURSIVE : 0,
+                };
+        need = stream_frame_durable_rescan_size(name, reason, dirs, n);
+        if (need > STREAM_FRAME_MAX)
+                n = 0;                  /* too many directories for a frame: everything */
+        need = stream_frame_durable_rescan_size(name, reason, dirs, n);
+        r = stream_reserve(s, need, &p);
+        if (r >= 0)
+                r = stream_frame_encode_durable_rescan(p, need, e->id, name, reason, dirs, n);
+        if (r < 0)
+                return r;
+        stream_commit(s, (size_t) r);
+        stream_push(s);
+        return 0;
+}
+
+static int stream_caught_up(Client *c, const char *name, uint64_t id, void *data) {
+        Stream *s = stream_of(data);
+        size_t need = STREAM_FRAME_PREFIX_SIZE + STREAM_FRAME_DURABLE_CAUGHT_UP_FIXED + strlen(name) + 1;
+        uint8_t *p;
+        int r;
+
+        if (!s)
+                return -EPIPE;
+        r = stream_reserve(s, need, &p);
+        if (r >= 0)
+                r = stream_frame_encode_durable_caught_up(p, need, id, name);
+        if (r < 0)
+                return r;
+        stream_commit(s, (size_t) r);
+        stream_push(s);
+        return 0;
+}
+
+static int stream_stopped(Client *c, const char *name, const char *reason, void *data) {
+        Stream *s = stream_of(data);
+        size_t need = STREAM_FRAME_PREFIX_SIZE + STREAM_FRAME_DURABLE_STOPPED_FIXED + strlen(name) + 1 +
+                      strlen(reason) + 1;
+        uint8_t *p;
+        int r;
+
+        r = s ? stream_reserve(s, need, &p) : -EPIPE;
+        if (r >= 0)
+                r = stream_frame_encode_durable_stopped(p, need, name, reason);
+        if (r < 0) {
+                log_debug_errno(r, "Failed to tell %s that durable subscription %s stopped, ignoring: %m", c->name, name);
+                return 0;
+        }
+        stream_commit(s, (size_t) r);
+        stream_push(s);
+        return 0;
+}
+
+/* The socket is full (what waits is the kernel's buffer's and ours), or its client closed it. */
+static bool stream_congested(Client *c, void *data) {
+        Stream *s = stream_of(data);
+
+        return !s || stream_is_dead(s) || stream_pending_bytes(s) > 0;
+}
+
+const DurableOps bus_durable_stream_ops = {
+        .events_begin = stream_events_begin,
+        .events_add = stream_events_add,
+        .events_end = stream_events_end,
+        .rescan = stream_rescan,
+        .caught_up = stream_caught_up,
+        .stopped = stream_stopped,
+        .congested = stream_congested,
+        .wakes_itself = true,
+        /* No ask_confirm: what the socket took is the client's, bounded by its buffer. */
+};

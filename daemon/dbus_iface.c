@@ -305,6 +305,7 @@ static BusClient *bus_client_free(BusClient *bc) {
                 return NULL;
         /* Its Ping was ended while its client was there (ping_end()). */
         sd_bus_slot_unref(bc->ping);
+        sd_bus_slot_unref(bc->durable_ping);
         sd_event_source_disable_unref(bc->ping_retry);
         sd_bus_track_unref(bc->track);
         if (bc->stream) {
@@ -320,7 +321,8 @@ static BusClient *bus_client_free(BusClient *bc) {
 static void client_end(DbusIface *d, Client *c) {
         BusClient *bc = c->queue.data;
 
-        ping_end(bc);                           /* its Ping, if any, is no longer ours to count */
+        ping_end(bc);                           /* its Pings, if any, are no longer ours to count */
+        bus_durable_client_end(bc);
         if (d->durable)
                 durable_client_gone(d->durable, c);
         manager_client_gone(d->manager, c);     /* frees c */
@@ -787,7 +789,12 @@ static void stream_end(BusClient *bc) {
         Client *c = bc->client;
         bool carried = stream_carried_records(stream_loop_get(bc->stream));
 
+        /* A replay in it cannot go on: stopped, said as a signal (the client resumes from its cursor). */
+        if (bc->iface->durable)
+                durable_transport_gone(bc->iface->durable, c, &bus_durable_stream_ops, &bus_durable_signal_ops,
+                                       DURABLE_STOPPED_ERROR);
         bc->stream = stream_loop_free(bc->stream);
+        bc->stream_durable = false;
         bc->iface->n_streams--;
         delivery_queue_set_transport(&c->queue, &bus_delivery_ops, bc);
         if (carried)
@@ -800,30 +807,35 @@ static void on_stream_ended(void *userdata) {
         stream_end(userdata);
 }
 
-/* OpenStream's options: "version" (u), the newest version of watchd-stream(5) the caller reads. */
-static int stream_options(sd_bus_message *msg, uint32_t *ret_version, sd_bus_error *error) {
+/* OpenStream's options: "version" (u), the newest version of watchd-stream(5) the caller reads;
+ * "durable" (b), the durable subscriptions it resumes come in the stream too. */
+static int stream_options(sd_bus_message *msg, uint32_t *ret_version, bool *ret_durable, sd_bus_error *error) {
         uint32_t version = 1;
+        int durable = false;
         int r;
 
         r = sd_bus_message_enter_container(msg, 'a', "{sv}");
         if (r < 0)
                 return r;
         while ((r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
+                bool is_version;
                 const char *key;
 
                 r = sd_bus_message_read(msg, "s", &key);
                 if (r < 0)
                         return r;
-                if (strcmp(key, "version") != 0)
+                is_version = strcmp(key, "version") == 0;
+                if (!is_version && strcmp(key, "durable") != 0)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "OpenStream has no option '%.*s%s'; it knows \"version\".",
+                                                 "OpenStream has no option '%.*s%s'; it knows \"version\" and \"durable\".",
                                                  quote_len(key, QUOTE_MAX), key, strlen(key) > QUOTE_MAX ? "…" : "");
-                r = sd_bus_message_enter_container(msg, 'v', "u");
+                r = sd_bus_message_enter_container(msg, 'v', is_version ? "u" : "b");
                 if (r == -ENXIO)
                         return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                "The option \"version\" is a number (u).");
+                                                is_version ? "The option \"version\" is a number (u)."
+                                                           : "The option \"durable\" is a boolean (b).");
                 if (r >= 0)
-                        r = sd_bus_message_read(msg, "u", &version);
+                        r = is_version ? sd_bus_message_read(msg, "u", &version) : sd_bus_message_read(msg, "b", &durable);
                 if (r >= 0)
                         r = sd_bus_message_exit_container(msg);
                 if (r >= 0)
@@ -840,6 +852,7 @@ static int stream_options(sd_bus_message *msg, uint32_t *ret_version, sd_bus_err
         if (r < 0)
                 return r;
         *ret_version = version;
+        *ret_durable = durable;
         return 0;
 }
 
@@ -847,11 +860,12 @@ static int method_open_stream(sd_bus_message *msg, void *userdata, sd_bus_error 
         _cleanup_close_ int peer = -EBADF;
         DbusIface *d = userdata;
         uint32_t version = 1;
+        bool durable = false;
         BusClient *bc;
         Client *c;
         int r;
 
-        r = stream_options(msg, &version, error);
+        r = stream_options(msg, &version, &durable, error);
         if (r < 0)
                 return r;
         if (!sd_bus_can_send(d->bus, SD_BUS_TYPE_UNIX_FD))
@@ -878,6 +892,7 @@ static int method_open_stream(sd_bus_message *msg, void *userdata, sd_bus_error 
         if (r < 0)
                 return r;
         d->n_streams++;
+        bc->stream_durable = durable;
         /* A Ping in flight asks about signals no longer sent. */
         ping_end(bc);
         bc->ping_retry = sd_event_source_disable_unref(bc->ping_retry);
@@ -910,6 +925,7 @@ static int property_get_capabilities(sd_bus *bus, const char *path, const char *
                 WATCHD_CAP_PERSISTENT,
                 WATCHD_CAP_PAIR_PER_SUBSCRIPTION,
                 WATCHD_CAP_STREAM,
+                WATCHD_CAP_DURABLE_STREAM,
         };
         DbusIface *d = userdata;
         int r;
@@ -996,7 +1012,7 @@ static const sd_bus_vtable watchd_vtable[] = {
  * tries again after DELIVERY_RETRY_USEC. */
 #define BUS_WRITE_QUEUE_HIGH 4096u
 
-static bool bus_congested(void *data) {
+bool bus_congested(void *data) {
         BusClient *bc = data;
         DbusIface *d = bc->iface;
         uint64_t queued = 0;
@@ -1134,7 +1150,7 @@ static int bus_send_notice(DeliveryQueue *q, const Record *rec, const uint32_t *
 #define PING_RETRY_MAX_USEC (5u * 1000u * 1000u)
 #define PINGS_PER_USER_MAX 16u
 
-static bool ping_confirms(const BusClient *bc, sd_bus_message *reply) {
+bool ping_confirms(const BusClient *bc, sd_bus_message *reply) {
         const char *sender = sd_bus_message_get_sender(reply);
 
         return sender && strcmp(sender, bc->client->name) == 0;
@@ -1150,17 +1166,42 @@ static unsigned *user_pings(DbusIface *d, uid_t uid) {
         return n;
 }
 
-/* bc's Ping is answered, or bc is gone: it no longer holds one of its uid's Pings. */
-static void ping_end(BusClient *bc) {
+void bus_ping_end(BusClient *bc, sd_bus_slot **slot) {
         unsigned *n;
 
-        if (!bc->ping)
+        if (!*slot)
                 return;
-        bc->ping = sd_bus_slot_unref(bc->ping);
+        *slot = sd_bus_slot_unref(*slot);
         n = user_pings(bc->iface, bc->client->account.uid);
         assert(*n > 0);
         if (--*n == 0)
                 g_hash_table_remove(bc->iface->pings, GUINT_TO_POINTER(bc->client->account.uid));
+}
+
+/* bc's Ping is answered, or bc is gone: it no longer holds one of its uid's Pings. */
+static void ping_end(BusClient *bc) {
+        bus_ping_end(bc, &bc->ping);
+}
+
+int bus_ping(BusClient *bc, sd_bus_slot **slot, sd_bus_message_handler_t callback, void *userdata) {
+        _cleanup_(message_unrefp) sd_bus_message *ping = NULL;
+        DbusIface *d = bc->iface;
+        unsigned *n;
+        int r;
+
+        n = user_pings(d, bc->client->account.uid);
+        if (*n >= PINGS_PER_USER_MAX)
+                return -EAGAIN;
+        r = sd_bus_message_new_method_call(d->bus, &ping, bc->client->name, "/", "org.freedesktop.DBus.Peer", "Ping");
+        if (r >= 0)
+                r = sd_bus_call_async(d->bus, slot, ping, callback, userdata, /* usec= */ UINT64_MAX);
+        if (r < 0) {
+                if (*n == 0)
+                        g_hash_table_remove(d->pings, GUINT_TO_POINTER(bc->client->account.uid));
+                return r;
+        }
+        ++*n;
+        return 0;
 }
 
 static int on_ping_retry(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -1230,29 +1271,15 @@ static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *re
  * after them says so; one in flight per client, with no timeout, and
  * PINGS_PER_USER_MAX per uid (see ping_confirms()). */
 static int bus_ask_confirm(DeliveryQueue *q, void *data) {
-        _cleanup_(message_unrefp) sd_bus_message *ping = NULL;
         BusClient *bc = data;
-        DbusIface *d = bc->iface;
-        unsigned *n;
         int r;
 
         if (bc->ping_retry)
                 return -EAGAIN;
-        n = user_pings(d, bc->client->account.uid);
-        if (*n >= PINGS_PER_USER_MAX) {
+        r = bus_ping(bc, &bc->ping, on_ping_reply, bc);
+        if (r == -EAGAIN)
                 ping_retry_later(bc);
-                return -EAGAIN;
-        }
-        r = sd_bus_message_new_method_call(d->bus, &ping, bc->client->name, "/", "org.freedesktop.DBus.Peer", "Ping");
-        if (r >= 0)
-                r = sd_bus_call_async(d->bus, &bc->ping, ping, on_ping_reply, bc, /* usec= */ UINT64_MAX);
-        if (r < 0) {
-                if (*n == 0)
-                        g_hash_table_remove(d->pings, GUINT_TO_POINTER(bc->client->account.uid));
-                return r;
-        }
-        ++*n;
-        return 0;
+        return r;
 }
 
 static const DeliveryOps bus_delivery_ops = {
@@ -1289,6 +1316,7 @@ DbusIface *dbus_iface_free(DbusIface *d) {
                 Client *c = v;
 
                 ping_end(c->queue.data);
+                bus_durable_client_end(c->queue.data);
                 bus_client_free(c->queue.data);
                 delivery_queue_set_transport(&c->queue, NULL, NULL);
         }
@@ -1314,7 +1342,7 @@ int dbus_iface_new(Manager *m, sd_bus *bus, sd_event *event, const char *state_d
         d->pings = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 
         /* Before the name: a client that calls finds its durable subscriptions there. */
-        r = durable_new(m, state_dir, &bus_durable_ops, d, &d->durable);
+        r = durable_new(m, state_dir, &d->durable);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up durable subscriptions: %m");
 

@@ -48,11 +48,17 @@ typedef struct BusClient {
         /* Its record stream (OpenStream), or NULL: its records go as signals.
          * The queue's transport data stays this BusClient either way. */
         StreamLoop *stream;
+        bool stream_durable;            /* the stream takes its durable frames too (option "durable") */
 
-        /* The DurableEvents signal being built for it (durable.h's pump). */
+        /* The DurableEvents signal being built for it (durable.h's pump), or
+         * the name its durable frames are for. */
         sd_bus_message *durable_msg;
         char *durable_name;
         size_t durable_n, durable_size;
+        /* The Ping that confirms its replays' signals (bus_durable.c), and
+         * when the next may go after an answer that confirmed nothing. */
+        sd_bus_slot *durable_ping;
+        uint64_t durable_ping_retry_usec, durable_ping_not_before;
 } BusClient;
 
 static inline void message_unrefp(sd_bus_message **m) {
@@ -76,3 +82,14 @@ int client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_erro
 int sender_uid(sd_bus_message *msg, uid_t *ret);
 /* A signal of ours, to c only if unicast. */
 int signal_new(DbusIface *d, Client *c, const char *member, bool unicast, sd_bus_message **ret);
+/* The bus is not reading our messages: hold back what can wait. */
+bool bus_congested(void *data);
+
+/* Sends bc's client a Peer.Ping (no timeout), its slot in *slot, its answer to
+ * callback(reply, userdata); one of its uid's PINGS_PER_USER_MAX in flight:
+ * -EAGAIN when they all are. */
+int bus_ping(BusClient *bc, sd_bus_slot **slot, sd_bus_message_handler_t callback, void *userdata);
+/* The Ping of *slot was answered, or bc goes: its slot freed, its uid's count down. */
+void bus_ping_end(BusClient *bc, sd_bus_slot **slot);
+/* Whether an answer to a Ping confirms reading: the client itself sent it. */
+bool ping_confirms(const BusClient *bc, sd_bus_message *reply);

@@ -60,6 +60,7 @@ typedef struct Watch {
 struct Context {
         /* bus options */
         gboolean opt_system;
+        gboolean opt_no_stream;
         gboolean opt_session;
         char *opt_address;
 
@@ -482,6 +483,8 @@ static GOptionEntry bus_entries[] = {
         { "system", 0, 0, G_OPTION_ARG_NONE, NULL, "Talk to watchd on the system bus (the default)", NULL },
         { "session", 0, 0, G_OPTION_ARG_NONE, NULL, "Talk to watchd on the session bus", NULL },
         { "address", 0, 0, G_OPTION_ARG_STRING, NULL, "Talk to watchd on the bus at ADDR", "ADDR" },
+        { "no-stream", 0, 0, G_OPTION_ARG_NONE, NULL, "Take the records as D-Bus signals, not from a record stream",
+          NULL },
         { NULL }
 };
 
@@ -493,6 +496,7 @@ static void add_bus_entries(GOptionContext *octx, Context *c) {
         entries[0].arg_data = &c->opt_system;
         entries[1].arg_data = &c->opt_session;
         entries[2].arg_data = &c->opt_address;
+        entries[3].arg_data = &c->opt_no_stream;
         g_option_context_add_main_entries(octx, entries, NULL);
 }
 
@@ -601,10 +605,12 @@ static int connect_bus(Context *c) {
         g_autoptr(GError) error = NULL;
 
         if (c->opt_address)
-                c->client = watchd_client_new_for_address_sync(c->opt_address, NULL, &error);
+                c->client = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "address", c->opt_address,
+                                           "use-stream", !c->opt_no_stream, NULL);
         else
-                c->client = watchd_client_new_sync(c->opt_session ? G_BUS_TYPE_SESSION : G_BUS_TYPE_SYSTEM, NULL,
-                                                   &error);
+                c->client = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "bus-type",
+                                           c->opt_session ? G_BUS_TYPE_SESSION : G_BUS_TYPE_SYSTEM,
+                                           "use-stream", !c->opt_no_stream, NULL);
         if (!c->client) {
                 if (c->opt_address)
                         warn("cannot connect to the bus at %s: %s", c->opt_address, error->message);
