@@ -44,6 +44,7 @@
  * thread takes the lock for each read.
  */
 
+#include <fcntl.h>
 #include <gio/gunixfdlist.h>
 
 #include "watchd-private.h"
@@ -147,6 +148,7 @@ struct Core {
         gboolean stream_pending;        /* OpenStream sent, not answered */
         WatchdStreamReader *stream;     /* the stream of stream_owner, or NULL */
         char *stream_owner;             /* the daemon that gave it; NULL once it ended */
+        WatchdDurableRouter *durables;  /* the stream's durable frames, to the WatchdDurables */
 };
 
 struct _WatchdClient {
@@ -229,6 +231,7 @@ static void core_unref(gpointer p) {
         g_free(core->owner);
         g_free(core->version);
         g_free(core->stream_owner);
+        watchd_durable_router_unref(core->durables);
         g_mutex_clear(&core->lock);
         g_cond_clear(&core->cond);
         g_free(core);
@@ -619,18 +622,24 @@ static void core_on_signal(gpointer userdata, const char *sender, const char *me
 /* ------------------------------------------------------------------------ */
 /* The record stream (its reader's thread, and GDBus's worker thread) */
 
-/* The frames of one read of the stream. Paths there are bytes, never escaped. */
-static void core_on_stream_frames(gpointer userdata, const StreamFrame *frames, guint n) {
+/* The frames of one read of the stream. Paths there are bytes, never escaped.
+ * Durable frames go to the WatchdDurables (watchd-durable.c), which say
+ * whether the reader may read on. */
+static gboolean core_on_stream_frames(gpointer userdata, const StreamFrame *frames, guint n) {
         Core *core = userdata;
+        gboolean owner, durable = FALSE;
 
         g_mutex_lock(&core->lock);
         /* A stream of a daemon that is no longer the owner: its records are
          * dropped, as its signals are. */
-        if (core->stream_owner)
+        owner = core->stream_owner != NULL;
+        if (owner)
                 for (guint i = 0; i < n; i++) {
                         const StreamFrame *f = &frames[i];
 
-                        if (f->type == STREAM_FRAME_EVENT)
+                        if (f->type >= STREAM_FRAME_DURABLE_RESCAN)
+                                durable = TRUE;
+                        else if (f->type == STREAM_FRAME_EVENT)
                                 core_on_record(core, core->stream_owner, f->id, f->mask & ~WATCHD_WIRE_PATH_ESCAPED,
                                                f->cookie, f->path, f->new_path);
                         else if (f->type == STREAM_FRAME_OVERFLOW)
@@ -640,6 +649,8 @@ static void core_on_stream_frames(gpointer userdata, const StreamFrame *frames, 
                                 core_on_removed(core, core->stream_owner, f->id, f->reason);
                 }
         g_mutex_unlock(&core->lock);
+        /* Without the client's lock: the router's is taken after it nowhere. */
+        return !durable || watchd_durable_router_frames(core->durables, frames, n);
 }
 
 /* The daemon closed the stream (it is leaving), or the reader could not read it
@@ -650,6 +661,7 @@ static void core_on_stream_ended(gpointer userdata, const GError *error) {
         g_mutex_lock(&core->lock);
         g_clear_pointer(&core->stream_owner, g_free);
         g_mutex_unlock(&core->lock);
+        watchd_durable_router_set_stream(core->durables, -1);
 }
 
 static const WatchdStreamCallbacks core_stream_callbacks = {
@@ -678,8 +690,12 @@ static void core_on_stream_opened(gpointer userdata, const char *sender, GVarian
         if (fd >= 0) {
                 /* The reader's thread waits for the lock before its first frames. */
                 core->stream = watchd_stream_reader_new(fd, &core_stream_callbacks, core_ref(core), core_unref, &local);
-                if (core->stream)
+                if (core->stream) {
                         core->stream_owner = g_strdup(sender);
+                        watchd_durable_router_set_stream(core->durables,
+                                                         fcntl(watchd_stream_reader_resume_fd(core->stream),
+                                                               F_DUPFD_CLOEXEC, 3));
+                }
                 else
                         core_unref(core);       /* the reader's, not taken; the call's is still held */
         }
@@ -696,8 +712,12 @@ static void core_open_stream(Core *core) {
             !core->owner || !core->bus || core->closed)
                 return;
         core->stream_pending = TRUE;
+        /* Its durable subscriptions' replays there too, if the daemon can: no round trip through the bus. */
         if (!watchd_bus_call_fds(core->bus, WATCHD_BUS_NAME, WATCHD_INTERFACE, "OpenStream",
-                                 g_variant_new_parsed("(@a{sv} {},)"), core_on_stream_opened, core_ref(core), NULL)) {
+                                 core->caps & WATCHD_CAPABILITY_DURABLE_STREAM
+                                 ? g_variant_new_parsed("({'durable': <true>},)")
+                                 : g_variant_new_parsed("(@a{sv} {},)"),
+                                 core_on_stream_opened, core_ref(core), NULL)) {
                 core->stream_pending = FALSE;
                 core_unref(core);
         }
@@ -706,6 +726,7 @@ static void core_open_stream(Core *core) {
 /* Lock held: the stream, to be freed once the lock is released (its thread may wait for it). */
 static WatchdStreamReader *core_steal_stream(Core *core) {
         g_clear_pointer(&core->stream_owner, g_free);
+        watchd_durable_router_set_stream(core->durables, -1);
         return g_steal_pointer(&core->stream);
 }
 
@@ -1146,6 +1167,8 @@ static void core_on_props(gpointer userdata, const char *sender, GVariant *body,
                                 core->caps |= WATCHD_CAPABILITY_REMOTE_POLLING;
                         else if (g_str_equal(name, "stream"))
                                 core->caps |= WATCHD_CAPABILITY_STREAM;
+                        else if (g_str_equal(name, "durable-stream"))
+                                core->caps |= WATCHD_CAPABILITY_DURABLE_STREAM;
                 }
                 core_open_stream(core);
         }
@@ -1519,6 +1542,7 @@ static void watchd_client_init(WatchdClient *client) {
         core->max_queued_events = DEFAULT_MAX_QUEUED_EVENTS;
         core->call_timeout_ms = DEFAULT_CALL_TIMEOUT_MS;
         core->use_stream = TRUE;
+        core->durables = watchd_durable_router_new();
         core->dispatch = g_source_new(&dispatch_source_funcs, sizeof(DispatchSource));
         ((DispatchSource *) core->dispatch)->core = core;       /* no reference: the core owns the source */
         g_source_set_static_name(core->dispatch, "WatchdClient dispatch");
@@ -1928,6 +1952,10 @@ char *watchd_client_dup_daemon_version(WatchdClient *client) {
  *
  * Returns: the capabilities
  */
+WatchdDurableRouter *watchd_client_get_durable_router(WatchdClient *client) {
+        return watchd_durable_router_ref(client->core->durables);
+}
+
 WatchdCapabilities watchd_client_get_capabilities(WatchdClient *client) {
         WatchdCapabilities caps;
 
