@@ -892,6 +892,8 @@ static int cmd_stats(Context *c, int argc, char **argv) {
 typedef struct Resume {
         Context *c;
         WatchdDurable *d;
+        gboolean caught_up;
+        GHashTable *masks;              /* mask -> its names, as printed ("CREATE,ISDIR") */
 } Resume;
 
 static void json_begin(JsonBuilder *b, const char *type, guint64 id) {
@@ -902,13 +904,29 @@ static void json_begin(JsonBuilder *b, const char *type, guint64 id) {
         json_builder_add_int_value(b, (gint64) id);
 }
 
-/* One record: "ID EVENTS PATH", "ID EVENTS OLD -> NEW"; or a JSON object. */
-static void on_durable_event(WatchdDurable *d, guint64 id, guint mask, guint cookie, const char *path,
-                             const char *new_path, gpointer userdata) {
-        Context *c = ((Resume *) userdata)->c;
+/* A path as the text lines show it: as it is when it is printable ASCII with
+ * no backslash (most paths, printed without a copy), else in the escaped form. */
+static void print_display_path(const char *path) {
+        const unsigned char *p = (const unsigned char *) path;
 
-        if (c->stopping)
-                return;
+        while (*p >= 0x20 && *p < 0x7f && *p != '\\')
+                p++;
+        if (*p == '\0')
+                fputs(path, stdout);
+        else {
+                g_autofree char *e = event_path_display(path);
+
+                fputs(e, stdout);
+        }
+}
+
+/* One record: "ID EVENTS PATH", "ID EVENTS OLD -> NEW"; or a JSON object. */
+static void print_durable_event(Resume *res, WatchdEvent *e) {
+        Context *c = res->c;
+        guint64 id = watchd_event_get_id(e);
+        guint mask = watchd_event_get_mask(e);
+        const char *path = watchd_event_get_path(e), *new_path = watchd_event_get_new_path(e);
+
         if (c->opt_json) {
                 g_autoptr(JsonBuilder) b = json_builder_new();
 
@@ -918,21 +936,49 @@ static void on_durable_event(WatchdDurable *d, guint64 id, guint mask, guint coo
                         event_json_add_path(b, "new_path", new_path, path_needs_escape(new_path));
                 event_json_add_mask(b, mask);
                 json_builder_set_member_name(b, "cookie");
-                json_builder_add_int_value(b, cookie);
+                json_builder_add_int_value(b, watchd_event_get_cookie(e));
                 json_builder_set_member_name(b, "escaped");
                 json_builder_add_boolean_value(b, path_needs_escape(path) || (new_path && path_needs_escape(new_path)));
                 json_builder_end_object(b);
                 print_json(b);
-        } else {
-                g_autofree char *events = event_mask_to_string(mask, ',');
-                g_autofree char *p = event_path_display(path);
-                g_autofree char *np = new_path ? event_path_display(new_path) : NULL;
-
-                printf("%" G_GUINT64_FORMAT " %s %s%s%s\n", id, events, p, np ? " -> " : "", np ?: "");
+                return;
         }
-        c->printed++;
-        if (c->count && c->printed >= c->count)
-                quit(c, EXIT_OK);
+        {
+                /* A replay prints a million of these: the events' names once a mask. */
+                const char *events = g_hash_table_lookup(res->masks, GUINT_TO_POINTER(mask));
+                char num[32];
+
+                if (!events) {
+                        char *names = event_mask_to_string(mask, ',');
+
+                        g_hash_table_insert(res->masks, GUINT_TO_POINTER(mask), names);
+                        events = names;
+                }
+                g_snprintf(num, sizeof num, "%" G_GUINT64_FORMAT " ", id);
+                fputs(num, stdout);
+                fputs(events, stdout);
+                putchar(' ');
+                print_display_path(path);
+                if (new_path) {
+                        fputs(" -> ", stdout);
+                        print_display_path(new_path);
+                }
+                putchar('\n');
+        }
+}
+
+/* A batch of records, in the journal's order. */
+static void on_durable_events(WatchdDurable *d, GPtrArray *events, gpointer userdata) {
+        Resume *res = userdata;
+        Context *c = res->c;
+
+        for (guint i = 0; i < events->len && !c->stopping; i++) {
+                print_durable_event(res, events->pdata[i]);
+                c->printed++;
+                if (c->count && c->printed >= c->count)
+                        quit(c, EXIT_OK);
+        }
+        flush_output(c);
 }
 
 /* "ID rescan REASON DIR..." (a tree: DIR followed by slash and two stars; "whole" for everything), or a JSON object. */
@@ -984,8 +1030,10 @@ static void on_durable_rescan(WatchdDurable *d, guint64 id, const char *reason, 
 }
 
 static void on_durable_caught_up(WatchdDurable *d, guint64 id, gpointer userdata) {
-        Context *c = ((Resume *) userdata)->c;
+        Resume *res = userdata;
+        Context *c = res->c;
 
+        res->caught_up = TRUE;
         if (c->stopping)
                 return;
         if (c->opt_json) {
@@ -996,8 +1044,19 @@ static void on_durable_caught_up(WatchdDurable *d, guint64 id, gpointer userdata
                 print_json(b);
         } else
                 printf("%" G_GUINT64_FORMAT " caught-up\n", id);
+        flush_output(c);
         if (c->opt_until_caught_up)
                 quit(c, EXIT_OK);
+}
+
+/* --timeout: status 3 unless it was caught up (or printed its --count): a
+ * script tells "caught up" from "gave up" by the status alone. */
+static gboolean on_resume_timeout(gpointer userdata) {
+        Resume *res = userdata;
+        Context *c = res->c;
+
+        quit(c, (c->count ? c->printed >= c->count : res->caught_up) ? EXIT_OK : EXIT_TIMEOUT);
+        return G_SOURCE_REMOVE;
 }
 
 static void on_durable_stopped(WatchdDurable *d, const char *reason, gpointer userdata) {
@@ -1087,7 +1146,8 @@ static int cmd_durable(Context *c, int argc, char **argv) {
                           "                     bytes, attached, events, flags, path\n"
                           "  resume NAME        print what followed --since, \"caught-up\", then live events\n"
                           "  remove NAME        remove one, journal and all\n"
-                          "Exit status: 0 done, 1 error, 2 usage, 3 timeout, 4 removed meanwhile.",
+                          "Exit status: 0 done, 1 error, 2 usage, 3 --timeout before caught up (or --count),\n"
+                          "4 removed meanwhile.",
                           entries, &argc, &argv);
         if (r >= 0)
                 return r;
@@ -1176,7 +1236,8 @@ static int cmd_durable(Context *c, int argc, char **argv) {
         /* resume */
         {
                 g_autoptr(WatchdDurable) d = NULL;
-                Resume res = { .c = c };
+                g_autoptr(GHashTable) masks = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+                Resume res = { .c = c, .masks = masks };
                 guint64 since = 0;
 
                 if (c->opt_since && !g_ascii_string_to_unsigned(c->opt_since, 10, 0, G_MAXUINT64, &since, &error))
@@ -1186,7 +1247,7 @@ static int cmd_durable(Context *c, int argc, char **argv) {
                 if (!d)
                         return report_call_error(c, name, error);
                 res.d = d;
-                g_signal_connect(d, "event", G_CALLBACK(on_durable_event), &res);
+                g_signal_connect(d, "events", G_CALLBACK(on_durable_events), &res);
                 g_signal_connect(d, "rescan", G_CALLBACK(on_durable_rescan), &res);
                 g_signal_connect(d, "caught-up", G_CALLBACK(on_durable_caught_up), &res);
                 g_signal_connect(d, "stopped", G_CALLBACK(on_durable_stopped), &res);
@@ -1212,7 +1273,7 @@ static int cmd_durable(Context *c, int argc, char **argv) {
                 g_unix_signal_add(SIGTERM, on_stop_signal, c);
                 g_unix_fd_add(STDOUT_FILENO, G_IO_ERR, on_stdout_error, c);
                 if (c->timeout_ms)
-                        g_timeout_add(c->timeout_ms, on_timeout, c);
+                        g_timeout_add(c->timeout_ms, on_resume_timeout, &res);
                 c->exit_status = EXIT_OK;
                 g_main_loop_run(c->loop);
                 flush_output(c);
