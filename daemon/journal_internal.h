@@ -96,6 +96,11 @@ int journal_decode_record(Decoder *d, JournalEntry *e);
 
 void journal_segment_name(uint64_t name, char ret[static SEGMENT_NAME_MAX]);
 int journal_segment_header_read(const Journal *j, int fd, uint64_t name, uint64_t *ret_prev_id);
+/* A frame header h read at off, before limit: is it a frame whose ids lie after after_id and below end_id? */
+bool journal_frame_header_check(const uint8_t h[static FRAME_HEADER_SIZE], uint64_t off, uint64_t limit,
+                                uint64_t after_id, uint64_t end_id, FrameInfo *ret);
+/* Does the CRC of header h cover this payload? */
+bool journal_frame_crc_check(const uint8_t h[static FRAME_HEADER_SIZE], const uint8_t *payload, size_t size);
 int journal_frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id,
                        Buf *payload, FrameInfo *ret);
 int journal_frame_resync(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id, Buf *payload,

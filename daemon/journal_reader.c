@@ -3,9 +3,11 @@
  * journal_reader - the readers of a durable subscription's journal
  *
  * A reader resumes after a cursor and returns every record after it, in
- * order, a frame read from disk at a time (pread into one buffer: a replay
- * of any length costs one frame of memory), then "caught up"; later, what
- * was appended since. What it cannot give it says with a gap entry: a
+ * order, then "caught up"; later, what was appended since. It reads the
+ * segment a window of READ_AHEAD bytes at a time (one pread for many
+ * frames: a storm's frames hold a few records each, and a pread a frame was
+ * most of a replay's system calls), the frames decoded where they lie in
+ * it: a replay of any length costs the window (or one frame, if larger). What it cannot give it says with a gap entry: a
  * cursor of another journal or older than what is kept (the whole
  * subscription, and on from the end), damage found by the checksums, the
  * ids or the chain of segments (a CORRUPT gap, then on from the next valid
@@ -24,6 +26,9 @@
 #include "journal_internal.h"
 #include "macro.h"
 
+/* Bytes read ahead of the next frame. */
+#define READ_AHEAD (256u * 1024u)
+
 struct JournalReader {
         Journal *j;
         uint64_t pos;           /* the id of the last entry returned, or the starting cursor */
@@ -31,7 +36,9 @@ struct JournalReader {
         uint64_t seg;           /* the name of the segment being read */
         int fd;                 /* -1: not open yet */
         uint64_t off;           /* the next frame's offset */
-        Buf payload;
+        Buf window;             /* bytes of fd from win_off on, read ahead */
+        uint64_t win_off;
+        Buf payload;            /* a frame found by resynchronising after damage */
         Decoder dec;
         uint64_t frame_next_id;
         uint32_t frame_left;
@@ -81,6 +88,7 @@ JournalReader *journal_reader_free(JournalReader *r) {
         assert(r->j->n_readers > 0);
         r->j->n_readers--;
         safe_close(r->fd);
+        journal_buf_done(&r->window);
         journal_buf_done(&r->payload);
         journal_decoder_done(&r->dec);
         free(r);
@@ -91,12 +99,79 @@ uint64_t journal_reader_position(const JournalReader *r) {
         return r->pos;
 }
 
+/*
+ * The bytes [off, off + need) of the segment (which holds limit bytes), in
+ * the window: 1 and where they are, 0 if the file has fewer, -errno.
+ */
+static int reader_window(JournalReader *r, uint64_t off, size_t need, uint64_t limit, const uint8_t **ret) {
+        size_t want, got = 0;
+
+        if (off >= r->win_off && r->window.size >= need && off - r->win_off <= r->window.size - need) {
+                *ret = r->window.data + (off - r->win_off);
+                return 1;
+        }
+        if (off > limit || limit - off < need)
+                return 0;
+        want = need > READ_AHEAD ? need : READ_AHEAD;
+        if (want > limit - off)
+                want = (size_t) (limit - off);
+        r->window.size = 0;
+        if (r->window.alloc < want) {
+                uint8_t *p = realloc(r->window.data, want);
+
+                if (!p)
+                        return -ENOMEM;
+                r->window.data = p;
+                r->window.alloc = want;
+        }
+        r->win_off = off;
+        while (got < want) {
+                ssize_t n = pread(r->fd, r->window.data + got, want - got, (off_t) (off + got));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return negative_errno();
+                if (n == 0)
+                        break;          /* shorter than it was: what it holds is all there is */
+                got += (size_t) n;
+        }
+        r->window.size = got;
+        if (got < need)
+                return 0;
+        *ret = r->window.data;
+        return 1;
+}
+
+/* The frame at r->off, through the window: as journal_frame_read(), the payload where it lies. */
+static int reader_frame(JournalReader *r, uint64_t limit, uint64_t end_id, FrameInfo *ret, const uint8_t **ret_payload) {
+        const uint8_t *h, *payload;
+        FrameInfo fi;
+        int k;
+
+        k = reader_window(r, r->off, FRAME_HEADER_SIZE, limit, &h);
+        if (k <= 0)
+                return k;
+        if (!journal_frame_header_check(h, r->off, limit, r->last_seen, end_id, &fi))
+                return 0;
+        k = reader_window(r, r->off, FRAME_HEADER_SIZE + fi.size, limit, &h);
+        if (k <= 0)
+                return k;
+        payload = h + FRAME_HEADER_SIZE;
+        if (!journal_frame_crc_check(h, payload, fi.size))
+                return 0;
+        *ret = fi;
+        *ret_payload = payload;
+        return 1;
+}
+
 /* On at the end of the active segment, all before it passed over. */
 static int reader_to_end(JournalReader *r) {
         Segment *active = journal_active(r->j);
         char name[SEGMENT_NAME_MAX];
 
         r->fd = safe_close(r->fd);
+        r->window.size = 0;
         journal_segment_name(active->name, name);
         r->fd = openat(r->j->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (r->fd < 0)
@@ -126,6 +201,7 @@ static int reader_next_frame(JournalReader *r) {
         for (;;) {
                 ssize_t idx = reader_segment_index(r);
                 uint64_t limit, end_id;
+                const uint8_t *payload;
                 FrameInfo fi;
                 size_t next;
                 int k;
@@ -135,6 +211,7 @@ static int reader_next_frame(JournalReader *r) {
                         uint64_t prev_id;
 
                         journal_segment_name(r->seg, name);
+                        r->window.size = 0;
                         r->fd = openat(j->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                         if (r->fd < 0 && errno != ENOENT)
                                 return negative_errno();
@@ -168,7 +245,7 @@ static int reader_next_frame(JournalReader *r) {
                                 limit = (uint64_t) st.st_size;
                         }
 
-                        k = journal_frame_read(r->fd, r->off, limit, r->last_seen, end_id, &r->payload, &fi);
+                        k = reader_frame(r, limit, end_id, &fi, &payload);
                         if (k < 0)
                                 return k;
                         if (k > 0) {
@@ -176,7 +253,8 @@ static int reader_next_frame(JournalReader *r) {
                                 r->last_seen = fi.first_id + fi.count - 1;
                                 r->frame_next_id = fi.first_id;
                                 r->frame_left = fi.count;
-                                journal_decoder_start(&r->dec, r->payload.data, r->payload.size);
+                                /* Decoded in the window, which stays until the next frame is read. */
+                                journal_decoder_start(&r->dec, payload, fi.size);
                                 return 1;
                         }
                         if (r->off < limit) {
