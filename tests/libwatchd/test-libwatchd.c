@@ -1384,6 +1384,44 @@ static void test_durable_replay(Fixture *f, gconstpointer data) {
         g_array_unref(r.ids);
 }
 
+/* Records whose paths make them longer than 255 bytes (their strings' offsets two bytes wide in the
+ * serialised signal) and shorter ones, in one replay: every path whole. */
+static void test_durable_long_paths(Fixture *f, gconstpointer data) {
+        g_autofree char *journal = NULL;
+        g_autoptr(WatchdDurable) d = NULL;
+        g_autoptr(GError) error = NULL;
+        DurableRec r = { .lines = g_ptr_array_new_with_free_func(g_free) };
+        static const guint lengths[] = { 1, 100, 200, 250, 255 };
+
+        g_assert_true(watchd_client_create_durable_sync(f->client, "long", f->dir, WATCHD_EVENT_CREATE, 0, &journal,
+                                                        NULL, NULL, &error));
+        g_assert_no_error(error);
+        for (guint i = 0; i < G_N_ELEMENTS(lengths); i++) {
+                g_autofree char *name = g_strnfill(lengths[i], 'a' + i);
+                g_autofree char *p = g_build_filename(f->dir, name, NULL);
+                int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+                g_assert_cmpint(fd, >=, 0);
+                close(fd);
+        }
+        while (durable_last_id(f->client, "long") < G_N_ELEMENTS(lengths))
+                g_usleep(5000);
+        d = watchd_client_resume_durable_sync(f->client, "long", journal, 0, NULL, &error);
+        g_assert_no_error(error);
+        g_signal_connect(d, "event", G_CALLBACK(on_d_event), &r);
+        g_signal_connect(d, "caught-up", G_CALLBACK(on_d_caught_up), &r);
+        while (!r.caught_up)
+                g_main_context_iteration(NULL, TRUE);
+        g_assert_cmpuint(r.lines->len, ==, G_N_ELEMENTS(lengths) + 1);
+        for (guint i = 0; i < G_N_ELEMENTS(lengths); i++) {
+                g_autofree char *name = g_strnfill(lengths[i], 'a' + i);
+                g_autofree char *want = g_strdup_printf("%u 100 %s/%s", i + 1, f->dir, name);
+
+                g_assert_cmpstr(r.lines->pdata[i], ==, want);
+        }
+        g_ptr_array_unref(r.lines);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         /* One a line, the path a literal: tests/meson.build reads them (case_programs). */
@@ -1412,6 +1450,7 @@ int main(int argc, char **argv) {
         g_test_add("/libwatchd/shared-connection", Fixture, NULL, setup, test_shared_connection, teardown);
         g_test_add("/libwatchd/stream-refused", Fixture, NULL, setup, test_stream_refused, teardown);
         g_test_add("/libwatchd/durable", Fixture, NULL, setup, test_durable, teardown);
+        g_test_add("/libwatchd/durable-long-paths", Fixture, NULL, setup, test_durable_long_paths, teardown);
         g_test_add("/libwatchd/durable-replay", Fixture, "[limits]\nmax_pending_events_per_client = 1000\n", setup, test_durable_replay, teardown);
         return g_test_run();
 }
