@@ -12,9 +12,9 @@
  * ask). An attachment's window is its own, apart from the client's live
  * records (delivery.h): a replay neither waits for the live records'
  * confirmations nor holds them back, and the client's live stream keeps
- * flowing. So a replay of a million records costs the daemon one frame of
- * the journal at a time and the bus at most max_pending_events_per_client
- * unread records.
+ * flowing. So a replay of a million records costs the daemon its reader's
+ * window of the journal (journal_reader.c) and the bus at most
+ * max_pending_events_per_client unread records.
  *
  * Credentials: the uid and groups the bus reported at creation are kept in
  * the definition. At each start the groups are narrowed to those the user
