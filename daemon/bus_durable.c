@@ -237,17 +237,23 @@ int method_list_durable(sd_bus_message *msg, void *userdata, sd_bus_error *error
 /* ---------------------------------------------------------------------- */
 /* As signals: DurableEvents, DurableRescan, DurableCaughtUp, DurableStopped (always unicast) */
 
+/* The name a batch of records is for, kept for its records (and the signals a long batch is cut into). */
+static int set_durable_name(BusClient *bc, const char *name) {
+        if (bc->durable_name && strcmp(bc->durable_name, name) == 0)
+                return 0;
+        free(bc->durable_name);
+        bc->durable_name = strdup(name);
+        return bc->durable_name ? 0 : -ENOMEM;
+}
+
 static int signal_events_begin(Client *c, const char *name, void *data) {
         BusClient *bc = data;
         int r;
 
         assert(!bc->durable_msg);
-        if (!bc->durable_name || strcmp(bc->durable_name, name) != 0) {
-                free(bc->durable_name);
-                bc->durable_name = strdup(name);
-                if (!bc->durable_name)
-                        return -ENOMEM;
-        }
+        r = set_durable_name(bc, name);
+        if (r < 0)
+                return r;
         r = signal_new(bc->iface, c, "DurableEvents", true, &bc->durable_msg);
         if (r >= 0)
                 r = sd_bus_message_append(bc->durable_msg, "s", name);
@@ -430,15 +436,7 @@ static Stream *stream_of(BusClient *bc) {
 }
 
 static int stream_events_begin(Client *c, const char *name, void *data) {
-        BusClient *bc = data;
-
-        if (!bc->durable_name || strcmp(bc->durable_name, name) != 0) {
-                free(bc->durable_name);
-                bc->durable_name = strdup(name);
-                if (!bc->durable_name)
-                        return -ENOMEM;
-        }
-        return 0;
+        return set_durable_name(data, name);
 }
 
 static int stream_events_add(Client *c, const JournalEntry *e, void *data) {

@@ -351,17 +351,9 @@ static int fields_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
         return 0;
 }
 
-static int event_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
-        uint32_t path_len, new_path_len;
-
-        if (end - p < (ptrdiff_t) STREAM_FRAME_EVENT_FIXED)
-                return -EBADMSG;
-        f->id = get32(p);
-        f->mask = get32(p + 4);
-        f->cookie = get32(p + 8);
-        path_len = get32(p + 12);
-        new_path_len = get32(p + 16);
-        p += STREAM_FRAME_EVENT_FIXED;
+/* An event's path and new path at p (each with its NUL), then the frame's fields. */
+static int paths_decode(const uint8_t *p, const uint8_t *end, uint32_t path_len, uint32_t new_path_len,
+                        StreamFrame *f) {
         if (!string_ok(p, end, path_len))
                 return -EBADMSG;
         f->path = (const char *) p;
@@ -373,6 +365,15 @@ static int event_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
         f->new_path_len = new_path_len;
         p += new_path_len + 1;
         return fields_decode(p, end, f);
+}
+
+static int event_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
+        if (end - p < (ptrdiff_t) STREAM_FRAME_EVENT_FIXED)
+                return -EBADMSG;
+        f->id = get32(p);
+        f->mask = get32(p + 4);
+        f->cookie = get32(p + 8);
+        return paths_decode(p + STREAM_FRAME_EVENT_FIXED, end, get32(p + 12), get32(p + 16), f);
 }
 
 static int overflow_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
@@ -429,17 +430,9 @@ static int durable_event_decode(const uint8_t *p, const uint8_t *end, StreamFram
         path_len = get32(p + 20);
         new_path_len = get32(p + 24);
         p += STREAM_FRAME_DURABLE_EVENT_FIXED;
-        if (name_decode(&p, end, name_len, f) < 0 || !string_ok(p, end, path_len))
+        if (name_decode(&p, end, name_len, f) < 0)
                 return -EBADMSG;
-        f->path = (const char *) p;
-        f->path_len = path_len;
-        p += path_len + 1;
-        if (!string_ok(p, end, new_path_len))
-                return -EBADMSG;
-        f->new_path = (const char *) p;
-        f->new_path_len = new_path_len;
-        p += new_path_len + 1;
-        return fields_decode(p, end, f);
+        return paths_decode(p, end, path_len, new_path_len, f);
 }
 
 static int durable_rescan_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {

@@ -622,6 +622,27 @@ static Watchctl *watchctl_rest(Fixture *f, gboolean no_stream, guint64 since) {
         return w;
 }
 
+/* watchctl resuming from the start, awaited until it has printed n records. */
+static Watchctl *watchctl_until(Fixture *f, gboolean no_stream, guint n) {
+        const char *none[] = { NULL };
+        Watchctl *w = watchctl_resume(f, no_stream, none);
+        Enough e = { w, n };
+
+        await_until("the first watchctl", watchctl_has, &e, &w->ids->len);
+        g_assert_cmpuint(w->ids->len, >=, n);
+        return w;
+}
+
+/* w SIGKILLed: what it printed is what it handled. Returns the last id it printed. */
+static guint64 watchctl_kill(Watchctl *w) {
+        g_subprocess_send_signal(w->sp, SIGKILL);
+        while (!(w->exited && w->eof))
+                g_main_context_iteration(NULL, TRUE);
+        g_assert_cmpint(w->status, ==, 128 + SIGKILL);
+        g_assert_false(w->caught_up);
+        return g_array_index(w->ids, guint64, w->ids->len - 1);
+}
+
 /*
  * watchctl, the client a script uses, SIGKILLed once it has printed
  * KILL_AT records, then run again from the last one it printed: together
@@ -629,23 +650,13 @@ static Watchctl *watchctl_rest(Fixture *f, gboolean no_stream, guint64 since) {
  */
 static void test_client_killed(Fixture *f, gconstpointer data) {
         gboolean no_stream = GPOINTER_TO_INT(data);
-        const char *none[] = { NULL };
         g_autoptr(Watchctl) w1 = NULL;
         g_autoptr(Watchctl) w2 = NULL;
-        Enough e;
         guint64 last;
 
         make_journal(f, JOURNAL_RECORDS);
-        w1 = watchctl_resume(f, no_stream, none);
-        e = (Enough) { w1, KILL_AT };
-        await_until("the first watchctl", watchctl_has, &e, &w1->ids->len);
-        g_assert_cmpuint(w1->ids->len, >=, KILL_AT);
-        g_subprocess_send_signal(w1->sp, SIGKILL);
-        while (!(w1->exited && w1->eof))
-                g_main_context_iteration(NULL, TRUE);
-        g_assert_cmpint(w1->status, ==, 128 + SIGKILL);
-        g_assert_false(w1->caught_up);
-        last = g_array_index(w1->ids, guint64, w1->ids->len - 1);
+        w1 = watchctl_until(f, no_stream, KILL_AT);
+        last = watchctl_kill(w1);
 
         w2 = watchctl_rest(f, no_stream, last);
         g_assert_cmpuint(w2->rescans->len, ==, 0);
@@ -663,16 +674,12 @@ static void test_client_killed(Fixture *f, gconstpointer data) {
  * printed gets the rest, then the daemon-down rescan, then caught up.
  */
 static void test_daemon_killed(Fixture *f, gconstpointer data) {
-        const char *none[] = { NULL };
         g_autoptr(Watchctl) w1 = NULL;
         g_autoptr(Watchctl) w2 = NULL;
-        Enough e;
         guint64 last;
 
         make_journal(f, JOURNAL_RECORDS);
-        w1 = watchctl_resume(f, FALSE, none);
-        e = (Enough) { w1, KILL_AT };
-        await_until("watchctl", watchctl_has, &e, &w1->ids->len);
+        w1 = watchctl_until(f, FALSE, KILL_AT);
         g_assert_cmpint(kill(wt_process_pid(f->daemon->process), SIGKILL), ==, 0);
         g_assert_true(g_subprocess_wait(f->daemon->process, NULL, NULL));
         /* The harness's record of it, without its SIGTERM. */
@@ -681,12 +688,8 @@ static void test_daemon_killed(Fixture *f, gconstpointer data) {
         g_free(f->daemon->log_path);
         g_free(f->daemon);
         f->daemon = NULL;
-        /* What it printed is what it handled; it waits for watchd to come back. */
-        g_subprocess_send_signal(w1->sp, SIGKILL);
-        while (!(w1->exited && w1->eof))
-                g_main_context_iteration(NULL, TRUE);
-        g_assert_false(w1->caught_up);
-        last = g_array_index(w1->ids, guint64, w1->ids->len - 1);
+        /* It waits for watchd to come back: killed too. */
+        last = watchctl_kill(w1);
         g_assert_cmpuint(last, <, JOURNAL_RECORDS);
 
         f->daemon = wt_daemon_start(f->bus, CONFIG);
