@@ -894,6 +894,7 @@ typedef struct Resume {
         WatchdDurable *d;
         gboolean caught_up;
         GHashTable *masks;              /* mask -> its names, as printed ("CREATE,ISDIR") */
+        GString *out;                   /* the text lines of a batch */
 } Resume;
 
 static void json_begin(JsonBuilder *b, const char *type, guint64 id) {
@@ -904,28 +905,33 @@ static void json_begin(JsonBuilder *b, const char *type, guint64 id) {
         json_builder_add_int_value(b, (gint64) id);
 }
 
-/* A path as the text lines show it: as it is when it is printable ASCII with
- * no backslash (most paths, printed without a copy), else in the escaped form. */
-static void print_display_path(const char *path) {
+/* Appends a path as the text lines show it to out: as it is when it is
+ * printable ASCII with no backslash (most paths, with no copy of their
+ * own), else in the escaped form. */
+static void append_display_path(GString *out, const char *path) {
         const unsigned char *p = (const unsigned char *) path;
 
         while (*p >= 0x20 && *p < 0x7f && *p != '\\')
                 p++;
         if (*p == '\0')
-                fputs(path, stdout);
+                g_string_append_len(out, path, (gssize) ((const char *) p - path));
         else {
                 g_autofree char *e = event_path_display(path);
 
-                fputs(e, stdout);
+                g_string_append(out, e);
         }
 }
 
-/* One record: "ID EVENTS PATH", "ID EVENTS OLD -> NEW"; or a JSON object. */
-static void print_durable_event(Resume *res, WatchdEvent *e) {
+/* One record: "ID EVENTS PATH", "ID EVENTS OLD -> NEW"; or a JSON object. A
+ * replay prints a million of these: a line is built in out (the events'
+ * names made once a mask) and the batch written at once. */
+static void print_durable_event(Resume *res, WatchdEvent *e, GString *out) {
         Context *c = res->c;
         guint64 id = watchd_event_get_id(e);
         guint mask = watchd_event_get_mask(e);
         const char *path = watchd_event_get_path(e), *new_path = watchd_event_get_new_path(e);
+        const char *events;
+        char num[24], *n = num + sizeof num;
 
         if (c->opt_json) {
                 g_autoptr(JsonBuilder) b = json_builder_new();
@@ -943,28 +949,26 @@ static void print_durable_event(Resume *res, WatchdEvent *e) {
                 print_json(b);
                 return;
         }
-        {
-                /* A replay prints a million of these: the events' names once a mask. */
-                const char *events = g_hash_table_lookup(res->masks, GUINT_TO_POINTER(mask));
-                char num[32];
+        events = g_hash_table_lookup(res->masks, GUINT_TO_POINTER(mask));
+        if (!events) {
+                char *names = event_mask_to_string(mask, ',');
 
-                if (!events) {
-                        char *names = event_mask_to_string(mask, ',');
-
-                        g_hash_table_insert(res->masks, GUINT_TO_POINTER(mask), names);
-                        events = names;
-                }
-                g_snprintf(num, sizeof num, "%" G_GUINT64_FORMAT " ", id);
-                fputs(num, stdout);
-                fputs(events, stdout);
-                putchar(' ');
-                print_display_path(path);
-                if (new_path) {
-                        fputs(" -> ", stdout);
-                        print_display_path(new_path);
-                }
-                putchar('\n');
+                g_hash_table_insert(res->masks, GUINT_TO_POINTER(mask), names);
+                events = names;
         }
+        do
+                *--n = (char) ('0' + id % 10);
+        while ((id /= 10) > 0);
+        g_string_append_len(out, n, num + sizeof num - n);
+        g_string_append_c(out, ' ');
+        g_string_append(out, events);
+        g_string_append_c(out, ' ');
+        append_display_path(out, path);
+        if (new_path) {
+                g_string_append_len(out, " -> ", 4);
+                append_display_path(out, new_path);
+        }
+        g_string_append_c(out, '\n');
 }
 
 /* A batch of records, in the journal's order. */
@@ -972,12 +976,14 @@ static void on_durable_events(WatchdDurable *d, GPtrArray *events, gpointer user
         Resume *res = userdata;
         Context *c = res->c;
 
+        g_string_truncate(res->out, 0);
         for (guint i = 0; i < events->len && !c->stopping; i++) {
-                print_durable_event(res, events->pdata[i]);
+                print_durable_event(res, events->pdata[i], res->out);
                 c->printed++;
                 if (c->count && c->printed >= c->count)
                         quit(c, EXIT_OK);
         }
+        fwrite(res->out->str, 1, res->out->len, stdout);
         flush_output(c);
 }
 
@@ -1237,7 +1243,8 @@ static int cmd_durable(Context *c, int argc, char **argv) {
         {
                 g_autoptr(WatchdDurable) d = NULL;
                 g_autoptr(GHashTable) masks = g_hash_table_new_full(NULL, NULL, NULL, g_free);
-                Resume res = { .c = c, .masks = masks };
+                g_autoptr(GString) out = g_string_sized_new(256 * 1024);
+                Resume res = { .c = c, .masks = masks, .out = out };
                 guint64 since = 0;
 
                 if (c->opt_since && !g_ascii_string_to_unsigned(c->opt_since, 10, 0, G_MAXUINT64, &since, &error))
