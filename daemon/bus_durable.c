@@ -4,7 +4,7 @@
  * SUBSCRIPTIONS)
  *
  * The handlers read and check a call, name its caller from the bus, and
- * call durable.c; errors become D-Bus errors in error_for(). A client that
+ * call durable.c; errors become D-Bus errors in bus_error_for(). A client that
  * resumes gets its records through one of two transports, chosen at the
  * resume and kept: in its stream (bus_durable_stream_ops) if it has one
  * and asked for durable frames there (OpenStream's option "durable"), else
@@ -18,8 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus.h"
+#include "bus_caller.h"
 #include "bus_durable.h"
-#include "dbus_iface_internal.h"
+#include "bus_methods.h"
+#include "bus_signals.h"
 #include "durable_store.h"
 #include "error.h"
 #include "events_batch.h"
@@ -33,7 +36,7 @@
 static char *what_name(const char *name) {
         char *w;
 
-        if (asprintf(&w, "'%.*s'", quote_len(name, QUOTE_MAX), name) < 0)
+        if (asprintf(&w, "'%.*s'", bus_quote_len(name, BUS_QUOTE_MAX), name) < 0)
                 return NULL;
         return w;
 }
@@ -45,7 +48,7 @@ static int check_durable_name(const char *name, bool allow_uid, sd_bus_error *er
                 return 0;
         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                  "'%.*s' is not a durable subscription name: 1 to %u of A-Z a-z 0-9 _ . -, "
-                                 "not starting with '.'.", quote_len(name, QUOTE_MAX), name, DURABLE_NAME_MAX);
+                                 "not starting with '.'.", bus_quote_len(name, BUS_QUOTE_MAX), name, DURABLE_NAME_MAX);
 }
 
 typedef struct PendingCreate {
@@ -68,8 +71,8 @@ static void create_durable_done(int r, const char *journal, uint64_t cursor, voi
                 (void) sd_bus_message_rewind(msg, true);
                 (void) sd_bus_message_skip(msg, "s");
                 (void) sd_bus_message_read(msg, "s", &path);
-                what = what_of(path);
-                (void) error_for(p->iface, r, what ?: "the path", &error);
+                what = bus_what_of(path);
+                (void) bus_error_for(p->iface->manager, r, what ?: "the path", &error);
                 r = sd_bus_reply_method_error(msg, &error);
         } else
                 r = sd_bus_reply_method_return(msg, "st", journal, cursor);
@@ -101,15 +104,15 @@ int method_create_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
         if (flags & WATCHD_FLAG_ONESHOT)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "ONESHOT (0x%x) makes no sense for a durable subscription.", WATCHD_FLAG_ONESHOT);
-        r = validate(mask, flags & ~WATCHD_FLAG_PATH_ESCAPED, error);
+        r = bus_check_mask_flags(mask, flags & ~WATCHD_FLAG_PATH_ESCAPED, error);
         if (r < 0)
                 return r;
-        r = path_from_call(sent, flags & WATCHD_FLAG_PATH_ESCAPED, &path, error);
+        r = bus_path_from_call(sent, flags & WATCHD_FLAG_PATH_ESCAPED, &path, error);
         if (r < 0)
                 return r;
         flags &= ~WATCHD_FLAG_PATH_ESCAPED;
 
-        r = client_for_call(d, msg, &c, error);
+        r = bus_client_for_call(d, msg, &c, error);
         if (r < 0)
                 return r;
         p = malloc(sizeof(PendingCreate));
@@ -118,14 +121,14 @@ int method_create_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
         *p = (PendingCreate) { d, msg };
         r = durable_create(d->durable, &c->caller, name, path, mask, flags, create_durable_done, p, journal, &cursor);
         if (r < 0) {
-                _cleanup_free_ char *what = what_of(sent);
+                _cleanup_free_ char *what = bus_what_of(sent);
 
                 free(p);
                 if (r == -WATCHD_E_DURABLE_EXISTS) {
                         free(what);
                         what = what_name(name);
                 }
-                return error_for(d, r, what ?: "the path", error);
+                return bus_error_for(d->manager, r, what ?: "the path", error);
         }
         if (r > 0) {
                 /* A big tree: answered when its walk ends. */
@@ -146,7 +149,7 @@ int method_remove_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = sd_bus_message_read(msg, "s", &name);
         if (r < 0)
                 return r;
-        r = sender_uid(msg, &uid);
+        r = bus_sender_uid(msg, &uid);
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "The bus did not tell who you are.");
         r = check_durable_name(name, uid == 0, error);
@@ -155,7 +158,7 @@ int method_remove_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = durable_remove(d->durable, uid, name);
         if (r < 0) {
                 what = what_name(name);
-                return error_for(d, r, what ?: "the name", error);
+                return bus_error_for(d->manager, r, what ?: "the name", error);
         }
         return sd_bus_reply_method_return(msg, NULL);
 }
@@ -179,8 +182,8 @@ int method_resume_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
         if (journal[0] != '\0' && strlen(journal) != 2 * sizeof(JournalId))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "'%.*s' is not a journal identity (32 hexadecimal digits, or \"\" for none).",
-                                         quote_len(journal, QUOTE_MAX), journal);
-        r = client_for_call(d, msg, &c, error);
+                                         bus_quote_len(journal, BUS_QUOTE_MAX), journal);
+        r = bus_client_for_call(d, msg, &c, error);
         if (r < 0)
                 return r;
         bc = c->queue.data;
@@ -193,7 +196,7 @@ int method_resume_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
                                          "'%s' is not a journal identity (32 lowercase hexadecimal digits).", journal);
         if (r < 0) {
                 what = what_name(name);
-                return error_for(d, r, what ?: "the name", error);
+                return bus_error_for(d->manager, r, what ?: "the name", error);
         }
         log_debug("%s resumes durable subscription %s after %" PRIu64 ".", c->name, name, cursor);
         return sd_bus_reply_method_return(msg, "s", current);
@@ -216,7 +219,7 @@ int method_list_durable(sd_bus_message *msg, void *userdata, sd_bus_error *error
         uid_t uid;
         int r;
 
-        r = sender_uid(msg, &uid);
+        r = bus_sender_uid(msg, &uid);
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "The bus did not tell who you are.");
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -225,7 +228,7 @@ int method_list_durable(sd_bus_message *msg, void *userdata, sd_bus_error *error
         if (r >= 0) {
                 r = durable_list(d->durable, uid, list_one, reply);
                 if (r < 0 && error_is_watchd(r))
-                        return error_for(d, r, "", error);
+                        return bus_error_for(d->manager, r, "", error);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -254,7 +257,7 @@ static int signal_events_begin(Client *c, const char *name, void *data) {
         r = set_durable_name(bc, name);
         if (r < 0)
                 return r;
-        r = signal_new(bc->iface, c, "DurableEvents", true, &bc->durable_msg);
+        r = bus_signal_new(bc->iface, c, "DurableEvents", true, &bc->durable_msg);
         if (r >= 0)
                 r = sd_bus_message_append(bc->durable_msg, "s", name);
         if (r >= 0)
@@ -314,7 +317,7 @@ static int signal_rescan(Client *c, const char *name, const JournalEntry *e, voi
         BusClient *bc = data;
         int r;
 
-        r = signal_new(bc->iface, c, "DurableRescan", true, &msg);
+        r = bus_signal_new(bc->iface, c, "DurableRescan", true, &msg);
         if (r >= 0)
                 r = sd_bus_message_append(msg, "sts", name, e->id, journal_gap_reason_to_string(e->reason));
         if (r >= 0)
@@ -340,7 +343,7 @@ static int signal_caught_up(Client *c, const char *name, uint64_t id, void *data
         BusClient *bc = data;
         int r;
 
-        r = signal_new(bc->iface, c, "DurableCaughtUp", true, &msg);
+        r = bus_signal_new(bc->iface, c, "DurableCaughtUp", true, &msg);
         if (r >= 0)
                 r = sd_bus_message_append(msg, "st", name, id);
         if (r >= 0)
@@ -354,7 +357,7 @@ static int signal_stopped(Client *c, const char *name, const char *reason, void 
         int r;
 
         bc->durable_msg = sd_bus_message_unref(bc->durable_msg);
-        r = signal_new(bc->iface, c, "DurableStopped", true, &msg);
+        r = bus_signal_new(bc->iface, c, "DurableStopped", true, &msg);
         if (r >= 0)
                 r = sd_bus_message_append(msg, "ss", name, reason);
         if (r >= 0)
@@ -370,7 +373,7 @@ static bool signal_congested(Client *c, void *data) {
 
 /*
  * What counts as read, for the signals of a replay: as for Events
- * (ping_confirms() in dbus_iface.c), the client's own answer to a
+ * (bus_ping_confirms() in bus_signals.c), the client's own answer to a
  * Peer.Ping sent after them. The replay has a Ping of its own
  * (BusClient.durable_ping), apart from the one of the client's live
  * records: a client whose live records go to a stream has no other, and
@@ -385,9 +388,9 @@ static bool signal_congested(Client *c, void *data) {
 
 static int on_durable_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         BusClient *bc = userdata;
-        bool confirmed = ping_confirms(bc, reply);
+        bool confirmed = bus_ping_confirms(bc, reply);
 
-        bus_ping_end(bc, &bc->durable_ping);
+        bus_ping_slot_end(bc, &bc->durable_ping);
         if (confirmed)
                 bc->durable_ping_retry_usec = 0;
         else {
@@ -410,7 +413,7 @@ static int signal_ask_confirm(Client *c, void *data) {
 
         if (bc->durable_ping || now_usec() < bc->durable_ping_not_before)
                 return -EAGAIN;
-        return bus_ping(bc, &bc->durable_ping, on_durable_ping_reply, bc);
+        return bus_ping_send(bc, &bc->durable_ping, on_durable_ping_reply, bc);
 }
 
 const DurableOps bus_durable_signal_ops = {
@@ -423,10 +426,6 @@ const DurableOps bus_durable_signal_ops = {
         .congested = signal_congested,
         .ask_confirm = signal_ask_confirm,
 };
-
-void bus_durable_client_end(BusClient *bc) {
-        bus_ping_end(bc, &bc->durable_ping);
-}
 
 /* ---------------------------------------------------------------------- */
 /* In the client's stream (watchd-stream(5), types 4 to 7), for a client that asked ("durable") */

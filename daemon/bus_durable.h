@@ -22,7 +22,3 @@ int method_list_durable(sd_bus_message *msg, void *userdata, sd_bus_error *error
  * unicast, confirmed by a Ping of their own), or in the client's stream. */
 extern const DurableOps bus_durable_signal_ops;
 extern const DurableOps bus_durable_stream_ops;
-
-struct BusClient;
-/* bc is going: the Ping of its replays is no longer ours to count. */
-void bus_durable_client_end(struct BusClient *bc);

@@ -46,11 +46,11 @@ typedef struct Followup {
 struct Events {
         Backend *backend;
         WatchTable *table;
-        Delivery *delivery;
         Tree *tree;
         Missing *missing;
         Moves *moves;
         Remote *remote;
+        SelfEvents *self;
         EventsOps ops;
         void *userdata;
         EventsStats stats;
@@ -64,8 +64,8 @@ struct Events {
         bool in_event;
 };
 
-int events_new(Backend *backend, WatchTable *table, Delivery *delivery, Tree *tree, Missing *missing,
-               Moves *moves, Remote *remote, const EventsOps *ops, void *userdata, Events **ret) {
+int events_new(Backend *backend, WatchTable *table, Tree *tree, Missing *missing, Moves *moves, Remote *remote,
+               SelfEvents *self, const EventsOps *ops, void *userdata, Events **ret) {
         Events *e = calloc(1, sizeof(Events));
 
         if (!e)
@@ -73,11 +73,11 @@ int events_new(Backend *backend, WatchTable *table, Delivery *delivery, Tree *tr
         *e = (Events) {
                 .backend = backend,
                 .table = table,
-                .delivery = delivery,
                 .tree = tree,
                 .missing = missing,
                 .moves = moves,
                 .remote = remote,
+                .self = self,
                 .ops = *ops,
                 .userdata = userdata,
                 .buf = malloc(KERNEL_READ_BUF),
@@ -117,16 +117,6 @@ static void followup_add(Events *e, int what, uint32_t id, uint32_t cookie, char
         g_array_append_val(e->followups, ((Followup) { what, id, cookie, path, link }));
 }
 
-/* The daemon ends s, and tells its owner why. */
-static void end_with_notice(Events *e, Subscription *s, const char *reason, uint64_t now) {
-        Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
-
-        if (rec)
-                rec->reason = reason;
-        delivery_submit(e->delivery, &s->owner->queue, rec);
-        e->ops.end(s, e->userdata);
-}
-
 /* The events s gets: its mask, and IN_MOVE_SELF for a PERSIST subscription
  * that asks for IN_DELETE_SELF (its object left its path either way). */
 static uint32_t wanted(const Subscription *s) {
@@ -144,15 +134,14 @@ bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, 
                 return false;
         if (tree_scanned_check(e->tree, s, dir, mask, name, name_len))
                 return false;
-        delivery_submit(e->delivery, &s->owner->queue,
-                        record_new(RECORD_EVENT, s->id, mask, cookie, now_usec, dir, name, name_len));
-        /* ONESHOT is the daemon's (the device has none, and a shared kernel
+        client_queue_event(s, mask, cookie, dir, name, name_len, now_usec);
+        /* ONESHOT is the daemon's (an older device has none, and a shared kernel
          * watch must outlive one subscriber's first event). */
         if (s->flags & WATCHD_FLAG_ONESHOT) {
                 if (e->in_event)
                         followup_add(e, FOLLOW_ONESHOT, s->id, 0, NULL, NULL);
                 else
-                        end_with_notice(e, s, WATCHD_REASON_ONESHOT, now_usec);
+                        e->ops.end(s, WATCHD_REASON_ONESHOT, now_usec, e->userdata);
         }
         return true;
 }
@@ -204,7 +193,7 @@ static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
                         break;
                 case FOLLOW_ONESHOT:
                         if (s)
-                                end_with_notice(e, s, WATCHD_REASON_ONESHOT, now);
+                                e->ops.end(s, WATCHD_REASON_ONESHOT, now, e->userdata);
                         break;
                 case FOLLOW_TREE_ADD_NEW:
                         if (s)
@@ -224,7 +213,7 @@ static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
                                 break;          /* ended, or followed again already (named twice) */
                         if (f->what == FOLLOW_MOVED_AWAY) {
                                 /* The kernel's IN_MOVE_SELF comes after the rename's two
-                                 * halves, and not at all on the device: the record is
+                                 * halves, and not at all on an older device: the record is
                                  * made here, as the kernel makes it (no IN_ISDIR). */
                                 (void) events_deliver(e, s, IN_MOVE_SELF, 0, s->path, NULL, 0, now);
                                 s = watch_table_get_subscription(e->table, f->id);         /* ONESHOT */
@@ -238,11 +227,16 @@ static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
         g_array_set_size(e->followups, 0);
 }
 
-static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
+static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now) {
         char buf[PATH_MAX];
         Watch *w;
 
         e->stats.events_read++;
+
+        /* The daemon's own read of a directory (a scan, a poll): not an
+         * event of anyone's, nor a record between two others. */
+        if (self_events_check(e->self, ev, off))
+                return;
 
         /* A directory moved out of its place in a tree is moved within it
          * only if the very next record is its IN_MOVED_TO. */
@@ -261,9 +255,6 @@ static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
                 return;         /* a watch we have released; its last records still trickle in */
         if (ev->mask & IN_IGNORED)
                 return watch_ignored(e, w, now);
-        /* The poller's own look at a polled directory: not an event of anyone's. */
-        if (remote_own_read(e->remote, w, ev))
-                return;
         /* What the kernel reported, the poller does not report again. */
         remote_on_event(e->remote, w, ev);
         if (ev->mask & IN_UNMOUNT)
@@ -290,7 +281,7 @@ static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
 
                 dir = watch_link_get_path(l, buf);
                 if (!dir) {
-                        delivery_lost(e->delivery, &s->owner->queue, s->id);   /* deeper than PATH_MAX */
+                        client_queue_lost(s);  /* deeper than PATH_MAX */
                         continue;
                 }
                 /* A directory below a RECURSIVE root: what happens to the
@@ -310,7 +301,7 @@ static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
                         char *path = path_join(dir, ev->name, ev->name_len);
 
                         if (!path) {
-                                delivery_lost(e->delivery, &s->owner->queue, s->id);
+                                client_queue_lost(s);
                                 continue;
                         }
                         followup_add(e, ev->mask & IN_MOVED_FROM ? FOLLOW_TREE_MOVED_FROM :
@@ -331,6 +322,7 @@ bool events_slice(Events *e, uint64_t budget_usec) {
 
         for (int i = 0; i < KERNEL_READ_ROUNDS; ) {
                 RawEvent ev;
+                size_t at;
                 int r;
 
                 /* The descents of pending paths that earlier records started go
@@ -344,11 +336,13 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                                 return true;
                 }
                 if (e->off == e->len) {
-                        ssize_t n = backend_read(e->backend, e->buf, KERNEL_READ_BUF);
+                        ssize_t n;
 
+                        self_events_read(e->self);
+                        n = backend_read(e->backend, e->buf, KERNEL_READ_BUF);
+                        self_events_read_done(e->self, n, KERNEL_READ_BUF);
                         if (n == -EAGAIN) {
                                 tree_queue_read_empty(e->tree);
-                                remote_queue_read_empty(e->remote);
                                 return false;
                         }
                         if (n < 0) {
@@ -360,6 +354,7 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         e->read_time = now_usec();
                         i++;
                 }
+                at = e->off;
                 r = event_decode(e->buf, e->len, &e->off, &ev);
                 if (r <= 0) {
                         if (r < 0)
@@ -368,7 +363,7 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         e->off = e->len;
                         continue;
                 }
-                handle_event(e, &ev, e->read_time);
+                handle_event(e, &ev, at, e->read_time);
                 if (now_usec() >= deadline)
                         return true;
         }

@@ -14,8 +14,9 @@
  * its object, and so does a PERSIST subscription's object renamed away
  * (IN_MOVE_SELF, from the kernel or made here when its parent's watch saw
  * the rename); IN_Q_OVERFLOW gives every client Overflow. On a polled
- * directory (remote.h), the record is noted for the poller, and one the
- * poller's own read caused is no one's. What only the layer above can do
+ * directory (remote.h), the record is noted for the poller. A record the
+ * daemon's own read of a directory caused (a scan, a poll: self_events.h)
+ * is no one's, and is not there at all. What only the layer above can do
  * (end a subscription, follow a path again, reach every client) it asks
  * through the callbacks given at construction.
  */
@@ -24,20 +25,20 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "delivery.h"
 #include "event_decode.h"
 #include "missing.h"
 #include "moves.h"
 #include "remote.h"
+#include "self_events.h"
 #include "tree.h"
 #include "watch_table.h"
 
 typedef struct Events Events;
 
 typedef struct EventsOps {
-        /* The daemon ends s: its WatchRemoved is queued already (ONESHOT after
-         * its first record). */
-        void (*end)(Subscription *s, void *userdata);
+        /* The daemon ends s, and its owner hears why (WatchRemoved: reason):
+         * ONESHOT after its first record. */
+        void (*end)(Subscription *s, const char *reason, uint64_t now_usec, void *userdata);
         /* s's own object has left its path: the kernel dropped its watch
          * (reason: WATCHD_REASON_DELETED, or _UNMOUNTED after IN_UNMOUNT), or,
          * PERSIST, it was renamed away (IN_MOVE_SELF delivered; reason
@@ -53,8 +54,8 @@ typedef struct EventsStats {
         uint64_t kernel_overflows;      /* IN_Q_OVERFLOW records */
 } EventsStats;
 
-int events_new(Backend *backend, WatchTable *table, Delivery *delivery, Tree *tree, Missing *missing,
-               Moves *moves, Remote *remote, const EventsOps *ops, void *userdata, Events **ret);
+int events_new(Backend *backend, WatchTable *table, Tree *tree, Missing *missing, Moves *moves, Remote *remote,
+               SelfEvents *self, const EventsOps *ops, void *userdata, Events **ret);
 Events *events_free(Events *e);
 
 /*
