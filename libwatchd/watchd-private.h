@@ -28,10 +28,12 @@ typedef enum SubState {
 } SubState;
 
 /* The parts of a subscription the client's internals read and write, under
- * the client's lock (watchd-client.c); the rest of the object is
+ * the client's lock (watchd-core.h); the rest of the object is
  * watchd-subscription.c's. */
 typedef struct SubPrivate {
         char *canonical;        /* path as watchd spells it in records ("//a/" -> "/a") */
+        char *current;          /* the same as watchd holds it now (it follows renames); the core's */
+        gpointer last_overflow; /* its Item of an overflow with nothing of it queued after, or NULL */
         SubState state;
         guint32 id;             /* 0 unless SUB_ACTIVE */
         guint32 last_id;        /* the id of its last AddWatch, kept when it ends */
@@ -40,15 +42,19 @@ typedef struct SubPrivate {
         gpointer start;         /* the StartOp in flight */
 } SubPrivate;
 
-SubPrivate *watchd_subscription_get_private(WatchdSubscription *sub);
+/* The object (watchd-subscription.c). The client's internals read client,
+ * path, mask and flags, which never change once it is made, and priv under
+ * the client's lock; they call none of its functions. */
+struct _WatchdSubscription {
+        GObject parent_instance;
+        WatchdClient *client;
+        char *path;
+        WatchdEventMask mask;
+        WatchdWatchFlags flags;
+        SubPrivate priv;
+};
 
-/* watchd-client.c, for watchd-subscription.c */
-void watchd_client_start_subscription(WatchdClient *client, WatchdSubscription *sub, gboolean held,
-                                      GCancellable *cancellable, GTask *task);
-gboolean watchd_client_start_subscription_sync(WatchdClient *client, WatchdSubscription *sub,
-                                               GCancellable *cancellable, GError **error);
-void watchd_client_cancel_subscription(WatchdClient *client, WatchdSubscription *sub);
-void watchd_client_release_hold(WatchdClient *client, WatchdSubscription *sub);
+#define PRIV(sub) (&((WatchdSubscription *) (sub))->priv)
 
 /* watchd-subscription.c, for watchd-client.c: emit a signal (client's context). */
 void watchd_subscription_emit_events(WatchdSubscription *sub, GPtrArray *events);
@@ -61,8 +67,10 @@ WatchdEvent *watchd_event_new_with_id(guint64 id, WatchdEventMask mask, guint32 
                                       const char *new_path);
 
 /*
- * watchd-durable.c, for watchd-client.c: a client's WatchdDurables by name,
- * for the durable frames of its record stream. Reference counted; any
+ * watchd-durable.c, for the core (watchd-core.c makes one a client,
+ * watchd-receive.c feeds it): a client's WatchdDurables by name, for the
+ * durable frames of its record stream. It calls nothing of the core, so
+ * it sits below it, though in the file of WatchdDurable. Reference counted; any
  * thread. _frames() takes the durable frames of one read of the stream
  * (its reader's thread) and returns whether the reader may read on; a
  * reader told no waits until something is written to the eventfd given
