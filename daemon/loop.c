@@ -23,6 +23,8 @@ struct Loop {
         Manager *manager;
         sd_event_source *kernel;        /* the kernel fd */
         sd_event_source *backlog;       /* what is left of a read */
+        sd_event_source *fanotify;      /* the fanotify group's fd, if any */
+        sd_event_source *fan_backlog;   /* what is left of its read */
         sd_event_source *timer;         /* the earliest pairing deadline, or a retry */
         sd_event_source *walker;        /* walks and descents */
         sd_event_source *post;          /* after every dispatch: flush, arm */
@@ -47,6 +49,27 @@ static int on_backlog(sd_event_source *source, void *userdata) {
         Loop *l = userdata;
 
         backlog_set(l, manager_on_kernel_readable(l->manager));
+        return 0;
+}
+
+static void fan_backlog_set(Loop *l, bool on) {
+        int r = sd_event_source_set_enabled(l->fan_backlog, on ? SD_EVENT_ON : SD_EVENT_OFF);
+
+        if (r < 0)
+                log_warning_errno(r, "Failed to set the fanotify backlog source, ignoring: %m");
+}
+
+static int on_fanotify(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        Loop *l = userdata;
+
+        fan_backlog_set(l, manager_on_fanotify_readable(l->manager));
+        return 0;
+}
+
+static int on_fan_backlog(sd_event_source *source, void *userdata) {
+        Loop *l = userdata;
+
+        fan_backlog_set(l, manager_on_fanotify_readable(l->manager));
         return 0;
 }
 
@@ -100,6 +123,8 @@ Loop *loop_free(Loop *l) {
                 return NULL;
         sd_event_source_disable_unref(l->kernel);
         sd_event_source_disable_unref(l->backlog);
+        sd_event_source_disable_unref(l->fanotify);
+        sd_event_source_disable_unref(l->fan_backlog);
         sd_event_source_disable_unref(l->timer);
         sd_event_source_disable_unref(l->walker);
         sd_event_source_disable_unref(l->post);
@@ -132,6 +157,21 @@ int loop_new(sd_event *event, Manager *m, Loop **ret) {
                 return log_error_errno(r, "Failed to add the kernel backlog source: %m");
         (void) sd_event_source_set_enabled(l->backlog, SD_EVENT_OFF);
         (void) sd_event_source_set_description(l->backlog, "kernel-backlog");
+
+        /* The fanotify group, at the kernel fd's priority, with its own backlog source. */
+        if (manager_fanotify_fd(m) >= 0) {
+                r = sd_event_add_io(event, &l->fanotify, manager_fanotify_fd(m), EPOLLIN, on_fanotify, l);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to watch the fanotify fd: %m");
+                (void) sd_event_source_set_description(l->fanotify, "fanotify");
+                r = sd_event_add_defer(event, &l->fan_backlog, on_fan_backlog, l);
+                if (r >= 0)
+                        r = sd_event_source_set_priority(l->fan_backlog, SD_EVENT_PRIORITY_NORMAL + 5);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to add the fanotify backlog source: %m");
+                (void) sd_event_source_set_enabled(l->fan_backlog, SD_EVENT_OFF);
+                (void) sd_event_source_set_description(l->fan_backlog, "fanotify-backlog");
+        }
 
         /* Armed only while a client's queue waits for the partner of a rename, or a congested bus. */
         r = sd_event_add_time(event, &l->timer, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1, on_timer, l);

@@ -56,6 +56,8 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         m->events = events_free(m->events);
+        /* It points to subscriptions, and tells no one of anything. */
+        m->fanotify = fanotify_free(m->fanotify);
         /* Walks, moves, retries and descents hold links: they go before the table. */
         m->tree = tree_free(m->tree);
         m->missing = missing_free(m->missing);
@@ -82,6 +84,8 @@ Manager *manager_free(Manager *m) {
 static void subscription_end(Manager *m, Subscription *s) {
         if (s->pending)
                 missing_remove(m->missing, s);
+        if (s->fanotify)
+                fanotify_detach(m->fanotify, s);
         client_unlink_subscription(s->owner, s);
         watch_table_unsubscribe(m->table, s);
 }
@@ -222,6 +226,53 @@ static void on_remote_gone(Subscription *s, void *userdata) {
         subscription_end(m, s);
 }
 
+/* What fanotify found for s, delivered as the kernel's records are. */
+static bool on_fanotify_deliver(Subscription *s, uint32_t mask, uint32_t cookie, const char *dir, const char *name,
+                                size_t name_len, uint64_t now, void *userdata) {
+        Manager *m = userdata;
+
+        return events_deliver(m->events, s, mask, cookie, dir, name, name_len, now);
+}
+
+static void on_fanotify_lost(Subscription *s, void *userdata) {
+        Manager *m = userdata;
+
+        delivery_lost(m->delivery, &s->owner->queue, s->id);
+}
+
+static Subscription *on_fanotify_get(uint32_t id, void *userdata) {
+        Manager *m = userdata;
+
+        return watch_table_get_subscription(m->table, id);
+}
+
+/* The tree backend (tree_backend): fanotify where it can serve, if the
+ * helper gives a group. */
+static int start_fanotify(Manager *m) {
+        const char *helper = m->config.fanotify_helper;
+        int r;
+
+        if (m->config.tree_backend == TREE_BACKEND_INOTIFY) {
+                log_info("RECURSIVE subscriptions are served by inotify (tree_backend = inotify).");
+                return 0;
+        }
+        r = fanotify_new(helper, &(FanotifyOps) {
+                                 .deliver = on_fanotify_deliver,
+                                 .lost = on_fanotify_lost,
+                                 .get = on_fanotify_get,
+                         }, m, &m->fanotify);
+        if (r < 0 && m->config.tree_backend == TREE_BACKEND_FANOTIFY)
+                return log_error_errno(r, "tree_backend = fanotify, but the helper at '%s' gave no fanotify group: %m",
+                                       helper);
+        if (r < 0)
+                log_info_errno(r, "No fanotify group from the helper at '%s' (%m): RECURSIVE subscriptions are "
+                               "served by inotify.", helper);
+        else
+                log_info("RECURSIVE subscriptions are served by fanotify where it can serve (the helper at '%s').",
+                         helper);
+        return 0;
+}
+
 static int on_link_added(WatchLink *l, int fd, const struct stat *st, void *userdata) {
         Manager *m = userdata;
 
@@ -315,7 +366,7 @@ int manager_start(Manager *m) {
                                }, m, &m->events);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the daemon's core: %m");
-        return 0;
+        return start_fanotify(m);
 }
 
 void manager_reload(Manager *m, Config *config) {
@@ -329,6 +380,13 @@ void manager_reload(Manager *m, Config *config) {
         config->backend = m->config.backend;
         free(config->device);
         config->device = TAKE_PTR(m->config.device);
+        if (config->tree_backend != m->config.tree_backend ||
+            strcmp(config->fanotify_helper, m->config.fanotify_helper) != 0)
+                log_notice("The tree_backend and fanotify_helper settings take effect at the next start, ignoring "
+                           "their change.");
+        config->tree_backend = m->config.tree_backend;
+        free(config->fanotify_helper);
+        config->fanotify_helper = TAKE_PTR(m->config.fanotify_helper);
 
         config_done(&m->config);
         m->config = *config;
@@ -350,6 +408,14 @@ int manager_kernel_fd(const Manager *m) {
 
 bool manager_on_kernel_readable(Manager *m) {
         return events_slice(m->events, KERNEL_SLICE_USEC);
+}
+
+int manager_fanotify_fd(const Manager *m) {
+        return m->fanotify ? fanotify_fd(m->fanotify) : -1;
+}
+
+bool manager_on_fanotify_readable(Manager *m) {
+        return fanotify_slice(m->fanotify, KERNEL_SLICE_USEC);
 }
 
 /*
@@ -445,13 +511,33 @@ static int subscribe(Manager *m, Client *c, int fd, const struct stat *st, const
         Subscription *s;
         int r;
 
+        *ret_walk = NULL;
+        /* A tree fanotify can serve: its root link only, and the mark. If
+         * the filesystem cannot be marked after all, inotify serves it. */
+        if ((flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode) && m->fanotify &&
+            fanotify_can_serve(m->fanotify, fd, st, flags)) {
+                r = watch_table_subscribe_fanotify(m->table, fd, st, path, c, &c->account, mask, flags, &s);
+                if (r < 0) {
+                        fanotify_release_unused(m->fanotify);
+                        return r;
+                }
+                client_link_subscription(c, s);
+                r = fanotify_attach(m->fanotify, s, fd, &c->caller);
+                if (r >= 0) {
+                        *ret_id = s->id;
+                        return 0;
+                }
+                log_info_errno(r, "fanotify cannot serve '%s' (%m): inotify serves it.", path);
+                subscription_end(m, s);
+                fanotify_release_unused(m->fanotify);
+        }
+
         r = watch_table_subscribe(m->table, fd, st, path, c, &c->account, mask, flags, &s);
         if (r < 0)
                 return r;
         client_link_subscription(c, s);
 
         *ret_id = s->id;
-        *ret_walk = NULL;
         if ((flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode)) {
                 /* The whole tree, or nothing: a limit met half-way ends s (TreeOps.end),
                  * and a walk that could not start does too. */
@@ -581,4 +667,6 @@ void manager_get_stats(const Manager *m, ManagerStats *ret) {
                 .polled_dirs = rs.polled_dirs,
                 .poll_syscalls = rs.poll_syscalls,
         };
+        if (m->fanotify)
+                fanotify_get_stats(m->fanotify, &ret->fanotify);
 }

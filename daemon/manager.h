@@ -26,6 +26,7 @@
 #include "macro.h"
 #include "delivery.h"
 #include "events.h"
+#include "fanotify.h"
 #include "missing.h"
 #include "moves.h"
 #include "remote.h"
@@ -55,6 +56,7 @@ typedef struct Manager {
         Moves *moves;                   /* renamed directories */
         Remote *remote;                 /* directories on remote file systems, polled */
         Events *events;                 /* the kernel's records */
+        Fanotify *fanotify;             /* RECURSIVE trees on one mark a filesystem; NULL: inotify only */
 
         GHashTable *clients;            /* name -> Client (owned) */
 
@@ -79,6 +81,9 @@ void manager_set_hooks(Manager *m, const ManagerHooks *hooks, void *userdata);
 int manager_kernel_fd(const Manager *m);
 /* A turn of the kernel: a slice of its records. Return: whether some are left (read, or to read). */
 bool manager_on_kernel_readable(Manager *m);
+/* The fanotify group's fd, -1 without one; a turn of it, as the kernel's. */
+int manager_fanotify_fd(const Manager *m);
+bool manager_on_fanotify_readable(Manager *m);
 /* The turn for a deadline of manager_next_deadline(): first a slice of the
  * kernel's records, so that a partner already queued is paired, not
  * expired. Return: as manager_on_kernel_readable(). */
@@ -129,5 +134,6 @@ typedef struct ManagerStats {
         uint64_t pending_events;        /* records queued for clients, not sent yet */
         unsigned polled_dirs;           /* directories on remote file systems polled */
         uint64_t poll_syscalls;         /* system calls polling made */
+        FanotifyStats fanotify;         /* all 0 without fanotify */
 } ManagerStats;
 void manager_get_stats(const Manager *m, ManagerStats *ret);
