@@ -135,6 +135,10 @@ static int caps_keep(uint64_t keep, bool *ret_bounding) {
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 return log_error_errno(negative_errno(), "Failed to clear the ambient capabilities: %m");
 
+        /* Already so (the helper, started by its unit with just these): no
+         * capset, which its unit's system call filter does not allow. */
+        if (now.effective == keep && now.permitted == keep && now.inheritable == 0)
+                return 0;
         r = caps_set(&(CapSets) { .effective = keep, .permitted = keep, .inheritable = 0 });
         if (r >= 0)
                 r = caps_get(&now);

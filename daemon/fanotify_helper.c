@@ -168,24 +168,32 @@ static bool peer_is_root(int fd) {
         return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) >= 0 && cred.uid == 0;
 }
 
+/* Listens on path, which appears only once connections are taken: made
+ * under another name and renamed into place. */
 static int listen_on(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_free_ char *tmp = NULL;
         _cleanup_close_ int fd = -1;
         mode_t old;
         int r;
 
-        if (strlen(path) >= sizeof(sa.sun_path))
+        if (asprintf(&tmp, "%s.%u", path, (unsigned) getpid()) < 0)
+                return -ENOMEM;
+        if (strlen(tmp) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
-        strcpy(sa.sun_path, path);
+        strcpy(sa.sun_path, tmp);
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return negative_errno();
-        (void) unlink(path);
+        (void) unlink(tmp);
         old = umask(0077);
         r = bind(fd, (struct sockaddr *) &sa, sizeof(sa));
         umask(old);
-        if (r < 0 || listen(fd, MAX_PEERS) < 0)
-                return negative_errno();
+        if (r < 0 || listen(fd, MAX_PEERS) < 0 || rename(tmp, path) < 0) {
+                r = negative_errno();
+                (void) unlink(tmp);
+                return r;
+        }
         return TAKE_FD(fd);
 }
 
