@@ -429,6 +429,44 @@ static int fs_update_mark(Fanotify *f, FanFs *fs) {
         return 0;
 }
 
+/*
+ * The root of the mount the directory at fd is on, open for reading (as
+ * the daemon, CAP_DAC_READ_SEARCH): what open_by_handle_at() finds handles
+ * through, and marks are placed through. Not the subscription's own root:
+ * an open directory is not freed when it is removed, and its watchers would
+ * never hear of its deletion; a mount's root cannot be removed. Opening it
+ * is the one open of a directory the daemon makes here, before the mark is
+ * placed (its inotify watchers, if any, see it).
+ */
+static int open_mount_root(int fd, int mount_id) {
+        char proc[sizeof("/proc/self/fd/") + 12];
+        _cleanup_close_ int cur = -1;
+        int r;
+
+        cur = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return negative_errno();
+        for (unsigned i = 0; i < PATH_MAX / 2; i++) {
+                _cleanup_close_ int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                struct stat a, b;
+                int mid;
+
+                if (up < 0)
+                        return negative_errno();
+                r = fs_mount_id(up, &mid);
+                if (r < 0)
+                        return r;
+                if (mid != mount_id || fstat(cur, &a) < 0 || fstat(up, &b) < 0 ||
+                    (a.st_dev == b.st_dev && a.st_ino == b.st_ino))
+                        break;          /* ".." is on another mount, or is itself: cur is the mount's root */
+                safe_close(cur);
+                cur = TAKE_FD(up);
+        }
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", cur);
+        r = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        return r < 0 ? negative_errno() : r;
+}
+
 /* The FanFs of the filesystem the directory at fd is on: found, or made and marked. */
 static int fs_get(Fanotify *f, int fd, const struct stat *st, uint64_t fsid, int mount_id, FanFs **ret) {
         char proc[sizeof("/proc/self/fd/") + 12];
@@ -452,16 +490,13 @@ static int fs_get(Fanotify *f, int fd, const struct stat *st, uint64_t fsid, int
                 .mount_id = mount_id,
                 .mount_fd = -1,
         };
-        /* Opened as the daemon (CAP_DAC_READ_SEARCH), for reading: the one
-         * open of a watched directory the daemon makes here; its events carry
-         * our pid and are dropped. */
-        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fd);
-        fs->mount_fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        fs->mount_fd = open_mount_root(fd, mount_id);
         if (fs->mount_fd < 0) {
-                r = negative_errno();
+                r = fs->mount_fd;
                 fan_fs_free(fs);
                 return r;
         }
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fs->mount_fd);
         r = fan_dircache_new(&fs_dir_ops, fs, FANOTIFY_DIRS_MAX, &fs->cache);
         if (r >= 0)
                 r = fan_group_mark(f->group, fs->mount_fd, FAN_CACHE_MASK);
