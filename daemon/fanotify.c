@@ -96,8 +96,24 @@ struct Fanotify {
         uint32_t next_cookie;
         uint8_t *buf;                   /* the last read: buf[off, len) not handled yet */
         size_t off, len;
+        GArray *later;                  /* Later: the directory renames and deletions of the last read */
         FanotifyStats stats;
 };
+
+/*
+ * A directory renamed or deleted by an event of the last read: where it
+ * was before. A directory looked up for an event (it was not cached) is
+ * found where it is now, which a rename or a deletion queued after that
+ * event, and not handled yet, has changed; where it was when the event
+ * happened is where the first of those says it was (fs_lookup()).
+ */
+typedef struct Later {
+        size_t off;             /* of the event in the read */
+        FanHandle child;        /* the directory */
+        FanHandle dir;          /* where it was */
+        const char *name;
+        size_t name_len;
+} Later;
 
 /* One record to deliver, collected before any is delivered. */
 typedef struct Target {
@@ -129,6 +145,7 @@ int fanotify_new(const char *helper_socket, const FanotifyOps *ops, void *userda
         f->filesystems = g_hash_table_new(g_int64_hash, g_int64_equal);
         f->subs = g_hash_table_new(NULL, NULL);
         f->callers = g_ptr_array_new();
+        f->later = g_array_new(FALSE, FALSE, sizeof(Later));
         f->refused = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         f->buf = malloc(READ_BUF);
         if (!f->buf) {
@@ -168,6 +185,8 @@ Fanotify *fanotify_free(Fanotify *f) {
         }
         if (f->refused)
                 g_hash_table_destroy(f->refused);
+        if (f->later)
+                g_array_unref(f->later);
         fan_group_free(f->group);
         free(f->buf);
         free(f);
@@ -277,6 +296,21 @@ static int fs_lookup(const FanHandle *h, FanHandle *ret_parent, uint8_t *parent_
         ssize_t n;
         int mnt;
 
+        /* Renamed or deleted by an event not handled yet: where it was then. */
+        for (guint k = 0; k < fs->fanotify->later->len; k++) {
+                const Later *l = &g_array_index(fs->fanotify->later, Later, k);
+
+                if (l->off < fs->fanotify->off || !fan_handle_equal(&l->child, h))
+                        continue;
+                if (l->name_len > NAME_MAX || l->dir.size > FAN_HANDLE_MAX)
+                        break;
+                memcpy(ret_name, l->name, l->name_len);
+                ret_name[l->name_len] = '\0';
+                memcpy(parent_bytes, l->dir.bytes, l->dir.size);
+                *ret_parent = l->dir;
+                ret_parent->bytes = parent_bytes;
+                return 0;
+        }
         fs->fanotify->stats.lookups++;
         fd = open_handle(fs, h);
         if (fd < 0)
@@ -823,6 +857,7 @@ static void handle_entry(Fanotify *f, const FanRawEvent *ev, bool own, GArray *t
         bool self = e->name && e->name_len == 1 && e->name[0] == '.';
         FanFs *fs = fs_of(f, &e->dir);
         FanDir *d = NULL;
+        int r;
 
         if (!fs)
                 return;
@@ -830,7 +865,12 @@ static void handle_entry(Fanotify *f, const FanRawEvent *ev, bool own, GArray *t
         if (self && (ev->mask & FAN_ATTRIB))
                 fan_dircache_attrib(fs->cache, &e->dir);
 
-        if (!own && e->name && fan_dircache_resolve(fs->cache, &e->dir, &d) >= 0) {
+        if (!own && e->name && (r = fan_dircache_resolve(fs->cache, &e->dir, &d)) < 0)
+                /* Gone before its event was read: what happened in it is not
+                 * placed (a walk would not have entered it either). */
+                log_debug_errno(r, "fanotify: the directory of an event (mask 0x%" PRIx64 ") is not found (%m), "
+                                "dropping it.", (uint64_t) ev->mask);
+        if (!own && e->name && d) {
                 const char *name = e->name;
                 size_t name_len = e->name_len;
                 FanDir *where = d;
@@ -891,6 +931,24 @@ static void handle_event(Fanotify *f, const FanRawEvent *ev, GArray *targets, ui
                 handle_entry(f, ev, own, targets, now);
 }
 
+/* The directory renames and deletions of the read just made (Later). */
+static void index_later(Fanotify *f) {
+        size_t off = 0, at;
+        FanRawEvent ev;
+
+        g_array_set_size(f->later, 0);
+        for (at = off; fan_decode(f->buf, f->len, &off, &ev) == 1; at = off) {
+                if (!(ev.mask & FAN_ONDIR) || !ev.has_object)
+                        continue;
+                if ((ev.mask & FAN_RENAME) && ev.has_old)
+                        g_array_append_val(f->later, ((Later) { at, ev.object, ev.old_entry.dir, ev.old_entry.name,
+                                                                ev.old_entry.name_len }));
+                else if ((ev.mask & FAN_DELETE) && ev.has_entry && ev.entry.name)
+                        g_array_append_val(f->later, ((Later) { at, ev.object, ev.entry.dir, ev.entry.name,
+                                                                ev.entry.name_len }));
+        }
+}
+
 bool fanotify_slice(Fanotify *f, uint64_t budget_usec) {
         uint64_t deadline = now_usec() + budget_usec;
         g_autoptr(GArray) targets = g_array_new(FALSE, FALSE, sizeof(Target));
@@ -911,6 +969,7 @@ bool fanotify_slice(Fanotify *f, uint64_t budget_usec) {
                         }
                         f->off = 0;
                         f->len = (size_t) n;
+                        index_later(f);
                         i++;
                 }
                 r = fan_decode(f->buf, f->len, &f->off, &ev);

@@ -313,6 +313,52 @@ static void test_records(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 1);
 }
 
+/* ---------------------------------------------------------------- looked up late */
+
+/*
+ * Directories that were there before the subscription are looked up by
+ * handle when an event in them is first read: with watchd stopped, so that
+ * everything is read at once, a directory renamed and then moved out, and
+ * a tree deleted, after the events in them. Each event is reported where it
+ * happened, not where the directory is (or is not) by the time it is read.
+ */
+static void test_looked_up_late(Fixture *f, gconstpointer data) {
+        g_autofree char *a = at(f, "r/a/b"), *ra = at(f, "r/a"), *rA = at(f, "r/A"), *x = at(f, "r/A/b/x");
+        g_autofree char *out = g_build_filename(f->mnt, "out", NULL), *outA = g_build_filename(f->mnt, "out/A", NULL);
+        g_autofree char *del = at(f, "del"), *dy = at(f, "del/x/y"), *dx = at(f, "del/x"), *df = at(f, "del/x/y/f");
+        pid_t pid;
+        WtRecord *r;
+
+        if (!f->ok)
+                return;
+        mkdir_p(a);
+        mkdir_p(out);
+        mkdir_p(dy);
+        (void) wt_add_watch(f->proxy, f->root, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO,
+                            WATCHD_FLAG_RECURSIVE, NULL);
+        pid = wt_process_pid(f->daemon->process);
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        rename_ok(ra, rA);
+        wt_touch(x);
+        rename_ok(rA, outA);
+        wt_touch(df);
+        wt_remove_tree(del);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+
+        r = wt_await_record(&f->a, ra, IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR, TIMEOUT_MS);
+        g_assert_cmpstr(r->new_path, ==, rA);
+        (void) wt_await_record(&f->a, x, IN_CREATE, TIMEOUT_MS);
+        r = wt_await_record(&f->a, rA, IN_MOVED_FROM | IN_ISDIR, TIMEOUT_MS);
+        g_assert_cmpstr(r->new_path, ==, "");
+        (void) wt_await_record(&f->a, df, IN_CREATE, TIMEOUT_MS);
+        (void) wt_await_record(&f->a, df, IN_DELETE, TIMEOUT_MS);
+        (void) wt_await_record(&f->a, dy, IN_DELETE | IN_ISDIR, TIMEOUT_MS);
+        (void) wt_await_record(&f->a, dx, IN_DELETE | IN_ISDIR, TIMEOUT_MS);
+        (void) wt_await_record(&f->a, del, IN_DELETE | IN_ISDIR, TIMEOUT_MS);
+        sentinel(f, &f->a, "done");
+        assert_no_record_with(&f->a, "/out");
+}
+
 /* ---------------------------------------------------------------- mkdir -p */
 
 /* 20 times mkdir -p 20 deep and a file at the bottom, as fast as can be:
@@ -735,6 +781,10 @@ int main(int argc, char **argv) {
         g_test_add("/fanotify/tmpfs/served", Fixture, "tmpfs", fixture_setup, test_served, fixture_teardown);
         g_test_add("/fanotify/ext4/records", Fixture, "ext4", fixture_setup, test_records, fixture_teardown);
         g_test_add("/fanotify/tmpfs/records", Fixture, "tmpfs", fixture_setup, test_records, fixture_teardown);
+        g_test_add("/fanotify/ext4/looked-up-late", Fixture, "ext4", fixture_setup, test_looked_up_late,
+                   fixture_teardown);
+        g_test_add("/fanotify/tmpfs/looked-up-late", Fixture, "tmpfs", fixture_setup, test_looked_up_late,
+                   fixture_teardown);
         g_test_add("/fanotify/ext4/mkdir-p", Fixture, "ext4", fixture_setup, test_mkdir_p, fixture_teardown);
         g_test_add("/fanotify/tmpfs/mkdir-p", Fixture, "tmpfs", fixture_setup, test_mkdir_p, fixture_teardown);
         g_test_add("/fanotify/ext4/permission", Fixture, "ext4", fixture_setup, test_permission, fixture_teardown);
