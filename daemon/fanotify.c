@@ -97,6 +97,7 @@ struct Fanotify {
         uint8_t *buf;                   /* the last read: buf[off, len) not handled yet */
         size_t off, len;
         GArray *later;                  /* Later: the directory renames and deletions of the last read */
+        unsigned slice_events;          /* handled by the last fanotify_slice() */
         FanotifyStats stats;
 };
 
@@ -949,10 +950,15 @@ static void index_later(Fanotify *f) {
         }
 }
 
+uint64_t fanotify_pause_usec(const Fanotify *f) {
+        return f->slice_events < FANOTIFY_BATCH_MIN ? FANOTIFY_PAUSE_USEC : 0;
+}
+
 bool fanotify_slice(Fanotify *f, uint64_t budget_usec) {
         uint64_t deadline = now_usec() + budget_usec;
         g_autoptr(GArray) targets = g_array_new(FALSE, FALSE, sizeof(Target));
 
+        f->slice_events = 0;
         for (int i = 0; i < READ_ROUNDS;) {
                 FanRawEvent ev;
                 int r;
@@ -983,6 +989,7 @@ bool fanotify_slice(Fanotify *f, uint64_t budget_usec) {
                 if (ev.fd >= 0)
                         safe_close(ev.fd);
                 handle_event(f, &ev, targets, now_usec());
+                f->slice_events++;
                 if (now_usec() >= deadline)
                         return true;
         }

@@ -418,6 +418,10 @@ bool manager_on_fanotify_readable(Manager *m) {
         return fanotify_slice(m->fanotify, KERNEL_SLICE_USEC);
 }
 
+uint64_t manager_fanotify_pause_usec(const Manager *m) {
+        return fanotify_pause_usec(m->fanotify);
+}
+
 /*
  * A pairing deadline passed. The kernel queues a rename's two halves one
  * after the other, and a read can come between them; when the daemon next

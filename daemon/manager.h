@@ -84,6 +84,8 @@ bool manager_on_kernel_readable(Manager *m);
 /* The fanotify group's fd, -1 without one; a turn of it, as the kernel's. */
 int manager_fanotify_fd(const Manager *m);
 bool manager_on_fanotify_readable(Manager *m);
+/* How long to wait before the group is read again (fanotify_pause_usec()). */
+uint64_t manager_fanotify_pause_usec(const Manager *m);
 /* The turn for a deadline of manager_next_deadline(): first a slice of the
  * kernel's records, so that a partner already queued is paired, not
  * expired. Return: as manager_on_kernel_readable(). */
