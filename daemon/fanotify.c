@@ -122,6 +122,7 @@ typedef struct Target {
         uint32_t mask;          /* IN_* bits */
         uint32_t cookie;
         char *dir;
+        bool owns_dir;          /* the first of a subscription's records of one event frees dir */
         const char *name;       /* in the read buffer */
         size_t name_len;
 } Target;
@@ -759,37 +760,45 @@ static const char *sub_dir_path(const FanSub *x, const FanDir *d, char *buf) {
         return n < 0 ? NULL : buf;
 }
 
-/* Appends to targets a record of mask for every subscription served here
- * whose tree holds directory d and whose owner may read it. */
-static void collect(Fanotify *f, FanFs *fs, FanDir *d, uint32_t mask, uint32_t cookie, const char *name,
-                    size_t name_len, GArray *targets) {
+/*
+ * Appends to targets, for every subscription served here whose tree holds
+ * directory d, whose owner may read it and that asks for one of masks, a
+ * record of each of masks (n of them, in order). The directory's path is
+ * built once a subscription; the first of its records owns the copy.
+ */
+static void collect(Fanotify *f, FanFs *fs, FanDir *d, const uint32_t *masks, size_t n, uint32_t cookie,
+                    const char *name, size_t name_len, GArray *targets) {
+        uint32_t any = 0;
         char buf[PATH_MAX];
 
+        for (size_t i = 0; i < n; i++)
+                any |= masks[i];
+        any &= ~(uint32_t) IN_ISDIR;
         for (FanDir *a = d; a; a = a->parent)
                 for (FanSub *x = a->roots; x; x = x->root_next) {
                         const char *dir;
-                        Target t;
+                        char *copy;
 
+                        if (!(x->subscription->mask & any))
+                                continue;       /* not asked for: no path, no permission check */
                         if (!fan_dircache_may_read(fs->cache, x->root, d, x->caller))
                                 continue;
                         dir = sub_dir_path(x, d, buf);
-                        if (!dir) {
-                                f->ops.lost(x->subscription, f->userdata);     /* deeper than PATH_MAX */
+                        copy = dir ? strdup(dir) : NULL;
+                        if (!copy) {
+                                f->ops.lost(x->subscription, f->userdata);     /* deeper than PATH_MAX, or no memory */
                                 continue;
                         }
-                        t = (Target) {
-                                .id = x->subscription->id,
-                                .mask = mask,
-                                .cookie = cookie,
-                                .dir = strdup(dir),
-                                .name = name,
-                                .name_len = name_len,
-                        };
-                        if (!t.dir) {
-                                f->ops.lost(x->subscription, f->userdata);
-                                continue;
-                        }
-                        g_array_append_val(targets, t);
+                        for (size_t i = 0; i < n; i++)
+                                g_array_append_val(targets, ((Target) {
+                                        .id = x->subscription->id,
+                                        .mask = masks[i],
+                                        .cookie = cookie,
+                                        .dir = copy,
+                                        .owns_dir = i == 0,
+                                        .name = name,
+                                        .name_len = name_len,
+                                }));
                 }
 }
 
@@ -802,7 +811,12 @@ static void deliver_targets(Fanotify *f, GArray *targets, uint64_t now) {
                 if (s && g_hash_table_contains(f->subs, s))
                         (void) f->ops.deliver(s, t->mask, t->cookie, t->dir, t->name, t->name_len, now,
                                               f->userdata);
-                free(t->dir);
+        }
+        for (guint k = 0; k < targets->len; k++) {
+                Target *t = &g_array_index(targets, Target, k);
+
+                if (t->owns_dir)
+                        free(t->dir);
         }
         g_array_set_size(targets, 0);
 }
@@ -827,12 +841,12 @@ static void handle_rename(Fanotify *f, const FanRawEvent *ev, bool own, GArray *
                 g_autoptr(GArray) tos = g_array_new(FALSE, FALSE, sizeof(Target));
                 uint32_t cookie = next_cookie(f);
 
+                uint32_t m_from = IN_MOVED_FROM | isdir, m_to = IN_MOVED_TO | isdir;
+
                 if (fan_dircache_resolve(fs->cache, &ev->old_entry.dir, &from) >= 0)
-                        collect(f, fs, from, IN_MOVED_FROM | isdir, cookie, ev->old_entry.name,
-                                ev->old_entry.name_len, froms);
+                        collect(f, fs, from, &m_from, 1, cookie, ev->old_entry.name, ev->old_entry.name_len, froms);
                 if (fan_dircache_resolve(fs->cache, &ev->new_entry.dir, &to) >= 0)
-                        collect(f, fs, to, IN_MOVED_TO | isdir, cookie, ev->new_entry.name, ev->new_entry.name_len,
-                                tos);
+                        collect(f, fs, to, &m_to, 1, cookie, ev->new_entry.name, ev->new_entry.name_len, tos);
                 for (guint j = 0; j < froms->len; j++) {
                         Target *a = &g_array_index(froms, Target, j);
 
@@ -884,11 +898,15 @@ static void handle_entry(Fanotify *f, const FanRawEvent *ev, bool own, GArray *t
                         name = d->name;
                         name_len = strlen(d->name);
                 }
-                if (where)
+                if (where) {
+                        uint32_t masks[ELEMENTSOF(event_order)];
+                        size_t n = 0;
+
                         for (size_t i = 0; i < ELEMENTSOF(event_order); i++)
                                 if (ev->mask & event_order[i].fan)
-                                        collect(f, fs, where, event_order[i].in | isdir, 0, name, name_len,
-                                                targets);
+                                        masks[n++] = event_order[i].in | isdir;
+                        collect(f, fs, where, masks, n, 0, name, name_len, targets);
+                }
                 /* Above, the subscriptions rooted on d itself were not
                  * reached (where is its parent): nothing to skip. */
                 deliver_targets(f, targets, now);
