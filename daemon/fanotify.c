@@ -504,7 +504,7 @@ static int open_mount_root(int fd, int mount_id) {
 }
 
 /* The FanFs of the filesystem the directory at fd is on: found, or made and marked. */
-static int fs_get(Fanotify *f, int fd, const struct stat *st, uint64_t fsid, int mount_id, FanFs **ret) {
+static int fs_get(Fanotify *f, int fd, const struct stat *st, uint64_t fsid, int mount_id, uint64_t mask, FanFs **ret) {
         char proc[sizeof("/proc/self/fd/") + 12];
         FanFs *fs;
         int r;
@@ -534,13 +534,15 @@ static int fs_get(Fanotify *f, int fd, const struct stat *st, uint64_t fsid, int
         }
         snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fs->mount_fd);
         r = fan_dircache_new(&fs_dir_ops, fs, FANOTIFY_DIRS_MAX, &fs->cache);
+        /* What the cache needs and what the first subscription will: one request. */
+        mask |= FAN_CACHE_MASK;
         if (r >= 0)
-                r = fan_group_mark(f->group, fs->mount_fd, FAN_CACHE_MASK);
+                r = fan_group_mark(f->group, fs->mount_fd, mask);
         if (r < 0) {
                 fan_fs_free(fs);
                 return r;
         }
-        fs->mask = FAN_CACHE_MASK;
+        fs->mask = mask;
         g_hash_table_insert(f->filesystems, &fs->fsid, fs);
         log_debug("fanotify: marked the filesystem of '%s' (fsid %" PRIx64 ").", proc, fsid);
         *ret = fs;
@@ -597,7 +599,8 @@ static bool mounts_below(int fd) {
         return below;
 }
 
-bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t flags) {
+bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t flags, uint32_t mask,
+                        const Caller *caller) {
         g_autofree char *key = NULL;
         HandleBuf hb;
         FsInfo info;
@@ -628,7 +631,7 @@ bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t fla
         /* Marked now, before the subscription's root link is placed: the
          * daemon's one open of the directory (the mount fd) is not its
          * news. */
-        r = fs_get(f, fd, st, fsid, mount_id, &fs);
+        r = fs_get(f, fd, st, fsid, mount_id, fan_bits(mask) | (caller->uid != 0 ? FAN_ATTRIB : 0), &fs);
         if (r < 0) {
                 if (r != -ENOMEM && g_hash_table_size(f->refused) < REFUSED_MAX) {
                         log_info_errno(r, "fanotify cannot serve the filesystem of device %u:%u (%m): RECURSIVE "

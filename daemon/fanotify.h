@@ -88,15 +88,16 @@ Fanotify *fanotify_free(Fanotify *f);
 int fanotify_fd(const Fanotify *f);
 
 /*
- * Whether it can serve a subscription with flags on the directory open at
- * fd (st its fstat). The first time on a filesystem, that is where it is
- * marked (before the subscription's root link is placed: the daemon opens
+ * Whether it can serve a subscription with flags and mask, for caller, on
+ * the directory open at fd (st its fstat). The first time on a filesystem,
+ * that is where it is marked, for what the subscription will need (before the subscription's root link is placed: the daemon opens
  * the directory once for the mark): a filesystem the kernel will not mark
  * is remembered, and the answer for it is no from then on. Then
  * fanotify_attach(), or fanotify_release_unused() if the subscription is
  * not made after all.
  */
-bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t flags);
+bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t flags, uint32_t mask,
+                        const Caller *caller);
 /* Unmarks the filesystems no subscription is served on. */
 void fanotify_release_unused(Fanotify *f);
 

@@ -519,7 +519,7 @@ static int subscribe(Manager *m, Client *c, int fd, const struct stat *st, const
         /* A tree fanotify can serve: its root link only, and the mark. If
          * the filesystem cannot be marked after all, inotify serves it. */
         if ((flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode) && m->fanotify &&
-            fanotify_can_serve(m->fanotify, fd, st, flags)) {
+            fanotify_can_serve(m->fanotify, fd, st, flags, mask, &c->caller)) {
                 r = watch_table_subscribe_fanotify(m->table, fd, st, path, c, &c->account, mask, flags, &s);
                 if (r < 0) {
                         fanotify_release_unused(m->fanotify);
