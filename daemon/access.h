@@ -6,7 +6,7 @@
  *
  * The daemon runs as root and watches on behalf of any user, so it must not
  * lend its own access: the path is opened with the caller's uid, gids and
- * supplementary groups (from the bus, see dbus_iface.c) as the process's
+ * supplementary groups (from the bus, see bus_caller.c) as the process's
  * filesystem credentials, which are restored before returning. The daemon
  * is single-threaded, so nothing else runs under the borrowed credentials.
  *

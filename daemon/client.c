@@ -4,10 +4,12 @@
  */
 
 #include <errno.h>
+#include <glib.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client.h"
+#include "log.h"
 #include "macro.h"
 
 int client_new(Accounting *a, Delivery *d, const char *name, const Caller *caller, Client **ret) {
@@ -59,4 +61,43 @@ void client_link_subscription(Client *c, Subscription *s) {
 void client_unlink_subscription(Client *c, Subscription *s) {
         LIST_REMOVE(owner, c->subscriptions, s);
         c->n_subscriptions--;
+}
+
+void client_queue_event(Subscription *s, uint32_t mask, uint32_t cookie, const char *dir, const char *name,
+                        size_t name_len, uint64_t now_usec) {
+        Client *c = s->owner;
+
+        delivery_submit(c->delivery, &c->queue,
+                        record_new(RECORD_EVENT, s->id, mask, cookie, now_usec, dir, name, name_len));
+}
+
+void client_queue_removed(Subscription *s, const char *reason, uint64_t now_usec) {
+        Client *c = s->owner;
+        Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now_usec, NULL, NULL, 0);
+
+        if (rec)
+                rec->reason = reason;
+        delivery_submit(c->delivery, &c->queue, rec);
+}
+
+void client_queue_lost(Subscription *s) {
+        Client *c = s->owner;
+
+        delivery_lost(c->delivery, &c->queue, s->id);
+}
+
+void client_queue_lost_all(Client *c) {
+        g_autofree uint32_t *ids = NULL;
+        size_t n = 0;
+
+        if (c->n_subscriptions == 0)
+                return;
+        ids = calloc(c->n_subscriptions, sizeof(uint32_t));
+        if (!ids) {
+                log_warning("Out of memory queueing Overflow for %s, ignoring.", c->name);
+                return;
+        }
+        LIST_FOREACH(owner, s, c->subscriptions)
+                ids[n++] = s->id;
+        delivery_lost_all(c->delivery, &c->queue, ids, n);
 }

@@ -4,7 +4,7 @@
 /*
  * client - an owner of subscriptions
  *
- * Today a bus connection (dbus_iface.c makes one at its first AddWatch and
+ * Today a bus connection (bus_methods.c makes one at its first AddWatch and
  * ends it when the connection goes), but nothing here knows that: a client
  * has a name for logs, the credentials everything is opened with, an
  * account its watches are charged to, its subscriptions, and a delivery
@@ -38,3 +38,19 @@ Client *client_free(Client *c);
 
 void client_link_subscription(Client *c, Subscription *s);
 void client_unlink_subscription(Client *c, Subscription *s);
+
+/*
+ * The one way into a subscription's queue: whatever found a change (the
+ * kernel's records in events.c, a tree's scan in tree.c, a poll in
+ * remote.c) or decided a notice, the record is queued for s's owner here.
+ * What s asks for, ONESHOT and the rest are decided before (events_deliver()).
+ */
+/* An event: mask (and the name in the directory at dir, or dir itself if name is NULL). */
+void client_queue_event(Subscription *s, uint32_t mask, uint32_t cookie, const char *dir, const char *name,
+                        size_t name_len, uint64_t now_usec);
+/* WatchRemoved(s's id, reason): the daemon ended s (reason: a static string, WATCHD_REASON_*). */
+void client_queue_removed(Subscription *s, const char *reason, uint64_t now_usec);
+/* Overflow naming s: it lost records, or part of what it watches is not followed. */
+void client_queue_lost(Subscription *s);
+/* One Overflow naming every subscription of c (the kernel lost records, or all of c's were on a stream that went). */
+void client_queue_lost_all(Client *c);

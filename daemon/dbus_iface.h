@@ -16,19 +16,23 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "durable.h"
 #include "macro.h"
 #include "manager.h"
 #include "watchd-api.h"
 
 typedef struct DbusIface DbusIface;
 
-/* Loads the durable subscriptions in state_dir (NULL: none), publishes the
- * object on bus for m, takes the name and attaches the bus to event. Logs its failures. */
-int dbus_iface_new(Manager *m, sd_bus *bus, sd_event *event, const char *state_dir, DbusIface **ret);
+/* The bus layer for m on bus, its timers on event; nothing published yet. */
+int dbus_iface_new(Manager *m, sd_bus *bus, sd_event *event, DbusIface **ret);
+/* What durable.c sends a client that resumed a durable subscription, with
+ * the DbusIface as userdata: durable_new()'s ops. */
+const DurableOps *dbus_iface_durable_ops(void);
+/* Publishes the object (its durable methods served by durable), takes the
+ * name and attaches the bus to the loop. Logs its failures. */
+int dbus_iface_start(DbusIface *d, Durable *durable);
 /* The manager's config was reloaded: properties that follow it are invalidated. */
 void dbus_iface_reloaded(DbusIface *d);
-/* The durable subscriptions (for a reload). */
-struct Durable *dbus_iface_durable(DbusIface *d);
-/* Before the manager: what the bus holds for its clients goes. */
+/* After the durable subscriptions, before the manager: what the bus holds for its clients goes. */
 DbusIface *dbus_iface_free(DbusIface *d);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DbusIface *, dbus_iface_free);

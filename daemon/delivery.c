@@ -89,7 +89,8 @@ void delivery_queue_done(Delivery *d, DeliveryQueue *q) {
         if (q->dirty)
                 LIST_REMOVE(dirty, d->dirty, q);
         move_pairer_done(&q->pairer);
-        free(q->lost_ids);
+        if (q->lost_ids)
+                g_array_unref(q->lost_ids);
         *q = (DeliveryQueue) {};
 }
 
@@ -112,18 +113,14 @@ static void mark_dirty(Delivery *d, DeliveryQueue *q) {
         }
 }
 
-static int lost_id_add(DeliveryQueue *q, uint32_t id) {
-        if (q->n_lost_ids == q->cap_lost_ids) {
-                size_t cap = q->cap_lost_ids ? q->cap_lost_ids * 2 : 16;
-                uint32_t *ids = realloc(q->lost_ids, cap * sizeof(uint32_t));
+static void lost_id_add(DeliveryQueue *q, uint32_t id) {
+        if (!q->lost_ids)
+                q->lost_ids = g_array_sized_new(FALSE, FALSE, sizeof(uint32_t), 16);
+        g_array_append_val(q->lost_ids, id);
+}
 
-                if (!ids)
-                        return -ENOMEM;
-                q->lost_ids = ids;
-                q->cap_lost_ids = cap;
-        }
-        q->lost_ids[q->n_lost_ids++] = id;
-        return 0;
+static size_t n_lost_ids(const DeliveryQueue *q) {
+        return q->lost_ids ? q->lost_ids->len : 0;
 }
 
 static int cmp_u32(const void *a, const void *b) {
@@ -133,23 +130,29 @@ static int cmp_u32(const void *a, const void *b) {
 
 /* Sorted, without repeats: a flood of drops must not grow the list without bound. */
 static void lost_ids_compact(DeliveryQueue *q) {
+        uint32_t *ids;
         size_t k = 0;
 
-        if (q->n_lost_ids > 0)
-                qsort(q->lost_ids, q->n_lost_ids, sizeof(uint32_t), cmp_u32);
-        for (size_t i = 0; i < q->n_lost_ids; i++)
-                if (k == 0 || q->lost_ids[k - 1] != q->lost_ids[i])
-                        q->lost_ids[k++] = q->lost_ids[i];
-        q->n_lost_ids = q->n_lost_compacted = k;
+        if (n_lost_ids(q) == 0) {
+                q->n_lost_compacted = 0;
+                return;
+        }
+        ids = (uint32_t *) q->lost_ids->data;
+        qsort(ids, q->lost_ids->len, sizeof(uint32_t), cmp_u32);
+        for (size_t i = 0; i < q->lost_ids->len; i++)
+                if (k == 0 || ids[k - 1] != ids[i])
+                        ids[k++] = ids[i];
+        g_array_set_size(q->lost_ids, k);
+        q->n_lost_compacted = k;
 }
 
 static void on_dropped(uint32_t id, void *userdata) {
         DeliveryQueue *q = userdata;
 
         /* The ids repeat a lot: compact when the list doubles past its distinct ids. */
-        if (q->n_lost_ids >= 2 * q->n_lost_compacted + 64)
+        if (n_lost_ids(q) >= 2 * q->n_lost_compacted + 64)
                 lost_ids_compact(q);
-        (void) lost_id_add(q, id);
+        lost_id_add(q, id);
 }
 
 /* Every push goes through here, so that n_notices stays true (the flush counts the pops). */
@@ -196,8 +199,9 @@ void delivery_submit(Delivery *d, DeliveryQueue *q, Record *rec) {
         /* Its backlog is full: it is dropped, and the client hears it. */
         lost = move_pairer_drop_events(&q->pairer, on_dropped, q) + (rec->kind == RECORD_EVENT);
         if (rec->kind == RECORD_EVENT) {
-                r = lost_id_add(q, rec->id);
+                lost_id_add(q, rec->id);
                 record_free(rec);
+                r = 0;
         } else
                 r = queue_push(q, rec);                 /* notices are never dropped */
         lost_ids_compact(q);
@@ -214,13 +218,12 @@ void delivery_submit(Delivery *d, DeliveryQueue *q, Record *rec) {
 }
 
 void delivery_lost_all(Delivery *d, DeliveryQueue *q, const uint32_t *ids, size_t n) {
-        int r = 0;
+        int r;
 
-        for (size_t i = 0; i < n && r >= 0; i++)
-                r = lost_id_add(q, ids[i]);
+        for (size_t i = 0; i < n; i++)
+                lost_id_add(q, ids[i]);
         lost_ids_compact(q);
-        if (r >= 0)
-                r = queue_overflow(q);
+        r = queue_overflow(q);
         if (r < 0)
                 log_warning("Out of memory queueing Overflow for %s, ignoring.", q->name);
         mark_dirty(d, q);
@@ -307,17 +310,16 @@ static void send_batch(Delivery *d, DeliveryQueue *q, Record **batch, size_t *n)
 }
 
 static void send_notice(Delivery *d, DeliveryQueue *q, Record *rec) {
-        _cleanup_free_ uint32_t *ids = NULL;
-        size_t n = 0;
+        g_autoptr(GArray) ids = NULL;
 
         if (rec->kind == RECORD_OVERFLOW) {
                 lost_ids_compact(q);
                 ids = TAKE_PTR(q->lost_ids);
-                n = q->n_lost_ids;
-                q->n_lost_ids = q->cap_lost_ids = q->n_lost_compacted = 0;
+                q->n_lost_compacted = 0;
                 q->overflow_queued = false;
         }
-        if (q->ops->send_notice(q, rec, ids, n, q->data) >= 0 && rec->kind == RECORD_OVERFLOW) {
+        if (q->ops->send_notice(q, rec, ids ? (const uint32_t *) ids->data : NULL, ids ? ids->len : 0,
+                                q->data) >= 0 && rec->kind == RECORD_OVERFLOW) {
                 d->stats.overflows++;
                 q->n_overflows++;
         }

@@ -27,6 +27,7 @@
  * own round trip, and a record after a quiet moment goes at once.
  */
 
+#include <glib.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,8 +75,8 @@ typedef struct DeliveryStats {
 struct DeliveryQueue {
         const char *name;               /* for logs: the owner's */
         MovePairer pairer;              /* records not yet sent, kernel order */
-        uint32_t *lost_ids;             /* ids for the next Overflow, unsorted, may repeat */
-        size_t n_lost_ids, cap_lost_ids, n_lost_compacted;
+        GArray *lost_ids;               /* uint32_t: ids for the next Overflow, unsorted, may repeat; NULL: none */
+        size_t n_lost_compacted;
         bool overflow_queued;           /* a RECORD_OVERFLOW is in the pairer */
         size_t n_notices;               /* RECORD_OVERFLOW and RECORD_REMOVED in the pairer: never held */
 

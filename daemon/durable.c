@@ -110,13 +110,13 @@ static const char *state_name(const DurableSub *s) {
         case DURABLE_NO_ACCESS:
                 return "no-access";
         default:
-                sub = s->sub_id ? watch_table_get_subscription(s->d->m->table, s->sub_id) : NULL;
+                sub = s->sub_id ? manager_get_subscription(s->d->m, s->sub_id) : NULL;
                 return sub && sub->pending ? "pending" : "watching";
         }
 }
 
 static uint64_t cap_of(const Durable *d) {
-        const Config *c = &d->m->config;
+        const Config *c = manager_get_config(d->m);
 
         return MIN(c->journal_max_bytes_per_subscription, c->journal_max_bytes_per_user);
 }
@@ -305,7 +305,7 @@ static void on_walk_done(uint32_t id, int r, void *userdata) {
                         t->done(-ECANCELED, NULL, 0, t->userdata);
                 goto out;
         }
-        if (r >= 0 && !watch_table_get_subscription(d->m->table, id))
+        if (r >= 0 && !manager_get_subscription(d->m, id))
                 r = -ENOENT;            /* it ended during the walk */
         if (t->done) {
                 /* A creation: all or nothing. */
@@ -365,7 +365,7 @@ static void attach_stop(Durable *d, Attach *a, const char *reason) {
 /* Sends a what its window lets go now. Return: whether it has more it could send now. */
 static bool pump_one(Durable *d, Attach *a, uint64_t now) {
         DeliveryQueue *q = &a->client->queue;
-        const Config *c = &d->m->config;
+        const Config *c = manager_get_config(d->m);
         const char *name = a->sub->def.name;
         uint64_t unread = q->sent - q->read, budget;
         size_t in_batch = 0, sent = 0;
@@ -453,7 +453,7 @@ static void enforce_caps(Durable *d) {
                         if (s->def.uid == GPOINTER_TO_UINT(uid))
                                 g_ptr_array_add(js, s->journal);
                 }
-                r = journal_enforce_cap((Journal *const *) js->pdata, js->len, d->m->config.journal_max_bytes_per_user);
+                r = journal_enforce_cap((Journal *const *) js->pdata, js->len, manager_get_config(d->m)->journal_max_bytes_per_user);
                 if (r < 0)
                         log_warning_errno(r, "Failed to keep the journals of uid %u within max_bytes_per_user, ignoring: %m",
                                           GPOINTER_TO_UINT(uid));
@@ -651,7 +651,7 @@ Durable *durable_free(Durable *d) {
         if (!d)
                 return NULL;
         /* What the owners' queues hold goes to their journals first. */
-        delivery_flush(d->m->delivery, UINT64_MAX);
+        manager_flush_all(d->m);
         manager_set_hooks(d->m, NULL, NULL);
         while (d->attaches->len > 0)
                 attach_free(d, d->attaches->pdata[0]);
@@ -717,7 +717,7 @@ int durable_create(Durable *d, const Caller *caller, const char *name, const cha
         g_hash_table_iter_init(&i, d->subs);
         while (g_hash_table_iter_next(&i, NULL, &v))
                 n += ((DurableSub *) v)->def.uid == caller->uid;
-        if (n >= d->m->config.journal_max_subscriptions_per_user)
+        if (n >= manager_get_config(d->m)->journal_max_subscriptions_per_user)
                 return -WATCHD_E_DURABLE_LIMIT;
         path = path_simplify(path_in);
         if (!path)

@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glib.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -33,6 +34,7 @@
 #include <unistd.h>
 
 #include "durable_store.h"
+#include "hex.h"
 #include "log.h"
 #include "macro.h"
 
@@ -189,14 +191,6 @@ static int parse_u64(const char *v, int base, uint64_t max, uint64_t *ret) {
         return 0;
 }
 
-static int unhex(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        return -1;
-}
-
 static int unescape(const char *v, char **ret) {
         size_t l = strlen(v), o = 0;
         char *s = malloc(l + 1);
@@ -204,16 +198,17 @@ static int unescape(const char *v, char **ret) {
         if (!s)
                 return -ENOMEM;
         for (size_t i = 0; i < l; i++) {
+                int b;
+
                 if (v[i] != '\\') {
                         s[o++] = v[i];
                         continue;
                 }
-                if (i + 3 >= l || v[i + 1] != 'x' || unhex(v[i + 2]) < 0 || unhex(v[i + 3]) < 0 ||
-                    (unhex(v[i + 2]) == 0 && unhex(v[i + 3]) == 0)) {
+                if (i + 3 >= l || v[i + 1] != 'x' || (b = hex_byte(v + i + 2, /* any_case= */ false)) <= 0) {
                         free(s);
                         return -EINVAL;
                 }
-                s[o++] = (char) (unhex(v[i + 2]) << 4 | unhex(v[i + 3]));
+                s[o++] = (char) b;
                 i += 3;
         }
         s[o] = '\0';
@@ -222,9 +217,9 @@ static int unescape(const char *v, char **ret) {
 }
 
 static int parse_groups(const char *v, gid_t **ret, size_t *ret_n) {
-        _cleanup_free_ gid_t *g = NULL;
-        size_t n = 0, cap = 0;
+        g_autoptr(GArray) g = g_array_new(FALSE, FALSE, sizeof(gid_t));
         const char *p = v;
+        size_t n;
 
         while (*p) {
                 char *end;
@@ -236,23 +231,15 @@ static int parse_groups(const char *v, gid_t **ret, size_t *ret_n) {
                 x = strtoul(p, &end, 10);
                 if (errno != 0 || x > UINT32_MAX - 1 || (*end != ' ' && *end != '\0'))
                         return -EINVAL;
-                if (n == cap) {
-                        gid_t *ng;
-
-                        if (cap >= GROUPS_MAX)
-                                return -EINVAL;
-                        cap = cap ? cap * 2 : 8;
-                        ng = reallocarray(g, cap + 1, sizeof(gid_t));
-                        if (!ng)
-                                return -ENOMEM;
-                        g = ng;
-                }
-                g[n++] = (gid_t) x;
+                if (g->len >= GROUPS_MAX)
+                        return -EINVAL;
+                g_array_append_val(g, ((gid_t) { x }));
                 p = *end ? end + 1 : end;
                 if (*end == ' ' && *p == '\0')
                         return -EINVAL;         /* a trailing space */
         }
-        *ret = TAKE_PTR(g);
+        n = g->len;
+        *ret = n > 0 ? g_array_steal(g, NULL) : NULL;
         *ret_n = n;
         return 0;
 }

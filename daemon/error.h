@@ -10,7 +10,7 @@
  * start above the kernel's largest errno (MAX_ERRNO, 4095), and travel
  * negated in the same int as a -errno (return -WATCHD_E_CLIENT_WATCHES;), so
  * a caller that only forwards failures need not tell them apart and one is
- * never taken for the other. error_for() in dbus_iface.c turns each into
+ * never taken for the other. bus_error_for() in bus_caller.c turns each into
  * its D-Bus error; error_to_string() names it, and log.c's "%m" does too.
  */
 

@@ -46,7 +46,6 @@ typedef struct Followup {
 struct Events {
         Backend *backend;
         WatchTable *table;
-        Delivery *delivery;
         Tree *tree;
         Missing *missing;
         Moves *moves;
@@ -64,8 +63,8 @@ struct Events {
         bool in_event;
 };
 
-int events_new(Backend *backend, WatchTable *table, Delivery *delivery, Tree *tree, Missing *missing,
-               Moves *moves, Remote *remote, const EventsOps *ops, void *userdata, Events **ret) {
+int events_new(Backend *backend, WatchTable *table, Tree *tree, Missing *missing, Moves *moves, Remote *remote,
+               const EventsOps *ops, void *userdata, Events **ret) {
         Events *e = calloc(1, sizeof(Events));
 
         if (!e)
@@ -73,7 +72,6 @@ int events_new(Backend *backend, WatchTable *table, Delivery *delivery, Tree *tr
         *e = (Events) {
                 .backend = backend,
                 .table = table,
-                .delivery = delivery,
                 .tree = tree,
                 .missing = missing,
                 .moves = moves,
@@ -117,16 +115,6 @@ static void followup_add(Events *e, int what, uint32_t id, uint32_t cookie, char
         g_array_append_val(e->followups, ((Followup) { what, id, cookie, path, link }));
 }
 
-/* The daemon ends s, and tells its owner why. */
-static void end_with_notice(Events *e, Subscription *s, const char *reason, uint64_t now) {
-        Record *rec = record_new(RECORD_REMOVED, s->id, 0, 0, now, NULL, NULL, 0);
-
-        if (rec)
-                rec->reason = reason;
-        delivery_submit(e->delivery, &s->owner->queue, rec);
-        e->ops.end(s, e->userdata);
-}
-
 /* The events s gets: its mask, and IN_MOVE_SELF for a PERSIST subscription
  * that asks for IN_DELETE_SELF (its object left its path either way). */
 static uint32_t wanted(const Subscription *s) {
@@ -144,15 +132,14 @@ bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, 
                 return false;
         if (tree_scanned_check(e->tree, s, dir, mask, name, name_len))
                 return false;
-        delivery_submit(e->delivery, &s->owner->queue,
-                        record_new(RECORD_EVENT, s->id, mask, cookie, now_usec, dir, name, name_len));
+        client_queue_event(s, mask, cookie, dir, name, name_len, now_usec);
         /* ONESHOT is the daemon's (the device has none, and a shared kernel
          * watch must outlive one subscriber's first event). */
         if (s->flags & WATCHD_FLAG_ONESHOT) {
                 if (e->in_event)
                         followup_add(e, FOLLOW_ONESHOT, s->id, 0, NULL, NULL);
                 else
-                        end_with_notice(e, s, WATCHD_REASON_ONESHOT, now_usec);
+                        e->ops.end(s, WATCHD_REASON_ONESHOT, now_usec, e->userdata);
         }
         return true;
 }
@@ -204,7 +191,7 @@ static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
                         break;
                 case FOLLOW_ONESHOT:
                         if (s)
-                                end_with_notice(e, s, WATCHD_REASON_ONESHOT, now);
+                                e->ops.end(s, WATCHD_REASON_ONESHOT, now, e->userdata);
                         break;
                 case FOLLOW_TREE_ADD_NEW:
                         if (s)
@@ -290,7 +277,7 @@ static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
 
                 dir = watch_link_get_path(l, buf);
                 if (!dir) {
-                        delivery_lost(e->delivery, &s->owner->queue, s->id);   /* deeper than PATH_MAX */
+                        client_queue_lost(s);  /* deeper than PATH_MAX */
                         continue;
                 }
                 /* A directory below a RECURSIVE root: what happens to the
@@ -314,7 +301,7 @@ static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
                         char *path = path_join(dir, ev->name, ev->name_len);
 
                         if (!path) {
-                                delivery_lost(e->delivery, &s->owner->queue, s->id);
+                                client_queue_lost(s);
                                 continue;
                         }
                         followup_add(e, ev->mask & IN_MOVED_FROM ? FOLLOW_TREE_MOVED_FROM :

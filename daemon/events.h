@@ -24,7 +24,6 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "delivery.h"
 #include "event_decode.h"
 #include "missing.h"
 #include "moves.h"
@@ -35,9 +34,9 @@
 typedef struct Events Events;
 
 typedef struct EventsOps {
-        /* The daemon ends s: its WatchRemoved is queued already (ONESHOT after
-         * its first record). */
-        void (*end)(Subscription *s, void *userdata);
+        /* The daemon ends s, and its owner hears why (WatchRemoved: reason):
+         * ONESHOT after its first record. */
+        void (*end)(Subscription *s, const char *reason, uint64_t now_usec, void *userdata);
         /* s's own object has left its path: the kernel dropped its watch
          * (reason: WATCHD_REASON_DELETED, or _UNMOUNTED after IN_UNMOUNT), or,
          * PERSIST, it was renamed away (IN_MOVE_SELF delivered; reason
@@ -53,8 +52,8 @@ typedef struct EventsStats {
         uint64_t kernel_overflows;      /* IN_Q_OVERFLOW records */
 } EventsStats;
 
-int events_new(Backend *backend, WatchTable *table, Delivery *delivery, Tree *tree, Missing *missing,
-               Moves *moves, Remote *remote, const EventsOps *ops, void *userdata, Events **ret);
+int events_new(Backend *backend, WatchTable *table, Tree *tree, Missing *missing, Moves *moves, Remote *remote,
+               const EventsOps *ops, void *userdata, Events **ret);
 Events *events_free(Events *e);
 
 /*

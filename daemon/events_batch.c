@@ -109,6 +109,10 @@ void events_batch_init(EventsBatch *b, const EventsBatchOps *ops, void *userdata
         };
 }
 
+static size_t n_held(const EventsBatch *b) {
+        return b->records ? b->records->len : 0;
+}
+
 static void drop(EventsBatch *b, Record *rec) {
         b->ops->lost(b->userdata, rec->id);
         record_free(rec);
@@ -116,9 +120,10 @@ static void drop(EventsBatch *b, Record *rec) {
 
 /* Every record held goes to lost(); b is empty after. */
 static void drop_all(EventsBatch *b) {
-        for (size_t i = 0; i < b->n_records; i++)
-                drop(b, b->records[i]);
-        b->n_records = 0;
+        for (size_t i = 0; i < n_held(b); i++)
+                drop(b, b->records->pdata[i]);
+        if (b->records)
+                g_ptr_array_set_size(b->records, 0);
         b->size = 0;
         b->msg = sd_bus_message_unref(b->msg);
 }
@@ -139,11 +144,11 @@ static void rebuild(EventsBatch *b) {
         int r;
 
         b->msg = sd_bus_message_unref(b->msg);
-        if (b->n_records == 0)
+        if (n_held(b) == 0)
                 return;
         r = start(b);
-        for (size_t i = 0; r >= 0 && i < b->n_records; i++)
-                r = append(b, b->records[i]);
+        for (size_t i = 0; r >= 0 && i < n_held(b); i++)
+                r = append(b, b->records->pdata[i]);
         if (r < 0)
                 drop_all(b);    /* they went in once: this is out of memory, and they are lost, not silently */
 }
@@ -164,20 +169,11 @@ int events_batch_add(EventsBatch *b, Record *rec) {
                 drop(b, rec);
                 return -E2BIG;
         }
-        if (b->n_records > 0 && b->size + size > EVENTS_BATCH_MAX_BYTES)
+        if (n_held(b) > 0 && b->size + size > EVENTS_BATCH_MAX_BYTES)
                 (void) events_batch_send(b);
 
-        if (b->n_records == b->n_alloc) {
-                size_t n = b->n_alloc ? b->n_alloc * 2 : 64;
-                Record **a = reallocarray(b->records, n, sizeof(Record *));
-
-                if (!a) {
-                        drop(b, rec);
-                        return -ENOMEM;
-                }
-                b->records = a;
-                b->n_alloc = n;
-        }
+        if (!b->records)
+                b->records = g_ptr_array_sized_new(64);
         if (!b->msg) {
                 r = start(b);
                 if (r < 0) {
@@ -192,15 +188,15 @@ int events_batch_add(EventsBatch *b, Record *rec) {
                 drop(b, rec);
                 return r;
         }
-        b->records[b->n_records++] = rec;
+        g_ptr_array_add(b->records, rec);
         b->size += size;
-        if (b->n_records >= b->max_records)
+        if (n_held(b) >= b->max_records)
                 (void) events_batch_send(b);
         return 0;
 }
 
 int events_batch_send(EventsBatch *b) {
-        size_t n = b->n_records;
+        size_t n = n_held(b);
         int r;
 
         if (!b->msg)
@@ -213,8 +209,9 @@ int events_batch_send(EventsBatch *b) {
                 return r;
         }
         for (size_t i = 0; i < n; i++)
-                record_free(b->records[i]);
-        b->n_records = 0;
+                record_free(b->records->pdata[i]);
+        if (b->records)
+                g_ptr_array_set_size(b->records, 0);
         b->size = 0;
         b->msg = sd_bus_message_unref(b->msg);
         return n > INT32_MAX ? INT32_MAX : (int) n;
@@ -222,7 +219,6 @@ int events_batch_send(EventsBatch *b) {
 
 void events_batch_done(EventsBatch *b) {
         drop_all(b);
-        free(b->records);
-        b->records = NULL;
-        b->n_alloc = 0;
+        if (b->records)
+                g_ptr_array_unref(TAKE_PTR(b->records));
 }

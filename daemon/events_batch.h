@@ -27,6 +27,7 @@
  * over its limit disconnects the sender.
  */
 
+#include <glib.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <systemd/sd-bus.h>
@@ -55,8 +56,7 @@ typedef struct EventsBatch {
         size_t max_records;     /* batch_max_events */
 
         sd_bus_message *msg;    /* the signal being built, its array open; NULL if empty */
-        Record **records;       /* what msg holds, in order: to build it again */
-        size_t n_records, n_alloc;
+        GPtrArray *records;     /* Record: what msg holds, in order, to build it again; NULL until the first */
         size_t size;            /* bytes of those records in msg, about */
 } EventsBatch;
 

@@ -561,42 +561,14 @@ static void fs_release(Fanotify *f, FanFs *fs) {
  * its events would not be on the root's filesystem. */
 static bool mounts_below(int fd) {
         char proc[sizeof("/proc/self/fd/") + 12], dir[PATH_MAX];
-        size_t dlen;
         ssize_t n;
-        FILE *m;
-        bool below = false;
 
         snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fd);
         n = readlink(proc, dir, sizeof(dir) - 1);
         if (n <= 0 || dir[0] != '/')
                 return true;    /* where it is cannot be said: do not take the risk */
         dir[n] = '\0';
-        dlen = strcmp(dir, "/") == 0 ? 0 : (size_t) n;
-        m = fopen("/proc/self/mountinfo", "re");
-        if (!m)
-                return true;
-        for (;;) {
-                char *line = NULL;
-                size_t cap = 0;
-                ssize_t l = getline(&line, &cap, m);
-                MountEntry e;
-
-                if (l < 0) {
-                        free(line);
-                        break;
-                }
-                if (mountinfo_parse_line(line, (size_t) l, &e) >= 0) {
-                        if (strncmp(e.mount_point, dir, dlen) == 0 && e.mount_point[dlen] == '/' &&
-                            e.mount_point[dlen + 1] != '\0')
-                                below = true;
-                        mount_entry_done(&e);
-                }
-                free(line);
-                if (below)
-                        break;
-        }
-        fclose(m);
-        return below;
+        return mountinfo_has_below("/proc/self/mountinfo", dir) != 0;
 }
 
 bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t flags, uint32_t mask,

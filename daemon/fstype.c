@@ -3,18 +3,19 @@
  * fstype - which file systems the kernel cannot watch for us
  *
  * The magic numbers are linux/magic.h's; two of AFS's (OpenAFS's and kAFS's)
- * both mean AFS. mountinfo is parsed field by field over a length, never with
- * sscanf: its paths are bytes with the kernel's octal escapes, and a line
- * this parser does not understand is skipped rather than half-read.
+ * both mean AFS. mountinfo is libmount's to parse (the kernel's octal
+ * escapes, the optional fields); a line it does not understand is skipped.
  */
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libmount.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statfs.h>
 
 #include "fstype.h"
@@ -26,9 +27,6 @@
 #ifndef AFS_FS_MAGIC
 #define AFS_FS_MAGIC 0x6B414653
 #endif
-
-/* mountinfo of a host with thousands of mounts is a few hundred KiB. */
-#define MOUNTINFO_MAX_SIZE (16u * 1024u * 1024u)
 
 static const char *const kind_names[_FS_KIND_MAX] = {
         [FS_LOCAL] = "local",
@@ -94,149 +92,97 @@ void mount_entry_done(MountEntry *e) {
         *e = (MountEntry) {};
 }
 
-static bool is_octal(char c) {
-        return c >= '0' && c <= '7';
+static void table_unrefp(struct libmnt_table **t) {
+        mnt_unref_table(*t);
 }
 
-/* The field at *p (up to a space or the end), unescaped; *p moves past it and
- * the space. NULL with *ret_error set: -EBADMSG (empty field) or -ENOMEM. */
-static char *next_field(const char **p, const char *end, int *ret_error) {
-        const char *s = *p, *e;
-        size_t n = 0;
-        char *out;
-
-        e = memchr(s, ' ', (size_t) (end - s));
-        if (!e)
-                e = end;
-        if (e == s) {
-                *ret_error = -EBADMSG;
-                return NULL;
-        }
-        out = malloc((size_t) (e - s) + 1);
-        if (!out) {
-                *ret_error = -ENOMEM;
-                return NULL;
-        }
-        while (s < e) {
-                /* The kernel writes "\ooo" (mangle(): space, tab, newline, backslash);
-                 * the first digit is at most 3 so that it fits in a byte. */
-                if (s[0] == '\\' && e - s >= 4 && s[1] >= '0' && s[1] <= '3' &&
-                    is_octal(s[2]) && is_octal(s[3])) {
-                        out[n++] = (char) (((s[1] - '0') << 6) | ((s[2] - '0') << 3) | (s[3] - '0'));
-                        s += 4;
-                } else
-                        out[n++] = *s++;
-        }
-        out[n] = '\0';
-        *p = e < end ? e + 1 : e;
-        return out;
+static void iter_freep(struct libmnt_iter **i) {
+        mnt_free_iter(*i);
 }
 
-/* A decimal number followed by stop (or the end of the field); *p moves past stop. */
-static int parse_number(const char **p, const char *end, char stop, unsigned long max, unsigned long *ret) {
-        const char *s = *p;
-        unsigned long v = 0;
-
-        if (s >= end || *s < '0' || *s > '9')
-                return -EBADMSG;
-        for (; s < end && *s >= '0' && *s <= '9'; s++) {
-                if (v > (max - (unsigned long) (*s - '0')) / 10)
-                        return -EBADMSG;
-                v = v * 10 + (unsigned long) (*s - '0');
-        }
-        if (s < end ? *s != stop : stop != ' ')
-                return -EBADMSG;
-        *p = s < end ? s + 1 : s;
-        *ret = v;
-        return 0;
+/* A line libmount cannot parse is skipped: the mount looked for may be on another. */
+static int skip_line(struct libmnt_table *tb, const char *filename, int line) {
+        return 1;
 }
 
-int mountinfo_parse_line(const char *line, size_t len, MountEntry *ret) {
-        const char *p = line, *end = line + len;
+static int dup_field(const char *v, char **ret) {
+        *ret = strdup(v ?: "");
+        return *ret ? 0 : -ENOMEM;
+}
+
+int mountinfo_has_below(const char *path, const char *dir) {
+        _cleanup_(table_unrefp) struct libmnt_table *tb = NULL;
+        _cleanup_(iter_freep) struct libmnt_iter *it = NULL;
+        size_t len = strcmp(dir, "/") == 0 ? 0 : strlen(dir);
+        struct libmnt_fs *fs;
+        int r;
+
+        tb = mnt_new_table();
+        if (!tb)
+                return -ENOMEM;
+        it = mnt_new_iter(MNT_ITER_FORWARD);
+        if (!it)
+                return -ENOMEM;
+        r = mnt_table_set_parser_errcb(tb, skip_line);
+        if (r >= 0)
+                r = mnt_table_parse_file(tb, path);
+        if (r < 0)
+                return r;
+        while ((r = mnt_table_next_fs(tb, it, &fs)) == 0) {
+                const char *target = mnt_fs_get_target(fs);
+
+                if (target && strncmp(target, dir, len) == 0 && target[len] == '/' && target[len + 1] != '\0')
+                        return 1;
+        }
+        return r < 0 ? r : 0;
+}
+
+int mountinfo_find(const char *path, int mount_id, MountEntry *ret) {
+        _cleanup_(table_unrefp) struct libmnt_table *tb = NULL;
+        _cleanup_(iter_freep) struct libmnt_iter *it = NULL;
         _cleanup_(mount_entry_done) MountEntry e = {};
-        unsigned long v;
-        int r = 0;
+        struct libmnt_fs *fs;
+        dev_t dev;
+        int r;
 
-        if (len > 0 && end[-1] == '\n')
-                end--;
-        if (memchr(p, '\n', (size_t) (end - p)) || memchr(p, '\0', (size_t) (end - p)))
-                return -EBADMSG;
-
-        r = parse_number(&p, end, ' ', INT32_MAX, &v);
+        tb = mnt_new_table();
+        if (!tb)
+                return -ENOMEM;
+        it = mnt_new_iter(MNT_ITER_FORWARD);
+        if (!it)
+                return -ENOMEM;
+        r = mnt_table_set_parser_errcb(tb, skip_line);
+        if (r >= 0)
+                r = mnt_table_parse_file(tb, path);
         if (r < 0)
                 return r;
-        e.mount_id = (int) v;
-        r = parse_number(&p, end, ' ', INT32_MAX, &v);
-        if (r < 0)
-                return r;
-        e.parent_id = (int) v;
-        r = parse_number(&p, end, ':', UINT32_MAX, &v);
-        if (r < 0)
-                return r;
-        e.major = (unsigned) v;
-        r = parse_number(&p, end, ' ', UINT32_MAX, &v);
-        if (r < 0)
-                return r;
-        e.minor = (unsigned) v;
-
-        if (!(e.root = next_field(&p, end, &r)) ||
-            !(e.mount_point = next_field(&p, end, &r)) ||
-            !(e.mount_options = next_field(&p, end, &r)))
-                return r;
-
-        /* Optional fields, zero or more, up to a field that is exactly "-". */
         for (;;) {
-                const char *s = p, *f;
-
-                if (p >= end)
-                        return -EBADMSG;
-                f = memchr(s, ' ', (size_t) (end - s));
-                if (!f)
-                        return -EBADMSG;        /* "-" must be followed by three fields */
-                p = f + 1;
-                if (f - s == 1 && s[0] == '-')
+                r = mnt_table_next_fs(tb, it, &fs);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        return -ENOENT;
+                if (mnt_fs_get_id(fs) == mount_id)
                         break;
-                if (f == s)
-                        return -EBADMSG;
         }
 
-        if (!(e.fstype = next_field(&p, end, &r)) ||
-            !(e.source = next_field(&p, end, &r)) ||
-            !(e.super_options = next_field(&p, end, &r)))
+        dev = mnt_fs_get_devno(fs);
+        e = (MountEntry) {
+                .mount_id = mnt_fs_get_id(fs),
+                .parent_id = mnt_fs_get_parent_id(fs),
+                .major = major(dev),
+                .minor = minor(dev),
+        };
+        if ((r = dup_field(mnt_fs_get_root(fs), &e.root)) < 0 ||
+            (r = dup_field(mnt_fs_get_target(fs), &e.mount_point)) < 0 ||
+            (r = dup_field(mnt_fs_get_vfs_options(fs), &e.mount_options)) < 0 ||
+            (r = dup_field(mnt_fs_get_fstype(fs), &e.fstype)) < 0 ||
+            (r = dup_field(mnt_fs_get_source(fs), &e.source)) < 0 ||
+            (r = dup_field(mnt_fs_get_fs_options(fs), &e.super_options)) < 0)
                 return r;
-        /* Nothing after the last field, not even a space (next_field() steps
-         * over the space that ends a field). */
-        if (p != end || p[-1] == ' ')
-                return -EBADMSG;
-
         *ret = e;
         e = (MountEntry) {};
         return 0;
-}
-
-int mountinfo_find(const char *text, size_t len, int mount_id, MountEntry *ret) {
-        const char *p = text, *end = text + len;
-
-        while (p < end) {
-                const char *nl = memchr(p, '\n', (size_t) (end - p)), *next;
-                size_t l = nl ? (size_t) (nl - p) : (size_t) (end - p);
-                MountEntry e;
-                int r;
-
-                next = nl ? nl + 1 : end;
-                r = mountinfo_parse_line(p, l, &e);
-                p = next;
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0)
-                        continue;
-                if (e.mount_id == mount_id) {
-                        *ret = e;
-                        return 0;
-                }
-                mount_entry_done(&e);
-        }
-        return -ENOENT;
 }
 
 int fs_mount_id(int fd, int *ret) {
@@ -261,49 +207,6 @@ int fs_mount_id(int fd, int *ret) {
         return 0;
 }
 
-static int read_all(const char *path, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, cap = 0;
-        FILE *f;
-        int r = 0;
-
-        f = fopen(path, "re");
-        if (!f)
-                return negative_errno();
-        for (;;) {
-                size_t n;
-
-                if (cap - len < 4096) {
-                        char *b;
-
-                        if (cap >= MOUNTINFO_MAX_SIZE) {
-                                r = -EFBIG;
-                                break;
-                        }
-                        cap = cap ? cap * 2 : 16384;
-                        b = realloc(buf, cap);
-                        if (!b) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        buf = b;
-                }
-                n = fread(buf + len, 1, cap - len, f);
-                len += n;
-                if (n == 0) {
-                        if (ferror(f))
-                                r = -EIO;
-                        break;
-                }
-        }
-        fclose(f);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
-}
-
 void fs_info_done(FsInfo *i) {
         mount_entry_done(&i->mount);
         *i = (FsInfo) { .mount_id = -1 };
@@ -311,9 +214,7 @@ void fs_info_done(FsInfo *i) {
 
 int fs_detect(int fd, const char *mountinfo, FsInfo *ret) {
         FsInfo info = { .mount_id = -1 };
-        _cleanup_free_ char *text = NULL;
         struct statfs sfs;
-        size_t len;
 
         if (fstatfs(fd, &sfs) < 0)
                 return negative_errno();
@@ -325,8 +226,7 @@ int fs_detect(int fd, const char *mountinfo, FsInfo *ret) {
          * that, the kind stands as fstatfs gave it. */
         if (info.kind != FS_LOCAL &&
             fs_mount_id(fd, &info.mount_id) >= 0 &&
-            read_all(mountinfo ?: "/proc/self/mountinfo", &text, &len) >= 0 &&
-            mountinfo_find(text, len, info.mount_id, &info.mount) >= 0) {
+            mountinfo_find(mountinfo ?: "/proc/self/mountinfo", info.mount_id, &info.mount) >= 0) {
                 info.have_mount = true;
                 info.kind = fs_kind_refine(info.kind, info.mount.fstype);
         }

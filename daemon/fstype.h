@@ -68,18 +68,17 @@ typedef struct MountEntry {
 void mount_entry_done(MountEntry *e);
 
 /*
- * Parses one mountinfo line (with or without its newline): fields separated
- * by single spaces, the optional fields ("shared:1 master:2 ...", any number)
- * up to a lone "-", and the kernel's escapes: "\" and three octal digits is
- * one byte (it writes space, tab, newline and backslash so); any other "\" is
- * kept. Names are bytes: anything else passes through unchanged.
- * Return: 0, -EBADMSG (not a mountinfo line), -ENOMEM.
+ * Finds mount_id in the mountinfo file at path, parsed by libmount (the
+ * kernel's "\ooo" escapes undone; names are bytes and pass through). A
+ * line it cannot parse is skipped. Return: 0, -ENOENT (not there),
+ * -ENOMEM, or -errno of reading the file.
  */
-int mountinfo_parse_line(const char *line, size_t len, MountEntry *ret);
+int mountinfo_find(const char *path, int mount_id, MountEntry *ret);
 
-/* Finds mount_id in a whole mountinfo text (len bytes). A line that cannot be
- * parsed is skipped. Return: 0, -ENOENT (not there), -ENOMEM. */
-int mountinfo_find(const char *text, size_t len, int mount_id, MountEntry *ret);
+/* Whether a mount point in the mountinfo file at path is strictly below the
+ * absolute directory dir (fanotify.c: a mark would not see that file
+ * system). Return: 1, 0, or -errno of reading the file. */
+int mountinfo_has_below(const char *path, const char *dir);
 
 /* The mount id of fd (any fd, O_PATH included): statx(STATX_MNT_ID), else
  * name_to_handle_at(). Return: 0, or -errno. */

@@ -7,11 +7,12 @@
  * Builds the parts (backend, watch table, accounting, delivery, the tree,
  * missing-path and rename followers, the event path), wires each lower one
  * to the higher through the callbacks it takes, and serves the API's
- * operations on clients and subscriptions. It knows no event loop and no
+ * operations on clients and subscriptions (subscriptions.h). Its struct is
+ * its own: the layers above ask through functions. It knows no event loop and no
  * bus: the loop glue (loop.c) asks it to handle the kernel's records, to
  * flush, when it next needs a turn, and to run its walks; the bus layer
- * (dbus_iface.c) asks it for clients and subscriptions, and registers each
- * client's transport.
+ * (dbus_iface.c and its bus_*.c) asks it for clients and subscriptions,
+ * and registers each client's transport.
  */
 
 #include <glib.h>
@@ -30,6 +31,7 @@
 #include "missing.h"
 #include "moves.h"
 #include "remote.h"
+#include "subscriptions.h"
 #include "tree.h"
 #include "watch_table.h"
 
@@ -42,34 +44,15 @@ typedef struct ManagerHooks {
         uint64_t (*next_deadline)(void *userdata);
 } ManagerHooks;
 
-typedef struct Manager {
-        Config config;
-        char *config_path;
-        uint32_t kernel_watch_limit;    /* the kernel's, read at start: "auto" limits are sized from it */
-
-        Backend *backend;
-        WatchTable *table;
-        Accounting *accounting;
-        Delivery *delivery;
-        Tree *tree;                     /* RECURSIVE subscriptions */
-        Missing *missing;               /* pending paths */
-        Moves *moves;                   /* renamed directories */
-        Remote *remote;                 /* directories on remote file systems, polled */
-        Events *events;                 /* the kernel's records */
-        Fanotify *fanotify;             /* RECURSIVE trees on one mark a filesystem; NULL: inotify only */
-
-        GHashTable *clients;            /* name -> Client (owned) */
-
-        ManagerHooks hooks;
-        void *hooks_userdata;
-} Manager;
+typedef struct Manager Manager;
 
 /* Takes over *config (it is reset). */
-int manager_new(Config *config, const char *config_path, Manager **ret);
+int manager_new(Config *config, Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
-/* Opens the backend (per config, unless one was set in m->backend) and builds the parts; logs its failures. */
+/* Opens the backend (per config, unless one was given with manager_set_backend()) and builds the parts; logs
+ * its failures. */
 int manager_start(Manager *m);
 
 /* Applies a re-read config; the backend and device stay until restart. */
@@ -98,31 +81,17 @@ uint64_t manager_next_deadline(const Manager *m);
 bool manager_run_walks(Manager *m, uint64_t budget_usec);
 bool manager_has_walks(const Manager *m);
 
-/* The client of that name, or NULL. */
+/* The clients: subscriptions_get_client(), subscriptions_new_client(), subscriptions_client_gone(). */
 Client *manager_get_client(Manager *m, const char *name);
-/* A new client, with the caller's credentials. Limits: -WATCHD_E_USER_CLIENTS. */
 int manager_new_client(Manager *m, const char *name, const Caller *caller, Client **ret);
-/* The client is gone: end its subscriptions, free it. */
 void manager_client_gone(Manager *m, Client *c);
-/* Queues one Overflow naming every subscription of c (its records were lost on the way). */
-void manager_client_lost_all(Manager *m, Client *c);
 
-/*
- * Subscribes c to path (opened with c's credentials) or to fd (already open
- * by the client). With RECURSIVE on a directory, every directory below is
- * watched too, each counting against the limits; if that walk is not done
- * within its first slice, *ret_walk is set and the walk goes on from the
- * loop (the caller sets its completion with tree_walk_set_done()). A path
- * that does not exist yet is pending (missing.h).
- * Return: 0, or -errno: see access_open_as() and access_check_fd(), the
- * limits of account_check(), -ENOSPC the kernel's watch limit.
- */
+/* The API's operations on subscriptions: subscriptions_add_path(), subscriptions_add_fd(), subscriptions_remove(). */
 int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
                            uint32_t *ret_id, TreeWalk **ret_walk);
 int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
                          TreeWalk **ret_walk);
 
-/* Ends c's subscription id. Return: 0, or -WATCHD_E_NO_SUCH_WATCH if c has no such subscription. */
 int manager_remove_watch(Manager *m, Client *c, uint32_t id);
 
 /* ListWatches' WATCHD_FLAG_REMOTE (some directory of s is on a remote file
@@ -139,3 +108,18 @@ typedef struct ManagerStats {
         FanotifyStats fanotify;         /* all 0 without fanotify */
 } ManagerStats;
 void manager_get_stats(const Manager *m, ManagerStats *ret);
+/* What the clients of uid hold (GetStats' own_*). */
+void manager_get_user_stats(const Manager *m, uid_t uid, SubscriptionsStats *ret);
+
+/* For the layers above, which do not read the struct. */
+const Config *manager_get_config(const Manager *m);
+const Backend *manager_get_backend(const Manager *m);
+/* The limits in force ("auto" sized from the kernel's). */
+const AccountingLimits *manager_get_limits(const Manager *m);
+Subscription *manager_get_subscription(Manager *m, uint32_t id);
+/* Sends everything queued, rename halves still waiting for a partner too (at exit). */
+void manager_flush_all(Manager *m);
+
+/* For unit tests: a fake backend, given before manager_start() (freed with the manager); the pending paths. */
+void manager_set_backend(Manager *m, Backend *backend);
+Missing *manager_get_missing(Manager *m);

@@ -10,9 +10,9 @@
  * before the next user with work has its turn. The groups that are not due
  * wait in a heap ordered by the start of their next round. A directory being
  * read keeps its open fd and the names listed so far between runs
- * (PollReader), so a large directory costs several runs, not one long one,
- * and a user has at most two directories open at a time (a first snapshot
- * and a round's).
+ * (PollReader, poll_snapshot.c), so a large directory costs several runs,
+ * not one long one, and a user has at most two directories open at a time
+ * (a first snapshot and a round's).
  *
  * A round's records wait in the group (Change) until its last directory is
  * read, for the pairing of moves across its directories; a kernel event for
@@ -37,46 +37,7 @@
 
 #include "event_bits.h"
 #include "macro.h"
-#include "poller.h"
-
-#define STATX_WANTED (STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID | STATX_INO | \
-                      STATX_SIZE | STATX_MTIME | STATX_CTIME)
-#define GETDENTS_BUFFER (32u * 1024u)
-
-typedef enum ChangeKind {
-        CHANGE_GONE,            /* a name and its inode, no more */
-        CHANGE_APPEARED,        /* a name with a new inode */
-        CHANGE_MODIFIED,        /* same name, same inode: mask says what */
-} ChangeKind;
-
-typedef struct Change {
-        ChangeKind kind;
-        PollDir *dir;           /* NULL once the directory is gone */
-        char *name;
-        uint64_t ino;
-        uint32_t mode;
-        uint32_t mask;          /* CHANGE_MODIFIED: IN_MODIFY or IN_ATTRIB */
-        PollEntry before;       /* GONE, MODIFIED: the entry as it was (no name) */
-        PollEntry after;        /* APPEARED, MODIFIED: as it is (no name) */
-        struct Change *partner; /* a GONE and an APPEARED paired into a move */
-        bool dropped;           /* the kernel reported this name meanwhile */
-        bool emitted;
-} Change;
-
-typedef struct PollReadHook {
-        void (*fn)(uint32_t what, void *data);
-        void *data;
-} PollReadHook;
-
-typedef struct PollReader {
-        PollReadHook hook;      /* told of each open, getdents64 and close */
-        int dfd;                /* the directory open for reading, -1 before */
-        bool checked;           /* statx'ed (through dfd) */
-        bool listed;            /* getdents64 reached the end; snap sorted */
-        PollSnapshot snap;      /* names listed so far, stat'ed up to stat_next */
-        size_t stat_next;
-        GHashTable *dirty;      /* names the kernel reported during the read: stat'ed again at its end */
-} PollReader;
+#include "poller_internal.h"
 
 struct PollDir {
         PollGroup *group;
@@ -139,8 +100,7 @@ struct Poller {
         unsigned ops_per_run;
         uint32_t max_dirs_per_user;
         GHashTable *users;      /* uid -> PollUser */
-        PollGroup **heap;       /* groups between rounds, min-heap on next_round */
-        size_t n_heap, cap_heap;
+        GPtrArray *heap;        /* PollGroup: groups between rounds, min-heap on next_round */
         GQueue turns;           /* PollUser with work, the one whose turn it is first */
         GQueue stale;           /* PollDir with names noted */
         uint64_t sequence;      /* groups made: their phases */
@@ -148,462 +108,67 @@ struct Poller {
         PollIo io;
 };
 
-/* ---- snapshots ---- */
-
-static void entry_done(PollEntry *e) {
-        free(e->name);
-        e->name = NULL;
-}
-
-void poll_snapshot_done(PollSnapshot *s) {
-        for (size_t i = 0; i < s->n; i++)
-                entry_done(&s->entries[i]);
-        free(s->entries);
-        *s = (PollSnapshot) {};
-}
-
-static int entry_cmp(const void *a, const void *b) {
-        return strcmp(((const PollEntry *) a)->name, ((const PollEntry *) b)->name);
-}
-
-/* The index of name, or -(where it would go) - 1. */
-static ssize_t snapshot_find(const PollSnapshot *s, const char *name) {
-        size_t lo = 0, hi = s->n;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(s->entries[mid].name, name);
-
-                if (c == 0)
-                        return (ssize_t) mid;
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return -(ssize_t) lo - 1;
-}
-
-static int snapshot_reserve(PollSnapshot *s, size_t more) {
-        PollEntry *e;
-        size_t cap;
-
-        if (s->n + more <= s->cap)
-                return 0;
-        cap = MAX(s->cap * 2, s->n + more);
-        cap = MAX(cap, 16u);
-        e = realloc(s->entries, cap * sizeof(PollEntry));
-        if (!e)
-                return -ENOMEM;
-        s->entries = e;
-        s->cap = cap;
-        return 0;
-}
-
-/* Puts *e (taking its name) in its place, replacing an entry of that name. */
-static int snapshot_put(PollSnapshot *s, PollEntry *e) {
-        ssize_t i = snapshot_find(s, e->name);
-        size_t at;
-
-        if (i >= 0) {
-                entry_done(&s->entries[i]);
-                s->entries[i] = *e;
-                e->name = NULL;
-                return 0;
-        }
-        if (snapshot_reserve(s, 1) < 0)
-                return -ENOMEM;
-        at = (size_t) (-i - 1);
-        memmove(&s->entries[at + 1], &s->entries[at], (s->n - at) * sizeof(PollEntry));
-        s->entries[at] = *e;
-        s->n++;
-        e->name = NULL;
-        return 0;
-}
-
-static void snapshot_remove(PollSnapshot *s, const char *name) {
-        ssize_t i = snapshot_find(s, name);
-
-        if (i < 0)
-                return;
-        entry_done(&s->entries[i]);
-        memmove(&s->entries[i], &s->entries[i + 1], (s->n - (size_t) i - 1) * sizeof(PollEntry));
-        s->n--;
-}
-
-static int64_t ts_ns(const struct statx_timestamp *t) {
-        return t->tv_sec * INT64_C(1000000000) + t->tv_nsec;
-}
-
-/* statx of name in dirfd into *e (name untouched). Return: 0, or -errno. */
-static int entry_stat(int dirfd, const char *name, PollIo *io, PollEntry *e) {
-        struct statx stx;
-
-        io->stats++;
-        if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_FORCE_SYNC,
-                  STATX_WANTED, &stx) < 0)
-                return negative_errno();
-        e->ino = stx.stx_ino;
-        e->mode = stx.stx_mode;
-        e->uid = stx.stx_uid;
-        e->gid = stx.stx_gid;
-        e->size = stx.stx_size;
-        e->mtime_ns = ts_ns(&stx.stx_mtime);
-        e->ctime_ns = ts_ns(&stx.stx_ctime);
-        e->no_stat = false;
-        return 0;
-}
-
-/* ---- reading a directory, a system call at a time ---- */
-
-/* Puts name of dirfd's directory into s as it is now: stat'ed again, or
- * taken out if gone; left as it was if it cannot be stat'ed. Return: 0,
- * -ENOMEM. */
-static int snapshot_restat(PollSnapshot *s, int dirfd, const char *name, PollIo *io) {
-        PollEntry e = {};
-        int k;
-
-        k = entry_stat(dirfd, name, io, &e);
-        if (k == -ENOENT || k == -ENOTDIR)
-                snapshot_remove(s, name);
-        else if (k == 0) {
-                e.name = strdup(name);
-                if (!e.name || snapshot_put(s, &e) < 0) {
-                        entry_done(&e);
-                        return -ENOMEM;
-                }
-        }
-        return 0;
-}
-
-static void reader_hook(PollReader *r, uint32_t what) {
-        if (r->hook.fn)
-                r->hook.fn(what, r->hook.data);
-}
-
-static void reader_close(PollReader *r) {
-        if (r->dfd >= 0) {
-                r->dfd = safe_close(r->dfd);
-                reader_hook(r, IN_CLOSE_NOWRITE);
-        }
-}
-
-static void reader_done(PollReader *r) {
-        PollReadHook hook = r->hook;
-
-        reader_close(r);
-        poll_snapshot_done(&r->snap);
-        if (r->dirty)
-                g_hash_table_destroy(r->dirty);
-        *r = (PollReader) { .dfd = -1, .hook = hook };
-}
-
-static void reader_init(PollReader *r, const PollReadHook *hook) {
-        *r = (PollReader) { .dfd = -1 };
-        if (hook)
-                r->hook = *hook;
-}
-
-static uint32_t dtype_to_mode(unsigned char t) {
-        switch (t) {
-        case DT_DIR: return S_IFDIR;
-        case DT_REG: return S_IFREG;
-        case DT_LNK: return S_IFLNK;
-        case DT_FIFO: return S_IFIFO;
-        case DT_SOCK: return S_IFSOCK;
-        case DT_CHR: return S_IFCHR;
-        case DT_BLK: return S_IFBLK;
-        default: return 0;
-        }
-}
-
-/* Appends the names of one getdents64 buffer. */
-static int reader_take_names(PollReader *r, const char *buf, size_t len) {
-        for (size_t off = 0; off < len; ) {
-                const struct dirent64 *de = (const struct dirent64 *) (buf + off);
-                PollEntry *e;
-
-                off += de->d_reclen;
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (snapshot_reserve(&r->snap, 1) < 0)
-                        return -ENOMEM;
-                e = &r->snap.entries[r->snap.n];
-                *e = (PollEntry) {
-                        .name = strdup(de->d_name),
-                        .ino = de->d_ino,
-                        .mode = dtype_to_mode(de->d_type),
-                        .no_stat = true,
-                };
-                if (!e->name)
-                        return -ENOMEM;
-                r->snap.n++;
-        }
-        return 0;
-}
-
-/*
- * One step of reading the directory at fd: open, one getdents64, or one
- * statx, as long as *budget lasts. Return: 1 when the snapshot is whole,
- * 0 when the budget ran out first, -errno when the directory cannot be read.
- */
-static int reader_step(PollReader *r, int fd, unsigned *budget, PollIo *io) {
-        for (;; (*budget)--) {
-                bool dirty = r->dirty && g_hash_table_size(r->dirty) > 0;
-
-                if (r->listed && r->stat_next >= r->snap.n && !dirty) {
-                        reader_close(r);
-                        return 1;
-                }
-                if (*budget == 0)
-                        return 0;
-
-                if (r->dfd < 0) {
-                        /* Opened afresh each time: NFS checks the directory
-                         * again on open (close-to-open), and permission is
-                         * checked with the credentials of now. */
-                        io->opens++;
-                        r->dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                        if (r->dfd < 0)
-                                return negative_errno();
-                        reader_hook(r, IN_OPEN);
-                } else if (!r->checked) {
-                        struct statx stx;
-
-                        /* Its attributes from the server: a changed
-                         * directory's cached listing is then dropped. */
-                        io->stats++;
-                        if (statx(r->dfd, "", AT_EMPTY_PATH | AT_STATX_FORCE_SYNC, STATX_NLINK, &stx) < 0)
-                                return negative_errno();
-                        if ((stx.stx_mask & STATX_NLINK) && stx.stx_nlink == 0)
-                                return -ENOENT;         /* removed, and held open by us */
-                        r->checked = true;
-                } else if (!r->listed) {
-                        char buf[GETDENTS_BUFFER];
-                        long n;
-                        int k;
-
-                        io->getdents++;
-                        n = syscall(SYS_getdents64, r->dfd, buf, sizeof(buf));
-                        if (n < 0)
-                                return negative_errno();
-                        reader_hook(r, IN_ACCESS);
-                        if (n == 0) {
-                                r->listed = true;
-                                if (r->snap.n > 1)
-                                        qsort(r->snap.entries, r->snap.n, sizeof(PollEntry), entry_cmp);
-                                continue;
-                        }
-                        k = reader_take_names(r, buf, (size_t) n);
-                        if (k < 0)
-                                return k;
-                } else if (r->stat_next < r->snap.n) {
-                        PollEntry *e = &r->snap.entries[r->stat_next];
-                        int k = entry_stat(r->dfd, e->name, io, e);
-
-                        if (k == -ENOENT || k == -ENOTDIR) {
-                                /* Gone between the listing and now. */
-                                snapshot_remove(&r->snap, e->name);
-                                continue;
-                        }
-                        /* Any other failure (EACCES without search
-                         * permission...): the name stays with what getdents
-                         * said. */
-                        r->stat_next++;
-                } else {
-                        /* A name the kernel reported while the directory was
-                         * being read: what was listed of it may be older than
-                         * what the kernel reported, so it is looked at again. */
-                        GHashTableIter it;
-                        gpointer key;
-
-                        g_hash_table_iter_init(&it, r->dirty);
-                        if (!g_hash_table_iter_next(&it, &key, NULL))
-                                continue;
-                        if (snapshot_restat(&r->snap, r->dfd, key, io) < 0)
-                                return -ENOMEM;
-                        g_hash_table_iter_remove(&it);
-                }
-        }
-}
-
-int poll_snapshot_read(int dirfd, PollIo *io, PollSnapshot *ret) {
-        PollReader r;
-        int k;
-
-        reader_init(&r, NULL);
-        do {
-                unsigned budget = UINT_MAX;
-
-                k = reader_step(&r, dirfd, &budget, io);
-        } while (k == 0);
-        if (k < 0) {
-                reader_done(&r);
-                return k;
-        }
-        *ret = r.snap;
-        r.snap = (PollSnapshot) {};
-        reader_done(&r);
-        return 0;
-}
-
-/* ---- comparing two snapshots ---- */
-
-/* What changed in an entry that kept its name and inode (IN_MODIFY, IN_ATTRIB or 0). */
-static uint32_t entry_changes(const PollEntry *o, const PollEntry *n, bool moved) {
-        bool owner;
-
-        if (o->no_stat || n->no_stat)
-                return 0;
-        owner = o->mode != n->mode || o->uid != n->uid || o->gid != n->gid;
-        /* A directory's size and times follow its contents, which the
-         * kernel does not report on its parent either. */
-        if (S_ISDIR(n->mode))
-                return owner ? IN_ATTRIB : 0;
-        if (o->size != n->size || o->mtime_ns != n->mtime_ns)
-                return IN_MODIFY;
-        /* A rename changes the ctime of what was renamed on most file systems. */
-        if (owner || (!moved && o->ctime_ns != n->ctime_ns))
-                return IN_ATTRIB;
-        return 0;
-}
-
-static Change *change_new(ChangeKind kind, PollDir *d, const PollEntry *before, const PollEntry *after) {
-        const PollEntry *e = after ?: before;
-        Change *c = calloc(1, sizeof(Change));
-
-        if (!c)
-                return NULL;
-        c->name = strdup(e->name);
-        if (!c->name) {
-                free(c);
-                return NULL;
-        }
-        c->kind = kind;
-        c->dir = d;
-        c->ino = e->ino;
-        c->mode = e->mode;
-        if (before)
-                c->before = *before;
-        if (after)
-                c->after = *after;
-        c->before.name = c->after.name = NULL;
-        return c;
-}
-
-static void change_free(gpointer p) {
-        Change *c = p;
-
-        free(c->name);
-        free(c);
-}
-
-static int add_change(GPtrArray *out, ChangeKind kind, PollDir *d,
-                      const PollEntry *before, const PollEntry *after, uint32_t mask) {
-        Change *c = change_new(kind, d, before, after);
-
-        if (!c)
-                return -ENOMEM;
-        c->mask = mask;
-        g_ptr_array_add(out, c);
-        return 0;
-}
-
-static bool same_type(uint32_t a, uint32_t b) {
-        return (a & S_IFMT) == (b & S_IFMT);
-}
-
-/* Appends to out what changed from o to n in d. */
-static int snapshot_diff(PollDir *d, const PollSnapshot *o, const PollSnapshot *n, GPtrArray *out) {
-        size_t i = 0, j = 0;
-        int r = 0;
-
-        while (r >= 0 && (i < o->n || j < n->n)) {
-                int c = i >= o->n ? 1 : j >= n->n ? -1 : strcmp(o->entries[i].name, n->entries[j].name);
-
-                if (c < 0)
-                        r = add_change(out, CHANGE_GONE, d, &o->entries[i++], NULL, 0);
-                else if (c > 0)
-                        r = add_change(out, CHANGE_APPEARED, d, NULL, &n->entries[j++], 0);
-                else {
-                        const PollEntry *a = &o->entries[i++], *b = &n->entries[j++];
-                        uint32_t m;
-
-                        if (a->ino != b->ino || !same_type(a->mode, b->mode)) {
-                                r = add_change(out, CHANGE_GONE, d, a, NULL, 0);
-                                if (r >= 0)
-                                        r = add_change(out, CHANGE_APPEARED, d, NULL, b, 0);
-                        } else if ((m = entry_changes(a, b, false)))
-                                r = add_change(out, CHANGE_MODIFIED, d, a, b, m);
-                }
-        }
-        return r;
-}
-
 /* ---- the heap of groups between rounds ---- */
 
 static bool heap_less(PollGroup *a, PollGroup *b) {
         return a->next_round < b->next_round;
 }
 
+static PollGroup *heap_at(const Poller *p, size_t i) {
+        return p->heap->pdata[i];
+}
+
 static void heap_set(Poller *p, size_t i, PollGroup *g) {
-        p->heap[i] = g;
+        p->heap->pdata[i] = g;
         g->heap_index = i;
 }
 
 static void heap_up(Poller *p, size_t i) {
-        PollGroup *g = p->heap[i];
+        PollGroup *g = heap_at(p, i);
 
-        while (i > 0 && heap_less(g, p->heap[(i - 1) / 2])) {
-                heap_set(p, i, p->heap[(i - 1) / 2]);
+        while (i > 0 && heap_less(g, heap_at(p, (i - 1) / 2))) {
+                heap_set(p, i, heap_at(p, (i - 1) / 2));
                 i = (i - 1) / 2;
         }
         heap_set(p, i, g);
 }
 
 static void heap_down(Poller *p, size_t i) {
-        PollGroup *g = p->heap[i];
+        PollGroup *g = heap_at(p, i);
 
         for (;;) {
                 size_t c = 2 * i + 1;
 
-                if (c >= p->n_heap)
+                if (c >= p->heap->len)
                         break;
-                if (c + 1 < p->n_heap && heap_less(p->heap[c + 1], p->heap[c]))
+                if (c + 1 < p->heap->len && heap_less(heap_at(p, c + 1), heap_at(p, c)))
                         c++;
-                if (!heap_less(p->heap[c], g))
+                if (!heap_less(heap_at(p, c), g))
                         break;
-                heap_set(p, i, p->heap[c]);
+                heap_set(p, i, heap_at(p, c));
                 i = c;
         }
         heap_set(p, i, g);
 }
 
 static int heap_push(Poller *p, PollGroup *g) {
-        if (p->n_heap == p->cap_heap) {
-                size_t cap = MAX(p->cap_heap * 2, 16u);
-                PollGroup **h = realloc(p->heap, cap * sizeof(PollGroup *));
-
-                if (!h)
-                        return -ENOMEM;
-                p->heap = h;
-                p->cap_heap = cap;
-        }
-        heap_set(p, p->n_heap++, g);
-        heap_up(p, p->n_heap - 1);
+        g_ptr_array_add(p->heap, g);
+        heap_set(p, p->heap->len - 1, g);
+        heap_up(p, p->heap->len - 1);
         return 0;
 }
 
 static void heap_remove(Poller *p, PollGroup *g) {
         size_t i = g->heap_index;
 
-        assert(i < p->n_heap && p->heap[i] == g);
-        p->n_heap--;
-        if (i < p->n_heap) {
-                heap_set(p, i, p->heap[p->n_heap]);
+        assert(i < p->heap->len && heap_at(p, i) == g);
+        if (i < p->heap->len - 1) {
+                heap_set(p, i, heap_at(p, p->heap->len - 1));
+                g_ptr_array_set_size(p->heap, p->heap->len - 1);
                 heap_down(p, i);
-                heap_up(p, p->heap[i]->heap_index);
-        }
+                heap_up(p, heap_at(p, i)->heap_index);
+        } else
+                g_ptr_array_set_size(p->heap, p->heap->len - 1);
         g->heap_index = SIZE_MAX;
 }
 
@@ -619,6 +184,7 @@ int poller_new(const PollerCallbacks *cb, void *userdata, uint32_t max_dirs_per_
         p->ops_per_run = POLLER_OPS_PER_RUN;
         p->max_dirs_per_user = max_dirs_per_user;
         p->users = g_hash_table_new(g_direct_hash, g_direct_equal);
+        p->heap = g_ptr_array_new();
         g_queue_init(&p->turns);
         g_queue_init(&p->stale);
         *ret = p;
@@ -628,8 +194,8 @@ int poller_new(const PollerCallbacks *cb, void *userdata, uint32_t max_dirs_per_
 Poller *poller_free(Poller *p) {
         if (!p)
                 return NULL;
-        while (p->n_heap > 0)
-                poller_group_free(p->heap[0]);
+        while (p->heap && p->heap->len > 0)
+                poller_group_free(heap_at(p, 0));
         /* Left: users with groups in a round. */
         while (p->turns.head) {
                 PollUser *u = p->turns.head->data;
@@ -637,7 +203,8 @@ Poller *poller_free(Poller *p) {
                 assert(u->active.head);
                 poller_group_free(u->active.head->data);
         }
-        free(p->heap);
+        if (p->heap)
+                g_ptr_array_unref(p->heap);
         g_hash_table_destroy(p->users);
         free(p);
         return NULL;
@@ -748,7 +315,7 @@ int poller_group_new(Poller *p, uid_t uid, uint64_t interval_usec, uint64_t now_
          * first snapshots are taken apart (baseline), as soon as can be. */
         g->next_round = now_usec + 1 + phase_of(++p->sequence, interval_usec);
         g->userdata = userdata;
-        g->changes = g_ptr_array_new_with_free_func(change_free);
+        g->changes = g_ptr_array_new_with_free_func(poll_change_free);
         g->active_link.data = g;
         g_queue_init(&g->dirs);
         r = heap_push(p, g);
@@ -773,7 +340,7 @@ static void dir_unstale(PollDir *d) {
 }
 
 static void dir_stop_reading(PollDir *d) {
-        reader_done(&d->reader);
+        poll_reader_done(&d->reader);
         d->reading = false;
 }
 
@@ -863,7 +430,7 @@ int poller_dir_add(PollGroup *g, int fd, bool report_existing, void *userdata, P
         d->userdata = userdata;
         d->report_existing = report_existing;
         d->noted = g_hash_table_new_full(g_str_hash, g_str_equal, free, NULL);
-        reader_init(&d->reader, &(PollReadHook) { dir_read_op, d });
+        poll_reader_init(&d->reader, &(PollReadHook) { dir_read_op, d });
         d->group_link.data = d->baseline_link.data = d->stale_link.data = d;
         g_queue_push_tail_link(&g->dirs, &d->group_link);
         g_queue_push_tail_link(&g->user->baseline, &d->baseline_link);
@@ -922,7 +489,7 @@ int poller_dir_note(PollDir *d, const char *name) {
 uint64_t poller_next(const Poller *p) {
         if (p->stale.length > 0 || p->turns.length > 0)
                 return 0;
-        return p->n_heap > 0 ? p->heap[0]->next_round : UINT64_MAX;
+        return p->heap->len > 0 ? heap_at(p, 0)->next_round : UINT64_MAX;
 }
 
 static int dir_begin(PollDir *d) {
@@ -954,7 +521,7 @@ static int dir_refresh_noted(PollDir *d) {
         g_hash_table_iter_init(&it, d->noted);
         while (p->budget > 0 && g_hash_table_iter_next(&it, &key, NULL)) {
                 p->budget--;
-                if (snapshot_restat(&d->snap, d->fd, key, &p->io) < 0) {
+                if (poll_snapshot_restat(&d->snap, d->fd, key, &p->io) < 0) {
                         dir_end(d);
                         return -ENOMEM;
                 }
@@ -981,7 +548,7 @@ static int dir_read(PollDir *d, GPtrArray *changes, int *ret_error) {
         r = dir_begin(d);
         if (r >= 0) {
                 d->reading = true;
-                r = reader_step(&d->reader, d->fd, &p->budget, &p->io);
+                r = poll_reader_step(&d->reader, d->fd, &p->budget, &p->io);
                 dir_end(d);
         }
         if (r == -ENOMEM) {
@@ -999,7 +566,7 @@ static int dir_read(PollDir *d, GPtrArray *changes, int *ret_error) {
         if (changes) {
                 PollSnapshot empty = {};
 
-                r = snapshot_diff(d, d->have_snap ? &d->snap : &empty, &d->reader.snap, changes);
+                r = poll_snapshot_diff(d, d->have_snap ? &d->snap : &empty, &d->reader.snap, changes);
                 if (r < 0) {
                         dir_stop_reading(d);
                         return r;
@@ -1089,7 +656,7 @@ static void pair_moves(GPtrArray *changes) {
                 if (g_hash_table_lookup(appeared, &c->ino) != c)
                         continue;
                 from = g_hash_table_lookup(gone, &c->ino);
-                if (!from || from == &ambiguous || !same_type(from->mode, c->mode))
+                if (!from || from == &ambiguous || !poll_same_type(from->mode, c->mode))
                         continue;
                 from->partner = c;
                 c->partner = from;
@@ -1183,9 +750,9 @@ static void round_emit(PollGroup *g, GPtrArray *changes) {
                         /* Another name of a moved inode (a hard link) had its
                          * ctime changed by the rename, not by a change of its own. */
                         m = g_hash_table_contains(moved, &c->ino) ?
-                                entry_changes(&c->before, &c->after, true) : c->mask;
+                                poll_entry_changes(&c->before, &c->after, true) : c->mask;
                 else if (c->kind == CHANGE_APPEARED && c->partner && c->partner->emitted)
-                        m = entry_changes(&c->partner->before, &c->after, true);
+                        m = poll_entry_changes(&c->partner->before, &c->after, true);
                 else
                         continue;
                 if (m)
@@ -1207,8 +774,8 @@ static bool group_emit(PollGroup *g, GPtrArray *changes) {
 }
 
 static void start_due_rounds(Poller *p, uint64_t now) {
-        while (p->n_heap > 0 && p->heap[0]->next_round <= now) {
-                PollGroup *g = p->heap[0];
+        while (p->heap->len > 0 && heap_at(p, 0)->next_round <= now) {
+                PollGroup *g = heap_at(p, 0);
 
                 heap_remove(p, g);
                 g->in_round = true;
@@ -1249,7 +816,7 @@ static int user_step(Poller *p, PollUser *u, uint64_t now) {
 
                 d = u->baseline.head->data;
                 if (d->report_existing)
-                        changes = g_ptr_array_new_with_free_func(change_free);
+                        changes = g_ptr_array_new_with_free_func(poll_change_free);
                 r = dir_read(d, changes, &error);
                 if (r <= 0)
                         return r;

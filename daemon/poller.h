@@ -46,6 +46,7 @@
  * take on the subscriber's credentials (access.h).
  */
 
+#include <glib.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,11 +64,18 @@ typedef struct PollEntry {
                                  * type from getdents only, nothing else compared */
 } PollEntry;
 
-/* A directory's names, sorted by strcmp(). */
+/* A directory's names. */
 typedef struct PollSnapshot {
-        PollEntry *entries;
-        size_t n, cap;
+        GArray *entries;        /* PollEntry, sorted by strcmp() of their names; NULL: none yet */
 } PollSnapshot;
+
+static inline size_t poll_snapshot_size(const PollSnapshot *s) {
+        return s->entries ? s->entries->len : 0;
+}
+
+static inline PollEntry *poll_snapshot_entry(const PollSnapshot *s, size_t i) {
+        return &g_array_index(s->entries, PollEntry, i);
+}
 
 void poll_snapshot_done(PollSnapshot *s);
 

@@ -81,7 +81,6 @@ typedef struct Key {
 
 struct Remote {
         WatchTable *table;
-        Delivery *delivery;
         RemoteOps ops;
         void *userdata;
         Poller *poller;
@@ -146,8 +145,7 @@ static void config_apply(Remote *r, const Config *config) {
                 poller_set_limits(r->poller, OPS_PER_STEP, config->max_polled_dirs_per_user);
 }
 
-int remote_new(WatchTable *table, Delivery *delivery, const Config *config, const RemoteOps *ops, void *userdata,
-               Remote **ret) {
+int remote_new(WatchTable *table, const Config *config, const RemoteOps *ops, void *userdata, Remote **ret) {
         Remote *r;
         int k;
 
@@ -156,7 +154,6 @@ int remote_new(WatchTable *table, Delivery *delivery, const Config *config, cons
                 return -ENOMEM;
         *r = (Remote) {
                 .table = table,
-                .delivery = delivery,
                 .ops = *ops,
                 .userdata = userdata,
                 .dirs = g_hash_table_new_full(key_hash, key_equal, g_free, NULL),
@@ -359,7 +356,7 @@ int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
                         return -WATCHD_E_USER_POLLED;
                 log_debug("Directory of subscription %" PRIu32 " not polled: max_polled_dirs_per_user reached.",
                           s->id);
-                delivery_lost(r->delivery, &s->owner->queue, s->id);
+                client_queue_lost(s);
                 return unpolled_add(r, s, l->watch, kind);
         }
         g->n_dirs++;
@@ -407,6 +404,19 @@ void remote_link_gone(Remote *r, WatchLink *l) {
         group_put(r, d->group);
         free(d);
 }
+
+static int table_link_added(WatchLink *l, int fd, const struct stat *st, void *userdata) {
+        return remote_link_added(userdata, l, fd, st);
+}
+
+static void table_link_gone(WatchLink *l, void *userdata) {
+        remote_link_gone(userdata, l);
+}
+
+const WatchTableOps remote_table_ops = {
+        .link_added = table_link_added,
+        .link_gone = table_link_gone,
+};
 
 bool remote_subscription_polled(const Remote *r, const Subscription *s) {
         return g_hash_table_contains(r->subs, s);
@@ -568,7 +578,7 @@ static void on_error(void *group, void *dir, int error, void *userdata) {
         log_debug_errno(error, "Cannot poll a directory of subscription %" PRIu32 " (%m).", s->id);
         if (!d->overflowed) {
                 d->overflowed = true;
-                delivery_lost(r->delivery, &s->owner->queue, s->id);
+                client_queue_lost(s);
         }
 }
 
@@ -594,7 +604,7 @@ static void link_found(Remote *r, RemoteDir *d, WatchLink *parent, const char *n
         access_restore(&r->saved);
         if (e == -WATCHD_E_CLIENT_WATCHES || e == -WATCHD_E_USER_WATCHES ||
             e == -WATCHD_E_UNPRIVILEGED_WATCHES || e == -ENOSPC)
-                delivery_lost(r->delivery, &s->owner->queue, s->id);   /* a part of the tree it cannot see */
+                client_queue_lost(s);   /* a part of the tree it cannot see */
 }
 
 static void on_record(void *group, const PollRecord *rec, void *userdata) {
@@ -614,7 +624,7 @@ static void on_record(void *group, const PollRecord *rec, void *userdata) {
         if (nl)
                 ndir = watch_link_get_path(nl, nbuf);
         if (!dir || (nl && !ndir)) {
-                delivery_lost(r->delivery, &s->owner->queue, s->id);   /* deeper than PATH_MAX */
+                client_queue_lost(s);   /* deeper than PATH_MAX */
                 return;
         }
 

@@ -46,7 +46,6 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "delivery.h"
 #include "event_decode.h"
 #include "poller.h"
 #include "watch_table.h"
@@ -61,14 +60,14 @@ typedef struct RemoteOps {
         void (*gone)(Subscription *s, void *userdata);
 } RemoteOps;
 
-int remote_new(WatchTable *table, Delivery *delivery, const Config *config, const RemoteOps *ops, void *userdata,
-               Remote **ret);
+int remote_new(WatchTable *table, const Config *config, const RemoteOps *ops, void *userdata, Remote **ret);
 Remote *remote_free(Remote *r);
 
 /* New intervals (for subscriptions made from now on) and budget. */
 void remote_reload(Remote *r, const Config *config);
 
-/* The watch table's link hooks (WatchTableOps). */
+/* The watch table's link hooks, with the Remote as their userdata: remote_link_added(), remote_link_gone(). */
+extern const WatchTableOps remote_table_ops;
 int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st);
 void remote_link_gone(Remote *r, WatchLink *l);
 

@@ -48,7 +48,6 @@
 struct Tree {
         WatchTable *table;
         Backend *backend;
-        Delivery *delivery;
         TreeOps ops;
         void *userdata;
         LIST_HEAD(TreeWalk, walks);     /* going on from the loop, round robin */
@@ -87,8 +86,7 @@ struct TreeWalk {
 static void tree_walks_free(Tree *t);
 static void tree_retries_free(Tree *t);
 
-int tree_new(WatchTable *table, Backend *backend, Delivery *delivery, const TreeOps *ops, void *userdata,
-             Tree **ret) {
+int tree_new(WatchTable *table, Backend *backend, const TreeOps *ops, void *userdata, Tree **ret) {
         Tree *t = calloc(1, sizeof(Tree));
 
         if (!t)
@@ -96,7 +94,6 @@ int tree_new(WatchTable *table, Backend *backend, Delivery *delivery, const Tree
         *t = (Tree) {
                 .table = table,
                 .backend = backend,
-                .delivery = delivery,
                 .ops = *ops,
                 .userdata = userdata,
                 .dents_buf = malloc(TREE_DENTS_BUF),
@@ -131,7 +128,7 @@ bool tree_has_walks(const Tree *t) {
 
 /* Part of s's tree is not followed: never silently. */
 static void tree_overflow(Tree *t, Subscription *s) {
-        delivery_lost(t->delivery, &s->owner->queue, s->id);
+        client_queue_lost(s);
 }
 
 static char *scanned_key(uint32_t id, const char *dir, const char *name, size_t name_len) {
@@ -183,8 +180,8 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
         Tree *t = w->tree;
         char pathbuf[PATH_MAX];
         const char *path = NULL;
-        size_t len = 0, cap = 0;
-        char *names = NULL;
+        g_autoptr(GByteArray) names = NULL;     /* "a\0b\0", made at the first subdirectory */
+        size_t len;
         bool report = w->synthesize && (s->mask & IN_CREATE);
 
         if (report) {
@@ -198,7 +195,6 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
                 if (n < 0) {
                         int r = negative_errno();
 
-                        free(names);
                         safe_close(fd);
                         /* Gone while being read: its deletion is reported by its parent. */
                         return r == -ENOENT ? 0 : r;
@@ -219,31 +215,18 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
                                 is_dir = fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
                         }
                         if (report) {
-                                delivery_submit(t->delivery, &s->owner->queue, record_new(RECORD_EVENT, s->id,
-                                                                             IN_CREATE | (is_dir ? IN_ISDIR : 0),
-                                                                             0, w->now, path, de->d_name, nl));
+                                client_queue_event(s, IN_CREATE | (is_dir ? IN_ISDIR : 0), 0, path, de->d_name, nl,
+                                                   w->now);
                                 scanned_add(t, s->id, path, de->d_name, nl);
                         }
                         if (!is_dir || w->one_level)
                                 continue;
-                        if (len + nl + 1 > cap) {
-                                char *p;
-
-                                cap = MAX(cap * 2, len + nl + 1 + 256);
-                                p = realloc(names, cap);
-                                if (!p) {
-                                        free(names);
-                                        safe_close(fd);
-                                        return -ENOMEM;
-                                }
-                                names = p;
-                        }
-                        memcpy(names + len, de->d_name, nl + 1);
-                        len += nl + 1;
+                        if (!names)
+                                names = g_byte_array_new();
+                        g_byte_array_append(names, (const guint8 *) de->d_name, (guint) nl + 1);
                 }
         }
-        if (len == 0) {
-                free(names);
+        if (!names) {
                 safe_close(fd);
                 return 0;
         }
@@ -251,7 +234,7 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
         g_array_append_val(w->frames, ((Frame) {
                 .link = l,
                 .fd = fd,
-                .names = names,
+                .names = (char *) g_byte_array_steal(names, &len),
                 .len = len,
                 .path_len = path_len,
         }));

@@ -33,7 +33,6 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "delivery.h"
 #include "watch_table.h"
 
 typedef struct Tree Tree;
@@ -53,8 +52,7 @@ typedef struct TreeOps {
  * -EMFILE), or -ECANCELED when the daemon exits first. */
 typedef void (*TreeWalkDone)(uint32_t id, int r, void *userdata);
 
-int tree_new(WatchTable *table, Backend *backend, Delivery *delivery, const TreeOps *ops, void *userdata,
-             Tree **ret);
+int tree_new(WatchTable *table, Backend *backend, const TreeOps *ops, void *userdata, Tree **ret);
 /* Ends every walk (done gets -ECANCELED): at exit. */
 Tree *tree_free(Tree *t);
 

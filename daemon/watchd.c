@@ -2,9 +2,12 @@
 /*
  * watchd - file-change notifications for many clients over D-Bus
  *
- * The main loop only: parse the arguments, drop the capabilities it does
- * not use (capability.h), load the config, build the manager, attach the
- * bus, tell systemd we are ready, run. SIGTERM/SIGINT
+ * The main loop, and the one place that builds the daemon's objects: parse
+ * the arguments, drop the capabilities it does not use (capability.h), load
+ * the config, build the manager (the core, manager.h) and its loop glue
+ * (loop.h), connect to the bus, build the bus layer (dbus_iface.h) and the
+ * durable subscriptions (durable.h) with its transport, publish, tell
+ * systemd we are ready, run. They are freed in the reverse order. SIGTERM/SIGINT
  * stop it cleanly, SIGHUP re-reads the config (a bad file is logged and the
  * old settings kept), and the watchdog is kept fed by sd-event when
  * WatchdogSec= is set.
@@ -134,6 +137,7 @@ static void event_unrefp(sd_event **e) {
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Loop *, loop_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Durable *, durable_free);
 
 static int bus_open(const Args *args, sd_bus **ret) {
         sd_bus *bus = NULL;
@@ -172,8 +176,10 @@ static int bus_open(const Args *args, sd_bus **ret) {
 }
 
 typedef struct Daemon {
+        const char *config_path;
         Manager *manager;
         DbusIface *iface;
+        Durable *durable;
         bool system_bus;
 } Daemon;
 
@@ -189,10 +195,10 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                           now_usec());
         r = config_init(&c);
         if (r >= 0)
-                r = config_load(m->config_path, &c, &error);
+                r = config_load(dm->config_path, &c, &error);
         if (r >= 0 && c.delivery == DELIVERY_BROADCAST && dm->system_bus) {
                 if (asprintf(&error, "%s:%u: delivery=broadcast is not allowed on the system bus",
-                             m->config_path, c.delivery_line) < 0)
+                             dm->config_path, c.delivery_line) < 0)
                         error = NULL;
                 r = -EINVAL;
         }
@@ -200,11 +206,11 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 log_error("%s; keeping the old settings.", error ?: "Failed to reload the configuration");
         else {
                 manager_reload(m, &c);
-                if (dm->iface) {
+                if (dm->iface)
                         dbus_iface_reloaded(dm->iface);
-                        durable_reload(dbus_iface_durable(dm->iface));
-                }
-                log_info("Reloaded '%s'.", m->config_path);
+                if (dm->durable)
+                        durable_reload(dm->durable);
+                log_info("Reloaded '%s'.", dm->config_path);
         }
         config_done(&c);
         (void) sd_notify(false, "READY=1\nSTATUS=Serving.");
@@ -225,12 +231,14 @@ static void raise_fd_limit(void) {
 }
 
 static int run(int argc, char *argv[]) {
-        /* Freed in the reverse order: the bus layer and the loop before the manager. */
+        /* Freed in the reverse order: the durable subscriptions (their journals closed, their
+         * resumed clients still on the bus), the bus layer, the loop, and the manager last. */
         _cleanup_(manager_freep) Manager *m = NULL;
         _cleanup_(event_unrefp) sd_event *event = NULL;
         _cleanup_(loop_freep) Loop *loop = NULL;
         _cleanup_(bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(dbus_iface_freep) DbusIface *iface = NULL;
+        _cleanup_(durable_freep) Durable *durable = NULL;
         Daemon dm = {};
         _cleanup_free_ char *error = NULL;
         Args args = {
@@ -270,11 +278,11 @@ static int run(int argc, char *argv[]) {
         if (args.backend >= 0)
                 config.backend = args.backend;
 
-        r = manager_new(&config, args.config, &m);
+        r = manager_new(&config, &m);
         config_done(&config);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the manager: %m"), EXIT_FAILURE;
-        dm = (Daemon) { .manager = m, .system_bus = args.bus == BUS_SYSTEM };
+        dm = (Daemon) { .config_path = args.config, .manager = m, .system_bus = args.bus == BUS_SYSTEM };
 
         r = sd_event_default(&event);
         if (r < 0)
@@ -308,14 +316,23 @@ static int run(int argc, char *argv[]) {
         r = bus_open(&args, &bus);
         if (r < 0)
                 return EXIT_FAILURE;
-        r = dbus_iface_new(m, bus, event, args.state_dir ?: m->config.state_directory, &iface);
+        r = dbus_iface_new(m, bus, event, &iface);
+        if (r < 0)
+                return EXIT_FAILURE;
+        /* Before the name: a client that calls finds its durable subscriptions there. */
+        r = durable_new(m, args.state_dir ?: manager_get_config(m)->state_directory, dbus_iface_durable_ops(), iface,
+                        &durable);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up durable subscriptions: %m"), EXIT_FAILURE;
+        r = dbus_iface_start(iface, durable);
         if (r < 0)
                 return EXIT_FAILURE;
         dm.iface = iface;
+        dm.durable = durable;
 
         log_info("watchd %s serving %s on the %s bus.", WATCHD_VERSION, WATCHD_BUS_NAME,
                  args.bus == BUS_SYSTEM ? "system" : args.bus == BUS_SESSION ? "session" : "given");
-        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving (%s backend).", backend_name(m->backend));
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Serving (%s backend).", backend_name(manager_get_backend(m)));
 
         r = sd_event_loop(event);
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down...");

@@ -5,7 +5,8 @@
  * The handlers are driven for real, not through a stub: the fuzzer starts a
  * private dbus-daemon once, builds watchd's Manager in process (syscall
  * backend, on a scratch tree), its loop glue (loop_new()) and publishes it
- * with dbus_iface_new(), exactly as watchd.c does; two client connections on the same sd-event
+ * with dbus_iface_new() and dbus_iface_start(), exactly as watchd.c does (no
+ * state directory: no durable subscriptions); two client connections on the same sd-event
  * loop then call the methods with argument values (and signatures) taken
  * from the input, and make the files under the tree change so that events,
  * WatchRemoved and Overflow flow too. Each input is a little program:
@@ -75,6 +76,7 @@ static struct {
         Manager *manager;
         Loop *loop;
         DbusIface *iface;
+        Durable *durable;
         sd_bus *daemon_bus;
         FuzzClient clients[N_CLIENTS];
         GHashTable *issued;     /* every id ever returned by AddWatch*, across clients */
@@ -186,7 +188,7 @@ static void start_bus(void) {
         g.bus_pid = pid;
 }
 
-/* A connection to the private bus; attach: to the loop (the daemon's is attached by dbus_iface_attach). */
+/* A connection to the private bus; attach: to the loop (the daemon's is attached by dbus_iface_start()). */
 static sd_bus *connect_bus(bool attach) {
         sd_bus *bus = NULL;
 
@@ -625,19 +627,20 @@ static void op_touch_tree(Input *in) {
 
 static void await_daemon_idle(void) {
         uint64_t deadline, now;
+        ManagerStats st;
 
         CHECK(sd_event_now(g.event, CLOCK_MONOTONIC, &deadline) >= 0);
         deadline += CALL_TIMEOUT_USEC;
         /* The daemon learns of the disconnections from the bus (NameOwnerChanged). */
-        while (g_hash_table_size(g.manager->clients) > 0 ||
-               watch_table_n_subscriptions(g.manager->table) > 0 ||
-               watch_table_n_watches(g.manager->table) > 0) {
+        for (;;) {
+                manager_get_stats(g.manager, &st);
+                if (st.clients == 0 && st.subscriptions == 0 && st.kernel_watches == 0)
+                        break;
                 CHECK(sd_event_run(g.event, 10000) >= 0);
                 CHECK(sd_event_now(g.event, CLOCK_MONOTONIC, &now) >= 0);
                 if (now > deadline) {
                         fprintf(stderr, "fuzz-dbus-handlers: after every client left: %u clients, %u subscriptions, "
-                                "%u kernel watches\n", g_hash_table_size(g.manager->clients),
-                                watch_table_n_subscriptions(g.manager->table), watch_table_n_watches(g.manager->table));
+                                "%u kernel watches\n", st.clients, st.subscriptions, st.kernel_watches);
                         abort();
                 }
         }
@@ -699,12 +702,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         config.max_pending_events_per_client = 16;
         config.batch_max_events = 4;
         config.move_pair_timeout_ms = 1;
-        CHECK(manager_new(&config, "/nonexistent/watchd.conf", &g.manager) >= 0);
+        CHECK(manager_new(&config, &g.manager) >= 0);
         config_done(&config);
         CHECK(manager_start(g.manager) >= 0);
         CHECK(loop_new(g.event, g.manager, &g.loop) >= 0);
         g.daemon_bus = connect_bus(false);
-        CHECK(dbus_iface_new(g.manager, g.daemon_bus, g.event, NULL, &g.iface) >= 0);
+        CHECK(dbus_iface_new(g.manager, g.daemon_bus, g.event, &g.iface) >= 0);
+        CHECK(durable_new(g.manager, NULL, dbus_iface_durable_ops(), g.iface, &g.durable) >= 0);
+        CHECK(dbus_iface_start(g.iface, g.durable) >= 0);
 
         g.issued = g_hash_table_new(g_direct_hash, g_direct_equal);
         return 0;

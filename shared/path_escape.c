@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "hex.h"
 #include "path_escape.h"
 
 /* Bytes of the character at s that sd-bus accepts in a string, 0 if there
@@ -70,7 +71,6 @@ bool path_needs_escape(const char *s) {
 
 /* Walks s, writing its escaped form to out if out is not NULL; returns its length. */
 static size_t escape(const char *s, char *out) {
-        static const char hex[] = "0123456789abcdef";
         const uint8_t *p = (const uint8_t *) s;
         size_t len = 0;
 
@@ -94,8 +94,8 @@ static size_t escape(const char *s, char *out) {
                                         out[len + 1] = '\\';
                                 else {
                                         out[len + 1] = 'x';
-                                        out[len + 2] = hex[*p >> 4];
-                                        out[len + 3] = hex[*p & 0xf];
+                                        out[len + 2] = hex_char(*p >> 4);
+                                        out[len + 3] = hex_char(*p);
                                 }
                         }
                         len += *p == '\\' ? 2 : 4;
@@ -118,16 +118,6 @@ char *path_escape(const char *s) {
         return out;
 }
 
-static int hex_value(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 int path_unescape(const char *s, char **ret) {
         size_t len = 0;
         char *out;
@@ -141,7 +131,7 @@ int path_unescape(const char *s, char **ret) {
 
         len = 0;
         for (const char *p = s; *p; p++) {
-                int hi, lo;
+                int b;
 
                 if (*p != '\\') {
                         out[len++] = *p;
@@ -152,11 +142,11 @@ int path_unescape(const char *s, char **ret) {
                         p++;
                         continue;
                 }
-                if (p[1] != 'x' || (hi = hex_value(p[2])) < 0 || (lo = hex_value(p[3])) < 0 || (hi | lo) == 0) {
+                if (p[1] != 'x' || (b = hex_byte(p + 2, /* any_case= */ true)) <= 0) {
                         free(out);
                         return -EINVAL;
                 }
-                out[len++] = (char) (hi << 4 | lo);
+                out[len++] = (char) b;
                 p += 3;
         }
         out[len] = '\0';

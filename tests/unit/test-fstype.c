@@ -2,13 +2,14 @@
 /*
  * test-fstype - file system kinds and /proc/self/mountinfo
  *
- * A table of mountinfo lines, each with what it must give (or that it must
- * be refused): escaped spaces, tabs, newlines and backslashes, bytes that are
- * not UTF-8, a "-" inside a name, optional fields from none to four, FUSE
- * subtypes, and lines cut short or carrying junk. Then the magic numbers,
- * the lookup of a mount id in a whole text, and fs_detect() on this host's
- * own /tmp and /proc (and on a bindfs mount when bindfs and /dev/fuse work:
- * else that case is skipped, and says so).
+ * A table of mountinfo lines, each with what the lookup must give (or that
+ * it must skip the line, going on to the next): escaped spaces, tabs,
+ * newlines and backslashes, bytes that are not UTF-8, a "-" inside a name,
+ * optional fields from none to four, FUSE subtypes, and lines cut short.
+ * libmount parses; these say what watchd counts on it for. Then the magic
+ * numbers, and fs_detect() on this host's own /tmp and /proc (and on a
+ * bindfs mount when bindfs and /dev/fuse work: else that case is skipped,
+ * and says so).
  */
 
 #include <errno.h>
@@ -28,7 +29,7 @@
 typedef struct LineCase {
         const char *what;
         const char *line;
-        int error;              /* 0: parses, and the fields below must match */
+        int error;              /* 0: found, and the fields below must match; -ENOENT: skipped */
         int mount_id, parent_id;
         unsigned major, minor;
         const char *root, *mount_point, *fstype, *source, *super_options;
@@ -66,31 +67,44 @@ static const LineCase line_cases[] = {
           "2147483647 2147483646 4095:1048575 / /x rw - coda /dev/cfs0 rw\n", 0,
           2147483647, 2147483646, 4095, 1048575, "/", "/x", "coda", "/dev/cfs0", "rw" },
 
-        { "empty", "", -EBADMSG },
-        { "only a newline", "\n", -EBADMSG },
-        { "no separator", "29 1 8:1 / / rw shared:1 ext4 /dev/sda1 rw\n", -EBADMSG },
-        { "nothing after the separator", "29 1 8:1 / / rw -\n", -EBADMSG },
-        { "two fields after the separator", "29 1 8:1 / / rw - ext4 /dev/sda1\n", -EBADMSG },
-        { "four fields after the separator", "29 1 8:1 / / rw - ext4 /dev/sda1 rw extra\n", -EBADMSG },
-        { "a mount id that is not a number", "x 1 8:1 / / rw - ext4 /dev/sda1 rw\n", -EBADMSG },
-        { "a negative mount id", "-1 1 8:1 / / rw - ext4 /dev/sda1 rw\n", -EBADMSG },
-        { "a mount id past 31 bits", "2147483648 1 8:1 / / rw - ext4 /dev/sda1 rw\n", -EBADMSG },
-        { "a device without a colon", "29 1 8 / / rw - ext4 /dev/sda1 rw\n", -EBADMSG },
-        { "two spaces make an empty field", "29 1 8:1 /  / rw - ext4 /dev/sda1 rw\n", -EBADMSG },
-        { "a trailing space", "29 1 8:1 / / rw - ext4 /dev/sda1 rw \n", -EBADMSG },
-        { "a newline inside", "29 1 8:1 / /a\nb rw - ext4 /dev/sda1 rw\n", -EBADMSG },
-        { "cut after the mount point", "29 1 8:1 / /\n", -EBADMSG },
+        { "no separator", "29 1 8:1 / / rw shared:1 ext4 /dev/sda1 rw\n", -ENOENT },
+        { "nothing after the separator", "29 1 8:1 / / rw -\n", -ENOENT },
+        { "two fields after the separator", "29 1 8:1 / / rw - ext4 /dev/sda1\n", -ENOENT },
+        { "a mount id that is not a number", "x 1 8:1 / / rw - ext4 /dev/sda1 rw\n", -ENOENT },
+        { "a device without a colon", "29 1 8 / / rw - ext4 /dev/sda1 rw\n", -ENOENT },
+        { "a newline inside", "29 1 8:1 / /a\nb rw - ext4 /dev/sda1 rw\n", -ENOENT },
+        { "cut after the mount point", "29 1 8:1 / /\n", -ENOENT },
 };
 
+/* Writes text to a new file in dir; returns its path. */
+static char *write_mountinfo(const char *dir, const char *text) {
+        char *path = g_build_filename(dir, "mountinfo", NULL);
+
+        g_assert_true(g_file_set_contents(path, text, -1, NULL));
+        return path;
+}
+
+/* Each line alone, then the same line after a good one: a line skipped
+ * does not hide the others. */
 static void test_lines(void) {
+        g_autofree char *dir = g_dir_make_tmp("test-fstype-XXXXXX", NULL);
+
         for (size_t i = 0; i < ELEMENTSOF(line_cases); i++) {
                 const LineCase *c = &line_cases[i];
-                MountEntry e = {};
+                g_autofree char *path = write_mountinfo(dir, c->line);
+                g_autofree char *two = NULL, *path2 = NULL;
+                MountEntry e = {}, first = {};
                 int r;
 
                 g_test_message("case: %s", c->what);
-                r = mountinfo_parse_line(c->line, strlen(c->line), &e);
+                r = mountinfo_find(path, c->error ? 29 : c->mount_id, &e);
                 g_assert_cmpint(r, ==, c->error);
+                two = g_strconcat("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n", c->line, NULL);
+                g_unlink(path);
+                path2 = write_mountinfo(dir, two);
+                g_assert_cmpint(mountinfo_find(path2, 1, &first), ==, 0);
+                mount_entry_done(&first);
+                g_unlink(path2);
                 if (r < 0)
                         continue;
                 g_assert_cmpint(e.mount_id, ==, c->mount_id);
@@ -104,6 +118,7 @@ static void test_lines(void) {
                 g_assert_cmpstr(e.super_options, ==, c->super_options);
                 mount_entry_done(&e);
         }
+        g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
 static void test_find(void) {
@@ -113,18 +128,48 @@ static void test_find(void) {
                 "garbage that is no mountinfo line\n"
                 "7 1 0:40 / /mnt/\\040nfs rw shared:3 - nfs srv:/e rw,vers=3\n"
                 "8 1 0:41 / /mnt/fuse rw - fuse.sshfs u@h: rw";
+        g_autofree char *dir = g_dir_make_tmp("test-fstype-XXXXXX", NULL);
+        g_autofree char *path = write_mountinfo(dir, text);
+        g_autofree char *empty = NULL;
         MountEntry e = {};
 
-        g_assert_cmpint(mountinfo_find(text, strlen(text), 7, &e), ==, 0);
+        g_assert_cmpint(mountinfo_find(path, 7, &e), ==, 0);
         g_assert_cmpstr(e.mount_point, ==, "/mnt/ nfs");
         g_assert_cmpstr(e.fstype, ==, "nfs");
         mount_entry_done(&e);
         /* The last line has no newline. */
-        g_assert_cmpint(mountinfo_find(text, strlen(text), 8, &e), ==, 0);
+        g_assert_cmpint(mountinfo_find(path, 8, &e), ==, 0);
         g_assert_cmpstr(e.fstype, ==, "fuse.sshfs");
         mount_entry_done(&e);
-        g_assert_cmpint(mountinfo_find(text, strlen(text), 9, &e), ==, -ENOENT);
-        g_assert_cmpint(mountinfo_find("", 0, 1, &e), ==, -ENOENT);
+        g_assert_cmpint(mountinfo_find(path, 9, &e), ==, -ENOENT);
+        g_unlink(path);
+        empty = write_mountinfo(dir, "");
+        g_assert_cmpint(mountinfo_find(empty, 1, &e), ==, -ENOENT);
+        g_unlink(empty);
+        g_assert_cmpint(mountinfo_find(empty, 1, &e), <, 0);       /* no file */
+        g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
+/* Whether another mount is below a directory (fanotify.c serves a tree only if none is). */
+static void test_has_below(void) {
+        static const char text[] =
+                "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                "2 1 0:40 / /home rw - ext4 /dev/sda2 rw\n"
+                "3 2 0:41 / /home/u/mnt\\040x rw - tmpfs t rw\n"
+                "4 1 0:42 / /homework rw - tmpfs t rw\n";
+        g_autofree char *dir = g_dir_make_tmp("test-fstype-XXXXXX", NULL);
+        g_autofree char *path = write_mountinfo(dir, text);
+
+        g_assert_cmpint(mountinfo_has_below(path, "/home/u"), ==, 1);
+        g_assert_cmpint(mountinfo_has_below(path, "/home/u/mnt x"), ==, 0);     /* the mount point itself */
+        g_assert_cmpint(mountinfo_has_below(path, "/home/v"), ==, 0);
+        g_assert_cmpint(mountinfo_has_below(path, "/home"), ==, 1);
+        g_assert_cmpint(mountinfo_has_below(path, "/"), ==, 1);
+        g_assert_cmpint(mountinfo_has_below(path, "/hom"), ==, 0);              /* a prefix, not a parent */
+        g_assert_cmpint(mountinfo_has_below(path, "/homework"), ==, 0);
+        g_unlink(path);
+        g_assert_cmpint(mountinfo_has_below(path, "/"), <, 0);                  /* no file */
+        g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
 static void test_kinds(void) {
@@ -247,6 +292,7 @@ int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/fstype/mountinfo-lines", test_lines);
         g_test_add_func("/fstype/mountinfo-find", test_find);
+        g_test_add_func("/fstype/mountinfo-has-below", test_has_below);
         g_test_add_func("/fstype/kinds", test_kinds);
         g_test_add_func("/fstype/detect-local", test_detect_local);
         g_test_add_func("/fstype/detect-fuse", test_detect_fuse);

@@ -2,7 +2,7 @@
 /*
  * test-manager - the whole core without a bus: the manager on the fake
  * backend (fake-backend.h), a client whose transport is a sink that keeps
- * what it is sent, and records queued by hand as the kernel would write
+ * what it is sent (sink.h), and records queued by hand as the kernel would write
  * them. Covers the event path (events.c), ONESHOT, IN_IGNORED, the kernel's
  * overflow, RECURSIVE trees (tree.c) and pending paths (missing.c),
  * through the manager's own API. Real files in a temporary directory.
@@ -20,52 +20,8 @@
 #include "log.h"
 #include "error.h"
 #include "manager.h"
+#include "sink.h"
 #include "watchd-api.h"
-
-typedef struct Got {
-        uint32_t id, mask;
-        char *path;
-} Got;
-
-typedef struct Sink {
-        GArray *events;                 /* Got */
-        GPtrArray *notices;             /* "removed ID REASON" / "overflow ID,ID," */
-} Sink;
-
-static int sink_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
-        Sink *s = data;
-
-        for (size_t i = 0; i < n; i++) {
-                g_array_append_val(s->events, ((Got) { recs[i]->id, recs[i]->mask, g_strdup(recs[i]->path) }));
-                record_free(recs[i]);
-        }
-        delivery_sent(q, n);
-        return 0;
-}
-
-static int sink_notice(DeliveryQueue *q, const Record *rec, const uint32_t *ids, size_t n, void *data) {
-        Sink *s = data;
-        GString *t = g_string_new(NULL);
-
-        if (rec->kind == RECORD_REMOVED)
-                g_string_printf(t, "removed %u %s", rec->id, rec->reason);
-        else {
-                g_string_append(t, "overflow ");
-                for (size_t i = 0; i < n; i++)
-                        g_string_append_printf(t, "%u,", ids[i]);
-        }
-        g_ptr_array_add(s->notices, g_string_free(t, FALSE));
-        return 0;
-}
-
-static const DeliveryOps sink_ops = {
-        .send_events = sink_events,
-        .send_notice = sink_notice,
-};
-
-static void got_clear(gpointer p) {
-        g_free(((Got *) p)->path);
-}
 
 typedef struct Fixture {
         FakeBackend *fake;
@@ -83,19 +39,15 @@ static void setup(Fixture *f, gconstpointer data) {
         log_set_max_level(LOG_ERR);
         f->fake = fake_backend_new();
         g_assert_cmpint(config_init(&config), ==, 0);
-        g_assert_cmpint(manager_new(&config, "/nonexistent", &f->m), ==, 0);
+        g_assert_cmpint(manager_new(&config, &f->m), ==, 0);
         config_done(&config);
-        f->m->backend = &f->fake->backend;
+        manager_set_backend(f->m, &f->fake->backend);
         g_assert_cmpint(manager_start(f->m), ==, 0);
 
         f->gid = getgid();
         caller = (Caller) { .uid = getuid(), .gid = f->gid, .gids = &f->gid, .n_gids = 1 };
         g_assert_cmpint(manager_new_client(f->m, ":1.1", &caller, &f->c), ==, 0);
-        f->sink = (Sink) {
-                .events = g_array_new(FALSE, TRUE, sizeof(Got)),
-                .notices = g_ptr_array_new_with_free_func(g_free),
-        };
-        g_array_set_clear_func(f->sink.events, got_clear);
+        sink_init(&f->sink);
         delivery_queue_set_transport(&f->c->queue, &sink_ops, &f->sink);
         f->dir = g_dir_make_tmp("test-manager-XXXXXX", NULL);
         g_assert_nonnull(f->dir);
@@ -106,8 +58,7 @@ static void teardown(Fixture *f, gconstpointer data) {
 
         manager_free(f->m);
         fake_backend_free(f->fake);
-        g_array_unref(f->sink.events);
-        g_ptr_array_unref(f->sink.notices);
+        sink_done(&f->sink);
         g_assert_cmpint(system(cmd), ==, 0);
         g_free(f->dir);
 }
@@ -134,9 +85,8 @@ static uint32_t add(Fixture *f, const char *path, uint32_t mask, uint32_t flags)
         return id;
 }
 
-static const Got *got(Fixture *f, guint i) {
-        g_assert_cmpuint(i, <, f->sink.events->len);
-        return &g_array_index(f->sink.events, Got, i);
+static const SinkRecord *got(Fixture *f, guint i) {
+        return sink_event(&f->sink, i);
 }
 
 /* A record reaches its subscriber with its path; another mask's does not. */
@@ -144,6 +94,7 @@ static void test_event(Fixture *f, gconstpointer data) {
         g_autofree char *x = in(f, "x");
         uint32_t id = add(f, f->dir, IN_CREATE, 0);
         int wd = fake_backend_wd(f->fake, f->dir);
+        ManagerStats st;
 
         g_assert_cmpint(wd, >=, 0);
         fake_backend_push(f->fake, wd, IN_MODIFY, 0, "y");     /* not asked for */
@@ -152,7 +103,8 @@ static void test_event(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->sink.events->len, ==, 1);
         g_assert_cmpuint(got(f, 0)->id, ==, id);
         g_assert_cmpstr(got(f, 0)->path, ==, x);
-        g_assert_cmpuint(events_get_stats(f->m->events)->events_read, ==, 2);
+        manager_get_stats(f->m, &st);
+        g_assert_cmpuint(st.events_read, ==, 2);
 }
 
 /* ONESHOT: the first record, then WatchRemoved "oneshot", and the kernel watch goes. */
@@ -205,13 +157,15 @@ static void test_ignored(Fixture *f, gconstpointer data) {
 static void test_kernel_overflow(Fixture *f, gconstpointer data) {
         g_autofree char *want = NULL;
         uint32_t i1 = add(f, f->dir, IN_CREATE, 0), i2 = add(f, f->dir, IN_DELETE, 0);
+        ManagerStats st;
 
         fake_backend_push(f->fake, -1, IN_Q_OVERFLOW, 0, NULL);
         turn(f);
         want = g_strdup_printf("overflow %u,%u,", MIN(i1, i2), MAX(i1, i2));
         g_assert_cmpuint(f->sink.notices->len, ==, 1);
         g_assert_cmpstr(f->sink.notices->pdata[0], ==, want);
-        g_assert_cmpuint(events_get_stats(f->m->events)->kernel_overflows, ==, 1);
+        manager_get_stats(f->m, &st);
+        g_assert_cmpuint(st.kernel_overflows, ==, 1);
 }
 
 /* The kernel's overflow lost the IN_CREATE of a pending path's directory: the path is followed
@@ -222,13 +176,13 @@ static void test_kernel_overflow_pending(Fixture *f, gconstpointer data) {
         g_autofree char *ab = in(f, "a/b"), *file = in(f, "a/b/f");
         uint32_t id = add(f, file, IN_MODIFY, 0);
 
-        g_assert_true(watch_table_get_subscription(f->m->table, id)->pending);
+        g_assert_true(manager_get_subscription(f->m, id)->pending);
         g_assert_cmpint(g_mkdir_with_parents(ab, 0755), ==, 0);
         g_assert_true(g_file_set_contents(file, "", 0, NULL));
         fake_backend_push(f->fake, -1, IN_Q_OVERFLOW, 0, NULL);
         turn(f);
-        g_assert_false(watch_table_get_subscription(f->m->table, id)->pending);
-        g_assert_cmpuint(missing_n_waiting(f->m->missing), ==, 0);
+        g_assert_false(manager_get_subscription(f->m, id)->pending);
+        g_assert_cmpuint(missing_n_waiting(manager_get_missing(f->m)), ==, 0);
         g_assert_cmpuint(f->sink.notices->len, ==, 1);         /* and the client hears of the loss */
 }
 
@@ -303,7 +257,7 @@ static void test_missing(Fixture *f, gconstpointer data) {
         id = add(f, file, IN_MODIFY, 0);
         /* Nine pending paths, one chain: a kernel watch for each directory from "/" to dir. */
         g_assert_cmpuint(fake_backend_n_live(f->fake), ==, chain_len(f->dir));
-        g_assert_cmpuint(missing_n_waiting(f->m->missing), ==, 9);
+        g_assert_cmpuint(missing_n_waiting(manager_get_missing(f->m)), ==, 9);
         /* Each is charged as if it had the chain alone. */
         g_assert_cmpuint(f->c->account.n_watches, ==, 9 * chain_len(f->dir));
 
@@ -314,8 +268,8 @@ static void test_missing(Fixture *f, gconstpointer data) {
         turn(f);
         /* Followed down once for all (a, b), and the file placed. */
         g_assert_cmpuint(f->fake->n_add - adds, ==, 3);
-        g_assert_cmpuint(missing_n_waiting(f->m->missing), ==, 8);
-        g_assert_false(watch_table_get_subscription(f->m->table, id)->pending);
+        g_assert_cmpuint(missing_n_waiting(manager_get_missing(f->m)), ==, 8);
+        g_assert_false(manager_get_subscription(f->m, id)->pending);
         fake_backend_push(f->fake, fake_backend_wd(f->fake, file), IN_MODIFY, 0, NULL);
         turn(f);
         g_assert_cmpuint(f->sink.events->len, ==, 1);
@@ -330,15 +284,15 @@ static void test_missing(Fixture *f, gconstpointer data) {
                 fake_backend_push(f->fake, fake_backend_wd(f->fake, f->dir), IN_MOVED_FROM | IN_ISDIR, 9, "a");
                 turn(f);
         }
-        g_assert_cmpuint(missing_n_links(f->m->missing), ==, chain_len(f->dir));
+        g_assert_cmpuint(missing_n_links(manager_get_missing(f->m)), ==, chain_len(f->dir));
         g_assert_cmpuint(f->c->account.n_watches, ==, 8 * chain_len(f->dir) + 1);
         for (int i = 0; i < 8; i++)
-                g_assert_true(watch_table_get_subscription(f->m->table, ids[i])->pending);
+                g_assert_true(manager_get_subscription(f->m, ids[i])->pending);
 
         /* Removing them all leaves only the placed one. */
         for (int i = 0; i < 8; i++)
                 g_assert_cmpint(manager_remove_watch(f->m, f->c, ids[i]), ==, 0);
-        g_assert_cmpuint(missing_n_links(f->m->missing), ==, 0);
+        g_assert_cmpuint(missing_n_links(manager_get_missing(f->m)), ==, 0);
         g_assert_cmpuint(f->c->account.n_watches, ==, 1);
         g_assert_cmpint(manager_remove_watch(f->m, f->c, ids[0]), ==, -WATCHD_E_NO_SUCH_WATCH);
 }
@@ -383,7 +337,7 @@ static void test_appearance(Fixture *f, gconstpointer data) {
         id = add(f, d, IN_CREATE | IN_DELETE, 0);
         quiet = add(f, e, IN_DELETE, 0);                /* no IN_CREATE: nothing for its appearance */
         file = add(f, g, IN_CREATE | IN_MODIFY, 0);
-        g_assert_true(watch_table_get_subscription(f->m->table, id)->pending);
+        g_assert_true(manager_get_subscription(f->m, id)->pending);
 
         /* mkdir -p d/sub && touch d/f, all before the daemon reads a record. */
         g_assert_cmpint(g_mkdir_with_parents(dsub, 0755), ==, 0);
@@ -395,8 +349,8 @@ static void test_appearance(Fixture *f, gconstpointer data) {
         fake_backend_push(f->fake, f->fake->next_wd, IN_CREATE, 0, "f");
         fake_backend_push(f->fake, fake_backend_wd(f->fake, f->dir), IN_CREATE | IN_ISDIR, 0, "e");
         turn(f);
-        g_assert_false(watch_table_get_subscription(f->m->table, id)->pending);
-        g_assert_false(watch_table_get_subscription(f->m->table, quiet)->pending);
+        g_assert_false(manager_get_subscription(f->m, id)->pending);
+        g_assert_false(manager_get_subscription(f->m, quiet)->pending);
         g_assert_cmpuint(f->sink.events->len, ==, 3);
         g_assert_cmpuint(got(f, 0)->id, ==, id);
         g_assert_cmpuint(got(f, 0)->mask, ==, IN_CREATE | IN_ISDIR);
@@ -486,7 +440,7 @@ static void test_persist_deleted(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->sink.events->len, ==, 1);
         g_assert_cmpuint(got(f, 0)->mask, ==, IN_DELETE_SELF);
         g_assert_cmpuint(f->sink.notices->len, ==, 0);
-        s = watch_table_get_subscription(f->m->table, id);
+        s = manager_get_subscription(f->m, id);
         g_assert_nonnull(s);
         g_assert_true(s->pending);
         g_assert_cmpstr(s->path, ==, d);
@@ -535,7 +489,7 @@ static void test_persist_replaced(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(got(f, 1)->id, ==, id);
         g_assert_cmpuint(got(f, 1)->mask, ==, IN_CREATE);
         g_assert_cmpstr(got(f, 1)->path, ==, g);
-        g_assert_false(watch_table_get_subscription(f->m->table, id)->pending);
+        g_assert_false(manager_get_subscription(f->m, id)->pending);
         g_assert_cmpint(fake_backend_wd(f->fake, g), >=, 0);
         g_assert_cmpint(fake_backend_wd(f->fake, g), !=, old_wd);
         fake_backend_push(f->fake, fake_backend_wd(f->fake, g), IN_MODIFY, 0, NULL);
@@ -560,7 +514,7 @@ static void test_persist_unmounted(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(got(f, 1)->mask, ==, IN_CREATE | IN_ISDIR);
         g_assert_cmpuint(got(f, 1)->id, ==, id);
         g_assert_cmpuint(f->sink.notices->len, ==, 0);
-        g_assert_false(watch_table_get_subscription(f->m->table, id)->pending);
+        g_assert_false(manager_get_subscription(f->m, id)->pending);
 }
 
 /* Renamed away, seen by the kernel (the syscalls' IN_MOVE_SELF, which a
@@ -583,10 +537,10 @@ static void test_persist_moved_self(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(got(f, 0)->id, ==, id);
         g_assert_cmpuint(got(f, 0)->mask, ==, IN_MOVE_SELF);
         g_assert_cmpstr(got(f, 0)->path, ==, d);
-        g_assert_true(watch_table_get_subscription(f->m->table, id)->pending);
-        g_assert_cmpstr(watch_table_get_subscription(f->m->table, id)->path, ==, d);
+        g_assert_true(manager_get_subscription(f->m, id)->pending);
+        g_assert_cmpstr(manager_get_subscription(f->m, id)->path, ==, d);
         /* The other subscription keeps the object. */
-        g_assert_false(watch_table_get_subscription(f->m->table, quiet)->pending);
+        g_assert_false(manager_get_subscription(f->m, quiet)->pending);
 }
 
 /* Renamed away, seen by its parent's watch (either backend): IN_MOVE_SELF is
@@ -613,11 +567,11 @@ static void test_persist_moved_away(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(got(f, 1)->id, ==, id);
         g_assert_cmpuint(got(f, 1)->mask, ==, IN_MOVE_SELF);
         g_assert_cmpstr(got(f, 1)->path, ==, d);
-        g_assert_true(watch_table_get_subscription(f->m->table, id)->pending);
-        g_assert_true(watch_table_get_subscription(f->m->table, below)->pending);
-        g_assert_cmpstr(watch_table_get_subscription(f->m->table, below)->path, ==, d2);
-        g_assert_false(watch_table_get_subscription(f->m->table, plain)->pending);
-        g_assert_cmpstr(watch_table_get_subscription(f->m->table, plain)->path, ==, e);
+        g_assert_true(manager_get_subscription(f->m, id)->pending);
+        g_assert_true(manager_get_subscription(f->m, below)->pending);
+        g_assert_cmpstr(manager_get_subscription(f->m, below)->path, ==, d2);
+        g_assert_false(manager_get_subscription(f->m, plain)->pending);
+        g_assert_cmpstr(manager_get_subscription(f->m, plain)->path, ==, e);
         g_assert_cmpuint(f->sink.notices->len, ==, 0);
 }
 
@@ -640,7 +594,7 @@ static void test_persist_cannot_follow(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->sink.events->len, ==, 1);
         g_assert_cmpuint(f->sink.notices->len, ==, 1);
         g_assert_cmpstr(f->sink.notices->pdata[0], ==, want);
-        g_assert_null(watch_table_get_subscription(f->m->table, id));
+        g_assert_null(manager_get_subscription(f->m, id));
         g_assert_cmpuint(f->c->account.n_watches, ==, 0);
         g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
 }

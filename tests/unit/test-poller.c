@@ -710,12 +710,12 @@ static void test_snapshot(Fixture *f, gconstpointer data) {
         op(f, "mkdir A/a");
         op(f, "write A/b");
         g_assert_cmpint(poll_snapshot_read(fd, &io, &s), ==, 0);
-        g_assert_cmpuint(s.n, ==, 2);
-        g_assert_cmpstr(s.entries[0].name, ==, "a");
-        g_assert_true(S_ISDIR(s.entries[0].mode));
-        g_assert_cmpstr(s.entries[1].name, ==, "b");
-        g_assert_cmpuint(s.entries[1].size, ==, 1);
-        g_assert_false(s.entries[1].no_stat);
+        g_assert_cmpuint(poll_snapshot_size(&s), ==, 2);
+        g_assert_cmpstr(poll_snapshot_entry(&s, 0)->name, ==, "a");
+        g_assert_true(S_ISDIR(poll_snapshot_entry(&s, 0)->mode));
+        g_assert_cmpstr(poll_snapshot_entry(&s, 1)->name, ==, "b");
+        g_assert_cmpuint(poll_snapshot_entry(&s, 1)->size, ==, 1);
+        g_assert_false(poll_snapshot_entry(&s, 1)->no_stat);
         g_assert_cmpuint(io.opens, ==, 1);
         g_assert_cmpuint(io.getdents, ==, 2);
         g_assert_cmpuint(io.stats, ==, 3);

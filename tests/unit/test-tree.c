@@ -74,7 +74,7 @@ static void setup(Fixture *f, gconstpointer data) {
         caller = (Caller) { .uid = getuid(), .gid = f->gid, .gids = &f->gid, .n_gids = 1 };
         g_assert_cmpint(client_new(f->a, f->d, "c", &caller, &f->c), ==, 0);
         delivery_queue_set_transport(&f->c->queue, &sink_ops, f);
-        g_assert_cmpint(tree_new(f->t, &f->fake->backend, f->d, &(TreeOps) { .end = on_end }, f, &f->tree), ==, 0);
+        g_assert_cmpint(tree_new(f->t, &f->fake->backend, &(TreeOps) { .end = on_end }, f, &f->tree), ==, 0);
         f->paths = g_ptr_array_new_with_free_func(g_free);
         f->dir = g_dir_make_tmp("test-tree-XXXXXX", NULL);
         g_assert_nonnull(f->dir);

@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * subscriptions - a subscription's life, and the daemon's decisions about it
+ *
+ * Ending a subscription takes it out of three places: the missing-path
+ * follower if it is pending, its owner's list, and the watch table (its
+ * links, and the kernel watches no one needs any more). A notice, when the
+ * daemon ends it, is queued before, so that its owner hears it after the
+ * subscription's last records.
+ */
+
+#include <errno.h>
+#include <glib.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "event_bits.h"
+#include "log.h"
+#include "macro.h"
+#include "path.h"
+#include "subscriptions.h"
+
+struct Subscriptions {
+        WatchTable *table;
+        Accounting *accounting;
+        Delivery *delivery;
+        Tree *tree;
+        Missing *missing;
+        Events *events;
+        Fanotify *fanotify;             /* serves the RECURSIVE trees it can; NULL: inotify only */
+        GHashTable *clients;            /* name -> Client (owned) */
+};
+
+static void client_destroy(gpointer p) {
+        client_free(p);
+}
+
+int subscriptions_new(WatchTable *table, Accounting *accounting, Delivery *delivery, Tree *tree, Missing *missing,
+                      Events *events, Subscriptions **ret) {
+        Subscriptions *subs = malloc(sizeof(Subscriptions));
+
+        if (!subs)
+                return -ENOMEM;
+        *subs = (Subscriptions) {
+                .table = table,
+                .accounting = accounting,
+                .delivery = delivery,
+                .tree = tree,
+                .missing = missing,
+                .events = events,
+                .clients = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, client_destroy),
+        };
+        *ret = subs;
+        return 0;
+}
+
+void subscriptions_set_fanotify(Subscriptions *subs, Fanotify *f) {
+        subs->fanotify = f;
+}
+
+Subscriptions *subscriptions_free(Subscriptions *subs) {
+        if (!subs)
+                return NULL;
+        g_hash_table_destroy(subs->clients);
+        free(subs);
+        return NULL;
+}
+
+Client *subscriptions_get_client(Subscriptions *subs, const char *name) {
+        return g_hash_table_lookup(subs->clients, name);
+}
+
+int subscriptions_new_client(Subscriptions *subs, const char *name, const Caller *caller, Client **ret) {
+        Client *c;
+        int r;
+
+        r = client_new(subs->accounting, subs->delivery, name, caller, &c);
+        if (r < 0)
+                return r;
+        g_hash_table_insert(subs->clients, c->name, c);
+        *ret = c;
+        return 0;
+}
+
+void subscriptions_client_gone(Subscriptions *subs, Client *c) {
+        log_debug("Client %s is gone, ending its %u subscriptions.", c->name, c->n_subscriptions);
+        while (c->subscriptions)
+                subscriptions_end(subs, c->subscriptions);
+        g_hash_table_remove(subs->clients, c->name);
+}
+
+void subscriptions_reload(Subscriptions *subs) {
+        GHashTableIter i;
+        gpointer v;
+
+        g_hash_table_iter_init(&i, subs->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v))
+                delivery_queue_update(subs->delivery, &((Client *) v)->queue);
+}
+
+void subscriptions_overflow_all(Subscriptions *subs) {
+        GHashTableIter i;
+        gpointer v;
+
+        /* The daemon's own followers lost events too: the pending paths look
+         * again, and every RECURSIVE tree is walked again for directories not watched. */
+        missing_recheck(subs->missing);
+        g_hash_table_iter_init(&i, subs->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Client *c = v;
+
+                LIST_FOREACH(owner, s, c->subscriptions)
+                        tree_rescan(subs->tree, s);
+                client_queue_lost_all(c);
+        }
+}
+
+void subscriptions_get_stats(const Subscriptions *subs, uid_t uid, SubscriptionsStats *ret) {
+        SubscriptionsStats st = {};
+        GHashTableIter i;
+        gpointer v;
+
+        g_hash_table_iter_init(&i, subs->clients);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Client *c = v;
+
+                if (uid != (uid_t) -1 && c->account.uid != uid)
+                        continue;
+                st.clients++;
+                st.subscriptions += c->n_subscriptions;
+                st.watches += c->account.n_watches;
+                st.events_delivered += c->queue.sent;
+                st.pending_events += delivery_queue_size(&c->queue);
+                st.events_dropped += c->queue.n_dropped;
+                st.overflows += c->queue.n_overflows;
+        }
+        *ret = st;
+}
+
+void subscriptions_end(Subscriptions *subs, Subscription *s) {
+        if (s->pending)
+                missing_remove(subs->missing, s);
+        if (s->fanotify && subs->fanotify)
+                fanotify_detach(subs->fanotify, s);
+        client_unlink_subscription(s->owner, s);
+        watch_table_unsubscribe(subs->table, s);
+}
+
+void subscriptions_end_with_notice(Subscriptions *subs, Subscription *s, const char *reason, uint64_t now_usec) {
+        client_queue_removed(s, reason, now_usec);
+        subscriptions_end(subs, s);
+}
+
+/*
+ * s's object left its path: deleted, unmounted, or renamed away. A
+ * subscription ends (WatchRemoved: reason), unless it has PERSIST: then it
+ * follows its path, not the object, and is pending on it again as at
+ * AddWatch (its ancestors watched, charged to it), placed again with its
+ * appearance reported when the path is back, at once if it is there
+ * already (an atomic save renamed a new file over it; a mount point whose
+ * file system went). It ends only if the path cannot be followed: no
+ * directory of it the owner may read, a limit, or what is there now cannot
+ * be watched (WatchRemoved "deleted", as for any pending path).
+ */
+void subscriptions_object_gone(Subscriptions *subs, Subscription *s, const char *reason) {
+        uint32_t id = s->id;
+        int r;
+
+        if (!(s->flags & WATCHD_FLAG_PERSIST))
+                return subscriptions_end_with_notice(subs, s, reason, now_usec());
+        log_debug("Subscription %" PRIu32 " lost its object (%s): following '%s' again.", id, reason, s->path);
+        watch_table_unplace(subs->table, s);
+        r = missing_add(subs->missing, s, &s->owner->caller);
+        if (r >= 0)
+                return;
+        log_debug_errno(r, "Subscription %" PRIu32 " cannot follow its path again (%m), ending it.", id);
+        /* Placed and ended meanwhile (ONESHOT on its appearance)? Then it is gone already. */
+        s = watch_table_get_subscription(subs->table, id);
+        if (s)
+                subscriptions_end_with_notice(subs, s, WATCHD_REASON_DELETED, now_usec());
+}
+
+/*
+ * "report-appearance" (watchd(8), MISSING PATHS): if s asks for IN_CREATE,
+ * the path's appearance is a record of its own, (id, IN_CREATE [|IN_ISDIR],
+ * path, ""), before any other record of s, and what a directory already
+ * holds follows as IN_CREATE records from a scan, each entry once: so a
+ * client sees "mkdir -p D && touch D/f" whole, whatever the race with the
+ * placing of the watch. Its tree, with RECURSIVE, is walked like a
+ * directory moved in: a limit gives Overflow.
+ */
+int subscriptions_appeared(Subscriptions *subs, Subscription *s, int fd, const struct stat *st) {
+        bool report = s->mask & IN_CREATE;
+        uint64_t now = now_usec();
+        uint32_t id = s->id;
+        int r;
+
+        r = watch_table_link_root(subs->table, s, fd, st);
+        if (r < 0)
+                return r;
+        if (report) {
+                (void) events_deliver(subs->events, s, IN_CREATE | (S_ISDIR(st->st_mode) ? IN_ISDIR : 0), 0,
+                                      s->path, NULL, 0, now);
+                s = watch_table_get_subscription(subs->table, id);
+                if (!s)
+                        return 0;       /* ONESHOT: that was its event */
+        }
+        if (S_ISDIR(st->st_mode))
+                tree_appeared(subs->tree, s, fd, report, now);
+        return 0;
+}
+
+static int subscribe(Subscriptions *subs, Client *c, int fd, const struct stat *st, const char *path,
+                     uint32_t mask, uint32_t flags, uint32_t *ret_id, TreeWalk **ret_walk) {
+        Subscription *s;
+        int r;
+
+        *ret_walk = NULL;
+        /* A tree fanotify can serve: its root link only, and the mark. If
+         * the filesystem cannot be marked after all, inotify serves it. */
+        if ((flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode) && subs->fanotify &&
+            fanotify_can_serve(subs->fanotify, fd, st, flags, mask, &c->caller)) {
+                r = watch_table_subscribe_fanotify(subs->table, fd, st, path, c, &c->account, mask, flags, &s);
+                if (r < 0) {
+                        fanotify_release_unused(subs->fanotify);
+                        return r;
+                }
+                client_link_subscription(c, s);
+                r = fanotify_attach(subs->fanotify, s, fd, &c->caller);
+                if (r >= 0) {
+                        *ret_id = s->id;
+                        return 0;
+                }
+                log_info_errno(r, "fanotify cannot serve '%s' (%m): inotify serves it.", path);
+                subscriptions_end(subs, s);
+                fanotify_release_unused(subs->fanotify);
+        }
+
+        r = watch_table_subscribe(subs->table, fd, st, path, c, &c->account, mask, flags, &s);
+        if (r < 0)
+                return r;
+        client_link_subscription(c, s);
+
+        *ret_id = s->id;
+        if ((flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode)) {
+                /* The whole tree, or nothing: a limit met half-way ends s (TreeOps.end),
+                 * and a walk that could not start does too. */
+                uint32_t id = s->id;
+
+                r = tree_walk_below(subs->tree, s, fd, /* all_or_nothing= */ true, ret_walk);
+                if (r < 0) {
+                        s = watch_table_get_subscription(subs->table, id);
+                        if (s)
+                                subscriptions_end(subs, s);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+static int subscribe_pending(Subscriptions *subs, Client *c, const char *path, uint32_t mask, uint32_t flags,
+                             uint32_t *ret_id) {
+        Subscription *s;
+        int r;
+
+        r = watch_table_subscribe_pending(subs->table, path, c, &c->account, mask, flags, &s);
+        if (r < 0)
+                return r;
+        client_link_subscription(c, s);
+        /* Its id now: if the path appears meanwhile, the appearance may be its
+         * ONESHOT event, which ends it (the client hears WatchRemoved). */
+        *ret_id = s->id;
+        r = missing_add(subs->missing, s, &c->caller);
+        if (r < 0) {
+                subscriptions_end(subs, s);
+                return r;
+        }
+        return 0;
+}
+
+int subscriptions_add_path(Subscriptions *subs, Client *c, const char *path_in, uint32_t mask, uint32_t flags,
+                           uint32_t *ret_id, TreeWalk **ret_walk) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r;
+
+        /* The limits first: a client over them costs no open(). */
+        r = account_check(&c->account, 1);
+        if (r < 0)
+                return r;
+
+        path = path_simplify(path_in);
+        if (!path)
+                return -ENOMEM;
+        fd = access_open_as(&c->caller, path, flags & WATCHD_FLAG_ONLYDIR, flags & WATCHD_FLAG_DONT_FOLLOW, &st);
+        /* Not there yet: pending on its deepest existing directory. With "..",
+         * which the kernel resolves, there is no such directory to name. */
+        *ret_walk = NULL;
+        if (fd == -ENOENT && !path_has_dotdot(path))
+                return subscribe_pending(subs, c, path, mask, flags, ret_id);
+        if (fd < 0)
+                return fd;
+        return subscribe(subs, c, fd, &st, path, mask, flags, ret_id, ret_walk);
+}
+
+int subscriptions_add_fd(Subscriptions *subs, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
+                         TreeWalk **ret_walk) {
+        char proc[sizeof("/proc/self/fd/") + 12], path[PATH_MAX];
+        struct stat st;
+        ssize_t n;
+        int r;
+
+        /* PERSIST follows a path; a descriptor names an object. */
+        if (flags & WATCHD_FLAG_PERSIST)
+                return -EINVAL;
+        r = account_check(&c->account, 1);
+        if (r < 0)
+                return r;
+        r = access_check_fd(fd, &st);
+        if (r < 0)
+                return r;
+        if ((flags & WATCHD_FLAG_ONLYDIR) && !S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+
+        /* The path records are built from: where the fd points now. */
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fd);
+        n = readlink(proc, path, sizeof(path) - 1);
+        if (n < 0)
+                return negative_errno();
+        path[n] = '\0';
+        if (path[0] != '/')
+                return -WATCHD_E_NOT_WATCHABLE;        /* not in the filesystem tree (pipe:, anon_inode:...) */
+
+        return subscribe(subs, c, fd, &st, path, mask, flags, ret_id, ret_walk);
+}
+
+int subscriptions_remove(Subscriptions *subs, Client *c, uint32_t id) {
+        Subscription *s = watch_table_get_subscription(subs->table, id);
+
+        if (!s || s->owner != c)
+                return -WATCHD_E_NO_SUCH_WATCH;
+        subscriptions_end(subs, s);
+        return 0;
+}

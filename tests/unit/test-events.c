@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-events - the kernel's records, to the subscriptions they are for
+ *
+ * events.c on its own: the parts it calls (watch table, tree, missing-path
+ * and rename followers, remote) built on the fake backend, a client whose
+ * transport is a sink, and the layer above replaced by callbacks that
+ * record what events.c asks of it (EventsOps: end a subscription with a
+ * reason, its object gone, Overflow to everyone). Records are queued in the
+ * kernel's byte layout; each case says what the client receives and what
+ * was asked above. Real files in a temporary directory.
+ */
+
+#include <fcntl.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "config.h"
+#include "event_bits.h"
+#include "events.h"
+#include "fake-backend.h"
+#include "log.h"
+#include "sink.h"
+#include "watchd-api.h"
+
+typedef struct Fixture {
+        FakeBackend *fake;
+        Config config;
+        Accounting *accounting;
+        Delivery *delivery;
+        WatchTable *table;
+        Tree *tree;
+        Missing *missing;
+        Moves *moves;
+        Remote *remote;
+        Events *events;
+        Client *c;
+        Sink sink;
+        GPtrArray *asked;               /* what events.c asked of the layer above, a line each */
+        char *dir;
+        gid_t gid;
+} Fixture;
+
+/* The layer above, as the manager would be: it records, and ends what it is asked to end. */
+static void on_end(Subscription *s, const char *reason, uint64_t now, void *userdata) {
+        Fixture *f = userdata;
+
+        g_ptr_array_add(f->asked, g_strdup_printf("end %u %s", s->id, reason));
+        client_queue_removed(s, reason, now);
+        client_unlink_subscription(s->owner, s);
+        watch_table_unsubscribe(f->table, s);
+}
+
+static void on_object_gone(Subscription *s, const char *reason, void *userdata) {
+        Fixture *f = userdata;
+
+        g_ptr_array_add(f->asked, g_strdup_printf("gone %u %s", s->id, reason));
+        client_unlink_subscription(s->owner, s);
+        watch_table_unsubscribe(f->table, s);
+}
+
+static void on_overflow_all(void *userdata) {
+        Fixture *f = userdata;
+
+        g_ptr_array_add(f->asked, g_strdup("overflow-all"));
+}
+
+static void on_tree_end(Subscription *s, void *userdata) {
+}
+
+static int on_appeared(Subscription *s, int fd, const struct stat *st, void *userdata) {
+        return -ENOENT;
+}
+
+static void on_missing_gone(Subscription *s, int r, void *userdata) {
+}
+
+static bool on_remote_deliver(Subscription *s, uint32_t mask, uint32_t cookie, const char *dir, const char *name,
+                              size_t name_len, uint64_t now, void *userdata) {
+        return false;
+}
+
+static void on_remote_gone(Subscription *s, void *userdata) {
+}
+
+static void setup(Fixture *f, gconstpointer data) {
+        AccountingLimits al = {
+                .max_watches_per_client = 1000,
+                .max_watches_per_user = 1000,
+                .max_watches_unprivileged = 1000,
+                .max_clients_per_user = 10,
+        };
+        DeliveryLimits dl = { .max_pending = 1000, .batch_max = 100, .pair_timeout_usec = 1000000,
+                              .pair_max_distance = 100 };
+        Caller caller;
+
+        log_set_max_level(LOG_ERR);
+        f->fake = fake_backend_new();
+        g_assert_cmpint(config_init(&f->config), ==, 0);
+        g_assert_cmpint(accounting_new(&al, &f->accounting), ==, 0);
+        g_assert_cmpint(delivery_new(&dl, &f->delivery), ==, 0);
+        g_assert_cmpint(watch_table_new(&f->fake->backend, &f->table), ==, 0);
+        g_assert_cmpint(tree_new(f->table, &f->fake->backend, &(TreeOps) { .end = on_tree_end }, f, &f->tree), ==, 0);
+        g_assert_cmpint(missing_new(f->table, &(MissingOps) { .appeared = on_appeared, .gone = on_missing_gone }, f,
+                                    &f->missing), ==, 0);
+        g_assert_cmpint(moves_new(f->table, &f->moves), ==, 0);
+        g_assert_cmpint(remote_new(f->table, &f->config, &(RemoteOps) { .deliver = on_remote_deliver,
+                                                                       .gone = on_remote_gone }, f, &f->remote), ==, 0);
+        g_assert_cmpint(events_new(&f->fake->backend, f->table, f->tree, f->missing, f->moves, f->remote,
+                                   &(EventsOps) {
+                                           .end = on_end,
+                                           .object_gone = on_object_gone,
+                                           .overflow_all = on_overflow_all,
+                                   }, f, &f->events), ==, 0);
+        f->gid = getgid();
+        caller = (Caller) { .uid = getuid(), .gid = f->gid, .gids = &f->gid, .n_gids = 1 };
+        g_assert_cmpint(client_new(f->accounting, f->delivery, ":1.1", &caller, &f->c), ==, 0);
+        sink_init(&f->sink);
+        delivery_queue_set_transport(&f->c->queue, &sink_ops, &f->sink);
+        f->asked = g_ptr_array_new_with_free_func(g_free);
+        f->dir = g_dir_make_tmp("test-events-XXXXXX", NULL);
+        g_assert_nonnull(f->dir);
+}
+
+static void teardown(Fixture *f, gconstpointer data) {
+        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", f->dir);
+
+        while (f->c->subscriptions) {
+                Subscription *s = f->c->subscriptions;
+
+                client_unlink_subscription(f->c, s);
+                watch_table_unsubscribe(f->table, s);
+        }
+        events_free(f->events);
+        tree_free(f->tree);
+        missing_free(f->missing);
+        moves_free(f->moves);
+        remote_free(f->remote);
+        client_free(f->c);
+        watch_table_free(f->table);
+        delivery_free(f->delivery);
+        accounting_free(f->accounting);
+        config_done(&f->config);
+        fake_backend_free(f->fake);
+        sink_done(&f->sink);
+        g_ptr_array_unref(f->asked);
+        g_assert_cmpint(system(cmd), ==, 0);
+        g_free(f->dir);
+}
+
+static char *in(Fixture *f, const char *rel) {
+        return g_build_filename(f->dir, rel, NULL);
+}
+
+static Subscription *add(Fixture *f, const char *path, uint32_t mask, uint32_t flags) {
+        Subscription *s = NULL;
+        struct stat st;
+        int fd = open(path, O_PATH | O_CLOEXEC);
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        g_assert_cmpint(watch_table_subscribe(f->table, fd, &st, path, f->c, &f->c->account, mask, flags, &s), ==, 0);
+        client_link_subscription(f->c, s);
+        close(fd);
+        return s;
+}
+
+static int wd_of(Fixture *f, const char *path) {
+        int wd = fake_backend_wd(f->fake, path);
+
+        g_assert_cmpint(wd, >=, 0);
+        return wd;
+}
+
+/* Everything queued in the kernel read and handled, the queue flushed. */
+static void turn(Fixture *f) {
+        while (events_slice(f->events, 100000))
+                ;
+        delivery_flush(f->delivery, UINT64_MAX);
+}
+
+/* A record reaches the subscriptions whose mask asks for it, with the watched path and the name. */
+static void test_mask_and_path(Fixture *f, gconstpointer data) {
+        g_autofree char *x = in(f, "x");
+        Subscription *creates = add(f, f->dir, IN_CREATE, 0), *mods = add(f, f->dir, IN_MODIFY, 0);
+        int wd = wd_of(f, f->dir);
+
+        fake_backend_push(f->fake, wd, IN_CREATE, 0, "x");
+        fake_backend_push(f->fake, wd, IN_MODIFY, 0, "x");
+        fake_backend_push(f->fake, wd, IN_ACCESS, 0, "x");     /* no one's */
+        turn(f);
+        g_assert_cmpuint(f->sink.events->len, ==, 2);
+        g_assert_cmpuint(sink_event(&f->sink, 0)->id, ==, creates->id);
+        g_assert_cmpuint(sink_event(&f->sink, 0)->mask, ==, IN_CREATE);
+        g_assert_cmpstr(sink_event(&f->sink, 0)->path, ==, x);
+        g_assert_cmpuint(sink_event(&f->sink, 1)->id, ==, mods->id);
+        g_assert_cmpuint(events_get_stats(f->events)->events_read, ==, 3);
+        g_assert_cmpuint(f->asked->len, ==, 0);
+}
+
+/* events_deliver() is the same way in for what the kernel did not report (a poll, an appearance). */
+static void test_deliver(Fixture *f, gconstpointer data) {
+        Subscription *s = add(f, f->dir, IN_CREATE | IN_DELETE, 0);
+
+        g_assert_true(events_deliver(f->events, s, IN_CREATE | WATCHD_IN_POLLED, 0, f->dir, "n", 1, 1));
+        g_assert_false(events_deliver(f->events, s, IN_MODIFY, 0, f->dir, "n", 1, 2));
+        g_assert_true(events_deliver(f->events, s, IN_UNMOUNT, 0, f->dir, NULL, 0, 3));  /* reaches everyone */
+        delivery_flush(f->delivery, UINT64_MAX);
+        g_assert_cmpuint(f->sink.events->len, ==, 2);
+        g_assert_cmpuint(sink_event(&f->sink, 0)->mask, ==, IN_CREATE | WATCHD_IN_POLLED);
+        g_assert_cmpuint(sink_event(&f->sink, 1)->mask, ==, IN_UNMOUNT);
+        g_assert_cmpstr(sink_event(&f->sink, 1)->path, ==, f->dir);
+}
+
+/* ONESHOT: its first record, then the layer above is asked to end it with "oneshot"; nothing more. */
+static void test_oneshot(Fixture *f, gconstpointer data) {
+        Subscription *s = add(f, f->dir, IN_CREATE, WATCHD_FLAG_ONESHOT);
+        g_autofree char *want = g_strdup_printf("end %u oneshot", s->id);
+        g_autofree char *notice = g_strdup_printf("removed %u oneshot", s->id);
+        int wd = wd_of(f, f->dir);
+
+        fake_backend_push(f->fake, wd, IN_CREATE, 0, "a");
+        fake_backend_push(f->fake, wd, IN_CREATE, 0, "b");
+        turn(f);
+        g_assert_cmpuint(f->sink.events->len, ==, 1);
+        g_assert_cmpuint(f->asked->len, ==, 1);
+        g_assert_cmpstr(f->asked->pdata[0], ==, want);
+        g_assert_cmpuint(f->sink.notices->len, ==, 1);
+        g_assert_cmpstr(f->sink.notices->pdata[0], ==, notice);
+        g_assert_cmpuint(f->c->n_subscriptions, ==, 0);
+}
+
+/* IN_IGNORED: the root's object is gone, "deleted", or "unmounted" after
+ * IN_UNMOUNT (which reaches everyone); the layer above decides. */
+static void test_ignored(Fixture *f, gconstpointer data) {
+        g_autofree char *a = in(f, "a"), *b = in(f, "b");
+        g_autofree char *ga = NULL, *gb = NULL;
+        Subscription *sa, *sb;
+
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(b, 0755), ==, 0);
+        sa = add(f, a, IN_CREATE, 0);
+        sb = add(f, b, IN_CREATE, 0);
+        ga = g_strdup_printf("gone %u deleted", sa->id);
+        gb = g_strdup_printf("gone %u unmounted", sb->id);
+        fake_backend_push(f->fake, wd_of(f, a), IN_IGNORED, 0, NULL);
+        fake_backend_push(f->fake, wd_of(f, b), IN_UNMOUNT, 0, NULL);
+        fake_backend_push(f->fake, wd_of(f, b), IN_IGNORED, 0, NULL);
+        turn(f);
+        g_assert_cmpuint(f->asked->len, ==, 2);
+        g_assert_cmpstr(f->asked->pdata[0], ==, ga);
+        g_assert_cmpstr(f->asked->pdata[1], ==, gb);
+        g_assert_cmpuint(f->sink.events->len, ==, 1);
+        g_assert_cmpuint(sink_event(&f->sink, 0)->mask, ==, IN_UNMOUNT);
+}
+
+/* PERSIST: the syscalls' IN_MOVE_SELF of its root means its object left its path. */
+static void test_move_self(Fixture *f, gconstpointer data) {
+        g_autofree char *a = in(f, "a"), *want = NULL;
+        Subscription *s;
+
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        s = add(f, a, IN_DELETE_SELF, WATCHD_FLAG_PERSIST);
+        want = g_strdup_printf("gone %u deleted", s->id);
+        fake_backend_push(f->fake, wd_of(f, a), IN_MOVE_SELF, 0, NULL);
+        turn(f);
+        g_assert_cmpuint(f->sink.events->len, ==, 1);           /* delivered first: it asked for IN_DELETE_SELF */
+        g_assert_cmpuint(sink_event(&f->sink, 0)->mask, ==, IN_MOVE_SELF);
+        g_assert_cmpuint(f->asked->len, ==, 1);
+        g_assert_cmpstr(f->asked->pdata[0], ==, want);
+}
+
+/* The kernel's overflow: counted, and the layer above is asked to tell everyone. */
+static void test_overflow(Fixture *f, gconstpointer data) {
+        add(f, f->dir, IN_CREATE, 0);
+        fake_backend_push(f->fake, -1, IN_Q_OVERFLOW, 0, NULL);
+        turn(f);
+        g_assert_cmpuint(f->asked->len, ==, 1);
+        g_assert_cmpstr(f->asked->pdata[0], ==, "overflow-all");
+        g_assert_cmpuint(events_get_stats(f->events)->kernel_overflows, ==, 1);
+        g_assert_cmpuint(f->sink.events->len, ==, 0);
+}
+
+/* A record of a watch no longer ours is dropped; one of a subscription ended is no one's. */
+static void test_unknown_wd(Fixture *f, gconstpointer data) {
+        Subscription *s = add(f, f->dir, IN_CREATE, 0);
+        int wd = wd_of(f, f->dir);
+
+        client_unlink_subscription(f->c, s);
+        watch_table_unsubscribe(f->table, s);
+        fake_backend_push(f->fake, wd, IN_CREATE, 0, "late");
+        fake_backend_push(f->fake, 4000, IN_CREATE, 0, "never");
+        turn(f);
+        g_assert_cmpuint(f->sink.events->len, ==, 0);
+        g_assert_cmpuint(events_get_stats(f->events)->events_read, ==, 2);
+}
+
+/* A slice with no budget handles one record and keeps the rest of the read (events_backlog()). */
+static void test_slices(Fixture *f, gconstpointer data) {
+        Subscription *s = add(f, f->dir, IN_CREATE, 0);
+        int wd = wd_of(f, f->dir);
+        uint64_t t;
+
+        for (int i = 0; i < 10; i++) {
+                char name[8];
+
+                g_snprintf(name, sizeof(name), "n%d", i);
+                fake_backend_push(f->fake, wd, IN_CREATE, 0, name);
+        }
+        g_assert_true(events_slice(f->events, 0));
+        g_assert_true(events_backlog(f->events, &t));
+        g_assert_cmpuint(events_get_stats(f->events)->events_read, ==, 1);
+        turn(f);
+        g_assert_false(events_backlog(f->events, &t));
+        g_assert_cmpuint(f->sink.events->len, ==, 10);
+        for (guint i = 0; i < 10; i++) {
+                g_autofree char *want = g_strdup_printf("%s/n%u", f->dir, i);
+
+                g_assert_cmpuint(sink_event(&f->sink, i)->id, ==, s->id);
+                g_assert_cmpstr(sink_event(&f->sink, i)->path, ==, want);     /* kernel order */
+        }
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+#define ADD(name, fn) g_test_add(name, Fixture, NULL, setup, fn, teardown)
+        ADD("/events/mask-and-path", test_mask_and_path);
+        ADD("/events/deliver", test_deliver);
+        ADD("/events/oneshot", test_oneshot);
+        ADD("/events/ignored", test_ignored);
+        ADD("/events/move-self", test_move_self);
+        ADD("/events/overflow", test_overflow);
+        ADD("/events/unknown-wd", test_unknown_wd);
+        ADD("/events/slices", test_slices);
+        return g_test_run();
+}
