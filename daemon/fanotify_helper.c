@@ -122,7 +122,7 @@ static int send_reply(int fd, uint32_t op, int error, int pass_fd) {
 /* One request of p. Return: 0 to go on, < 0 to close p. */
 static int serve(Peer *p) {
         _cleanup_close_ int fd = -1;
-        FanHelperRequest req;
+        FanHelperRequest req = {};
         int r, error = 0;
 
         r = recv_request(p->fd, &req, &fd);
