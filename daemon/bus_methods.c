@@ -395,6 +395,8 @@ int bus_method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                 if (r >= 0)
                         r = append_t(reply, "fanotify_lookups", st.fanotify.lookups);
                 if (r >= 0)
+                        r = append_t(reply, "self_events_dropped", st.self_events_dropped);
+                if (r >= 0)
                         r = append_t(reply, "bus_queued_messages", queued);
         }
         if (r >= 0)
