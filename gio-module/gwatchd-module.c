@@ -6,7 +6,7 @@
  * looks for watchd on the system bus (DBUS_SYSTEM_BUS_ADDRESS or the
  * standard socket), else on the session bus (DBUS_SESSION_BUS_ADDRESS, or
  * $XDG_RUNTIME_DIR/bus: a session bus is never autolaunched); when neither
- * answers within GWATCHD_PROBE_TIMEOUT_MS, the answer is no and GLib uses
+ * answers within GWATCHD_PROBE_TIMEOUT_MS (or WATCHD_GIO_PROBE_TIMEOUT_MS), the answer is no and GLib uses
  * inotify. The thread then runs the context of the process's one
  * WatchdClient, where every event of every monitor arrives, and of the
  * in-process inotify.
@@ -42,6 +42,7 @@ static struct {
         GWatchdInotifyCallbacks inotify_cb;
         GWatchdProcessKind kind;
         gboolean inotify_only;          /* WATCHD_GIO_INOTIFY=1 */
+        int probe_timeout_ms;           /* WATCHD_GIO_PROBE_TIMEOUT_MS, else GWATCHD_PROBE_TIMEOUT_MS */
 
         GMutex lock;                    /* everything below */
         GCond cond;
@@ -108,12 +109,22 @@ const char *gwatchd_module_monitor_type_name(void) {
 void gwatchd_module_setup(const GWatchdModuleCallbacks *monitor_callbacks,
                           const GWatchdInotifyCallbacks *inotify_callbacks) {
         const char *only = g_getenv("WATCHD_GIO_INOTIFY");
+        const char *probe = g_getenv("WATCHD_GIO_PROBE_TIMEOUT_MS");
+        guint64 ms;
 
         gwatchd_debug_on = !g_log_writer_default_would_drop(G_LOG_LEVEL_DEBUG, GWATCHD_LOG_DOMAIN);
         module.cb = *monitor_callbacks;
         module.inotify_cb = *inotify_callbacks;
         module.kind = detect_process_kind();
         module.inotify_only = only && g_str_equal(only, "1");
+        /* A slow machine (an emulator, a loaded build host) may need longer
+         * than a desktop's half second; bounded so no program waits a minute. */
+        module.probe_timeout_ms = GWATCHD_PROBE_TIMEOUT_MS;
+        if (probe && g_ascii_string_to_unsigned(probe, 10, 1, GWATCHD_PROBE_TIMEOUT_MAX_MS, &ms, NULL))
+                module.probe_timeout_ms = (int) ms;
+        else if (probe)
+                g_warning("watchd GIO module: WATCHD_GIO_PROBE_TIMEOUT_MS=%s is not a number of milliseconds "
+                          "from 1 to %d; %d it is", probe, GWATCHD_PROBE_TIMEOUT_MAX_MS, GWATCHD_PROBE_TIMEOUT_MS);
         module.monitors = g_hash_table_new_full(g_direct_hash, g_direct_equal, module.cb.unref, NULL);
         module.missing = g_hash_table_new_full(g_direct_hash, g_direct_equal, module.cb.unref, NULL);
 }
@@ -369,10 +380,10 @@ gboolean gwatchd_module_is_supported(void) {
                 module.context = g_main_context_new();
                 g_thread_unref(g_thread_new("gio-watchd", module_thread, NULL));
         }
-        deadline = g_get_monotonic_time() + GWATCHD_PROBE_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
+        deadline = g_get_monotonic_time() + module.probe_timeout_ms * G_TIME_SPAN_MILLISECOND;
         while (module.probe != PROBE_DONE && !module.abandoned)
                 if (!g_cond_wait_until(&module.cond, &module.lock, deadline)) {
-                        gw_debug("no answer from the buses in %d ms: not supported", GWATCHD_PROBE_TIMEOUT_MS);
+                        gw_debug("no answer from the buses in %d ms: not supported", module.probe_timeout_ms);
                         module.abandoned = TRUE;
                 }
         supported = module.supported;

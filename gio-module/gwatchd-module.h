@@ -30,6 +30,7 @@ extern gboolean gwatchd_debug_on;
 
 /* How long is_supported() waits for the buses, and the calls to watchd. */
 #define GWATCHD_PROBE_TIMEOUT_MS 500
+#define GWATCHD_PROBE_TIMEOUT_MAX_MS 30000
 #define GWATCHD_CALL_TIMEOUT_MS 5000
 /* How often a missing directory is looked for while the module watches it
  * with its own inotify (GLib's inotify-missing.c: SCAN_MISSING_TIME). */
