@@ -179,6 +179,8 @@ static void watch_ignored(Events *e, Watch *w, uint64_t now) {
 }
 
 static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
+        if (e->followups->len == 0)
+                return;
         for (guint k = 0; k < e->followups->len; k++) {
                 Followup *f = &g_array_index(e->followups, Followup, k);
                 Subscription *s = f->what == FOLLOW_CHAIN ? NULL : watch_table_get_subscription(e->table, f->id);
@@ -256,9 +258,11 @@ static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
         if (ev->mask & IN_UNMOUNT)
                 w->unmounted = true;
         moves_on_event(e->moves, w, ev, e->left);
-        for (guint k = 0; k < e->left->len; k++)
-                followup_add(e, FOLLOW_MOVED_AWAY, g_array_index(e->left, uint32_t, k), 0, NULL, NULL);
-        g_array_set_size(e->left, 0);
+        if (e->left->len > 0) {
+                for (guint k = 0; k < e->left->len; k++)
+                        followup_add(e, FOLLOW_MOVED_AWAY, g_array_index(e->left, uint32_t, k), 0, NULL, NULL);
+                g_array_set_size(e->left, 0);
+        }
 
         e->in_event = true;
         LIST_FOREACH(watch, l, w->links) {
