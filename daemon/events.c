@@ -23,6 +23,8 @@
 #include "path.h"
 
 #define KERNEL_READ_BUF (64u * 1024u)
+/* The longest record the kernel queues: its header and a name of NAME_MAX bytes, NUL-padded. */
+#define KERNEL_RECORD_MAX (EVENT_HEADER_SIZE + NAME_MAX + 1)
 /* Reads in one slice at most, whatever the budget: the loop comes back to the bus. */
 #define KERNEL_READ_ROUNDS 16
 
@@ -57,6 +59,7 @@ struct Events {
         uint8_t *buf;                   /* the last read: buf[off, len) not handled yet */
         size_t off, len;
         uint64_t read_time;             /* when it was read: the time of its records */
+        bool drained;                   /* that read found the queue empty (it was short) */
 
         GArray *followups;              /* Followup, of the record being handled */
         GArray *left;                   /* uint32_t: PERSIST subscriptions a rename took the object of */
@@ -317,6 +320,10 @@ static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
                 tree_moves_end(e->tree);
 }
 
+void events_read_again(Events *e) {
+        e->drained = false;
+}
+
 bool events_slice(Events *e, uint64_t budget_usec) {
         uint64_t deadline = now_usec() + budget_usec;
 
@@ -335,8 +342,21 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                                 return true;
                 }
                 if (e->off == e->len) {
-                        ssize_t n = backend_read(e->backend, e->buf, KERNEL_READ_BUF);
+                        ssize_t n;
 
+                        /* A read that left room for the longest record took all
+                         * there was: a record queued since makes the fd readable
+                         * again, so the read that would get EAGAIN is not made (a
+                         * system call of the seven each wake-up of a storm cost).
+                         * Unless something waits for the queue to be read empty:
+                         * that needs a read after the records handled, which may
+                         * have queued more. */
+                        if (e->drained && !tree_waits_read_empty(e->tree) && !remote_waits_read_empty(e->remote)) {
+                                e->drained = false;
+                                return false;
+                        }
+                        n = backend_read(e->backend, e->buf, KERNEL_READ_BUF);
+                        e->drained = false;
                         if (n == -EAGAIN) {
                                 tree_queue_read_empty(e->tree);
                                 remote_queue_read_empty(e->remote);
@@ -348,6 +368,7 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         }
                         e->off = 0;
                         e->len = (size_t) n;
+                        e->drained = e->len <= KERNEL_READ_BUF - KERNEL_RECORD_MAX;
                         e->read_time = now_usec();
                         i++;
                 }

@@ -255,6 +255,7 @@ bool manager_on_kernel_readable(Manager *m) {
  * the read's last slice).
  */
 bool manager_on_deadline(Manager *m) {
+        events_read_again(m->events);
         return manager_on_kernel_readable(m);
 }
 

@@ -531,6 +531,10 @@ bool remote_own_read(Remote *r, const Watch *w, const RawEvent *ev) {
         return true;
 }
 
+bool remote_waits_read_empty(const Remote *r) {
+        return r->own_reads->len > 0;
+}
+
 void remote_queue_read_empty(Remote *r) {
         /* Every record the poller's reads made so far was queued before its
          * system call returned: all read now. What was counted and not met

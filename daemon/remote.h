@@ -77,6 +77,8 @@ void remote_on_event(Remote *r, const Watch *w, const RawEvent *ev);
 bool remote_own_read(Remote *r, const Watch *w, const RawEvent *ev);
 /* The kernel queue was read empty. */
 void remote_queue_read_empty(Remote *r);
+/* Whether the poller's own reads wait for that: if not, remote_queue_read_empty() would do nothing. */
+bool remote_waits_read_empty(const Remote *r);
 
 /* Polling due at now: runs for at most budget_usec. Return: whether more is due at once. */
 bool remote_run(Remote *r, uint64_t budget_usec);

@@ -154,6 +154,11 @@ bool tree_scanned_check(Tree *t, const Subscription *s, const char *dir, uint32_
         return g_hash_table_remove(t->scanned, key) && (mask & (IN_CREATE | IN_MOVED_TO));
 }
 
+bool tree_waits_read_empty(const Tree *t) {
+        return (t->scanned && g_hash_table_size(t->scanned) > 0) || (t->moves && t->moves->len > 0) ||
+               (t->retries && t->retries->len > 0);
+}
+
 void tree_queue_read_empty(Tree *t) {
         /* Everything queued before any scan so far has been read. */
         if (t->scanned)
