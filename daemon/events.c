@@ -25,8 +25,6 @@
 #define KERNEL_READ_BUF (64u * 1024u)
 /* The longest record the kernel queues: its header and a name of NAME_MAX bytes, NUL-padded. */
 #define KERNEL_RECORD_MAX (EVENT_HEADER_SIZE + NAME_MAX + 1)
-/* Reads in one slice at most, whatever the budget: the loop comes back to the bus. */
-#define KERNEL_READ_ROUNDS 16
 
 /* Work an event leaves for after the walk over the watch's links. */
 typedef struct Followup {
@@ -326,8 +324,9 @@ void events_read_again(Events *e) {
 
 bool events_slice(Events *e, uint64_t budget_usec) {
         uint64_t deadline = now_usec() + budget_usec;
+        bool read = false;
 
-        for (int i = 0; i < KERNEL_READ_ROUNDS; ) {
+        for (;;) {
                 RawEvent ev;
                 int r;
 
@@ -355,6 +354,15 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                                 e->drained = false;
                                 return false;
                         }
+                        /* One read a slice: the loop flushes what it held before the
+                         * next, and comes back to the bus between them. A backlog in
+                         * the kernel goes on to the clients 64 KiB of records at a
+                         * time, not a megabyte (sixteen reads, as it was: the queues
+                         * then held some 30,000 records, whose memory malloc took from
+                         * the system and gave back at each slice, a page fault for
+                         * every 4 KiB of it). */
+                        if (read)
+                                return true;
                         n = backend_read(e->backend, e->buf, KERNEL_READ_BUF);
                         e->drained = false;
                         if (n == -EAGAIN) {
@@ -370,7 +378,7 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         e->len = (size_t) n;
                         e->drained = e->len <= KERNEL_READ_BUF - KERNEL_RECORD_MAX;
                         e->read_time = now_usec();
-                        i++;
+                        read = true;
                 }
                 r = event_decode(e->buf, e->len, &e->off, &ev);
                 if (r <= 0) {
@@ -384,5 +392,4 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                 if (now_usec() >= deadline)
                         return true;
         }
-        return true;
 }
