@@ -67,13 +67,6 @@ typedef struct RemoteDir {
         bool overflowed;        /* the owner was told this one cannot be read */
 } RemoteDir;
 
-/* Records the poller's own reads will make the kernel queue, not yet seen. */
-typedef struct OwnRead {
-        int wd;
-        char *name;             /* NULL: the directory's own watch */
-        unsigned open, access, close;
-} OwnRead;
-
 typedef struct Key {
         const void *a;
         uintptr_t b;
@@ -93,7 +86,7 @@ struct Remote {
         GHashTable *unpolled;   /* Key{Subscription, Watch} -> FsKind: remote directories not polled
                                  * (NO_POLL, an interval of 0, over the budget) */
         GHashTable *remote_subs;/* Subscription -> directories of it on remote file systems, polled or not */
-        GArray *own_reads;      /* OwnRead */
+        SelfEvents *self;       /* the poller's own reads of directories */
         unsigned n_dirs;
 
         AccessSaved saved;      /* between begin and end */
@@ -120,10 +113,6 @@ static Key *key_new(const void *a, uintptr_t b) {
         return k;
 }
 
-static void own_read_clear(gpointer p) {
-        free(((OwnRead *) p)->name);
-}
-
 static int on_begin(void *group, void *dir, void *userdata);
 static void on_end(void *group, void *dir, void *userdata);
 static void on_record(void *group, const PollRecord *rec, void *userdata);
@@ -145,7 +134,8 @@ static void config_apply(Remote *r, const Config *config) {
                 poller_set_limits(r->poller, OPS_PER_STEP, config->max_polled_dirs_per_user);
 }
 
-int remote_new(WatchTable *table, const Config *config, const RemoteOps *ops, void *userdata, Remote **ret) {
+int remote_new(WatchTable *table, SelfEvents *self, const Config *config, const RemoteOps *ops, void *userdata,
+               Remote **ret) {
         Remote *r;
         int k;
 
@@ -163,9 +153,8 @@ int remote_new(WatchTable *table, const Config *config, const RemoteOps *ops, vo
                 .subs = g_hash_table_new(g_direct_hash, g_direct_equal),
                 .unpolled = g_hash_table_new_full(key_hash, key_equal, g_free, NULL),
                 .remote_subs = g_hash_table_new(g_direct_hash, g_direct_equal),
-                .own_reads = g_array_new(false, false, sizeof(OwnRead)),
+                .self = self,
         };
-        g_array_set_clear_func(r->own_reads, own_read_clear);
         k = poller_new(&poller_callbacks, r, config->max_polled_dirs_per_user, &r->poller);
         if (k < 0) {
                 remote_free(r);
@@ -196,7 +185,6 @@ Remote *remote_free(Remote *r) {
         g_hash_table_destroy(r->subs);
         g_hash_table_destroy(r->unpolled);
         g_hash_table_destroy(r->remote_subs);
-        g_array_unref(r->own_reads);
         free(r);
         return NULL;
 }
@@ -457,90 +445,31 @@ void remote_on_event(Remote *r, const Watch *w, const RawEvent *ev) {
         }
 }
 
-static OwnRead *own_read_get(Remote *r, int wd, const char *name, size_t name_len, bool add) {
-        OwnRead o = { .wd = wd };
-
-        for (guint i = 0; i < r->own_reads->len; i++) {
-                OwnRead *x = &g_array_index(r->own_reads, OwnRead, i);
-
-                if (x->wd != wd || !x->name != !name)
-                        continue;
-                if (!name || (strncmp(x->name, name, name_len) == 0 && x->name[name_len] == '\0'))
-                        return x;
-        }
-        if (!add)
-                return NULL;
-        if (name) {
-                o.name = strndup(name, name_len);
-                if (!o.name)
-                        return NULL;
-        }
-        g_array_append_val(r->own_reads, o);
-        return &g_array_index(r->own_reads, OwnRead, r->own_reads->len - 1);
-}
-
-static void own_read_count(OwnRead *o, uint32_t what) {
-        if (!o)
-                return;
-        if (what == IN_OPEN)
-                o->open++;
-        else if (what == IN_ACCESS)
-                o->access++;
-        else
-                o->close++;
-}
-
 /* The poller opened, listed or closed d's directory: the kernel queued what
- * that makes on its watch, and on its parent's under its name. */
+ * that makes on its watch, and on its parent's under its name; those
+ * records are nobody's (self_events.h). */
 static void on_read_op(void *group, void *dir, uint32_t what, void *userdata) {
         Remote *r = userdata;
         RemoteDir *d = dir;
         WatchLink *l = dir_link(d);
-        const Watch *pw = NULL;
-        const char *name = NULL;
+        SelfDir sd = { .dev = d->w->dev, .ino = d->w->ino };
+        const char *name;
 
-        if (d->w->wd >= 0)
-                own_read_count(own_read_get(r, d->w->wd, NULL, 0, true), what);
         if (l && l->parent) {
-                pw = l->parent->watch;
-                name = l->name;
+                /* Its parent's directory, unless it is a mount's root (its own parent then). */
+                sd.has_parent = l->parent->watch->dev == d->w->dev;
+                sd.pdev = l->parent->watch->dev;
+                sd.pino = l->parent->watch->ino;
+                sd.name = l->name;
         } else if (d->have_parent) {
-                pw = watch_table_find_watch(r->table, d->pdev, d->pino);
                 name = strrchr(d->s->path, '/');
-                name = name && name[1] ? name + 1 : NULL;
+                sd.has_parent = name && name[1];
+                sd.pdev = d->pdev;
+                sd.pino = d->pino;
+                sd.name = sd.has_parent ? name + 1 : NULL;
         }
-        if (pw && pw->wd >= 0 && name)
-                own_read_count(own_read_get(r, pw->wd, name, strlen(name), true), what);
-}
-
-bool remote_own_read(Remote *r, const Watch *w, const RawEvent *ev) {
-        uint32_t what = ev->mask & ~IN_ISDIR;
-        unsigned *n;
-        OwnRead *o;
-
-        if (r->own_reads->len == 0 || !(ev->mask & IN_ISDIR) ||
-            (what != IN_OPEN && what != IN_ACCESS && what != IN_CLOSE_NOWRITE))
-                return false;
-        o = own_read_get(r, ev->wd, ev->name, ev->name_len, false);
-        if (!o)
-                return false;
-        n = what == IN_OPEN ? &o->open : what == IN_ACCESS ? &o->access : &o->close;
-        if (*n == 0)
-                return false;
-        (*n)--;
-        return true;
-}
-
-bool remote_waits_read_empty(const Remote *r) {
-        return r->own_reads->len > 0;
-}
-
-void remote_queue_read_empty(Remote *r) {
-        /* Every record the poller's reads made so far was queued before its
-         * system call returned: all read now. What was counted and not met
-         * (the kernel merges identical records in a row) is done with. */
-        if (r->own_reads->len > 0)
-                g_array_set_size(r->own_reads, 0);
+        sd.name_len = sd.name ? strlen(sd.name) : 0;
+        self_events_did(r->self, what, &sd);
 }
 
 /* ---- the poller's callbacks ---- */
@@ -549,6 +478,8 @@ static int on_begin(void *group, void *dir, void *userdata) {
         Remote *r = userdata;
         RemoteGroup *g = group;
 
+        /* No kernel read comes before the stretch's end: one look covers it. */
+        self_events_before(r->self);
         return access_become(&g->s->owner->caller, &r->saved);
 }
 

@@ -28,9 +28,7 @@
  * (remote_on_event()), so that the poller does not report the same change
  * again. The poller's own reads of a directory make the kernel queue
  * IN_OPEN, IN_ACCESS and IN_CLOSE_NOWRITE (with IN_ISDIR) for its watch and
- * its parent's: remote_own_read() says which records are those, and they
- * are not delivered (until the kernel queue is next read empty: after that,
- * none of them can be left).
+ * its parent's: each is told to self_events.h, which drops those records.
  *
  * Over the budget: an AddWatch whose root would be polled fails
  * (-WATCHD_E_USER_POLLED); a directory found later (a tree's, or a pending
@@ -48,6 +46,7 @@
 #include "config.h"
 #include "event_decode.h"
 #include "poller.h"
+#include "self_events.h"
 #include "watch_table.h"
 
 typedef struct Remote Remote;
@@ -60,7 +59,8 @@ typedef struct RemoteOps {
         void (*gone)(Subscription *s, void *userdata);
 } RemoteOps;
 
-int remote_new(WatchTable *table, const Config *config, const RemoteOps *ops, void *userdata, Remote **ret);
+int remote_new(WatchTable *table, SelfEvents *self, const Config *config, const RemoteOps *ops, void *userdata,
+               Remote **ret);
 Remote *remote_free(Remote *r);
 
 /* New intervals (for subscriptions made from now on) and budget. */
@@ -73,12 +73,6 @@ void remote_link_gone(Remote *r, WatchLink *l);
 
 /* A kernel record for w (not IN_IGNORED nor IN_Q_OVERFLOW): its name is noted in every directory polled on w. */
 void remote_on_event(Remote *r, const Watch *w, const RawEvent *ev);
-/* Whether the record was caused by the poller's own read of a directory: then no one gets it. */
-bool remote_own_read(Remote *r, const Watch *w, const RawEvent *ev);
-/* The kernel queue was read empty. */
-void remote_queue_read_empty(Remote *r);
-/* Whether the poller's own reads wait for that: if not, remote_queue_read_empty() would do nothing. */
-bool remote_waits_read_empty(const Remote *r);
 
 /* Polling due at now: runs for at most budget_usec. Return: whether more is due at once. */
 bool remote_run(Remote *r, uint64_t budget_usec);
