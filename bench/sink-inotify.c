@@ -183,6 +183,7 @@ int main(int argc, char **argv) {
                 ep = epoll_create1(EPOLL_CLOEXEC);
                 if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e) < 0) {
                         fprintf(stderr, "epoll: %m\n");
+                        free(pending);
                         return 1;
                 }
         }
