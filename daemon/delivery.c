@@ -179,6 +179,8 @@ static int queue_overflow(DeliveryQueue *q) {
         return queue_push(q, o);
 }
 
+static void flush_queue(Delivery *d, DeliveryQueue *q, uint64_t now_usec);
+
 void delivery_submit(Delivery *d, DeliveryQueue *q, Record *rec) {
         bool overflowing = q->overflow_queued;
         size_t lost;
@@ -188,6 +190,11 @@ void delivery_submit(Delivery *d, DeliveryQueue *q, Record *rec) {
                 log_warning("Out of memory queueing a record for %s, ignoring.", q->name);
                 return;
         }
+        /* A transport that takes everything at once (a journal) is handed a full
+         * queue now rather than dropped from: only a rename half waiting for
+         * its partner stays (time 0: no pairing deadline counts as passed). */
+        if (delivery_queue_size(q) >= d->limits.max_pending && q->ops && q->ops->reads_at_once)
+                flush_queue(d, q, 0);
         if (delivery_queue_size(q) < d->limits.max_pending) {
                 r = queue_push(q, rec);
                 if (r < 0)
