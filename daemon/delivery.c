@@ -172,7 +172,7 @@ static int queue_overflow(DeliveryQueue *q) {
         if (q->overflow_queued)
                 return 0;
         /* An overflow never waits: its time is unused. */
-        o = record_new(RECORD_OVERFLOW, 0, 0, 0, 0, NULL, NULL, 0);
+        o = record_new_in(delivery_queue_arena(q), RECORD_OVERFLOW, 0, 0, 0, 0, NULL, NULL, 0);
         if (!o)
                 return -ENOMEM;
         q->overflow_queued = true;
@@ -391,6 +391,7 @@ void delivery_flush(Delivery *d, uint64_t now_usec) {
                 if (delivery_queue_size(q) == 0) {
                         q->dirty = false;
                         LIST_REMOVE(dirty, d->dirty, q);
+                        record_arena_trim(delivery_queue_arena(q));
                 }
         }
 }
@@ -419,6 +420,7 @@ void delivery_confirmed(Delivery *d, DeliveryQueue *q, bool answered, uint64_t n
                 if (delivery_queue_size(q) == 0) {
                         q->dirty = false;
                         LIST_REMOVE(dirty, d->dirty, q);
+                        record_arena_trim(delivery_queue_arena(q));
                 }
         }
         ask_confirm(q);

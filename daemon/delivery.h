@@ -118,6 +118,10 @@ void delivery_queue_set_transport(DeliveryQueue *q, const DeliveryOps *ops, void
 static inline size_t delivery_queue_size(const DeliveryQueue *q) {
         return move_pairer_size(&q->pairer);
 }
+/* Where the records queued on q are made (record_new_in()). */
+static inline RecordArena *delivery_queue_arena(DeliveryQueue *q) {
+        return &q->pairer.arena;
+}
 
 /* Queues rec (taken; NULL: out of memory, logged). Past max_pending, the
  * queue's events are dropped and an Overflow queued instead. */

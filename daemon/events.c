@@ -23,8 +23,8 @@
 #include "path.h"
 
 #define KERNEL_READ_BUF (64u * 1024u)
-/* Reads in one slice at most, whatever the budget: the loop comes back to the bus. */
-#define KERNEL_READ_ROUNDS 16
+/* The longest record the kernel queues: its header and a name of NAME_MAX bytes, NUL-padded. */
+#define KERNEL_RECORD_MAX (EVENT_HEADER_SIZE + NAME_MAX + 1)
 
 /* Work an event leaves for after the walk over the watch's links. */
 typedef struct Followup {
@@ -58,6 +58,7 @@ struct Events {
         uint8_t *buf;                   /* the last read: buf[off, len) not handled yet */
         size_t off, len;
         uint64_t read_time;             /* when it was read: the time of its records */
+        bool drained;                   /* that read found the queue empty (it was short) */
 
         GArray *followups;              /* Followup, of the record being handled */
         GArray *left;                   /* uint32_t: PERSIST subscriptions a rename took the object of */
@@ -181,6 +182,8 @@ static void watch_ignored(Events *e, Watch *w, uint64_t now) {
 }
 
 static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
+        if (e->followups->len == 0)
+                return;
         for (guint k = 0; k < e->followups->len; k++) {
                 Followup *f = &g_array_index(e->followups, Followup, k);
                 Subscription *s = f->what == FOLLOW_CHAIN ? NULL : watch_table_get_subscription(e->table, f->id);
@@ -260,9 +263,11 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
         if (ev->mask & IN_UNMOUNT)
                 w->unmounted = true;
         moves_on_event(e->moves, w, ev, e->left);
-        for (guint k = 0; k < e->left->len; k++)
-                followup_add(e, FOLLOW_MOVED_AWAY, g_array_index(e->left, uint32_t, k), 0, NULL, NULL);
-        g_array_set_size(e->left, 0);
+        if (e->left->len > 0) {
+                for (guint k = 0; k < e->left->len; k++)
+                        followup_add(e, FOLLOW_MOVED_AWAY, g_array_index(e->left, uint32_t, k), 0, NULL, NULL);
+                g_array_set_size(e->left, 0);
+        }
 
         e->in_event = true;
         LIST_FOREACH(watch, l, w->links) {
@@ -321,10 +326,15 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                 tree_moves_end(e->tree);
 }
 
+void events_read_again(Events *e) {
+        e->drained = false;
+}
+
 bool events_slice(Events *e, uint64_t budget_usec) {
         uint64_t deadline = now_usec() + budget_usec;
+        bool read = false;
 
-        for (int i = 0; i < KERNEL_READ_ROUNDS; ) {
+        for (;;) {
                 RawEvent ev;
                 size_t at;
                 int r;
@@ -342,9 +352,30 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                 if (e->off == e->len) {
                         ssize_t n;
 
+                        /* A read that left room for the longest record took all
+                         * there was: a record queued since makes the fd readable
+                         * again, so the read that would get EAGAIN is not made (a
+                         * system call of the seven each wake-up of a storm cost).
+                         * Unless something waits for the queue to be read empty:
+                         * that needs a read after the records handled, which may
+                         * have queued more. */
+                        if (e->drained && !tree_waits_read_empty(e->tree)) {
+                                e->drained = false;
+                                return false;
+                        }
+                        /* One read a slice: the loop flushes what it held before the
+                         * next, and comes back to the bus between them. A backlog in
+                         * the kernel goes on to the clients 64 KiB of records at a
+                         * time, not a megabyte (sixteen reads, as it was: the queues
+                         * then held some 30,000 records, whose memory malloc took from
+                         * the system and gave back at each slice, a page fault for
+                         * every 4 KiB of it). */
+                        if (read)
+                                return true;
                         self_events_read(e->self);
                         n = backend_read(e->backend, e->buf, KERNEL_READ_BUF);
                         self_events_read_done(e->self, n, KERNEL_READ_BUF);
+                        e->drained = false;
                         if (n == -EAGAIN) {
                                 tree_queue_read_empty(e->tree);
                                 return false;
@@ -355,8 +386,9 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         }
                         e->off = 0;
                         e->len = (size_t) n;
+                        e->drained = e->len <= KERNEL_READ_BUF - KERNEL_RECORD_MAX;
                         e->read_time = now_usec();
-                        i++;
+                        read = true;
                 }
                 at = e->off;
                 r = event_decode(e->buf, e->len, &e->off, &ev);
@@ -371,5 +403,4 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                 if (now_usec() >= deadline)
                         return true;
         }
-        return true;
 }

@@ -6,7 +6,17 @@
  * priority, and sd-event serves the one that has been pending longest, so
  * they take turns. The backlog of a read and the walks are defer sources,
  * which stay pending once enabled: below the others, or they would starve
- * them. The post source runs after each dispatch of any other.
+ * them.
+ *
+ * After each dispatch, whatever it was, what it queued goes out and the
+ * timer is set: in the timer's prepare callback, which sd-event runs before
+ * it next polls, in every iteration. (A post source did that before, in an
+ * iteration of its own: an epoll_wait() and a gettid() more for each
+ * dispatch, two system calls of the seven a wake-up of a storm cost.) So
+ * the timer is always enabled, at UINT64_MAX when nothing waits, and its
+ * priority is above the bus's: sd-event runs prepare callbacks by priority,
+ * and sd-bus's own, which asks epoll for room to write when messages wait,
+ * must see the messages this flush queued.
  */
 
 #include <errno.h>
@@ -26,10 +36,9 @@ struct Loop {
         sd_event_source *fanotify;      /* the fanotify group's fd, if any */
         sd_event_source *fan_backlog;   /* what is left of its read */
         sd_event_source *fan_pause;     /* a pause before the group is read again (fanotify.h) */
-        sd_event_source *timer;         /* the earliest pairing deadline, or a retry */
+        sd_event_source *timer;         /* the earliest pairing deadline, or a retry; before each poll: flush, arm */
         sd_event_source *walker;        /* walks and descents */
-        sd_event_source *post;          /* after every dispatch: flush, arm */
-        uint64_t armed;                 /* the timer's time, UINT64_MAX: off */
+        uint64_t armed;                 /* the timer's time, UINT64_MAX: none */
 };
 
 static void backlog_set(Loop *l, bool on) {
@@ -102,10 +111,20 @@ static int on_fan_pause(sd_event_source *source, uint64_t usec, void *userdata) 
         return 0;
 }
 
+static void timer_set(Loop *l, uint64_t next) {
+        int r = sd_event_source_set_time(l->timer, next);
+
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm the pairing timer, ignoring: %m");
+        else
+                l->armed = next;
+}
+
 static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
         Loop *l = userdata;
 
-        l->armed = UINT64_MAX;  /* a oneshot: off now; on_post arms it again if needed */
+        /* Not again until on_prepare() says when. */
+        timer_set(l, UINT64_MAX);
         backlog_set(l, manager_on_deadline(l->manager));
         return 0;
 }
@@ -118,27 +137,16 @@ static int on_walker(sd_event_source *source, void *userdata) {
         return 0;
 }
 
-/* After any dispatch: what it queued goes out, and the loop learns what the core waits for. */
-static int on_post(sd_event_source *source, void *userdata) {
+/* Before each poll, so after any dispatch: what it queued goes out, and the loop learns what the core waits for. */
+static int on_prepare(sd_event_source *source, void *userdata) {
         Loop *l = userdata;
         uint64_t next;
-        int r = 0;
+        int r;
 
         manager_flush(l->manager);
         next = manager_next_deadline(l->manager);
-        if (next != l->armed) {
-                if (next == UINT64_MAX)
-                        r = sd_event_source_set_enabled(l->timer, SD_EVENT_OFF);
-                else {
-                        r = sd_event_source_set_time(l->timer, next);
-                        if (r >= 0)
-                                r = sd_event_source_set_enabled(l->timer, SD_EVENT_ONESHOT);
-                }
-                if (r < 0)
-                        log_warning_errno(r, "Failed to arm the pairing timer, ignoring: %m");
-                else
-                        l->armed = next;
-        }
+        if (next != l->armed)
+                timer_set(l, next);
         if (manager_has_walks(l->manager)) {
                 r = sd_event_source_set_enabled(l->walker, SD_EVENT_ON);
                 if (r < 0)
@@ -157,7 +165,6 @@ Loop *loop_free(Loop *l) {
         sd_event_source_disable_unref(l->fan_pause);
         sd_event_source_disable_unref(l->timer);
         sd_event_source_disable_unref(l->walker);
-        sd_event_source_disable_unref(l->post);
         free(l);
         return NULL;
 }
@@ -209,11 +216,17 @@ int loop_new(sd_event *event, Manager *m, Loop **ret) {
                 (void) sd_event_source_set_description(l->fan_pause, "fanotify-pause");
         }
 
-        /* Armed only while a client's queue waits for the partner of a rename, or a congested bus. */
+        /* Due only while a client's queue waits for the partner of a rename, or a congested
+         * bus; UINT64_MAX otherwise, which sd-event never dispatches (sd_event_add_time(3)). */
         r = sd_event_add_time(event, &l->timer, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1, on_timer, l);
+        if (r >= 0)
+                r = sd_event_source_set_priority(l->timer, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r >= 0)
+                r = sd_event_source_set_prepare(l->timer, on_prepare);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(l->timer, SD_EVENT_ON);        /* a time source is made ONESHOT */
         if (r < 0)
                 return log_error_errno(r, "Failed to add the pairing timer: %m");
-        (void) sd_event_source_set_enabled(l->timer, SD_EVENT_OFF);
         (void) sd_event_source_set_description(l->timer, "move-pairing");
 
         /* Enabled only while a walk or a descent is in progress. */
@@ -224,11 +237,6 @@ int loop_new(sd_event *event, Manager *m, Loop **ret) {
                 return log_error_errno(r, "Failed to add the walker: %m");
         (void) sd_event_source_set_enabled(l->walker, SD_EVENT_OFF);
         (void) sd_event_source_set_description(l->walker, "tree-walker");
-
-        r = sd_event_add_post(event, &l->post, on_post, l);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the post source: %m");
-        (void) sd_event_source_set_description(l->post, "flush");
 
         *ret = TAKE_PTR(l);
         return 0;

@@ -330,6 +330,7 @@ uint64_t manager_fanotify_pause_usec(const Manager *m) {
  * the read's last slice).
  */
 bool manager_on_deadline(Manager *m) {
+        events_read_again(m->events);
         return manager_on_kernel_readable(m);
 }
 

@@ -31,6 +31,7 @@ void move_pairer_set_limits(MovePairer *p, uint64_t timeout_usec, size_t max_dis
 void move_pairer_done(MovePairer *p) {
         for (size_t i = 0; i < p->n; i++)
                 record_free(p->items[(p->head + i) % p->cap]);
+        record_arena_done(&p->arena);
         free(p->items);
         *p = (MovePairer) {};
 }
@@ -131,8 +132,8 @@ static int pair_moved_to(MovePairer *p, Record *rec, Record **ret_pair) {
         }
         /* Only the IN_MOVED_TO side: a pair of its own, under its own id,
          * after the IN_MOVED_FROM side's. */
-        *ret_pair = record_new(RECORD_EVENT, rec->id, rec->mask | IN_MOVED_FROM, rec->cookie, rec->time_usec,
-                               latest->path, NULL, 0);
+        *ret_pair = record_new_in(&p->arena, RECORD_EVENT, rec->id, rec->mask | IN_MOVED_FROM, rec->cookie,
+                                  rec->time_usec, latest->path, NULL, 0);
         if (*ret_pair)
                 (*ret_pair)->new_path = strdup(rec->path);
         if (!*ret_pair || !(*ret_pair)->new_path) {

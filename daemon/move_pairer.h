@@ -30,6 +30,7 @@
 #include "record.h"
 
 typedef struct MovePairer {
+        RecordArena arena;      /* the queue's records are cut from it (record_new_in()) */
         Record **items;         /* ring buffer: items[(head + i) % cap], i < n */
         size_t head, n, cap;
         uint64_t timeout_usec;

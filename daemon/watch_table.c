@@ -34,6 +34,7 @@
 struct WatchTable {
         Backend *backend;
         GHashTable *by_wd;              /* wd -> Watch (a set keyed by the Watch itself; owned) */
+        Watch *last;                    /* the last found by wd: a storm's records are mostly of one watch */
         GHashTable *by_inode;           /* (dev, ino) -> Watch (a set, not stale ones) */
         GHashTable *subscriptions;      /* id -> Subscription (owned) */
         uint32_t next_id;
@@ -238,7 +239,14 @@ Watch *watch_table_find_watch(WatchTable *t, dev_t dev, ino_t ino) {
 }
 
 Watch *watch_table_get_watch(WatchTable *t, int wd) {
-        return g_hash_table_lookup(t->by_wd, &(Watch) { .wd = wd });
+        Watch *w;
+
+        if (t->last && t->last->wd == wd)
+                return t->last;
+        w = g_hash_table_lookup(t->by_wd, &(Watch) { .wd = wd });
+        if (w)
+                t->last = w;
+        return w;
 }
 
 Subscription *watch_table_get_subscription(WatchTable *t, uint32_t id) {
@@ -564,6 +572,8 @@ static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t m
 
 /* Forgets w's wd: from now on w is owned by its links and freed with the last. */
 static void watch_detach_wd(WatchTable *t, Watch *w) {
+        if (t->last == w)
+                t->last = NULL;
         watch_make_stale(t, w);
         if (w->wd >= 0 && g_hash_table_lookup(t->by_wd, w) == w)
                 g_hash_table_remove(t->by_wd, w);

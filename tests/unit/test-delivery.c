@@ -91,7 +91,9 @@ static void teardown(Fixture *f, gconstpointer data) {
 }
 
 static void submit(Fixture *f, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t t) {
-        delivery_submit(f->d, &f->q, record_new(RECORD_EVENT, id, mask, cookie, t, "/d", "f", 1));
+        /* Cut from the queue's arena, as client.c makes them. */
+        delivery_submit(f->d, &f->q, record_new_in(delivery_queue_arena(&f->q), RECORD_EVENT, id, mask, cookie, t,
+                                                   "/d", "f", 1));
 }
 
 static unsigned sent(const Fixture *f) {
@@ -121,6 +123,8 @@ static void test_batches(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(delivery_get_stats(f->d)->events_delivered, ==, 25);
         g_assert_cmpuint(delivery_get_stats(f->d)->batches_sent, ==, 3);
         g_assert_cmpuint(delivery_next_deadline(f->d), ==, UINT64_MAX);
+        /* A queue that drained keeps no memory for records. */
+        g_assert_cmpuint(record_arena_n_chunks(delivery_queue_arena(&f->q)), ==, 0);
 }
 
 /* A record now and then is sent alone: confirmation is asked for only once

@@ -208,6 +208,8 @@ static void test_wd_reuse(Fixture *f, gconstpointer data) {
         Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *s2;
         int wd = s1->links->watch->wd;
 
+        /* Found by wd last: the table remembers it (a storm's records are of one watch). */
+        g_assert_true(watch_table_get_watch(f->t, wd) == s1->links->watch);
         /* The kernel forgot a's watch and will give the same wd to b. */
         f->fake->watches[wd].live = FALSE;
         f->fake->next_wd = wd;
@@ -218,6 +220,16 @@ static void test_wd_reuse(Fixture *f, gconstpointer data) {
         watch_table_unsubscribe(f->t, s1);
         g_assert_true(watch_table_get_watch(f->t, wd) == s2->links->watch);
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 1);
+        /* Gone from the kernel (IN_IGNORED): not found by its wd any more, the last found or not. */
+        watch_table_watch_gone(f->t, s2->links->watch);
+        g_assert_null(watch_table_get_watch(f->t, wd));
+        /* Released with its last link, right after it was found: nothing is read of it after
+         * (the sanitizer suite sees a read of the freed watch). */
+        s1 = sub(f, f->a, NULL, IN_CREATE);
+        wd = s1->links->watch->wd;
+        g_assert_true(watch_table_get_watch(f->t, wd) == s1->links->watch);
+        watch_table_unsubscribe(f->t, s1);
+        g_assert_null(watch_table_get_watch(f->t, wd));
 }
 
 /* Links: a RECURSIVE subscription on a directory and one below; the kernel
