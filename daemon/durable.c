@@ -367,7 +367,7 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
         DeliveryQueue *q = &a->client->queue;
         const Config *c = manager_get_config(d->m);
         const char *name = a->sub->def.name;
-        uint64_t unread = q->sent - q->read, budget;
+        uint64_t budget, bytes_budget, bytes = 0;
         size_t in_batch = 0, sent = 0;
         JournalEntry e;
         int k = 0, r = 0;
@@ -376,13 +376,16 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
                 d->wake_at = MIN(d->wake_at, now + DELIVERY_RETRY_USEC);
                 return false;
         }
-        if (unread >= c->max_pending_events_per_client) {
+        /* Its window, in records and bytes, as for its live records: a replay
+         * of long paths weighs what it weighs in the bus too. */
+        delivery_window(q, &budget, &bytes_budget);
+        if (budget == 0 || (bytes_budget == 0 && q->sent_bytes != q->read_bytes)) {
                 delivery_ask_confirm(q);        /* its answer's flush brings us back */
                 return false;
         }
-        budget = MIN(c->max_pending_events_per_client - unread, (uint64_t) PUMP_MAX_ENTRIES);
+        budget = MIN(budget, (uint64_t) PUMP_MAX_ENTRIES);
 
-        while (sent < budget && r >= 0) {
+        while (sent < budget && (bytes < bytes_budget || sent == 0) && r >= 0) {
                 k = journal_reader_next(a->reader, &e);
                 if (k < 0)
                         break;
@@ -416,6 +419,7 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
                         r = d->ops->events_add(a->client, &e, d->userdata);
                 in_batch++;
                 sent++;
+                bytes += sizeof(Record) + strlen(e.path) + 1 + (e.new_path ? strlen(e.new_path) + 1 : 0);
                 if (r >= 0 && in_batch >= c->batch_max_events) {
                         r = d->ops->events_end(a->client, d->userdata);
                         in_batch = 0;
@@ -430,9 +434,11 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
                 attach_stop(d, a, DURABLE_STOPPED_ERROR);
                 return false;
         }
+        if (bytes > 0)
+                delivery_sent_bytes(q, 0, bytes);       /* the records were counted as each message went */
         if (sent > 0)
                 delivery_ask_confirm(q);
-        return sent >= budget;
+        return sent >= budget || bytes >= bytes_budget;
 }
 
 static void enforce_caps(Durable *d) {

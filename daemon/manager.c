@@ -142,6 +142,9 @@ static void limits_from_config(const Manager *m, AccountingLimits *ret_accountin
         accounting_limits_size(ret_accounting, m->kernel_watch_limit);
         *ret_delivery = (DeliveryLimits) {
                 .max_pending = m->config.max_pending_events_per_client,
+                .max_bytes = m->config.max_pending_bytes_per_client,
+                .max_pending_user = m->config.max_pending_events_per_user,
+                .max_bytes_user = m->config.max_pending_bytes_per_user,
                 .batch_max = m->config.batch_max_events,
                 .pair_timeout_usec = (uint64_t) m->config.move_pair_timeout_ms * 1000u,
                 .pair_max_distance = m->config.move_pair_max_distance,

@@ -38,3 +38,7 @@ Record *record_free(Record *r) {
         }
         return NULL;
 }
+
+size_t record_bytes(const Record *r) {
+        return sizeof(Record) + strlen(r->path) + 1 + (r->new_path ? strlen(r->new_path) + 1 : 0);
+}

@@ -9,6 +9,7 @@
  * were lost) so that a client sees them in kernel order with its events.
  */
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum RecordKind {
@@ -32,3 +33,5 @@ typedef struct Record {
 Record *record_new(RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t time_usec,
                    const char *dir, const char *name, size_t name_len);
 Record *record_free(Record *r);
+/* The heap bytes r holds: the struct, its path and new path (what the memory caps count). */
+size_t record_bytes(const Record *r);

@@ -94,7 +94,7 @@ static void setup(Fixture *f, gconstpointer data) {
                 .max_watches_unprivileged = 1000,
                 .max_clients_per_user = 10,
         };
-        DeliveryLimits dl = { .max_pending = 1000, .batch_max = 100, .pair_timeout_usec = 1000000,
+        DeliveryLimits dl = { .max_pending = 1000, .max_bytes = UINT64_MAX, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX, .batch_max = 100, .pair_timeout_usec = 1000000,
                               .pair_max_distance = 100 };
         Caller caller;
 
