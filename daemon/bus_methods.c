@@ -117,11 +117,24 @@ int bus_client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_
         return 0;
 }
 
-/* A RECURSIVE AddWatch whose walk goes on from the loop: answered when it ends. */
+/* A RECURSIVE AddWatch whose walk goes on from the loop, or one whose polled
+ * directories' first snapshots are taken in workers: answered when they end. */
 typedef struct PendingAdd {
         DbusIface *iface;
         sd_bus_message *msg;
+        Client *client;
+        uint32_t id;
 } PendingAdd;
+
+static void add_watch_primed(void *userdata) {
+        _cleanup_free_ PendingAdd *p = userdata;
+        _cleanup_(message_unrefp) sd_bus_message *msg = p->msg;
+        int r;
+
+        r = sd_bus_reply_method_return(msg, "u", p->id);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", p->id);
+}
 
 static void add_watch_done(uint32_t id, int r, void *userdata) {
         _cleanup_free_ PendingAdd *p = userdata;
@@ -130,6 +143,14 @@ static void add_watch_done(uint32_t id, int r, void *userdata) {
         _cleanup_free_ char *what = NULL;
         const char *path = NULL;
 
+        if (r >= 0) {
+                p->id = id;
+                if (manager_when_primed(p->iface->manager, p->client, id, add_watch_primed, p) > 0) {
+                        TAKE_PTR(p);
+                        TAKE_PTR(msg);
+                        return;         /* answered when its first snapshots are taken */
+                }
+        }
         if (r == -ECANCELED)
                 r = sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_FAILED, "The daemon is exiting.");
         else if (r < 0) {
@@ -213,9 +234,23 @@ static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd
 
                 if (!p)
                         return -ENOMEM;         /* the walk goes on; its subscription stays, unanswered: rare enough */
-                *p = (PendingAdd) { d, sd_bus_message_ref(msg) };
+                *p = (PendingAdd) { d, sd_bus_message_ref(msg), c, id };
                 tree_walk_set_done(walk, add_watch_done, p);
                 return 1;
+        }
+        if (manager_get_fswork(m)) {
+                /* A polled directory's first snapshot is taken in a worker: the
+                 * answer waits for it, so that what changes after it is found. */
+                PendingAdd *p = malloc(sizeof(PendingAdd));
+
+                if (!p)
+                        return -ENOMEM;
+                *p = (PendingAdd) { d, sd_bus_message_ref(msg), c, id };
+                r = manager_when_primed(m, c, id, add_watch_primed, p);
+                if (r > 0)
+                        return 1;
+                sd_bus_message_unref(p->msg);
+                free(p);
         }
         return sd_bus_reply_method_return(msg, "u", id);
 }

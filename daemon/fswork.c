@@ -129,8 +129,25 @@ FsWork *fswork_free(FsWork *w) {
         pthread_mutex_lock(&w->lock);
         w->stopping = true;
         pthread_cond_broadcast(&w->cond);
-        while (w->threads > 0)
-                pthread_cond_wait(&w->cond, &w->lock);
+        /* The jobs running return, unless their file system does not answer:
+         * those threads are left to the process's exit, and w with them. */
+        for (uint64_t until = now_mono_usec() + FSWORK_DEADLINE_USEC; w->threads > 0; ) {
+                struct timespec ts;
+
+                if (now_mono_usec() >= until) {
+                        log_notice("%u file system job(s) still wait for their file system: not waited for.",
+                                   w->threads);
+                        pthread_mutex_unlock(&w->lock);
+                        return NULL;
+                }
+                (void) clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 100 * 1000 * 1000;
+                if (ts.tv_nsec >= 1000000000) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000;
+                }
+                (void) pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+        }
         pthread_mutex_unlock(&w->lock);
         /* What never ran, and what ended without its completion. */
         for (GList *l = w->done.head; l; ) {
@@ -228,6 +245,8 @@ static void *worker(void *arg) {
                 lane_set_ready(w, l);
                 w->stats.running++;
                 w->stats.queued--;
+                /* The loop arms its deadline timer after a dispatch: one now. */
+                (void) eventfd_write(w->efd, 1);
                 pthread_mutex_unlock(&w->lock);
 
                 r = j->as_caller ? access_become(&j->caller, &saved) : 0;

@@ -58,7 +58,8 @@ typedef void (*FsJobRun)(void *data);
 typedef void (*FsJobDone)(void *data, int error);
 
 int fswork_new(const FsWorkOps *ops, void *userdata, FsWork **ret);
-/* Waits for the jobs running to return (their completions are not called): none may be stuck. */
+/* Waits for the jobs running to return (their completions are not called); a
+ * job still running after FSWORK_DEADLINE_USEC is left, with w (at exit). */
 FsWork *fswork_free(FsWork *w);
 
 /* Readable when completions wait: the loop calls fswork_dispatch(). */

@@ -47,9 +47,17 @@ struct Manager {
         Events *events;                 /* the kernel's records */
         Subscriptions *subs;            /* the clients and their subscriptions */
 
+        FsWork *fswork;                 /* file system work off the loop; NULL: on it (unit tests) */
+        GHashTable *primed_waiters;     /* Subscription -> GPtrArray of PrimedWaiter */
+
         ManagerHooks hooks;
         void *hooks_userdata;
 };
+
+typedef struct PrimedWaiter {
+        void (*cb)(void *userdata);
+        void *userdata;
+} PrimedWaiter;
 
 int manager_new(Config *config, Manager **ret) {
         Manager *m;
@@ -76,6 +84,8 @@ Manager *manager_free(Manager *m) {
         if (m->table)
                 watch_table_set_ops(m->table, &(WatchTableOps) {}, NULL);
         m->remote = remote_free(m->remote);
+        if (m->primed_waiters)
+                g_hash_table_unref(m->primed_waiters);
         /* Clients before the table's links are freed without being unlinked:
          * their accounts return what is charged. */
         m->subs = subscriptions_free(m->subs);
@@ -124,6 +134,57 @@ static bool on_remote_deliver(Subscription *s, uint32_t mask, uint32_t cookie, c
         Manager *m = userdata;
 
         return events_deliver(m->events, s, mask, cookie, dir, name, name_len, now);
+}
+
+/* s's first snapshots are taken: whoever waited for them (an AddWatch's answer) goes on. */
+static void on_remote_primed(Subscription *s, void *userdata) {
+        Manager *m = userdata;
+        GPtrArray *ws;
+
+        if (!m->primed_waiters || !g_hash_table_steal_extended(m->primed_waiters, s, NULL, (gpointer *) &ws))
+                return;
+        for (guint i = 0; i < ws->len; i++) {
+                PrimedWaiter *w = g_ptr_array_index(ws, i);
+
+                w->cb(w->userdata);
+        }
+        g_ptr_array_unref(ws);
+}
+
+int manager_when_primed(Manager *m, Client *c, uint32_t id, void (*cb)(void *userdata), void *userdata) {
+        Subscription *s = watch_table_get_subscription(m->table, id);
+        PrimedWaiter *w;
+        GPtrArray *ws;
+
+        if (!s || s->owner != c || !remote_priming(m->remote, s))
+                return 0;
+        if (!m->primed_waiters)
+                m->primed_waiters = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                                          (GDestroyNotify) g_ptr_array_unref);
+        w = malloc(sizeof(PrimedWaiter));
+        if (!w)
+                return -ENOMEM;
+        *w = (PrimedWaiter) { cb, userdata };
+        ws = g_hash_table_lookup(m->primed_waiters, s);
+        if (!ws) {
+                ws = g_ptr_array_new_with_free_func(free);
+                g_hash_table_insert(m->primed_waiters, s, ws);
+        }
+        g_ptr_array_add(ws, w);
+        return 1;
+}
+
+void manager_set_fswork(Manager *m, FsWork *w) {
+        m->fswork = w;
+}
+
+FsWork *manager_get_fswork(const Manager *m) {
+        return m->fswork;
+}
+
+void manager_lane_stalled(Manager *m, dev_t dev, bool stalled) {
+        if (m->remote)
+                remote_lane_stalled(m->remote, dev, stalled);
 }
 
 /* The polled root of s is gone (the kernel of this machine cannot say so). */
@@ -197,9 +258,10 @@ int manager_start(Manager *m) {
         if (r >= 0)
                 r = moves_new(m->table, &m->moves);
         if (r >= 0)
-                r = remote_new(m->table, &m->config, &(RemoteOps) {
+                r = remote_new(m->table, &m->config, m->fswork, &(RemoteOps) {
                                        .deliver = on_remote_deliver,
                                        .gone = on_remote_gone,
+                                       .primed = on_remote_primed,
                                }, m, &m->remote);
         if (r >= 0)
                 watch_table_set_ops(m->table, &remote_table_ops, m->remote);

@@ -106,6 +106,16 @@ void manager_get_user_stats(const Manager *m, uid_t uid, SubscriptionsStats *ret
 
 /* For the layers above, which do not read the struct. */
 const Config *manager_get_config(const Manager *m);
+
+/* File system work off the loop (fswork.h): given by watchd.c before
+ * manager_start(); without it (unit tests) polls read on the loop. */
+void manager_set_fswork(Manager *m, FsWork *w);
+FsWork *manager_get_fswork(const Manager *m);
+/* FsWorkOps.stalled: the subscriptions polled on dev are told. */
+void manager_lane_stalled(Manager *m, dev_t dev, bool stalled);
+/* If c's subscription id waits for first snapshots taken in workers, cb(userdata)
+ * is called once they are (or the subscription ended): return 1. Else 0: now. */
+int manager_when_primed(Manager *m, Client *c, uint32_t id, void (*cb)(void *userdata), void *userdata);
 const Backend *manager_get_backend(const Manager *m);
 /* The limits in force ("auto" sized from the kernel's). */
 const AccountingLimits *manager_get_limits(const Manager *m);

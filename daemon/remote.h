@@ -47,6 +47,7 @@
 
 #include "config.h"
 #include "event_decode.h"
+#include "fswork.h"
 #include "poller.h"
 #include "watch_table.h"
 
@@ -58,9 +59,27 @@ typedef struct RemoteOps {
                         size_t name_len, uint64_t now_usec, void *userdata);
         /* The polled root of s is gone (deleted on the server, ESTALE): s ends with WatchRemoved "deleted". */
         void (*gone)(Subscription *s, void *userdata);
+        /* Every first snapshot of s's directories taken in a worker is taken (or failed): see remote_priming(). */
+        void (*primed)(Subscription *s, void *userdata);
 } RemoteOps;
 
-int remote_new(WatchTable *table, const Config *config, const RemoteOps *ops, void *userdata, Remote **ret);
+/*
+ * With fswork (not NULL), every read of a polled directory is made in a
+ * worker thread, in its file system's lane, as its subscriber (fswork.h):
+ * a file system that stops answering holds its own subscriptions' polls,
+ * and nothing else. Those subscriptions are sent Overflow when its lane
+ * stalls and again when it answers (a rescan then sees what it missed).
+ * Without it (unit tests), reads are made in poller_run().
+ */
+int remote_new(WatchTable *table, const Config *config, FsWork *fswork, const RemoteOps *ops, void *userdata,
+               Remote **ret);
+/* Whether first snapshots of s's directories are being taken in a worker:
+ * a change made after AddWatch answers must be found by the next poll, so
+ * the answer waits for RemoteOps.primed. */
+bool remote_priming(const Remote *r, const Subscription *s);
+/* The lane of dev stalled, or answers again (FsWorkOps.stalled): every
+ * subscription polled there gets Overflow. */
+void remote_lane_stalled(Remote *r, dev_t dev, bool stalled);
 Remote *remote_free(Remote *r);
 
 /* New intervals (for subscriptions made from now on) and budget. */

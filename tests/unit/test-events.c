@@ -108,7 +108,7 @@ static void setup(Fixture *f, gconstpointer data) {
         g_assert_cmpint(missing_new(f->table, &(MissingOps) { .appeared = on_appeared, .gone = on_missing_gone }, f,
                                     &f->missing), ==, 0);
         g_assert_cmpint(moves_new(f->table, &f->moves), ==, 0);
-        g_assert_cmpint(remote_new(f->table, &f->config, &(RemoteOps) { .deliver = on_remote_deliver,
+        g_assert_cmpint(remote_new(f->table, &f->config, NULL, &(RemoteOps) { .deliver = on_remote_deliver,
                                                                        .gone = on_remote_gone }, f, &f->remote), ==, 0);
         g_assert_cmpint(events_new(&f->fake->backend, f->table, f->tree, f->missing, f->moves, f->remote,
                                    &(EventsOps) {
