@@ -31,7 +31,11 @@
  *     the bus lets watchd await: another user's reader is served (crowd);
  *   - the test bus really is strict, and our rule is narrow: a method call
  *     between two clients is denied, root may send Peer.Ping and nothing
- *     else of Peer (policy).
+ *     else of Peer (policy);
+ *   - 128 clients of nobody that never read, subscribed to a directory
+ *     whose paths are 4 KB long, through a storm there: watchd's RSS grows
+ *     by at most max_pending_bytes_per_user and a constant, and root's
+ *     reader of the same directory gets every record (memory-crowd).
  *
  * The client that stops reading is a child process (fork, no exec) that
  * becomes nobody, connects with sd-bus, subscribes, tells the parent, and
@@ -101,6 +105,7 @@ typedef struct Params {
          * and how long the client stays stuck before the storm. */
         const char *bus_timeout;
         int stuck_ms;
+        const char *config;     /* watchd.conf, else WINDOW_CONFIG */
 } Params;
 
 /* ---------------------------------------------------------------- the reading client */
@@ -518,7 +523,7 @@ static void fixture_setup(Fixture *f, gconstpointer data) {
 
                 f->daemon = wt_daemon_start_env(f->bus, WINDOW_CONFIG, env);
         } else
-                f->daemon = wt_daemon_start(f->bus, WINDOW_CONFIG);
+                f->daemon = wt_daemon_start(f->bus, p->config ? p->config : WINDOW_CONFIG);
 }
 
 static void fixture_teardown(Fixture *f, gconstpointer data) {
@@ -825,11 +830,82 @@ static void test_policy(Fixture *f, gconstpointer data) {
         g_dbus_connection_close_sync(b, NULL, NULL);
 }
 
+/* The byte caps of memory-crowd: small, so that a storm passes them many times. */
+#define CROWD_CLIENT_BYTES (4u << 20)
+#define CROWD_USER_BYTES (16u << 20)
+#define CROWD_CONFIG "[limits]\nmax_pending_bytes_per_client = 4M\nmax_pending_bytes_per_user = 16M\n"
+/* What watchd may grow by, past the user's cap: malloc's arenas and free
+ * lists, sd-bus's buffers, the reader's traffic. */
+#define CROWD_RSS_CONSTANT_KB (16u * 1024u)
+
+/* A directory under f->dir whose path is about len bytes long. */
+static char *deep_dir(Fixture *f, size_t len) {
+        g_autofree char *comp = g_strnfill(200, 'd');
+        char *path = g_strdup(f->dir);
+
+        while (strlen(path) + 201 < len) {
+                char *next = g_build_filename(path, comp, NULL);
+
+                g_assert_cmpint(g_mkdir(next, 0755), ==, 0);
+                g_free(path);
+                path = next;
+        }
+        return path;
+}
+
+static void test_memory_crowd(Fixture *f, gconstpointer data) {
+        const guint crowd = 128, pairs = 24 * ROUND_PAIRS;
+        g_autofree char *deep = NULL, *pad = g_strnfill(200, 'f');
+        guint64 held_records = 0, dropped;
+        Reader reader;
+        Stuck st;
+        Rss rss;
+
+        if (!f->bus)
+                return;
+        deep = deep_dir(f, 3900);
+        stuck_start_full(&st, f->bus, deep, false, crowd);
+        reader_init(&reader, f->bus, PING_ANSWER);
+        reader.id = add_watch(reader.proxy, deep);
+        rss_start(&rss, f->daemon->process);
+
+        for (guint i = 0; i < pairs; i++) {
+                g_autofree char *p = g_strdup_printf("%s/%06u-%s", deep, i, pad);
+                int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+                g_assert_cmpint(fd, >=, 0);
+                g_assert_cmpint(close(fd), ==, 0);
+                g_assert_cmpint(unlink(p), ==, 0);
+                if ((i + 1) % ROUND_PAIRS == 0) {
+                        await_records(&reader, 2 * (i + 1));
+                        rss_sample(&rss);
+                }
+        }
+        g_assert_cmpuint(reader.n_records, ==, 2 * pairs);
+        g_assert_cmpuint(reader.n_overflows, ==, 0);
+        rss_sample(&rss);
+        dropped = wt_stat(reader.proxy, "events_dropped");
+        (void) held_records;
+        g_test_message("figure: memory-crowd: %u clients of nobody that never read, records of %zu-byte paths, "
+                       "%u created: watchd's RSS %" G_GUINT64_FORMAT " -> peak %" G_GUINT64_FORMAT " kB (+%"
+                       G_GUINT64_FORMAT " kB; cap per user %u kB), %" G_GUINT64_FORMAT " records dropped",
+                       crowd, strlen(deep) + 1 + 207, pairs, rss.base, rss.peak, rss.peak - rss.base,
+                       CROWD_USER_BYTES / 1024, dropped);
+        /* Without the byte caps every client of the crowd held 1024 of them queued and
+         * 1024 unconfirmed: 128 x 2048 x 4.3 KB, about 1.1 GB. */
+        if (watchd_rss_meaningful())
+                g_assert_cmpuint(rss.peak - rss.base, <=, CROWD_USER_BYTES / 1024 + CROWD_RSS_CONSTANT_KB);
+        g_assert_cmpuint(dropped, >, 0);
+        reader_done(&reader);
+        crowd_end(&st);
+}
+
 int main(int argc, char *argv[]) {
         static const Params system_bus = { .system = TRUE }, session_bus = { .system = FALSE },
                             system_bus_error = { .system = TRUE, .mode = PING_ERROR },
                             system_bus_denied = { .system = TRUE, .deny_ping = TRUE },
-                            system_bus_long = { .system = TRUE, .bus_timeout = "250ms", .stuck_ms = 3000 };
+                            system_bus_long = { .system = TRUE, .bus_timeout = "250ms", .stuck_ms = 3000 },
+                            system_bus_caps = { .system = TRUE, .config = CROWD_CONFIG };
 
         g_test_init(&argc, &argv, NULL);
 
@@ -843,5 +919,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/session-bus/reader", Fixture, &session_bus, fixture_setup, test_reader, fixture_teardown);
         g_test_add("/system-bus/ping-denied", Fixture, &system_bus_denied, fixture_setup, test_ping_denied, fixture_teardown);
         g_test_add("/system-bus/crowd", Fixture, &system_bus, fixture_setup, test_crowd, fixture_teardown);
+        g_test_add("/system-bus/memory-crowd", Fixture, &system_bus_caps, fixture_setup, test_memory_crowd,
+                   fixture_teardown);
         return g_test_run();
 }
