@@ -36,11 +36,12 @@ typedef struct Followup {
                 FOLLOW_CHAIN,           /* an event on a directory of pending paths */
                 FOLLOW_MOVED_SELF,      /* PERSIST: the kernel's IN_MOVE_SELF went, it follows its path */
                 FOLLOW_MOVED_AWAY,      /* PERSIST: its object was renamed away (its parent's watch saw it) */
+                FOLLOW_ACCESS,          /* its directory's mode, owner or ACL changed: access checked again */
         } what;
         uint32_t id;                    /* the subscription, looked up again */
         uint32_t cookie;
         char *path;
-        WatchLink *link;                /* FOLLOW_CHAIN: held */
+        WatchLink *link;                /* FOLLOW_CHAIN, FOLLOW_ACCESS: held */
 } Followup;
 
 struct Events {
@@ -189,6 +190,11 @@ static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
                                 missing_on_event(e->missing, f->link, ev->mask, ev->name, ev->name_len);
                         watch_link_release(f->link);
                         break;
+                case FOLLOW_ACCESS:
+                        if (s && !f->link->dead && e->ops.access_changed)
+                                e->ops.access_changed(s, f->link, e->userdata);
+                        watch_link_release(f->link);
+                        break;
                 case FOLLOW_ONESHOT:
                         if (s)
                                 e->ops.end(s, WATCHD_REASON_ONESHOT, now, e->userdata);
@@ -275,6 +281,17 @@ static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
                         continue;
                 }
 
+                /* The directory's mode, owner or ACL changed: who may read it is
+                 * checked again (a directory found closed too: it may be open again). */
+                if ((ev->mask & IN_ATTRIB) && !ev->name && w->is_dir) {
+                        watch_link_hold(l);
+                        followup_add(e, FOLLOW_ACCESS, s->id, 0, NULL, l);
+                }
+                /* Its owner may no longer read there (or is being checked): nothing from it. */
+                if (watch_link_blocked(l)) {
+                        s->missed = true;
+                        continue;
+                }
                 dir = watch_link_get_path(l, buf);
                 if (!dir) {
                         client_queue_lost(s);  /* deeper than PATH_MAX */
