@@ -16,10 +16,18 @@
  * watched. That fd may be O_PATH (access_open_as() returns one) and both
  * backends use it as it is, so placing a watch generates no event; only with
  * an older build of the module, which refuses O_PATH fds, does the device
- * backend reopen it for reading. Masks are the eleven 0.23 events only:
- * ONESHOT is the daemon's.
+ * backend reopen it for reading. Masks are the eleven 0.23 events, and
+ * IN_MOVE_SELF for a PERSIST root (the syscalls have it, and a module of ABI
+ * version 2 through INOTIFY_ADD_WATCH; an older one has not): ONESHOT is the
+ * daemon's.
+ *
+ * What the daemon does itself is an event like anyone's to the syscalls: its
+ * reads of the directories it scans are accounted for above (self_events.h).
+ * The device asks the module to leave all of it out (INOTIFY_DEV_EXCL_SELF)
+ * and says so in excludes_self.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +46,8 @@ typedef struct BackendOps {
         void (*free)(Backend *b);
         /* Optional: many watches on directories in a row (a RECURSIVE walk's slice). */
         void (*batch)(Backend *b, bool begin);
+        /* Optional: the bytes a read would return now (FIONREAD). */
+        int (*pending)(Backend *b, size_t *ret);
 } BackendOps;
 
 struct Backend {
@@ -45,6 +55,7 @@ struct Backend {
         int fd;                         /* the kernel fd, -1 for a fake */
         char *limit_hint;               /* how to raise the kernel's watch limit */
         const char *limit_path;         /* the file that holds that limit, or NULL (a fake) */
+        bool excludes_self;             /* the kernel leaves out what the daemon's own process does */
 };
 
 /* BACKEND_AUTO: the device if it can be opened, else the syscalls. */
@@ -94,4 +105,10 @@ static inline void backend_batch(Backend *b, bool begin) {
 
 static inline ssize_t backend_read(Backend *b, void *buf, size_t size) {
         return b->ops->read(b, buf, size);
+}
+
+/* The bytes of records queued in the kernel now, as read() would return
+ * them. Return: 0, or -errno (-EOPNOTSUPP: the backend cannot say). */
+static inline int backend_pending(Backend *b, size_t *ret) {
+        return b->ops->pending ? b->ops->pending(b, ret) : -EOPNOTSUPP;
 }

@@ -1,16 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * backend_device - the kernel interface on /dev/inotify (inotify 0.23 ABI)
+ * backend_device - the kernel interface on /dev/inotify (inotify 0.23 ABI, and version 2)
  *
  * The differences from the syscalls that matter here (docs/KERNEL-MODULE.md, "Behaviour"):
- * wd 0 is valid; the device silently drops mask bits it does not know (we
- * pass the eleven 0.23 events only, and drop IN_MOVE_SELF ourselves, so that
- * a mask of it alone is never EINVAL); it has no IN_ONESHOT (the daemon does
- * oneshot itself, for both backends) and no IN_MOVE_SELF; a read() whose
- * buffer is too small for the next record returns 0 rather than EINVAL, which
- * cannot happen with the daemon's buffer (>= BACKEND_MIN_READ) but is not
- * mistaken for end of file either. INOTIFY_IGNORE gets a pointer to the wd,
- * the 2005 form that the module reads unambiguously for any wd.
+ * wd 0 is valid; a read() whose buffer is too small for the next record
+ * returns 0 rather than EINVAL, which cannot happen with the daemon's buffer
+ * (>= BACKEND_MIN_READ) but is not mistaken for end of file either.
+ * INOTIFY_IGNORE gets a pointer to the wd, the 2005 form that the module
+ * reads unambiguously for any wd.
+ *
+ * At start the module is asked what it has (INOTIFY_GET_INFO). A module of
+ * ABI version 2 takes the syscalls' mask through INOTIFY_ADD_WATCH, so a
+ * PERSIST root gets IN_MOVE_SELF as on the syscalls, and is asked to leave
+ * out everything the daemon's own process does (INOTIFY_SET_FLAGS,
+ * INOTIFY_DEV_EXCL_SELF): its scans, polls and journal writes are nobody's
+ * events (Backend.excludes_self). An older module answers ENOTTY: then the
+ * eleven 0.23 events only (INOTIFY_WATCH silently drops IN_MOVE_SELF, and
+ * IN_ONESHOT, which the daemon does itself for both backends), and the
+ * daemon's reads are accounted for as on the syscalls (self_events.h).
  *
  * INOTIFY_WATCH is given the daemon's O_PATH fd as it is: the module takes
  * it (fget_raw) and checks read permission itself, so placing a watch opens
@@ -22,6 +29,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -33,11 +41,13 @@
 
 #include "backend.h"
 #include "event_bits.h"
+#include "log.h"
 #include "macro.h"
 
 typedef struct DeviceBackend {
         Backend backend;
         bool reopen_path_fds;           /* the module refuses O_PATH fds: an older build */
+        bool add_watch;                 /* INOTIFY_ADD_WATCH: ABI version 2 */
 } DeviceBackend;
 
 static DeviceBackend *device_backend(Backend *b) {
@@ -45,15 +55,17 @@ static DeviceBackend *device_backend(Backend *b) {
 }
 
 static int device_watch(Backend *b, int fd, uint32_t mask, int *ret_wd) {
+        bool v2 = device_backend(b)->add_watch;
         struct inotify_watch_request req = {
                 .fd = fd,
-                /* The 0.23 events only: IN_MOVE_SELF, which a PERSIST
-                 * subscription asks for on the syscalls, is not one. */
-                .mask = mask & INOTIFY_DEV_ALL_EVENTS,
+                /* The events the module knows: on an older one the 0.23
+                 * events only (IN_MOVE_SELF, which a PERSIST root asks for,
+                 * is not one of them). */
+                .mask = mask & (v2 ? INOTIFY_DEV_EVENTS : INOTIFY_DEV_ALL_EVENTS),
         };
         int wd;
 
-        wd = ioctl(b->fd, INOTIFY_WATCH, &req);
+        wd = ioctl(b->fd, v2 ? INOTIFY_ADD_WATCH : INOTIFY_WATCH, &req);
         if (wd < 0)
                 return negative_errno();
         *ret_wd = wd;
@@ -112,6 +124,15 @@ static ssize_t device_read(Backend *b, void *buf, size_t size) {
         return n;
 }
 
+static int device_pending(Backend *b, size_t *ret) {
+        int n;
+
+        if (ioctl(b->fd, FIONREAD, &n) < 0)
+                return negative_errno();
+        *ret = n > 0 ? (size_t) n : 0;
+        return 0;
+}
+
 static void device_free(Backend *b) {
         safe_close(b->fd);
         free(b->limit_hint);
@@ -124,6 +145,7 @@ static const BackendOps device_ops = {
         .rm_watch = device_rm_watch,
         .read = device_read,
         .free = device_free,
+        .pending = device_pending,
 };
 
 /* Whether fd is an inotify device: a character device that answers FIONREAD
@@ -139,6 +161,31 @@ static int device_check(int fd) {
         if (ioctl(fd, FIONREAD, &n) < 0)
                 return negative_errno();
         return 0;
+}
+
+/* What the module has beyond 0.23 (INOTIFY_GET_INFO; ENOTTY from an older
+ * one): INOTIFY_ADD_WATCH, and the daemon's own events left out. */
+static void device_features(DeviceBackend *d, const char *device) {
+        Backend *b = &d->backend;
+        struct inotify_dev_info info = {};
+        uint32_t flags = INOTIFY_DEV_EXCL_SELF;
+
+        if (ioctl(b->fd, INOTIFY_GET_INFO, &info) < 0 || info.version < 2) {
+                log_info("'%s' has the 0.23 ABI only (an older module): no IN_MOVE_SELF, and the daemon's "
+                         "own reads are told from others' by accounting.", device);
+                return;
+        }
+        d->add_watch = (info.mask & IN_MOVE_SELF) != 0;
+        if (!(info.flags & INOTIFY_DEV_EXCL_SELF))
+                ;
+        else if (ioctl(b->fd, INOTIFY_SET_FLAGS, &flags) >= 0)
+                b->excludes_self = true;
+        else
+                log_warning_errno(-errno, "Failed to have '%s' leave out the daemon's own events, "
+                                  "accounting for them instead: %m", device);
+        log_info("'%s' has ABI version %" PRIu32 ": IN_MOVE_SELF %s, the daemon's own events %s.", device,
+                 info.version, d->add_watch ? "reported" : "not reported",
+                 b->excludes_self ? "left out" : "accounted for");
 }
 
 int backend_device_new(const char *device, Backend **ret) {
@@ -157,6 +204,7 @@ int backend_device_new(const char *device, Backend **ret) {
                 device_free(b);
                 return r;
         }
+        device_features(d, device);
         b->limit_path = "/sys/class/misc/inotify/max_user_watches";
         if (asprintf(&b->limit_hint, "%s", b->limit_path) < 0) {
                 b->limit_hint = NULL;

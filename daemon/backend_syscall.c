@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -83,6 +84,15 @@ static ssize_t syscall_read(Backend *b, void *buf, size_t size) {
         return n;
 }
 
+static int syscall_pending(Backend *b, size_t *ret) {
+        int n;
+
+        if (ioctl(b->fd, FIONREAD, &n) < 0)
+                return negative_errno();
+        *ret = n > 0 ? (size_t) n : 0;
+        return 0;
+}
+
 static void syscall_batch(Backend *b, bool begin) {
         SyscallBackend *sb = syscall_backend(b);
 
@@ -111,6 +121,7 @@ static const BackendOps syscall_ops = {
         .read = syscall_read,
         .free = syscall_free,
         .batch = syscall_batch,
+        .pending = syscall_pending,
 };
 
 int backend_syscall_new(Backend **ret) {

@@ -417,6 +417,8 @@ int bus_method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                 if (r >= 0)
                         r = append_t(reply, "poll_syscalls", st.poll_syscalls);
                 if (r >= 0)
+                        r = append_t(reply, "self_events_dropped", st.self_events_dropped);
+                if (r >= 0)
                         r = append_t(reply, "bus_queued_messages", queued);
         }
         if (r >= 0)

@@ -24,6 +24,6 @@ static_assert(WATCHD_IN_ACCESS == IN_ACCESS && WATCHD_IN_MODIFY == IN_MODIFY &&
               WATCHD_IN_CREATE == IN_CREATE && WATCHD_IN_DELETE == IN_DELETE &&
               WATCHD_IN_DELETE_SELF == IN_DELETE_SELF && WATCHD_IN_UNMOUNT == IN_UNMOUNT &&
               WATCHD_IN_ISDIR == IN_ISDIR, "the API's event bits are inotify's");
-/* Not in the 0.23 ABI (the device has none): the syscalls' bit, which the
+/* Not in the 0.23 ABI (a module of ABI version 2 has it): the syscalls' bit, which the
  * daemon also makes itself for a PERSIST subscription (events.c). */
 static_assert(WATCHD_IN_MOVE_SELF == IN_MOVE_SELF, "IN_MOVE_SELF is the syscalls'");

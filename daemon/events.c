@@ -51,6 +51,7 @@ struct Events {
         Missing *missing;
         Moves *moves;
         Remote *remote;
+        SelfEvents *self;
         EventsOps ops;
         void *userdata;
         EventsStats stats;
@@ -65,7 +66,7 @@ struct Events {
 };
 
 int events_new(Backend *backend, WatchTable *table, Tree *tree, Missing *missing, Moves *moves, Remote *remote,
-               const EventsOps *ops, void *userdata, Events **ret) {
+               SelfEvents *self, const EventsOps *ops, void *userdata, Events **ret) {
         Events *e = calloc(1, sizeof(Events));
 
         if (!e)
@@ -77,6 +78,7 @@ int events_new(Backend *backend, WatchTable *table, Tree *tree, Missing *missing
                 .missing = missing,
                 .moves = moves,
                 .remote = remote,
+                .self = self,
                 .ops = *ops,
                 .userdata = userdata,
                 .buf = malloc(KERNEL_READ_BUF),
@@ -134,7 +136,7 @@ bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, 
         if (tree_scanned_check(e->tree, s, dir, mask, name, name_len))
                 return false;
         client_queue_event(s, mask, cookie, dir, name, name_len, now_usec);
-        /* ONESHOT is the daemon's (the device has none, and a shared kernel
+        /* ONESHOT is the daemon's (an older device has none, and a shared kernel
          * watch must outlive one subscriber's first event). */
         if (s->flags & WATCHD_FLAG_ONESHOT) {
                 if (e->in_event)
@@ -217,7 +219,7 @@ static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
                                 break;          /* ended, or followed again already (named twice) */
                         if (f->what == FOLLOW_MOVED_AWAY) {
                                 /* The kernel's IN_MOVE_SELF comes after the rename's two
-                                 * halves, and not at all on the device: the record is
+                                 * halves, and not at all on an older device: the record is
                                  * made here, as the kernel makes it (no IN_ISDIR). */
                                 (void) events_deliver(e, s, IN_MOVE_SELF, 0, s->path, NULL, 0, now);
                                 s = watch_table_get_subscription(e->table, f->id);         /* ONESHOT */
@@ -231,11 +233,16 @@ static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
         g_array_set_size(e->followups, 0);
 }
 
-static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
+static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now) {
         char buf[PATH_MAX];
         Watch *w;
 
         e->stats.events_read++;
+
+        /* The daemon's own read of a directory (a scan, a poll): not an
+         * event of anyone's, nor a record between two others. */
+        if (self_events_check(e->self, ev, off))
+                return;
 
         /* A directory moved out of its place in a tree is moved within it
          * only if the very next record is its IN_MOVED_TO. */
@@ -254,7 +261,7 @@ static void handle_event(Events *e, const RawEvent *ev, uint64_t now) {
                 return;         /* a watch we have released; its last records still trickle in */
         if (ev->mask & IN_IGNORED)
                 return watch_ignored(e, w, now);
-        /* The poller's own look at a polled directory: not an event of anyone's. */
+        /* A worker's read of a polled directory: nobody's event either. */
         if (remote_own_read(e->remote, w, ev))
                 return;
         /* What the kernel reported, the poller does not report again. */
@@ -335,6 +342,7 @@ bool events_slice(Events *e, uint64_t budget_usec) {
 
         for (int i = 0; i < KERNEL_READ_ROUNDS; ) {
                 RawEvent ev;
+                size_t at;
                 int r;
 
                 /* The descents of pending paths that earlier records started go
@@ -348,8 +356,11 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                                 return true;
                 }
                 if (e->off == e->len) {
-                        ssize_t n = backend_read(e->backend, e->buf, KERNEL_READ_BUF);
+                        ssize_t n;
 
+                        self_events_read(e->self);
+                        n = backend_read(e->backend, e->buf, KERNEL_READ_BUF);
+                        self_events_read_done(e->self, n, KERNEL_READ_BUF);
                         if (n == -EAGAIN) {
                                 tree_queue_read_empty(e->tree);
                                 remote_queue_read_empty(e->remote);
@@ -364,6 +375,7 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         e->read_time = now_usec();
                         i++;
                 }
+                at = e->off;
                 r = event_decode(e->buf, e->len, &e->off, &ev);
                 if (r <= 0) {
                         if (r < 0)
@@ -372,7 +384,7 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         e->off = e->len;
                         continue;
                 }
-                handle_event(e, &ev, e->read_time);
+                handle_event(e, &ev, at, e->read_time);
                 if (now_usec() >= deadline)
                         return true;
         }

@@ -14,8 +14,9 @@
  * its object, and so does a PERSIST subscription's object renamed away
  * (IN_MOVE_SELF, from the kernel or made here when its parent's watch saw
  * the rename); IN_Q_OVERFLOW gives every client Overflow. On a polled
- * directory (remote.h), the record is noted for the poller, and one the
- * poller's own read caused is no one's. What only the layer above can do
+ * directory (remote.h), the record is noted for the poller. A record the
+ * daemon's own read of a directory caused (a scan, a poll: self_events.h)
+ * is no one's, and is not there at all. What only the layer above can do
  * (end a subscription, follow a path again, reach every client) it asks
  * through the callbacks given at construction.
  */
@@ -28,6 +29,7 @@
 #include "missing.h"
 #include "moves.h"
 #include "remote.h"
+#include "self_events.h"
 #include "tree.h"
 #include "watch_table.h"
 
@@ -56,7 +58,7 @@ typedef struct EventsStats {
 } EventsStats;
 
 int events_new(Backend *backend, WatchTable *table, Tree *tree, Missing *missing, Moves *moves, Remote *remote,
-               const EventsOps *ops, void *userdata, Events **ret);
+               SelfEvents *self, const EventsOps *ops, void *userdata, Events **ret);
 Events *events_free(Events *e);
 
 /*

@@ -45,6 +45,7 @@ struct Manager {
         Missing *missing;               /* pending paths */
         Moves *moves;                   /* renamed directories */
         Remote *remote;                 /* directories on remote file systems, polled */
+        SelfEvents *self_events;        /* the daemon's own reads of directories, not reported */
         Events *events;                 /* the kernel's records */
         Subscriptions *subs;            /* the clients and their subscriptions */
 
@@ -87,6 +88,7 @@ Manager *manager_free(Manager *m) {
         m->remote = remote_free(m->remote);
         if (m->primed_waiters)
                 g_hash_table_unref(m->primed_waiters);
+        m->self_events = self_events_free(m->self_events);
         /* Clients before the table's links are freed without being unlinked:
          * their accounts return what is charged. */
         m->subs = subscriptions_free(m->subs);
@@ -352,8 +354,13 @@ int manager_start(Manager *m) {
                 r = delivery_new(&dl, &m->delivery);
         if (r >= 0)
                 r = watch_table_new(m->backend, &m->table);
+        if (r >= 0) {
+                r = self_events_new(m->table, m->backend, &m->self_events);
+                if (r >= 0)
+                        self_events_set_enabled(m->self_events, !m->backend->excludes_self);
+        }
         if (r >= 0)
-                r = tree_new(m->table, m->backend, &(TreeOps) { .end = on_end }, m, &m->tree);
+                r = tree_new(m->table, m->backend, m->self_events, &(TreeOps) { .end = on_end }, m, &m->tree);
         if (r >= 0)
                 r = missing_new(m->table, &(MissingOps) {
                                         .appeared = on_missing_appeared,
@@ -362,7 +369,7 @@ int manager_start(Manager *m) {
         if (r >= 0)
                 r = moves_new(m->table, &m->moves);
         if (r >= 0)
-                r = remote_new(m->table, &m->config, m->fswork, &(RemoteOps) {
+                r = remote_new(m->table, m->self_events, &m->config, m->fswork, &(RemoteOps) {
                                        .deliver = on_remote_deliver,
                                        .gone = on_remote_gone,
                                        .primed = on_remote_primed,
@@ -370,7 +377,7 @@ int manager_start(Manager *m) {
         if (r >= 0)
                 watch_table_set_ops(m->table, &remote_table_ops, m->remote);
         if (r >= 0)
-                r = events_new(m->backend, m->table, m->tree, m->missing, m->moves, m->remote,
+                r = events_new(m->backend, m->table, m->tree, m->missing, m->moves, m->remote, m->self_events,
                                &(EventsOps) {
                                        .end = on_end_with_notice,
                                        .object_gone = on_object_gone,
@@ -510,9 +517,11 @@ void manager_get_stats(const Manager *m, ManagerStats *ret) {
         const DeliveryStats *ds = delivery_get_stats(m->delivery);
         const EventsStats *es = events_get_stats(m->events);
         SubscriptionsStats ss;
+        SelfEventsStats sel;
         RemoteStats rs;
 
         remote_get_stats(m->remote, &rs);
+        self_events_get_stats(m->self_events, &sel);
         subscriptions_get_stats(m->subs, (uid_t) -1, &ss);
         *ret = (ManagerStats) {
                 .clients = ss.clients,
@@ -528,6 +537,7 @@ void manager_get_stats(const Manager *m, ManagerStats *ret) {
                 .pending_events = ss.pending_events,
                 .polled_dirs = rs.polled_dirs,
                 .poll_syscalls = rs.poll_syscalls,
+                .self_events_dropped = sel.dropped,
         };
 }
 

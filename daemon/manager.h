@@ -99,6 +99,7 @@ typedef struct ManagerStats {
         uint64_t pending_events;        /* records queued for clients, not sent yet */
         unsigned polled_dirs;           /* directories on remote file systems polled */
         uint64_t poll_syscalls;         /* system calls polling made */
+        uint64_t self_events_dropped;   /* records of the daemon's own reads, dropped (self_events.h) */
 } ManagerStats;
 void manager_get_stats(const Manager *m, ManagerStats *ret);
 /* What the clients of uid hold (GetStats' own_*). */

@@ -72,7 +72,9 @@ typedef struct RemoteDir {
         char *parent_name;
 } RemoteDir;
 
-/* Records the poller's own reads will make the kernel queue, not yet seen. */
+/* Records the poller's reads in a worker may make the kernel queue, not yet
+ * seen. Reads made on the loop are self_events.h's; a worker's cannot be
+ * (its notes are single-threaded): they are announced here instead. */
 typedef struct OwnRead {
         int wd;
         char *name;             /* NULL: the directory's own watch */
@@ -106,7 +108,8 @@ struct Remote {
         GHashTable *unpolled;   /* Key{Subscription, Watch} -> FsKind: remote directories not polled
                                  * (NO_POLL, an interval of 0, over the budget) */
         GHashTable *remote_subs;/* Subscription -> directories of it on remote file systems, polled or not */
-        GArray *own_reads;      /* OwnRead */
+        SelfEvents *self;       /* the poller's own reads of directories */
+        GArray *own_reads;      /* OwnRead: those of reads in workers */
         unsigned n_dirs;
         FsWork *fswork;         /* NULL: reads in poller_run() */
         GHashTable *priming;    /* Subscription -> its directories' first snapshots in workers */
@@ -167,8 +170,8 @@ static void config_apply(Remote *r, const Config *config) {
                 poller_set_limits(r->poller, OPS_PER_STEP, config->max_polled_dirs_per_user);
 }
 
-int remote_new(WatchTable *table, const Config *config, FsWork *fswork, const RemoteOps *ops, void *userdata,
-               Remote **ret) {
+int remote_new(WatchTable *table, SelfEvents *self, const Config *config, FsWork *fswork, const RemoteOps *ops,
+               void *userdata, Remote **ret) {
         Remote *r;
         int k;
 
@@ -186,6 +189,7 @@ int remote_new(WatchTable *table, const Config *config, FsWork *fswork, const Re
                 .subs = g_hash_table_new(g_direct_hash, g_direct_equal),
                 .unpolled = g_hash_table_new_full(key_hash, key_equal, g_free, NULL),
                 .remote_subs = g_hash_table_new(g_direct_hash, g_direct_equal),
+                .self = self,
                 .own_reads = g_array_new(false, false, sizeof(OwnRead)),
                 .fswork = fswork,
                 .priming = g_hash_table_new(g_direct_hash, g_direct_equal),
@@ -507,6 +511,33 @@ void remote_on_event(Remote *r, const Watch *w, const RawEvent *ev) {
         }
 }
 
+/* The poller opened, listed or closed d's directory: the kernel queued what
+ * that makes on its watch, and on its parent's under its name; those
+ * records are nobody's (self_events.h). */
+static void on_read_op(void *group, void *dir, uint32_t what, void *userdata) {
+        Remote *r = userdata;
+        RemoteDir *d = dir;
+        WatchLink *l = dir_link(d);
+        SelfDir sd = { .dev = d->w->dev, .ino = d->w->ino };
+        const char *name;
+
+        if (l && l->parent) {
+                /* Its parent's directory, unless it is a mount's root (its own parent then). */
+                sd.has_parent = l->parent->watch->dev == d->w->dev;
+                sd.pdev = l->parent->watch->dev;
+                sd.pino = l->parent->watch->ino;
+                sd.name = l->name;
+        } else if (d->have_parent) {
+                name = strrchr(d->s->path, '/');
+                sd.has_parent = name && name[1];
+                sd.pdev = d->pdev;
+                sd.pino = d->pino;
+                sd.name = sd.has_parent ? name + 1 : NULL;
+        }
+        sd.name_len = sd.name ? strlen(sd.name) : 0;
+        self_events_did(r->self, what, &sd);
+}
+
 static OwnRead *own_read_get(Remote *r, int wd, const char *name, size_t name_len, bool add) {
         OwnRead o = { .wd = wd };
 
@@ -529,39 +560,6 @@ static OwnRead *own_read_get(Remote *r, int wd, const char *name, size_t name_le
         return &g_array_index(r->own_reads, OwnRead, r->own_reads->len - 1);
 }
 
-static void own_read_count(OwnRead *o, uint32_t what) {
-        if (!o)
-                return;
-        if (what == IN_OPEN)
-                o->open++;
-        else if (what == IN_ACCESS)
-                o->access++;
-        else
-                o->close++;
-}
-
-/* The poller opened, listed or closed d's directory: the kernel queued what
- * that makes on its watch, and on its parent's under its name. */
-static void on_read_op(void *group, void *dir, uint32_t what, void *userdata) {
-        Remote *r = userdata;
-        RemoteDir *d = dir;
-        WatchLink *l = dir_link(d);
-        const Watch *pw = NULL;
-        const char *name = NULL;
-
-        if (d->w->wd >= 0)
-                own_read_count(own_read_get(r, d->w->wd, NULL, 0, true), what);
-        if (l && l->parent) {
-                pw = l->parent->watch;
-                name = l->name;
-        } else if (d->have_parent) {
-                pw = watch_table_find_watch(r->table, d->pdev, d->pino);
-                name = strrchr(d->s->path, '/');
-                name = name && name[1] ? name + 1 : NULL;
-        }
-        if (pw && pw->wd >= 0 && name)
-                own_read_count(own_read_get(r, pw->wd, name, strlen(name), true), what);
-}
 
 /* The watch of d's parent, and d's name there, where its reads show up too. */
 static const Watch *dir_parent_watch(Remote *r, RemoteDir *d, const char **ret_name) {
@@ -599,7 +597,9 @@ static void own_read_announce(Remote *r, RemoteDir *d) {
         const Watch *pw;
         const char *name;
 
-        if (d->announced)
+        /* The kernel leaves out every event of the daemon's threads (the device's
+         * INOTIFY_DEV_EXCL_SELF): nothing to announce, nothing of anyone's dropped. */
+        if (d->announced || (r->self && !self_events_enabled(r->self)))
                 return;
         d->announced = true;
         d->own_wd = d->w->wd;
@@ -647,9 +647,9 @@ bool remote_own_read(Remote *r, const Watch *w, const RawEvent *ev) {
 }
 
 void remote_queue_read_empty(Remote *r) {
-        /* Every record the poller's reads made so far was queued before its
-         * system call returned: all read now. What was counted and not met
-         * (the kernel merges identical records in a row) is done with. */
+        /* Every record the reads of workers that ended made was queued before
+         * their system calls returned: all read now. What was announced and not
+         * met (the kernel merges identical records in a row) is done with. */
         for (guint i = r->own_reads->len; i > 0; i--) {
                 OwnRead *o = &g_array_index(r->own_reads, OwnRead, i - 1);
 
@@ -664,6 +664,8 @@ static int on_begin(void *group, void *dir, void *userdata) {
         Remote *r = userdata;
         RemoteGroup *g = group;
 
+        /* No kernel read comes before the stretch's end: one look covers it. */
+        self_events_before(r->self);
         return access_become(&g->s->owner->caller, &r->saved);
 }
 

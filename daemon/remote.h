@@ -28,9 +28,7 @@
  * (remote_on_event()), so that the poller does not report the same change
  * again. The poller's own reads of a directory make the kernel queue
  * IN_OPEN, IN_ACCESS and IN_CLOSE_NOWRITE (with IN_ISDIR) for its watch and
- * its parent's: remote_own_read() says which records are those, and they
- * are not delivered (until the kernel queue is next read empty: after that,
- * none of them can be left).
+ * its parent's: each is told to self_events.h, which drops those records.
  *
  * Over the budget: an AddWatch whose root would be polled fails
  * (-WATCHD_E_USER_POLLED); a directory found later (a tree's, or a pending
@@ -49,6 +47,7 @@
 #include "event_decode.h"
 #include "fswork.h"
 #include "poller.h"
+#include "self_events.h"
 #include "watch_table.h"
 
 typedef struct Remote Remote;
@@ -71,8 +70,8 @@ typedef struct RemoteOps {
  * stalls and again when it answers (a rescan then sees what it missed).
  * Without it (unit tests), reads are made in poller_run().
  */
-int remote_new(WatchTable *table, const Config *config, FsWork *fswork, const RemoteOps *ops, void *userdata,
-               Remote **ret);
+int remote_new(WatchTable *table, SelfEvents *self, const Config *config, FsWork *fswork, const RemoteOps *ops,
+               void *userdata, Remote **ret);
 /* Whether first snapshots of s's directories are being taken in a worker:
  * a change made after AddWatch answers must be found by the next poll, so
  * the answer waits for RemoteOps.primed. */
@@ -92,9 +91,13 @@ void remote_link_gone(Remote *r, WatchLink *l);
 
 /* A kernel record for w (not IN_IGNORED nor IN_Q_OVERFLOW): its name is noted in every directory polled on w. */
 void remote_on_event(Remote *r, const Watch *w, const RawEvent *ev);
-/* Whether the record was caused by the poller's own read of a directory: then no one gets it. */
+/* Whether the record was caused by a read of a polled directory in a worker
+ * (fswork.h: self_events.h notes the loop's own reads only): then no one
+ * gets it. What a worker's read may cause is announced when it is submitted
+ * (an open, a close, any number of IN_ACCESS, on the directory's watch and
+ * its parent's), and kept until its reading ends and the kernel queue is
+ * next read empty (remote_queue_read_empty()). */
 bool remote_own_read(Remote *r, const Watch *w, const RawEvent *ev);
-/* The kernel queue was read empty. */
 void remote_queue_read_empty(Remote *r);
 
 /* Polling due at now: runs for at most budget_usec. Return: whether more is due at once. */

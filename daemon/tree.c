@@ -18,6 +18,12 @@
  * A slice of a walk runs with the owner's filesystem credentials
  * (access_become), so the kernel checks every open, and the read permission
  * inotify_add_watch wants, as the owner.
+ *
+ * Each open, getdents64 and close of a directory read is told to
+ * self_events.h (before and after), so that the records the kernel queues
+ * for them reach no one: a frame knows its directory as the kernel reports
+ * it (SelfDir: its inode, its parent's, its name), which its children take
+ * as their parent.
  */
 
 #include <dirent.h>
@@ -48,6 +54,7 @@
 struct Tree {
         WatchTable *table;
         Backend *backend;
+        SelfEvents *self;
         TreeOps ops;
         void *userdata;
         LIST_HEAD(TreeWalk, walks);     /* going on from the loop, round robin */
@@ -63,6 +70,9 @@ struct Tree {
 typedef struct Frame {
         WatchLink *link;        /* the directory (a reference is held) */
         int fd;                 /* open on it (for openat) */
+        bool quiet;             /* fd is O_PATH: closing it is no event */
+        SelfDir dir;            /* the directory as the kernel reports it; dir.name is name */
+        char *name;
         char *names;            /* its subdirectories: "a\0b\0" */
         size_t len, pos;
         size_t path_len;        /* of its path, to stop below PATH_MAX */
@@ -86,7 +96,7 @@ struct TreeWalk {
 static void tree_walks_free(Tree *t);
 static void tree_retries_free(Tree *t);
 
-int tree_new(WatchTable *table, Backend *backend, const TreeOps *ops, void *userdata, Tree **ret) {
+int tree_new(WatchTable *table, Backend *backend, SelfEvents *self, const TreeOps *ops, void *userdata, Tree **ret) {
         Tree *t = calloc(1, sizeof(Tree));
 
         if (!t)
@@ -94,6 +104,7 @@ int tree_new(WatchTable *table, Backend *backend, const TreeOps *ops, void *user
         *t = (Tree) {
                 .table = table,
                 .backend = backend,
+                .self = self,
                 .ops = *ops,
                 .userdata = userdata,
                 .dents_buf = malloc(TREE_DENTS_BUF),
@@ -165,22 +176,36 @@ void tree_queue_read_empty(Tree *t) {
 }
 
 
-static void frame_done(Frame *f) {
+/* Closes fd, open for reading on the directory d: the kernel's records of
+ * that close are the daemon's own. */
+static void dir_close(Tree *t, int fd, const SelfDir *d) {
+        self_events_before(t->self);
+        safe_close(fd);
+        self_events_did(t->self, IN_CLOSE_NOWRITE, d);
+}
+
+static void frame_done(Tree *t, Frame *f) {
         watch_link_release(f->link);
-        safe_close(f->fd);
+        if (f->quiet)
+                safe_close(f->fd);
+        else
+                dir_close(t, f->fd, &f->dir);
+        free(f->name);
         free(f->names);
 }
 
 /*
- * Reads the directory open at fd (l's): reports its entries if the walk
- * synthesizes, and pushes a frame with its subdirectories (taking fd), or
- * closes fd if it has none. Runs as the owner.
+ * Reads the directory open at fd (l's; d says where the kernel reports
+ * what is done to it): reports its entries if the walk synthesizes, and
+ * pushes a frame with its subdirectories (taking fd), or closes fd if it
+ * has none. Runs as the owner.
  */
-static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t path_len) {
+static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const SelfDir *d, size_t path_len) {
         Tree *t = w->tree;
         char pathbuf[PATH_MAX];
         const char *path = NULL;
         g_autoptr(GByteArray) names = NULL;     /* "a\0b\0", made at the first subdirectory */
+        char *name = NULL;
         size_t len;
         bool report = w->synthesize && (s->mask & IN_CREATE);
 
@@ -190,15 +215,18 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
                         report = false;
         }
         for (;;) {
-                ssize_t n = getdents64(fd, t->dents_buf, TREE_DENTS_BUF);
+                ssize_t n;
 
+                self_events_before(t->self);
+                n = getdents64(fd, t->dents_buf, TREE_DENTS_BUF);
                 if (n < 0) {
                         int r = negative_errno();
 
-                        safe_close(fd);
+                        dir_close(t, fd, d);
                         /* Gone while being read: its deletion is reported by its parent. */
                         return r == -ENOENT ? 0 : r;
                 }
+                self_events_did(t->self, IN_ACCESS, d);
                 if (n == 0)
                         break;
                 for (ssize_t off = 0; off < n;) {
@@ -227,22 +255,32 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, size_t
                 }
         }
         if (!names) {
-                safe_close(fd);
+                dir_close(t, fd, d);
                 return 0;
+        }
+        if (d->name_len > 0) {
+                name = strndup(d->name, d->name_len);
+                if (!name) {
+                        dir_close(t, fd, d);
+                        return -ENOMEM;
+                }
         }
         watch_link_hold(l);
         g_array_append_val(w->frames, ((Frame) {
                 .link = l,
                 .fd = fd,
+                .dir = *d,
+                .name = name,
                 .names = (char *) g_byte_array_steal(names, &len),
                 .len = len,
                 .path_len = path_len,
         }));
+        g_array_index(w->frames, Frame, w->frames->len - 1).dir.name = name;
         return 0;
 }
 
 static void frame_pop(TreeWalk *w) {
-        frame_done(&g_array_index(w->frames, Frame, w->frames->len - 1));
+        frame_done(w->tree, &g_array_index(w->frames, Frame, w->frames->len - 1));
         g_array_set_size(w->frames, w->frames->len - 1);
 }
 
@@ -252,12 +290,13 @@ static void frame_pop(TreeWalk *w) {
  */
 static int step(TreeWalk *w, Subscription *s) {
         Frame *f = &g_array_index(w->frames, Frame, w->frames->len - 1);
-        _cleanup_close_ int fd = -1;
+        Tree *t = w->tree;
         const char *name;
         WatchLink *l;
         struct stat st;
+        SelfDir d;
         size_t nl;
-        int r;
+        int fd, r;
 
         if (f->pos >= f->len || f->link->dead) {
                 frame_pop(w);   /* done, or left the tree meanwhile */
@@ -273,6 +312,7 @@ static int step(TreeWalk *w, Subscription *s) {
         }
         /* One name from a listing, O_NOFOLLOW: no link of any kind is
          * followed, so not a magic one either (/proc/PID/cwd, access.h). */
+        self_events_before(t->self);
         fd = openat(f->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         if (fd < 0) {
                 r = negative_errno();
@@ -280,23 +320,38 @@ static int step(TreeWalk *w, Subscription *s) {
                         return r;
                 return 0;       /* gone already, replaced, or not the owner's to read */
         }
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        r = watch_table_link(w->tree->table, s, f->link, fd, &st, name, nl, &l);
+        if (fstat(fd, &st) < 0) {
+                r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        /* Reported to its parent's watch under this name; a mount's root is its own parent. */
+        d = (SelfDir) {
+                .dev = st.st_dev,
+                .ino = st.st_ino,
+                .has_parent = st.st_dev == f->dir.dev,
+                .pdev = f->dir.dev,
+                .pino = f->dir.ino,
+                .name = name,
+                .name_len = nl,
+        };
+        /* Before linking: the watches there were when it was opened. */
+        self_events_did(t->self, IN_OPEN, &d);
+        r = watch_table_link(t->table, s, f->link, fd, &st, name, nl, &l);
         if (r == -EEXIST && w->rescan) {
                 /* Linked already at this very place (this name, this directory; a
                  * link of a directory deleted unseen may hold the name too): what
                  * is below it may not be. */
                 LIST_FOREACH(sib, c, f->link->children)
                         if (strcmp(c->name, name) == 0 && c->watch->dev == st.st_dev && c->watch->ino == st.st_ino)
-                                return frame_push(w, s, c, TAKE_FD(fd), f->path_len + 1 + nl);
-                return 0;
+                                return frame_push(w, s, c, fd, &d, f->path_len + 1 + nl);
         }
-        if (r == -EEXIST)
-                return 0;       /* seen already: a loop, or linked by an event's walk first */
-        if (r < 0)
-                return r;
-        return frame_push(w, s, l, TAKE_FD(fd), f->path_len + 1 + nl);
+        if (r < 0) {
+                dir_close(t, fd, &d);
+                /* -EEXIST: seen already (a loop, or linked by an event's walk first). */
+                return r == -EEXIST ? 0 : r;
+        }
+        return frame_push(w, s, l, fd, &d, f->path_len + 1 + nl);
 }
 
 static void walk_free(TreeWalk *w) {
@@ -407,8 +462,17 @@ static int walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, boo
          * client's (whose offset is not ours to move). */
         r = access_become(&s->owner->caller, &saved);
         if (r >= 0) {
+                self_events_before(t->self);
                 dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-                r = dfd < 0 ? negative_errno() : frame_push(w, s, s->links, dfd, strlen(s->path));
+                if (dfd < 0)
+                        r = negative_errno();
+                else {
+                        SelfDir d;
+
+                        self_events_root(t->self, &d, dfd, s->links->watch->dev, s->links->watch->ino, s->path);
+                        self_events_did(t->self, IN_OPEN, &d);
+                        r = frame_push(w, s, s->links, dfd, &d, strlen(s->path));
+                }
                 access_restore(&saved);
         }
         if (r < 0) {
@@ -532,6 +596,8 @@ static int add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name,
         frame = (Frame) {
                 .link = parent,
                 .fd = TAKE_FD(pfd),
+                .quiet = true,          /* O_PATH: its close is no event */
+                .dir = { .dev = st.st_dev, .ino = st.st_ino },  /* the parent of what the walk opens */
                 .names = names,         /* the frame owns it now */
                 .len = strlen(names) + 1,
                 .path_len = strlen(ppath),

@@ -26,6 +26,10 @@
  * takes), is not reported again; an IN_DELETE/IN_MOVED_FROM of the name ends
  * that. A pending path that appears as a directory is scanned the same way
  * (tree_appeared()), with or without RECURSIVE.
+ *
+ * The kernel reports the walk's own reads of directories (IN_OPEN,
+ * IN_ACCESS, IN_CLOSE_NOWRITE) to their watchers like anyone's: each is
+ * told to self_events.h, which drops those records.
  */
 
 #include <stdbool.h>
@@ -33,6 +37,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "self_events.h"
 #include "watch_table.h"
 
 typedef struct Tree Tree;
@@ -52,7 +57,7 @@ typedef struct TreeOps {
  * -EMFILE), or -ECANCELED when the daemon exits first. */
 typedef void (*TreeWalkDone)(uint32_t id, int r, void *userdata);
 
-int tree_new(WatchTable *table, Backend *backend, const TreeOps *ops, void *userdata, Tree **ret);
+int tree_new(WatchTable *table, Backend *backend, SelfEvents *self, const TreeOps *ops, void *userdata, Tree **ret);
 /* Ends every walk (done gets -ECANCELED): at exit. */
 Tree *tree_free(Tree *t);
 

@@ -17,6 +17,8 @@
 #include <linux/fsnotify_backend.h>
 #include <linux/memcontrol.h>
 #include <linux/module.h>
+#include <linux/pid.h>
+#include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -154,16 +156,40 @@ out_drop:
 }
 
 /*
+ * Whether the current task's thread group asked this instance to leave its
+ * events out (INOTIFY_DEV_EXCL_SELF). Only pointers are compared: the
+ * current task's own struct pid is live, so no other live one, and no
+ * one we still hold, can share its address (see struct idev_device).
+ *
+ * Locking: none (READ_ONCE of a pointer that is never dereferenced here).
+ */
+static bool idev_excluded(struct idev_device *dev)
+{
+	struct pid *excl = READ_ONCE(dev->excl_tgid);
+
+	return excl && excl == task_tgid(current);
+}
+
+/*
  * The event handler. @mask has one event bit (plus FS_ISDIR, and
  * FS_EVENT_ON_CHILD when the event is about a child of the watched directory
  * @dir named @name). @cookie is non-zero for the two halves of a rename.
  *
- * The mark listens to every 0.23 event (IDEV_MARK_MASK); what this watch
- * asked for is applied here, before anything is allocated, so that a watch
- * whose mask was narrowed stops seeing the old events at once.
+ * The mark listens to every event a watch may ask for (IDEV_MARK_MASK);
+ * what this watch asked for is applied here, before anything is allocated,
+ * so that a watch whose mask was narrowed stops seeing the old events at
+ * once. fsnotify itself drops an unlinked child's events for a mark with
+ * FSNOTIFY_MARK_FLAG_EXCL_UNLINK (IN_EXCL_UNLINK) before calling us.
+ *
+ * An IN_ONESHOT watch takes one record, then destroys its own mark here, as
+ * inotify does (the SRCU read section keeps the mark alive meanwhile); its
+ * IN_IGNORED follows from idev_freeing_mark(). Two events racing on two CPUs
+ * cannot both be taken: the first to set oneshot_fired wins.
  *
  * Context: the task doing the filesystem operation, in fsnotify's SRCU read
- * section; may sleep in the allocator. Takes dev->lock.
+ * section; may sleep in the allocator and, for IN_ONESHOT, in
+ * fsnotify_destroy_mark() (group->mark_mutex, which no path of ours holds
+ * while causing an event). Takes dev->lock.
  */
 static int idev_handle_inode_event(struct fsnotify_mark *fsn_mark, u32 mask,
 				   struct inode *inode, struct inode *dir,
@@ -174,7 +200,7 @@ static int idev_handle_inode_event(struct fsnotify_mark *fsn_mark, u32 mask,
 	struct idev_device *dev = group->private;
 	struct mem_cgroup *old_memcg;
 	struct idev_event *ev;
-	u32 report;
+	u32 user_mask, report;
 	int wd;
 
 	/* The watch is being removed: its IN_IGNORED is, or will be, queued. */
@@ -182,23 +208,35 @@ static int idev_handle_inode_event(struct fsnotify_mark *fsn_mark, u32 mask,
 	if (wd < 0)
 		return 0;
 
-	report = (mask & READ_ONCE(imark->user_mask) & INOTIFY_DEV_ALL_EVENTS) |
-		 (mask & FS_UNMOUNT);
+	user_mask = READ_ONCE(imark->user_mask);
+	report = (mask & user_mask & INOTIFY_DEV_EVENTS) | (mask & FS_UNMOUNT);
 	if (!report)
 		return 0;
-	/* 0.23 marks directories, DELETE_SELF included; nothing else leaks. */
-	report |= mask & FS_ISDIR;
+	/* Asked for by the owner: its own doings, but never an unmount. */
+	if (!(mask & FS_UNMOUNT) && idev_excluded(dev))
+		return 0;
+	/*
+	 * 0.23 marks directories, DELETE_SELF included; inotify(7) takes
+	 * IN_ISDIR off IN_MOVE_SELF and IN_DELETE_SELF. Nothing else leaks.
+	 */
+	if (!READ_ONCE(imark->syscall_abi) || !(mask & (FS_MOVE_SELF | FS_DELETE_SELF)))
+		report |= mask & FS_ISDIR;
+
+	if ((user_mask & IN_ONESHOT) && atomic_xchg(&imark->oneshot_fired, 1))
+		return 0;
 
 	/* Charge the record to the reader's memcg, as inotify does. */
 	old_memcg = set_active_memcg(group->memcg);
 	ev = idev_event_alloc(wd, report, cookie, name,
 			      GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL);
 	set_active_memcg(old_memcg);
-	if (unlikely(!ev)) {
+	if (unlikely(!ev))
 		idev_queue_overflow(dev);
-		return 0;
-	}
-	idev_queue_event(dev, ev, imark);
+	else
+		idev_queue_event(dev, ev, imark);
+
+	if (user_mask & IN_ONESHOT)
+		fsnotify_destroy_mark(fsn_mark, group);
 	return 0;
 }
 
@@ -275,6 +313,7 @@ static void idev_free_group_priv(struct fsnotify_group *group)
 	WARN_ON_ONCE(!idr_is_empty(&dev->idr));
 	idr_destroy(&dev->idr);
 	idev_event_free(dev->overflow);
+	put_pid(dev->excl_tgid);	/* INOTIFY_SET_FLAGS's reference, if any */
 	idev_user_put(dev->user);
 	kfree(dev);
 	/* Last use of the module's data; fully ordered before the wake-up. */

@@ -74,25 +74,43 @@ struct idev_device {
 	struct fasync_struct *fa;	/* O_ASYNC readers */
 
 	/* The watches: wd -> struct idev_mark, holding the table ref. */
-	struct mutex watch_mutex;	/* serializes INOTIFY_WATCH and INOTIFY_IGNORE */
+	struct mutex watch_mutex;	/* serializes the watch ioctls and INOTIFY_SET_FLAGS */
 	spinlock_t idr_lock;		/* protects idr and every mark's wd */
 	struct idr idr;
+
+	/*
+	 * INOTIFY_DEV_EXCL_SELF: the thread group whose events are left out,
+	 * one reference, or NULL. Written under watch_mutex, read with
+	 * READ_ONCE by the handler, which only compares it with the current
+	 * task's own (live) thread group: a pointer read just before it is
+	 * replaced and put is still not that of any live task but its own.
+	 */
+	struct pid *excl_tgid;
 };
 
 /* One watch: an fsnotify inode mark plus what the user asked for. */
 struct idev_mark {
 	struct fsnotify_mark fsn_mark;
 	int wd;				/* -1 once removed from the idr [idr_lock] */
-	u32 user_mask;			/* IN_* events wanted; READ_ONCE in the handler */
+	u32 user_mask;			/* IN_* events wanted, and IN_ONESHOT and
+					 * IN_EXCL_UNLINK if asked for; READ_ONCE in
+					 * the handler, written under watch_mutex */
+	bool syscall_abi;		/* placed or last changed by INOTIFY_ADD_WATCH:
+					 * reported as inotify(7) does (no IN_ISDIR on
+					 * IN_DELETE_SELF) [as user_mask] */
+	atomic_t oneshot_fired;		/* IN_ONESHOT: its one record was taken */
+	unsigned long ino;		/* the inode's, for fdinfo */
+	dev_t sdev;
 	struct idev_event *ignored;	/* preallocated IN_IGNORED record */
 };
 
 /*
- * The mark always carries every event of 0.23 (and FS_EVENT_ON_CHILD for a
- * directory): fsnotify_recalc_mask() is not exported, so a mark's mask cannot
- * be widened after it is attached. The user's mask is applied in the handler.
+ * The mark always carries every event a watch may ask for (and
+ * FS_EVENT_ON_CHILD for a directory): fsnotify_recalc_mask() is not
+ * exported, so a mark's mask cannot be widened after it is attached. The
+ * user's mask is applied in the handler.
  */
-#define IDEV_MARK_MASK		(INOTIFY_DEV_ALL_EVENTS | FS_UNMOUNT)
+#define IDEV_MARK_MASK		(INOTIFY_DEV_EVENTS | FS_UNMOUNT)
 
 static inline struct idev_mark *idev_mark(struct fsnotify_mark *fsn_mark)
 {

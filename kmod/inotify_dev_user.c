@@ -11,8 +11,9 @@
  * FIONREAD say how much is pending.
  *
  * This file holds the fops, the ioctls, the limits (module parameters and
- * the same knobs in /sys/class/misc/inotify/), the node's mode (dev_mode)
- * and the module's own counters (/sys/class/misc/inotify/stats/). The
+ * the same knobs in /sys/class/misc/inotify/), the node's mode (dev_mode),
+ * the module's own counters (/sys/class/misc/inotify/stats/) and the
+ * instance's fdinfo (one line a watch, as inotify's). The
  * fsnotify callbacks are in inotify_dev_fsnotify.c. What 6.1 does not
  * export (the group's event queue, fsnotify_destroy_group,
  * fsnotify_recalc_mask, ucounts) is replaced by the module's own queue,
@@ -28,9 +29,9 @@
  * article; their watches then escape the LSM's notify rules, though not the
  * read permission check (see idev_add_watch).
  *
- * Lock order: dev->watch_mutex, then group->mark_mutex (inside fsnotify),
- * then dev->idr_lock or dev->lock (never both at once). No lock of ours is
- * held across copy_to_user()/copy_from_user().
+ * Lock order: dev->watch_mutex, then group->mark_mutex (inside fsnotify) or
+ * a mark's own lock, then dev->idr_lock or dev->lock (never both at once).
+ * No lock of ours is held across copy_to_user()/copy_from_user().
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -49,7 +50,9 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/poll.h>
+#include <linux/pid.h>
 #include <linux/sched/signal.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/wait_bit.h>
@@ -125,7 +128,8 @@ void idev_user_put(struct idev_user *user)
 }
 
 /*
- * Creates a watch on @inode for @mask and returns its wd.
+ * Creates a watch on @inode for @mask (events, and IN_ONESHOT and
+ * IN_EXCL_UNLINK for a @syscall_abi watch) and returns its wd.
  *
  * The new mark's initial reference becomes the wd table's. Until
  * fsnotify_add_inode_mark() succeeds, nobody but us can reach the mark: the
@@ -134,7 +138,8 @@ void idev_user_put(struct idev_user *user)
  *
  * Locking: dev->watch_mutex held; takes idr_lock; may sleep.
  */
-static int idev_new_watch(struct idev_device *dev, struct inode *inode, u32 mask)
+static int idev_new_watch(struct idev_device *dev, struct inode *inode, u32 mask,
+			  bool syscall_abi)
 {
 	struct idev_mark *imark;
 	int wd, ret;
@@ -155,7 +160,13 @@ static int idev_new_watch(struct idev_device *dev, struct inode *inode, u32 mask
 	fsnotify_init_mark(&imark->fsn_mark, dev->group);
 	imark->fsn_mark.mask = IDEV_MARK_MASK |
 			       (S_ISDIR(inode->i_mode) ? FS_EVENT_ON_CHILD : 0);
+	/* Not attached yet: no lock needed (fsnotify reads it locklessly). */
+	if (mask & IN_EXCL_UNLINK)
+		imark->fsn_mark.flags |= FSNOTIFY_MARK_FLAG_EXCL_UNLINK;
 	imark->user_mask = mask;
+	imark->syscall_abi = syscall_abi;
+	imark->ino = inode->i_ino;
+	imark->sdev = inode->i_sb->s_dev;
 	imark->wd = -1;
 
 	/*
@@ -213,10 +224,76 @@ out_dec_watches:
 }
 
 /*
- * INOTIFY_WATCH: watch the inode behind req.fd for req.mask and return the
- * wd. Watching an inode this instance already watches replaces the mask and
- * returns the same wd (0.23). Unknown mask bits are ignored as in 0.23;
- * a mask with no event bit is EINVAL.
+ * Changes the mask of an existing watch: replaces it, or with IN_MASK_ADD
+ * adds to it (events and flags alike), as inotify_add_watch(2) does. The
+ * mark hears everything; the new mask applies from the next event on.
+ *
+ * Locking: dev->watch_mutex held (the only writer of user_mask); takes the
+ * mark's lock for its flags, as fsnotify does.
+ */
+static void idev_update_watch(struct idev_device *dev, struct idev_mark *imark,
+			      u32 mask, bool syscall_abi)
+{
+	struct fsnotify_mark *fsn_mark = &imark->fsn_mark;
+
+	lockdep_assert_held(&dev->watch_mutex);
+	if (mask & IN_MASK_ADD)
+		mask |= imark->user_mask;
+	mask &= INOTIFY_DEV_EVENTS | IN_ONESHOT | IN_EXCL_UNLINK;
+
+	spin_lock(&fsn_mark->lock);
+	if (mask & IN_EXCL_UNLINK)
+		fsn_mark->flags |= FSNOTIFY_MARK_FLAG_EXCL_UNLINK;
+	else
+		fsn_mark->flags &= ~FSNOTIFY_MARK_FLAG_EXCL_UNLINK;
+	spin_unlock(&fsn_mark->lock);
+	WRITE_ONCE(imark->syscall_abi, syscall_abi);
+	WRITE_ONCE(imark->user_mask, mask);
+}
+
+/*
+ * The mask of INOTIFY_WATCH (@syscall_abi false): the 0.23 events, unknown
+ * bits ignored, EINVAL if none is left. Of INOTIFY_ADD_WATCH: as
+ * inotify_add_watch(2) checks it (EINVAL for a bit it does not know, for
+ * IN_MASK_ADD with IN_MASK_CREATE, for no event), with IN_ONLYDIR and
+ * IN_DONT_FOLLOW checked against @inode (ENOTDIR, ELOOP). Returns the mask
+ * to keep, or -errno.
+ *
+ * Locking: none (reads only the inode's mode, stable while the caller's
+ * file reference holds it).
+ */
+static long idev_watch_mask(u32 mask, bool syscall_abi, struct inode *inode)
+{
+	if (!syscall_abi) {
+		mask &= INOTIFY_DEV_ALL_EVENTS;
+		if (!mask)
+			return -EINVAL;
+		return mask;
+	}
+
+	if (mask & ~(INOTIFY_DEV_ADD_WATCH_BITS | IN_UNMOUNT | IN_Q_OVERFLOW |
+		     IN_IGNORED | IN_ISDIR))
+		return -EINVAL;
+	if ((mask & IN_MASK_ADD) && (mask & IN_MASK_CREATE))
+		return -EINVAL;
+	if (!(mask & INOTIFY_DEV_EVENTS))
+		return -EINVAL;
+	/* The caller made the lookup: a link itself only if it said so. */
+	if (S_ISLNK(inode->i_mode) && !(mask & IN_DONT_FOLLOW))
+		return -ELOOP;
+	if ((mask & IN_ONLYDIR) && !S_ISDIR(inode->i_mode))
+		return -ENOTDIR;
+	return mask & INOTIFY_DEV_ADD_WATCH_BITS;
+}
+
+/*
+ * INOTIFY_WATCH and INOTIFY_ADD_WATCH: watch the inode behind req.fd for
+ * req.mask and return the wd. Watching an inode this instance already
+ * watches changes the mask and returns the same wd (0.23, and the syscall
+ * without IN_MASK_CREATE). INOTIFY_WATCH keeps to 0.23 (unknown mask bits
+ * ignored; a mask with no 0.23 event is EINVAL); INOTIFY_ADD_WATCH
+ * (@syscall_abi) reads the mask as inotify_add_watch(2) does
+ * (idev_watch_mask()).
  *
  * The fd may be an O_PATH fd (fget_raw): then placing the watch opens
  * nothing, so the object's watchers see no IN_OPEN/IN_CLOSE_NOWRITE for it,
@@ -233,13 +310,14 @@ out_dec_watches:
  * Locking: takes dev->watch_mutex; may sleep.
  */
 static int idev_add_watch(struct idev_device *dev,
-			  struct inotify_watch_request __user *ureq)
+			  struct inotify_watch_request __user *ureq,
+			  bool syscall_abi)
 {
 	struct inotify_watch_request req;
 	struct fsnotify_mark *fsn_mark;
 	struct inode *inode;
 	struct file *filp;
-	u32 mask;
+	long mask;
 	int ret;
 
 	if (copy_from_user(&req, ureq, sizeof(req)))
@@ -253,9 +331,10 @@ static int idev_add_watch(struct idev_device *dev,
 	if (!filp)
 		return -EBADF;
 
-	mask = req.mask & INOTIFY_DEV_ALL_EVENTS;
-	if (!mask) {
-		ret = -EINVAL;
+	inode = file_inode(filp);
+	mask = idev_watch_mask(req.mask, syscall_abi, inode);
+	if (mask < 0) {
+		ret = mask;
 		goto out_fput;
 	}
 
@@ -264,7 +343,6 @@ static int idev_add_watch(struct idev_device *dev,
 	 * for no access): current's fsuid/fsgid and capabilities, through the
 	 * idmapping of the fd's mount.
 	 */
-	inode = file_inode(filp);
 	ret = inode_permission(file_mnt_user_ns(filp), inode, MAY_READ);
 	if (ret)
 		goto out_fput;
@@ -275,15 +353,20 @@ static int idev_add_watch(struct idev_device *dev,
 	if (fsn_mark) {
 		struct idev_mark *imark = idev_mark(fsn_mark);
 
-		/* The mark hears everything; the new mask applies from now on. */
-		WRITE_ONCE(imark->user_mask, mask);
-		ret = READ_ONCE(imark->wd);
+		if (mask & IN_MASK_CREATE) {
+			ret = -EEXIST;
+		} else {
+			idev_update_watch(dev, imark, mask, syscall_abi);
+			ret = READ_ONCE(imark->wd);
+			/* Found means attached, and attached marks are in the table. */
+			if (WARN_ON_ONCE(ret < 0))
+				ret = -ENOENT;
+		}
 		fsnotify_put_mark(fsn_mark);	/* find's reference */
-		/* Found means attached, and attached marks are in the table. */
-		if (WARN_ON_ONCE(ret < 0))
-			ret = -ENOENT;
 	} else {
-		ret = idev_new_watch(dev, inode, mask);
+		ret = idev_new_watch(dev, inode,
+				     mask & (INOTIFY_DEV_EVENTS | IN_ONESHOT | IN_EXCL_UNLINK),
+				     syscall_abi);
 	}
 	mutex_unlock(&dev->watch_mutex);
 out_fput:
@@ -344,6 +427,49 @@ out_unlock:
 	return ret;
 }
 
+/* INOTIFY_GET_INFO: what this module has, so that a program can tell. Locking: none. */
+static int idev_get_info(struct inotify_dev_info __user *uinfo)
+{
+	const struct inotify_dev_info info = {
+		.version = INOTIFY_DEV_VERSION,
+		.mask = INOTIFY_DEV_ADD_WATCH_BITS,
+		.flags = INOTIFY_DEV_FLAGS,
+		.wd_max = INOTIFY_WD_MAX,
+	};
+
+	return copy_to_user(uinfo, &info, sizeof(info)) ? -EFAULT : 0;
+}
+
+/*
+ * INOTIFY_SET_FLAGS: the instance's flags. INOTIFY_DEV_EXCL_SELF names the
+ * caller's thread group, whose events are left out from now on (one pid
+ * reference, held until the flags change or the group is freed); without
+ * it nobody's are. Unknown flags: EINVAL.
+ *
+ * Locking: takes dev->watch_mutex (the writers' lock of excl_tgid); may
+ * sleep.
+ */
+static int idev_set_flags(struct idev_device *dev, u32 __user *uflags)
+{
+	struct pid *excl = NULL, *old;
+	u32 flags;
+
+	if (get_user(flags, uflags))
+		return -EFAULT;
+	if (flags & ~INOTIFY_DEV_FLAGS)
+		return -EINVAL;
+	if (flags & INOTIFY_DEV_EXCL_SELF)
+		excl = get_pid(task_tgid(current));
+
+	mutex_lock(&dev->watch_mutex);
+	old = dev->excl_tgid;
+	WRITE_ONCE(dev->excl_tgid, excl);
+	mutex_unlock(&dev->watch_mutex);
+	/* A handler that read it still compares only (idev_excluded()). */
+	put_pid(old);
+	return 0;
+}
+
 static long idev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct idev_device *dev = file->private_data;
@@ -351,9 +477,15 @@ static long idev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	switch (cmd) {
 	case INOTIFY_WATCH:
-		return idev_add_watch(dev, (void __user *)arg);
+		return idev_add_watch(dev, (void __user *)arg, false);
+	case INOTIFY_ADD_WATCH:
+		return idev_add_watch(dev, (void __user *)arg, true);
 	case INOTIFY_IGNORE:
 		return idev_rm_watch(dev, arg);
+	case INOTIFY_GET_INFO:
+		return idev_get_info((void __user *)arg);
+	case INOTIFY_SET_FLAGS:
+		return idev_set_flags(dev, (void __user *)arg);
 	case FIONREAD:
 		spin_lock(&dev->lock);
 		pending = dev->q_bytes;
@@ -526,6 +658,27 @@ static __poll_t idev_poll(struct file *file, poll_table *wait)
 	return ret;
 }
 
+/*
+ * /proc/PID/fdinfo/FD: a line a watch, in the form of inotify's own
+ * ("inotify wd:%x ino:%lx sdev:%x mask:%x ignored_mask:0"), the mask with
+ * IN_ONESHOT and IN_EXCL_UNLINK when the watch has them. No file handle:
+ * the exportfs helpers inotify uses for it are not for modules to call.
+ *
+ * Locking: takes idr_lock (seq_printf() only fills the seq_file's buffer).
+ */
+static void idev_show_fdinfo(struct seq_file *m, struct file *file)
+{
+	struct idev_device *dev = file->private_data;
+	struct idev_mark *imark;
+	int wd;
+
+	spin_lock(&dev->idr_lock);
+	idr_for_each_entry(&dev->idr, imark, wd)
+		seq_printf(m, "inotify wd:%x ino:%lx sdev:%x mask:%x ignored_mask:0\n",
+			   wd, imark->ino, imark->sdev, READ_ONCE(imark->user_mask));
+	spin_unlock(&dev->idr_lock);
+}
+
 static int idev_fasync(int fd, struct file *file, int on)
 {
 	struct idev_device *dev = file->private_data;
@@ -679,6 +832,7 @@ static const struct file_operations idev_fops = {
 	.read = idev_read,
 	.poll = idev_poll,
 	.fasync = idev_fasync,
+	.show_fdinfo = idev_show_fdinfo,
 	.unlocked_ioctl = idev_ioctl,
 	/* Same layout for 32-bit callers: both arguments are pointers or small ints. */
 	.compat_ioctl = compat_ptr_ioctl,

@@ -9,7 +9,7 @@
  * its calls, NameOwnerChanged of org.example.Inotify, and the daemon's
  * signals. So the owner of the name, the replies and the events are seen
  * in one order, whatever thread called and whether or not any GMainContext
- * runs. The layer above (watchd-client.c) gets them through a table of
+ * runs. The layer above (watchd-owner.c) gets them through a table of
  * callbacks given at construction and takes its own lock; this layer holds
  * its lock only to match a reply to its call.
  *

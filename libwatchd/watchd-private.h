@@ -26,10 +26,12 @@ typedef enum SubState {
 } SubState;
 
 /* The parts of a subscription the client's internals read and write, under
- * the client's lock (watchd-client.c); the rest of the object is
+ * the client's lock (watchd-core.h); the rest of the object is
  * watchd-subscription.c's. */
 typedef struct SubPrivate {
         char *canonical;        /* path as watchd spells it in records ("//a/" -> "/a") */
+        char *current;          /* the same as watchd holds it now (it follows renames); the core's */
+        gpointer last_overflow; /* its Item of an overflow with nothing of it queued after, or NULL */
         SubState state;
         guint32 id;             /* 0 unless SUB_ACTIVE */
         guint32 last_id;        /* the id of its last AddWatch, kept when it ends */
@@ -38,15 +40,19 @@ typedef struct SubPrivate {
         gpointer start;         /* the StartOp in flight */
 } SubPrivate;
 
-SubPrivate *watchd_subscription_get_private(WatchdSubscription *sub);
+/* The object (watchd-subscription.c). The client's internals read client,
+ * path, mask and flags, which never change once it is made, and priv under
+ * the client's lock; they call none of its functions. */
+struct _WatchdSubscription {
+        GObject parent_instance;
+        WatchdClient *client;
+        char *path;
+        WatchdEventMask mask;
+        WatchdWatchFlags flags;
+        SubPrivate priv;
+};
 
-/* watchd-client.c, for watchd-subscription.c */
-void watchd_client_start_subscription(WatchdClient *client, WatchdSubscription *sub, gboolean held,
-                                      GCancellable *cancellable, GTask *task);
-gboolean watchd_client_start_subscription_sync(WatchdClient *client, WatchdSubscription *sub,
-                                               GCancellable *cancellable, GError **error);
-void watchd_client_cancel_subscription(WatchdClient *client, WatchdSubscription *sub);
-void watchd_client_release_hold(WatchdClient *client, WatchdSubscription *sub);
+#define PRIV(sub) (&((WatchdSubscription *) (sub))->priv)
 
 /* watchd-subscription.c, for watchd-client.c: emit a signal (client's context). */
 void watchd_subscription_emit_events(WatchdSubscription *sub, GPtrArray *events);

@@ -2,10 +2,12 @@
 /*
  * watchd-subscription - one watch, as a program holds it
  *
- * The object is what a program keeps and connects to; the client
- * (watchd-client.c) does the work and holds its state under the client's
- * lock (SubPrivate). A subscription outlives watchd's restarts: its id
- * changes, the object does not.
+ * The object is what a program keeps and connects to; the client's core
+ * (watchd-core.h) does the work and holds its state under the client's
+ * lock (SubPrivate): this file calls down into it (watchd-start.h), and it
+ * emits the subscription's signals through the client, never through a
+ * call back into this file's callers. A subscription outlives watchd's
+ * restarts: its id changes, the object does not.
  *
  * Lifetime: the client holds a started subscription until it ends
  * (watchd_subscription_cancel(), or removed by the daemon): dropping the
@@ -13,16 +15,8 @@
  * context is not destroyed by its unref. A subscription holds its client.
  */
 
-#include "watchd-private.h"
-
-struct _WatchdSubscription {
-        GObject parent_instance;
-        WatchdClient *client;
-        char *path;
-        WatchdEventMask mask;
-        WatchdWatchFlags flags;
-        SubPrivate priv;
-};
+#include "watchd-core.h"
+#include "watchd-start.h"
 
 enum {
         PROP_0,
@@ -59,10 +53,6 @@ static char *canonical_path(const char *path) {
         return g_string_free(s, FALSE);
 }
 
-SubPrivate *watchd_subscription_get_private(WatchdSubscription *sub) {
-        return &sub->priv;
-}
-
 void watchd_subscription_emit_events(WatchdSubscription *sub, GPtrArray *events) {
         g_signal_emit(sub, signals[SIGNAL_EVENTS], 0, events);
 }
@@ -81,6 +71,7 @@ static void watchd_subscription_finalize(GObject *object) {
 
         g_free(sub->path);
         g_free(sub->priv.canonical);
+        g_free(sub->priv.current);
         g_clear_object(&sub->client);
         G_OBJECT_CLASS(watchd_subscription_parent_class)->finalize(object);
 }
@@ -274,7 +265,7 @@ void watchd_subscription_start(WatchdSubscription *subscription, GCancellable *c
         g_return_if_fail(WATCHD_IS_SUBSCRIPTION(subscription));
         task = g_task_new(subscription, cancellable, callback, user_data);
         g_task_set_source_tag(task, watchd_subscription_start);
-        watchd_client_start_subscription(subscription->client, subscription, FALSE, cancellable, task);
+        core_start_subscription(subscription->client->core, subscription, FALSE, cancellable, task);
 }
 
 /**
@@ -307,7 +298,7 @@ gboolean watchd_subscription_start_finish(WatchdSubscription *subscription, GAsy
 gboolean watchd_subscription_start_sync(WatchdSubscription *subscription, GCancellable *cancellable,
                                         GError **error) {
         g_return_val_if_fail(WATCHD_IS_SUBSCRIPTION(subscription), FALSE);
-        return watchd_client_start_subscription_sync(subscription->client, subscription, cancellable, error);
+        return core_start_subscription_sync(subscription->client->core, subscription, cancellable, error);
 }
 
 /**
@@ -322,7 +313,35 @@ gboolean watchd_subscription_start_sync(WatchdSubscription *subscription, GCance
  */
 void watchd_subscription_cancel(WatchdSubscription *subscription) {
         g_return_if_fail(WATCHD_IS_SUBSCRIPTION(subscription));
-        watchd_client_cancel_subscription(subscription->client, subscription);
+        core_cancel_subscription(subscription->client->core, subscription);
+}
+
+/**
+ * watchd_subscription_get_id:
+ * @subscription: a #WatchdSubscription
+ *
+ * The id watchd gave the subscription at its last AddWatch: it changes when
+ * watchd restarts, and is kept once the subscription has ended (so that a
+ * #WatchdSubscription::removed handler can name it). Whether watchd holds it
+ * now is watchd_subscription_is_active().
+ *
+ * Returns: the id, 0 before the subscription was first active
+ */
+guint32 watchd_subscription_get_id(WatchdSubscription *subscription) {
+        g_return_val_if_fail(WATCHD_IS_SUBSCRIPTION(subscription), 0);
+        return core_get_last_id(subscription->client->core, subscription);
+}
+
+/**
+ * watchd_subscription_is_active:
+ * @subscription: a #WatchdSubscription
+ *
+ * Returns: whether watchd holds the subscription now (not while it is being
+ *   started, while watchd is away, or after it ended)
+ */
+gboolean watchd_subscription_is_active(WatchdSubscription *subscription) {
+        g_return_val_if_fail(WATCHD_IS_SUBSCRIPTION(subscription), FALSE);
+        return core_is_active(subscription->client->core, subscription);
 }
 
 /**

@@ -68,6 +68,7 @@ struct Context {
         gboolean opt_onlydir;
         gboolean opt_dont_follow;
         gboolean opt_oneshot;
+        gboolean opt_persist;
         gboolean opt_no_poll;
         gboolean opt_json;
         gboolean opt_quiet;
@@ -572,6 +573,7 @@ static int check_selection(Context *c, const char *command, gboolean need_paths)
                    (c->opt_onlydir ? WATCHD_FLAG_ONLYDIR : 0) |
                    (c->opt_dont_follow ? WATCHD_FLAG_DONT_FOLLOW : 0) |
                    (c->opt_oneshot ? WATCHD_FLAG_ONESHOT : 0) |
+                   (c->opt_persist ? WATCHD_FLAG_PERSIST : 0) |
                    (c->opt_no_poll ? WATCHD_FLAG_NO_POLL : 0);
 
         if (need_paths && (!c->opt_paths || !c->opt_paths[0]))
@@ -646,6 +648,7 @@ static int cmd_watch(Context *c, int argc, char **argv) {
                 { "onlydir", 0, 0, G_OPTION_ARG_NONE, &c->opt_onlydir, "Refuse a PATH that is not a directory", NULL },
                 { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow, "Refuse a PATH that is a symbolic link instead of following it", NULL },
                 { "oneshot", 0, 0, G_OPTION_ARG_NONE, &c->opt_oneshot, "End each watch after its first event", NULL },
+                { "persist", 0, 0, G_OPTION_ARG_NONE, &c->opt_persist, "Follow each PATH, not the object: watch what appears there again", NULL },
                 { "no-poll", 0, 0, G_OPTION_ARG_NONE, &c->opt_no_poll, "Do not poll directories on remote file systems (NFS, SMB, FUSE...)", NULL },
                 { "quiet", 'q', 0, G_OPTION_ARG_NONE, &c->opt_quiet, "Do not say on stderr when watches are established", NULL },
                 { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL, "PATH..." },
@@ -725,6 +728,7 @@ static int cmd_list(Context *c, int argc, char **argv) {
                 { "onlydir", 0, 0, G_OPTION_ARG_NONE, &c->opt_onlydir, "Refuse a PATH that is not a directory", NULL },
                 { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow, "Refuse a PATH that is a symbolic link", NULL },
                 { "oneshot", 0, 0, G_OPTION_ARG_NONE, &c->opt_oneshot, "Add the watches oneshot", NULL },
+                { "persist", 0, 0, G_OPTION_ARG_NONE, &c->opt_persist, "Add the watches following their paths", NULL },
                 { "no-poll", 0, 0, G_OPTION_ARG_NONE, &c->opt_no_poll, "Add the watches without polling", NULL },
                 { "json", 0, 0, G_OPTION_ARG_NONE, &c->opt_json, "Print JSON Lines, one object a subscription", NULL },
                 { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL, "PATH..." },

@@ -10,6 +10,15 @@
  * event record and the event bits have the same layout and values there, so
  * whatever is already defined is kept and only what is missing is added.
  *
+ * Beyond 0.23-6 (ABI version 2, INOTIFY_GET_INFO says which a module has;
+ * a 2005 module answers ENOTTY): INOTIFY_ADD_WATCH takes the mask of the
+ * merged syscalls, inotify_add_watch(2), with the bits inotify gained after
+ * 2005 (IN_MOVE_SELF, IN_ONESHOT, IN_ONLYDIR, IN_DONT_FOLLOW, IN_EXCL_UNLINK,
+ * IN_MASK_ADD, IN_MASK_CREATE) and its errors; INOTIFY_SET_FLAGS lets the
+ * caller leave out of the instance the events its own thread group causes.
+ * INOTIFY_WATCH is unchanged: the 0.23 events, unknown bits dropped. Nothing
+ * changes for a program that does not ask.
+ *
  * INOTIFY_IGNORE argument: the 2005 kernel read the watch descriptor through a
  * pointer (ioctl(fd, INOTIFY_IGNORE, &wd)), while the article wrote it by value
  * (ioctl(fd, INOTIFY_IGNORE, wd)). Both work, and no wd is ever misread:
@@ -63,11 +72,32 @@ struct inotify_watch_request {
 #define inotify_request inotify_watch_request
 #endif
 
+/* What INOTIFY_GET_INFO fills in (16 bytes). */
+struct inotify_dev_info {
+	__u32 version;		/* INOTIFY_DEV_VERSION */
+	__u32 mask;		/* every bit INOTIFY_ADD_WATCH acts on: INOTIFY_DEV_ADD_WATCH_BITS */
+	__u32 flags;		/* every flag INOTIFY_SET_FLAGS takes: INOTIFY_DEV_FLAGS */
+	__u32 wd_max;		/* the largest wd handed out: INOTIFY_WD_MAX */
+};
+
 #define INOTIFY_IOCTL_MAGIC	'Q'
-#define INOTIFY_IOCTL_MAXNR	2
+#define INOTIFY_IOCTL_MAXNR	5	/* 0.23-6 had 2 */
 /* _IOR although the kernel reads the argument: kept as 2005 numbered them. */
 #define INOTIFY_WATCH		_IOR(INOTIFY_IOCTL_MAGIC, 1, struct inotify_watch_request) /* 0x80085101 */
 #define INOTIFY_IGNORE		_IOR(INOTIFY_IOCTL_MAGIC, 2, int)                          /* 0x80045102 */
+/*
+ * ABI version 2. INOTIFY_ADD_WATCH: as INOTIFY_WATCH, with req.mask read as
+ * inotify_add_watch(2) reads its mask (see "Beyond 0.23-6" below); returns
+ * the wd. INOTIFY_GET_INFO: fills in a struct inotify_dev_info.
+ * INOTIFY_SET_FLAGS: sets the instance's flags (INOTIFY_DEV_FLAGS) to the
+ * __u32 the argument points to.
+ */
+#define INOTIFY_ADD_WATCH	_IOW(INOTIFY_IOCTL_MAGIC, 3, struct inotify_watch_request) /* 0x40085103 */
+#define INOTIFY_GET_INFO	_IOR(INOTIFY_IOCTL_MAGIC, 4, struct inotify_dev_info)       /* 0x80105104 */
+#define INOTIFY_SET_FLAGS	_IOW(INOTIFY_IOCTL_MAGIC, 5, __u32)                         /* 0x40045105 */
+
+/* 1: the 0.23-6 ABI alone (no INOTIFY_GET_INFO: ENOTTY). 2: this header. */
+#define INOTIFY_DEV_VERSION	2
 
 /* Below this an INOTIFY_IGNORE argument is a wd by value (see above). */
 #define INOTIFY_IGNORE_PTR_MIN	0x10000UL
@@ -94,7 +124,7 @@ struct inotify_watch_request {
 #define IN_CLOSE		(IN_CLOSE_WRITE | IN_CLOSE_NOWRITE)
 #define IN_MOVE			(IN_MOVED_FROM | IN_MOVED_TO)
 #define IN_ISDIR		0x40000000	/* the subject is a directory */
-#define IN_ONESHOT		0x80000000	/* defined; ignored by 0.23-6 */
+#define IN_ONESHOT		0x80000000	/* INOTIFY_ADD_WATCH only (0.23-6 ignored it) */
 #endif
 
 /* The eleven events of 0.23-6 (the merged syscalls' IN_ALL_EVENTS is 0xfff). */
@@ -103,8 +133,63 @@ struct inotify_watch_request {
 #define IN_ALL_EVENTS		INOTIFY_DEV_ALL_EVENTS
 #endif
 
-/* Every bit a record read from the device may carry. */
+/*
+ * Beyond 0.23-6: the bits inotify gained after 2005, with the merged
+ * syscalls' values, for INOTIFY_ADD_WATCH only (INOTIFY_WATCH drops them,
+ * as 0.23 did). Each does what it does for inotify_add_watch(2):
+ *   IN_MOVE_SELF	the watched object was renamed (no IN_ISDIR, no name)
+ *   IN_ONESHOT		the watch ends (IN_IGNORED) after its first record
+ *   IN_ONLYDIR		ENOTDIR unless req.fd is a directory
+ *   IN_DONT_FOLLOW	req.fd may be a symbolic link itself (O_PATH|O_NOFOLLOW);
+ *			without it such an fd is ELOOP, as the syscall follows
+ *   IN_EXCL_UNLINK	no events of a child once it is unlinked
+ *   IN_MASK_ADD	add to the watch's mask and flags instead of replacing them
+ *   IN_MASK_CREATE	EEXIST if the object is watched already (EINVAL with IN_MASK_ADD)
+ */
+#ifndef IN_MOVE_SELF
+#define IN_MOVE_SELF		0x00000800
+#endif
+#ifndef IN_ONLYDIR
+#define IN_ONLYDIR		0x01000000
+#endif
+#ifndef IN_DONT_FOLLOW
+#define IN_DONT_FOLLOW		0x02000000
+#endif
+#ifndef IN_EXCL_UNLINK
+#define IN_EXCL_UNLINK		0x04000000
+#endif
+#ifndef IN_MASK_CREATE
+#define IN_MASK_CREATE		0x10000000
+#endif
+#ifndef IN_MASK_ADD
+#define IN_MASK_ADD		0x20000000
+#endif
+
+/* The events INOTIFY_ADD_WATCH takes: the eleven and IN_MOVE_SELF. */
+#define INOTIFY_DEV_EVENTS	0x00000fffU
+/* Its flags. */
+#define INOTIFY_DEV_WATCH_FLAGS \
+	(IN_ONESHOT | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK | IN_MASK_ADD | IN_MASK_CREATE)
+/* Every bit it acts on (0xb7000fff); INOTIFY_GET_INFO's mask. Like the
+ * syscall it also accepts, and ignores, IN_UNMOUNT, IN_Q_OVERFLOW,
+ * IN_IGNORED and IN_ISDIR; any other bit is EINVAL, and so is a mask
+ * without an event. */
+#define INOTIFY_DEV_ADD_WATCH_BITS	(INOTIFY_DEV_EVENTS | INOTIFY_DEV_WATCH_FLAGS)
+
+/*
+ * INOTIFY_SET_FLAGS. INOTIFY_DEV_EXCL_SELF: events caused by the caller's
+ * thread group (the process that sets the flag, all its threads) are left
+ * out of this instance: nothing is queued for them, not even an
+ * IN_ONESHOT watch's end. IN_UNMOUNT and IN_IGNORED always come. Off for
+ * every new instance; setting the flags again moves it to the new caller,
+ * 0 turns it off.
+ */
+#define INOTIFY_DEV_EXCL_SELF	0x00000001U
+#define INOTIFY_DEV_FLAGS	INOTIFY_DEV_EXCL_SELF
+
+/* Every bit a record read from the device may carry (IN_MOVE_SELF only
+ * for a watch that asked for it with INOTIFY_ADD_WATCH). */
 #define INOTIFY_DEV_REPORTED_BITS \
-	(INOTIFY_DEV_ALL_EVENTS | IN_UNMOUNT | IN_Q_OVERFLOW | IN_IGNORED | IN_ISDIR)
+	(INOTIFY_DEV_ALL_EVENTS | IN_MOVE_SELF | IN_UNMOUNT | IN_Q_OVERFLOW | IN_IGNORED | IN_ISDIR)
 
 #endif /* _UAPI_INOTIFY_DEV_H */

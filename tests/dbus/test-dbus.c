@@ -645,6 +645,97 @@ static void test_no_self_events(WtFixture *f, gconstpointer data) {
         }
 }
 
+/* A user's ls: open, list, close, as ls(1) does. */
+static void user_ls(const char *path) {
+        GDir *d = g_dir_open(path, 0, NULL);
+
+        g_assert_nonnull(d);
+        while (g_dir_read_name(d))
+                ;
+        g_dir_close(d);
+}
+
+/* How many records c holds for path with exactly mask. */
+static guint n_exact(WtCollector *c, const char *path, guint32 mask) {
+        guint n = 0;
+
+        for (guint i = 0; i < c->records->len; i++) {
+                WtRecord *r = &g_array_index(c->records, WtRecord, i);
+
+                n += r->mask == mask && strcmp(r->path, path) == 0;
+        }
+        return n;
+}
+
+/*
+ * The daemon's own scans are no one's events (issue 28): a RECURSIVE watch
+ * for open, access and close_nowrite, then mkdir a; mkdir a/b; mkdir a/b/c;
+ * touch a/b/c/f. The root's scan at AddWatch and each new directory's scan
+ * read directories that are watched for exactly those (by the tree itself,
+ * and the root's parent by another client): nothing of it reaches anyone.
+ * A user's ls of a, and of the root, is reported, once each.
+ */
+static void test_no_self_scan_events(WtFixture *f, gconstpointer data) {
+        g_autofree char *t = path_in(f, "t"), *a = path_in(f, "t/a"), *ab = path_in(f, "t/a/b");
+        g_autofree char *abc = path_in(f, "t/a/b/c"), *abcf = path_in(f, "t/a/b/c/f");
+        const guint32 reads = IN_OPEN | IN_ACCESS | IN_CLOSE_NOWRITE;
+
+        g_assert_cmpint(g_mkdir(t, 0755), ==, 0);
+        wt_add_watch(f->proxy2, f->dir, reads, 0, NULL);
+        wt_add_watch(f->proxy, t, reads | IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(ab, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(abc, 0755), ==, 0);
+        wt_touch(abcf);
+        wt_await_record(&f->a, abcf, IN_CREATE, TIMEOUT_MS);
+        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 5, TIMEOUT_MS));       /* dir, t, a, b, c */
+
+        /* The user's: the first records of their kind, each once. */
+        user_ls(a);
+        wt_await_record(&f->a, a, IN_CLOSE_NOWRITE | IN_ISDIR, TIMEOUT_MS);
+        user_ls(t);
+        wt_await_record(&f->b, t, IN_CLOSE_NOWRITE | IN_ISDIR, TIMEOUT_MS);
+        wt_await_record(&f->a, t, IN_CLOSE_NOWRITE | IN_ISDIR, TIMEOUT_MS);
+        for (guint i = 0; i < f->a.records->len; i++) {
+                WtRecord *r = &g_array_index(f->a.records, WtRecord, i);
+
+                if ((r->mask & IN_ISDIR) && (r->mask & reads) && strcmp(r->path, a) != 0 && strcmp(r->path, t) != 0)
+                        g_error("the tree's client got 0x%x for '%s': the daemon's own scan", r->mask, r->path);
+        }
+        g_assert_cmpuint(n_exact(&f->a, a, IN_OPEN | IN_ISDIR), ==, 1);
+        g_assert_cmpuint(n_exact(&f->a, a, IN_CLOSE_NOWRITE | IN_ISDIR), ==, 1);
+        g_assert_cmpuint(n_exact(&f->a, t, IN_OPEN | IN_ISDIR), ==, 1);
+        g_assert_cmpuint(n_exact(&f->a, t, IN_CLOSE_NOWRITE | IN_ISDIR), ==, 1);
+        g_assert_cmpuint(n_exact(&f->b, t, IN_OPEN | IN_ISDIR), ==, 1);
+        g_assert_cmpuint(n_exact(&f->b, t, IN_CLOSE_NOWRITE | IN_ISDIR), ==, 1);
+        /* Dropped, not never made: the kernel did report the scans. */
+        g_assert_cmpuint(wt_stat(f->proxy, "self_events_dropped"), >=, 12);
+}
+
+/*
+ * A user's ls of a new directory, made while the daemon has not read the
+ * kernel yet (it is stopped): the daemon reads the directory's creation,
+ * scans it, and tells its own scan from the user's ls, which came first and
+ * looks the same. The user's is reported, once; the daemon's not.
+ */
+static void test_self_scan_user_read(WtFixture *f, gconstpointer data) {
+        g_autofree char *t = path_in(f, "t"), *d = path_in(f, "t/d"), *x = path_in(f, "t/x");
+        const guint32 reads = IN_OPEN | IN_ACCESS | IN_CLOSE_NOWRITE;
+        pid_t pid = wt_process_pid(f->daemon->process);
+
+        g_assert_cmpint(g_mkdir(t, 0755), ==, 0);
+        wt_add_watch(f->proxy, t, reads | IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        user_ls(d);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        wt_await_record(&f->a, d, IN_CLOSE_NOWRITE | IN_ISDIR, TIMEOUT_MS);
+        wt_touch(x);
+        wt_await_record(&f->a, x, IN_CREATE, TIMEOUT_MS);
+        g_assert_cmpuint(n_exact(&f->a, d, IN_OPEN | IN_ISDIR), ==, 1);
+        g_assert_cmpuint(n_exact(&f->a, d, IN_CLOSE_NOWRITE | IN_ISDIR), ==, 1);
+}
+
 /* RECURSIVE: a kernel watch per directory, new directories followed and
  * scanned (mkdir -p then touch is seen whole), renames followed into the
  * paths, a directory moved out dropped. */
@@ -2007,6 +2098,8 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/missing-path-ancestor-renamed", NULL, test_missing_path_ancestor_renamed);
         WT_CASE("/dbus/add-watch-fd", NULL, test_add_watch_fd);
         WT_CASE("/dbus/no-self-events", NULL, test_no_self_events);
+        WT_CASE("/dbus/no-self-scan-events", NULL, test_no_self_scan_events);
+        WT_CASE("/dbus/self-scan-user-read", NULL, test_self_scan_user_read);
         WT_CASE("/dbus/recursive", NULL, test_recursive);
         WT_CASE("/dbus/recursive-mkdir-p", NULL, test_recursive_mkdir_p);
         WT_CASE("/dbus/recursive-burst", "[limits]\nmax_pending_events_per_client = 200000\n", test_recursive_burst);

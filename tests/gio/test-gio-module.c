@@ -23,6 +23,7 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 
+#include "fake-watchd.h"
 #include "glocalfilemonitor-layout.h"
 
 #define TIMEOUT_MS 10000
@@ -452,6 +453,39 @@ static void test_nfs_point(void) {
         g_type_class_unref(klass);
 }
 
+/* Issue 25: a watchd that answers AddWatch with 0, then sends WatchRemoved(0)
+ * and Events for 0 (a use-after-free in libwatchd, `gio monitor` killed by
+ * SIGSEGV). Played by the test on the bus (with-watchd --no-watchd): the
+ * monitor it refused is silent, one warning says what watchd did, and the
+ * process goes on with another monitor. */
+static void test_hostile(void) {
+        static const char *const caps[] = { "persistent", "report-appearance", NULL };
+        g_autofree char *bad_dir = make_dir(), *good_dir = make_dir();
+        g_autofree char *x = g_build_filename(bad_dir, "x", NULL), *y = g_build_filename(good_dir, "y", NULL);
+        g_autofree char *client = NULL;
+        g_autoptr(GFileMonitor) bad = NULL, good = NULL;
+        FakeWatchd *fake = fake_watchd_start(g_getenv("DBUS_SYSTEM_BUS_ADDRESS"), caps);
+
+        setup();
+        fake_watchd_push_add_reply(fake, g_variant_new("(u)", 0), NULL);
+        bad = monitor_dir(bad_dir, NULL);
+        g_assert_cmpstr(G_OBJECT_TYPE_NAME(bad), ==, "GWatchdFileMonitor");
+        client = fake_watchd_dup_last_caller(fake);
+        g_test_expect_message("libwatchd", G_LOG_LEVEL_WARNING, "*never made*");
+        fake_watchd_signal(fake, client, "WatchRemoved", g_variant_new("(us)", 0, "deleted"));
+        fake_watchd_signal(fake, client, "Events", g_variant_new_parsed("([(uint32 0, uint32 256, uint32 0, %s, '')],)", x));
+        good = monitor_dir(good_dir, NULL);
+        fake_watchd_signal(fake, client, "Events", g_variant_new_parsed("([(uint32 1, uint32 256, uint32 0, %s, '')],)", y));
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "y");
+        g_test_assert_expected_messages();
+        g_assert_null(find_seen(G_FILE_MONITOR_EVENT_CREATED, "x"));
+        g_file_monitor_cancel(bad);
+        g_file_monitor_cancel(good);
+        fake_watchd_stop(fake);
+        g_rmdir(bad_dir);
+        g_rmdir(good_dir);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/gio-module/chosen", test_chosen);
@@ -466,5 +500,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/gio-module/non-utf8", test_non_utf8);
         g_test_add_func("/gio-module/nfs-point", test_nfs_point);
         g_test_add_func("/gio-module/nfs-point-off", test_nfs_point);
+        g_test_add_func("/gio-module/hostile", test_hostile);
         return g_test_run();
 }

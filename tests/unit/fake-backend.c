@@ -71,12 +71,18 @@ static ssize_t fake_read(Backend *b, void *buf, size_t size) {
 static void fake_free(Backend *b) {
 }
 
+static int fake_pending(Backend *b, size_t *ret) {
+        *ret = ((FakeBackend *) b)->queue->len;
+        return 0;
+}
+
 static const BackendOps fake_ops = {
         .name = "fake",
         .add_watch = fake_add,
         .rm_watch = fake_rm,
         .read = fake_read,
         .free = fake_free,
+        .pending = fake_pending,
 };
 
 FakeBackend *fake_backend_new(void) {

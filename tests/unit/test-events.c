@@ -37,6 +37,7 @@ typedef struct Fixture {
         Missing *missing;
         Moves *moves;
         Remote *remote;
+        SelfEvents *self;
         Events *events;
         Client *c;
         Sink sink;
@@ -104,13 +105,16 @@ static void setup(Fixture *f, gconstpointer data) {
         g_assert_cmpint(accounting_new(&al, &f->accounting), ==, 0);
         g_assert_cmpint(delivery_new(&dl, &f->delivery), ==, 0);
         g_assert_cmpint(watch_table_new(&f->fake->backend, &f->table), ==, 0);
-        g_assert_cmpint(tree_new(f->table, &f->fake->backend, &(TreeOps) { .end = on_tree_end }, f, &f->tree), ==, 0);
+        g_assert_cmpint(self_events_new(f->table, &f->fake->backend, &f->self), ==, 0);
+        g_assert_cmpint(tree_new(f->table, &f->fake->backend, f->self, &(TreeOps) { .end = on_tree_end }, f,
+                                 &f->tree), ==, 0);
         g_assert_cmpint(missing_new(f->table, &(MissingOps) { .appeared = on_appeared, .gone = on_missing_gone }, f,
                                     &f->missing), ==, 0);
         g_assert_cmpint(moves_new(f->table, &f->moves), ==, 0);
-        g_assert_cmpint(remote_new(f->table, &f->config, NULL, &(RemoteOps) { .deliver = on_remote_deliver,
-                                                                       .gone = on_remote_gone }, f, &f->remote), ==, 0);
-        g_assert_cmpint(events_new(&f->fake->backend, f->table, f->tree, f->missing, f->moves, f->remote,
+        g_assert_cmpint(remote_new(f->table, f->self, &f->config, NULL,
+                                   &(RemoteOps) { .deliver = on_remote_deliver, .gone = on_remote_gone }, f,
+                                   &f->remote), ==, 0);
+        g_assert_cmpint(events_new(&f->fake->backend, f->table, f->tree, f->missing, f->moves, f->remote, f->self,
                                    &(EventsOps) {
                                            .end = on_end,
                                            .object_gone = on_object_gone,
@@ -140,6 +144,7 @@ static void teardown(Fixture *f, gconstpointer data) {
         missing_free(f->missing);
         moves_free(f->moves);
         remote_free(f->remote);
+        self_events_free(f->self);
         client_free(f->c);
         watch_table_free(f->table);
         delivery_free(f->delivery);

@@ -27,6 +27,7 @@ typedef struct Fixture {
         Delivery *d;
         Client *c;
         Tree *tree;
+        SelfEvents *self;
         GPtrArray *paths;               /* what the sink was sent */
         unsigned ended;
         gid_t gid;
@@ -68,13 +69,14 @@ static void setup(Fixture *f, gconstpointer data) {
 
         f->fake = fake_backend_new();
         g_assert_cmpint(watch_table_new(&f->fake->backend, &f->t), ==, 0);
+        g_assert_cmpint(self_events_new(f->t, &f->fake->backend, &f->self), ==, 0);
         g_assert_cmpint(accounting_new(l, &f->a), ==, 0);
         g_assert_cmpint(delivery_new(&dl, &f->d), ==, 0);
         f->gid = getgid();
         caller = (Caller) { .uid = getuid(), .gid = f->gid, .gids = &f->gid, .n_gids = 1 };
         g_assert_cmpint(client_new(f->a, f->d, "c", &caller, &f->c), ==, 0);
         delivery_queue_set_transport(&f->c->queue, &sink_ops, f);
-        g_assert_cmpint(tree_new(f->t, &f->fake->backend, &(TreeOps) { .end = on_end }, f, &f->tree), ==, 0);
+        g_assert_cmpint(tree_new(f->t, &f->fake->backend, f->self, &(TreeOps) { .end = on_end }, f, &f->tree), ==, 0);
         f->paths = g_ptr_array_new_with_free_func(g_free);
         f->dir = g_dir_make_tmp("test-tree-XXXXXX", NULL);
         g_assert_nonnull(f->dir);
@@ -84,6 +86,7 @@ static void teardown(Fixture *f, gconstpointer data) {
         g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", f->dir);
 
         tree_free(f->tree);
+        self_events_free(f->self);
         while (f->c->subscriptions)
                 on_end(f->c->subscriptions, f);
         watch_table_free(f->t);

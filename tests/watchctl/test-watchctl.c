@@ -617,6 +617,27 @@ static void test_oneshot(void) {
         g_assert_nonnull(strstr(p->err->str, "is no longer watched (oneshot)\n"));
 }
 
+/*
+ * --persist on a file renamed away: MOVE_SELF, then the file made again at
+ * the path is the watch's again (CREATE). The same command as the e2e test
+ * runs on /dev/inotify (tests/e2e/self, persist-renamed-file).
+ */
+static void test_persist(void) {
+        g_autofree char *dir = make_dir();
+        g_autofree char *f = g_build_filename(dir, "f", NULL), *g = g_build_filename(dir, "g", NULL);
+        g_autofree char *want = NULL;
+        g_autoptr(Proc) p = NULL;
+
+        write_file(f, "");
+        want = g_strdup_printf("MOVE_SELF %s\nCREATE %s\n", f, f);
+        p = WATCHCTL("watch", "--persist", "-e", "delete_self,create", "--count", "2", f);
+        start_watch_established(p);
+        g_assert_cmpint(rename(f, g), ==, 0);
+        write_file(f, "");
+        assert_exit(p, 0);
+        g_assert_cmpstr(p->out->str, ==, want);
+}
+
 static void child_setup_close_stdout(gpointer userdata) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         close(STDOUT_FILENO);
@@ -1082,6 +1103,7 @@ int main(int argc, char **argv) {
         WT_CASE_FUNC("/watchctl/watch/json", test_json);
         WT_CASE_FUNC("/watchctl/watch/timeout", test_timeout);
         WT_CASE_FUNC("/watchctl/watch/oneshot", test_oneshot);
+        WT_CASE_FUNC("/watchctl/watch/persist", test_persist);
         WT_CASE_FUNC("/watchctl/watch/recursive", test_recursive);
         WT_CASE_FUNC("/watchctl/watch/overflow", test_overflow);
         WT_CASE_FUNC("/watchctl/watch/stdout-closed", test_stdout_closed);

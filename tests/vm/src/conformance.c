@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * conformance.c - /dev/inotify against the 0.23-6 ABI, one test per
- * behaviour and per error code (docs/KERNEL-MODULE.md, "Behaviour"). Runs as root inside the VM
+ * behaviour and per error code (docs/KERNEL-MODULE.md, "Behaviour"), and
+ * against what ABI version 2 adds to it (INOTIFY_ADD_WATCH with the bits
+ * inotify gained after 2005, INOTIFY_GET_INFO, INOTIFY_SET_FLAGS, fdinfo). Runs as root inside the VM
  * with inotify_dev loaded; each test runs in its own child with a time
  * limit and prints "PASS name" or "FAIL name: why".
  *
@@ -12,6 +14,7 @@
  * Usage: conformance [test-name...]   (default: all but the named-only ones)
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -60,21 +63,30 @@ static int write_file(const char *path, const char *s) {
         return n < 0 ? -1 : 0;
 }
 
-/* Watches @path (opened read-only, then closed: a watch pins no fd). */
-static int add_watch(int dev, const char *path, uint32_t mask) {
+/*
+ * Watches @path with the watch ioctl @cmd (INOTIFY_WATCH, INOTIFY_ADD_WATCH)
+ * through an fd opened with @oflags, closed right after: a watch pins no
+ * fd. The wd, or -1 and the ioctl's errno.
+ */
+static int watch_cmd(int dev, unsigned long cmd, const char *path, int oflags, uint32_t mask) {
         struct inotify_watch_request req;
         int fd, wd, e;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = open(path, oflags | O_CLOEXEC);
         if (fd < 0)
                 return -1;
         req.fd = fd;
         req.mask = mask;
-        wd = ioctl(dev, INOTIFY_WATCH, &req);
+        wd = ioctl(dev, cmd, &req);
         e = errno;
         close(fd);
         errno = e;
         return wd;
+}
+
+/* Watches @path (opened read-only, then closed: a watch pins no fd). */
+static int add_watch(int dev, const char *path, uint32_t mask) {
+        return watch_cmd(dev, INOTIFY_WATCH, path, O_RDONLY, mask);
 }
 
 static int open_dev(struct vt_reader *r) {
@@ -417,19 +429,7 @@ static int t_watch_ebadf(void) {
 
 /* Watches @path through an O_PATH fd, closed after the ioctl. */
 static int add_watch_opath(int dev, const char *path, int oflags, uint32_t mask) {
-        struct inotify_watch_request req;
-        int fd, wd, e;
-
-        fd = open(path, O_PATH | O_CLOEXEC | oflags);
-        if (fd < 0)
-                return -1;
-        req.fd = fd;
-        req.mask = mask;
-        wd = ioctl(dev, INOTIFY_WATCH, &req);
-        e = errno;
-        close(fd);
-        errno = e;
-        return wd;
+        return watch_cmd(dev, INOTIFY_WATCH, path, O_PATH | oflags, mask);
 }
 
 /* An O_PATH fd of a file and of a directory: accepted, and events arrive. */
@@ -1262,6 +1262,357 @@ static int t_reported_bits(void) {
         return expect(&r, wd, IN_OPEN, NULL, NULL);
 }
 
+/* ---- beyond 0.23-6: INOTIFY_ADD_WATCH, INOTIFY_GET_INFO, INOTIFY_SET_FLAGS ---- */
+
+/* INOTIFY_ADD_WATCH on @path opened with @oflags (O_PATH, O_RDONLY...); the wd, or -1 and errno. */
+static int add_watch2(int dev, const char *path, int oflags, uint32_t mask) {
+        return watch_cmd(dev, INOTIFY_ADD_WATCH, path, oflags, mask);
+}
+
+static int set_flags(int dev, uint32_t flags) {
+        return ioctl(dev, INOTIFY_SET_FLAGS, &flags);
+}
+
+/* Runs @fn in a child process (another thread group); its exit status, or -1. */
+static int in_child(int (*fn)(void)) {
+        int status;
+        pid_t pid = fork();
+
+        if (pid < 0)
+                return -1;
+        if (pid == 0)
+                _exit(fn() < 0 ? 1 : 0);
+        if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+                return -1;
+        return WEXITSTATUS(status);
+}
+
+static int t_info(void) {
+        struct inotify_dev_info info;
+        int dev = open(DEV, O_RDONLY);
+
+        CHECK(dev >= 0, "open");
+        memset(&info, 0xa5, sizeof(info));
+        CHECK(ioctl(dev, INOTIFY_GET_INFO, &info) == 0, "INOTIFY_GET_INFO");
+        CHECK(info.version == INOTIFY_DEV_VERSION && INOTIFY_DEV_VERSION == 2, "version %u, want 2",
+              info.version);
+        CHECK(info.mask == 0xb7000fffu && info.mask == INOTIFY_DEV_ADD_WATCH_BITS, "mask %#x, want 0xb7000fff",
+              info.mask);
+        CHECK(info.flags == INOTIFY_DEV_EXCL_SELF, "flags %#x, want %#x", info.flags, INOTIFY_DEV_EXCL_SELF);
+        CHECK(info.wd_max == INOTIFY_WD_MAX, "wd_max %u, want %u", info.wd_max, (unsigned)INOTIFY_WD_MAX);
+        CHECK(ioctl(dev, INOTIFY_GET_INFO, NULL) < 0 && errno == EFAULT, "NULL must be EFAULT");
+        /* The numbers the header writes beside them, and the merged syscalls' bit values. */
+        CHECK(INOTIFY_ADD_WATCH == 0x40085103u && INOTIFY_GET_INFO == 0x80105104u &&
+              INOTIFY_SET_FLAGS == 0x40045105u && sizeof(info) == 16, "ioctl numbers");
+        CHECK(IN_MOVE_SELF == 0x800 && IN_ONLYDIR == 0x01000000 && IN_DONT_FOLLOW == 0x02000000 &&
+              IN_EXCL_UNLINK == 0x04000000 && IN_MASK_CREATE == 0x10000000 && IN_MASK_ADD == 0x20000000 &&
+              IN_ONESHOT == 0x80000000u, "the syscall ABI's values");
+        return 0;
+}
+
+static int t_add_watch_einval(void) {
+        int dev = open(DEV, O_RDONLY), wd;
+
+        CHECK(dev >= 0, "open");
+        /* Bits the syscall does not know: fsnotify's own. */
+        CHECK(add_watch2(dev, "/tmp", O_RDONLY, IN_CREATE | 0x00001000) < 0 && errno == EINVAL, "FS_OPEN_EXEC");
+        CHECK(add_watch2(dev, "/tmp", O_RDONLY, IN_CREATE | 0x08000000) < 0 && errno == EINVAL,
+              "FS_EVENT_ON_CHILD");
+        CHECK(add_watch2(dev, "/tmp", O_RDONLY, IN_CREATE | 0x00100000) < 0 && errno == EINVAL, "0x00100000");
+        CHECK(add_watch2(dev, "/tmp", O_RDONLY, IN_CREATE | IN_MASK_ADD | IN_MASK_CREATE) < 0 && errno == EINVAL,
+              "IN_MASK_ADD with IN_MASK_CREATE");
+        CHECK(add_watch2(dev, "/tmp", O_RDONLY, IN_ONESHOT | IN_ONLYDIR) < 0 && errno == EINVAL, "no event");
+        CHECK(add_watch2(dev, "/tmp", O_RDONLY, IN_ISDIR | IN_IGNORED | IN_UNMOUNT) < 0 && errno == EINVAL,
+              "output bits only");
+        CHECK(add_watch2(dev, "/tmp", O_RDONLY, 0) < 0 && errno == EINVAL, "mask 0");
+        /* The bits records carry are accepted and ignored, as by inotify_add_watch(2). */
+        wd = add_watch2(dev, "/tmp", O_PATH, IN_CREATE | IN_ISDIR | IN_UNMOUNT | IN_Q_OVERFLOW | IN_IGNORED);
+        CHECK(wd > 0, "IN_CREATE with the output bits");
+        {
+                struct inotify_watch_request req = {.fd = 1000, .mask = IN_CREATE};
+
+                CHECK(ioctl(dev, INOTIFY_ADD_WATCH, &req) < 0 && errno == EBADF, "EBADF");
+                CHECK(ioctl(dev, INOTIFY_ADD_WATCH, NULL) < 0 && errno == EFAULT, "EFAULT");
+        }
+        return 0;
+}
+
+/*
+ * IN_MOVE_SELF, as LTP's inotify02 checks it: the watched object renamed,
+ * no name, no IN_ISDIR; a rename away and back is one record (merged);
+ * IN_DELETE_SELF without IN_ISDIR, as inotify(7). INOTIFY_WATCH drops 0x800.
+ */
+static int t_move_self(void) {
+        struct vt_reader r;
+        int wdd, wdf, wdold, wds;
+
+        CHECK(setup_dir("moveself") == 0, "mkdir");
+        CHECK(mkdir(p("d"), 0755) == 0 && touch(p("f")) == 0 && touch(p("old")) == 0 && touch(p("s")) == 0,
+              "files");
+        CHECK(open_dev(&r) >= 0, "open");
+        wdd = add_watch2(r.fd, p("d"), O_PATH, IN_MOVE_SELF | IN_DELETE_SELF);
+        wdf = add_watch2(r.fd, p("f"), O_RDONLY, IN_MOVE_SELF);
+        wdold = add_watch(r.fd, p("old"), IN_MOVE_SELF | IN_DELETE_SELF);  /* 0.23: 0x800 dropped */
+        wds = add_watch(r.fd, p("s"), IN_ATTRIB);
+        CHECK(wdd > 0 && wdf > 0 && wdold > 0 && wds > 0, "watches");
+
+        CHECK(rename(p("f"), p("f2")) == 0, "rename f");
+        if (expect(&r, wdf, IN_MOVE_SELF, NULL, NULL) < 0)
+                return -1;
+        CHECK(rename(p("d"), p("d2")) == 0 && rename(p("d2"), p("d")) == 0, "rename d and back");
+        if (expect(&r, wdd, IN_MOVE_SELF, NULL, NULL) < 0)
+                return -1;
+        CHECK(rename(p("old"), p("old2")) == 0 && chmod(p("s"), 0600) == 0, "rename old, chmod sentinel");
+        if (expect(&r, wds, IN_ATTRIB, NULL, NULL) < 0)
+                return -1;
+        CHECK(rmdir(p("d")) == 0, "rmdir");
+        if (expect(&r, wdd, IN_DELETE_SELF, NULL, NULL) < 0 || expect(&r, wdd, IN_IGNORED, NULL, NULL) < 0)
+                return -1;
+        return expect_none(&r);
+}
+
+/*
+ * IN_ONESHOT, as LTP's inotify12 checks it: one record, then IN_IGNORED and
+ * the wd gone; on a directory too. INOTIFY_WATCH over it makes it a 0.23
+ * watch again (no oneshot).
+ */
+static int t_oneshot(void) {
+        struct vt_reader r;
+        int wd, wdd, wds, fd, again;
+
+        CHECK(setup_dir("oneshot") == 0, "mkdir");
+        CHECK(touch(p("f")) == 0 && touch(p("g")) == 0 && touch(p("s")) == 0, "files");
+        CHECK(open_dev(&r) >= 0, "open");
+        wd = add_watch2(r.fd, p("f"), O_PATH, IN_MODIFY | IN_ONESHOT);
+        wdd = add_watch2(r.fd, dir, O_PATH, IN_CREATE | IN_ONESHOT);
+        wds = add_watch(r.fd, p("s"), IN_ATTRIB);
+        CHECK(wd > 0 && wdd > 0 && wds > 0, "watches");
+        fd = open(p("f"), O_WRONLY | O_CLOEXEC);
+        CHECK(fd >= 0 && write(fd, "1", 1) == 1 && write(fd, "2", 1) == 1, "two writes");
+        if (expect(&r, wd, IN_MODIFY, NULL, NULL) < 0 || expect(&r, wd, IN_IGNORED, NULL, NULL) < 0)
+                return -1;
+        CHECK(write(fd, "3", 1) == 1 && chmod(p("s"), 0600) == 0, "a third write, then the sentinel");
+        close(fd);
+        if (expect(&r, wds, IN_ATTRIB, NULL, NULL) < 0)
+                return -1;
+        CHECK(ioctl(r.fd, INOTIFY_IGNORE, &wd) < 0 && errno == EINVAL, "the oneshot wd is gone");
+        CHECK(touch(p("a")) == 0 && touch(p("b")) == 0, "two creates");
+        if (expect(&r, wdd, IN_CREATE, "a", NULL) < 0 || expect(&r, wdd, IN_IGNORED, NULL, NULL) < 0)
+                return -1;
+
+        /* Oneshot, then INOTIFY_WATCH on the same inode: 0.23, every event. */
+        wd = add_watch2(r.fd, p("g"), O_PATH, IN_MODIFY | IN_ONESHOT);
+        again = add_watch(r.fd, p("g"), IN_MODIFY);
+        CHECK(wd > 0 && again == wd, "same wd (%d, %d)", wd, again);
+        /* Read in between: two MODIFY in a row would be merged into one. */
+        CHECK(write_file(p("g"), "x") == 0, "write");
+        if (expect(&r, wd, IN_MODIFY, NULL, NULL) < 0)
+                return -1;
+        CHECK(write_file(p("g"), "y") == 0, "write");
+        if (expect(&r, wd, IN_MODIFY, NULL, NULL) < 0)
+                return -1;
+        return expect_none(&r);
+}
+
+/*
+ * IN_EXCL_UNLINK, as LTP's inotify12 checks it: a directory's watch hears
+ * nothing more of a child once it is unlinked (without the flag it does).
+ */
+static int t_excl_unlink(void) {
+        struct vt_reader r;
+        int wd, fd;
+
+        CHECK(setup_dir("exclunlink") == 0, "mkdir");
+        CHECK(touch(p("f")) == 0 && touch(p("g")) == 0, "files");
+        CHECK(open_dev(&r) >= 0, "open");
+        wd = add_watch2(r.fd, dir, O_PATH, IN_MODIFY);
+        CHECK(wd > 0, "watch");
+        fd = open(p("f"), O_WRONLY | O_CLOEXEC);
+        CHECK(fd >= 0 && unlink(p("f")) == 0 && write(fd, "1", 1) == 1, "without: write after unlink");
+        if (expect(&r, wd, IN_MODIFY, "f", NULL) < 0)
+                return -1;
+        close(fd);
+
+        CHECK(add_watch2(r.fd, dir, O_PATH, IN_MODIFY | IN_EXCL_UNLINK) == wd, "same wd");
+        fd = open(p("g"), O_WRONLY | O_CLOEXEC);
+        CHECK(fd >= 0 && write(fd, "1", 1) == 1, "with: write before unlink");
+        if (expect(&r, wd, IN_MODIFY, "g", NULL) < 0)
+                return -1;
+        CHECK(unlink(p("g")) == 0 && write(fd, "2", 1) == 1, "write after unlink");
+        close(fd);
+        CHECK(write_file(p("h"), "sentinel") == 0, "sentinel");
+        if (expect(&r, wd, IN_MODIFY, "h", NULL) < 0)
+                return -1;
+        return expect_none(&r);
+}
+
+static int t_onlydir_dont_follow(void) {
+        struct vt_reader r;
+        int wd, e;
+
+        CHECK(setup_dir("onlydir") == 0, "mkdir");
+        CHECK(touch(p("f")) == 0 && symlink("f", p("l")) == 0, "file and link");
+        CHECK(open_dev(&r) >= 0, "open");
+        CHECK(add_watch2(r.fd, p("f"), O_PATH, IN_ATTRIB | IN_ONLYDIR) < 0 && errno == ENOTDIR,
+              "IN_ONLYDIR on a file must be ENOTDIR");
+        CHECK(add_watch2(r.fd, dir, O_PATH, IN_DELETE_SELF | IN_ONLYDIR) > 0, "IN_ONLYDIR on a directory");
+        wd = add_watch2(r.fd, p("l"), O_PATH | O_NOFOLLOW, IN_ATTRIB);
+        e = errno;
+        CHECK(wd < 0 && e == ELOOP, "a link itself without IN_DONT_FOLLOW must be ELOOP (got %d)", wd);
+        wd = add_watch2(r.fd, p("l"), O_PATH | O_NOFOLLOW, IN_ATTRIB | IN_DONT_FOLLOW);
+        CHECK(wd > 0, "a link itself with IN_DONT_FOLLOW");
+        CHECK(fchownat(AT_FDCWD, p("l"), 0, 0, AT_SYMLINK_NOFOLLOW) == 0, "lchown");
+        if (expect(&r, wd, IN_ATTRIB, NULL, NULL) < 0)
+                return -1;
+        /* Followed (the fd is the target's): IN_DONT_FOLLOW changes nothing then. */
+        CHECK(add_watch2(r.fd, p("l"), O_RDONLY, IN_ATTRIB | IN_DONT_FOLLOW) > 0 && wd > 0, "followed link");
+        return 0;
+}
+
+/* IN_MASK_ADD adds, a plain call replaces, IN_MASK_CREATE refuses an existing watch. */
+static int t_mask_add_create(void) {
+        struct vt_reader r;
+        int wd, other;
+
+        CHECK(setup_dir("maskadd") == 0, "mkdir");
+        CHECK(open_dev(&r) >= 0, "open");
+        wd = add_watch2(r.fd, dir, O_PATH, IN_CREATE | IN_MASK_CREATE);
+        CHECK(wd > 0, "IN_MASK_CREATE on a new watch");
+        CHECK(add_watch2(r.fd, dir, O_PATH, IN_DELETE | IN_MASK_CREATE) < 0 && errno == EEXIST,
+              "IN_MASK_CREATE on an existing watch must be EEXIST");
+        CHECK(add_watch2(r.fd, dir, O_PATH, IN_DELETE | IN_MASK_ADD) == wd, "IN_MASK_ADD: same wd");
+        CHECK(touch(p("a")) == 0 && unlink(p("a")) == 0, "create, delete");
+        if (expect(&r, wd, IN_CREATE, "a", NULL) < 0 || expect(&r, wd, IN_DELETE, "a", NULL) < 0)
+                return -1;
+        CHECK(add_watch2(r.fd, dir, O_PATH, IN_DELETE) == wd, "replace: same wd");
+        CHECK(touch(p("b")) == 0 && unlink(p("b")) == 0, "create, delete");
+        if (expect(&r, wd, IN_DELETE, "b", NULL) < 0)
+                return -1;
+        /* Another instance does not count: EEXIST is per instance. */
+        other = open(DEV, O_RDONLY);
+        CHECK(other >= 0 && add_watch2(other, dir, O_PATH, IN_CREATE | IN_MASK_CREATE) > 0, "another instance");
+        return expect_none(&r);
+}
+
+/* /proc/self/fdinfo of an instance: a line a watch, as inotify's (LTP's inotify12 reads it). */
+static int t_fdinfo(void) {
+        char path[64], line[256];
+        struct stat std, stf;
+        int dev, wd1, wd2, found = 0;
+        FILE *f;
+
+        CHECK(setup_dir("fdinfo") == 0 && touch(p("f")) == 0, "mkdir");
+        dev = open(DEV, O_RDONLY);
+        CHECK(dev >= 0, "open");
+        wd1 = add_watch(dev, dir, IN_CREATE | IN_DELETE);
+        wd2 = add_watch2(dev, p("f"), O_PATH, IN_MODIFY | IN_ONESHOT | IN_EXCL_UNLINK);
+        CHECK(wd1 > 0 && wd2 > 0 && stat(dir, &std) == 0 && stat(p("f"), &stf) == 0, "watches");
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", dev);
+        f = fopen(path, "re");
+        CHECK(f, "open %s", path);
+        while (fgets(line, sizeof(line), f)) {
+                unsigned wd, sdev, mask;
+                unsigned long ino;
+                const struct stat *st;
+
+                if (sscanf(line, "inotify wd:%x ino:%lx sdev:%x mask:%x", &wd, &ino, &sdev, &mask) != 4)
+                        continue;
+                st = (int)wd == wd1 ? &std : &stf;
+                CHECK((int)wd == wd1 || (int)wd == wd2, "unknown wd in: %s", line);
+                CHECK(ino == st->st_ino && sdev == ((major(st->st_dev) << 20) | minor(st->st_dev)),
+                      "ino/sdev in: %s", line);
+                CHECK(mask == ((int)wd == wd1 ? (IN_CREATE | IN_DELETE) : (IN_MODIFY | IN_ONESHOT | IN_EXCL_UNLINK)),
+                      "mask in: %s", line);
+                CHECK(strstr(line, " ignored_mask:0"), "ignored_mask in: %s", line);
+                found++;
+        }
+        fclose(f);
+        CHECK(found == 2, "%d watch lines, want 2", found);
+        return 0;
+}
+
+/* t_excl_self's instance, for its children. */
+static int excl_dev;
+
+static int excl_touch(void) {
+        return touch(p("child")) == 0 ? 0 : -1;
+}
+
+static void *excl_thread(void *arg) {
+        (void)arg;
+        return (void *)(long)touch(p("thread"));
+}
+
+static int excl_set_here(void) {
+        return set_flags(excl_dev, INOTIFY_DEV_EXCL_SELF) == 0 && touch(p("ignored-child")) == 0 ? 0 : -1;
+}
+
+/*
+ * INOTIFY_SET_FLAGS(INOTIFY_DEV_EXCL_SELF): the caller's own thread group's
+ * events are left out (its threads too), another process's are not, an
+ * IN_ONESHOT watch is not used up by them, IN_UNMOUNT still comes; off by
+ * default and again after 0; set from another process, it moves there.
+ */
+static int t_excl_self(void) {
+        struct vt_reader r;
+        pthread_t th;
+        void *tr;
+        int wd, wdo, wdm;
+        pid_t pid;
+
+        CHECK(setup_dir("exclself") == 0 && mkdir(p("m"), 0755) == 0 && touch(p("o")) == 0, "mkdir");
+        CHECK(open_dev(&r) >= 0, "open");
+        excl_dev = r.fd;
+        wd = add_watch2(r.fd, dir, O_PATH, IN_CREATE | IN_OPEN | IN_CLOSE | IN_MODIFY);
+        CHECK(wd > 0, "watch");
+        /* Off by default: the 2005 programs see what they always saw. */
+        CHECK(touch(p("own0")) == 0, "touch");
+        if (expect(&r, wd, IN_CREATE, "own0", NULL) < 0 || expect(&r, wd, IN_OPEN, "own0", NULL) < 0 ||
+            expect(&r, wd, IN_CLOSE_WRITE, "own0", NULL) < 0)
+                return -1;
+
+        CHECK(set_flags(r.fd, 2) < 0 && errno == EINVAL, "unknown flag must be EINVAL");
+        CHECK(ioctl(r.fd, INOTIFY_SET_FLAGS, NULL) < 0 && errno == EFAULT, "NULL must be EFAULT");
+        CHECK(set_flags(r.fd, INOTIFY_DEV_EXCL_SELF) == 0, "INOTIFY_SET_FLAGS");
+        CHECK(write_file(p("own1"), "x") == 0 && close(open(dir, O_RDONLY | O_CLOEXEC)) == 0, "own doings");
+        CHECK(pthread_create(&th, NULL, excl_thread, NULL) == 0 && pthread_join(th, &tr) == 0 && tr == NULL,
+              "a thread's");
+        CHECK(in_child(excl_touch) == 0, "a child's");
+        if (expect(&r, wd, IN_CREATE, "child", NULL) < 0 || expect(&r, wd, IN_OPEN, "child", NULL) < 0 ||
+            expect(&r, wd, IN_CLOSE_WRITE, "child", NULL) < 0)
+                return -1;
+
+        /* IN_ONESHOT: not used up by the owner's own event. */
+        wdo = add_watch2(r.fd, p("o"), O_PATH, IN_ATTRIB | IN_ONESHOT);
+        CHECK(wdo > 0 && chmod(p("o"), 0600) == 0, "oneshot, own chmod");
+        pid = fork();
+        CHECK(pid >= 0, "fork");
+        if (pid == 0)
+                _exit(chmod(p("o"), 0644) == 0 ? 0 : 1);
+        CHECK(waitpid(pid, NULL, 0) == pid, "wait");
+        if (expect(&r, wdo, IN_ATTRIB, NULL, NULL) < 0 || expect(&r, wdo, IN_IGNORED, NULL, NULL) < 0)
+                return -1;
+
+        /* IN_UNMOUNT comes, whoever unmounts. */
+        CHECK(mount("tmpfs", p("m"), "tmpfs", 0, "size=1m") == 0, "mount");
+        wdm = add_watch2(r.fd, p("m"), O_PATH, IN_CREATE);
+        CHECK(wdm > 0 && umount(p("m")) == 0, "watch and umount");
+        if (expect(&r, wdm, IN_UNMOUNT | IN_ISDIR, NULL, NULL) < 0 || expect(&r, wdm, IN_IGNORED, NULL, NULL) < 0)
+                return -1;
+
+        /* Set by a child: the child's are left out now, and ours come again. */
+        CHECK(in_child(excl_set_here) == 0, "child sets the flag");
+        CHECK(touch(p("own2")) == 0, "touch");
+        if (expect(&r, wd, IN_CREATE, "own2", NULL) < 0 || expect(&r, wd, IN_OPEN, "own2", NULL) < 0 ||
+            expect(&r, wd, IN_CLOSE_WRITE, "own2", NULL) < 0)
+                return -1;
+        /* 0: nobody's left out. */
+        CHECK(set_flags(r.fd, 0) == 0 && in_child(excl_touch) == 0, "flags 0");
+        if (expect(&r, wd, IN_OPEN, "child", NULL) < 0 || expect(&r, wd, IN_CLOSE_WRITE, "child", NULL) < 0)
+                return -1;
+        return expect_none(&r);
+}
+
 static const struct vt_test tests[] = {
         {"node", t_node, 0},
         {"dev_mode_closed", t_dev_mode_closed, 0},
@@ -1313,6 +1664,15 @@ static const struct vt_test tests[] = {
         {"reported_bits", t_reported_bits, 0},
         {"close_destroys_watches", t_close_destroys_watches, 0},
         {"wd_space", t_wd_space, 120},
+        {"info", t_info, 0},
+        {"add_watch_einval", t_add_watch_einval, 0},
+        {"move_self", t_move_self, 0},
+        {"oneshot", t_oneshot, 0},
+        {"excl_unlink", t_excl_unlink, 0},
+        {"onlydir_dont_follow", t_onlydir_dont_follow, 0},
+        {"mask_add_create", t_mask_add_create, 0},
+        {"fdinfo", t_fdinfo, 0},
+        {"excl_self", t_excl_self, 0},
 };
 
 /* Run only when named: they need the module loaded with other parameters. */

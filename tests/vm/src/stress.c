@@ -14,8 +14,13 @@
  *  - 1 knob turner: flips max_queued_events between 32 and 16384, so that
  *    instances opened meanwhile overflow.
  *
+ * Watchers place a third of their watches with INOTIFY_ADD_WATCH (IN_MOVE_SELF,
+ * and at random IN_ONESHOT, IN_EXCL_UNLINK, IN_MASK_ADD) and now and then
+ * turn INOTIFY_DEV_EXCL_SELF on or off.
+ *
  * Every record read is checked: len a multiple of 16 (at most 256), the name
- * NUL-terminated, only 0.23 bits, wd -1 exactly for IN_Q_OVERFLOW, the wd one
+ * NUL-terminated, only the device's bits (IN_MOVE_SELF only on a wd placed
+ * with INOTIFY_ADD_WATCH), wd -1 exactly for IN_Q_OVERFLOW, the wd one
  * this instance was given, and no record for a wd after its IN_IGNORED.
  * Prints "PASS stress: <figures>" or "FAIL stress: <why>". The guest script
  * then checks that the module's counters are back to zero and unloads it.
@@ -88,6 +93,7 @@ struct inst {
         int fd;
         int maxwd;
         unsigned char state[MAXWD]; /* 0 never given, 1 live, 2 removed by us, 3 ignored */
+        unsigned char v2[MAXWD];    /* placed with INOTIFY_ADD_WATCH at some point: IN_MOVE_SELF allowed */
 };
 
 static void inst_open(struct inst *in, int flags) {
@@ -96,6 +102,7 @@ static void inst_open(struct inst *in, int flags) {
                 die("open %s: %s", DEV, strerror(errno));
         in->maxwd = 0;
         memset(in->state, 0, sizeof(in->state));
+        memset(in->v2, 0, sizeof(in->v2));
         cnt.opens++;
 }
 
@@ -107,7 +114,7 @@ static void check_record(struct inst *in, const struct inotify_event *ev, size_t
         if (ev->len && !memchr(ev->name, '\0', ev->len))
                 die("name not NUL-terminated");
         if (ev->mask & ~INOTIFY_DEV_REPORTED_BITS)
-                die("mask %#x has bits outside 0.23's", ev->mask);
+                die("mask %#x has bits outside the device's", ev->mask);
         if (ev->wd == -1) {
                 if (ev->mask != IN_Q_OVERFLOW || ev->len)
                         die("wd -1 with mask %#x len %u", ev->mask, ev->len);
@@ -118,6 +125,8 @@ static void check_record(struct inst *in, const struct inotify_event *ev, size_t
                 die("IN_Q_OVERFLOW with wd %d", ev->wd);
         if (ev->wd <= 0 || ev->wd > in->maxwd)
                 die("record for wd %d, never given (max %d), mask %#x", ev->wd, in->maxwd, ev->mask);
+        if ((ev->mask & IN_MOVE_SELF) && ev->wd < MAXWD && !in->v2[ev->wd] && in->maxwd < MAXWD - 1)
+                die("IN_MOVE_SELF for wd %d, which no INOTIFY_ADD_WATCH asked for", ev->wd);
         if (ev->wd < MAXWD) {
                 if (in->state[ev->wd] == 3)
                         die("record (mask %#x) for wd %d after its IN_IGNORED", ev->mask, ev->wd);
@@ -128,7 +137,7 @@ static void check_record(struct inst *in, const struct inotify_event *ev, size_t
                         cnt.ignored++;
                 }
         }
-        if (!(ev->mask & (INOTIFY_DEV_ALL_EVENTS | IN_UNMOUNT | IN_IGNORED)))
+        if (!(ev->mask & (INOTIFY_DEV_EVENTS | IN_UNMOUNT | IN_IGNORED)))
                 die("record without an event bit: %#x", ev->mask);
 }
 
@@ -164,6 +173,7 @@ static void inst_add(struct inst *in) {
         struct inotify_watch_request req;
         char path[128];
         int fd, wd;
+        bool v2;
 
         random_path(path, sizeof(path));
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -171,12 +181,18 @@ static void inst_add(struct inst *in) {
                 return; /* came and went */
         req.fd = fd;
         req.mask = rnd(4) ? INOTIFY_DEV_ALL_EVENTS : (1u << rnd(11)) | IN_CREATE;
-        wd = ioctl(in->fd, INOTIFY_WATCH, &req);
+        /* A third of them the syscalls' way: IN_MOVE_SELF, oneshot watches
+         * destroyed from the handler, IN_EXCL_UNLINK, IN_MASK_ADD. */
+        v2 = rnd(3) == 0;
+        if (v2)
+                req.mask |= IN_MOVE_SELF | (rnd(2) ? IN_ONESHOT : 0) | (rnd(2) ? IN_EXCL_UNLINK : 0) |
+                            (rnd(2) ? IN_MASK_ADD : 0);
+        wd = ioctl(in->fd, v2 ? INOTIFY_ADD_WATCH : INOTIFY_WATCH, &req);
         close(fd);
         if (wd < 0) {
                 /* ENOENT: the inode is being deleted or unmounted right now. */
                 if (errno != ENOENT)
-                        die("INOTIFY_WATCH %s: %s", path, strerror(errno));
+                        die("%s %s: %s", v2 ? "INOTIFY_ADD_WATCH" : "INOTIFY_WATCH", path, strerror(errno));
                 return;
         }
         cnt.adds++;
@@ -184,6 +200,17 @@ static void inst_add(struct inst *in) {
                 in->maxwd = wd;
         if (wd < MAXWD && in->state[wd] == 0)
                 in->state[wd] = 1;
+        if (wd < MAXWD && v2)
+                in->v2[wd] = 1;
+}
+
+/* Leaves out its own events, or not: the pid reference taken and dropped
+ * while events come from every side (its own adds open files too). */
+static void inst_flags(struct inst *in) {
+        uint32_t flags = rnd(2) ? INOTIFY_DEV_EXCL_SELF : 0;
+
+        if (ioctl(in->fd, INOTIFY_SET_FLAGS, &flags) < 0)
+                die("INOTIFY_SET_FLAGS: %s", strerror(errno));
 }
 
 static void inst_remove(struct inst *in) {
@@ -243,6 +270,8 @@ static void watcher(int id) {
                         /* Close with watches and unread records, then a fresh one. */
                         close(in.fd);
                         inst_open(&in, flags);
+                } else if (op < 3) {
+                        inst_flags(&in);
                 } else if (op < 40) {
                         inst_add(&in);
                 } else if (op < 55) {
