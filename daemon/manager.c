@@ -487,6 +487,17 @@ uint32_t manager_subscription_remote_flags(const Manager *m, const Subscription 
                (remote_subscription_polled(m->remote, s) ? WATCHD_FLAG_POLLED : 0);
 }
 
+int manager_add_watch_opened(Manager *m, Client *c, const char *path, int fd, const struct stat *st,
+                             const RemoteHint *hint, uint32_t mask, uint32_t flags, uint32_t *ret_id,
+                             TreeWalk **ret_walk) {
+        int r;
+
+        remote_set_hint(m->remote, hint);
+        r = subscriptions_add_opened(m->subs, c, path, fd, st, mask, flags, ret_id, ret_walk);
+        remote_set_hint(m->remote, NULL);
+        return r;
+}
+
 Client *manager_get_client(Manager *m, const char *name) {
         return subscriptions_get_client(m->subs, name);
 }

@@ -81,6 +81,11 @@ int manager_new_client(Manager *m, const char *name, const Caller *caller, Clien
 void manager_client_gone(Manager *m, Client *c);
 
 /* The API's operations on subscriptions: subscriptions_add_path(), subscriptions_add_fd(), subscriptions_remove(). */
+/* manager_add_watch_path() after its open was made in a worker (fd taken, or
+ * the open's -errno), with what the worker asked the file system (hint). */
+int manager_add_watch_opened(Manager *m, Client *c, const char *path, int fd, const struct stat *st,
+                             const RemoteHint *hint, uint32_t mask, uint32_t flags, uint32_t *ret_id,
+                             TreeWalk **ret_walk);
 int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
                            uint32_t *ret_id, TreeWalk **ret_walk);
 int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,

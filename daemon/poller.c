@@ -76,8 +76,10 @@ enum {
         JOB_RESTAT,
 };
 
-/* System calls of one read job: a directory of a few thousand names. */
-#define JOB_OPS 4096u
+/* System calls of one read job: well within the lane's deadline (FSWORK_DEADLINE_USEC)
+ * on a slow NFS server (a round trip a statx), so that only a file system
+ * that does not answer is taken for one. */
+#define JOB_OPS 1024u
 
 /*
  * A uid's share of the poller. Its work (first snapshots, then rounds) is

@@ -114,6 +114,7 @@ struct Remote {
         FsWork *fswork;         /* NULL: reads in poller_run() */
         GHashTable *priming;    /* Subscription -> its directories' first snapshots in workers */
 
+        RemoteHint hint;        /* remote_set_hint() */
         AccessSaved saved;      /* between begin and end */
         bool linking_found;     /* remote_link_added() for a directory found by polling */
         uint32_t cookie;
@@ -312,6 +313,30 @@ static void group_put(Remote *r, RemoteGroup *g) {
         free(g);
 }
 
+void remote_hint_probe(int fd, const struct stat *st, RemoteHint *ret) {
+        struct stat pst;
+        FsInfo info;
+
+        *ret = (RemoteHint) { .valid = true, .dev = st->st_dev, .ino = st->st_ino, .kind = FS_LOCAL };
+        if (fs_detect(fd, NULL, &info) >= 0) {
+                ret->kind = info.kind;
+                fs_info_done(&info);
+        }
+        if (S_ISDIR(st->st_mode) && fstatat(fd, "..", &pst, AT_SYMLINK_NOFOLLOW) >= 0 && pst.st_dev == st->st_dev) {
+                ret->have_parent = true;
+                ret->pdev = pst.st_dev;
+                ret->pino = pst.st_ino;
+        }
+}
+
+void remote_set_hint(Remote *r, const RemoteHint *hint) {
+        r->hint = hint ? *hint : (RemoteHint) {};
+}
+
+static bool hint_for(const Remote *r, const struct stat *st) {
+        return r->hint.valid && r->hint.dev == st->st_dev && r->hint.ino == st->st_ino;
+}
+
 /* What l's directory is on: the kind of its parent link's, if on the same
  * device (no system call); else asked of the kernel. Return: the kind, and
  * the parent's group in *ret_parent if that decided. */
@@ -324,6 +349,8 @@ static FsKind link_kind(Remote *r, WatchLink *l, int fd, const struct stat *st) 
 
                 return p ? p->group->kind : unpolled_get(r, l->subscription, l->parent->watch);
         }
+        if (hint_for(r, st))
+                return r->hint.kind;    /* asked in the worker that opened it */
         if (fs_detect(fd, NULL, &info) < 0)
                 return FS_LOCAL;
         kind = info.kind;
@@ -369,7 +396,11 @@ int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
                 struct stat pst;
 
                 /* Its reads show up on its parent's watch too, if anyone watches that. */
-                if (fstatat(fd, "..", &pst, AT_SYMLINK_NOFOLLOW) >= 0 && pst.st_dev == st->st_dev) {
+                if (hint_for(r, st)) {
+                        d->pdev = r->hint.pdev;
+                        d->pino = r->hint.pino;
+                        d->have_parent = r->hint.have_parent;
+                } else if (fstatat(fd, "..", &pst, AT_SYMLINK_NOFOLLOW) >= 0 && pst.st_dev == st->st_dev) {
                         d->pdev = pst.st_dev;
                         d->pino = pst.st_ino;
                         d->have_parent = true;

@@ -72,6 +72,23 @@ typedef struct RemoteOps {
  */
 int remote_new(WatchTable *table, SelfEvents *self, const Config *config, FsWork *fswork, const RemoteOps *ops,
                void *userdata, Remote **ret);
+/* What remote_link_added() asks the file system of a subscription's root,
+ * asked in the worker that opened it (remote_hint_probe(), no Remote state
+ * touched), so that a file system that does not answer holds that worker
+ * and not the loop: its kind (fstatfs, mountinfo) and its parent. */
+typedef struct RemoteHint {
+        bool valid;
+        dev_t dev;
+        ino_t ino;
+        FsKind kind;
+        bool have_parent;
+        dev_t pdev;
+        ino_t pino;
+} RemoteHint;
+void remote_hint_probe(int fd, const struct stat *st, RemoteHint *ret);
+/* The hint for the links made until it is set again (NULL: none). */
+void remote_set_hint(Remote *r, const RemoteHint *hint);
+
 /* Whether first snapshots of s's directories are being taken in a worker:
  * a change made after AddWatch answers must be found by the next poll, so
  * the answer waits for RemoteOps.primed. */

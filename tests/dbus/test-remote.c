@@ -38,6 +38,10 @@
  *                   worst latency during the hang), and when the file system
  *                   answers again (SIGCONT) another Overflow, and polling
  *                   goes on
+ *   hung-add        AddWatch of a path on the stopped FUSE mount: the call
+ *                   waits (its open waits in a worker), another client's
+ *                   GetStats and events go on, and it is answered with an
+ *                   id once the file system answers
  *
  * Without bindfs or a usable /dev/fuse every case is skipped, saying why.
  * Records are awaited, never slept for, but for the cases that show that
@@ -529,6 +533,7 @@ static void test_hung(Fixture *x, gconstpointer data) {
         g_assert_cmpint(kill(hung_pid, SIGSTOP), ==, 0);
         g_assert_true(wt_await_overflows(&x->f.a, 1, 30000));
         g_assert_true(wt_collector_has_overflow_id(&x->f.a, id));
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "fs_stalled"), ==, 1);
 
         /* Everyone else is served meanwhile: the bus and the kernel's events. */
         worst_stats = worst_get_stats(x->f.proxy2, 20);
@@ -551,8 +556,72 @@ static void test_hung(Fixture *x, gconstpointer data) {
         g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
         hung_pid = 0;
         g_assert_true(wt_await_overflows(&x->f.a, 2, 30000));
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "fs_stalled"), ==, 0);
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "fs_stalls"), ==, 1);
         write_file(after, "polled again");
         await_polled(x, "a file created after the hang", g_get_monotonic_time(), mafter, IN_CREATE);
+}
+
+typedef struct AsyncAdd {
+        gboolean done;
+        guint32 id;
+        GError *error;
+} AsyncAdd;
+
+static void on_added(GObject *source, GAsyncResult *res, gpointer data) {
+        AsyncAdd *a = data;
+
+        (void) watchd_inotify_call_add_watch_finish(WATCHD_INOTIFY(source), &a->id, res, &a->error);
+        a->done = TRUE;
+}
+
+static void test_hung_add(Fixture *x, gconstpointer data) {
+        g_autofree char *local = in(x->f.dir, "local"), *fresh = in(x->back, "fresh"), *mfresh = in(x->mnt, "fresh");
+        gint64 worst_stats, worst_event = 0;
+        AsyncAdd add = {};
+
+        if (skip_unless_mounted(x))
+                return;
+        hung_pid = bindfs_pid(x->mnt);
+        g_assert_cmpint(hung_pid, >, 0);
+        g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(fresh, 0755), ==, 0);   /* never looked up through the mount */
+        wt_add_watch(x->f.proxy2, local, IN_CREATE, 0, NULL);
+        {
+                g_autofree char *script = g_strdup_printf("while kill -0 %d 2>/dev/null; do sleep 1; done; "
+                                                          "kill -CONT %d", (int) getpid(), (int) hung_pid);
+                g_autoptr(GError) error = NULL;
+
+                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL },
+                                            NULL, 0, NULL, NULL, NULL, &error));
+        }
+        g_assert_cmpint(kill(hung_pid, SIGSTOP), ==, 0);
+
+        /* Its lookup goes to the stopped FUSE daemon: the open waits. */
+        watchd_inotify_call_add_watch(x->f.proxy, mfresh, IN_CREATE, 0, NULL, on_added, &add);
+        worst_stats = worst_get_stats(x->f.proxy2, 20);
+        for (int i = 0; i < 20; i++) {
+                g_autofree char *name = g_strdup_printf("f%d", i), *path = in(local, name);
+                gint64 t0 = g_get_monotonic_time();
+
+                wt_touch(path);
+                wt_await_record(&x->f.b, path, IN_CREATE, 5000);
+                worst_event = MAX(worst_event, g_get_monotonic_time() - t0);
+        }
+        g_test_message("figure: AddWatch waiting on a hung FUSE: GetStats round trip worst of 20 %" G_GINT64_FORMAT
+                       " us, another client's event worst of 20 %" G_GINT64_FORMAT " us; the AddWatch %s meanwhile",
+                       worst_stats, worst_event, add.done ? "was answered" : "waited");
+        g_assert_cmpint(worst_stats, <, 2 * G_USEC_PER_SEC);
+        g_assert_cmpint(worst_event, <, 2 * G_USEC_PER_SEC);
+        /* Answered only once the file system answers: its open did reach it. */
+        g_assert_false(add.done);
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
+
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_flag(&add.done, 30000));
+        g_assert_no_error(add.error);
+        g_assert_cmpuint(add.id, >, 0);
 }
 
 int main(int argc, char *argv[]) {
@@ -569,5 +638,6 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/root-gone", Fixture, CONFIG, setup, test_root_gone, teardown);
         g_test_add("/remote/io-bounded", Fixture, CONFIG, setup, test_io_bounded, teardown);
         g_test_add("/remote/hung", Fixture, CONFIG, setup, test_hung, teardown);
+        g_test_add("/remote/hung-add", Fixture, CONFIG, setup, test_hung_add, teardown);
         return g_test_run();
 }
