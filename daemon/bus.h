@@ -8,7 +8,8 @@
  * files it calls: bus_caller.c (credentials, argument checks, errors),
  * bus_methods.c (the clients on the bus and the methods on subscriptions),
  * bus_properties.c, bus_signals.c (the signal transport and its flow
- * control), bus_stream.c (the stream transport). They share the DbusIface
+ * control), bus_stream.c (the stream transport), bus_durable.c (the
+ * durable subscriptions' methods and the transports of their replays). They share the DbusIface
  * and, per client, a BusClient: the transport data of its delivery queue.
  */
 
@@ -59,11 +60,17 @@ struct BusClient {
         /* Its record stream (OpenStream), or NULL: its records go as signals.
          * The queue's transport data stays this BusClient either way. */
         StreamLoop *stream;
+        bool stream_durable;            /* the stream takes its durable frames too (option "durable") */
 
-        /* The DurableEvents signal being built for it (durable.h's pump). */
+        /* The DurableEvents signal being built for it (durable.h's pump), or
+         * the name its durable frames are for. */
         sd_bus_message *durable_msg;
         char *durable_name;
         size_t durable_n, durable_size;
+        /* The Ping that confirms its replays' signals (bus_durable.c), and
+         * when the next may go after an answer that confirmed nothing. */
+        sd_bus_slot *durable_ping;
+        uint64_t durable_ping_retry_usec, durable_ping_not_before;
 
         LIST_FIELDS(BusClient, clients);
 };

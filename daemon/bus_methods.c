@@ -41,8 +41,9 @@ BusClient *bus_client_free(BusClient *bc) {
         if (!bc)
                 return NULL;
         LIST_REMOVE(clients, bc->iface->clients, bc);
-        /* Its Ping was ended while its client was there (bus_ping_end()). */
+        /* Its Pings were ended while its client was there (bus_pings_end()). */
         sd_bus_slot_unref(bc->ping);
+        sd_bus_slot_unref(bc->durable_ping);
         sd_event_source_disable_unref(bc->ping_retry);
         sd_bus_track_unref(bc->track);
         if (bc->stream) {
@@ -58,7 +59,7 @@ BusClient *bus_client_free(BusClient *bc) {
 void bus_client_end(DbusIface *d, Client *c) {
         BusClient *bc = c->queue.data;
 
-        bus_ping_end(bc);                           /* its Ping, if any, is no longer ours to count */
+        bus_pings_end(bc);                          /* its Pings, if any, are no longer ours to count */
         if (d->durable)
                 durable_client_gone(d->durable, c);
         manager_client_gone(d->manager, c);     /* frees c */

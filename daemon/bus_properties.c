@@ -33,6 +33,7 @@ int bus_property_get_capabilities(sd_bus *bus, const char *path, const char *int
                 WATCHD_CAP_PERSISTENT,
                 WATCHD_CAP_PAIR_PER_SUBSCRIPTION,
                 WATCHD_CAP_STREAM,
+                WATCHD_CAP_DURABLE_STREAM,
         };
         DbusIface *d = userdata;
         int r;

@@ -6,7 +6,7 @@
  * Events built by events_batch.c (unicast, or broadcast with
  * delivery=broadcast, which watchd refuses on the system bus), Overflow and
  * WatchRemoved always to their client only; the bus's congestion; and the
- * Peer.Ping that confirms reading (bus_ask_confirm(), ping_confirms()).
+ * Peer.Ping that confirms reading (bus_ask_confirm(), bus_ping_confirms()).
  *
  * Flow control and batching: each client is sent at most
  * max_pending_events_per_client records it has not confirmed reading, and
@@ -37,7 +37,7 @@
  * tries again after DELIVERY_RETRY_USEC. */
 #define BUS_WRITE_QUEUE_HIGH 4096u
 
-static bool bus_congested(void *data) {
+bool bus_congested(void *data) {
         BusClient *bc = data;
         DbusIface *d = bc->iface;
         uint64_t queued = 0;
@@ -175,7 +175,7 @@ static int bus_send_notice(DeliveryQueue *q, const Record *rec, const uint32_t *
 #define PING_RETRY_MAX_USEC (5u * 1000u * 1000u)
 #define PINGS_PER_USER_MAX 16u
 
-static bool ping_confirms(const BusClient *bc, sd_bus_message *reply) {
+bool bus_ping_confirms(const BusClient *bc, sd_bus_message *reply) {
         const char *sender = sd_bus_message_get_sender(reply);
 
         return sender && strcmp(sender, bc->client->name) == 0;
@@ -191,17 +191,48 @@ static unsigned *user_pings(DbusIface *d, uid_t uid) {
         return n;
 }
 
-/* bc's Ping is answered, or bc is gone: it no longer holds one of its uid's Pings. */
-void bus_ping_end(BusClient *bc) {
+void bus_ping_slot_end(BusClient *bc, sd_bus_slot **slot) {
         unsigned *n;
 
-        if (!bc->ping)
+        if (!*slot)
                 return;
-        bc->ping = sd_bus_slot_unref(bc->ping);
+        *slot = sd_bus_slot_unref(*slot);
         n = user_pings(bc->iface, bc->client->account.uid);
         assert(*n > 0);
         if (--*n == 0)
                 g_hash_table_remove(bc->iface->pings, GUINT_TO_POINTER(bc->client->account.uid));
+}
+
+/* bc's Ping is answered, or bc is gone: it no longer holds one of its uid's Pings. */
+void bus_ping_end(BusClient *bc) {
+        bus_ping_slot_end(bc, &bc->ping);
+}
+
+/* bc is gone: neither its Ping nor its replays' (bus_durable.c) holds one of its uid's Pings. */
+void bus_pings_end(BusClient *bc) {
+        bus_ping_slot_end(bc, &bc->ping);
+        bus_ping_slot_end(bc, &bc->durable_ping);
+}
+
+int bus_ping_send(BusClient *bc, sd_bus_slot **slot, sd_bus_message_handler_t callback, void *userdata) {
+        _cleanup_(message_unrefp) sd_bus_message *ping = NULL;
+        DbusIface *d = bc->iface;
+        unsigned *n;
+        int r;
+
+        n = user_pings(d, bc->client->account.uid);
+        if (*n >= PINGS_PER_USER_MAX)
+                return -EAGAIN;
+        r = sd_bus_message_new_method_call(d->bus, &ping, bc->client->name, "/", "org.freedesktop.DBus.Peer", "Ping");
+        if (r >= 0)
+                r = sd_bus_call_async(d->bus, slot, ping, callback, userdata, /* usec= */ UINT64_MAX);
+        if (r < 0) {
+                if (*n == 0)
+                        g_hash_table_remove(d->pings, GUINT_TO_POINTER(bc->client->account.uid));
+                return r;
+        }
+        ++*n;
+        return 0;
 }
 
 static int on_ping_retry(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -258,7 +289,7 @@ static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *re
         bool confirmed;
 
         bus_ping_end(bc);
-        confirmed = ping_confirms(bc, reply);
+        confirmed = bus_ping_confirms(bc, reply);
         if (confirmed)
                 bc->ping_retry_usec = 0;
         else
@@ -269,31 +300,17 @@ static int on_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_error *re
 
 /* Has the client read what was sent? Its own answer to a Peer.Ping sent
  * after them says so; one in flight per client, with no timeout, and
- * PINGS_PER_USER_MAX per uid (see ping_confirms()). */
+ * PINGS_PER_USER_MAX per uid (see bus_ping_confirms()). */
 static int bus_ask_confirm(DeliveryQueue *q, void *data) {
-        _cleanup_(message_unrefp) sd_bus_message *ping = NULL;
         BusClient *bc = data;
-        DbusIface *d = bc->iface;
-        unsigned *n;
         int r;
 
         if (bc->ping_retry)
                 return -EAGAIN;
-        n = user_pings(d, bc->client->account.uid);
-        if (*n >= PINGS_PER_USER_MAX) {
+        r = bus_ping_send(bc, &bc->ping, on_ping_reply, bc);
+        if (r == -EAGAIN)
                 ping_retry_later(bc);
-                return -EAGAIN;
-        }
-        r = sd_bus_message_new_method_call(d->bus, &ping, bc->client->name, "/", "org.freedesktop.DBus.Peer", "Ping");
-        if (r >= 0)
-                r = sd_bus_call_async(d->bus, &bc->ping, ping, on_ping_reply, bc, /* usec= */ UINT64_MAX);
-        if (r < 0) {
-                if (*n == 0)
-                        g_hash_table_remove(d->pings, GUINT_TO_POINTER(bc->client->account.uid));
-                return r;
-        }
-        ++*n;
-        return 0;
+        return r;
 }
 
 const DeliveryOps bus_delivery_ops = {

@@ -8,6 +8,7 @@
 
 #include "bus.h"
 #include "bus_caller.h"
+#include "bus_durable.h"
 #include "bus_methods.h"
 #include "bus_signals.h"
 #include "bus_stream.h"
@@ -58,7 +59,12 @@ static void stream_end(BusClient *bc) {
         Client *c = bc->client;
         bool carried = stream_carried_records(stream_loop_get(bc->stream));
 
+        /* A replay in it cannot go on: stopped, said as a signal (the client resumes from its cursor). */
+        if (bc->iface->durable)
+                durable_transport_gone(bc->iface->durable, c, &bus_durable_stream_ops, &bus_durable_signal_ops,
+                                       DURABLE_STOPPED_ERROR);
         bc->stream = stream_loop_free(bc->stream);
+        bc->stream_durable = false;
         bc->iface->n_streams--;
         delivery_queue_set_transport(&c->queue, &bus_delivery_ops, bc);
         if (carried)
@@ -71,30 +77,35 @@ static void on_stream_ended(void *userdata) {
         stream_end(userdata);
 }
 
-/* OpenStream's options: "version" (u), the newest version of watchd-stream(5) the caller reads. */
-static int stream_options(sd_bus_message *msg, uint32_t *ret_version, sd_bus_error *error) {
+/* OpenStream's options: "version" (u), the newest version of watchd-stream(5) the caller reads;
+ * "durable" (b), the durable subscriptions it resumes come in the stream too. */
+static int stream_options(sd_bus_message *msg, uint32_t *ret_version, bool *ret_durable, sd_bus_error *error) {
         uint32_t version = 1;
+        int durable = false;
         int r;
 
         r = sd_bus_message_enter_container(msg, 'a', "{sv}");
         if (r < 0)
                 return r;
         while ((r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
+                bool is_version;
                 const char *key;
 
                 r = sd_bus_message_read(msg, "s", &key);
                 if (r < 0)
                         return r;
-                if (strcmp(key, "version") != 0)
+                is_version = strcmp(key, "version") == 0;
+                if (!is_version && strcmp(key, "durable") != 0)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "OpenStream has no option '%.*s%s'; it knows \"version\".",
+                                                 "OpenStream has no option '%.*s%s'; it knows \"version\" and \"durable\".",
                                                  bus_quote_len(key, BUS_QUOTE_MAX), key, strlen(key) > BUS_QUOTE_MAX ? "…" : "");
-                r = sd_bus_message_enter_container(msg, 'v', "u");
+                r = sd_bus_message_enter_container(msg, 'v', is_version ? "u" : "b");
                 if (r == -ENXIO)
                         return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                "The option \"version\" is a number (u).");
+                                                is_version ? "The option \"version\" is a number (u)."
+                                                           : "The option \"durable\" is a boolean (b).");
                 if (r >= 0)
-                        r = sd_bus_message_read(msg, "u", &version);
+                        r = is_version ? sd_bus_message_read(msg, "u", &version) : sd_bus_message_read(msg, "b", &durable);
                 if (r >= 0)
                         r = sd_bus_message_exit_container(msg);
                 if (r >= 0)
@@ -111,6 +122,7 @@ static int stream_options(sd_bus_message *msg, uint32_t *ret_version, sd_bus_err
         if (r < 0)
                 return r;
         *ret_version = version;
+        *ret_durable = durable;
         return 0;
 }
 
@@ -118,11 +130,12 @@ int bus_method_open_stream(sd_bus_message *msg, void *userdata, sd_bus_error *er
         _cleanup_close_ int peer = -EBADF;
         DbusIface *d = userdata;
         uint32_t version = 1;
+        bool durable = false;
         BusClient *bc;
         Client *c;
         int r;
 
-        r = stream_options(msg, &version, error);
+        r = stream_options(msg, &version, &durable, error);
         if (r < 0)
                 return r;
         if (!sd_bus_can_send(d->bus, SD_BUS_TYPE_UNIX_FD))
@@ -149,6 +162,7 @@ int bus_method_open_stream(sd_bus_message *msg, void *userdata, sd_bus_error *er
         if (r < 0)
                 return r;
         d->n_streams++;
+        bc->stream_durable = durable;
         /* A Ping in flight asks about signals no longer sent. */
         bus_ping_end(bc);
         bc->ping_retry = sd_event_source_disable_unref(bc->ping_retry);

@@ -25,9 +25,6 @@ typedef struct DbusIface DbusIface;
 
 /* The bus layer for m on bus, its timers on event; nothing published yet. */
 int dbus_iface_new(Manager *m, sd_bus *bus, sd_event *event, DbusIface **ret);
-/* What durable.c sends a client that resumed a durable subscription, with
- * the DbusIface as userdata: durable_new()'s ops. */
-const DurableOps *dbus_iface_durable_ops(void);
 /* Publishes the object (its durable methods served by durable), takes the
  * name and attaches the bus to the loop. Logs its failures. */
 int dbus_iface_start(DbusIface *d, Durable *durable);

@@ -246,6 +246,8 @@ static int queue_overflow(DeliveryQueue *q) {
         return queue_push(q, o);
 }
 
+static void flush_queue(Delivery *d, DeliveryQueue *q, uint64_t now_usec);
+
 /* Whether q's own backlog is full for one more record of bytes. */
 static bool queue_full(const Delivery *d, const DeliveryQueue *q, size_t bytes) {
         return delivery_queue_size(q) >= d->limits.max_pending ||
@@ -302,6 +304,11 @@ void delivery_submit(Delivery *d, DeliveryQueue *q, Record *rec) {
                 return;
         }
         bytes = record_bytes(rec);
+        /* A transport that takes everything at once (a journal) is handed a full
+         * queue now rather than dropped from: only a rename half waiting for
+         * its partner stays (time 0: no pairing deadline counts as passed). */
+        if (queue_full(d, q, bytes) && q->ops && q->ops->reads_at_once)
+                flush_queue(d, q, 0);
         if (queue_full(d, q, bytes)) {
                 drop_backlog(d, q, "too far behind (max_pending_events_per_client, max_pending_bytes_per_client)");
                 lost = true;

@@ -56,6 +56,9 @@ typedef struct DeliveryOps {
          * or, if wakes_itself, at the flush after the transport's own event (a socket writable again). */
         bool (*congested)(void *data);
         bool wakes_itself;
+        /* The transport takes whatever it is sent at once and never holds it (a journal on
+         * disk): a queue that fills between two flushes is handed to it then, not dropped. */
+        bool reads_at_once;
 } DeliveryOps;
 
 #define DELIVERY_RETRY_USEC 10000u

@@ -4,12 +4,17 @@
  *
  * Each DurableSub has an owner (a manager Client whose delivery transport
  * is journal_ops below) and at most one attachment (a client that resumed
- * it, with a reader of its journal). The pump runs after every flush of
- * the manager (ManagerHooks): it sends each attachment what its window
- * allows, a slice at a time, and asks it to confirm (the client's own
- * answer to a Ping, as for live events: delivery.h). So a replay of a
- * million records costs the daemon one frame of the journal at a time and
- * the bus at most max_pending_events_per_client unread records.
+ * it, with a reader of its journal and the transport the layer above gave
+ * at the resume). The pump runs after every flush of the manager
+ * (ManagerHooks): it sends each attachment what its window allows, a slice
+ * at a time, and asks it to confirm as its transport does (signals: the
+ * client's own answer to a Ping; a stream: the socket's room, nothing to
+ * ask). An attachment's window is its own, apart from the client's live
+ * records (delivery.h): a replay neither waits for the live records'
+ * confirmations nor holds them back, and the client's live stream keeps
+ * flowing. So a replay of a million records costs the daemon its reader's
+ * window of the journal (journal_reader.c) and the bus at most
+ * max_pending_events_per_client unread records.
  *
  * Credentials: the uid and groups the bus reported at creation are kept in
  * the definition. At each start the groups are narrowed to those the user
@@ -56,7 +61,17 @@ typedef struct Attach {
         DurableSub *sub;
         Client *client;
         JournalReader *reader;
+        const DurableOps *ops;          /* its transport, and its data */
+        void *data;
         bool caught_up;
+
+        /* Flow control: entries sent, and how many the client confirmed
+         * reading; the count at the request in flight. */
+        uint64_t sent, read, confirm_at;
+        /* The same in bytes (a record's weight: record_bytes()), held to
+         * max_pending_bytes_per_client as live records are. */
+        uint64_t sent_bytes, read_bytes, confirm_bytes;
+        bool confirming;
 } Attach;
 
 struct DurableSub {
@@ -84,8 +99,6 @@ typedef struct WalkToken {
 struct Durable {
         Manager *m;
         char *state_dir;                /* NULL: disabled */
-        const DurableOps *ops;
-        void *userdata;
         GHashTable *subs;               /* "UID/NAME" -> DurableSub (owned) */
         GPtrArray *attaches;            /* Attach (owned) */
         GHashTable *cap_dirty;          /* uids whose journals grew since their cap was checked */
@@ -182,6 +195,8 @@ static int journal_send_notice(DeliveryQueue *q, const Record *rec, const uint32
 static const DeliveryOps journal_ops = {
         .send_events = journal_send_events,
         .send_notice = journal_send_notice,
+        /* A read of many records before a flush must not overflow a journal with a small window. */
+        .reads_at_once = true,
 };
 
 /* ---------------------------------------------------------------------- */
@@ -357,33 +372,69 @@ static void attach_free(Durable *d, Attach *a) {
 }
 
 static void attach_stop(Durable *d, Attach *a, const char *reason) {
-        if (d->ops && d->ops->stopped)
-                (void) d->ops->stopped(a->client, a->sub->def.name, reason, d->userdata);
+        (void) a->ops->stopped(a->client, a->sub->def.name, reason, a->data);
         attach_free(d, a);
+}
+
+/* Entries an attachment may have unconfirmed before it is asked: one now and
+ * then (live, once caught up) is not followed by a request of its own, as
+ * for live delivery; half the window at most. */
+static uint64_t confirm_min(const Config *c) {
+        return MAX(MIN((uint64_t) 16, (uint64_t) c->max_pending_events_per_client / 2), 1u);
+}
+
+static void attach_ask_confirm(Durable *d, Attach *a, uint64_t now) {
+        const Config *c = manager_get_config(d->m);
+        uint64_t unread = a->sent - a->read;
+        int r;
+
+        if (a->confirming || unread == 0)
+                return;
+        if (unread < confirm_min(c) && unread < c->max_pending_events_per_client &&
+            a->sent_bytes - a->read_bytes < c->max_pending_bytes_per_client / 2)
+                return;
+        r = a->ops->ask_confirm ? a->ops->ask_confirm(a->client, a->data) : 1;
+        if (r > 0) {
+                a->read = a->sent;      /* the transport holds what is unread */
+                a->read_bytes = a->sent_bytes;
+        } else if (r == 0) {
+                a->confirming = true;
+                a->confirm_at = a->sent;
+                a->confirm_bytes = a->sent_bytes;
+        } else {
+                if (r != -EAGAIN)
+                        log_warning_errno(r, "Failed to ask %s whether it read durable subscription %s, "
+                                          "asking again: %m", a->client->name, a->sub->key);
+                d->wake_at = MIN(d->wake_at, now + DELIVERY_RETRY_USEC);
+        }
 }
 
 /* Sends a what its window lets go now. Return: whether it has more it could send now. */
 static bool pump_one(Durable *d, Attach *a, uint64_t now) {
-        DeliveryQueue *q = &a->client->queue;
+        const DurableOps *ops = a->ops;
         const Config *c = manager_get_config(d->m);
         const char *name = a->sub->def.name;
+        uint64_t unread = a->sent - a->read, unread_bytes = a->sent_bytes - a->read_bytes;
         uint64_t budget, bytes_budget, bytes = 0;
         size_t in_batch = 0, sent = 0;
         JournalEntry e;
         int k = 0, r = 0;
 
-        if (q->ops && q->ops->congested && q->ops->congested(q->data)) {
-                d->wake_at = MIN(d->wake_at, now + DELIVERY_RETRY_USEC);
+        if (ops->congested && ops->congested(a->client, a->data)) {
+                if (!ops->wakes_itself)
+                        d->wake_at = MIN(d->wake_at, now + DELIVERY_RETRY_USEC);
                 return false;
         }
         /* Its window, in records and bytes, as for its live records: a replay
          * of long paths weighs what it weighs in the bus too. */
-        delivery_window(q, &budget, &bytes_budget);
-        if (budget == 0 || (bytes_budget == 0 && q->sent_bytes != q->read_bytes)) {
-                delivery_ask_confirm(q);        /* its answer's flush brings us back */
+        if (unread >= c->max_pending_events_per_client ||
+            (unread > 0 && unread_bytes >= c->max_pending_bytes_per_client)) {
+                attach_ask_confirm(d, a, now);  /* its answer's flush brings us back */
                 return false;
         }
-        budget = MIN(budget, (uint64_t) PUMP_MAX_ENTRIES);
+        budget = MIN(c->max_pending_events_per_client - unread, (uint64_t) PUMP_MAX_ENTRIES);
+        bytes_budget = unread_bytes < c->max_pending_bytes_per_client ? c->max_pending_bytes_per_client - unread_bytes
+                                                                      : 0;
 
         while (sent < budget && (bytes < bytes_budget || sent == 0) && r >= 0) {
                 k = journal_reader_next(a->reader, &e);
@@ -394,11 +445,11 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
                          * start, the daemon-down gap comes when the walk ends). */
                         if (!a->caught_up && a->sub->state != DURABLE_WALKING) {
                                 if (in_batch > 0)
-                                        r = d->ops->events_end(a->client, d->userdata);
+                                        r = ops->events_end(a->client, a->data);
                                 in_batch = 0;
                                 if (r >= 0)
-                                        r = d->ops->caught_up(a->client, name, journal_reader_position(a->reader),
-                                                              d->userdata);
+                                        r = ops->caught_up(a->client, name, journal_reader_position(a->reader),
+                                                           a->data);
                                 a->caught_up = true;
                                 sent++;
                         }
@@ -406,27 +457,27 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
                 }
                 if (e.type == JOURNAL_ENTRY_GAP) {
                         if (in_batch > 0)
-                                r = d->ops->events_end(a->client, d->userdata);
+                                r = ops->events_end(a->client, a->data);
                         in_batch = 0;
                         if (r >= 0)
-                                r = d->ops->rescan(a->client, name, &e, d->userdata);
+                                r = ops->rescan(a->client, name, &e, a->data);
                         sent++;
                         continue;
                 }
                 if (in_batch == 0)
-                        r = d->ops->events_begin(a->client, name, d->userdata);
+                        r = ops->events_begin(a->client, name, a->data);
                 if (r >= 0)
-                        r = d->ops->events_add(a->client, &e, d->userdata);
+                        r = ops->events_add(a->client, &e, a->data);
                 in_batch++;
                 sent++;
                 bytes += sizeof(Record) + strlen(e.path) + 1 + (e.new_path ? strlen(e.new_path) + 1 : 0);
                 if (r >= 0 && in_batch >= c->batch_max_events) {
-                        r = d->ops->events_end(a->client, d->userdata);
+                        r = ops->events_end(a->client, a->data);
                         in_batch = 0;
                 }
         }
         if (in_batch > 0 && r >= 0)
-                r = d->ops->events_end(a->client, d->userdata);
+                r = ops->events_end(a->client, a->data);
         if (k < 0 || r < 0) {
                 /* What was read and not sent is not lost: the client's cursor is before it. */
                 log_warning_errno(k < 0 ? k : r, "Failed to send durable subscription %s to %s (%m): it must resume again.",
@@ -434,10 +485,9 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
                 attach_stop(d, a, DURABLE_STOPPED_ERROR);
                 return false;
         }
-        if (bytes > 0)
-                delivery_sent_bytes(q, 0, bytes);       /* the records were counted as each message went */
-        if (sent > 0)
-                delivery_ask_confirm(q);
+        a->sent += sent;
+        a->sent_bytes += bytes;
+        attach_ask_confirm(d, a, now);
         return sent >= budget || bytes >= bytes_budget;
 }
 
@@ -613,7 +663,7 @@ static int mkdir_p(const char *path) {
         return 0;
 }
 
-int durable_new(Manager *m, const char *state_dir, const DurableOps *ops, void *userdata, Durable **ret) {
+int durable_new(Manager *m, const char *state_dir, Durable **ret) {
         Durable *d;
         int r;
 
@@ -621,8 +671,6 @@ int durable_new(Manager *m, const char *state_dir, const DurableOps *ops, void *
         if (!d)
                 return -ENOMEM;
         d->m = m;
-        d->ops = ops;
-        d->userdata = userdata;
         d->wake_at = UINT64_MAX;
         d->subs = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, sub_destroy);
         d->attaches = g_ptr_array_new();
@@ -806,7 +854,7 @@ int durable_remove(Durable *d, uid_t caller, const char *name) {
 }
 
 int durable_resume(Durable *d, Client *c, const char *name, const char *journal, uint64_t cursor,
-                   char ret_journal[static JOURNAL_ID_STRING_MAX]) {
+                   const DurableOps *ops, void *data, char ret_journal[static JOURNAL_ID_STRING_MAX]) {
         JournalReader *reader = NULL;
         JournalId id;
         DurableSub *s;
@@ -837,12 +885,40 @@ int durable_resume(Durable *d, Client *c, const char *name, const char *journal,
                 journal_reader_free(reader);
                 return -ENOMEM;
         }
-        *a = (Attach) { .sub = s, .client = c, .reader = reader };
+        *a = (Attach) { .sub = s, .client = c, .reader = reader, .ops = ops, .data = data };
         s->attach = a;
         g_ptr_array_add(d->attaches, a);
         journal_id_to_string(journal_identity(s->journal), ret_journal);
         d->wake_at = 0;         /* the pump after this call's flush starts it */
         return 0;
+}
+
+void durable_confirmed(Durable *d, Client *c, bool answered) {
+        for (guint k = 0; k < d->attaches->len; k++) {
+                Attach *a = d->attaches->pdata[k];
+
+                if (a->client != c || !a->confirming)
+                        continue;
+                a->confirming = false;
+                if (answered) {
+                        a->read = a->confirm_at;
+                        a->read_bytes = a->confirm_bytes;
+                }
+        }
+        /* The flush after this answer's dispatch pumps: what it lets go goes then. */
+}
+
+void durable_transport_gone(Durable *d, Client *c, const DurableOps *ops, const DurableOps *instead,
+                            const char *reason) {
+        for (guint k = 0; k < d->attaches->len;) {
+                Attach *a = d->attaches->pdata[k];
+
+                if (a->client == c && a->ops == ops) {
+                        a->ops = instead;
+                        attach_stop(d, a, reason);      /* the last one takes its place */
+                } else
+                        k++;
+        }
 }
 
 void durable_client_gone(Durable *d, Client *c) {

@@ -15,10 +15,12 @@
  *
  * A client resumes with (name, journal identity, cursor): a reader of the
  * journal is attached to its Client and pumped after each flush, as its
- * flow control lets it (the same window and confirmations as live
- * delivery: the records come from disk in slices, never all at once),
- * through the transport the bus layer gives (DurableOps): events, rescans
- * (gaps), "caught up" once, then what comes live.
+ * flow control lets it (a window as large as that of live delivery, of
+ * its own, confirmed as the transport says: the client's answer to a
+ * Ping, or a socket's room; the records come from disk in slices, never
+ * all at once), through the transport the bus layer gives at the resume
+ * (DurableOps): events, rescans (gaps), "caught up" once, then what comes
+ * live.
  *
  * At start, every definition is loaded and watched again with its owner's
  * credentials, restricted to the groups the user still has; once watching
@@ -41,18 +43,36 @@
 
 typedef struct Durable Durable;
 
-/* What an attached client is sent, by the layer above. Strings of e are valid during the call only. */
+/*
+ * How an attached client is sent its records: the layer above gives one at
+ * each resume (with its data, passed back to each call), and an attachment
+ * keeps it. Strings of e are valid during the call only. A call that fails
+ * ends the attachment ("error": the client resumes again from its cursor).
+ */
 typedef struct DurableOps {
         /* A batch of events for subscription name: begun, each event added, ended (sent). */
-        int (*events_begin)(Client *c, const char *name, void *userdata);
-        int (*events_add)(Client *c, const JournalEntry *e, void *userdata);
-        int (*events_end)(Client *c, void *userdata);
+        int (*events_begin)(Client *c, const char *name, void *data);
+        int (*events_add)(Client *c, const JournalEntry *e, void *data);
+        int (*events_end)(Client *c, void *data);
         /* A gap: rescan its scope (whole, or e->scope). */
-        int (*rescan)(Client *c, const char *name, const JournalEntry *e, void *userdata);
+        int (*rescan)(Client *c, const char *name, const JournalEntry *e, void *data);
         /* Everything after the cursor was sent: live from here. */
-        int (*caught_up)(Client *c, const char *name, uint64_t id, void *userdata);
+        int (*caught_up)(Client *c, const char *name, uint64_t id, void *data);
         /* Nothing more comes for name: it was removed, resumed by another client, or could not be read. */
-        int (*stopped)(Client *c, const char *name, const char *reason, void *userdata);
+        int (*stopped)(Client *c, const char *name, const char *reason, void *data);
+
+        /* Flow control. Optional: the transport takes nothing now; with
+         * wakes_itself its own event brings a flush when it does again (a
+         * socket writable), else the pump tries again after
+         * DELIVERY_RETRY_USEC. */
+        bool (*congested)(Client *c, void *data);
+        bool wakes_itself;
+        /* Asks the client to confirm it has read what was sent so far.
+         * Return: 0 asked (the answer is durable_confirmed()), 1 read
+         * already (the transport bounds what is unread itself: a socket's
+         * buffer), -EAGAIN not now (asked again at a later turn), -errno.
+         * NULL: as 1. */
+        int (*ask_confirm)(Client *c, void *data);
 } DurableOps;
 
 #define DURABLE_STOPPED_REMOVED   WATCHD_DURABLE_STOPPED_REMOVED
@@ -62,9 +82,9 @@ typedef struct DurableOps {
 /*
  * Loads and watches every durable subscription under state_dir (NULL, or
  * one that cannot be made: none, and the methods say so), and hooks itself
- * into the manager's flush. ops: to attached clients.
+ * into the manager's flush.
  */
-int durable_new(Manager *m, const char *state_dir, const DurableOps *ops, void *userdata, Durable **ret);
+int durable_new(Manager *m, const char *state_dir, Durable **ret);
 /* Closes the journals cleanly (the next start skips no id); ends the owners. */
 Durable *durable_free(Durable *d);
 /* The caps of a reloaded config. */
@@ -94,12 +114,25 @@ int durable_remove(Durable *d, uid_t caller, const char *name);
 
 /*
  * Attaches c to its subscription name from cursor (journal: the identity
- * the cursor came with, "" for none): what follows is pumped to c. A
- * client attached before is told (stopped, resumed-elsewhere) unless it is
- * c. -EINVAL for a journal that is not an identity.
+ * the cursor came with, "" for none): what follows is pumped to c through
+ * ops (with data), as its flow control lets it: at most
+ * max_pending_events_per_client entries sent and not confirmed, a window
+ * of its own beside the one of c's live records. A client attached before
+ * is told (stopped, resumed-elsewhere) unless it is c. -EINVAL for a
+ * journal that is not an identity.
  */
-int durable_resume(Durable *d, Client *c, const char *name, const char *journal,
-                   uint64_t cursor, char ret_journal[static JOURNAL_ID_STRING_MAX]);
+int durable_resume(Durable *d, Client *c, const char *name, const char *journal, uint64_t cursor,
+                   const DurableOps *ops, void *data, char ret_journal[static JOURNAL_ID_STRING_MAX]);
+
+/* The answer to ask_confirm() for c: answered (by the client itself), its
+ * attachments that asked have read what was sent before it; else nothing
+ * is confirmed. */
+void durable_confirmed(Durable *d, Client *c, bool answered);
+
+/* c's attachments sent through ops cannot be any more (a stream closed):
+ * each is told stopped(reason) through instead, and ends. */
+void durable_transport_gone(Durable *d, Client *c, const DurableOps *ops, const DurableOps *instead,
+                            const char *reason);
 
 /* c is going: its attachments end. */
 void durable_client_gone(Durable *d, Client *c);

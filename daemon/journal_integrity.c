@@ -86,11 +86,31 @@ int journal_pread_full(int fd, void *buf, size_t size, uint64_t off) {
  * ids must lie after after_id and below end_id (the next segment's name).
  * 1 if valid, 0 if not, -errno on I/O error.
  */
+bool journal_frame_header_check(const uint8_t h[static FRAME_HEADER_SIZE], uint64_t off, uint64_t limit,
+                                uint64_t after_id, uint64_t end_id, FrameInfo *ret) {
+        uint64_t first_id = get_le64(h + 8);
+        uint32_t size = get_le32(h + 4), count = get_le32(h + 16);
+
+        if (off > limit || limit - off < FRAME_HEADER_SIZE)
+                return false;
+        if (get_le32(h) != FRAME_MAGIC || size > FRAME_READ_MAX || size > limit - off - FRAME_HEADER_SIZE ||
+            count == 0 || count > size || first_id <= after_id || first_id > UINT64_MAX - count ||
+            first_id + count > end_id)
+                return false;
+        *ret = (FrameInfo) { .first_id = first_id, .count = count, .size = size };
+        return true;
+}
+
+bool journal_frame_crc_check(const uint8_t h[static FRAME_HEADER_SIZE], const uint8_t *payload, size_t size) {
+        uint32_t crc = journal_crc32c(0, h, 20);
+
+        return journal_crc32c(crc, payload, size) == get_le32(h + 20);
+}
+
 int journal_frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id,
                       Buf *payload, FrameInfo *ret) {
         uint8_t h[FRAME_HEADER_SIZE];
-        uint64_t first_id;
-        uint32_t size, count, crc;
+        FrameInfo fi;
         int r;
 
         if (off > limit || limit - off < FRAME_HEADER_SIZE)
@@ -100,29 +120,22 @@ int journal_frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, 
                 return 0;
         if (r < 0)
                 return r;
-        size = get_le32(h + 4);
-        first_id = get_le64(h + 8);
-        count = get_le32(h + 16);
-        if (get_le32(h) != FRAME_MAGIC || size > FRAME_READ_MAX || size > limit - off - FRAME_HEADER_SIZE ||
-            count == 0 || count > size || first_id <= after_id || first_id > UINT64_MAX - count ||
-            first_id + count > end_id)
+        if (!journal_frame_header_check(h, off, limit, after_id, end_id, &fi))
                 return 0;
 
         payload->size = 0;
-        r = journal_buf_reserve(payload, size);
+        r = journal_buf_reserve(payload, fi.size);
         if (r < 0)
                 return r;
-        r = journal_pread_full(fd, payload->data, size, off + FRAME_HEADER_SIZE);
+        r = journal_pread_full(fd, payload->data, fi.size, off + FRAME_HEADER_SIZE);
         if (r == -ENODATA)
                 return 0;
         if (r < 0)
                 return r;
-        crc = journal_crc32c(0, h, 20);
-        crc = journal_crc32c(crc, payload->data, size);
-        if (crc != get_le32(h + 20))
+        if (!journal_frame_crc_check(h, payload->data, fi.size))
                 return 0;
-        payload->size = size;
-        *ret = (FrameInfo) { .first_id = first_id, .count = count, .size = size };
+        payload->size = fi.size;
+        *ret = fi;
         return 1;
 }
 

@@ -4,7 +4,8 @@
 /*
  * journal_internal - what the journal's files share, and no one else
  *
- * journal.c: opening a journal, closing it, the readers. journal_layout.c:
+ * journal.c: opening a journal, closing it. journal_reader.c: the readers.
+ * journal_layout.c:
  * the directory's files (meta slots, segment names and headers).
  * journal_codec.c: records to bytes and back. journal_integrity.c:
  * the checksums, checking a frame read and finding the next valid one.
@@ -155,6 +156,11 @@ int journal_pread_full(int fd, void *buf, size_t size, uint64_t off);
  */
 int journal_frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id,
                       Buf *payload, FrameInfo *ret);
+/* The checks of journal_frame_read() on a frame already in memory (a reader's window): the
+ * header h read at off, before limit; and whether its CRC covers the payload. */
+bool journal_frame_header_check(const uint8_t h[static FRAME_HEADER_SIZE], uint64_t off, uint64_t limit,
+                                uint64_t after_id, uint64_t end_id, FrameInfo *ret);
+bool journal_frame_crc_check(const uint8_t h[static FRAME_HEADER_SIZE], const uint8_t *payload, size_t size);
 
 /*
  * After damage at off: the offset of the next valid frame (whose ids come

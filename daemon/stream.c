@@ -111,6 +111,26 @@ void stream_on_writable(Stream *s) {
         out_flush(s);
 }
 
+int stream_reserve(Stream *s, size_t n, uint8_t **ret) {
+        int r;
+
+        if (s->dead)
+                return -EPIPE;
+        r = out_reserve(s, n);
+        if (r < 0)
+                return r;
+        *ret = s->out + s->len;
+        return 0;
+}
+
+void stream_commit(Stream *s, size_t n) {
+        s->len += n;
+}
+
+void stream_push(Stream *s) {
+        out_flush(s);
+}
+
 static int stream_send_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
         Stream *s = data;
         size_t sent = 0;

@@ -71,3 +71,16 @@ size_t stream_pending_bytes(const Stream *s);
 
 /* The socket is writable: writes what waits. */
 void stream_on_writable(Stream *s);
+
+/*
+ * Frames of the layer above (a resumed durable subscription's, which
+ * delivery does not count), after what waits: room for n bytes at *ret,
+ * then stream_commit() of what was written there, and stream_push() to
+ * send. -EPIPE if the stream is dead, -ENOMEM. Such frames do not make the
+ * stream "carry records" (stream_carried_records()): their own layer deals
+ * with a stream that ends.
+ */
+int stream_reserve(Stream *s, size_t n, uint8_t **ret);
+void stream_commit(Stream *s, size_t n);
+/* Writes what waits, as far as the socket takes it (watched for room if not all). */
+void stream_push(Stream *s);

@@ -6,11 +6,11 @@
  * the arguments, drop the capabilities it does not use (capability.h), load
  * the config, build the manager (the core, manager.h) and its loop glue
  * (loop.h), connect to the bus, build the bus layer (dbus_iface.h) and the
- * durable subscriptions (durable.h) with its transport, publish, tell
- * systemd we are ready, run. They are freed in the reverse order. SIGTERM/SIGINT
- * stop it cleanly, SIGHUP re-reads the config (a bad file is logged and the
- * old settings kept), and the watchdog is kept fed by sd-event when
- * WatchdogSec= is set.
+ * durable subscriptions (durable.h; the bus layer gives each replay its
+ * transport), publish, tell systemd we are ready, run. They are freed in
+ * the reverse order. SIGTERM/SIGINT stop it cleanly, SIGHUP re-reads the
+ * config (a bad file is logged and the old settings kept), and the
+ * watchdog is kept fed by sd-event when WatchdogSec= is set.
  */
 
 #include <errno.h>
@@ -332,8 +332,7 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return EXIT_FAILURE;
         /* Before the name: a client that calls finds its durable subscriptions there. */
-        r = durable_new(m, args.state_dir ?: manager_get_config(m)->state_directory, dbus_iface_durable_ops(), iface,
-                        &durable);
+        r = durable_new(m, args.state_dir ?: manager_get_config(m)->state_directory, &durable);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up durable subscriptions: %m"), EXIT_FAILURE;
         r = dbus_iface_start(iface, durable);

@@ -708,7 +708,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         CHECK(loop_new(g.event, g.manager, &g.loop) >= 0);
         g.daemon_bus = connect_bus(false);
         CHECK(dbus_iface_new(g.manager, g.daemon_bus, g.event, &g.iface) >= 0);
-        CHECK(durable_new(g.manager, NULL, dbus_iface_durable_ops(), g.iface, &g.durable) >= 0);
+        CHECK(durable_new(g.manager, NULL, &g.durable) >= 0);
         CHECK(dbus_iface_start(g.iface, g.durable) >= 0);
 
         g.issued = g_hash_table_new(g_direct_hash, g_direct_equal);

@@ -13,8 +13,9 @@
  *
  * Checked on every stream, besides ASan/UBSan's own checks:
  *   - decoding at once: every frame lies within what was given, its size is
- *     what was consumed, its strings are NUL-terminated where their lengths
- *     say and hold no NUL before, an overflow's ids ascend; a known frame
+ *     what was consumed, its strings (paths, names, reasons, a durable
+ *     rescan's directories) are NUL-terminated where their lengths say and
+ *     hold no NUL before, an overflow's ids ascend; a known frame
  *     with nothing skipped (no unknown field, reserved 0) encodes again to
  *     exactly its bytes, so decoder and encoder agree on every frame either
  *     accepts;
@@ -69,6 +70,32 @@ static void check_frame(const uint8_t *data, size_t size, const uint8_t *frame, 
                 for (size_t i = 1; i < f->n_ids; i++)
                         CHECK(stream_frame_overflow_id(f, i) > stream_frame_overflow_id(f, i - 1));
                 break;
+        case STREAM_FRAME_DURABLE_EVENT:
+                check_string(frame, f->size, f->name, f->name_len);
+                check_string(frame, f->size, f->path, f->path_len);
+                check_string(frame, f->size, f->new_path, f->new_path_len);
+                break;
+        case STREAM_FRAME_DURABLE_RESCAN: {
+                const char *path;
+                size_t off = 0, len, n = 0;
+                uint32_t flags;
+
+                check_string(frame, f->size, f->name, f->name_len);
+                check_string(frame, f->size, f->reason, f->reason_len);
+                while (stream_frame_rescan_dir(f, &off, &path, &len, &flags) > 0) {
+                        check_string(frame, f->size, path, len);
+                        n++;
+                }
+                CHECK(n == f->n_dirs);
+                break;
+        }
+        case STREAM_FRAME_DURABLE_CAUGHT_UP:
+                check_string(frame, f->size, f->name, f->name_len);
+                break;
+        case STREAM_FRAME_DURABLE_STOPPED:
+                check_string(frame, f->size, f->name, f->name_len);
+                check_string(frame, f->size, f->reason, f->reason_len);
+                break;
         default:
                 return;
         }
@@ -106,6 +133,31 @@ static void check_frame(const uint8_t *data, size_t size, const uint8_t *frame, 
                 }
                 break;
         }
+        default:
+                /* The durable frames: the encoder writes no field on them. */
+                if (f->fields.has_cursor) {
+                        free(again);
+                        return;
+                }
+                if (f->type == STREAM_FRAME_DURABLE_EVENT)
+                        k = stream_frame_encode_durable_event(again, f->size, f->cursor, f->mask, f->cookie, f->name,
+                                                              f->name_len, f->path, f->path_len, f->new_path,
+                                                              f->new_path_len);
+                else if (f->type == STREAM_FRAME_DURABLE_CAUGHT_UP)
+                        k = stream_frame_encode_durable_caught_up(again, f->size, f->cursor, f->name);
+                else if (f->type == STREAM_FRAME_DURABLE_STOPPED)
+                        k = stream_frame_encode_durable_stopped(again, f->size, f->name, f->reason);
+                else {
+                        StreamRescanDir *dirs = malloc(sizeof(StreamRescanDir) * (f->n_dirs + 1));
+                        size_t off = 0, len, n = 0;
+
+                        CHECK(dirs);
+                        while (stream_frame_rescan_dir(f, &off, &dirs[n].path, &len, &dirs[n].flags) > 0)
+                                n++;
+                        k = stream_frame_encode_durable_rescan(again, f->size, f->cursor, f->name, f->reason, dirs, n);
+                        free(dirs);
+                }
+                break;
         }
         CHECK(k == (int) f->size);
         CHECK(memcmp(again, frame, f->size) == 0);

@@ -596,6 +596,10 @@ char *watchd_client_dup_daemon_version(WatchdClient *client) {
         return s;
 }
 
+WatchdDurableRouter *watchd_client_get_durable_router(WatchdClient *client) {
+        return watchd_durable_router_ref(client->core->durables);
+}
+
 /**
  * watchd_client_get_capabilities:
  * @client: a #WatchdClient

@@ -67,6 +67,7 @@ void core_unref(gpointer p) {
         g_free(core->owner);
         g_free(core->version);
         g_free(core->stream_owner);
+        watchd_durable_router_unref(core->durables);
         g_mutex_clear(&core->lock);
         g_cond_clear(&core->cond);
         g_free(core);
@@ -464,6 +465,7 @@ Core *core_new(WatchdClient *client, CoreEmitFunc emit) {
         g_queue_init(&core->unclaimed);
         g_queue_init(&core->held);
         core->doomed = g_hash_table_new_full(NULL, NULL, g_object_unref, NULL);
+        core->durables = watchd_durable_router_new();
         core->dispatch = g_source_new(&dispatch_source_funcs, sizeof(DispatchSource));
         ((DispatchSource *) core->dispatch)->core = core;       /* no reference: the core owns the source */
         g_source_set_static_name(core->dispatch, "WatchdClient dispatch");

@@ -17,7 +17,9 @@
  *   watchd-call.c      calls waited for in the caller's thread
  *   watchd-core.c      the Core: its tables, its queue, the dispatch source
  * and below them the bus (watchd-bus.c), the stream's reader
- * (watchd-stream.c), the paths' wire form (watchd-wire.c), the events.
+ * (watchd-stream.c), the paths' wire form (watchd-wire.c), the events, and
+ * the DurableRouter (in watchd-durable.c, watchd-private.h) that takes the
+ * stream's durable frames to the WatchdDurables.
  *
  * Threads. Three kinds meet here:
  *   - GDBus's worker thread reads every message (watchd-bus.c's filter) and
@@ -163,6 +165,7 @@ struct Core {
         gboolean stream_pending;        /* OpenStream sent, not answered */
         WatchdStreamReader *stream;     /* the stream of stream_owner, or NULL */
         char *stream_owner;             /* the daemon that gave it; NULL once it ended */
+        WatchdDurableRouter *durables;  /* the stream's durable frames, to the WatchdDurables */
 };
 
 struct _WatchdClient {

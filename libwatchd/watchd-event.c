@@ -13,6 +13,7 @@
 
 struct _WatchdEvent {
         gint ref_count;
+        guint64 id;             /* a durable subscription's: its id in the journal; else 0 */
         WatchdEventMask mask;
         guint32 cookie;
         char *new_path;         /* into path[], or NULL */
@@ -43,6 +44,7 @@ WatchdEvent *watchd_event_new(WatchdEventMask mask, guint32 cookie, const char *
         e = g_malloc(sizeof(WatchdEvent) + len + 1 + (new_path ? new_len + 1 : 0));
 
         e->ref_count = 1;
+        e->id = 0;
         e->mask = mask;
         e->cookie = cookie;
         memcpy(e->path, path, len + 1);
@@ -51,6 +53,14 @@ WatchdEvent *watchd_event_new(WatchdEventMask mask, guint32 cookie, const char *
                 memcpy(e->new_path, new_path, new_len + 1);
         } else
                 e->new_path = NULL;
+        return e;
+}
+
+WatchdEvent *watchd_event_new_with_id(guint64 id, WatchdEventMask mask, guint32 cookie, const char *path,
+                                      const char *new_path) {
+        WatchdEvent *e = watchd_event_new(mask, cookie, path, new_path);
+
+        e->id = id;
         return e;
 }
 
@@ -76,6 +86,21 @@ void watchd_event_unref(WatchdEvent *event) {
         g_return_if_fail(event);
         if (g_atomic_int_dec_and_test(&event->ref_count))
                 g_free(event);
+}
+
+/**
+ * watchd_event_get_id:
+ * @event: a #WatchdEvent
+ *
+ * The record's id in its durable subscription's journal (see
+ * #WatchdDurable::events): the cursor to keep once it is processed. 0 for
+ * the events of an ordinary subscription.
+ *
+ * Returns: the id, or 0
+ */
+guint64 watchd_event_get_id(const WatchdEvent *event) {
+        g_return_val_if_fail(event, 0);
+        return event->id;
 }
 
 /**

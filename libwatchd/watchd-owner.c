@@ -34,6 +34,8 @@ static void core_on_props(gpointer userdata, const char *sender, GVariant *body,
                                 core->caps |= WATCHD_CAPABILITY_REMOTE_POLLING;
                         else if (g_str_equal(name, "stream"))
                                 core->caps |= WATCHD_CAPABILITY_STREAM;
+                        else if (g_str_equal(name, "durable-stream"))
+                                core->caps |= WATCHD_CAPABILITY_DURABLE_STREAM;
                 }
                 core_open_stream(core);
         }

@@ -16,6 +16,8 @@
 #include "watchd-client.h"
 #include "watchd-subscription.h"
 
+struct StreamFrame;
+
 /* The state a subscription is in; under the client's lock. */
 typedef enum SubState {
         SUB_NEW,                /* made, not started (or its start failed) */
@@ -59,3 +61,27 @@ void watchd_subscription_emit_events(WatchdSubscription *sub, GPtrArray *events)
 void watchd_subscription_emit_overflow(WatchdSubscription *sub, WatchdOverflowReason reason);
 void watchd_subscription_emit_removed(WatchdSubscription *sub, WatchdRemovedReason reason, const char *detail,
                                       const GError *error);
+
+/* watchd-event.c: an event of a durable subscription, with its id in the journal. */
+WatchdEvent *watchd_event_new_with_id(guint64 id, WatchdEventMask mask, guint32 cookie, const char *path,
+                                      const char *new_path);
+
+/*
+ * watchd-durable.c, for the core (watchd-core.c makes one a client,
+ * watchd-receive.c feeds it): a client's WatchdDurables by name, for the
+ * durable frames of its record stream. It calls nothing of the core, so
+ * it sits below it, though in the file of WatchdDurable. Reference counted; any
+ * thread. _frames() takes the durable frames of one read of the stream
+ * (its reader's thread) and returns whether the reader may read on; a
+ * reader told no waits until something is written to the eventfd given
+ * with _set_stream() (a dup, taken; -1: no stream).
+ */
+typedef struct WatchdDurableRouter WatchdDurableRouter;
+WatchdDurableRouter *watchd_durable_router_new(void);
+WatchdDurableRouter *watchd_durable_router_ref(WatchdDurableRouter *r);
+void watchd_durable_router_unref(WatchdDurableRouter *r);
+void watchd_durable_router_set_stream(WatchdDurableRouter *r, int resume_fd);
+gboolean watchd_durable_router_frames(WatchdDurableRouter *r, const struct StreamFrame *frames, guint n);
+
+/* watchd-client.c, for watchd-durable.c: the client's router (a new reference). */
+WatchdDurableRouter *watchd_client_get_durable_router(WatchdClient *client);

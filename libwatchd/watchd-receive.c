@@ -3,6 +3,7 @@
  * watchd-receive - what watchd sends: its signals and its record stream (see watchd-receive.h)
  */
 
+#include <fcntl.h>
 #include <gio/gunixfdlist.h>
 
 #include "watchd-receive.h"
@@ -295,9 +296,12 @@ void core_on_signal(gpointer userdata, const char *sender, const char *member, G
 /* ------------------------------------------------------------------------ */
 /* The record stream (its reader's thread, and GDBus's worker thread) */
 
-/* The frames of one read of the stream. Paths there are bytes, never escaped. */
-static void core_on_stream_frames(gpointer userdata, const StreamFrame *frames, guint n) {
+/* The frames of one read of the stream. Paths there are bytes, never escaped.
+ * Durable frames go to the WatchdDurables (watchd-durable.c), which say
+ * whether the reader may read on. */
+static gboolean core_on_stream_frames(gpointer userdata, const StreamFrame *frames, guint n) {
         Core *core = userdata;
+        gboolean durable = FALSE;
 
         g_mutex_lock(&core->lock);
         /* A stream of a daemon that is no longer the owner: its records are
@@ -306,7 +310,9 @@ static void core_on_stream_frames(gpointer userdata, const StreamFrame *frames, 
                 for (guint i = 0; i < n; i++) {
                         const StreamFrame *f = &frames[i];
 
-                        if (f->type == STREAM_FRAME_EVENT)
+                        if (f->type >= STREAM_FRAME_DURABLE_RESCAN)
+                                durable = TRUE;
+                        else if (f->type == STREAM_FRAME_EVENT)
                                 core_on_record(core, core->stream_owner, f->id, f->mask & ~WATCHD_WIRE_PATH_ESCAPED,
                                                f->cookie, f->path, f->new_path);
                         else if (f->type == STREAM_FRAME_OVERFLOW)
@@ -316,6 +322,8 @@ static void core_on_stream_frames(gpointer userdata, const StreamFrame *frames, 
                                 core_on_removed(core, core->stream_owner, f->id, f->reason);
                 }
         g_mutex_unlock(&core->lock);
+        /* Without the client's lock: the router's is taken after it nowhere. */
+        return !durable || watchd_durable_router_frames(core->durables, frames, n);
 }
 
 /* The daemon closed the stream (it is leaving), or the reader could not read it
@@ -326,6 +334,7 @@ static void core_on_stream_ended(gpointer userdata, const GError *error) {
         g_mutex_lock(&core->lock);
         g_clear_pointer(&core->stream_owner, g_free);
         g_mutex_unlock(&core->lock);
+        watchd_durable_router_set_stream(core->durables, -1);
 }
 
 static const WatchdStreamCallbacks core_stream_callbacks = {
@@ -357,9 +366,12 @@ static void core_on_stream_opened(gpointer userdata, const char *sender, GVarian
         if (fd >= 0) {
                 /* The reader's thread waits for the lock before its first frames. */
                 core->stream = watchd_stream_reader_new(fd, &core_stream_callbacks, core_ref(core), core_unref, &local);
-                if (core->stream)
+                if (core->stream) {
                         core->stream_owner = g_strdup(sender);
-                else
+                        watchd_durable_router_set_stream(core->durables,
+                                                         fcntl(watchd_stream_reader_resume_fd(core->stream),
+                                                               F_DUPFD_CLOEXEC, 3));
+                } else
                         core_unref(core);       /* the reader's, not taken; the call's is still held */
         }
         if (local)
@@ -375,8 +387,12 @@ void core_open_stream(Core *core) {
             !core->owner || !core->bus || core->closed)
                 return;
         core->stream_pending = TRUE;
+        /* Its durable subscriptions' replays there too, if the daemon can: no round trip through the bus. */
         if (!watchd_bus_call_fds(core->bus, WATCHD_BUS_NAME, WATCHD_INTERFACE, "OpenStream",
-                                 g_variant_new_parsed("(@a{sv} {},)"), core_on_stream_opened, core_ref(core), NULL)) {
+                                 core->caps & WATCHD_CAPABILITY_DURABLE_STREAM
+                                 ? g_variant_new_parsed("({'durable': <true>},)")
+                                 : g_variant_new_parsed("(@a{sv} {},)"),
+                                 core_on_stream_opened, core_ref(core), NULL)) {
                 core->stream_pending = FALSE;
                 core_unref(core);
         }
@@ -385,5 +401,6 @@ void core_open_stream(Core *core) {
 /* Lock held: the stream, to be freed once the lock is released (its thread may wait for it). */
 WatchdStreamReader *core_steal_stream(Core *core) {
         g_clear_pointer(&core->stream_owner, g_free);
+        watchd_durable_router_set_stream(core->durables, -1);
         return g_steal_pointer(&core->stream);
 }

@@ -6,6 +6,8 @@
  * watchd_stream_reader_free() writes to, so that stopping never waits for
  * the daemon. Each read takes what the socket holds (up to 256 KiB);
  * StreamFrameReader keeps a frame cut by the end of a read for the next.
+ * A reader told to pause (the layer above holds enough) polls only the
+ * stop eventfd and a resume eventfd, leaving the socket to fill.
  */
 
 #include <errno.h>
@@ -23,6 +25,7 @@
 struct WatchdStreamReader {
         int fd;
         int stop;                       /* eventfd: the thread ends when it is readable */
+        int resume;                     /* eventfd: a paused thread reads again */
         GThread *thread;
         WatchdStreamCallbacks cb;
         gpointer userdata;
@@ -34,11 +37,12 @@ static GError *reader_run(WatchdStreamReader *r) {
         g_autoptr(GArray) frames = g_array_new(FALSE, FALSE, sizeof(StreamFrame));
         StreamFrameReader rd;
         GError *error = NULL;
+        gboolean paused = FALSE;
 
         stream_frame_reader_init(&rd);
         for (;;) {
                 struct pollfd p[2] = {
-                        { .fd = r->fd, .events = POLLIN },
+                        { .fd = paused ? r->resume : r->fd, .events = POLLIN },
                         { .fd = r->stop, .events = POLLIN },
                 };
                 StreamFrame f;
@@ -55,6 +59,14 @@ static GError *reader_run(WatchdStreamReader *r) {
                 }
                 if (p[1].revents)
                         break;                  /* stopped: no callback any more */
+                if (paused) {
+                        uint64_t count;
+
+                        if (p[0].revents && read(r->resume, &count, sizeof count) < 0 && errno != EAGAIN)
+                                g_warning("libwatchd: cannot read the stream's resume eventfd: %s", g_strerror(errno));
+                        paused = FALSE;
+                        continue;
+                }
                 if (stream_frame_reader_space(&rd, READ_MIN, &buf, &room) < 0) {
                         error = g_error_new_literal(G_IO_ERROR, G_IO_ERROR_FAILED, "Out of memory");
                         break;
@@ -79,11 +91,10 @@ static GError *reader_run(WatchdStreamReader *r) {
                 stream_frame_reader_commit(&rd, (size_t) n);
                 g_array_set_size(frames, 0);
                 while ((k = stream_frame_reader_next(&rd, &f)) > 0)
-                        if (f.type == STREAM_FRAME_EVENT || f.type == STREAM_FRAME_OVERFLOW ||
-                            f.type == STREAM_FRAME_REMOVED)
+                        if (f.type >= STREAM_FRAME_EVENT && f.type <= STREAM_FRAME_DURABLE_STOPPED)
                                 g_array_append_val(frames, f);
                 if (frames->len > 0)
-                        r->cb.frames(r->userdata, (const StreamFrame *) (void *) frames->data, frames->len);
+                        paused = !r->cb.frames(r->userdata, (const StreamFrame *) (void *) frames->data, frames->len);
                 if (k < 0) {
                         error = g_error_new(WATCHD_ERROR, WATCHD_ERROR_PROTOCOL, "The record stream is %s",
                                             k == -EPROTONOSUPPORT ? "of a version this library does not read"
@@ -117,7 +128,8 @@ WatchdStreamReader *watchd_stream_reader_new(int fd, const WatchdStreamCallbacks
         r->userdata = userdata;
         r->userdata_free = userdata_free;
         r->stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (r->stop < 0) {
+        r->resume = r->stop >= 0 ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1;
+        if (r->stop < 0 || r->resume < 0) {
                 g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "eventfd: %s", g_strerror(errno));
                 r->userdata_free = NULL;
                 r->fd = -1;
@@ -134,6 +146,10 @@ WatchdStreamReader *watchd_stream_reader_new(int fd, const WatchdStreamCallbacks
         return r;
 }
 
+int watchd_stream_reader_resume_fd(WatchdStreamReader *r) {
+        return r->resume;
+}
+
 void watchd_stream_reader_free(WatchdStreamReader *r) {
         if (!r)
                 return;
@@ -146,6 +162,8 @@ void watchd_stream_reader_free(WatchdStreamReader *r) {
         }
         if (r->stop >= 0)
                 close(r->stop);
+        if (r->resume >= 0)
+                close(r->resume);
         if (r->fd >= 0)
                 close(r->fd);
         if (r->userdata_free)

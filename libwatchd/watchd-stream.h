@@ -25,9 +25,13 @@
 typedef struct WatchdStreamReader WatchdStreamReader;
 
 typedef struct WatchdStreamCallbacks {
-        /* The frames of one read, in order (events, overflows, removals; types this
-         * library does not know are not passed). The reader's thread. */
-        void (*frames)(gpointer userdata, const StreamFrame *frames, guint n);
+        /* The frames of one read, in order (events, overflows, removals, the
+         * durable frames; types this library does not know are not passed).
+         * The reader's thread. Returns whether to read on; FALSE: the reader
+         * reads nothing more until watchd_stream_reader_resume() (the socket
+         * fills, and the daemon holds the client's records: flow control) and
+         * its resume eventfd is written to. */
+        gboolean (*frames)(gpointer userdata, const StreamFrame *frames, guint n);
         /* The stream ended: the daemon closed it (error NULL) or it could not be
          * read (error set; the reader has closed its end). Called once, last. */
         void (*ended)(gpointer userdata, const GError *error);
@@ -41,3 +45,7 @@ WatchdStreamReader *watchd_stream_reader_new(int fd, const WatchdStreamCallbacks
 /* Stops the thread (no callback runs once this returns) and closes the
  * socket. Never from a callback: it waits for the thread. */
 void watchd_stream_reader_free(WatchdStreamReader *r);
+/* The eventfd that a paused reader (its frames callback said FALSE) waits
+ * on: writing 1 to it (or to a dup of it, which may outlive the reader)
+ * makes it read again. Owned by the reader. */
+int watchd_stream_reader_resume_fd(WatchdStreamReader *r);

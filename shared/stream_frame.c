@@ -173,6 +173,124 @@ int stream_frame_encode_removed(void *buf, size_t size, uint32_t id, const char 
         return (int) need;
 }
 
+static uint8_t *string_encode(uint8_t *p, const char *s, size_t len) {
+        memcpy(p, s, len);
+        p[len] = 0;
+        return p + len + 1;
+}
+
+size_t stream_frame_durable_event_size(size_t name_len, size_t path_len, size_t new_path_len) {
+        if (name_len > STREAM_FRAME_MAX || path_len > STREAM_FRAME_MAX || new_path_len > STREAM_FRAME_MAX)
+                return (size_t) STREAM_FRAME_MAX + 1;
+        return STREAM_FRAME_PREFIX_SIZE + STREAM_FRAME_DURABLE_EVENT_FIXED + name_len + 1 + path_len + 1 +
+               new_path_len + 1;
+}
+
+int stream_frame_encode_durable_event(void *buf, size_t size, uint64_t cursor, uint32_t mask, uint32_t cookie,
+                                      const char *name, size_t name_len, const char *path, size_t path_len,
+                                      const char *new_path, size_t new_path_len) {
+        size_t need;
+        uint8_t *p = buf;
+
+        if (!new_path)
+                new_path_len = 0;
+        need = stream_frame_durable_event_size(name_len, path_len, new_path_len);
+        if (need > STREAM_FRAME_MAX)
+                return -E2BIG;
+        if (need > size)
+                return -ENOBUFS;
+        if (memchr(name, 0, name_len) || memchr(path, 0, path_len) ||
+            (new_path_len > 0 && memchr(new_path, 0, new_path_len)))
+                return -EINVAL;
+
+        prefix_encode(p, need, STREAM_FRAME_DURABLE_EVENT);
+        p += STREAM_FRAME_PREFIX_SIZE;
+        put64(p, cursor);
+        put32(p + 8, mask);
+        put32(p + 12, cookie);
+        put32(p + 16, (uint32_t) name_len);
+        put32(p + 20, (uint32_t) path_len);
+        put32(p + 24, (uint32_t) new_path_len);
+        p += STREAM_FRAME_DURABLE_EVENT_FIXED;
+        p = string_encode(p, name, name_len);
+        p = string_encode(p, path, path_len);
+        string_encode(p, new_path ?: "", new_path_len);
+        return (int) need;
+}
+
+size_t stream_frame_durable_rescan_size(const char *name, const char *reason, const StreamRescanDir *dirs, size_t n) {
+        size_t need = STREAM_FRAME_PREFIX_SIZE + STREAM_FRAME_DURABLE_RESCAN_FIXED;
+
+        need += strnlen(name, STREAM_FRAME_MAX + 1) + 1 + strnlen(reason, STREAM_FRAME_MAX + 1) + 1;
+        for (size_t i = 0; i < n && need <= STREAM_FRAME_MAX; i++)
+                need += STREAM_FRAME_DURABLE_RESCAN_DIR_FIXED + strnlen(dirs[i].path, STREAM_FRAME_MAX + 1) + 1;
+        return need > STREAM_FRAME_MAX ? (size_t) STREAM_FRAME_MAX + 1 : need;
+}
+
+int stream_frame_encode_durable_rescan(void *buf, size_t size, uint64_t cursor, const char *name, const char *reason,
+                                       const StreamRescanDir *dirs, size_t n) {
+        size_t need = stream_frame_durable_rescan_size(name, reason, dirs, n);
+        uint8_t *p = buf;
+
+        if (need > STREAM_FRAME_MAX)
+                return -E2BIG;
+        if (need > size)
+                return -ENOBUFS;
+
+        prefix_encode(p, need, STREAM_FRAME_DURABLE_RESCAN);
+        p += STREAM_FRAME_PREFIX_SIZE;
+        put64(p, cursor);
+        put32(p + 8, (uint32_t) strlen(name));
+        put32(p + 12, (uint32_t) strlen(reason));
+        put32(p + 16, (uint32_t) n);
+        p += STREAM_FRAME_DURABLE_RESCAN_FIXED;
+        p = string_encode(p, name, strlen(name));
+        p = string_encode(p, reason, strlen(reason));
+        for (size_t i = 0; i < n; i++) {
+                size_t len = strlen(dirs[i].path);
+
+                put32(p, dirs[i].flags);
+                put32(p + 4, (uint32_t) len);
+                p = string_encode(p + STREAM_FRAME_DURABLE_RESCAN_DIR_FIXED, dirs[i].path, len);
+        }
+        return (int) need;
+}
+
+int stream_frame_encode_durable_caught_up(void *buf, size_t size, uint64_t cursor, const char *name) {
+        size_t len = strnlen(name, STREAM_FRAME_MAX), need;
+        uint8_t *p = buf;
+
+        need = STREAM_FRAME_PREFIX_SIZE + STREAM_FRAME_DURABLE_CAUGHT_UP_FIXED + len + 1;
+        if (need > STREAM_FRAME_MAX)
+                return -E2BIG;
+        if (need > size)
+                return -ENOBUFS;
+        prefix_encode(p, need, STREAM_FRAME_DURABLE_CAUGHT_UP);
+        p += STREAM_FRAME_PREFIX_SIZE;
+        put64(p, cursor);
+        put32(p + 8, (uint32_t) len);
+        string_encode(p + STREAM_FRAME_DURABLE_CAUGHT_UP_FIXED, name, len);
+        return (int) need;
+}
+
+int stream_frame_encode_durable_stopped(void *buf, size_t size, const char *name, const char *reason) {
+        size_t name_len = strnlen(name, STREAM_FRAME_MAX), reason_len = strnlen(reason, STREAM_FRAME_MAX), need;
+        uint8_t *p = buf;
+
+        need = STREAM_FRAME_PREFIX_SIZE + STREAM_FRAME_DURABLE_STOPPED_FIXED + name_len + 1 + reason_len + 1;
+        if (need > STREAM_FRAME_MAX)
+                return -E2BIG;
+        if (need > size)
+                return -ENOBUFS;
+        prefix_encode(p, need, STREAM_FRAME_DURABLE_STOPPED);
+        p += STREAM_FRAME_PREFIX_SIZE;
+        put32(p, (uint32_t) name_len);
+        put32(p + 4, (uint32_t) reason_len);
+        p = string_encode(p + STREAM_FRAME_DURABLE_STOPPED_FIXED, name, name_len);
+        string_encode(p, reason, reason_len);
+        return (int) need;
+}
+
 /* --- decoding -------------------------------------------------------------------------------- */
 
 int stream_frame_header_decode(const void *buf, size_t size, uint16_t *ret_version) {
@@ -233,17 +351,9 @@ static int fields_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
         return 0;
 }
 
-static int event_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
-        uint32_t path_len, new_path_len;
-
-        if (end - p < (ptrdiff_t) STREAM_FRAME_EVENT_FIXED)
-                return -EBADMSG;
-        f->id = get32(p);
-        f->mask = get32(p + 4);
-        f->cookie = get32(p + 8);
-        path_len = get32(p + 12);
-        new_path_len = get32(p + 16);
-        p += STREAM_FRAME_EVENT_FIXED;
+/* An event's path and new path at p (each with its NUL), then the frame's fields. */
+static int paths_decode(const uint8_t *p, const uint8_t *end, uint32_t path_len, uint32_t new_path_len,
+                        StreamFrame *f) {
         if (!string_ok(p, end, path_len))
                 return -EBADMSG;
         f->path = (const char *) p;
@@ -255,6 +365,15 @@ static int event_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
         f->new_path_len = new_path_len;
         p += new_path_len + 1;
         return fields_decode(p, end, f);
+}
+
+static int event_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
+        if (end - p < (ptrdiff_t) STREAM_FRAME_EVENT_FIXED)
+                return -EBADMSG;
+        f->id = get32(p);
+        f->mask = get32(p + 4);
+        f->cookie = get32(p + 8);
+        return paths_decode(p + STREAM_FRAME_EVENT_FIXED, end, get32(p + 12), get32(p + 16), f);
 }
 
 static int overflow_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
@@ -289,6 +408,92 @@ static int removed_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) 
         return fields_decode(p + len + 1, end, f);
 }
 
+/* The name of a durable frame, name_len bytes and a NUL at *p, which moves past it. */
+static int name_decode(const uint8_t **p, const uint8_t *end, uint32_t name_len, StreamFrame *f) {
+        if (!string_ok(*p, end, name_len))
+                return -EBADMSG;
+        f->name = (const char *) *p;
+        f->name_len = name_len;
+        *p += name_len + 1;
+        return 0;
+}
+
+static int durable_event_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
+        uint32_t name_len, path_len, new_path_len;
+
+        if (end - p < (ptrdiff_t) STREAM_FRAME_DURABLE_EVENT_FIXED)
+                return -EBADMSG;
+        f->cursor = get64(p);
+        f->mask = get32(p + 8);
+        f->cookie = get32(p + 12);
+        name_len = get32(p + 16);
+        path_len = get32(p + 20);
+        new_path_len = get32(p + 24);
+        p += STREAM_FRAME_DURABLE_EVENT_FIXED;
+        if (name_decode(&p, end, name_len, f) < 0)
+                return -EBADMSG;
+        return paths_decode(p, end, path_len, new_path_len, f);
+}
+
+static int durable_rescan_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
+        uint32_t name_len, reason_len, n;
+
+        if (end - p < (ptrdiff_t) STREAM_FRAME_DURABLE_RESCAN_FIXED)
+                return -EBADMSG;
+        f->cursor = get64(p);
+        name_len = get32(p + 8);
+        reason_len = get32(p + 12);
+        n = get32(p + 16);
+        p += STREAM_FRAME_DURABLE_RESCAN_FIXED;
+        if (name_decode(&p, end, name_len, f) < 0 || !string_ok(p, end, reason_len))
+                return -EBADMSG;
+        f->reason = (const char *) p;
+        f->reason_len = reason_len;
+        p += reason_len + 1;
+        /* Each directory takes 9 bytes at least: a count past what is left is refused before the walk. */
+        if ((size_t) (end - p) / (STREAM_FRAME_DURABLE_RESCAN_DIR_FIXED + 1) < n)
+                return -EBADMSG;
+        f->n_dirs = n;
+        f->dirs = p;
+        for (uint32_t i = 0; i < n; i++) {
+                uint32_t len;
+
+                if (end - p < (ptrdiff_t) STREAM_FRAME_DURABLE_RESCAN_DIR_FIXED)
+                        return -EBADMSG;
+                len = get32(p + 4);
+                p += STREAM_FRAME_DURABLE_RESCAN_DIR_FIXED;
+                if (!string_ok(p, end, len))
+                        return -EBADMSG;
+                p += len + 1;
+        }
+        f->dirs_size = (size_t) (p - f->dirs);
+        return fields_decode(p, end, f);
+}
+
+static int durable_caught_up_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
+        if (end - p < (ptrdiff_t) STREAM_FRAME_DURABLE_CAUGHT_UP_FIXED)
+                return -EBADMSG;
+        f->cursor = get64(p);
+        p += STREAM_FRAME_DURABLE_CAUGHT_UP_FIXED;
+        if (name_decode(&p, end, get32(p - 4), f) < 0)
+                return -EBADMSG;
+        return fields_decode(p, end, f);
+}
+
+static int durable_stopped_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
+        uint32_t reason_len;
+
+        if (end - p < (ptrdiff_t) STREAM_FRAME_DURABLE_STOPPED_FIXED)
+                return -EBADMSG;
+        reason_len = get32(p + 4);
+        p += STREAM_FRAME_DURABLE_STOPPED_FIXED;
+        if (name_decode(&p, end, get32(p - 8), f) < 0 || !string_ok(p, end, reason_len))
+                return -EBADMSG;
+        f->reason = (const char *) p;
+        f->reason_len = reason_len;
+        return fields_decode(p + reason_len + 1, end, f);
+}
+
 int stream_frame_decode(const void *buf, size_t size, StreamFrame *ret) {
         const uint8_t *p = buf, *end;
         uint32_t frame_size;
@@ -296,6 +501,7 @@ int stream_frame_decode(const void *buf, size_t size, StreamFrame *ret) {
                 .path = "",
                 .new_path = "",
                 .reason = "",
+                .name = "",
         };
         int r;
 
@@ -322,6 +528,18 @@ int stream_frame_decode(const void *buf, size_t size, StreamFrame *ret) {
         case STREAM_FRAME_REMOVED:
                 r = removed_decode(p, end, &f);
                 break;
+        case STREAM_FRAME_DURABLE_RESCAN:
+                r = durable_rescan_decode(p, end, &f);
+                break;
+        case STREAM_FRAME_DURABLE_CAUGHT_UP:
+                r = durable_caught_up_decode(p, end, &f);
+                break;
+        case STREAM_FRAME_DURABLE_EVENT:
+                r = durable_event_decode(p, end, &f);
+                break;
+        case STREAM_FRAME_DURABLE_STOPPED:
+                r = durable_stopped_decode(p, end, &f);
+                break;
         case 0:
                 return -EBADMSG;
         default:
@@ -336,6 +554,22 @@ int stream_frame_decode(const void *buf, size_t size, StreamFrame *ret) {
 
 uint32_t stream_frame_overflow_id(const StreamFrame *f, size_t i) {
         return i < f->n_ids ? get32(f->ids + 4 * i) : 0;
+}
+
+int stream_frame_rescan_dir(const StreamFrame *f, size_t *offset, const char **ret_path, size_t *ret_len,
+                            uint32_t *ret_flags) {
+        const uint8_t *p;
+        uint32_t len;
+
+        if (f->type != STREAM_FRAME_DURABLE_RESCAN || !f->dirs || *offset >= f->dirs_size)
+                return 0;
+        p = f->dirs + *offset;
+        len = get32(p + 4);
+        *ret_flags = get32(p);
+        *ret_path = (const char *) p + STREAM_FRAME_DURABLE_RESCAN_DIR_FIXED;
+        *ret_len = len;
+        *offset += STREAM_FRAME_DURABLE_RESCAN_DIR_FIXED + (size_t) len + 1;
+        return 1;
 }
 
 /* --- the reader ------------------------------------------------------------------------------ */

@@ -18,6 +18,15 @@
  *            length, path, NUL, new path, NUL
  *   OVERFLOW u32 count, count x u32 ids (ascending, none twice)
  *   REMOVED  u32 id, u32 reason length, reason, NUL
+ *   DURABLE_RESCAN     u64 cursor, u32 name length, u32 reason length,
+ *            u32 count, name, NUL, reason, NUL, count x (u32 flags, u32
+ *            path length, path, NUL)
+ *   DURABLE_CAUGHT_UP  u64 cursor, u32 name length, name, NUL
+ *   DURABLE_EVENT      u64 cursor, u32 mask, u32 cookie, u32 name length,
+ *            u32 path length, u32 new path length, name, NUL, path, NUL,
+ *            new path, NUL
+ *   DURABLE_STOPPED    u32 name length, u32 reason length, name, NUL,
+ *            reason, NUL
  *
  * and after a frame's own payload, optional fields (u16 tag, u16 length,
  * value) to the end of the frame. Integers are little-endian whatever the
@@ -48,14 +57,20 @@ typedef enum StreamFrameType {
         STREAM_FRAME_EVENT      = 1,
         STREAM_FRAME_OVERFLOW   = 2,
         STREAM_FRAME_REMOVED    = 3,
-        /* 4 and 5 are kept for durable subscriptions (a gap in a journal's
-         * history, "caught up"); 0 is never used. */
+        /* What a resumed durable subscription is sent (the DurableRescan,
+         * DurableCaughtUp, DurableEvents and DurableStopped signals), only to
+         * a client that asked for them (OpenStream's option "durable"). 0 is
+         * never used. */
+        STREAM_FRAME_DURABLE_RESCAN     = 4,
+        STREAM_FRAME_DURABLE_CAUGHT_UP  = 5,
+        STREAM_FRAME_DURABLE_EVENT      = 6,
+        STREAM_FRAME_DURABLE_STOPPED    = 7,
 } StreamFrameType;
 
 /* Optional fields' tags. 0 is never used. */
 typedef enum StreamFieldTag {
-        /* u64: the record's id in its durable subscription's journal (an
-         * EVENT), its cursor. Kept for durable subscriptions. */
+        /* u64: a cursor. Kept: no frame carries it (durable frames have
+         * their cursor in their payload). */
         STREAM_FIELD_CURSOR     = 1,
 } StreamFieldTag;
 
@@ -63,6 +78,11 @@ typedef enum StreamFieldTag {
 #define STREAM_FRAME_EVENT_FIXED 20u
 #define STREAM_FRAME_OVERFLOW_FIXED 4u
 #define STREAM_FRAME_REMOVED_FIXED 8u
+#define STREAM_FRAME_DURABLE_RESCAN_FIXED 20u
+#define STREAM_FRAME_DURABLE_RESCAN_DIR_FIXED 8u       /* each directory: flags, length */
+#define STREAM_FRAME_DURABLE_CAUGHT_UP_FIXED 12u
+#define STREAM_FRAME_DURABLE_EVENT_FIXED 28u
+#define STREAM_FRAME_DURABLE_STOPPED_FIXED 8u
 /* Most ids one OVERFLOW frame holds (a longer list goes in several frames). */
 #define STREAM_FRAME_OVERFLOW_MAX_IDS \
         ((STREAM_FRAME_MAX - STREAM_FRAME_PREFIX_SIZE - STREAM_FRAME_OVERFLOW_FIXED) / 4u)
@@ -90,9 +110,22 @@ typedef struct StreamFrame {
         size_t n_ids;
         const uint8_t *ids;
 
-        /* STREAM_FRAME_REMOVED */
+        /* STREAM_FRAME_REMOVED; STREAM_FRAME_DURABLE_RESCAN, _STOPPED: why */
         const char *reason;
         size_t reason_len;
+
+        /* The durable frames (a STREAM_FRAME_DURABLE_EVENT has mask, cookie,
+         * path and new_path as an EVENT): the subscription's name, and the
+         * entry's id in its journal (the cursor; not in _STOPPED). */
+        const char *name;
+        size_t name_len;
+        uint64_t cursor;
+
+        /* STREAM_FRAME_DURABLE_RESCAN: n_dirs directories to rescan, none
+         * for the whole subscription: stream_frame_rescan_dir(). */
+        size_t n_dirs;
+        const uint8_t *dirs;
+        size_t dirs_size;               /* bytes of them */
 
         StreamFields fields;
         unsigned n_unknown_fields;      /* fields skipped: a newer daemon's */
@@ -125,6 +158,36 @@ int stream_frame_encode_overflow(void *buf, size_t size, const uint32_t *ids, si
 /* Writes a REMOVED frame. Return: bytes written, -ENOBUFS, -E2BIG, or -EINVAL (reason holds a NUL). */
 int stream_frame_encode_removed(void *buf, size_t size, uint32_t id, const char *reason, size_t reason_len);
 
+/* One directory of a durable rescan; flags: WATCHD_RESCAN_RECURSIVE (0x1): the whole tree below. */
+typedef struct StreamRescanDir {
+        const char *path;
+        uint32_t flags;
+} StreamRescanDir;
+
+/* Bytes a DURABLE_EVENT frame takes (more than STREAM_FRAME_MAX: it cannot be sent). */
+size_t stream_frame_durable_event_size(size_t name_len, size_t path_len, size_t new_path_len);
+
+/*
+ * Writes a DURABLE_EVENT frame of subscription name: the journal's entry
+ * cursor, an event as in an EVENT frame (new_path NULL: none). Return as
+ * stream_frame_encode_event().
+ */
+int stream_frame_encode_durable_event(void *buf, size_t size, uint64_t cursor, uint32_t mask, uint32_t cookie,
+                                      const char *name, size_t name_len, const char *path, size_t path_len,
+                                      const char *new_path, size_t new_path_len);
+
+/* Bytes a DURABLE_RESCAN frame takes. */
+size_t stream_frame_durable_rescan_size(const char *name, const char *reason, const StreamRescanDir *dirs, size_t n);
+/* Writes a DURABLE_RESCAN frame: rescan dirs[0..n), or everything if n is 0. Return as above. */
+int stream_frame_encode_durable_rescan(void *buf, size_t size, uint64_t cursor, const char *name, const char *reason,
+                                       const StreamRescanDir *dirs, size_t n);
+
+/* Writes a DURABLE_CAUGHT_UP frame: everything up to cursor was sent. Return as above. */
+int stream_frame_encode_durable_caught_up(void *buf, size_t size, uint64_t cursor, const char *name);
+
+/* Writes a DURABLE_STOPPED frame: nothing more comes for name, for reason. Return as above. */
+int stream_frame_encode_durable_stopped(void *buf, size_t size, const char *name, const char *reason);
+
 /* --- decoding (the clients) ------------------------------------------------------------------ */
 
 /*
@@ -149,6 +212,14 @@ int stream_frame_decode(const void *buf, size_t size, StreamFrame *ret);
 
 /* The i-th id of an OVERFLOW frame. */
 uint32_t stream_frame_overflow_id(const StreamFrame *f, size_t i);
+
+/*
+ * The next directory of a DURABLE_RESCAN frame: *offset starts at 0. 1 and
+ * the directory (its path a C string in place, its length, its flags), or
+ * 0 when there is none left. The decoder checked them all.
+ */
+int stream_frame_rescan_dir(const StreamFrame *f, size_t *offset, const char **ret_path, size_t *ret_len,
+                            uint32_t *ret_flags);
 
 /*
  * StreamFrameReader: bytes as read() gives them in, whole frames out. The

@@ -101,5 +101,6 @@
 #define WATCHD_CAP_REPORT_APPEARANCE     "report-appearance"          /* a pending path's appearance is a record */
 #define WATCHD_CAP_PERSISTENT            "persistent"                 /* AddWatch takes WATCHD_FLAG_PERSIST */
 #define WATCHD_CAP_STREAM                "stream"                     /* OpenStream (watchd-stream(5)) */
+#define WATCHD_CAP_DURABLE_STREAM        "durable-stream"             /* OpenStream's option "durable": replays in the stream */
 #define WATCHD_CAP_REMOTE_POLLING        "remote-polling"             /* remote and FUSE file systems are polled
                                                                        * (some [poll] interval is not 0) */

@@ -60,6 +60,7 @@ typedef struct Watch {
 struct Context {
         /* bus options */
         gboolean opt_system;
+        gboolean opt_no_stream;
         gboolean opt_session;
         char *opt_address;
 
@@ -483,6 +484,8 @@ static GOptionEntry bus_entries[] = {
         { "system", 0, 0, G_OPTION_ARG_NONE, NULL, "Talk to watchd on the system bus (the default)", NULL },
         { "session", 0, 0, G_OPTION_ARG_NONE, NULL, "Talk to watchd on the session bus", NULL },
         { "address", 0, 0, G_OPTION_ARG_STRING, NULL, "Talk to watchd on the bus at ADDR", "ADDR" },
+        { "no-stream", 0, 0, G_OPTION_ARG_NONE, NULL, "Take the records as D-Bus signals, not from a record stream",
+          NULL },
         { NULL }
 };
 
@@ -494,6 +497,7 @@ static void add_bus_entries(GOptionContext *octx, Context *c) {
         entries[0].arg_data = &c->opt_system;
         entries[1].arg_data = &c->opt_session;
         entries[2].arg_data = &c->opt_address;
+        entries[3].arg_data = &c->opt_no_stream;
         g_option_context_add_main_entries(octx, entries, NULL);
 }
 
@@ -603,10 +607,12 @@ static int connect_bus(Context *c) {
         g_autoptr(GError) error = NULL;
 
         if (c->opt_address)
-                c->client = watchd_client_new_for_address_sync(c->opt_address, NULL, &error);
+                c->client = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "address", c->opt_address,
+                                           "use-stream", !c->opt_no_stream, NULL);
         else
-                c->client = watchd_client_new_sync(c->opt_session ? G_BUS_TYPE_SESSION : G_BUS_TYPE_SYSTEM, NULL,
-                                                   &error);
+                c->client = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "bus-type",
+                                           c->opt_session ? G_BUS_TYPE_SESSION : G_BUS_TYPE_SYSTEM,
+                                           "use-stream", !c->opt_no_stream, NULL);
         if (!c->client) {
                 if (c->opt_address)
                         warn("cannot connect to the bus at %s: %s", c->opt_address, error->message);
@@ -890,6 +896,9 @@ static int cmd_stats(Context *c, int argc, char **argv) {
 typedef struct Resume {
         Context *c;
         WatchdDurable *d;
+        gboolean caught_up;
+        GHashTable *masks;              /* mask -> its names, as printed ("CREATE,ISDIR") */
+        GString *out;                   /* the text lines of a batch */
 } Resume;
 
 static void json_begin(JsonBuilder *b, const char *type, guint64 id) {
@@ -900,13 +909,34 @@ static void json_begin(JsonBuilder *b, const char *type, guint64 id) {
         json_builder_add_int_value(b, (gint64) id);
 }
 
-/* One record: "ID EVENTS PATH", "ID EVENTS OLD -> NEW"; or a JSON object. */
-static void on_durable_event(WatchdDurable *d, guint64 id, guint mask, guint cookie, const char *path,
-                             const char *new_path, gpointer userdata) {
-        Context *c = ((Resume *) userdata)->c;
+/* Appends a path as the text lines show it to out: as it is when it is
+ * printable ASCII with no backslash (most paths, with no copy of their
+ * own), else in the escaped form. */
+static void append_display_path(GString *out, const char *path) {
+        const unsigned char *p = (const unsigned char *) path;
 
-        if (c->stopping)
-                return;
+        while (*p >= 0x20 && *p < 0x7f && *p != '\\')
+                p++;
+        if (*p == '\0')
+                g_string_append_len(out, path, (gssize) ((const char *) p - path));
+        else {
+                g_autofree char *e = event_path_display(path);
+
+                g_string_append(out, e);
+        }
+}
+
+/* One record: "ID EVENTS PATH", "ID EVENTS OLD -> NEW"; or a JSON object. A
+ * replay prints a million of these: a line is built in out (the events'
+ * names made once a mask) and the batch written at once. */
+static void print_durable_event(Resume *res, WatchdEvent *e, GString *out) {
+        Context *c = res->c;
+        guint64 id = watchd_event_get_id(e);
+        guint mask = watchd_event_get_mask(e);
+        const char *path = watchd_event_get_path(e), *new_path = watchd_event_get_new_path(e);
+        const char *events;
+        char num[24], *n = num + sizeof num;
+
         if (c->opt_json) {
                 g_autoptr(JsonBuilder) b = json_builder_new();
 
@@ -916,21 +946,49 @@ static void on_durable_event(WatchdDurable *d, guint64 id, guint mask, guint coo
                         event_json_add_path(b, "new_path", new_path, path_needs_escape(new_path));
                 event_json_add_mask(b, mask);
                 json_builder_set_member_name(b, "cookie");
-                json_builder_add_int_value(b, cookie);
+                json_builder_add_int_value(b, watchd_event_get_cookie(e));
                 json_builder_set_member_name(b, "escaped");
                 json_builder_add_boolean_value(b, path_needs_escape(path) || (new_path && path_needs_escape(new_path)));
                 json_builder_end_object(b);
                 print_json(b);
-        } else {
-                g_autofree char *events = event_mask_to_string(mask, ',');
-                g_autofree char *p = event_path_display(path);
-                g_autofree char *np = new_path ? event_path_display(new_path) : NULL;
-
-                printf("%" G_GUINT64_FORMAT " %s %s%s%s\n", id, events, p, np ? " -> " : "", np ?: "");
+                return;
         }
-        c->printed++;
-        if (c->count && c->printed >= c->count)
-                quit(c, EXIT_OK);
+        events = g_hash_table_lookup(res->masks, GUINT_TO_POINTER(mask));
+        if (!events) {
+                char *names = event_mask_to_string(mask, ',');
+
+                g_hash_table_insert(res->masks, GUINT_TO_POINTER(mask), names);
+                events = names;
+        }
+        do
+                *--n = (char) ('0' + id % 10);
+        while ((id /= 10) > 0);
+        g_string_append_len(out, n, num + sizeof num - n);
+        g_string_append_c(out, ' ');
+        g_string_append(out, events);
+        g_string_append_c(out, ' ');
+        append_display_path(out, path);
+        if (new_path) {
+                g_string_append_len(out, " -> ", 4);
+                append_display_path(out, new_path);
+        }
+        g_string_append_c(out, '\n');
+}
+
+/* A batch of records, in the journal's order. */
+static void on_durable_events(WatchdDurable *d, GPtrArray *events, gpointer userdata) {
+        Resume *res = userdata;
+        Context *c = res->c;
+
+        g_string_truncate(res->out, 0);
+        for (guint i = 0; i < events->len && !c->stopping; i++) {
+                print_durable_event(res, events->pdata[i], res->out);
+                c->printed++;
+                if (c->count && c->printed >= c->count)
+                        quit(c, EXIT_OK);
+        }
+        fwrite(res->out->str, 1, res->out->len, stdout);
+        flush_output(c);
 }
 
 /* "ID rescan REASON DIR..." (a tree: DIR followed by slash and two stars; "whole" for everything), or a JSON object. */
@@ -982,8 +1040,10 @@ static void on_durable_rescan(WatchdDurable *d, guint64 id, const char *reason, 
 }
 
 static void on_durable_caught_up(WatchdDurable *d, guint64 id, gpointer userdata) {
-        Context *c = ((Resume *) userdata)->c;
+        Resume *res = userdata;
+        Context *c = res->c;
 
+        res->caught_up = TRUE;
         if (c->stopping)
                 return;
         if (c->opt_json) {
@@ -994,8 +1054,19 @@ static void on_durable_caught_up(WatchdDurable *d, guint64 id, gpointer userdata
                 print_json(b);
         } else
                 printf("%" G_GUINT64_FORMAT " caught-up\n", id);
+        flush_output(c);
         if (c->opt_until_caught_up)
                 quit(c, EXIT_OK);
+}
+
+/* --timeout: status 3 unless it was caught up (or printed its --count): a
+ * script tells "caught up" from "gave up" by the status alone. */
+static gboolean on_resume_timeout(gpointer userdata) {
+        Resume *res = userdata;
+        Context *c = res->c;
+
+        quit(c, (c->count ? c->printed >= c->count : res->caught_up) ? EXIT_OK : EXIT_TIMEOUT);
+        return G_SOURCE_REMOVE;
 }
 
 static void on_durable_stopped(WatchdDurable *d, const char *reason, gpointer userdata) {
@@ -1085,7 +1156,8 @@ static int cmd_durable(Context *c, int argc, char **argv) {
                           "                     bytes, attached, events, flags, path\n"
                           "  resume NAME        print what followed --since, \"caught-up\", then live events\n"
                           "  remove NAME        remove one, journal and all\n"
-                          "Exit status: 0 done, 1 error, 2 usage, 3 timeout, 4 removed meanwhile.",
+                          "Exit status: 0 done, 1 error, 2 usage, 3 --timeout before caught up (or --count),\n"
+                          "4 removed meanwhile.",
                           entries, &argc, &argv);
         if (r >= 0)
                 return r;
@@ -1174,7 +1246,9 @@ static int cmd_durable(Context *c, int argc, char **argv) {
         /* resume */
         {
                 g_autoptr(WatchdDurable) d = NULL;
-                Resume res = { .c = c };
+                g_autoptr(GHashTable) masks = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+                g_autoptr(GString) out = g_string_sized_new(256 * 1024);
+                Resume res = { .c = c, .masks = masks, .out = out };
                 guint64 since = 0;
 
                 if (c->opt_since && !g_ascii_string_to_unsigned(c->opt_since, 10, 0, G_MAXUINT64, &since, &error))
@@ -1184,7 +1258,7 @@ static int cmd_durable(Context *c, int argc, char **argv) {
                 if (!d)
                         return report_call_error(c, name, error);
                 res.d = d;
-                g_signal_connect(d, "event", G_CALLBACK(on_durable_event), &res);
+                g_signal_connect(d, "events", G_CALLBACK(on_durable_events), &res);
                 g_signal_connect(d, "rescan", G_CALLBACK(on_durable_rescan), &res);
                 g_signal_connect(d, "caught-up", G_CALLBACK(on_durable_caught_up), &res);
                 g_signal_connect(d, "stopped", G_CALLBACK(on_durable_stopped), &res);
@@ -1210,7 +1284,7 @@ static int cmd_durable(Context *c, int argc, char **argv) {
                 g_unix_signal_add(SIGTERM, on_stop_signal, c);
                 g_unix_fd_add(STDOUT_FILENO, G_IO_ERR, on_stdout_error, c);
                 if (c->timeout_ms)
-                        g_timeout_add(c->timeout_ms, on_timeout, c);
+                        g_timeout_add(c->timeout_ms, on_resume_timeout, &res);
                 c->exit_status = EXIT_OK;
                 g_main_loop_run(c->loop);
                 flush_output(c);

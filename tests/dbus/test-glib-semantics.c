@@ -38,6 +38,7 @@ static const char *const implemented[] = {
         WATCHD_CAP_REPORT_APPEARANCE,
         WATCHD_CAP_PERSISTENT,
         WATCHD_CAP_STREAM,
+        WATCHD_CAP_DURABLE_STREAM,      /* replays in the stream (issue 22) */
         WATCHD_CAP_REMOTE_POLLING,      /* the default [poll] config polls (issue 17) */
         NULL,
 };

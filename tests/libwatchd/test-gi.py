@@ -42,7 +42,9 @@ class Env:
         self.dir = tempfile.mkdtemp(prefix="watchd-gi-")
         with open(os.path.join(self.dir, "bus.conf"), "w") as f:
             f.write(BUS_CONFIG.format(dir=self.dir))
-        open(os.path.join(self.dir, "watchd.conf"), "w").close()
+        # A small window: the replay of test_durable_replay is twenty of them.
+        with open(os.path.join(self.dir, "watchd.conf"), "w") as f:
+            f.write("[limits]\nmax_pending_events_per_client = 1000\n")
         self.bus = subprocess.Popen(
             ["dbus-daemon", "--nofork", "--print-address", "--config-file",
              os.path.join(self.dir, "bus.conf")], stdout=subprocess.PIPE, text=True)
@@ -54,7 +56,7 @@ class Env:
     def start_watchd(self):
         self.watchd = subprocess.Popen(
             [os.environ.get("WATCHD", "watchd"), "--address", self.address, "--backend", "syscall",
-             "--config", os.path.join(self.dir, "watchd.conf")])
+             "--config", os.path.join(self.dir, "watchd.conf"), "--state-dir", os.path.join(self.dir, "state")])
         conn = Gio.DBusConnection.new_for_address_sync(
             self.address, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT |
             Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
@@ -197,8 +199,70 @@ def test_stats(env, client):
     assert client.dup_daemon_version()
 
 
+REPLAY_RECORDS = 20000
+
+
+def durable_last_id(client, name):
+    for entry in client.list_durable_sync(None).unpack():
+        if entry[0] == name:
+            return entry[6]
+    raise AssertionError(f"no durable subscription {name}")
+
+
+def test_durable_replay(env, client):
+    """A replay of 20 windows through the typelib: every record once, in order, in
+    batches ("events") between which the program's idle sources run, then caught up."""
+    d = os.path.join(env.files, "replay")
+    os.mkdir(d)
+    ok, journal, cursor = client.create_durable_sync("py", d, Watchd.EventMask.CREATE, Watchd.WatchFlags.NONE, None)
+    assert ok and cursor == 0
+    for chunk in range(0, REPLAY_RECORDS, 2000):
+        for i in range(chunk, chunk + 2000):
+            open(os.path.join(d, f"f{i:06d}"), "w").close()
+        deadline = time.monotonic() + 60
+        while durable_last_id(client, "py") < chunk + 2000:
+            assert time.monotonic() < deadline, "the journal did not grow"
+            time.sleep(0.005)
+
+    state = {"ids": [], "batches": 0, "max_batch": 0, "turns": 0, "turns_at_batch": 0, "no_turn": 0,
+             "caught_up": None}
+
+    def on_events(durable, events):
+        if state["batches"] and state["turns"] == state["turns_at_batch"]:
+            state["no_turn"] += 1
+        state["turns_at_batch"] = state["turns"]
+        state["batches"] += 1
+        state["max_batch"] = max(state["max_batch"], len(events))
+        state["ids"].extend(e.get_id() for e in events)
+
+    def on_idle():
+        state["turns"] += 1
+        return True
+
+    durable = client.resume_durable_sync("py", journal, 0, None)
+    durable.connect("events", on_events)
+    durable.connect("caught-up", lambda durable, i: state.update(caught_up=i))
+    idle = GLib.idle_add(on_idle)
+    ctx = GLib.MainContext.default()
+    last, idle_since = 0, time.monotonic()
+    while state["caught_up"] is None:
+        ctx.iteration(True)
+        if len(state["ids"]) != last:
+            last, idle_since = len(state["ids"]), time.monotonic()
+        elif time.monotonic() - idle_since > 60:
+            raise AssertionError(f"the replay stalled after {last} records")
+    GLib.source_remove(idle)
+    assert state["ids"] == list(range(1, REPLAY_RECORDS + 1)), (len(state["ids"]), state["ids"][:3])
+    assert state["caught_up"] == REPLAY_RECORDS
+    assert durable.get_cursor() == REPLAY_RECORDS
+    assert state["max_batch"] <= 1024 and state["batches"] >= REPLAY_RECORDS // 1024, state
+    assert state["no_turn"] == 0, state
+    client.remove_durable_sync("py", None)
+
+
 def main():
-    tests = [test_events, test_add_async_and_cancel, test_errors, test_removed, test_restart, test_stats]
+    tests = [test_events, test_add_async_and_cancel, test_errors, test_removed, test_restart, test_stats,
+             test_durable_replay]
     print(f"1..{len(tests)}")
     failed = 0
     env = Env()

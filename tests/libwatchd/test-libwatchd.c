@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <glib/gstdio.h>
+#include <string.h>
 
 #include <watchd.h>
 
@@ -1262,6 +1263,165 @@ static void test_durable(Fixture *f, gconstpointer data) {
         g_ptr_array_unref(r.lines);
 }
 
+/*
+ * A replay larger than the daemon's window (1,000) and the library's queue:
+ * 20,000 records, every one, in order, in batches of at most 1,024 (the
+ * "events" signal), and the main loop's other sources run between any two
+ * batches (an idle source, of the priority of the library's, counts its
+ * turns; sources of a higher priority go before either), then caught up. Over the stream (its durable frames) and, as the signals/
+ * run, as signals.
+ */
+#define REPLAY_RECORDS 20000u
+
+typedef struct Replay {
+        GArray *ids;            /* guint64 */
+        guint batches, max_batch;
+        guint idle_turns;       /* of the idle source */
+        guint turns_at_batch;   /* idle_turns at the last batch */
+        guint batches_without_turn;
+        gboolean caught_up;
+        guint64 caught_up_id;
+} Replay;
+
+static void on_replay_events(WatchdDurable *d, GPtrArray *events, gpointer data) {
+        Replay *r = data;
+
+        if (r->batches > 0 && r->idle_turns == r->turns_at_batch)
+                r->batches_without_turn++;
+        r->turns_at_batch = r->idle_turns;
+        r->batches++;
+        r->max_batch = MAX(r->max_batch, events->len);
+        for (guint i = 0; i < events->len; i++) {
+                guint64 id = watchd_event_get_id(events->pdata[i]);
+
+                g_array_append_val(r->ids, id);
+        }
+}
+
+static void on_replay_caught_up(WatchdDurable *d, guint64 id, gpointer data) {
+        Replay *r = data;
+
+        r->caught_up = TRUE;
+        r->caught_up_id = id;
+}
+
+static gboolean on_idle_turn(gpointer data) {
+        ((Replay *) data)->idle_turns++;
+        return G_SOURCE_CONTINUE;
+}
+
+static guint64 durable_last_id(WatchdClient *c, const char *name) {
+        g_autoptr(GVariant) list = NULL;
+        g_autoptr(GError) error = NULL;
+        GVariantIter it;
+        const char *n;
+        guint64 last, found = 0;
+
+        list = watchd_client_list_durable_sync(c, NULL, &error);
+        g_assert_no_error(error);
+        g_variant_iter_init(&it, list);
+        while (g_variant_iter_next(&it, "(&s@ayuu&stttb&s)", &n, NULL, NULL, NULL, NULL, NULL, &last, NULL, NULL, NULL))
+                if (strcmp(n, name) == 0)
+                        found = last;
+        return found;
+}
+
+static void test_durable_replay(Fixture *f, gconstpointer data) {
+        g_autofree char *journal = NULL;
+        g_autoptr(WatchdDurable) d = NULL;
+        g_autoptr(GError) error = NULL;
+        Replay r = { .ids = g_array_new(FALSE, FALSE, sizeof(guint64)) };
+        guint idle;
+
+        g_assert_true(watchd_client_create_durable_sync(f->client, "replay", f->dir, WATCHD_EVENT_CREATE, 0, &journal,
+                                                        NULL, NULL, &error));
+        g_assert_no_error(error);
+        for (guint done = 0; done < REPLAY_RECORDS;) {
+                gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+
+                /* A chunk well below the kernel's queue, journaled before the next. */
+                for (guint k = 0; k < 2000; k++, done++) {
+                        g_autofree char *p = g_strdup_printf("%s/f%06u", f->dir, done);
+                        int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+                        g_assert_cmpint(fd, >=, 0);
+                        close(fd);
+                }
+                while (durable_last_id(f->client, "replay") < done) {
+                        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                        g_usleep(5000);
+                }
+        }
+        g_assert_cmpuint(watchd_client_get_capabilities(f->client) & WATCHD_CAPABILITY_DURABLE_STREAM, !=, 0);
+
+        d = watchd_client_resume_durable_sync(f->client, "replay", journal, 0, NULL, &error);
+        g_assert_no_error(error);
+        g_signal_connect(d, "events", G_CALLBACK(on_replay_events), &r);
+        g_signal_connect(d, "caught-up", G_CALLBACK(on_replay_caught_up), &r);
+        idle = g_idle_add(on_idle_turn, &r);
+        {
+                gint64 idle_since = g_get_monotonic_time();
+                guint last = 0;
+
+                while (!r.caught_up) {
+                        g_main_context_iteration(NULL, TRUE);
+                        if (r.ids->len != last) {
+                                last = r.ids->len;
+                                idle_since = g_get_monotonic_time();
+                        } else if (g_get_monotonic_time() - idle_since > 60 * G_USEC_PER_SEC)
+                                g_error("the replay stalled after %u records", r.ids->len);
+                }
+        }
+        g_source_remove(idle);
+        g_assert_cmpuint(r.ids->len, ==, REPLAY_RECORDS);
+        for (guint i = 0; i < r.ids->len; i++)
+                g_assert_cmpuint(g_array_index(r.ids, guint64, i), ==, i + 1);
+        g_assert_cmpuint(r.caught_up_id, ==, REPLAY_RECORDS);
+        g_assert_cmpuint(watchd_durable_get_cursor(d), ==, REPLAY_RECORDS);
+        g_assert_cmpuint(r.max_batch, <=, 1024);
+        g_assert_cmpuint(r.batches, >=, REPLAY_RECORDS / 1024);
+        g_assert_cmpuint(r.batches_without_turn, ==, 0);
+        g_array_unref(r.ids);
+}
+
+/* Records whose paths make them longer than 255 bytes (their strings' offsets two bytes wide in the
+ * serialised signal) and shorter ones, in one replay: every path whole. */
+static void test_durable_long_paths(Fixture *f, gconstpointer data) {
+        g_autofree char *journal = NULL;
+        g_autoptr(WatchdDurable) d = NULL;
+        g_autoptr(GError) error = NULL;
+        DurableRec r = { .lines = g_ptr_array_new_with_free_func(g_free) };
+        static const guint lengths[] = { 1, 100, 200, 250, 255 };
+
+        g_assert_true(watchd_client_create_durable_sync(f->client, "long", f->dir, WATCHD_EVENT_CREATE, 0, &journal,
+                                                        NULL, NULL, &error));
+        g_assert_no_error(error);
+        for (guint i = 0; i < G_N_ELEMENTS(lengths); i++) {
+                g_autofree char *name = g_strnfill(lengths[i], 'a' + i);
+                g_autofree char *p = g_build_filename(f->dir, name, NULL);
+                int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+                g_assert_cmpint(fd, >=, 0);
+                close(fd);
+        }
+        while (durable_last_id(f->client, "long") < G_N_ELEMENTS(lengths))
+                g_usleep(5000);
+        d = watchd_client_resume_durable_sync(f->client, "long", journal, 0, NULL, &error);
+        g_assert_no_error(error);
+        g_signal_connect(d, "event", G_CALLBACK(on_d_event), &r);
+        g_signal_connect(d, "caught-up", G_CALLBACK(on_d_caught_up), &r);
+        while (!r.caught_up)
+                g_main_context_iteration(NULL, TRUE);
+        g_assert_cmpuint(r.lines->len, ==, G_N_ELEMENTS(lengths) + 1);
+        for (guint i = 0; i < G_N_ELEMENTS(lengths); i++) {
+                g_autofree char *name = g_strnfill(lengths[i], 'a' + i);
+                g_autofree char *want = g_strdup_printf("%u 100 %s/%s", i + 1, f->dir, name);
+
+                g_assert_cmpstr(r.lines->pdata[i], ==, want);
+        }
+        g_ptr_array_unref(r.lines);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         /* One a line, the path a literal: tests/meson.build reads them (case_programs). */
@@ -1290,5 +1450,7 @@ int main(int argc, char **argv) {
         g_test_add("/libwatchd/shared-connection", Fixture, NULL, setup, test_shared_connection, teardown);
         g_test_add("/libwatchd/stream-refused", Fixture, NULL, setup, test_stream_refused, teardown);
         g_test_add("/libwatchd/durable", Fixture, NULL, setup, test_durable, teardown);
+        g_test_add("/libwatchd/durable-long-paths", Fixture, NULL, setup, test_durable_long_paths, teardown);
+        g_test_add("/libwatchd/durable-replay", Fixture, "[limits]\nmax_pending_events_per_client = 1000\n", setup, test_durable_replay, teardown);
         return g_test_run();
 }

@@ -18,8 +18,8 @@ typedef struct Sink {
         bool congested;
 } Sink;
 
-static int sink_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
-        Sink *s = data;
+/* The batch's ids kept, its records freed. */
+static void keep_batch(Sink *s, Record **recs, size_t n) {
         GArray *ids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
 
         for (size_t i = 0; i < n; i++) {
@@ -27,6 +27,10 @@ static int sink_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
                 record_free(recs[i]);
         }
         g_ptr_array_add(s->batches, ids);
+}
+
+static int sink_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
+        keep_batch(data, recs, n);
         delivery_sent(q, n);
         return 0;
 }
@@ -211,6 +215,39 @@ static void test_backlog(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(g_array_index(f->sink.lost, uint32_t, 0), ==, 42);
 }
 
+static int journal_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
+        keep_batch(data, recs, n);
+        return 0;               /* as a journal: nothing to count, nothing unread */
+}
+
+static const DeliveryOps journal_like_ops = {
+        .send_events = journal_events,
+        .send_notice = sink_notice,
+        .reads_at_once = true,
+};
+
+/*
+ * A transport that takes whatever it is sent at once (a durable
+ * subscription's journal) is never dropped from: a queue that fills
+ * between two flushes (a kernel read of many records, handled in slices,
+ * is flushed once) goes to it then, in order, and no Overflow is queued.
+ */
+static void test_reads_at_once(Fixture *f, gconstpointer data) {
+        delivery_queue_set_transport(&f->q, &journal_like_ops, &f->sink);
+        for (uint32_t i = 1; i <= 10; i++)
+                submit(f, i, IN_CREATE, 0, 0);
+        delivery_flush(f->d, 0);
+        g_assert_cmpuint(delivery_get_stats(f->d)->events_dropped, ==, 0);
+        g_assert_cmpuint(f->sink.notices->len, ==, 0);
+        g_assert_cmpuint(sent(f), ==, 10);
+        for (guint b = 0, k = 1; b < f->sink.batches->len; b++) {
+                GArray *ids = f->sink.batches->pdata[b];
+
+                for (guint i = 0; i < ids->len; i++, k++)
+                        g_assert_cmpuint(g_array_index(ids, uint32_t, i), ==, k);
+        }
+}
+
 /* A congested transport gets nothing, and the queue asks to be tried again. */
 static void test_congested(Fixture *f, gconstpointer data) {
         f->sink.congested = true;
@@ -352,6 +389,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/delivery/confirm-lazily", Fixture, &limits, setup, test_confirm_lazily, teardown);
         g_test_add("/delivery/confirm-small-window", Fixture, &small, setup, test_confirm_small_window, teardown);
         g_test_add("/delivery/backlog", Fixture, &small, setup, test_backlog, teardown);
+        g_test_add("/delivery/reads-at-once", Fixture, &small, setup, test_reads_at_once, teardown);
         g_test_add("/delivery/congested", Fixture, &limits, setup, test_congested, teardown);
         g_test_add("/delivery/pairing", Fixture, &limits, setup, test_pairing, teardown);
         g_test_add("/delivery/bytes-client", Fixture, &bytes_small, setup, test_bytes_client, teardown);

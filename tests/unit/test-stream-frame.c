@@ -381,6 +381,133 @@ static GArray *read_in_chunks(const GByteArray *s, size_t chunk, int *ret_end) {
         return got;
 }
 
+/*
+ * The durable frames (types 4 to 7), written by hand from watchd-stream(5):
+ * decoded to what they say, encoded again to the same bytes; then what
+ * makes each malformed.
+ */
+#define DURABLE_EVENT_BYTES                                                             \
+        "\x2e\x00\x00\x00" "\x06\x00" "\x00\x00"                                        \
+        "\x2a\x00\x00\x00\x00\x00\x00\x00" "\xc0\x00\x00\x00" "\x05\x00\x00\x00"    \
+        "\x03\x00\x00\x00" "\x02\x00\x00\x00" "\x02\x00\x00\x00"                    \
+        "idx" "\x00" "/a" "\x00" "/b" "\x00"
+
+#define DURABLE_RESCAN_BYTES                                                            \
+        "\x3f\x00\x00\x00" "\x04\x00" "\x00\x00"                                        \
+        "\x07\x00\x00\x00\x00\x00\x00\x00" "\x03\x00\x00\x00" "\x08\x00\x00\x00"    \
+        "\x02\x00\x00\x00" "idx" "\x00" "overflow" "\x00"                                 \
+        "\x01\x00\x00\x00" "\x02\x00\x00\x00" "/a" "\x00"                              \
+        "\x00\x00\x00\x00" "\x02\x00\x00\x00" "/b" "\x00"
+
+#define DURABLE_CAUGHT_UP_BYTES                                                         \
+        "\x18\x00\x00\x00" "\x05\x00" "\x00\x00"                                        \
+        "\x09\x00\x00\x00\x00\x00\x00\x00" "\x03\x00\x00\x00" "idx" "\x00"
+
+#define DURABLE_STOPPED_BYTES                                                           \
+        "\x1c\x00\x00\x00" "\x07\x00" "\x00\x00"                                        \
+        "\x03\x00\x00\x00" "\x07\x00\x00\x00" "idx" "\x00" "removed" "\x00"
+
+static void assert_decodes(const char *bytes, size_t len, StreamFrame *f) {
+        int k = stream_frame_decode(bytes, len, f);
+
+        g_assert_cmpint(k, ==, (int) len);
+        /* Every strict prefix asks for more. */
+        for (size_t n = 0; n < len; n++) {
+                StreamFrame g;
+
+                g_assert_cmpint(stream_frame_decode(bytes, n, &g), ==, 0);
+        }
+}
+
+static void test_durable(void) {
+        static const StreamRescanDir dirs[] = { { "/a", 1 }, { "/b", 0 } };
+        uint8_t buf[128];
+        StreamFrame f;
+        const char *path;
+        size_t off = 0, len;
+        uint32_t flags;
+
+        assert_decodes(DURABLE_EVENT_BYTES, sizeof(DURABLE_EVENT_BYTES) - 1, &f);
+        g_assert_cmpuint(f.type, ==, STREAM_FRAME_DURABLE_EVENT);
+        g_assert_cmpuint(f.cursor, ==, 42);
+        g_assert_cmpuint(f.mask, ==, 0xc0);
+        g_assert_cmpuint(f.cookie, ==, 5);
+        g_assert_cmpstr(f.name, ==, "idx");
+        g_assert_cmpstr(f.path, ==, "/a");
+        g_assert_cmpstr(f.new_path, ==, "/b");
+        g_assert_cmpint(stream_frame_encode_durable_event(buf, sizeof buf, 42, 0xc0, 5, "idx", 3, "/a", 2, "/b", 2),
+                        ==, (int) sizeof(DURABLE_EVENT_BYTES) - 1);
+        g_assert_cmpmem(buf, sizeof(DURABLE_EVENT_BYTES) - 1, DURABLE_EVENT_BYTES, sizeof(DURABLE_EVENT_BYTES) - 1);
+        g_assert_cmpuint(stream_frame_durable_event_size(3, 2, 2), ==, sizeof(DURABLE_EVENT_BYTES) - 1);
+
+        assert_decodes(DURABLE_RESCAN_BYTES, sizeof(DURABLE_RESCAN_BYTES) - 1, &f);
+        g_assert_cmpuint(f.type, ==, STREAM_FRAME_DURABLE_RESCAN);
+        g_assert_cmpuint(f.cursor, ==, 7);
+        g_assert_cmpstr(f.name, ==, "idx");
+        g_assert_cmpstr(f.reason, ==, "overflow");
+        g_assert_cmpuint(f.n_dirs, ==, 2);
+        g_assert_cmpint(stream_frame_rescan_dir(&f, &off, &path, &len, &flags), ==, 1);
+        g_assert_cmpstr(path, ==, "/a");
+        g_assert_cmpuint(len, ==, 2);
+        g_assert_cmpuint(flags, ==, 1);
+        g_assert_cmpint(stream_frame_rescan_dir(&f, &off, &path, &len, &flags), ==, 1);
+        g_assert_cmpstr(path, ==, "/b");
+        g_assert_cmpuint(flags, ==, 0);
+        g_assert_cmpint(stream_frame_rescan_dir(&f, &off, &path, &len, &flags), ==, 0);
+        g_assert_cmpint(stream_frame_encode_durable_rescan(buf, sizeof buf, 7, "idx", "overflow", dirs, 2), ==,
+                        (int) sizeof(DURABLE_RESCAN_BYTES) - 1);
+        g_assert_cmpmem(buf, sizeof(DURABLE_RESCAN_BYTES) - 1, DURABLE_RESCAN_BYTES, sizeof(DURABLE_RESCAN_BYTES) - 1);
+        /* None: the whole subscription. */
+        g_assert_cmpint(stream_frame_encode_durable_rescan(buf, sizeof buf, 7, "idx", "daemon-down", NULL, 0), >, 0);
+        g_assert_cmpint(stream_frame_decode(buf, sizeof buf, &f), >, 0);
+        g_assert_cmpuint(f.n_dirs, ==, 0);
+        off = 0;
+        g_assert_cmpint(stream_frame_rescan_dir(&f, &off, &path, &len, &flags), ==, 0);
+
+        assert_decodes(DURABLE_CAUGHT_UP_BYTES, sizeof(DURABLE_CAUGHT_UP_BYTES) - 1, &f);
+        g_assert_cmpuint(f.type, ==, STREAM_FRAME_DURABLE_CAUGHT_UP);
+        g_assert_cmpuint(f.cursor, ==, 9);
+        g_assert_cmpstr(f.name, ==, "idx");
+        g_assert_cmpint(stream_frame_encode_durable_caught_up(buf, sizeof buf, 9, "idx"), ==,
+                        (int) sizeof(DURABLE_CAUGHT_UP_BYTES) - 1);
+        g_assert_cmpmem(buf, sizeof(DURABLE_CAUGHT_UP_BYTES) - 1, DURABLE_CAUGHT_UP_BYTES,
+                        sizeof(DURABLE_CAUGHT_UP_BYTES) - 1);
+
+        assert_decodes(DURABLE_STOPPED_BYTES, sizeof(DURABLE_STOPPED_BYTES) - 1, &f);
+        g_assert_cmpuint(f.type, ==, STREAM_FRAME_DURABLE_STOPPED);
+        g_assert_cmpstr(f.name, ==, "idx");
+        g_assert_cmpstr(f.reason, ==, "removed");
+        g_assert_cmpint(stream_frame_encode_durable_stopped(buf, sizeof buf, "idx", "removed"), ==,
+                        (int) sizeof(DURABLE_STOPPED_BYTES) - 1);
+        g_assert_cmpmem(buf, sizeof(DURABLE_STOPPED_BYTES) - 1, DURABLE_STOPPED_BYTES, sizeof(DURABLE_STOPPED_BYTES) - 1);
+
+        /* Malformed: a directory count past what the frame holds, a name longer than its frame, a NUL in a name. */
+        {
+                char b[sizeof(DURABLE_RESCAN_BYTES)];
+
+                memcpy(b, DURABLE_RESCAN_BYTES, sizeof b);
+                b[24] = 3;
+                g_assert_cmpint(stream_frame_decode(b, sizeof b - 1, &f), ==, -EBADMSG);
+                memcpy(b, DURABLE_RESCAN_BYTES, sizeof b);
+                b[24] = (char) 0xff;
+                b[27] = 0x7f;
+                g_assert_cmpint(stream_frame_decode(b, sizeof b - 1, &f), ==, -EBADMSG);
+        }
+        {
+                char b[sizeof(DURABLE_EVENT_BYTES)];
+
+                memcpy(b, DURABLE_EVENT_BYTES, sizeof b);
+                b[24] = 0x40;
+                g_assert_cmpint(stream_frame_decode(b, sizeof b - 1, &f), ==, -EBADMSG);
+                memcpy(b, DURABLE_EVENT_BYTES, sizeof b);
+                b[37] = 0;              /* "i\0x" */
+                g_assert_cmpint(stream_frame_decode(b, sizeof b - 1, &f), ==, -EBADMSG);
+        }
+        g_assert_cmpint(stream_frame_encode_durable_event(buf, sizeof buf, 1, 0x100, 0, "i\0x", 3, "/a", 2, NULL, 0),
+                        ==, -EINVAL);
+        g_assert_cmpint(stream_frame_encode_durable_caught_up(buf, 20, 9, "idx"), ==, -ENOBUFS);
+}
+
 static void test_reader_chunks(void) {
         size_t n_frames;
         g_autoptr(GByteArray) s = whole_stream(&n_frames);
@@ -456,6 +583,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/stream-frame/prefixes", test_prefixes);
         g_test_add_func("/stream-frame/header", test_header);
         g_test_add_func("/stream-frame/encode-refusals", test_encode_refusals);
+        g_test_add_func("/stream-frame/durable", test_durable);
         g_test_add_func("/stream-frame/reader-chunks", test_reader_chunks);
         g_test_add_func("/stream-frame/reader-refuses", test_reader_refuses);
         return g_test_run();

@@ -843,6 +843,62 @@ static void test_durable(void) {
         g_assert_nonnull(strstr(gone->err->str, "NoSuchDurable"));
 }
 
+/*
+ * --timeout on resume: status 3 if it passes before the replay was caught
+ * up, whatever was printed; 0 if it was. A daemon of the test's own stands
+ * in for watchd (it owns the name on the private bus and answers
+ * ResumeDurable with one record, then DurableCaughtUp or nothing), so that
+ * "not caught up yet" does not hang on timing.
+ */
+static const char fake_xml[] =
+        "<node><interface name='" WATCHD_INTERFACE "'>"
+        "<method name='ResumeDurable'><arg type='s' direction='in'/><arg type='s' direction='in'/>"
+        "<arg type='t' direction='in'/><arg type='s' direction='out'/></method>"
+        "<signal name='DurableEvents'><arg type='s'/><arg type='a(tuuss)'/></signal>"
+        "<signal name='DurableCaughtUp'><arg type='s'/><arg type='t'/></signal>"
+        "</interface></node>";
+
+static void fake_call(GDBusConnection *c, const char *sender, const char *path, const char *iface,
+                      const char *method, GVariant *params, GDBusMethodInvocation *inv, gpointer userdata) {
+        gboolean catch_up = GPOINTER_TO_INT(userdata);
+        const char *name;
+
+        g_variant_get(params, "(&s&st)", &name, NULL, NULL);
+        g_dbus_method_invocation_return_value(inv, g_variant_new("(s)", "0123456789abcdef0123456789abcdef"));
+        g_assert_true(g_dbus_connection_emit_signal(c, sender, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "DurableEvents",
+                                                    g_variant_new_parsed("(%s, [(@t 1, @u 256, @u 0, '/x/a', '')])",
+                                                                         name), NULL));
+        if (catch_up)
+                g_assert_true(g_dbus_connection_emit_signal(c, sender, WATCHD_OBJECT_PATH, WATCHD_INTERFACE,
+                                                            "DurableCaughtUp", g_variant_new("(st)", name, 1), NULL));
+}
+
+static const GDBusInterfaceVTable fake_vtable = { .method_call = fake_call };
+
+static void test_durable_timeout(void) {
+        g_autoptr(GDBusNodeInfo) node = g_dbus_node_info_new_for_xml(fake_xml, NULL);
+
+        stop_watchd();
+        for (int catch_up = 0; catch_up <= 1; catch_up++) {
+                g_autoptr(Proc) p = NULL;
+                guint reg = g_dbus_connection_register_object(env.conn, WATCHD_OBJECT_PATH, node->interfaces[0],
+                                                              &fake_vtable, GINT_TO_POINTER(catch_up), NULL, NULL);
+                guint own = g_bus_own_name_on_connection(env.conn, WATCHD_BUS_NAME, G_BUS_NAME_OWNER_FLAGS_NONE,
+                                                         NULL, NULL, NULL, NULL);
+
+                g_assert_cmpuint(reg, >, 0);
+                wait_until("the test to own the name", name_owned, NULL, NULL);
+                p = WATCHCTL("durable", "resume", "docs", "--timeout", "1");
+                /* A record printed, then (only once caught up) caught-up; no -u: the timeout ends it. */
+                assert_exit(p, catch_up ? 0 : 3);
+                g_assert_cmpstr(p->out->str, ==, catch_up ? "1 CREATE /x/a\n1 caught-up\n" : "1 CREATE /x/a\n");
+                g_bus_unown_name(own);
+                g_assert_true(g_dbus_connection_unregister_object(env.conn, reg));
+                wait_until("the name to be free", name_free, NULL, NULL);
+        }
+        start_watchd();
+}
+
 static void test_durable_usage(void) {
         const char *const *const bad[] = {
                 (const char *const[]) { "durable", NULL },
@@ -1114,6 +1170,7 @@ int main(int argc, char **argv) {
         WT_CASE_FUNC("/watchctl/stats", test_stats);
         WT_CASE_FUNC("/watchctl/durable", test_durable);
         WT_CASE_FUNC("/watchctl/durable-usage", test_durable_usage);
+        WT_CASE_FUNC("/watchctl/durable-timeout", test_durable_timeout);
         WT_CASE_FUNC("/watchctl/stats-documented", test_stats_documented);
         WT_CASE_FUNC("/watchctl/errors/missing-path", test_missing_path);
         WT_CASE_FUNC("/watchctl/errors/permission-denied", test_permission_denied);

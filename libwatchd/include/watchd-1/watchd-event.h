@@ -29,6 +29,7 @@ WATCHD_EXPORT WatchdEvent *watchd_event_new(WatchdEventMask mask, guint32 cookie
 WATCHD_EXPORT WatchdEvent *watchd_event_ref(WatchdEvent *event);
 WATCHD_EXPORT void watchd_event_unref(WatchdEvent *event);
 
+WATCHD_EXPORT guint64 watchd_event_get_id(const WatchdEvent *event);
 WATCHD_EXPORT WatchdEventMask watchd_event_get_mask(const WatchdEvent *event);
 WATCHD_EXPORT guint32 watchd_event_get_cookie(const WatchdEvent *event);
 WATCHD_EXPORT const char *watchd_event_get_path(const WatchdEvent *event);

@@ -176,6 +176,9 @@ typedef enum {
  * @WATCHD_CAPABILITY_STREAM: a client may have its records over a socket of
  *   its own (OpenStream, watchd(8) STREAM); the client does so unless
  *   #WatchdClient:use-stream is %FALSE or its connection was given to it
+ * @WATCHD_CAPABILITY_DURABLE_STREAM: the stream takes the replays of
+ *   durable subscriptions too (#WatchdDurable), which then need no round
+ *   trip through the bus
  *
  * What the running watchd offers beyond its first API, as it says in its
  * Capabilities property (see watchd_client_get_capabilities()).
@@ -187,6 +190,7 @@ typedef enum /*< flags,prefix=WATCHD_CAPABILITY >*/ {
         WATCHD_CAPABILITY_PAIR_PER_SUBSCRIPTION = 1 << 2,
         WATCHD_CAPABILITY_REMOTE_POLLING = 1 << 3,
         WATCHD_CAPABILITY_STREAM = 1 << 4,
+        WATCHD_CAPABILITY_DURABLE_STREAM = 1 << 5,
 } WatchdCapabilities;
 
 /**
