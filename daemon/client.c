@@ -37,7 +37,14 @@ int client_new(Accounting *a, Delivery *d, const char *name, const Caller *calle
         }
         if (caller->n_gids > 0)
                 memcpy(c->caller.gids, caller->gids, caller->n_gids * sizeof(gid_t));
-        delivery_queue_init(d, &c->queue, c->name);
+        r = delivery_queue_init(d, &c->queue, c->name, caller->uid);
+        if (r < 0) {
+                free(c->caller.gids);
+                free(c->name);
+                account_close(&c->account);
+                free(c);
+                return r;
+        }
         *ret = c;
         return 0;
 }

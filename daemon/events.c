@@ -36,11 +36,12 @@ typedef struct Followup {
                 FOLLOW_CHAIN,           /* an event on a directory of pending paths */
                 FOLLOW_MOVED_SELF,      /* PERSIST: the kernel's IN_MOVE_SELF went, it follows its path */
                 FOLLOW_MOVED_AWAY,      /* PERSIST: its object was renamed away (its parent's watch saw it) */
+                FOLLOW_ACCESS,          /* its directory's mode, owner or ACL changed: access checked again */
         } what;
         uint32_t id;                    /* the subscription, looked up again */
         uint32_t cookie;
         char *path;
-        WatchLink *link;                /* FOLLOW_CHAIN: held */
+        WatchLink *link;                /* FOLLOW_CHAIN, FOLLOW_ACCESS: held */
 } Followup;
 
 struct Events {
@@ -194,6 +195,11 @@ static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
                                 missing_on_event(e->missing, f->link, ev->mask, ev->name, ev->name_len);
                         watch_link_release(f->link);
                         break;
+                case FOLLOW_ACCESS:
+                        if (s && !f->link->dead && e->ops.access_changed)
+                                e->ops.access_changed(s, f->link, e->userdata);
+                        watch_link_release(f->link);
+                        break;
                 case FOLLOW_ONESHOT:
                         if (s)
                                 e->ops.end(s, WATCHD_REASON_ONESHOT, now, e->userdata);
@@ -258,6 +264,9 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                 return;         /* a watch we have released; its last records still trickle in */
         if (ev->mask & IN_IGNORED)
                 return watch_ignored(e, w, now);
+        /* A worker's read of a polled directory: nobody's event either. */
+        if (remote_own_read(e->remote, w, ev))
+                return;
         /* What the kernel reported, the poller does not report again. */
         remote_on_event(e->remote, w, ev);
         if (ev->mask & IN_UNMOUNT)
@@ -284,6 +293,17 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                         continue;
                 }
 
+                /* The directory's mode, owner or ACL changed: who may read it is
+                 * checked again (a directory found closed too: it may be open again). */
+                if ((ev->mask & IN_ATTRIB) && !ev->name && w->is_dir) {
+                        watch_link_hold(l);
+                        followup_add(e, FOLLOW_ACCESS, s->id, 0, NULL, l);
+                }
+                /* Its owner may no longer read there (or is being checked): nothing from it. */
+                if (watch_link_blocked(l)) {
+                        s->missed = true;
+                        continue;
+                }
                 dir = watch_link_get_path(l, buf);
                 if (!dir) {
                         client_queue_lost(s);  /* deeper than PATH_MAX */
@@ -378,6 +398,7 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         e->drained = false;
                         if (n == -EAGAIN) {
                                 tree_queue_read_empty(e->tree);
+                                remote_queue_read_empty(e->remote);
                                 return false;
                         }
                         if (n < 0) {

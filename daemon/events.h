@@ -47,6 +47,9 @@ typedef struct EventsOps {
         void (*object_gone)(Subscription *s, const char *reason, void *userdata);
         /* The kernel lost records: every client gets Overflow naming all its subscriptions. */
         void (*overflow_all)(void *userdata);
+        /* The mode, owner or ACL of l's directory changed (IN_ATTRIB on it): s's
+         * access is to be checked again. l is held for the call only. Optional. */
+        void (*access_changed)(Subscription *s, WatchLink *l, void *userdata);
 } EventsOps;
 
 typedef struct EventsStats {

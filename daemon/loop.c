@@ -39,7 +39,49 @@ struct Loop {
         sd_event_source *timer;         /* the earliest pairing deadline, or a retry; before each poll: flush, arm */
         sd_event_source *walker;        /* walks and descents */
         uint64_t armed;                 /* the timer's time, UINT64_MAX: none */
+        sd_event_source *fswork;        /* completions of file system work in workers */
+        sd_event_source *fswork_timer;  /* a job's deadline */
+        uint64_t fswork_armed;
 };
+
+static int on_fswork(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        Loop *l = userdata;
+
+        fswork_dispatch(manager_get_fswork(l->manager));
+        return 0;
+}
+
+static int on_fswork_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        Loop *l = userdata;
+
+        l->fswork_armed = UINT64_MAX;
+        fswork_check(manager_get_fswork(l->manager), usec);
+        return 0;
+}
+
+/* The timer of the jobs' deadlines, at the earliest one. */
+static void fswork_arm(Loop *l) {
+        FsWork *w = manager_get_fswork(l->manager);
+        uint64_t next;
+        int r;
+
+        if (!w)
+                return;
+        next = fswork_next_deadline(w);
+        if (next == l->fswork_armed)
+                return;
+        if (next == UINT64_MAX)
+                r = sd_event_source_set_enabled(l->fswork_timer, SD_EVENT_OFF);
+        else {
+                r = sd_event_source_set_time(l->fswork_timer, next);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(l->fswork_timer, SD_EVENT_ONESHOT);
+        }
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm the file system deadline timer, ignoring: %m");
+        else
+                l->fswork_armed = next;
+}
 
 static void backlog_set(Loop *l, bool on) {
         int r = sd_event_source_set_enabled(l->backlog, on ? SD_EVENT_ON : SD_EVENT_OFF);
@@ -152,6 +194,7 @@ static int on_prepare(sd_event_source *source, void *userdata) {
                 if (r < 0)
                         log_warning_errno(r, "Failed to start the walker, ignoring: %m");
         }
+        fswork_arm(l);
         return 0;
 }
 
@@ -165,6 +208,8 @@ Loop *loop_free(Loop *l) {
         sd_event_source_disable_unref(l->fan_pause);
         sd_event_source_disable_unref(l->timer);
         sd_event_source_disable_unref(l->walker);
+        sd_event_source_disable_unref(l->fswork);
+        sd_event_source_disable_unref(l->fswork_timer);
         free(l);
         return NULL;
 }
@@ -237,6 +282,20 @@ int loop_new(sd_event *event, Manager *m, Loop **ret) {
                 return log_error_errno(r, "Failed to add the walker: %m");
         (void) sd_event_source_set_enabled(l->walker, SD_EVENT_OFF);
         (void) sd_event_source_set_description(l->walker, "tree-walker");
+
+        if (manager_get_fswork(m)) {
+                r = sd_event_add_io(event, &l->fswork, fswork_fd(manager_get_fswork(m)), EPOLLIN, on_fswork, l);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to watch the file system workers: %m");
+                (void) sd_event_source_set_description(l->fswork, "fswork");
+                r = sd_event_add_time(event, &l->fswork_timer, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 100000,
+                                      on_fswork_timer, l);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to add the file system deadline timer: %m");
+                (void) sd_event_source_set_enabled(l->fswork_timer, SD_EVENT_OFF);
+                (void) sd_event_source_set_description(l->fswork_timer, "fswork-deadline");
+        }
+        l->fswork_armed = UINT64_MAX;
 
         *ret = TAKE_PTR(l);
         return 0;

@@ -113,6 +113,7 @@ static int pair_moved_to(MovePairer *p, Record *rec, Record **ret_pair) {
                         record_free(rec);
                         return -ENOMEM;
                 }
+                p->bytes += strlen(c->new_path) + 1;
                 c->mask |= rec->mask;           /* IN_MOVED_TO, and IN_ISDIR as the kernel said */
         }
         if (own) {
@@ -124,8 +125,10 @@ static int pair_moved_to(MovePairer *p, Record *rec, Record **ret_pair) {
                         record_free(rec);
                         return -ENOMEM;
                 }
+                p->bytes -= record_bytes(own);
                 free(own->new_path);
                 own->new_path = n;
+                p->bytes += record_bytes(own);
                 own->mask |= rec->mask;
                 record_free(rec);
                 return 1;
@@ -171,6 +174,7 @@ int move_pairer_push(MovePairer *p, Record *rec) {
         }
         *at(p, p->n) = rec;
         p->n++;
+        p->bytes += record_bytes(rec);
         return 0;
 }
 
@@ -195,6 +199,7 @@ Record *move_pairer_pop_force(MovePairer *p) {
         r = p->items[p->head];
         p->head = (p->head + 1) % p->cap;
         p->n--;
+        p->bytes -= record_bytes(r);
         return r;
 }
 
@@ -220,6 +225,7 @@ size_t move_pairer_drop_events(MovePairer *p, void (*fn)(uint32_t id, void *user
                 if (r->kind == RECORD_EVENT) {
                         if (fn)
                                 fn(r->id, userdata);
+                        p->bytes -= record_bytes(r);
                         record_free(r);
                         dropped++;
                 } else

@@ -165,3 +165,7 @@ void record_arena_done(RecordArena *a) {
         }
         *a = (RecordArena) {};
 }
+
+size_t record_bytes(const Record *r) {
+        return sizeof(Record) + strlen(r->path) + 1 + (r->new_path ? strlen(r->new_path) + 1 : 0);
+}

@@ -62,3 +62,5 @@ size_t record_arena_n_chunks(const RecordArena *a);
 void record_arena_trim(RecordArena *a);
 /* At the end of a's owner: records still alive (there should be none) free their chunk themselves. */
 void record_arena_done(RecordArena *a);
+/* The heap bytes r holds: the struct, its path and new path (what the memory caps count). */
+size_t record_bytes(const Record *r);

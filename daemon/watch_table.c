@@ -84,6 +84,17 @@ static void link_free(WatchLink *l) {
         free(l);
 }
 
+void watch_link_set_access(WatchLink *l, bool denied, bool checking) {
+        bool was = l->denied || l->checking, is = denied || checking;
+
+        l->denied = denied;
+        l->checking = checking;
+        if (was && !is)
+                l->subscription->n_blocked--;
+        else if (!was && is)
+                l->subscription->n_blocked++;
+}
+
 void watch_link_hold(WatchLink *l) {
         assert(!l->dead);
         l->n_holds++;
@@ -273,6 +284,7 @@ static uint32_t need_mask(const Subscription *s, bool is_dir, bool root) {
         if (s->fanotify)
                 return (s->mask & WATCH_SELF_BITS) | IN_DELETE_SELF;
         return s->mask | ((s->flags & WATCHD_FLAG_RECURSIVE) && is_dir ? WATCH_TREE_BITS : 0) |
+               (is_dir && !s->chain ? WATCH_ACCESS_BITS : 0) |
                ((s->flags & WATCHD_FLAG_PERSIST) && root ? IN_MOVE_SELF : 0);
 }
 
@@ -613,6 +625,7 @@ static void link_remove(WatchTable *t, WatchLink *l) {
         s->n_links--;
         if (s->account)
                 account_uncharge(s->account, 1);
+        watch_link_set_access(l, false, false);
         link_free(l);
 
         if (w->n_links == 0)

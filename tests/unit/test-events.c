@@ -96,7 +96,7 @@ static void setup(Fixture *f, gconstpointer data) {
                 .max_watches_unprivileged = 1000,
                 .max_clients_per_user = 10,
         };
-        DeliveryLimits dl = { .max_pending = 1000, .batch_max = 100, .pair_timeout_usec = 1000000,
+        DeliveryLimits dl = { .max_pending = 1000, .max_bytes = UINT64_MAX, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX, .batch_max = 100, .pair_timeout_usec = 1000000,
                               .pair_max_distance = 100 };
         Caller caller;
 
@@ -112,7 +112,7 @@ static void setup(Fixture *f, gconstpointer data) {
         g_assert_cmpint(missing_new(f->table, &(MissingOps) { .appeared = on_appeared, .gone = on_missing_gone }, f,
                                     &f->missing), ==, 0);
         g_assert_cmpint(moves_new(f->table, &f->moves), ==, 0);
-        g_assert_cmpint(remote_new(f->table, f->self, &f->config,
+        g_assert_cmpint(remote_new(f->table, f->self, &f->config, NULL,
                                    &(RemoteOps) { .deliver = on_remote_deliver, .gone = on_remote_gone }, f,
                                    &f->remote), ==, 0);
         g_assert_cmpint(events_new(&f->fake->backend, f->table, f->tree, f->missing, f->moves, f->remote, f->self,
