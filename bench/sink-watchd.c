@@ -206,7 +206,7 @@ int main(int argc, char **argv) {
                 return 1;
         switch (s.mode) {
         case SINK_STORM:
-                r = add_watch(bus, s.dir, WATCHD_IN_CLOSE_WRITE, 0);
+                r = add_watch(bus, s.dir, WATCHD_IN_CLOSE_WRITE, s.recursive ? WATCHD_FLAG_RECURSIVE : 0);
                 break;
         case SINK_LATENCY:
                 r = add_watch(bus, s.dir, WATCHD_IN_MODIFY, 0);

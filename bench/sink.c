@@ -59,6 +59,7 @@ void sink_parse(Sink *s, int argc, char **argv) {
                 { "extra",      required_argument, NULL, 'x' },
                 { "move-out",   no_argument,       NULL, 'o' },
                 { "linger",     no_argument,       NULL, 'l' },
+                { "recursive",  no_argument,       NULL, 'R' },
                 {}
         };
         int c;
@@ -113,13 +114,16 @@ void sink_parse(Sink *s, int argc, char **argv) {
                 case 'l':
                         s->linger = true;
                         break;
+                case 'R':
+                        s->recursive = true;
+                        break;
                 default:
                         exit(2);
                 }
 
         if (!s->dir || optind != argc || s->expect > 10000000u) {
                 fprintf(stderr, "usage: %s --mode storm|latency|rename|tree --dir PATH [--dir2 PATH] "
-                        "--expect N [--timeout-ms MS] [--idle-ms MS] [--rx-file PATH] [--extra ARG] [--move-out] [--linger]\n",
+                        "--expect N [--timeout-ms MS] [--idle-ms MS] [--rx-file PATH] [--extra ARG] [--move-out] [--linger] [--recursive]\n",
                         argv[0]);
                 exit(2);
         }

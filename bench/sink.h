@@ -39,6 +39,7 @@ typedef struct Sink {
         const char *rx_file;    /* latency: where receipt times are written */
         const char *extra;      /* system-specific option (--extra) */
         bool linger;            /* after the report, wait for stdin's EOF before leaving (--linger) */
+        bool recursive;         /* storm: watch the directory RECURSIVE (--recursive; watchd only) */
         bool move_out;          /* renames: the new names are outside the watch (--move-out) */
         unsigned expect;        /* files, appends or renames the writer makes */
         uint64_t timeout_ns;    /* hard limit from start */

@@ -272,6 +272,7 @@ int bus_method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error *e
                                 return -ENOMEM;
                         r = sd_bus_message_append(reply, "(usuu)", s->id, esc ?: s->path, s->mask,
                                                   s->flags | (esc ? WATCHD_FLAG_PATH_ESCAPED : 0) |
+                                                  (s->fanotify ? WATCHD_FLAG_FANOTIFY : 0) |
                                                   manager_subscription_remote_flags(d->manager, s));
                         if (r < 0)
                                 return r;
@@ -350,6 +351,10 @@ int bus_method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                 r = append_u(reply, "streams", d->n_streams);
         if (r >= 0)
                 r = append_u(reply, "polled_directories", st.polled_dirs);
+        if (r >= 0)
+                r = append_u(reply, "fanotify_marks", st.fanotify.marks);
+        if (r >= 0)
+                r = append_u(reply, "fanotify_subscriptions", st.fanotify.subscriptions);
         if (r >= 0 && known) {
                 r = append_u(reply, "own_clients", own.clients);
                 if (r >= 0)
@@ -382,6 +387,14 @@ int bus_method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                         r = append_t(reply, "kernel_overflows", st.kernel_overflows);
                 if (r >= 0)
                         r = append_t(reply, "poll_syscalls", st.poll_syscalls);
+                if (r >= 0)
+                        r = append_t(reply, "fanotify_events_read", st.fanotify.events_read);
+                if (r >= 0)
+                        r = append_t(reply, "fanotify_own_events", st.fanotify.own_events);
+                if (r >= 0)
+                        r = append_t(reply, "fanotify_overflows", st.fanotify.overflows);
+                if (r >= 0)
+                        r = append_t(reply, "fanotify_lookups", st.fanotify.lookups);
                 if (r >= 0)
                         r = append_t(reply, "self_events_dropped", st.self_events_dropped);
                 if (r >= 0)

@@ -111,6 +111,60 @@ static bool bounding_has_more(uint64_t keep) {
         return false;
 }
 
+/* Keeps keep (of what is permitted now) in the effective and permitted sets,
+ * nothing inheritable or ambient, and the bounding set cut to keep when
+ * CAP_SETPCAP allows (*ret_bounding). Return: 0, or -errno (logged). */
+static int caps_keep(uint64_t keep, bool *ret_bounding) {
+        CapSets now;
+        int r;
+
+        r = caps_get(&now);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the daemon's capabilities: %m");
+        keep &= now.permitted;
+        *ret_bounding = false;
+
+        /* The bounding set first: dropping from it needs CAP_SETPCAP, which goes next. */
+        if (now.effective & CAP_BIT(CAP_SETPCAP)) {
+                r = bounding_drop(keep);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to drop capabilities from the bounding set: %m");
+                *ret_bounding = true;
+        }
+        /* Ambient capabilities would survive an exec: none (EINVAL before Linux 4.3, which had none). */
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+                return log_error_errno(negative_errno(), "Failed to clear the ambient capabilities: %m");
+
+        /* Already so (the helper, started by its unit with just these): no
+         * capset, which its unit's system call filter does not allow. */
+        if (now.effective == keep && now.permitted == keep && now.inheritable == 0)
+                return 0;
+        r = caps_set(&(CapSets) { .effective = keep, .permitted = keep, .inheritable = 0 });
+        if (r >= 0)
+                r = caps_get(&now);
+        if (r < 0)
+                return log_error_errno(r, "Failed to drop capabilities: %m");
+        if (now.permitted != keep || now.inheritable != 0)
+                return log_error_errno(-EPERM, "Capabilities left after dropping: permitted 0x%" PRIx64
+                                       ", inheritable 0x%" PRIx64 ".", now.permitted, now.inheritable);
+        return 0;
+}
+
+int capability_keep_only(uint64_t keep) {
+        bool bounding;
+        int r;
+
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return log_error_errno(negative_errno(), "Failed to set no_new_privs: %m");
+        r = caps_keep(keep, &bounding);
+        if (r < 0)
+                return r;
+        if (!bounding && bounding_has_more(keep))
+                log_notice("The bounding set keeps capabilities this program does not use (no CAP_SETPCAP "
+                           "to drop them); no_new_privs keeps any exec from regaining them.");
+        return 0;
+}
+
 int capability_drop_unneeded(void) {
         char kept[128] = "";
         uint64_t keep = 0;
@@ -139,26 +193,9 @@ int capability_drop_unneeded(void) {
                 for (size_t i = 0; i < ELEMENTSOF(kept_by_root); i++)
                         keep |= CAP_BIT(kept_by_root[i].cap);
         keep &= now.permitted;
-
-        /* The bounding set first: dropping from it needs CAP_SETPCAP, which goes next. */
-        if (now.effective & CAP_BIT(CAP_SETPCAP)) {
-                r = bounding_drop(keep);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to drop capabilities from the bounding set: %m");
-                bounding = true;
-        }
-        /* Ambient capabilities would survive an exec: none (EINVAL before Linux 4.3, which had none). */
-        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-                return log_error_errno(negative_errno(), "Failed to clear the ambient capabilities: %m");
-
-        r = caps_set(&(CapSets) { .effective = keep, .permitted = keep, .inheritable = 0 });
-        if (r >= 0)
-                r = caps_get(&now);
+        r = caps_keep(keep, &bounding);
         if (r < 0)
-                return log_error_errno(r, "Failed to drop capabilities: %m");
-        if (now.permitted != keep || now.inheritable != 0)
-                return log_error_errno(-EPERM, "Capabilities left after dropping: permitted 0x%" PRIx64
-                                       ", inheritable 0x%" PRIx64 ".", now.permitted, now.inheritable);
+                return r;
 
         for (size_t i = 0; i < ELEMENTSOF(kept_by_root); i++)
                 if (keep & CAP_BIT(kept_by_root[i].cap)) {

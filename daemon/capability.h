@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 
+#include <stdint.h>
+
 /*
  * capability - giving up, at start, every privilege the daemon does not use
  *
@@ -31,3 +33,8 @@
 
 /* Logs what is kept. Return: 0, or -errno (then the daemon must not start). */
 int capability_drop_unneeded(void);
+
+/* For watchd-fanotify (fan_helper.h): keeps only keep (bits 1 << CAP_*, of
+ * what it has), drops the rest as above, sets no_new_privs. Return: 0, or
+ * -errno (logged). */
+int capability_keep_only(uint64_t keep);

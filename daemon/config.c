@@ -20,7 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/un.h>
+
 #include "config.h"
+#include "fan_helper.h"
 #include "journal.h"
 #include "log.h"
 #include "macro.h"
@@ -32,6 +35,12 @@ static const char *const backend_names[_BACKEND_TYPE_MAX] = {
         [BACKEND_AUTO] = "auto",
         [BACKEND_DEVICE] = "device",
         [BACKEND_SYSCALL] = "syscall",
+};
+
+static const char *const tree_backend_names[_TREE_BACKEND_MAX] = {
+        [TREE_BACKEND_AUTO] = "auto",
+        [TREE_BACKEND_FANOTIFY] = "fanotify",
+        [TREE_BACKEND_INOTIFY] = "inotify",
 };
 
 static const char *const delivery_names[_DELIVERY_MODE_MAX] = {
@@ -46,6 +55,17 @@ BackendType backend_type_from_string(const char *s) {
         return _BACKEND_TYPE_INVALID;
 }
 
+TreeBackend tree_backend_from_string(const char *s) {
+        for (int i = 0; i < _TREE_BACKEND_MAX; i++)
+                if (strcmp(tree_backend_names[i], s) == 0)
+                        return i;
+        return _TREE_BACKEND_INVALID;
+}
+
+const char *tree_backend_to_string(TreeBackend t) {
+        return t >= 0 && t < _TREE_BACKEND_MAX ? tree_backend_names[t] : NULL;
+}
+
 DeliveryMode delivery_mode_from_string(const char *s) {
         for (int i = 0; i < _DELIVERY_MODE_MAX; i++)
                 if (strcmp(delivery_names[i], s) == 0)
@@ -58,6 +78,8 @@ int config_init(Config *c) {
                 .backend = BACKEND_AUTO,
                 .device = strdup("/dev/inotify"),
                 .log_level = LOG_INFO,
+                .tree_backend = TREE_BACKEND_AUTO,
+                .fanotify_helper = strdup(FAN_HELPER_SOCKET),
                 .max_watches_per_client = CONFIG_AUTO,
                 .max_watches_per_user = CONFIG_AUTO,
                 .max_watches_unprivileged = CONFIG_AUTO,
@@ -76,7 +98,7 @@ int config_init(Config *c) {
         /* 5 s, as gamin and GLib poll NFS, for every kind the kernel cannot watch. */
         for (int k = 0; k < _FS_KIND_MAX; k++)
                 c->poll_interval_sec[k] = k == FS_LOCAL ? 0 : 5;
-        return c->device && c->state_directory ? 0 : -ENOMEM;
+        return c->device && c->state_directory && c->fanotify_helper ? 0 : -ENOMEM;
 }
 
 bool config_polls_remote(const Config *c) {
@@ -91,6 +113,8 @@ void config_done(Config *c) {
         c->device = NULL;
         free(c->state_directory);
         c->state_directory = NULL;
+        free(c->fanotify_helper);
+        c->fanotify_helper = NULL;
 }
 
 typedef struct ParseState {
@@ -202,6 +226,27 @@ static int handler(void *userdata, const char *section, const char *name, const 
                                 return parse_fail(s, "out of memory");
                         free(c->device);
                         c->device = d;
+                        return 1;
+                }
+                if (strcmp(name, "tree_backend") == 0) {
+                        TreeBackend t = tree_backend_from_string(value);
+                        if (t < 0)
+                                return parse_fail(s, "tree_backend: '%s' is not one of auto, fanotify, inotify", value);
+                        c->tree_backend = t;
+                        return 1;
+                }
+                if (strcmp(name, "fanotify_helper") == 0) {
+                        char *d;
+
+                        if (value[0] != '/')
+                                return parse_fail(s, "fanotify_helper: '%s' is not an absolute path", value);
+                        if (strlen(value) >= sizeof(((struct sockaddr_un *) NULL)->sun_path))
+                                return parse_fail(s, "fanotify_helper: path is too long for a socket");
+                        d = strdup(value);
+                        if (!d)
+                                return parse_fail(s, "out of memory");
+                        free(c->fanotify_helper);
+                        c->fanotify_helper = d;
                         return 1;
                 }
                 if (strcmp(name, "log_level") == 0) {

@@ -30,6 +30,15 @@ typedef enum BackendType {
         _BACKEND_TYPE_INVALID = -EINVAL,
 } BackendType;
 
+/* Who serves a RECURSIVE subscription (fanotify.h). */
+typedef enum TreeBackend {
+        TREE_BACKEND_AUTO,      /* fanotify where it can serve, else inotify */
+        TREE_BACKEND_FANOTIFY,  /* the same, but watchd does not start without fanotify */
+        TREE_BACKEND_INOTIFY,   /* a watch a directory, as before */
+        _TREE_BACKEND_MAX,
+        _TREE_BACKEND_INVALID = -EINVAL,
+} TreeBackend;
+
 typedef enum DeliveryMode {
         DELIVERY_UNICAST,
         DELIVERY_BROADCAST,
@@ -42,6 +51,8 @@ typedef struct Config {
         BackendType backend;
         char *device;
         int log_level;
+        TreeBackend tree_backend;
+        char *fanotify_helper;          /* the helper's socket (fan_helper.h) */
 
         /* [limits]; CONFIG_AUTO: sized from the kernel's limit (accounting.h) */
         uint32_t max_watches_per_client;
@@ -89,3 +100,5 @@ int config_load_string(const char *name, const char *text, Config *ret, char **r
 
 BackendType backend_type_from_string(const char *s);
 DeliveryMode delivery_mode_from_string(const char *s);
+TreeBackend tree_backend_from_string(const char *s);
+const char *tree_backend_to_string(TreeBackend t);

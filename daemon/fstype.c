@@ -110,6 +110,33 @@ static int dup_field(const char *v, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+int mountinfo_has_below(const char *path, const char *dir) {
+        _cleanup_(table_unrefp) struct libmnt_table *tb = NULL;
+        _cleanup_(iter_freep) struct libmnt_iter *it = NULL;
+        size_t len = strcmp(dir, "/") == 0 ? 0 : strlen(dir);
+        struct libmnt_fs *fs;
+        int r;
+
+        tb = mnt_new_table();
+        if (!tb)
+                return -ENOMEM;
+        it = mnt_new_iter(MNT_ITER_FORWARD);
+        if (!it)
+                return -ENOMEM;
+        r = mnt_table_set_parser_errcb(tb, skip_line);
+        if (r >= 0)
+                r = mnt_table_parse_file(tb, path);
+        if (r < 0)
+                return r;
+        while ((r = mnt_table_next_fs(tb, it, &fs)) == 0) {
+                const char *target = mnt_fs_get_target(fs);
+
+                if (target && strncmp(target, dir, len) == 0 && target[len] == '/' && target[len + 1] != '\0')
+                        return 1;
+        }
+        return r < 0 ? r : 0;
+}
+
 int mountinfo_find(const char *path, int mount_id, MountEntry *ret) {
         _cleanup_(table_unrefp) struct libmnt_table *tb = NULL;
         _cleanup_(iter_freep) struct libmnt_iter *it = NULL;

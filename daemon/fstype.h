@@ -75,6 +75,11 @@ void mount_entry_done(MountEntry *e);
  */
 int mountinfo_find(const char *path, int mount_id, MountEntry *ret);
 
+/* Whether a mount point in the mountinfo file at path is strictly below the
+ * absolute directory dir (fanotify.c: a mark would not see that file
+ * system). Return: 1, 0, or -errno of reading the file. */
+int mountinfo_has_below(const char *path, const char *dir);
+
 /* The mount id of fd (any fd, O_PATH included): statx(STATX_MNT_ID), else
  * name_to_handle_at(). Return: 0, or -errno. */
 int fs_mount_id(int fd, int *ret);

@@ -23,6 +23,9 @@ struct Loop {
         Manager *manager;
         sd_event_source *kernel;        /* the kernel fd */
         sd_event_source *backlog;       /* what is left of a read */
+        sd_event_source *fanotify;      /* the fanotify group's fd, if any */
+        sd_event_source *fan_backlog;   /* what is left of its read */
+        sd_event_source *fan_pause;     /* a pause before the group is read again (fanotify.h) */
         sd_event_source *timer;         /* the earliest pairing deadline, or a retry */
         sd_event_source *walker;        /* walks and descents */
         sd_event_source *post;          /* after every dispatch: flush, arm */
@@ -47,6 +50,55 @@ static int on_backlog(sd_event_source *source, void *userdata) {
         Loop *l = userdata;
 
         backlog_set(l, manager_on_kernel_readable(l->manager));
+        return 0;
+}
+
+static void fan_backlog_set(Loop *l, bool on) {
+        int r = sd_event_source_set_enabled(l->fan_backlog, on ? SD_EVENT_ON : SD_EVENT_OFF);
+
+        if (r < 0)
+                log_warning_errno(r, "Failed to set the fanotify backlog source, ignoring: %m");
+}
+
+/* A turn of the group: a slice; what is left of its read, or a pause
+ * before the next read (the fd's source off meanwhile). */
+static void fanotify_turn(Loop *l) {
+        uint64_t pause;
+        int r = 0;
+
+        if (manager_on_fanotify_readable(l->manager))
+                return fan_backlog_set(l, true);
+        fan_backlog_set(l, false);
+        pause = manager_fanotify_pause_usec(l->manager);
+        if (pause == 0)
+                return;
+        r = sd_event_source_set_enabled(l->fanotify, SD_EVENT_OFF);
+        if (r >= 0)
+                r = sd_event_source_set_time(l->fan_pause, now_usec() + pause);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(l->fan_pause, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to pause the fanotify source, ignoring: %m");
+                (void) sd_event_source_set_enabled(l->fanotify, SD_EVENT_ON);
+        }
+}
+
+static int on_fanotify(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        fanotify_turn(userdata);
+        return 0;
+}
+
+static int on_fan_backlog(sd_event_source *source, void *userdata) {
+        fanotify_turn(userdata);
+        return 0;
+}
+
+static int on_fan_pause(sd_event_source *source, uint64_t usec, void *userdata) {
+        Loop *l = userdata;
+        int r = sd_event_source_set_enabled(l->fanotify, SD_EVENT_ON);
+
+        if (r < 0)
+                log_warning_errno(r, "Failed to resume the fanotify source, ignoring: %m");
         return 0;
 }
 
@@ -100,6 +152,9 @@ Loop *loop_free(Loop *l) {
                 return NULL;
         sd_event_source_disable_unref(l->kernel);
         sd_event_source_disable_unref(l->backlog);
+        sd_event_source_disable_unref(l->fanotify);
+        sd_event_source_disable_unref(l->fan_backlog);
+        sd_event_source_disable_unref(l->fan_pause);
         sd_event_source_disable_unref(l->timer);
         sd_event_source_disable_unref(l->walker);
         sd_event_source_disable_unref(l->post);
@@ -132,6 +187,27 @@ int loop_new(sd_event *event, Manager *m, Loop **ret) {
                 return log_error_errno(r, "Failed to add the kernel backlog source: %m");
         (void) sd_event_source_set_enabled(l->backlog, SD_EVENT_OFF);
         (void) sd_event_source_set_description(l->backlog, "kernel-backlog");
+
+        /* The fanotify group, at the kernel fd's priority, with its own backlog source. */
+        if (manager_fanotify_fd(m) >= 0) {
+                r = sd_event_add_io(event, &l->fanotify, manager_fanotify_fd(m), EPOLLIN, on_fanotify, l);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to watch the fanotify fd: %m");
+                (void) sd_event_source_set_description(l->fanotify, "fanotify");
+                r = sd_event_add_defer(event, &l->fan_backlog, on_fan_backlog, l);
+                if (r >= 0)
+                        r = sd_event_source_set_priority(l->fan_backlog, SD_EVENT_PRIORITY_NORMAL + 5);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to add the fanotify backlog source: %m");
+                (void) sd_event_source_set_enabled(l->fan_backlog, SD_EVENT_OFF);
+                (void) sd_event_source_set_description(l->fan_backlog, "fanotify-backlog");
+                r = sd_event_add_time(event, &l->fan_pause, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1,
+                                      on_fan_pause, l);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to add the fanotify pause timer: %m");
+                (void) sd_event_source_set_enabled(l->fan_pause, SD_EVENT_OFF);
+                (void) sd_event_source_set_description(l->fan_pause, "fanotify-pause");
+        }
 
         /* Armed only while a client's queue waits for the partner of a rename, or a congested bus. */
         r = sd_event_add_time(event, &l->timer, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1, on_timer, l);

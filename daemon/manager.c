@@ -46,6 +46,7 @@ struct Manager {
         Remote *remote;                 /* directories on remote file systems, polled */
         SelfEvents *self_events;        /* the daemon's own reads of directories, not reported */
         Events *events;                 /* the kernel's records */
+        Fanotify *fanotify;             /* RECURSIVE trees on one mark a filesystem; NULL: inotify only */
         Subscriptions *subs;            /* the clients and their subscriptions */
 
         ManagerHooks hooks;
@@ -68,6 +69,10 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         m->events = events_free(m->events);
+        /* It points to subscriptions, and tells no one of anything. */
+        if (m->subs)
+                subscriptions_set_fanotify(m->subs, NULL);
+        m->fanotify = fanotify_free(m->fanotify);
         /* Walks, moves, retries and descents hold links: they go before the table. */
         m->tree = tree_free(m->tree);
         m->missing = missing_free(m->missing);
@@ -131,6 +136,50 @@ static bool on_remote_deliver(Subscription *s, uint32_t mask, uint32_t cookie, c
 /* The polled root of s is gone (the kernel of this machine cannot say so). */
 static void on_remote_gone(Subscription *s, void *userdata) {
         subscriptions_end_with_notice(((Manager *) userdata)->subs, s, WATCHD_REASON_DELETED, now_usec());
+}
+
+/* What fanotify found for s, delivered as the kernel's records are. */
+static bool on_fanotify_deliver(Subscription *s, uint32_t mask, uint32_t cookie, const char *dir, const char *name,
+                                size_t name_len, uint64_t now, void *userdata) {
+        Manager *m = userdata;
+
+        return events_deliver(m->events, s, mask, cookie, dir, name, name_len, now);
+}
+
+static void on_fanotify_lost(Subscription *s, void *userdata) {
+        client_queue_lost(s);
+}
+
+static Subscription *on_fanotify_get(uint32_t id, void *userdata) {
+        return watch_table_get_subscription(((Manager *) userdata)->table, id);
+}
+
+/* The tree backend (tree_backend): fanotify where it can serve, if the
+ * helper gives a group. */
+static int start_fanotify(Manager *m) {
+        const char *helper = m->config.fanotify_helper;
+        int r;
+
+        if (m->config.tree_backend == TREE_BACKEND_INOTIFY) {
+                log_info("RECURSIVE subscriptions are served by inotify (tree_backend = inotify).");
+                return 0;
+        }
+        r = fanotify_new(helper, &(FanotifyOps) {
+                                 .deliver = on_fanotify_deliver,
+                                 .lost = on_fanotify_lost,
+                                 .get = on_fanotify_get,
+                         }, m, &m->fanotify);
+        if (r < 0 && m->config.tree_backend == TREE_BACKEND_FANOTIFY)
+                return log_error_errno(r, "tree_backend = fanotify, but the helper at '%s' gave no fanotify group: %m",
+                                       helper);
+        if (r < 0) {
+                log_info_errno(r, "No fanotify group from the helper at '%s' (%m): RECURSIVE subscriptions are "
+                               "served by inotify.", helper);
+                return 0;
+        }
+        log_info("RECURSIVE subscriptions are served by fanotify where it can serve (the helper at '%s').", helper);
+        subscriptions_set_fanotify(m->subs, m->fanotify);
+        return 0;
 }
 
 /* The config's limits, each "auto" sized from the kernel's limit read at start. */
@@ -219,7 +268,7 @@ int manager_start(Manager *m) {
                                       &m->subs);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the daemon's core: %m");
-        return 0;
+        return start_fanotify(m);
 }
 
 void manager_reload(Manager *m, Config *config) {
@@ -231,6 +280,13 @@ void manager_reload(Manager *m, Config *config) {
         config->backend = m->config.backend;
         free(config->device);
         config->device = TAKE_PTR(m->config.device);
+        if (config->tree_backend != m->config.tree_backend ||
+            strcmp(config->fanotify_helper, m->config.fanotify_helper) != 0)
+                log_notice("The tree_backend and fanotify_helper settings take effect at the next start, ignoring "
+                           "their change.");
+        config->tree_backend = m->config.tree_backend;
+        free(config->fanotify_helper);
+        config->fanotify_helper = TAKE_PTR(m->config.fanotify_helper);
 
         config_done(&m->config);
         m->config = *config;
@@ -250,6 +306,18 @@ int manager_kernel_fd(const Manager *m) {
 
 bool manager_on_kernel_readable(Manager *m) {
         return events_slice(m->events, KERNEL_SLICE_USEC);
+}
+
+int manager_fanotify_fd(const Manager *m) {
+        return m->fanotify ? fanotify_fd(m->fanotify) : -1;
+}
+
+bool manager_on_fanotify_readable(Manager *m) {
+        return fanotify_slice(m->fanotify, KERNEL_SLICE_USEC);
+}
+
+uint64_t manager_fanotify_pause_usec(const Manager *m) {
+        return fanotify_pause_usec(m->fanotify);
 }
 
 /*
@@ -369,6 +437,8 @@ void manager_get_stats(const Manager *m, ManagerStats *ret) {
                 .poll_syscalls = rs.poll_syscalls,
                 .self_events_dropped = sel.dropped,
         };
+        if (m->fanotify)
+                fanotify_get_stats(m->fanotify, &ret->fanotify);
 }
 
 void manager_get_user_stats(const Manager *m, uid_t uid, SubscriptionsStats *ret) {

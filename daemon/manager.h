@@ -27,6 +27,7 @@
 #include "macro.h"
 #include "delivery.h"
 #include "events.h"
+#include "fanotify.h"
 #include "missing.h"
 #include "moves.h"
 #include "remote.h"
@@ -63,6 +64,11 @@ void manager_set_hooks(Manager *m, const ManagerHooks *hooks, void *userdata);
 int manager_kernel_fd(const Manager *m);
 /* A turn of the kernel: a slice of its records. Return: whether some are left (read, or to read). */
 bool manager_on_kernel_readable(Manager *m);
+/* The fanotify group's fd, -1 without one; a turn of it, as the kernel's. */
+int manager_fanotify_fd(const Manager *m);
+bool manager_on_fanotify_readable(Manager *m);
+/* How long to wait before the group is read again (fanotify_pause_usec()). */
+uint64_t manager_fanotify_pause_usec(const Manager *m);
 /* The turn for a deadline of manager_next_deadline(): first a slice of the
  * kernel's records, so that a partner already queued is paired, not
  * expired. Return: as manager_on_kernel_readable(). */
@@ -100,6 +106,7 @@ typedef struct ManagerStats {
         unsigned polled_dirs;           /* directories on remote file systems polled */
         uint64_t poll_syscalls;         /* system calls polling made */
         uint64_t self_events_dropped;   /* records of the daemon's own reads, dropped (self_events.h) */
+        FanotifyStats fanotify;         /* all 0 without fanotify */
 } ManagerStats;
 void manager_get_stats(const Manager *m, ManagerStats *ret);
 /* What the clients of uid hold (GetStats' own_*). */

@@ -31,6 +31,7 @@ struct Subscriptions {
         Tree *tree;
         Missing *missing;
         Events *events;
+        Fanotify *fanotify;             /* serves the RECURSIVE trees it can; NULL: inotify only */
         GHashTable *clients;            /* name -> Client (owned) */
 };
 
@@ -55,6 +56,10 @@ int subscriptions_new(WatchTable *table, Accounting *accounting, Delivery *deliv
         };
         *ret = subs;
         return 0;
+}
+
+void subscriptions_set_fanotify(Subscriptions *subs, Fanotify *f) {
+        subs->fanotify = f;
 }
 
 Subscriptions *subscriptions_free(Subscriptions *subs) {
@@ -139,6 +144,8 @@ void subscriptions_get_stats(const Subscriptions *subs, uid_t uid, Subscriptions
 void subscriptions_end(Subscriptions *subs, Subscription *s) {
         if (s->pending)
                 missing_remove(subs->missing, s);
+        if (s->fanotify && subs->fanotify)
+                fanotify_detach(subs->fanotify, s);
         client_unlink_subscription(s->owner, s);
         watch_table_unsubscribe(subs->table, s);
 }
@@ -212,13 +219,33 @@ static int subscribe(Subscriptions *subs, Client *c, int fd, const struct stat *
         Subscription *s;
         int r;
 
+        *ret_walk = NULL;
+        /* A tree fanotify can serve: its root link only, and the mark. If
+         * the filesystem cannot be marked after all, inotify serves it. */
+        if ((flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode) && subs->fanotify &&
+            fanotify_can_serve(subs->fanotify, fd, st, flags, mask, &c->caller)) {
+                r = watch_table_subscribe_fanotify(subs->table, fd, st, path, c, &c->account, mask, flags, &s);
+                if (r < 0) {
+                        fanotify_release_unused(subs->fanotify);
+                        return r;
+                }
+                client_link_subscription(c, s);
+                r = fanotify_attach(subs->fanotify, s, fd, &c->caller);
+                if (r >= 0) {
+                        *ret_id = s->id;
+                        return 0;
+                }
+                log_info_errno(r, "fanotify cannot serve '%s' (%m): inotify serves it.", path);
+                subscriptions_end(subs, s);
+                fanotify_release_unused(subs->fanotify);
+        }
+
         r = watch_table_subscribe(subs->table, fd, st, path, c, &c->account, mask, flags, &s);
         if (r < 0)
                 return r;
         client_link_subscription(c, s);
 
         *ret_id = s->id;
-        *ret_walk = NULL;
         if ((flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode)) {
                 /* The whole tree, or nothing: a limit met half-way ends s (TreeOps.end),
                  * and a walk that could not start does too. */

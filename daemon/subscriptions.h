@@ -24,6 +24,7 @@
 #include "client.h"
 #include "delivery.h"
 #include "events.h"
+#include "fanotify.h"
 #include "missing.h"
 #include "tree.h"
 #include "watch_table.h"
@@ -34,6 +35,8 @@ int subscriptions_new(WatchTable *table, Accounting *accounting, Delivery *deliv
                       Events *events, Subscriptions **ret);
 /* Frees the clients without ending their subscriptions (at exit: the table goes next). */
 Subscriptions *subscriptions_free(Subscriptions *subs);
+/* The fanotify backend (fanotify.h) that serves the RECURSIVE subscriptions it can; NULL: none. */
+void subscriptions_set_fanotify(Subscriptions *subs, Fanotify *f);
 
 /* The client of that name, or NULL. */
 Client *subscriptions_get_client(Subscriptions *subs, const char *name);

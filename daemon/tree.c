@@ -494,7 +494,7 @@ void tree_rescan(Tree *t, Subscription *s) {
         struct stat st;
         int r;
 
-        if (!(s->flags & WATCHD_FLAG_RECURSIVE) || s->pending || !s->links)
+        if (!(s->flags & WATCHD_FLAG_RECURSIVE) || s->pending || !s->links || s->fanotify)
                 return;
         fd = access_open_as(&s->owner->caller, s->path, /* only_dir= */ true, /* no_follow= */ false, &st);
         if (fd < 0 || st.st_dev != s->links->watch->dev || st.st_ino != s->links->watch->ino)

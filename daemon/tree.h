@@ -79,8 +79,9 @@ void tree_walk_set_done(TreeWalk *w, TreeWalkDone done, void *userdata);
  * So the tree is walked again from its root (in slices, like any walk),
  * going down the directories linked already as well, and what is not linked
  * is linked. Nothing is reported: s's client gets Overflow and looks itself.
- * Does nothing for a subscription that is not RECURSIVE, is pending, or
- * whose root path no longer leads to its root.
+ * Does nothing for a subscription that is not RECURSIVE, is pending, is
+ * served by fanotify (fanotify.h), or whose root path no longer leads to
+ * its root.
  */
 void tree_rescan(Tree *t, Subscription *s);
 

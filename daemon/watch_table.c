@@ -260,6 +260,10 @@ unsigned watch_table_n_subscriptions(const WatchTable *t) {
 static uint32_t need_mask(const Subscription *s, bool is_dir, bool root) {
         if (s->pending)
                 return WATCH_PENDING_BITS;
+        /* Its tree is fanotify's (fanotify.h): the root reports only what
+         * happens to itself, and always its deletion (a mask is never empty). */
+        if (s->fanotify)
+                return (s->mask & WATCH_SELF_BITS) | IN_DELETE_SELF;
         return s->mask | ((s->flags & WATCHD_FLAG_RECURSIVE) && is_dir ? WATCH_TREE_BITS : 0) |
                ((s->flags & WATCHD_FLAG_PERSIST) && root ? IN_MOVE_SELF : 0);
 }
@@ -440,8 +444,8 @@ static void subscription_insert(WatchTable *t, Subscription *s) {
                 t->n_persist++;
 }
 
-int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
-                          Client *owner, Account *account, uint32_t mask, uint32_t flags, Subscription **ret) {
+static int subscribe(WatchTable *t, int fd, const struct stat *st, const char *path, Client *owner, Account *account,
+                     uint32_t mask, uint32_t flags, bool fanotify, Subscription **ret) {
         Subscription *s;
         WatchLink *l;
         int r;
@@ -449,6 +453,7 @@ int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const ch
         r = subscription_new(t, path, owner, account, mask, flags, &s);
         if (r < 0)
                 return r;
+        s->fanotify = fanotify;
         r = link_new(t, s, NULL, fd, st, "", 0, &l);
         if (r < 0) {
                 subscription_free(s);
@@ -457,6 +462,16 @@ int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const ch
         subscription_insert(t, s);
         *ret = s;
         return 0;
+}
+
+int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
+                          Client *owner, Account *account, uint32_t mask, uint32_t flags, Subscription **ret) {
+        return subscribe(t, fd, st, path, owner, account, mask, flags, /* fanotify= */ false, ret);
+}
+
+int watch_table_subscribe_fanotify(WatchTable *t, int fd, const struct stat *st, const char *path, Client *owner,
+                                   Account *account, uint32_t mask, uint32_t flags, Subscription **ret) {
+        return subscribe(t, fd, st, path, owner, account, mask, flags, /* fanotify= */ true, ret);
 }
 
 int watch_table_subscribe_pending(WatchTable *t, const char *path, Client *owner, Account *account, uint32_t mask,

@@ -39,6 +39,9 @@ typedef struct Client Client;
 
 /* What a RECURSIVE subscription needs on each directory to follow its tree. */
 #define WATCH_TREE_BITS (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO)
+/* What a directory reports of itself, with no name, on its own watch. */
+#define WATCH_SELF_BITS (IN_ACCESS | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_OPEN | \
+                         IN_DELETE_SELF)
 /* What a pending subscription needs on each existing directory of its path:
  * a component appearing (the deepest) or going away (the others). */
 #define WATCH_PENDING_BITS (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE)
@@ -57,6 +60,8 @@ struct Subscription {
                                  * own (missing.c follows it), nothing delivered; or a chain (below) */
         bool chain;             /* the missing-path follower's: its links are the existing
                                  * directories of pending paths; no id, owner or account */
+        bool fanotify;          /* RECURSIVE, its tree served by fanotify (fanotify.h): one link,
+                                 * its root's, for what happens to the root itself */
 
         LIST_FIELDS(Subscription, owner);       /* the owner's list, kept by the owner */
 };
@@ -132,6 +137,12 @@ WatchTable *watch_table_free(WatchTable *t);
  */
 int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
                           Client *owner, Account *account, uint32_t mask, uint32_t flags, Subscription **ret);
+
+/* The same for a RECURSIVE subscription whose tree fanotify follows
+ * (fanotify.h): its root link asks the kernel only for what the root
+ * reports of itself (WATCH_SELF_BITS that s asks for, and IN_DELETE_SELF). */
+int watch_table_subscribe_fanotify(WatchTable *t, int fd, const struct stat *st, const char *path, Client *owner,
+                                   Account *account, uint32_t mask, uint32_t flags, Subscription **ret);
 
 /* A pending subscription to path (which does not exist yet), with no link:
  * the caller links it (watch_table_link) and places its root

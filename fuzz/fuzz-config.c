@@ -165,6 +165,18 @@ static bool ref_parse(const uint8_t *data, size_t size, Config *c) {
                                 c->device = strdup(value);
                                 CHECK(c->device);
                         }
+                } else if (!strcmp(section, "daemon") && !strcmp(key, "tree_backend")) {
+                        TreeBackend t = tree_backend_from_string(value);
+                        ok = t >= 0;
+                        if (ok)
+                                c->tree_backend = t;
+                } else if (!strcmp(section, "daemon") && !strcmp(key, "fanotify_helper")) {
+                        ok = value[0] == '/' && strlen(value) < 108;
+                        if (ok) {
+                                free(c->fanotify_helper);
+                                c->fanotify_helper = strdup(value);
+                                CHECK(c->fanotify_helper);
+                        }
                 } else if (!strcmp(section, "daemon") && !strcmp(key, "log_level")) {
                         int l = log_level_from_string(value);
                         ok = l >= 0;
@@ -285,6 +297,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(c.backend == ref.backend);
         CHECK(strcmp(c.device, ref.device) == 0);
         CHECK(c.log_level == ref.log_level);
+        CHECK(c.tree_backend == ref.tree_backend);
+        CHECK(strcmp(c.fanotify_helper, ref.fanotify_helper) == 0);
         CHECK(c.max_watches_per_client == ref.max_watches_per_client);
         CHECK(c.max_watches_per_user == ref.max_watches_per_user);
         CHECK(c.max_watches_unprivileged == ref.max_watches_unprivileged);

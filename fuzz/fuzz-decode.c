@@ -14,6 +14,11 @@
  *     2  force   pop the head whatever it waits for (a flush before Overflow)
  *     3  drop    drop the queued events (a client's backlog overflowed)
  *
+ * Each read is also handed to fan_decode() (the fanotify group's decoder):
+ * it never moves past the buffer, leaves the offset alone on -EBADMSG, and
+ * returns handles and names inside the event they came from, names without
+ * '/' and never "..".
+ *
  * Checked on every input, besides ASan/UBSan's own checks: the decoder never
  * moves past the buffer nor returns a name with '/', a NUL or "."/".."; on
  * -EBADMSG it leaves the offset alone; records leave in the order they
@@ -31,6 +36,7 @@
 
 #include "event_bits.h"
 #include "event_decode.h"
+#include "fan_decode.h"
 #include "log.h"
 #include "move_pairer.h"
 #include "record.h"
@@ -145,6 +151,48 @@ static void do_read(State *s, const uint8_t *buf, size_t size) {
         }
 }
 
+static void check_fan_handle(const FanHandle *h, const uint8_t *start, const uint8_t *end) {
+        CHECK(h->size > 0 && h->size <= FAN_HANDLE_MAX);
+        CHECK(h->bytes >= start && h->bytes + h->size <= end);
+}
+
+static void check_fan_entry(const FanEntry *e, const uint8_t *start, const uint8_t *end) {
+        check_fan_handle(&e->dir, start, end);
+        if (!e->name)
+                return;
+        CHECK(e->name_len > 0);
+        CHECK((const uint8_t *) e->name > start && (const uint8_t *) e->name + e->name_len < end);
+        CHECK(!memchr(e->name, '/', e->name_len));
+        CHECK(!memchr(e->name, '\0', e->name_len));
+        CHECK(!(e->name_len == 2 && e->name[0] == '.' && e->name[1] == '.'));
+}
+
+/* The same bytes as a read of a fanotify group. */
+static void do_fan_read(const uint8_t *buf, size_t size) {
+        size_t off = 0, before;
+        FanRawEvent ev;
+        int r;
+
+        for (;;) {
+                before = off;
+                r = fan_decode(buf, size, &off, &ev);
+                if (r <= 0) {
+                        CHECK(off == before);
+                        CHECK(r == 0 || r == -EBADMSG);
+                        break;
+                }
+                CHECK(off > before && off <= size);
+                if (ev.has_entry)
+                        check_fan_entry(&ev.entry, buf + before, buf + off);
+                if (ev.has_old)
+                        check_fan_entry(&ev.old_entry, buf + before, buf + off);
+                if (ev.has_new)
+                        check_fan_entry(&ev.new_entry, buf + before, buf + off);
+                if (ev.has_object)
+                        check_fan_handle(&ev.object, buf + before, buf + off);
+        }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -174,6 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         in.p += u16;
                         in.left -= u16;
                         do_read(&s, copy, u16);
+                        do_fan_read(copy, u16);
                         free(copy);
                         pop_due(&s);
                         break;

@@ -75,6 +75,11 @@
  * bit of WATCHD_IN_POLLED). Not in WATCHD_FLAGS_VALID. */
 #define WATCHD_FLAG_POLLED WATCHD_IN_POLLED
 
+/* In a ListWatches entry's flags: a RECURSIVE subscription whose tree one
+ * fanotify mark on its filesystem follows (watchd(8), FANOTIFY), not an
+ * inotify watch on each directory. Not in WATCHD_FLAGS_VALID. */
+#define WATCHD_FLAG_FANOTIFY 0x00800000u
+
 /* Bits a record carries besides the events asked for. */
 #define WATCHD_IN_MOVE_SELF     0x00000800u  /* PERSIST: the object was renamed away from the path
                                                 * (with IN_DELETE_SELF in the mask; not asked for itself) */

@@ -85,6 +85,7 @@ static const struct {
         { WATCHD_FLAG_NO_POLL,     "no_poll" },
         { WATCHD_FLAG_REMOTE,      "remote" },
         { WATCHD_FLAG_POLLED,      "polled" },
+        { WATCHD_FLAG_FANOTIFY,    "fanotify" },
 };
 
 gboolean event_mask_parse(const char *list, uint32_t *mask, GError **error) {

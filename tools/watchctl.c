@@ -800,6 +800,12 @@ static int cmd_list(Context *c, int argc, char **argv) {
                         json_builder_add_int_value(b, flags);
                         json_builder_set_member_name(b, "escaped");
                         json_builder_add_boolean_value(b, path_needs_escape(bytes));
+                        /* What follows the tree of a RECURSIVE subscription. */
+                        if (flags & WATCHD_FLAG_RECURSIVE) {
+                                json_builder_set_member_name(b, "tree");
+                                json_builder_add_string_value(b, flags & WATCHD_FLAG_FANOTIFY ? "fanotify" :
+                                                                                                "inotify");
+                        }
                         json_builder_end_object(b);
                         print_json(b);
                 } else {

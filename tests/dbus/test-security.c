@@ -622,6 +622,7 @@ static guint64 stat_of(GHashTable *h, const char *key) {
 static void test_stats_scoped(Fixture *f, gconstpointer data) {
         static const char *const totals[] = {
                 "backend", "clients", "users", "subscriptions", "kernel_watches", "streams", "polled_directories",
+                "fanotify_marks", "fanotify_subscriptions",
         };
         static const char *const own[] = {
                 "own_clients", "own_subscriptions", "own_watches", "own_events_delivered", "own_pending_events",
@@ -629,7 +630,8 @@ static void test_stats_scoped(Fixture *f, gconstpointer data) {
         };
         static const char *const root_only[] = {
                 "events_read", "events_delivered", "signals_sent", "pending_events", "events_dropped", "overflows",
-                "kernel_overflows", "bus_queued_messages", "poll_syscalls",
+                "kernel_overflows", "bus_queued_messages", "poll_syscalls", "fanotify_events_read",
+                "fanotify_own_events", "fanotify_overflows", "fanotify_lookups",
         };
         g_autofree char *busy = path_in(f, "busy"), *shared = path_in(f, "shared"), *a1 = path_in(f, "shared/a");
         g_autofree char *done = path_in(f, "shared/done"), *answer = NULL;

@@ -185,7 +185,16 @@ WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const
         d->bus = bus;
         d->config_path = g_build_filename(bus->dir, "watchd.conf", NULL);
         d->log_path = g_build_filename(bus->dir, "watchd.log", NULL);
-        g_file_set_contents(d->config_path, config ? config : "", -1, &error);
+        /* RECURSIVE trees on inotify, as the tests expect, whatever helper
+         * this machine runs at fanotify_helper's default (an installed
+         * watchd's): a test of the fanotify backend says tree_backend itself
+         * (tests/dbus/test-fanotify.c), and this line comes first. */
+        {
+                g_autofree char *text = g_strconcat(config && strstr(config, "tree_backend") ? "" :
+                                                    "[daemon]\ntree_backend = inotify\n", config ? config : "", NULL);
+
+                g_file_set_contents(d->config_path, text, -1, &error);
+        }
         g_assert_no_error(error);
 
         /* WATCHD_TEST_WRAPPER="valgrind --leak-check=full ..." runs watchd under it. */

@@ -47,6 +47,9 @@ static const Case cases[] = {
         { "batch_max_events", "[events]\nbatch_max_events = 65536\n", NULL, AT(batch_max_events), 65536 },
         { "backend", "[daemon]\nbackend = device\n", NULL, AT(backend), BACKEND_DEVICE },
         { "log_level", "[daemon]\nlog_level = debug\n", NULL, AT(log_level), LOG_DEBUG },
+        { "tree_backend", "[daemon]\ntree_backend = inotify\n", NULL, AT(tree_backend), TREE_BACKEND_INOTIFY },
+        { "tree_backend fanotify", "[daemon]\ntree_backend=fanotify\n", NULL, AT(tree_backend),
+          TREE_BACKEND_FANOTIFY },
         { "delivery", "[events]\n\ndelivery = broadcast\n", NULL, AT(delivery_line), 3 },
         { "poll nfs", "[poll]\nnfs = 30\n", NULL, AT(poll_interval_sec[FS_NFS]), 30 },
         { "poll 9p off", "[poll]\n9p = 0\n", NULL, AT(poll_interval_sec[FS_9P]), 0 },
@@ -87,6 +90,12 @@ static const Case cases[] = {
           "t.conf:2: backend: 'kernel' is not one of auto, device, syscall" },
         { "relative device", "[daemon]\ndevice = dev/inotify\n",
           "t.conf:2: device: 'dev/inotify' is not an absolute path" },
+        { "bad tree backend", "[daemon]\ntree_backend = fsnotify\n",
+          "t.conf:2: tree_backend: 'fsnotify' is not one of auto, fanotify, inotify" },
+        { "relative fanotify helper", "[daemon]\nfanotify_helper = run/x.sock\n",
+          "t.conf:2: fanotify_helper: 'run/x.sock' is not an absolute path" },
+        { "fanotify helper too long for a socket", "[daemon]\nfanotify_helper = /" X100 X10 "\n",
+          "t.conf:2: fanotify_helper: path is too long for a socket" },
         { "bad log level", "[daemon]\nlog_level = loud\n",
           "t.conf:2: log_level: 'loud' is not one of err, warning, notice, info, debug" },
         { "poll interval too long", "[poll]\nceph = 86401\n",
@@ -207,6 +216,8 @@ static void assert_defaults(const Config *c) {
         g_assert_cmpint(c->backend, ==, d.backend);
         g_assert_cmpstr(c->device, ==, d.device);
         g_assert_cmpint(c->log_level, ==, d.log_level);
+        g_assert_cmpint(c->tree_backend, ==, d.tree_backend);
+        g_assert_cmpstr(c->fanotify_helper, ==, d.fanotify_helper);
         g_assert_cmpuint(c->max_watches_per_client, ==, d.max_watches_per_client);
         g_assert_cmpuint(c->max_watches_per_user, ==, d.max_watches_per_user);
         g_assert_cmpuint(c->max_watches_unprivileged, ==, d.max_watches_unprivileged);
@@ -242,7 +253,7 @@ static void test_shipped(void) {
         uncommented = g_regex_replace(re, text, -1, 0, "\\1", 0, NULL);
         for (const char *p = uncommented; (p = strstr(p, " = ")); p++)
                 n++;
-        g_assert_cmpint(n, ==, 24);     /* every key of the file */
+        g_assert_cmpint(n, ==, 26);     /* every key of the file */
         g_assert_cmpint(config_load_string(WATCHD_CONF, uncommented, &c, &error), ==, 0);
         g_assert_null(error);
         assert_defaults(&c);

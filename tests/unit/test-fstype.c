@@ -150,6 +150,28 @@ static void test_find(void) {
         g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
+/* Whether another mount is below a directory (fanotify.c serves a tree only if none is). */
+static void test_has_below(void) {
+        static const char text[] =
+                "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                "2 1 0:40 / /home rw - ext4 /dev/sda2 rw\n"
+                "3 2 0:41 / /home/u/mnt\\040x rw - tmpfs t rw\n"
+                "4 1 0:42 / /homework rw - tmpfs t rw\n";
+        g_autofree char *dir = g_dir_make_tmp("test-fstype-XXXXXX", NULL);
+        g_autofree char *path = write_mountinfo(dir, text);
+
+        g_assert_cmpint(mountinfo_has_below(path, "/home/u"), ==, 1);
+        g_assert_cmpint(mountinfo_has_below(path, "/home/u/mnt x"), ==, 0);     /* the mount point itself */
+        g_assert_cmpint(mountinfo_has_below(path, "/home/v"), ==, 0);
+        g_assert_cmpint(mountinfo_has_below(path, "/home"), ==, 1);
+        g_assert_cmpint(mountinfo_has_below(path, "/"), ==, 1);
+        g_assert_cmpint(mountinfo_has_below(path, "/hom"), ==, 0);              /* a prefix, not a parent */
+        g_assert_cmpint(mountinfo_has_below(path, "/homework"), ==, 0);
+        g_unlink(path);
+        g_assert_cmpint(mountinfo_has_below(path, "/"), <, 0);                  /* no file */
+        g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
 static void test_kinds(void) {
         static const struct {
                 uint64_t magic;
@@ -270,6 +292,7 @@ int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/fstype/mountinfo-lines", test_lines);
         g_test_add_func("/fstype/mountinfo-find", test_find);
+        g_test_add_func("/fstype/mountinfo-has-below", test_has_below);
         g_test_add_func("/fstype/kinds", test_kinds);
         g_test_add_func("/fstype/detect-local", test_detect_local);
         g_test_add_func("/fstype/detect-fuse", test_detect_fuse);

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * fanotify_internal - what fanotify.c (the group, its events) and
+ * fanotify_marks.c (where it serves: filesystems, marks, lookups, callers)
+ * share; no other part includes it.
+ */
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fan_decode.h"
+#include "fan_dircache.h"
+#include "fan_group.h"
+#include "fanotify.h"
+
+/* What every mark carries, for the directory cache: directories created,
+ * deleted and renamed (FAN_ONDIR: directories too). */
+#define FAN_CACHE_MASK (FAN_CREATE | FAN_DELETE | FAN_RENAME | FAN_ONDIR)
+
+typedef struct FanFs FanFs;
+typedef struct FanSub FanSub;
+
+typedef struct FanCaller {
+        uint32_t id;            /* > 0 */
+        Caller caller;          /* owns gids */
+        unsigned refs;
+} FanCaller;
+
+struct FanFs {
+        Fanotify *fanotify;
+        uint64_t fsid;
+        dev_t dev;
+        int mount_id;
+        int mount_fd;           /* O_RDONLY directory: open_by_handle_at()'s, and the marks' */
+        uint64_t mask;          /* marked */
+        FanDirCache *cache;
+        LIST_HEAD(FanSub, subs);
+};
+
+struct FanSub {
+        Subscription *subscription;
+        FanFs *fs;
+        FanDir *root;           /* pinned */
+        uint32_t caller;        /* FanCaller.id, 0: root */
+        LIST_FIELDS(FanSub, fs);        /* among fs->subs */
+        LIST_FIELDS(FanSub, root);      /* among root->roots */
+};
+
+struct Fanotify {
+        FanGroup *group;
+        FanotifyOps ops;
+        void *userdata;
+        pid_t self;
+        GHashTable *filesystems;        /* fsid (uint64_t *) -> FanFs */
+        GHashTable *subs;               /* Subscription * -> FanSub */
+        GPtrArray *callers;             /* FanCaller */
+        uint32_t next_caller;
+        GHashTable *refused;            /* "dev:fsid" of filesystems the kernel would not mark */
+        uint32_t next_cookie;
+        uint8_t *buf;                   /* the last read: buf[off, len) not handled yet */
+        size_t off, len;
+        GArray *later;                  /* Later: the directory renames and deletions of the last read */
+        unsigned slice_events;          /* handled by the last fanotify_slice() */
+        FanotifyStats stats;
+};
+
+/*
+ * A directory renamed or deleted by an event of the last read: where it
+ * was before. A directory looked up for an event (it was not cached) is
+ * found where it is now, which a rename or a deletion queued after that
+ * event, and not handled yet, has changed; where it was when the event
+ * happened is where the first of those says it was (fs_lookup()).
+ */
+typedef struct Later {
+        size_t off;             /* of the event in the read */
+        FanHandle child;        /* the directory */
+        FanHandle dir;          /* where it was */
+        const char *name;
+        size_t name_len;
+} Later;
+
+
+/* fanotify_marks.c */
+void fan_fs_free(FanFs *fs);
