@@ -102,21 +102,26 @@ static int caller_from_driver(sd_bus *bus, const char *sender, uid_t *ret_uid, g
  * GetConnectionCredentials, which libsystemd 252 does not parse for groups.
  * -EPERM if the bus did not say enough.
  */
-int bus_caller_from_message(sd_bus *bus, sd_bus_message *msg, Caller *ret, gid_t **ret_gids) {
+int bus_caller_from_message(sd_bus *bus, sd_bus_message *msg, Caller *ret, gid_t **ret_gids, pid_t *ret_pid) {
         _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
         _cleanup_free_ gid_t *gids = NULL;
         const gid_t *sd_gids = NULL;
         uint64_t have;
         uid_t uid, driver_uid;
+        pid_t pid = 0;
         size_t n = 0;
         int r;
 
-        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS, &creds);
+        /* The PID comes in the same answer of the bus driver (for ListClients). */
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS | SD_BUS_CREDS_PID,
+                                      &creds);
         if (r < 0)
                 return r;
         have = sd_bus_creds_get_mask(creds) & ~sd_bus_creds_get_augmented_mask(creds);
         if (!(have & SD_BUS_CREDS_EUID) || sd_bus_creds_get_euid(creds, &uid) < 0)
                 return -EPERM;
+        if (!(have & SD_BUS_CREDS_PID) || sd_bus_creds_get_pid(creds, &pid) < 0)
+                pid = 0;
 
         if (have & SD_BUS_CREDS_SUPPLEMENTARY_GIDS) {
                 r = sd_bus_creds_get_supplementary_gids(creds, &sd_gids);
@@ -145,6 +150,7 @@ int bus_caller_from_message(sd_bus *bus, sd_bus_message *msg, Caller *ret, gid_t
                 .n_gids = n,
         };
         *ret_gids = TAKE_PTR(gids);
+        *ret_pid = pid;
         return 0;
 }
 

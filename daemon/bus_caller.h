@@ -19,8 +19,9 @@
 #include "manager.h"
 
 /* The caller's credentials as the bus reported them (*ret's gids are
- * *ret_gids, the caller's to free). -EPERM if the bus did not say enough. */
-int bus_caller_from_message(sd_bus *bus, sd_bus_message *msg, Caller *ret, gid_t **ret_gids);
+ * *ret_gids, the caller's to free; *ret_pid its pid, 0 if the bus did not
+ * say). -EPERM if the bus did not say enough. */
+int bus_caller_from_message(sd_bus *bus, sd_bus_message *msg, Caller *ret, gid_t **ret_gids, pid_t *ret_pid);
 /* The sender's uid as the bus reports it (never from /proc), or -EPERM. */
 int bus_sender_uid(sd_bus_message *msg, uid_t *ret);
 

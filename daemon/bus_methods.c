@@ -78,6 +78,7 @@ int bus_client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_
         BusClient *bc;
         Caller caller;
         Client *c;
+        pid_t pid;
         int r;
 
         c = manager_get_client(d->manager, sender);
@@ -86,7 +87,7 @@ int bus_client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_
                 return 0;
         }
 
-        r = bus_caller_from_message(d->bus, msg, &caller, &gids);
+        r = bus_caller_from_message(d->bus, msg, &caller, &gids, &pid);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -101,6 +102,7 @@ int bus_client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_
                 free(bc);
                 return bus_error_for(d->manager, r, "the path", error);
         }
+        c->pid = pid;
         *bc = (BusClient) {
                 .iface = d,
                 .client = c,
@@ -402,6 +404,47 @@ int bus_method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+/*
+ * ListClients: who watchd serves (watchctl clients). A client is a bus
+ * connection that made a subscription (or a stream, a durable one); each
+ * entry is its unique name, its pid and uid as the bus reported them at its
+ * first call (pid 0 if the bus did not say), its subscriptions and the
+ * kernel watches charged to it. Root sees every client, any other caller
+ * those of its own uid. No command line: watchd's unit hides other users'
+ * processes from it (ProtectProc=invisible), and the caller can read
+ * /proc/PID itself as far as it may (watchctl does).
+ */
+int bus_method_list_clients(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(message_unrefp) sd_bus_message *reply = NULL;
+        DbusIface *d = userdata;
+        uid_t uid;
+        int r;
+
+        if (bus_sender_uid(msg, &uid) < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "The bus did not tell who you are, so no client is shown to you.");
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(suuuu)");
+        if (r < 0)
+                return r;
+        LIST_FOREACH(clients, bc, d->clients) {
+                const Client *c = bc->client;
+
+                if (uid != 0 && c->account.uid != uid)
+                        continue;
+                r = sd_bus_message_append(reply, "(suuuu)", c->name, (uint32_t) c->pid, (uint32_t) c->account.uid,
+                                          c->n_subscriptions, c->account.n_watches);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);

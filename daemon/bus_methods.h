@@ -4,7 +4,7 @@
 /*
  * bus_methods - the clients on the bus, and the methods on their subscriptions
  *
- * AddWatch, AddWatchFd, RemoveWatch, ListWatches and GetStats, for
+ * AddWatch, AddWatchFd, RemoveWatch, ListWatches, GetStats and ListClients, for
  * dbus_iface.c's vtable (userdata: the DbusIface); and each connection's
  * Client: made at its first call, tracked, ended when it leaves the bus.
  */
@@ -27,3 +27,4 @@ int bus_method_add_watch_fd(sd_bus_message *msg, void *userdata, sd_bus_error *e
 int bus_method_remove_watch(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int bus_method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int bus_method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+int bus_method_list_clients(sd_bus_message *msg, void *userdata, sd_bus_error *error);

@@ -50,7 +50,7 @@ static GWatchdAction *last(GArray *actions) {
 }
 
 void gwatchd_map_dir_event(const GWatchdTarget *t, const WatchdEvent *e, GArray *actions) {
-        guint32 mask = watchd_event_get_mask(e) & ~WATCHD_EVENT_ISDIR;
+        guint32 mask = watchd_event_get_mask(e) & ~GWATCHD_NOT_EVENT_BITS;
         const char *path = watchd_event_get_path(e);
         g_autofree char *child = NULL;
 
@@ -134,7 +134,7 @@ void gwatchd_map_dir_event(const GWatchdTarget *t, const WatchdEvent *e, GArray 
 
 void gwatchd_map_file_event(const GWatchdTarget *t, const WatchdEvent *e, gboolean name_linked,
                             GArray *actions) {
-        switch (watchd_event_get_mask(e) & ~WATCHD_EVENT_ISDIR) {
+        switch (watchd_event_get_mask(e) & ~GWATCHD_NOT_EVENT_BITS) {
         case WATCHD_EVENT_MODIFY:
                 push(actions, G_FILE_MONITOR_EVENT_CHANGED, t->basename, NULL, NULL);
                 break;

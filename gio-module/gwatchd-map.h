@@ -37,6 +37,11 @@
 #define GWATCHD_HARD_LINKS_DIR_MASK (GWATCHD_DIR_MASK & ~(WATCHD_EVENT_MODIFY | WATCHD_EVENT_CLOSE_WRITE))
 #define GWATCHD_HARD_LINKS_FILE_MASK (WATCHD_EVENT_MODIFY | WATCHD_EVENT_CLOSE_WRITE | WATCHD_EVENT_DELETE_SELF)
 
+/* What a record's mask says besides its event: a directory, found by
+ * watchd's polling of a remote file system, found by comparing a directory
+ * with what was reported (WatchdSnapshot). An event either way. */
+#define GWATCHD_NOT_EVENT_BITS (WATCHD_EVENT_ISDIR | WATCHD_EVENT_POLLED | WATCHD_EVENT_RESCANNED)
+
 typedef struct GWatchdTarget {
         const char *dirname;    /* the directory watched */
         const char *basename;   /* file monitors and hard links: the name; NULL for a directory monitor */

@@ -56,6 +56,10 @@ struct _WatchdSubscription {
 
 #define PRIV(sub) (&((WatchdSubscription *) (sub))->priv)
 
+/* watchd-subscription.c: a path as watchd writes it in records ("//a/" ->
+ * "/a"), for the subscription and watchd-snapshot.c. */
+char *watchd_canonical_path(const char *path);
+
 /* watchd-subscription.c, for watchd-client.c: emit a signal (client's context). */
 void watchd_subscription_emit_events(WatchdSubscription *sub, GPtrArray *events);
 void watchd_subscription_emit_overflow(WatchdSubscription *sub, WatchdOverflowReason reason);

@@ -42,7 +42,7 @@ G_DEFINE_TYPE(WatchdSubscription, watchd_subscription, G_TYPE_OBJECT)
 /* How watchd writes a subscription's path in its records: repeated slashes
  * and a trailing one dropped (watchd(8), ARCHITECTURE.md "Paths in
  * records"). Used to tell which subscription a path belongs to. */
-static char *canonical_path(const char *path) {
+char *watchd_canonical_path(const char *path) {
         GString *s = g_string_sized_new(strlen(path));
 
         for (const char *p = path; *p; p++)
@@ -127,7 +127,7 @@ static void watchd_subscription_constructed(GObject *object) {
 
         G_OBJECT_CLASS(watchd_subscription_parent_class)->constructed(object);
         g_assert(sub->client && sub->path);
-        sub->priv.canonical = canonical_path(sub->path);
+        sub->priv.canonical = watchd_canonical_path(sub->path);
 }
 
 static void watchd_subscription_init(WatchdSubscription *sub) {

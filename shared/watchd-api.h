@@ -65,6 +65,11 @@
  * after the change. Not in WATCHD_MASK_VALID. */
 #define WATCHD_IN_POLLED 0x00200000u
 
+/* Never sent by watchd: the bit libwatchd marks the records it makes itself
+ * with, by comparing a directory with what it held before events were lost
+ * (WatchdSnapshot, WATCHD_EVENT_RESCANNED). Not in WATCHD_MASK_VALID. */
+#define WATCHD_IN_RESCANNED 0x00800000u
+
 /* In a ListWatches entry's flags: the subscription's file, or some directory
  * of it, is on a remote or FUSE file system, where the kernel does not see
  * every change (polled or not: a file, NO_POLL, an interval of 0, the

@@ -4,7 +4,8 @@
  *
  * What inotifywait is to inotify, watchctl is to watchd: "watch" subscribes
  * to paths and prints events as they arrive, one a line; "list" shows the
- * subscriptions as the daemon holds them; "stats" prints its counters.
+ * subscriptions as the daemon holds them; "stats" prints its counters;
+ * "clients" the programs it serves.
  *
  * watchctl is libwatchd's first user: a WatchdClient on the bus, one
  * WatchdSubscription a PATH. The library delivers each subscription's events
@@ -897,6 +898,141 @@ static int cmd_stats(Context *c, int argc, char **argv) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* The clients watchd serves (ListClients) */
+
+typedef struct ClientRow {
+        char *name;
+        guint32 pid, uid, subscriptions, watches;
+        char *command;          /* /proc/PID/cmdline, arguments joined by spaces (bytes); NULL if unreadable */
+} ClientRow;
+
+static void client_row_free(ClientRow *row) {
+        g_free(row->name);
+        g_free(row->command);
+        g_free(row);
+}
+
+static int compare_client_rows(gconstpointer a, gconstpointer b) {
+        const ClientRow *x = *(ClientRow *const *) a, *y = *(ClientRow *const *) b;
+
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        return strcmp(x->name, y->name);
+}
+
+/* The command line of pid as far as this process may read it (watchd does
+ * not send it: its unit hides other users' processes from it), NULL if it
+ * cannot. A pid may have been reused since the client connected. */
+static char *command_of(guint32 pid) {
+        g_autofree char *path = g_strdup_printf("/proc/%" G_GUINT32_FORMAT "/cmdline", pid);
+        g_autofree char *raw = NULL;
+        gsize len;
+
+        if (pid == 0 || !g_file_get_contents(path, &raw, &len, NULL) || len == 0)
+                return NULL;
+        while (len > 0 && raw[len - 1] == '\0')
+                len--;
+        for (gsize i = 0; i < len; i++)
+                if (raw[i] == '\0')
+                        raw[i] = ' ';
+        return g_strndup(raw, len);
+}
+
+static int cmd_clients(Context *c, int argc, char **argv) {
+        const GOptionEntry entries[] = {
+                { "json", 0, 0, G_OPTION_ARG_NONE, &c->opt_json, "Print JSON Lines, one object a client", NULL },
+                { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL, NULL },
+                { NULL }
+        };
+        g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify) client_row_free);
+        g_autoptr(GVariant) reply = NULL, list = NULL;
+        g_autoptr(GError) error = NULL;
+        GVariantIter it;
+        const char *name;
+        guint32 pid, uid, subs, watches;
+        int r;
+
+        r = parse_command(c, "clients", NULL,
+                          "Print the programs watchd serves: pid, uid, subscriptions, kernel\n"
+                          "watches, bus name and command. Root sees every client, another user\n"
+                          "only their own.",
+                          entries, &argc, &argv);
+        if (r >= 0)
+                return r;
+        if (c->opt_paths && c->opt_paths[0])
+                return usage_error("clients", "unexpected argument \"%s\"", c->opt_paths[0]);
+        r = connect_bus(c);
+        if (r >= 0)
+                return r;
+        reply = g_dbus_connection_call_sync(watchd_client_get_connection(c->client), WATCHD_BUS_NAME,
+                                            WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "ListClients", NULL,
+                                            G_VARIANT_TYPE("(a(suuuu))"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+        if (!reply) {
+                if (g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_METHOD)) {
+                        warn("this watchd does not know ListClients (it is older than watchctl)");
+                        return EXIT_ERROR;
+                }
+                return report_call_error(c, NULL, error);
+        }
+        list = g_variant_get_child_value(reply, 0);
+        g_variant_iter_init(&it, list);
+        while (g_variant_iter_next(&it, "(&suuuu)", &name, &pid, &uid, &subs, &watches)) {
+                ClientRow *row = g_new0(ClientRow, 1);
+
+                *row = (ClientRow) {
+                        .name = g_strdup(name),
+                        .pid = pid,
+                        .uid = uid,
+                        .subscriptions = subs,
+                        .watches = watches,
+                        .command = command_of(pid),
+                };
+                g_ptr_array_add(rows, row);
+        }
+        g_ptr_array_sort(rows, compare_client_rows);
+
+        if (!c->opt_json)
+                printf("%7s %6s %13s %7s %-9s %s\n", "PID", "UID", "SUBSCRIPTIONS", "WATCHES", "NAME", "COMMAND");
+        for (guint i = 0; i < rows->len; i++) {
+                const ClientRow *row = rows->pdata[i];
+
+                if (c->opt_json) {
+                        g_autoptr(JsonBuilder) b = json_builder_new();
+
+                        json_builder_begin_object(b);
+                        json_builder_set_member_name(b, "name");
+                        json_builder_add_string_value(b, row->name);
+                        json_builder_set_member_name(b, "pid");
+                        json_builder_add_int_value(b, row->pid);
+                        json_builder_set_member_name(b, "uid");
+                        json_builder_add_int_value(b, row->uid);
+                        json_builder_set_member_name(b, "subscriptions");
+                        json_builder_add_int_value(b, row->subscriptions);
+                        json_builder_set_member_name(b, "watches");
+                        json_builder_add_int_value(b, row->watches);
+                        if (row->command) {
+                                event_json_add_path(b, "command", row->command, path_needs_escape(row->command));
+                                json_builder_set_member_name(b, "escaped");
+                                json_builder_add_boolean_value(b, path_needs_escape(row->command));
+                        } else {
+                                json_builder_set_member_name(b, "command");
+                                json_builder_add_null_value(b);
+                        }
+                        json_builder_end_object(b);
+                        print_json(b);
+                } else {
+                        g_autofree char *display = row->command ? event_path_display(row->command) : NULL;
+
+                        printf("%7" G_GUINT32_FORMAT " %6" G_GUINT32_FORMAT " %13" G_GUINT32_FORMAT
+                               " %7" G_GUINT32_FORMAT " %-9s %s\n",
+                               row->pid, row->uid, row->subscriptions, row->watches, row->name,
+                               display ? display : "-");
+                }
+        }
+        return flush_output(c) ? EXIT_OK : c->exit_status;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Durable subscriptions (watchd(8), DURABLE SUBSCRIPTIONS) */
 
 typedef struct Resume {
@@ -1307,6 +1443,7 @@ static const struct {
         { "watch", cmd_watch },
         { "list",  cmd_list },
         { "stats", cmd_stats },
+        { "clients", cmd_clients },
         { "durable", cmd_durable },
 };
 
@@ -1336,6 +1473,7 @@ int main(int argc, char **argv) {
                 "  watch [OPTION...] PATH...   Print events under PATH as they arrive\n"
                 "  list [OPTION...] [PATH...]  Add watches and show them as watchd holds them\n"
                 "  stats [--json]              Print watchd's version and counters\n"
+                "  clients [--json]            Print the programs watchd serves\n"
                 "  durable ACTION [OPTION...]  Create, list, resume or remove durable subscriptions\n\n"
                 "'watchctl COMMAND --help' shows the options of a command; see watchctl(1).");
         /* Stop at the command: its own options follow it. */
@@ -1352,7 +1490,7 @@ int main(int argc, char **argv) {
                 goto out;
         }
         if (argc < 2) {
-                r = usage_error(NULL, "no command (watch, list, stats or durable)");
+                r = usage_error(NULL, "no command (watch, list, stats, clients or durable)");
                 goto out;
         }
         for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
@@ -1362,7 +1500,7 @@ int main(int argc, char **argv) {
                         r = commands[i].run(&c, argc - 1, argv + 1);
                         goto out;
                 }
-        r = usage_error(NULL, "unknown command \"%s\" (watch, list, stats or durable)", argv[1]);
+        r = usage_error(NULL, "unknown command \"%s\" (watch, list, stats, clients or durable)", argv[1]);
 out:
         context_done(&c);
         return r;

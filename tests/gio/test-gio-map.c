@@ -57,6 +57,18 @@ static const Row rows[] = {
         { "mkdir", DIR_MON, 0, FALSE, TRUE, WATCHD_EVENT_CREATE | WATCHD_EVENT_ISDIR, D "/sub", NULL,
           { { CREATED, "sub", NULL, NULL, TRUE, FALSE }, END } },
         { "modify", DIR_MON, 0, FALSE, TRUE, WATCHD_EVENT_MODIFY, D "/a", NULL, { { CHANGED, "a" }, END } },
+        /* Found by watchd's polling (issue 17), or by the module comparing
+         * the directory with what it reported (issue 26): events all the
+         * same. Before issue 26 these fell through the switch, dropped. */
+        { "polled-create", DIR_MON, 0, FALSE, TRUE, WATCHD_EVENT_CREATE | WATCHD_EVENT_POLLED, D "/a", NULL,
+          { { CREATED, "a", NULL, NULL, TRUE, FALSE }, END } },
+        { "rescanned-delete", DIR_MON, 0, FALSE, TRUE, WATCHD_EVENT_DELETE | WATCHD_EVENT_RESCANNED, D "/a", NULL,
+          { { DELETED, "a" }, END } },
+        { "rescanned-modify", FILE_MON, 0, FALSE, TRUE, WATCHD_EVENT_MODIFY | WATCHD_EVENT_RESCANNED, D "/f", NULL,
+          { { CHANGED, "f" }, END } },
+        { "rescanned-rename", DIR_MON, 0, FALSE, TRUE,
+          WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO | WATCHD_EVENT_RESCANNED, D "/a", D "/b",
+          { { RENAMED, "a", "b" }, END } },
         { "close-write", DIR_MON, 0, FALSE, TRUE, WATCHD_EVENT_CLOSE_WRITE, D "/a", NULL, { { DONE, "a" }, END } },
         { "attrib", DIR_MON, 0, FALSE, TRUE, WATCHD_EVENT_ATTRIB, D "/a", NULL, { { ATTRIB, "a" }, END } },
         { "delete", DIR_MON, 0, FALSE, TRUE, WATCHD_EVENT_DELETE, D "/a", NULL, { { DELETED, "a" }, END } },

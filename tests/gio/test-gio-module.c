@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <gio/gio.h>
@@ -428,6 +429,299 @@ static void test_thread(void) {
         // cppcheck-suppress memleak ; g_thread_join() freed thread
 }
 
+/* The inotify watches this process holds (its instances' fdinfo lines):
+ * the module's own inotify, as GLib's backend is not loaded here. */
+static guint inotify_watches(void) {
+        g_autoptr(GDir) fds = g_dir_open("/proc/self/fd", 0, NULL);
+        const char *name;
+        guint n = 0;
+
+        g_assert_nonnull(fds);
+        while ((name = g_dir_read_name(fds))) {
+                g_autofree char *link = g_strdup_printf("/proc/self/fd/%s", name);
+                g_autofree char *target = g_file_read_link(link, NULL);
+                g_autofree char *info = g_strdup_printf("/proc/self/fdinfo/%s", name);
+                g_autofree char *text = NULL;
+
+                if (!target || !g_str_equal(target, "anon_inode:inotify") ||
+                    !g_file_get_contents(info, &text, NULL, NULL))
+                        continue;
+                for (const char *p = text; (p = strstr(p, "inotify wd:")); p++)
+                        n++;
+        }
+        return n;
+}
+
+static void write_text(const char *dir, const char *name, const char *text) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+
+        g_assert_true(g_file_set_contents(p, text, -1, NULL));
+}
+
+/* Appends to a file and moves its mtime a second on (whatever the clock's
+ * granularity), as a write a comparison must see. */
+static void append_text(const char *dir, const char *name, const char *text) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        int fd = open(p, O_WRONLY | O_APPEND | O_CLOEXEC);
+        struct timespec times[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
+        struct stat sb;
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(write(fd, text, strlen(text)), ==, (ssize_t) strlen(text));
+        g_assert_cmpint(fstat(fd, &sb), ==, 0);
+        times[1].tv_sec = sb.st_mtim.tv_sec + 1;
+        g_assert_cmpint(futimens(fd, times), ==, 0);
+        close(fd);
+}
+
+static GSubprocess *start_watchd_again(void) {
+        g_autofree char *conf = g_build_filename(g_getenv("WATCHD_TEST_DIR"), "watchd.conf", NULL);
+        g_autoptr(GError) error = NULL;
+        GSubprocess *p = g_subprocess_new(G_SUBPROCESS_FLAGS_NONE, &error, g_getenv("WATCHD"), "--address",
+                                          g_getenv("DBUS_SYSTEM_BUS_ADDRESS"), "--backend", "syscall", "--config",
+                                          conf, NULL);
+
+        g_assert_no_error(error);
+        return p;
+}
+
+/* Runs the context until watchd's subscriptions number n and this process
+ * holds inotify_n inotify watches. */
+static void await_served(guint64 n, guint inotify_n) {
+        gint64 deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
+
+        while (!(name_has_owner() && watchd_stat("subscriptions") == n && inotify_watches() == inotify_n)) {
+                if (g_get_monotonic_time() > deadline)
+                        g_error("watchd holds %" G_GUINT64_FORMAT " subscriptions (want %" G_GUINT64_FORMAT
+                                "), the process %u inotify watches (want %u)",
+                                name_has_owner() ? watchd_stat("subscriptions") : 0, n, inotify_watches(), inotify_n);
+                g_main_context_iteration(NULL, FALSE);
+                g_usleep(2000);
+        }
+}
+
+/* A running monitor is never deaf: watchd is killed (SIGKILL, no goodbye)
+ * and the monitor moves to the module's own inotify, reporting what was
+ * made at once (before or after the move: the comparison of the directory
+ * with what was reported closes the gap) and what is done while watchd is
+ * away; when watchd is back it moves back (no inotify watch left, watchd
+ * holds its subscription) and goes on. Before issue 26 it reported
+ * nothing after the kill. */
+static void test_never_deaf(void) {
+        g_autofree char *dir = make_dir();
+        g_autoptr(GFileMonitor) m = NULL;
+        g_autoptr(GSubprocess) again = NULL;
+        pid_t pid = (pid_t) g_ascii_strtoll(g_getenv("WATCHD_TEST_PID"), NULL, 10);
+        gint64 deadline;
+
+        setup();
+        write_text(dir, "old", "o");
+        write_text(dir, "changed", "c");
+        m = monitor_dir(dir, NULL);
+        g_assert_cmpstr(G_OBJECT_TYPE_NAME(m), ==, "GWatchdFileMonitor");
+        await_served(1, 0);
+
+        g_assert_cmpint(kill(pid, SIGKILL), ==, 0);
+        touch(dir, "at-once");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "at-once");
+        deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
+        while (inotify_watches() != 1) {
+                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                g_usleep(2000);
+        }
+        touch(dir, "while-away");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "while-away");
+        append_text(dir, "changed", "more");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CHANGED, "changed");
+        {
+                g_autofree char *old = g_build_filename(dir, "old", NULL);
+
+                g_assert_cmpint(g_unlink(old), ==, 0);
+        }
+        await_seen(NULL, G_FILE_MONITOR_EVENT_DELETED, "old");
+
+        again = start_watchd_again();
+        await_served(1, 0);
+        touch(dir, "after-return");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "after-return");
+        g_assert_cmpuint(watchd_stat("events_delivered"), >=, 1);
+        g_file_monitor_cancel(m);
+        g_subprocess_send_signal(again, SIGTERM);
+        g_subprocess_wait(again, NULL, NULL);
+}
+
+/* No silent gap across a restart: a file made, one changed and one deleted
+ * while no watchd runs are reported once one is back, by a monitor made
+ * while watchd was away too (served by the module's inotify, then handed
+ * to watchd). */
+static void test_made_while_away(void) {
+        g_autofree char *dir = make_dir();
+        g_autoptr(GFileMonitor) m = NULL;
+        g_autoptr(GSubprocess) again = NULL;
+        pid_t pid = (pid_t) g_ascii_strtoll(g_getenv("WATCHD_TEST_PID"), NULL, 10);
+
+        setup();
+        /* The process's client first (GLib asks is_supported() once). */
+        m = monitor_dir(dir, NULL);
+        g_file_monitor_cancel(m);
+        g_clear_object(&m);
+        g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+        while (name_has_owner())
+                g_usleep(2000);
+
+        m = monitor_dir(dir, NULL);
+        g_assert_cmpuint(inotify_watches(), ==, 1);
+        touch(dir, "made-away");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "made-away");
+        again = start_watchd_again();
+        await_served(1, 0);
+        touch(dir, "after");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "after");
+        g_file_monitor_cancel(m);
+        g_subprocess_send_signal(again, SIGTERM);
+        g_subprocess_wait(again, NULL, NULL);
+}
+
+/* No silent gap across an overflow: watchd stopped (SIGSTOP) while more
+ * happens in the directory than the client's backlog holds (with-watchd
+ * runs it with max_pending_events_per_client = 16), so watchd drops them and
+ * sends Overflow; the module compares the directory with what it reported
+ * and reports the differences: a deleted file, a changed one, a new one.
+ * Before issue 26 the module only logged the Overflow. */
+static void test_overflow_resync(void) {
+        g_autofree char *dir = make_dir();
+        g_autoptr(GFileMonitor) m = NULL;
+        pid_t pid = (pid_t) g_ascii_strtoll(g_getenv("WATCHD_TEST_PID"), NULL, 10);
+
+        setup();
+        write_text(dir, "gone", "g");
+        write_text(dir, "changed", "c");
+        m = monitor_dir(dir, NULL);
+        g_assert_cmpstr(G_OBJECT_TYPE_NAME(m), ==, "GWatchdFileMonitor");
+        await_served(1, 0);
+        /* The module's thread has read the directory (its first scan). */
+        touch(dir, "first");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "first");
+
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        for (int i = 0; i < 100; i++) {
+                g_autofree char *n = g_strdup_printf("churn-%d", i);
+                g_autofree char *p = g_build_filename(dir, n, NULL);
+
+                touch(dir, n);
+                g_assert_cmpint(g_unlink(p), ==, 0);
+        }
+        {
+                g_autofree char *gone = g_build_filename(dir, "gone", NULL);
+
+                g_assert_cmpint(g_unlink(gone), ==, 0);
+        }
+        append_text(dir, "changed", "more");
+        touch(dir, "kept");
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        await_seen(NULL, G_FILE_MONITOR_EVENT_DELETED, "gone");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "kept");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CHANGED, "changed");
+        g_assert_cmpuint(inotify_watches(), ==, 0);
+        g_file_monitor_cancel(m);
+}
+
+/* watchd refuses a monitor (its limit of watches a client is 1 here:
+ * LimitsExceeded): GLib's backend would have watched it, so the module's
+ * inotify does. Before issue 26 that monitor was silent. */
+static void test_refused(void) {
+        g_autofree char *d1 = make_dir(), *d2 = make_dir();
+        g_autoptr(GFileMonitor) m1 = NULL, m2 = NULL;
+
+        setup();
+        m1 = monitor_dir(d1, NULL);
+        m2 = monitor_dir(d2, NULL);
+        g_assert_cmpuint(watchd_stat("subscriptions"), ==, 1);
+        g_assert_cmpuint(inotify_watches(), ==, 1);
+        touch(d1, "served-by-watchd");
+        touch(d2, "served-by-inotify");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "served-by-watchd");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "served-by-inotify");
+        g_file_monitor_cancel(m1);
+        g_file_monitor_cancel(m2);
+}
+
+/* The bus itself goes (dbus-daemon killed): the monitor moves to the
+ * module's inotify for good. */
+static void test_bus_gone(void) {
+        g_autofree char *dir = make_dir();
+        g_autoptr(GFileMonitor) m = NULL, later = NULL;
+        pid_t bus = (pid_t) g_ascii_strtoll(g_getenv("WATCHD_TEST_BUS_PID"), NULL, 10);
+        g_autofree char *dir2 = make_dir();
+        gint64 deadline;
+
+        setup();
+        m = monitor_dir(dir, NULL);
+        g_assert_cmpuint(inotify_watches(), ==, 0);
+        g_assert_cmpint(bus, >, 0);
+        g_assert_cmpint(kill(bus, SIGKILL), ==, 0);
+        deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
+        while (inotify_watches() != 1) {
+                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                g_usleep(2000);
+        }
+        touch(dir, "no-bus");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "no-bus");
+        /* A monitor made now is the module's inotify's at once. */
+        later = monitor_dir(dir2, NULL);
+        touch(dir2, "later");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "later");
+        g_file_monitor_cancel(m);
+        g_file_monitor_cancel(later);
+}
+
+/* WATCHD_GIO_INOTIFY=1 (meson sets it, and runs no watchd): the module is
+ * chosen and serves every monitor with its own inotify. */
+static void test_inotify_only(void) {
+        g_autofree char *dir = make_dir();
+        g_autoptr(GFileMonitor) m = NULL;
+
+        g_assert_cmpstr(g_getenv("WATCHD_GIO_INOTIFY"), ==, "1");
+        setup();
+        write_text(dir, "a", "a");
+        m = monitor_dir(dir, NULL);
+        g_assert_cmpstr(G_OBJECT_TYPE_NAME(m), ==, "GWatchdFileMonitor");
+        g_assert_cmpuint(inotify_watches(), ==, 1);
+        touch(dir, "b");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "b");
+        {
+                g_autofree char *a = g_build_filename(dir, "a", NULL), *c = g_build_filename(dir, "c", NULL);
+
+                g_assert_cmpint(g_rename(a, c), ==, 0);
+        }
+        await_seen(NULL, G_FILE_MONITOR_EVENT_RENAMED, "a");
+        g_file_monitor_cancel(m);
+        g_assert_cmpuint(inotify_watches(), ==, 0);
+}
+
+/* Tracker takes a monitor's type name for its backend and enables live
+ * monitoring only for the names it knows: in a process named as Tracker's
+ * miner (this program, copied under that name by main()), the module's type
+ * is "GInotifyDirectoryMonitor", with nothing set; watchd serves it all the
+ * same. WATCHD_GIO_TRACKER_COMPAT=0 keeps the module's own name there
+ * (/gio-module/type-name-override). */
+static void test_type_name(void) {
+        g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
+        g_autofree char *base = g_path_get_basename(exe);
+        g_autofree char *dir = make_dir();
+        g_autoptr(GFileMonitor) m = NULL;
+        gboolean override = g_strcmp0(g_getenv("WATCHD_GIO_TRACKER_COMPAT"), "0") == 0;
+
+        g_assert_cmpstr(base, ==, "tracker-miner-fs-3");
+        setup();
+        m = monitor_dir(dir, NULL);
+        g_assert_cmpstr(G_OBJECT_TYPE_NAME(m), ==, override ? "GWatchdFileMonitor" : "GInotifyDirectoryMonitor");
+        await_served(1, 0);
+        touch(dir, "x");
+        await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "x");
+        g_file_monitor_cancel(m);
+}
+
 /* GLib's "gio-nfs-file-monitor" point (files in an NFS home directory): the
  * module's monitor there says yes only to a watchd that polls remote file
  * systems (Capabilities "remote-polling"); WANT_NFS says which this run's
@@ -451,6 +745,28 @@ static void test_nfs_point(void) {
         g_assert_true(G_TYPE_CHECK_CLASS_TYPE(klass, G_TYPE_LOCAL_FILE_MONITOR));
         g_assert_cmpint(klass->is_supported(), ==, want);
         g_type_class_unref(klass);
+}
+
+/* The type-name cases run as a copy of this program named as Tracker's
+ * miner (the module looks at /proc/self/exe). */
+static void run_as_tracker(int argc, char **argv) {
+        g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
+        g_autofree char *base = g_path_get_basename(exe);
+        g_autofree char *copy = NULL, *bytes = NULL;
+        gboolean wanted = FALSE;
+        gsize len;
+
+        for (int i = 1; i < argc; i++)
+                wanted |= g_str_has_prefix(argv[i], "/gio-module/type-name");
+        if (!wanted || g_str_equal(base, "tracker-miner-fs-3"))
+                return;
+        copy = g_build_filename(g_getenv("WATCHD_TEST_DIR"), "tracker-miner-fs-3", NULL);
+        if (!g_file_get_contents(exe, &bytes, &len, NULL) || !g_file_set_contents(copy, bytes, (gssize) len, NULL) ||
+            g_chmod(copy, 0755) < 0)
+                g_error("cannot copy %s to %s", exe, copy);
+        argv[0] = copy;
+        execv(copy, argv);
+        g_error("execv %s: %s", copy, g_strerror(errno));
 }
 
 /* Issue 25: a watchd that answers AddWatch with 0, then sends WatchRemoved(0)
@@ -487,6 +803,7 @@ static void test_hostile(void) {
 }
 
 int main(int argc, char **argv) {
+        run_as_tracker(argc, argv);
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/gio-module/chosen", test_chosen);
         g_test_add_func("/gio-module/forced", test_chosen);
@@ -498,6 +815,14 @@ int main(int argc, char **argv) {
         g_test_add_func("/gio-module/dir-recreated-fallback", test_dir_recreated_fallback);
         g_test_add_func("/gio-module/thread", test_thread);
         g_test_add_func("/gio-module/non-utf8", test_non_utf8);
+        g_test_add_func("/gio-module/type-name-tracker", test_type_name);
+        g_test_add_func("/gio-module/type-name-override", test_type_name);
+        g_test_add_func("/gio-module/never-deaf", test_never_deaf);
+        g_test_add_func("/gio-module/made-while-away", test_made_while_away);
+        g_test_add_func("/gio-module/overflow-resync", test_overflow_resync);
+        g_test_add_func("/gio-module/refused", test_refused);
+        g_test_add_func("/gio-module/bus-gone", test_bus_gone);
+        g_test_add_func("/gio-module/inotify-only", test_inotify_only);
         g_test_add_func("/gio-module/nfs-point", test_nfs_point);
         g_test_add_func("/gio-module/nfs-point-off", test_nfs_point);
         g_test_add_func("/gio-module/hostile", test_hostile);

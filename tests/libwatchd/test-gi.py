@@ -193,6 +193,41 @@ def test_restart(env, client):
     sub.cancel()
 
 
+def test_snapshot(env, client):
+    """A WatchdSnapshot from Python: the rescan's events, and one following a
+    subscription across a restart."""
+    d = os.path.join(env.files, "snap")
+    os.mkdir(d)
+    with open(os.path.join(d, "old"), "w") as f:
+        f.write("x")
+    snap = Watchd.Snapshot.new(d, False)
+    assert snap.scan()
+    assert snap.get_n_entries() == 1 and snap.is_known()
+    os.rename(os.path.join(d, "old"), os.path.join(d, "new"))
+    events = snap.rescan()
+    assert [(e.get_mask(), e.get_path(), e.get_new_path()) for e in events] == [
+        (Watchd.EventMask.MOVE | Watchd.EventMask.RESCANNED, os.path.join(d, "old"), os.path.join(d, "new"))
+    ], [(hex(int(e.get_mask())), e.get_path(), e.get_new_path()) for e in events]
+    assert snap.rescan() == []
+
+    sub = Watchd.Subscription.new(client, d, Watchd.EventMask.CREATE | Watchd.EventMask.DELETE,
+                                  Watchd.WatchFlags.NONE)
+    rec = Recorder(sub)
+    sub.start_sync(None)
+    followed = Watchd.Snapshot.new(d, False)
+    followed.follow(sub)
+    restarted = []
+    client.connect("daemon-restarted", lambda c: restarted.append(True))
+    env.stop_watchd()
+    await_true(lambda: not client.get_daemon_running())
+    made = os.path.join(d, "made-while-away")
+    open(made, "w").close()
+    env.start_watchd()
+    await_true(lambda: rec.find(made, Watchd.EventMask.CREATE | Watchd.EventMask.RESCANNED))
+    assert rec.overflows == [Watchd.OverflowReason.RESTARTED], rec.overflows
+    sub.cancel()
+
+
 def test_stats(env, client):
     stats = client.get_stats_sync(None).unpack()
     assert "kernel_watches" in stats and "subscriptions" in stats, stats
@@ -261,8 +296,8 @@ def test_durable_replay(env, client):
 
 
 def main():
-    tests = [test_events, test_add_async_and_cancel, test_errors, test_removed, test_restart, test_stats,
-             test_durable_replay]
+    tests = [test_events, test_add_async_and_cancel, test_errors, test_removed, test_restart, test_snapshot,
+             test_stats, test_durable_replay]
     print(f"1..{len(tests)}")
     failed = 0
     env = Env()

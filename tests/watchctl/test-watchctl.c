@@ -943,6 +943,92 @@ static void test_stats(void) {
         g_assert_cmpstr(json_object_get_string_member(o, "backend"), ==, "syscall");
 }
 
+/* The line of "watchctl clients" whose PID column is pid, or NULL. */
+static char *clients_line(const char *out, const char *pid) {
+        g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+
+        for (char **l = lines; *l; l++) {
+                const char *first = *l + strspn(*l, " ");
+
+                if (g_str_has_prefix(first, pid) && first[strlen(pid)] == ' ')
+                        return g_strdup(first);
+        }
+        return NULL;
+}
+
+/* "watchctl clients": a watchctl watching two directories is listed with
+ * its pid, uid, 2 subscriptions, 2 kernel watches and its command line;
+ * --json says the same; as nobody, root's client is not shown. */
+static void test_clients(void) {
+        g_autofree char *d1 = make_dir(), *d2 = make_dir();
+        g_autoptr(Proc) w = WATCHCTL("watch", d1, d2);
+        g_autoptr(Proc) text = NULL, json = NULL, other = NULL;
+        g_autoptr(JsonParser) parser = json_parser_new();
+        g_autofree char *uid = g_strdup_printf("%u", (unsigned) getuid());
+        g_autofree char *cmd = g_strdup_printf(" %s --address %s watch %s %s", env.watchctl, env.address, d1, d2);
+        g_autofree char *line = NULL, *header = NULL;
+        g_auto(GStrv) lines = NULL;
+        const char *pid;
+        gboolean found = FALSE;
+
+        start_watch_established(w);
+        pid = g_subprocess_get_identifier(w->sp);
+        g_assert_nonnull(pid);
+
+        text = WATCHCTL("clients");
+        assert_exit(text, 0);
+        lines = g_strsplit(text->out->str, "\n", 2);
+        header = g_strdup(lines[0]);
+        g_assert_true(g_regex_match_simple("^ *PID +UID +SUBSCRIPTIONS +WATCHES +NAME +COMMAND$", header, 0, 0));
+        line = clients_line(text->out->str, pid);
+        if (!line)
+                g_error("no line for pid %s in:\n%s", pid, text->out->str);
+        g_assert_true(g_str_has_suffix(line, cmd));
+        {
+                g_autofree char *want = g_strdup_printf("^%s +%s +2 +2 +:[0-9.]+ ", pid, uid);
+
+                if (!g_regex_match_simple(want, line, 0, 0))
+                        g_error("'%s' does not match /%s/", line, want);
+        }
+
+        json = WATCHCTL("clients", "--json");
+        assert_exit(json, 0);
+        lines = (g_strfreev(lines), g_strsplit(json->out->str, "\n", -1));
+        for (char **l = lines; *l && **l; l++) {
+                JsonObject *o = parse_line(parser, *l);
+
+                if (json_object_get_int_member(o, "pid") != g_ascii_strtoll(pid, NULL, 10))
+                        continue;
+                found = TRUE;
+                g_assert_cmpint(json_object_get_int_member(o, "uid"), ==, getuid());
+                g_assert_cmpint(json_object_get_int_member(o, "subscriptions"), ==, 2);
+                g_assert_cmpint(json_object_get_int_member(o, "watches"), ==, 2);
+                g_assert_true(g_str_has_prefix(json_object_get_string_member(o, "name"), ":"));
+                g_assert_true(g_str_has_suffix(json_object_get_string_member(o, "command"), cmd + 1));
+                g_assert_false(json_object_get_boolean_member(o, "escaped"));
+        }
+        g_assert_true(found);
+
+        if (geteuid() != 0) {
+                g_test_message("not root: the view of another user is not checked");
+                return;
+        }
+        other = WATCHCTL_AS(TRUE, "clients");
+        if (!other)
+                return;         /* skipped, saying why */
+        assert_exit(other, 0);
+        g_assert_null(clients_line(other->out->str, pid));
+        /* Only nobody's own: that watchctl itself (its stream makes it a
+         * client of watchd, with no subscription). */
+        g_strfreev(lines);
+        lines = g_strsplit(other->out->str, "\n", -1);
+        g_assert_cmpstr(lines[0], ==, header);
+        g_assert_cmpuint(g_strv_length(lines), >=, 2);
+        for (char **l = lines + 1; *l && **l; l++)
+                if (!g_regex_match_simple("^ *[0-9]+ +65534 +0 +0 ", *l, 0, 0))
+                        g_error("nobody is shown '%s'", *l);
+}
+
 /* Every counter the daemon reports is explained in watchd(8). */
 static void test_stats_documented(void) {
         const char *man = g_getenv("WATCHD_MAN8");
@@ -1168,6 +1254,7 @@ int main(int argc, char **argv) {
         WT_CASE_FUNC("/watchctl/watch/non-utf8", test_non_utf8);
         WT_CASE_FUNC("/watchctl/list", test_list);
         WT_CASE_FUNC("/watchctl/stats", test_stats);
+        WT_CASE_FUNC("/watchctl/clients", test_clients);
         WT_CASE_FUNC("/watchctl/durable", test_durable);
         WT_CASE_FUNC("/watchctl/durable-usage", test_durable_usage);
         WT_CASE_FUNC("/watchctl/durable-timeout", test_durable_timeout);

@@ -47,6 +47,9 @@ G_BEGIN_DECLS
  * @WATCHD_EVENT_POLLED: found by watchd polling a directory on a remote or
  *   FUSE file system, up to the poll interval after the change (only in
  *   records; watchd(8), REMOTE FILE SYSTEMS)
+ * @WATCHD_EVENT_RESCANNED: made by this library, not sent by watchd: a
+ *   difference a #WatchdSnapshot found between what it knew and what the
+ *   path holds now, after events were lost (watchd_snapshot_rescan())
  * @WATCHD_EVENT_ISDIR: the object of the event is a directory (IN_ISDIR;
  *   only in records)
  * @WATCHD_EVENT_CLOSE: both close events
@@ -75,6 +78,7 @@ typedef enum /*< flags,prefix=WATCHD_EVENT >*/ {
         WATCHD_EVENT_UNMOUNT = 0x2000,
         WATCHD_EVENT_IGNORED = 0x8000,
         WATCHD_EVENT_POLLED = 0x00200000,
+        WATCHD_EVENT_RESCANNED = 0x00800000,
         WATCHD_EVENT_ISDIR = 0x40000000,
         WATCHD_EVENT_CLOSE = 0x18,
         WATCHD_EVENT_MOVE = 0xc0,

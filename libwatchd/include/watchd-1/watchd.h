@@ -13,4 +13,5 @@
 #include "watchd-client.h"
 #include "watchd-subscription.h"
 #include "watchd-durable.h"
+#include "watchd-snapshot.h"
 #undef WATCHD_INSIDE
