@@ -5,8 +5,8 @@
  * Each DurableSub has an owner (a manager Client whose delivery transport
  * is journal_ops below) and at most one attachment (a client that resumed
  * it, with a reader of its journal and the transport the layer above gave
- * at the resume). The pump runs after every flush of the manager
- * (ManagerHooks): it sends each attachment what its window allows, a slice
+ * at the resume). The pump (durable_replay.c) runs after every flush of the
+ * manager (ManagerHooks): it sends each attachment what its window allows, a slice
  * at a time, and asks it to confirm as its transport does (signals: the
  * client's own answer to a Ping; a stream: the socket's room, nothing to
  * ask). An attachment's window is its own, apart from the client's live
@@ -36,55 +36,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "durable.h"
-#include "durable_store.h"
+#include "durable_internal.h"
 #include "error.h"
 #include "event_bits.h"
 #include "log.h"
 #include "macro.h"
 #include "path.h"
-
-/* Entries one attachment is sent at most per turn: the others, and the bus, get theirs. */
-#define PUMP_MAX_ENTRIES 4096u
-/* While a journal cannot be written, it is tried again this often (the gap goes in once it can). */
-#define LOSING_RETRY_USEC (1000u * 1000u)
-
-typedef enum DurableState {
-        DURABLE_WATCHING,
-        DURABLE_WALKING,
-        DURABLE_NO_ACCESS,
-} DurableState;
-
-typedef struct DurableSub DurableSub;
-
-typedef struct Attach {
-        DurableSub *sub;
-        Client *client;
-        JournalReader *reader;
-        const DurableOps *ops;          /* its transport, and its data */
-        void *data;
-        bool caught_up;
-
-        /* Flow control: entries sent, and how many the client confirmed
-         * reading; the count at the request in flight. */
-        uint64_t sent, read, confirm_at;
-        /* The same in bytes (a record's weight: record_bytes()), held to
-         * max_pending_bytes_per_client as live records are. */
-        uint64_t sent_bytes, read_bytes, confirm_bytes;
-        bool confirming;
-} Attach;
-
-struct DurableSub {
-        Durable *d;
-        char *key;                      /* "UID/NAME": in d->subs */
-        DurableDef def;
-        Journal *journal;
-        Client *owner;
-        uint32_t sub_id;                /* its subscription in the watch table; 0: none */
-        DurableState state;
-        bool readd;                     /* its watch ended: placed again at the next pump */
-        Attach *attach;
-};
 
 /* A walk that may outlive what it was for: looked up again when it ends. */
 typedef struct WalkToken {
@@ -95,16 +52,6 @@ typedef struct WalkToken {
         void *userdata;
         LIST_FIELDS(struct WalkToken, tokens);
 } WalkToken;
-
-struct Durable {
-        Manager *m;
-        char *state_dir;                /* NULL: disabled */
-        GHashTable *subs;               /* "UID/NAME" -> DurableSub (owned) */
-        GPtrArray *attaches;            /* Attach (owned) */
-        GHashTable *cap_dirty;          /* uids whose journals grew since their cap was checked */
-        LIST_HEAD(WalkToken, tokens);
-        uint64_t wake_at;               /* when the pump wants a turn */
-};
 
 static char *sub_key(uid_t uid, const char *name) {
         char *k;
@@ -138,7 +85,7 @@ static void mark_cap_dirty(Durable *d, uid_t uid) {
         g_hash_table_add(d->cap_dirty, GUINT_TO_POINTER(uid));
 }
 
-static void journal_flush_logged(DurableSub *s) {
+void durable_journal_flush_logged(DurableSub *s) {
         int r = journal_flush(s->journal);
 
         /* The journal logs a loss itself, once; and reports it as a gap. */
@@ -152,7 +99,7 @@ static void append_gap(DurableSub *s, JournalGapReason reason) {
 
         if (r < 0)
                 log_warning_errno(r, "Failed to record a gap in the journal of %s, ignoring: %m", s->key);
-        journal_flush_logged(s);
+        durable_journal_flush_logged(s);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -171,7 +118,7 @@ static int journal_send_events(DeliveryQueue *q, Record **recs, size_t n, void *
                 record_free(rec);
         }
         /* One frame a batch. A journal reads what it is sent at once: no window to count against. */
-        journal_flush_logged(s);
+        durable_journal_flush_logged(s);
         return 0;
 }
 
@@ -250,7 +197,7 @@ static int caller_now(const DurableDef *def, Caller *ret, gid_t **ret_gids) {
 static void on_walk_done(uint32_t id, int r, void *userdata);
 
 /* What follows placing s: the state, and the gap a start appends once watching is whole again. */
-static void placed(DurableSub *s, int r, bool down_gap) {
+void durable_sub_placed(DurableSub *s, int r, bool down_gap) {
         if (r < 0) {
                 s->state = DURABLE_NO_ACCESS;
                 s->sub_id = 0;
@@ -269,7 +216,7 @@ static void placed(DurableSub *s, int r, bool down_gap) {
  * Watches s's path as its owner. Return: 0 placed (or pending), 1 walked
  * from the loop (token->done then), -errno.
  */
-static int sub_watch(DurableSub *s, bool down_gap, DurableCreated done, void *userdata) {
+int durable_sub_watch(DurableSub *s, bool down_gap, DurableCreated done, void *userdata) {
         Durable *d = s->d;
         TreeWalk *walk = NULL;
         WalkToken *t;
@@ -339,7 +286,7 @@ static void on_walk_done(uint32_t id, int r, void *userdata) {
                 t->done(0, journal, cursor, t->userdata);
                 goto out;
         }
-        placed(s, r, t->down_gap);
+        durable_sub_placed(s, r, t->down_gap);
 out:
         free(t->key);
         free(t);
@@ -357,210 +304,7 @@ static int sub_start(DurableSub *s, const Caller *caller, bool down_gap, Durable
         if (r < 0)
                 return r;
         delivery_queue_set_transport(&s->owner->queue, &journal_ops, s);
-        return sub_watch(s, down_gap, done, userdata);
-}
-
-/* ---------------------------------------------------------------------- */
-/* Attachments */
-
-static void attach_free(Durable *d, Attach *a) {
-        if (a->sub)
-                a->sub->attach = NULL;
-        journal_reader_free(a->reader);
-        g_ptr_array_remove_fast(d->attaches, a);
-        free(a);
-}
-
-static void attach_stop(Durable *d, Attach *a, const char *reason) {
-        (void) a->ops->stopped(a->client, a->sub->def.name, reason, a->data);
-        attach_free(d, a);
-}
-
-/* Entries an attachment may have unconfirmed before it is asked: one now and
- * then (live, once caught up) is not followed by a request of its own, as
- * for live delivery; half the window at most. */
-static uint64_t confirm_min(const Config *c) {
-        return MAX(MIN((uint64_t) 16, (uint64_t) c->max_pending_events_per_client / 2), 1u);
-}
-
-static void attach_ask_confirm(Durable *d, Attach *a, uint64_t now) {
-        const Config *c = manager_get_config(d->m);
-        uint64_t unread = a->sent - a->read;
-        int r;
-
-        if (a->confirming || unread == 0)
-                return;
-        if (unread < confirm_min(c) && unread < c->max_pending_events_per_client &&
-            a->sent_bytes - a->read_bytes < c->max_pending_bytes_per_client / 2)
-                return;
-        r = a->ops->ask_confirm ? a->ops->ask_confirm(a->client, a->data) : 1;
-        if (r > 0) {
-                a->read = a->sent;      /* the transport holds what is unread */
-                a->read_bytes = a->sent_bytes;
-        } else if (r == 0) {
-                a->confirming = true;
-                a->confirm_at = a->sent;
-                a->confirm_bytes = a->sent_bytes;
-        } else {
-                if (r != -EAGAIN)
-                        log_warning_errno(r, "Failed to ask %s whether it read durable subscription %s, "
-                                          "asking again: %m", a->client->name, a->sub->key);
-                d->wake_at = MIN(d->wake_at, now + DELIVERY_RETRY_USEC);
-        }
-}
-
-/* Sends a what its window lets go now. Return: whether it has more it could send now. */
-static bool pump_one(Durable *d, Attach *a, uint64_t now) {
-        const DurableOps *ops = a->ops;
-        const Config *c = manager_get_config(d->m);
-        const char *name = a->sub->def.name;
-        uint64_t unread = a->sent - a->read, unread_bytes = a->sent_bytes - a->read_bytes;
-        uint64_t budget, bytes_budget, bytes = 0;
-        size_t in_batch = 0, sent = 0;
-        JournalEntry e;
-        int k = 0, r = 0;
-
-        if (ops->congested && ops->congested(a->client, a->data)) {
-                if (!ops->wakes_itself)
-                        d->wake_at = MIN(d->wake_at, now + DELIVERY_RETRY_USEC);
-                return false;
-        }
-        /* Its window, in records and bytes, as for its live records: a replay
-         * of long paths weighs what it weighs in the bus too. */
-        if (unread >= c->max_pending_events_per_client ||
-            (unread > 0 && unread_bytes >= c->max_pending_bytes_per_client)) {
-                attach_ask_confirm(d, a, now);  /* its answer's flush brings us back */
-                return false;
-        }
-        budget = MIN(c->max_pending_events_per_client - unread, (uint64_t) PUMP_MAX_ENTRIES);
-        bytes_budget = unread_bytes < c->max_pending_bytes_per_client ? c->max_pending_bytes_per_client - unread_bytes
-                                                                      : 0;
-
-        while (sent < budget && (bytes < bytes_budget || sent == 0) && r >= 0) {
-                k = journal_reader_next(a->reader, &e);
-                if (k < 0)
-                        break;
-                if (k == 0) {
-                        /* Caught up means watching too: not while its tree is walked (after a
-                         * start, the daemon-down gap comes when the walk ends). */
-                        if (!a->caught_up && a->sub->state != DURABLE_WALKING) {
-                                if (in_batch > 0)
-                                        r = ops->events_end(a->client, a->data);
-                                in_batch = 0;
-                                if (r >= 0)
-                                        r = ops->caught_up(a->client, name, journal_reader_position(a->reader),
-                                                           a->data);
-                                a->caught_up = true;
-                                sent++;
-                        }
-                        break;
-                }
-                if (e.type == JOURNAL_ENTRY_GAP) {
-                        if (in_batch > 0)
-                                r = ops->events_end(a->client, a->data);
-                        in_batch = 0;
-                        if (r >= 0)
-                                r = ops->rescan(a->client, name, &e, a->data);
-                        sent++;
-                        continue;
-                }
-                if (in_batch == 0)
-                        r = ops->events_begin(a->client, name, a->data);
-                if (r >= 0)
-                        r = ops->events_add(a->client, &e, a->data);
-                in_batch++;
-                sent++;
-                bytes += sizeof(Record) + strlen(e.path) + 1 + (e.new_path ? strlen(e.new_path) + 1 : 0);
-                if (r >= 0 && in_batch >= c->batch_max_events) {
-                        r = ops->events_end(a->client, a->data);
-                        in_batch = 0;
-                }
-        }
-        if (in_batch > 0 && r >= 0)
-                r = ops->events_end(a->client, a->data);
-        if (k < 0 || r < 0) {
-                /* What was read and not sent is not lost: the client's cursor is before it. */
-                log_warning_errno(k < 0 ? k : r, "Failed to send durable subscription %s to %s (%m): it must resume again.",
-                                  a->sub->key, a->client->name);
-                attach_stop(d, a, DURABLE_STOPPED_ERROR);
-                return false;
-        }
-        a->sent += sent;
-        a->sent_bytes += bytes;
-        attach_ask_confirm(d, a, now);
-        return sent >= budget || bytes >= bytes_budget;
-}
-
-static void enforce_caps(Durable *d) {
-        GHashTableIter i;
-        gpointer uid;
-
-        g_hash_table_iter_init(&i, d->cap_dirty);
-        while (g_hash_table_iter_next(&i, &uid, NULL)) {
-                g_autoptr(GPtrArray) js = g_ptr_array_new();
-                GHashTableIter si;
-                gpointer v;
-                int r;
-
-                g_hash_table_iter_init(&si, d->subs);
-                while (g_hash_table_iter_next(&si, NULL, &v)) {
-                        DurableSub *s = v;
-
-                        if (s->def.uid == GPOINTER_TO_UINT(uid))
-                                g_ptr_array_add(js, s->journal);
-                }
-                r = journal_enforce_cap((Journal *const *) js->pdata, js->len, manager_get_config(d->m)->journal_max_bytes_per_user);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to keep the journals of uid %u within max_bytes_per_user, ignoring: %m",
-                                          GPOINTER_TO_UINT(uid));
-        }
-        g_hash_table_remove_all(d->cap_dirty);
-}
-
-static void pump(void *userdata) {
-        Durable *d = userdata;
-        uint64_t now = now_usec();
-        GHashTableIter i;
-        gpointer v;
-        bool more = false;
-
-        d->wake_at = UINT64_MAX;
-        g_hash_table_iter_init(&i, d->subs);
-        while (g_hash_table_iter_next(&i, NULL, &v)) {
-                DurableSub *s = v;
-
-                if (s->readd) {
-                        int r = sub_watch(s, false, NULL, NULL);
-
-                        s->readd = false;
-                        if (r <= 0)
-                                placed(s, r, false);    /* else when its walk ends */
-                }
-                if (journal_is_losing(s->journal)) {
-                        /* Space may be back: the gap goes in now, not with the next event. */
-                        journal_flush_logged(s);
-                        if (journal_is_losing(s->journal))
-                                d->wake_at = MIN(d->wake_at, now + LOSING_RETRY_USEC);
-                }
-        }
-        enforce_caps(d);
-
-        for (guint k = 0; k < d->attaches->len; k++) {
-                Attach *a = d->attaches->pdata[k];
-                guint before = d->attaches->len;
-
-                more = pump_one(d, a, now) || more;
-                if (d->attaches->len < before)
-                        k--;            /* a was stopped: the last one took its place */
-        }
-        if (more)
-                d->wake_at = now;       /* another turn soon, after the others' */
-}
-
-static uint64_t next_deadline(void *userdata) {
-        Durable *d = userdata;
-
-        return d->wake_at;
+        return durable_sub_watch(s, down_gap, done, userdata);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -570,7 +314,7 @@ static void sub_free(DurableSub *s) {
         if (!s)
                 return;
         if (s->attach)
-                attach_free(s->d, s->attach);
+                durable_attach_free(s->d, s->attach);
         if (s->owner) {
                 delivery_queue_set_transport(&s->owner->queue, NULL, NULL);
                 manager_client_gone(s->d->m, s->owner);
@@ -639,9 +383,9 @@ static int load_one(uid_t uid, const char *name, void *userdata) {
         if (r >= 0)
                 r = sub_start(s, &caller, /* down_gap= */ true, NULL, NULL);
         if (r < 0)
-                placed(s, r, false);
+                durable_sub_placed(s, r, false);
         else if (r == 0)
-                placed(s, 0, true);
+                durable_sub_placed(s, 0, true);
         log_debug("Durable subscription %s on '%s': %s.", s->key, s->def.path, state_name(s));
         return 0;
 }
@@ -675,7 +419,7 @@ int durable_new(Manager *m, const char *state_dir, Durable **ret) {
         d->subs = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, sub_destroy);
         d->attaches = g_ptr_array_new();
         d->cap_dirty = g_hash_table_new(g_direct_hash, g_direct_equal);
-        manager_set_hooks(m, &(ManagerHooks) { .after_flush = pump, .next_deadline = next_deadline }, d);
+        manager_set_hooks(m, &(ManagerHooks) { .after_flush = durable_pump, .next_deadline = durable_next_deadline }, d);
 
         if (state_dir) {
                 r = mkdir_p(state_dir);
@@ -708,7 +452,7 @@ Durable *durable_free(Durable *d) {
         manager_flush_all(d->m);
         manager_set_hooks(d->m, NULL, NULL);
         while (d->attaches->len > 0)
-                attach_free(d, d->attaches->pdata[0]);
+                durable_attach_free(d, d->attaches->pdata[0]);
         g_hash_table_destroy(d->subs);
         LIST_FOREACH(tokens, t, d->tokens)
                 t->d = NULL;            /* their walks end later, with the manager */
@@ -841,7 +585,7 @@ int durable_remove(Durable *d, uid_t caller, const char *name) {
         if (!s)
                 return -WATCHD_E_NO_SUCH_DURABLE;
         if (s->attach)
-                attach_stop(d, s->attach, DURABLE_STOPPED_REMOVED);
+                durable_attach_stop(d, s->attach, DURABLE_STOPPED_REMOVED);
         uid = s->def.uid;
         name = strdupa(s->def.name);
         log_info("Durable subscription %s removed.", s->key);
@@ -876,9 +620,9 @@ int durable_resume(Durable *d, Client *c, const char *name, const char *journal,
                 return r;
         if (s->attach) {
                 if (s->attach->client != c)
-                        attach_stop(d, s->attach, DURABLE_STOPPED_ELSEWHERE);
+                        durable_attach_stop(d, s->attach, DURABLE_STOPPED_ELSEWHERE);
                 else
-                        attach_free(d, s->attach);
+                        durable_attach_free(d, s->attach);
         }
         a = calloc(1, sizeof(Attach));
         if (!a) {
@@ -891,45 +635,6 @@ int durable_resume(Durable *d, Client *c, const char *name, const char *journal,
         journal_id_to_string(journal_identity(s->journal), ret_journal);
         d->wake_at = 0;         /* the pump after this call's flush starts it */
         return 0;
-}
-
-void durable_confirmed(Durable *d, Client *c, bool answered) {
-        for (guint k = 0; k < d->attaches->len; k++) {
-                Attach *a = d->attaches->pdata[k];
-
-                if (a->client != c || !a->confirming)
-                        continue;
-                a->confirming = false;
-                if (answered) {
-                        a->read = a->confirm_at;
-                        a->read_bytes = a->confirm_bytes;
-                }
-        }
-        /* The flush after this answer's dispatch pumps: what it lets go goes then. */
-}
-
-void durable_transport_gone(Durable *d, Client *c, const DurableOps *ops, const DurableOps *instead,
-                            const char *reason) {
-        for (guint k = 0; k < d->attaches->len;) {
-                Attach *a = d->attaches->pdata[k];
-
-                if (a->client == c && a->ops == ops) {
-                        a->ops = instead;
-                        attach_stop(d, a, reason);      /* the last one takes its place */
-                } else
-                        k++;
-        }
-}
-
-void durable_client_gone(Durable *d, Client *c) {
-        for (guint k = 0; k < d->attaches->len;) {
-                Attach *a = d->attaches->pdata[k];
-
-                if (a->client == c)
-                        attach_free(d, a);
-                else
-                        k++;
-        }
 }
 
 int durable_list(Durable *d, uid_t caller, int (*f)(const DurableInfo *i, void *userdata), void *userdata) {

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * durable_replay - the clients that resumed a durable subscription, pumped from disk
+ *
+ * An Attach is a client that resumed a subscription (durable_resume()):
+ * a reader of its journal and the transport the layer above gave. The
+ * pump runs after every flush of the manager (ManagerHooks): it places
+ * again the subscriptions whose watch ended, retries the journals that
+ * could not be written, keeps each user's journals within their cap, and
+ * sends each attachment what its window allows, a slice at a time, asking
+ * it to confirm as its transport does (signals: the client's own answer to
+ * a Ping; a stream: the socket's room, nothing to ask). The window is the
+ * attachment's own, apart from the client's live records (delivery.h).
+ * The subscriptions themselves are durable.c's.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "durable_internal.h"
+#include "log.h"
+#include "macro.h"
+
+/* Entries one attachment is sent at most per turn: the others, and the bus, get theirs. */
+#define PUMP_MAX_ENTRIES 4096u
+/* While a journal cannot be written, it is tried again this often (the gap goes in once it can). */
+#define LOSING_RETRY_USEC (1000u * 1000u)
+
+void durable_attach_free(Durable *d, Attach *a) {
+        if (a->sub)
+                a->sub->attach = NULL;
+        journal_reader_free(a->reader);
+        g_ptr_array_remove_fast(d->attaches, a);
+        free(a);
+}
+
+void durable_attach_stop(Durable *d, Attach *a, const char *reason) {
+        (void) a->ops->stopped(a->client, a->sub->def.name, reason, a->data);
+        durable_attach_free(d, a);
+}
+
+/* Entries an attachment may have unconfirmed before it is asked: one now and
+ * then (live, once caught up) is not followed by a request of its own, as
+ * for live delivery; half the window at most. */
+static uint64_t confirm_min(const Config *c) {
+        return MAX(MIN((uint64_t) 16, (uint64_t) c->max_pending_events_per_client / 2), 1u);
+}
+
+static void attach_ask_confirm(Durable *d, Attach *a, uint64_t now) {
+        const Config *c = manager_get_config(d->m);
+        uint64_t unread = a->sent - a->read;
+        int r;
+
+        if (a->confirming || unread == 0)
+                return;
+        if (unread < confirm_min(c) && unread < c->max_pending_events_per_client &&
+            a->sent_bytes - a->read_bytes < c->max_pending_bytes_per_client / 2)
+                return;
+        r = a->ops->ask_confirm ? a->ops->ask_confirm(a->client, a->data) : 1;
+        if (r > 0) {
+                a->read = a->sent;      /* the transport holds what is unread */
+                a->read_bytes = a->sent_bytes;
+        } else if (r == 0) {
+                a->confirming = true;
+                a->confirm_at = a->sent;
+                a->confirm_bytes = a->sent_bytes;
+        } else {
+                if (r != -EAGAIN)
+                        log_warning_errno(r, "Failed to ask %s whether it read durable subscription %s, "
+                                          "asking again: %m", a->client->name, a->sub->key);
+                d->wake_at = MIN(d->wake_at, now + DELIVERY_RETRY_USEC);
+        }
+}
+
+/* Sends a what its window lets go now. Return: whether it has more it could send now. */
+static bool pump_one(Durable *d, Attach *a, uint64_t now) {
+        const DurableOps *ops = a->ops;
+        const Config *c = manager_get_config(d->m);
+        const char *name = a->sub->def.name;
+        uint64_t unread = a->sent - a->read, unread_bytes = a->sent_bytes - a->read_bytes;
+        uint64_t budget, bytes_budget, bytes = 0;
+        size_t in_batch = 0, sent = 0;
+        JournalEntry e;
+        int k = 0, r = 0;
+
+        if (ops->congested && ops->congested(a->client, a->data)) {
+                if (!ops->wakes_itself)
+                        d->wake_at = MIN(d->wake_at, now + DELIVERY_RETRY_USEC);
+                return false;
+        }
+        /* Its window, in records and bytes, as for its live records: a replay
+         * of long paths weighs what it weighs in the bus too. */
+        if (unread >= c->max_pending_events_per_client ||
+            (unread > 0 && unread_bytes >= c->max_pending_bytes_per_client)) {
+                attach_ask_confirm(d, a, now);  /* its answer's flush brings us back */
+                return false;
+        }
+        budget = MIN(c->max_pending_events_per_client - unread, (uint64_t) PUMP_MAX_ENTRIES);
+        bytes_budget = unread_bytes < c->max_pending_bytes_per_client ? c->max_pending_bytes_per_client - unread_bytes
+                                                                      : 0;
+
+        while (sent < budget && (bytes < bytes_budget || sent == 0) && r >= 0) {
+                k = journal_reader_next(a->reader, &e);
+                if (k < 0)
+                        break;
+                if (k == 0) {
+                        /* Caught up means watching too: not while its tree is walked (after a
+                         * start, the daemon-down gap comes when the walk ends). */
+                        if (!a->caught_up && a->sub->state != DURABLE_WALKING) {
+                                if (in_batch > 0)
+                                        r = ops->events_end(a->client, a->data);
+                                in_batch = 0;
+                                if (r >= 0)
+                                        r = ops->caught_up(a->client, name, journal_reader_position(a->reader),
+                                                           a->data);
+                                a->caught_up = true;
+                                sent++;
+                        }
+                        break;
+                }
+                if (e.type == JOURNAL_ENTRY_GAP) {
+                        if (in_batch > 0)
+                                r = ops->events_end(a->client, a->data);
+                        in_batch = 0;
+                        if (r >= 0)
+                                r = ops->rescan(a->client, name, &e, a->data);
+                        sent++;
+                        continue;
+                }
+                if (in_batch == 0)
+                        r = ops->events_begin(a->client, name, a->data);
+                if (r >= 0)
+                        r = ops->events_add(a->client, &e, a->data);
+                in_batch++;
+                sent++;
+                bytes += sizeof(Record) + strlen(e.path) + 1 + (e.new_path ? strlen(e.new_path) + 1 : 0);
+                if (r >= 0 && in_batch >= c->batch_max_events) {
+                        r = ops->events_end(a->client, a->data);
+                        in_batch = 0;
+                }
+        }
+        if (in_batch > 0 && r >= 0)
+                r = ops->events_end(a->client, a->data);
+        if (k < 0 || r < 0) {
+                /* What was read and not sent is not lost: the client's cursor is before it. */
+                log_warning_errno(k < 0 ? k : r, "Failed to send durable subscription %s to %s (%m): it must resume again.",
+                                  a->sub->key, a->client->name);
+                durable_attach_stop(d, a, DURABLE_STOPPED_ERROR);
+                return false;
+        }
+        a->sent += sent;
+        a->sent_bytes += bytes;
+        attach_ask_confirm(d, a, now);
+        return sent >= budget || bytes >= bytes_budget;
+}
+
+static void enforce_caps(Durable *d) {
+        GHashTableIter i;
+        gpointer uid;
+
+        g_hash_table_iter_init(&i, d->cap_dirty);
+        while (g_hash_table_iter_next(&i, &uid, NULL)) {
+                g_autoptr(GPtrArray) js = g_ptr_array_new();
+                GHashTableIter si;
+                gpointer v;
+                int r;
+
+                g_hash_table_iter_init(&si, d->subs);
+                while (g_hash_table_iter_next(&si, NULL, &v)) {
+                        DurableSub *s = v;
+
+                        if (s->def.uid == GPOINTER_TO_UINT(uid))
+                                g_ptr_array_add(js, s->journal);
+                }
+                r = journal_enforce_cap((Journal *const *) js->pdata, js->len, manager_get_config(d->m)->journal_max_bytes_per_user);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to keep the journals of uid %u within max_bytes_per_user, ignoring: %m",
+                                          GPOINTER_TO_UINT(uid));
+        }
+        g_hash_table_remove_all(d->cap_dirty);
+}
+
+void durable_pump(void *userdata) {
+        Durable *d = userdata;
+        uint64_t now = now_usec();
+        GHashTableIter i;
+        gpointer v;
+        bool more = false;
+
+        d->wake_at = UINT64_MAX;
+        g_hash_table_iter_init(&i, d->subs);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                DurableSub *s = v;
+
+                if (s->readd) {
+                        int r = durable_sub_watch(s, false, NULL, NULL);
+
+                        s->readd = false;
+                        if (r <= 0)
+                                durable_sub_placed(s, r, false);    /* else when its walk ends */
+                }
+                if (journal_is_losing(s->journal)) {
+                        /* Space may be back: the gap goes in now, not with the next event. */
+                        durable_journal_flush_logged(s);
+                        if (journal_is_losing(s->journal))
+                                d->wake_at = MIN(d->wake_at, now + LOSING_RETRY_USEC);
+                }
+        }
+        enforce_caps(d);
+
+        for (guint k = 0; k < d->attaches->len; k++) {
+                Attach *a = d->attaches->pdata[k];
+                guint before = d->attaches->len;
+
+                more = pump_one(d, a, now) || more;
+                if (d->attaches->len < before)
+                        k--;            /* a was stopped: the last one took its place */
+        }
+        if (more)
+                d->wake_at = now;       /* another turn soon, after the others' */
+}
+
+uint64_t durable_next_deadline(void *userdata) {
+        Durable *d = userdata;
+
+        return d->wake_at;
+}
+
+void durable_confirmed(Durable *d, Client *c, bool answered) {
+        for (guint k = 0; k < d->attaches->len; k++) {
+                Attach *a = d->attaches->pdata[k];
+
+                if (a->client != c || !a->confirming)
+                        continue;
+                a->confirming = false;
+                if (answered) {
+                        a->read = a->confirm_at;
+                        a->read_bytes = a->confirm_bytes;
+                }
+        }
+        /* The flush after this answer's dispatch pumps: what it lets go goes then. */
+}
+
+void durable_transport_gone(Durable *d, Client *c, const DurableOps *ops, const DurableOps *instead,
+                            const char *reason) {
+        for (guint k = 0; k < d->attaches->len;) {
+                Attach *a = d->attaches->pdata[k];
+
+                if (a->client == c && a->ops == ops) {
+                        a->ops = instead;
+                        durable_attach_stop(d, a, reason);      /* the last one takes its place */
+                } else
+                        k++;
+        }
+}
+
+void durable_client_gone(Durable *d, Client *c) {
+        for (guint k = 0; k < d->attaches->len;) {
+                Attach *a = d->attaches->pdata[k];
+
+                if (a->client == c)
+                        durable_attach_free(d, a);
+                else
+                        k++;
+        }
+}
