@@ -15,13 +15,11 @@
  * (a first snapshot and a round's).
  *
  * A round's records wait in the group (Change) until its last directory is
- * read, for the pairing of moves across its directories; a kernel event for
- * a name drops that name's waiting change, since the kernel's record has been
- * or will be delivered. Pairing goes by inode number: an inode that left
- * exactly one name and took exactly one other, with the same file type, was
- * moved; any other pattern (hard links coming and going) is deletions and
- * creations. An inode number freed and reused between two polls looks like a
- * move: polling cannot tell them apart.
+ * read, for the pairing of moves across its directories (poll_round.c); a
+ * kernel event for a name drops that name's waiting change, since the
+ * kernel's record has been or will be delivered. The groups between rounds
+ * are in a heap (poll_heap.c); the structs these files share are in
+ * poller_internal.h.
  */
 
 #include <assert.h>
@@ -35,41 +33,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "event_bits.h"
 #include "macro.h"
 #include "poller_internal.h"
-
-struct PollDir {
-        PollGroup *group;
-        int fd;
-        void *userdata;
-        GList group_link;       /* in group->dirs */
-        GList baseline_link;    /* in group->user->baseline while it has no snapshot */
-        GList stale_link;       /* in poller->stale while noted is not empty */
-        bool in_baseline, in_stale;
-        bool have_snap;
-        bool report_existing;   /* the first snapshot's names are creations */
-        bool round_done;        /* read in the current round */
-        int error;              /* the last read's -errno, 0 if it worked */
-        PollSnapshot snap;
-        PollReader reader;
-        bool reading;
-        GHashTable *noted;      /* names the kernel reported, not yet stat'ed */
-
-        /* A job in a worker (PollerCallbacks.submit): until it is done, its
-         * reader, snapshot and fd are the worker's, and nothing here touches
-         * them. A directory freed meanwhile is dead, freed at the job's end. */
-        bool busy, dead;
-        bool job_done;          /* a read job returned: job_result waits for dir_read() */
-        bool job_reading;       /* its reading is in jobs: job_end() when it is over */
-        bool priming;           /* its first snapshot was submitted by poller_dir_prime() */
-        int job_kind;
-        int job_result;
-        PollIo job_io;
-        GHashTable *job_names;  /* JOB_RESTAT: the noted names it stats */
-        GHashTable *noted_busy; /* names the kernel reported while a read job ran: the
-                                 * read's changes for them are the kernel's to report */
-};
 
 enum {
         JOB_READ,
@@ -81,121 +46,8 @@ enum {
  * that does not answer is taken for one. */
 #define JOB_OPS 1024u
 
-/*
- * A uid's share of the poller. Its work (first snapshots, then rounds) is
- * done in turns of at most USER_TURN system calls, the users with work
- * taking turns in a ring: so one user's large directories make its own
- * polling slow, not everyone's.
- */
-typedef struct PollUser {
-        uid_t uid;
-        unsigned groups;        /* its groups: it is freed with the last */
-        uint32_t dirs;          /* directories polled */
-        GQueue baseline;        /* its PollDir without a first snapshot */
-        GQueue active;          /* its groups in a round, in the order they became due */
-        GList turn_link;        /* in poller->turns while baseline or active is not empty */
-        bool in_turns;
-        PollDir *blocked_on;    /* its work waits for this directory's job: out of turns */
-        unsigned spent;         /* system calls of its current turn */
-} PollUser;
-
 /* System calls of one user's turn: a directory of about fifty names. */
 #define USER_TURN 64u
-
-struct PollGroup {
-        Poller *poller;
-        PollUser *user;
-        uid_t uid;
-        uint64_t interval;
-        uint64_t next_round;    /* scheduled start of the next round */
-        size_t heap_index;      /* in poller->heap, SIZE_MAX if not there (in a round, or ending one) */
-        bool in_round;
-        GList active_link;      /* in user->active during a round */
-        GQueue dirs;            /* PollDir, in the order they were added */
-        GList *cursor;          /* the round's current directory */
-        GPtrArray *changes;     /* Change: the round's, until it ends */
-        GPtrArray *emitting;    /* the changes being given out (a free waits), or NULL */
-        bool dead;              /* freed while emitting */
-        void *userdata;
-};
-
-struct Poller {
-        PollerCallbacks cb;
-        void *userdata;
-        unsigned ops_per_run;
-        uint32_t max_dirs_per_user;
-        GHashTable *users;      /* uid -> PollUser */
-        GPtrArray *heap;        /* PollGroup: groups between rounds, min-heap on next_round */
-        GQueue turns;           /* PollUser with work, the one whose turn it is first */
-        GQueue stale;           /* PollDir with names noted */
-        uint64_t sequence;      /* groups made: their phases */
-        unsigned budget;        /* left in this run */
-        PollIo io;
-};
-
-/* ---- the heap of groups between rounds ---- */
-
-static bool heap_less(PollGroup *a, PollGroup *b) {
-        return a->next_round < b->next_round;
-}
-
-static PollGroup *heap_at(const Poller *p, size_t i) {
-        return p->heap->pdata[i];
-}
-
-static void heap_set(Poller *p, size_t i, PollGroup *g) {
-        p->heap->pdata[i] = g;
-        g->heap_index = i;
-}
-
-static void heap_up(Poller *p, size_t i) {
-        PollGroup *g = heap_at(p, i);
-
-        while (i > 0 && heap_less(g, heap_at(p, (i - 1) / 2))) {
-                heap_set(p, i, heap_at(p, (i - 1) / 2));
-                i = (i - 1) / 2;
-        }
-        heap_set(p, i, g);
-}
-
-static void heap_down(Poller *p, size_t i) {
-        PollGroup *g = heap_at(p, i);
-
-        for (;;) {
-                size_t c = 2 * i + 1;
-
-                if (c >= p->heap->len)
-                        break;
-                if (c + 1 < p->heap->len && heap_less(heap_at(p, c + 1), heap_at(p, c)))
-                        c++;
-                if (!heap_less(heap_at(p, c), g))
-                        break;
-                heap_set(p, i, heap_at(p, c));
-                i = c;
-        }
-        heap_set(p, i, g);
-}
-
-static int heap_push(Poller *p, PollGroup *g) {
-        g_ptr_array_add(p->heap, g);
-        heap_set(p, p->heap->len - 1, g);
-        heap_up(p, p->heap->len - 1);
-        return 0;
-}
-
-static void heap_remove(Poller *p, PollGroup *g) {
-        size_t i = g->heap_index;
-
-        assert(i < p->heap->len && heap_at(p, i) == g);
-        if (i < p->heap->len - 1) {
-                heap_set(p, i, heap_at(p, p->heap->len - 1));
-                g_ptr_array_set_size(p->heap, p->heap->len - 1);
-                heap_down(p, i);
-                heap_up(p, heap_at(p, i)->heap_index);
-        } else
-                g_ptr_array_set_size(p->heap, p->heap->len - 1);
-        g->heap_index = SIZE_MAX;
-}
 
 /* ---- the poller ---- */
 
@@ -220,7 +72,7 @@ Poller *poller_free(Poller *p) {
         if (!p)
                 return NULL;
         while (p->heap && p->heap->len > 0)
-                poller_group_free(heap_at(p, 0));
+                poller_group_free(poll_heap_at(p, 0));
         /* Left: users with groups in a round. */
         while (p->turns.head) {
                 PollUser *u = p->turns.head->data;
@@ -343,7 +195,7 @@ int poller_group_new(Poller *p, uid_t uid, uint64_t interval_usec, uint64_t now_
         g->changes = g_ptr_array_new_with_free_func(poll_change_free);
         g->active_link.data = g;
         g_queue_init(&g->dirs);
-        r = heap_push(p, g);
+        r = poll_heap_push(p, g);
         if (r < 0) {
                 group_release(g);
                 return r;
@@ -448,7 +300,7 @@ void poller_group_free(PollGroup *g) {
                 g->in_round = false;
                 user_update_turn(p, g->user);
         } else if (g->heap_index != SIZE_MAX)
-                heap_remove(p, g);
+                poll_heap_remove(p, g);
         if (g->emitting) {
                 /* Called back from its own records: freed when they end. */
                 g->dead = true;
@@ -552,7 +404,7 @@ int poller_dir_note(PollDir *d, const char *name) {
 uint64_t poller_next(const Poller *p) {
         if (p->stale.length > 0 || p->turns.length > 0)
                 return 0;
-        return p->heap->len > 0 ? heap_at(p, 0)->next_round : UINT64_MAX;
+        return p->heap->len > 0 ? poll_heap_at(p, 0)->next_round : UINT64_MAX;
 }
 
 static int dir_begin(PollDir *d) {
@@ -851,163 +703,11 @@ static void dir_tell_error(PollDir *d, int error) {
                 p->cb.error(d->group->userdata, d->userdata, error, p->userdata);
 }
 
-static void emit(PollGroup *g, uint32_t mask, PollDir *d, const char *name, PollDir *nd, const char *new_name) {
-        Poller *p = g->poller;
-        PollRecord rec = {
-                .mask = mask,
-                .dir = d->userdata,
-                .name = name,
-                .new_dir = nd ? nd->userdata : NULL,
-                .new_name = new_name,
-        };
-
-        if (p->cb.record)
-                p->cb.record(g->userdata, &rec, p->userdata);
-}
-
-static uint32_t isdir_bit(uint32_t mode) {
-        return S_ISDIR(mode) ? IN_ISDIR : 0;
-}
-
-static char *place_key(const PollDir *d, const char *name) {
-        /* No name holds a '/': pointer and name cannot run into each other. */
-        return g_strdup_printf("%p/%s", (const void *) d, name);
-}
-
-/* Pairs GONE and APPEARED of one inode into moves. */
-static void pair_moves(GPtrArray *changes) {
-        g_autoptr(GHashTable) gone = g_hash_table_new(g_int64_hash, g_int64_equal);
-        g_autoptr(GHashTable) appeared = g_hash_table_new(g_int64_hash, g_int64_equal);
-        static Change ambiguous;
-
-        for (size_t i = 0; i < changes->len; i++) {
-                Change *c = g_ptr_array_index(changes, i);
-                GHashTable *h;
-                Change *old;
-
-                if (c->dropped || c->kind == CHANGE_MODIFIED)
-                        continue;
-                h = c->kind == CHANGE_GONE ? gone : appeared;
-                old = g_hash_table_lookup(h, &c->ino);
-                g_hash_table_insert(h, &c->ino, old ? &ambiguous : c);
-        }
-        for (size_t i = 0; i < changes->len; i++) {
-                Change *c = g_ptr_array_index(changes, i), *from;
-
-                if (c->dropped || c->kind != CHANGE_APPEARED)
-                        continue;
-                if (g_hash_table_lookup(appeared, &c->ino) != c)
-                        continue;
-                from = g_hash_table_lookup(gone, &c->ino);
-                if (!from || from == &ambiguous || !poll_same_type(from->mode, c->mode))
-                        continue;
-                from->partner = c;
-                c->partner = from;
-        }
-}
-
-/* A GONE paired with an APPEARED, both still wanted. */
-static bool is_move(const Change *c) {
-        return c->kind == CHANGE_GONE && c->partner && !c->dropped && c->dir &&
-               !c->partner->dropped && c->partner->dir;
-}
-
-static void emit_move(PollGroup *g, Change *c, GHashTable *sources, GHashTable *moved) {
-        g_autofree char *key = place_key(c->dir, c->name);
-
-        g_hash_table_add(moved, &c->ino);
-        emit(g, IN_MOVED_FROM | IN_MOVED_TO | isdir_bit(c->mode), c->dir, c->name,
-             c->partner->dir, c->partner->name);
-        c->emitted = true;
-        g_hash_table_remove(sources, key);
-}
-
-/* Gives out a round's changes: deletions, moves, creations, modifications. */
-static void round_emit(PollGroup *g, GPtrArray *changes) {
-        g_autoptr(GHashTable) sources = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-        g_autoptr(GHashTable) moved = g_hash_table_new(g_int64_hash, g_int64_equal);
-        size_t left = 0;
-
-        pair_moves(changes);
-
-        for (size_t i = 0; i < changes->len; i++) {
-                Change *c = g_ptr_array_index(changes, i);
-
-                if (c->dropped || !c->dir)
-                        continue;
-                if (c->kind == CHANGE_GONE && !is_move(c))
-                        emit(g, IN_DELETE | isdir_bit(c->mode), c->dir, c->name, NULL, NULL);
-                else if (is_move(c)) {
-                        g_hash_table_insert(sources, place_key(c->dir, c->name), c);
-                        left++;
-                }
-        }
-
-        /* Moves: one into a name that another moves out of waits for it
-         * (b->c before a->b); a cycle (a->b, b->a) is broken where it is
-         * found. */
-        while (left > 0) {
-                bool progress = false;
-
-                for (size_t i = 0; i < changes->len; i++) {
-                        Change *c = g_ptr_array_index(changes, i);
-                        g_autofree char *dest = NULL;
-                        Change *blocker;
-
-                        if (!is_move(c) || c->emitted)
-                                continue;
-                        dest = place_key(c->partner->dir, c->partner->name);
-                        blocker = g_hash_table_lookup(sources, dest);
-                        if (blocker && blocker != c)
-                                continue;
-                        emit_move(g, c, sources, moved);
-                        left--;
-                        progress = true;
-                }
-                for (size_t i = 0; !progress && i < changes->len; i++) {
-                        Change *c = g_ptr_array_index(changes, i);
-
-                        if (is_move(c) && !c->emitted) {
-                                emit_move(g, c, sources, moved);
-                                left--;
-                                progress = true;
-                        }
-                }
-        }
-
-        for (size_t i = 0; i < changes->len; i++) {
-                Change *c = g_ptr_array_index(changes, i);
-
-                if (c->dropped || !c->dir || c->kind != CHANGE_APPEARED)
-                        continue;
-                if (!c->partner || !is_move(c->partner))
-                        emit(g, IN_CREATE | isdir_bit(c->mode), c->dir, c->name, NULL, NULL);
-        }
-        for (size_t i = 0; i < changes->len; i++) {
-                Change *c = g_ptr_array_index(changes, i);
-                uint32_t m;
-
-                if (c->dropped || !c->dir)
-                        continue;
-                if (c->kind == CHANGE_MODIFIED)
-                        /* Another name of a moved inode (a hard link) had its
-                         * ctime changed by the rename, not by a change of its own. */
-                        m = g_hash_table_contains(moved, &c->ino) ?
-                                poll_entry_changes(&c->before, &c->after, true) : c->mask;
-                else if (c->kind == CHANGE_APPEARED && c->partner && c->partner->emitted)
-                        m = poll_entry_changes(&c->partner->before, &c->after, true);
-                else
-                        continue;
-                if (m)
-                        emit(g, m | isdir_bit(c->mode), c->dir, c->name, NULL, NULL);
-        }
-}
-
 /* Gives out changes as g's records. g may be freed from a record's callback:
  * it is then freed here, and true returned. */
 static bool group_emit(PollGroup *g, GPtrArray *changes) {
         g->emitting = changes;
-        round_emit(g, changes);
+        poll_round_emit(g, changes);
         g->emitting = NULL;
         if (g->dead) {
                 group_release(g);
@@ -1017,10 +717,10 @@ static bool group_emit(PollGroup *g, GPtrArray *changes) {
 }
 
 static void start_due_rounds(Poller *p, uint64_t now) {
-        while (p->heap->len > 0 && heap_at(p, 0)->next_round <= now) {
-                PollGroup *g = heap_at(p, 0);
+        while (p->heap->len > 0 && poll_heap_at(p, 0)->next_round <= now) {
+                PollGroup *g = poll_heap_at(p, 0);
 
-                heap_remove(p, g);
+                poll_heap_remove(p, g);
                 g->in_round = true;
                 g->cursor = g->dirs.head;
                 for (GList *l = g->dirs.head; l; l = l->next)
@@ -1042,7 +742,7 @@ static int end_round(Poller *p, PollGroup *g, uint64_t now) {
         g->next_round += g->interval;
         if (g->next_round < now)
                 g->next_round = now;
-        return heap_push(p, g);
+        return poll_heap_push(p, g);
 }
 
 /*
