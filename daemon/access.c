@@ -48,6 +48,14 @@
 
 #define GROUPS_MAX 65536
 
+/* The supplementary groups of the calling thread only. glibc's setgroups()
+ * sets them in every thread of the process (it signals each one: the POSIX
+ * rule), which would hand one worker's caller's groups to every other
+ * thread (fswork.h): the kernel keeps credentials per thread, and so do we. */
+static int thread_setgroups(size_t n, const gid_t *gids) {
+        return (int) syscall(SYS_setgroups, n, gids);
+}
+
 static int creds_switch(const Caller *c, AccessSaved *saved) {
         int n;
 
@@ -65,7 +73,7 @@ static int creds_switch(const Caller *c, AccessSaved *saved) {
         saved->fsgid = getegid();
         saved->saved = true;
 
-        if (setgroups(c->n_gids, c->gids) < 0)
+        if (thread_setgroups(c->n_gids, c->gids) < 0)
                 return negative_errno();
         /* setfs*id() return the old value and cannot report failure directly:
          * ask again (-1 changes nothing) to see whether it took. */
@@ -90,7 +98,7 @@ static void creds_restore(AccessSaved *saved) {
         (void) setfsgid(saved->fsgid);
         if ((uid_t) setfsuid((uid_t) -1) != saved->fsuid ||
             (gid_t) setfsgid((gid_t) -1) != saved->fsgid ||
-            setgroups((size_t) saved->n_groups, saved->groups) < 0) {
+            thread_setgroups((size_t) saved->n_groups, saved->groups) < 0) {
                 log_error("Failed to restore the daemon's credentials, aborting.");
                 abort();
         }

@@ -78,8 +78,11 @@ int access_open_at(int dirfd, const char *path, bool only_dir, bool no_follow, s
  * For a stretch of work done as caller (a slice of a RECURSIVE walk): from
  * access_become() to access_restore(), everything the kernel checks (opens,
  * inotify_add_watch's read check) is checked with the caller's filesystem
- * credentials. Nothing else may run in between: the daemon is single-threaded
- * and the stretch must not reach the bus or log files by path. For a root
+ * credentials. They are the calling thread's only (the raw setgroups system
+ * call, not glibc's, which changes every thread): a worker thread (fswork.h)
+ * works as its job's caller while the loop's thread stays the daemon. Nothing
+ * else of the thread may run in between: the stretch must not reach the bus
+ * or log files by path. For a root
  * caller, or a daemon that is not root and serves only its own uid, nothing
  * is switched. Return: 0, or -errno (then nothing is switched).
  */

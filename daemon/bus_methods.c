@@ -17,19 +17,23 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "bus.h"
 #include "bus_caller.h"
 #include "bus_methods.h"
 #include "bus_signals.h"
 #include "error.h"
+#include "fswork.h"
 #include "log.h"
 #include "macro.h"
+#include "path.h"
 #include "path_escape.h"
 #include "tree.h"
 
@@ -120,11 +124,24 @@ int bus_client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_
         return 0;
 }
 
-/* A RECURSIVE AddWatch whose walk goes on from the loop: answered when it ends. */
+/* A RECURSIVE AddWatch whose walk goes on from the loop, or one whose polled
+ * directories' first snapshots are taken in workers: answered when they end. */
 typedef struct PendingAdd {
         DbusIface *iface;
         sd_bus_message *msg;
+        Client *client;
+        uint32_t id;
 } PendingAdd;
+
+static void add_watch_primed(void *userdata) {
+        _cleanup_free_ PendingAdd *p = userdata;
+        _cleanup_(message_unrefp) sd_bus_message *msg = p->msg;
+        int r;
+
+        r = sd_bus_reply_method_return(msg, "u", p->id);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", p->id);
+}
 
 static void add_watch_done(uint32_t id, int r, void *userdata) {
         _cleanup_free_ PendingAdd *p = userdata;
@@ -133,6 +150,14 @@ static void add_watch_done(uint32_t id, int r, void *userdata) {
         _cleanup_free_ char *what = NULL;
         const char *path = NULL;
 
+        if (r >= 0) {
+                p->id = id;
+                if (manager_when_primed(p->iface->manager, p->client, id, add_watch_primed, p) > 0) {
+                        TAKE_PTR(p);
+                        TAKE_PTR(msg);
+                        return;         /* answered when its first snapshots are taken */
+                }
+        }
         if (r == -ECANCELED)
                 r = sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_FAILED, "The daemon is exiting.");
         else if (r < 0) {
@@ -147,6 +172,150 @@ static void add_watch_done(uint32_t id, int r, void *userdata) {
                 r = sd_bus_reply_method_return(msg, "u", id);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", id);
+}
+
+/* The answer of an AddWatch whose subscription exists (id) or failed (r). */
+static int add_watch_reply(DbusIface *d, sd_bus_message *msg, Client *c, const char *sent, int r, uint32_t id,
+                           TreeWalk *walk) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        Manager *m = d->manager;
+
+        if (r < 0) {
+                _cleanup_free_ char *what = bus_what_of(sent);
+
+                (void) bus_error_for(m, r, what ?: "the path", &error);
+                return sd_bus_reply_method_error(msg, &error);
+        }
+        if (walk) {
+                /* A big tree: answered when its walk ends (add_watch_done), its
+                 * events already flowing for the part watched so far. */
+                PendingAdd *p = malloc(sizeof(PendingAdd));
+
+                if (!p)
+                        return -ENOMEM;         /* the walk goes on; its subscription stays, unanswered: rare enough */
+                *p = (PendingAdd) { d, sd_bus_message_ref(msg), c, id };
+                tree_walk_set_done(walk, add_watch_done, p);
+                return 1;
+        }
+        if (manager_get_fswork(m)) {
+                /* A polled directory's first snapshot is taken in a worker: the
+                 * answer waits for it, so that what changes after it is found. */
+                PendingAdd *p = malloc(sizeof(PendingAdd));
+
+                if (!p)
+                        return -ENOMEM;
+                *p = (PendingAdd) { d, sd_bus_message_ref(msg), c, id };
+                r = manager_when_primed(m, c, id, add_watch_primed, p);
+                if (r > 0)
+                        return 1;
+                sd_bus_message_unref(p->msg);
+                free(p);
+        }
+        return sd_bus_reply_method_return(msg, "u", id);
+}
+
+/*
+ * An AddWatch by path whose open, as the caller, is made in a worker: a
+ * path on a file system that does not answer holds that worker (in the
+ * caller's own lane: one user's opens wait behind each other, no one
+ * else's), never the loop. The worker also asks the file system what
+ * remote.c would (remote_hint_probe()). The rest is done on the loop when
+ * it returns, if the client is still there.
+ */
+typedef struct OpenJob {
+        DbusIface *iface;
+        sd_bus_message *msg;
+        char *client;           /* its unique name: it may be gone at the end */
+        char *sent;             /* the path as sent, for errors */
+        char *path;             /* simplified */
+        uint32_t mask, flags;
+        int fd;                 /* or -errno */
+        struct stat st;
+        RemoteHint hint;
+} OpenJob;
+
+static void open_job_free(OpenJob *j) {
+        sd_bus_message_unref(j->msg);
+        safe_close(j->fd);
+        free(j->client);
+        free(j->sent);
+        free(j->path);
+        free(j);
+}
+
+static void open_job_run(void *data) {
+        OpenJob *j = data;
+
+        j->fd = access_open_at(AT_FDCWD, j->path, j->flags & WATCHD_FLAG_ONLYDIR, j->flags & WATCHD_FLAG_DONT_FOLLOW,
+                               &j->st);
+        if (j->fd >= 0)
+                remote_hint_probe(j->fd, &j->st, &j->hint);
+}
+
+static void open_job_done(void *data, int error) {
+        OpenJob *j = data;
+        Manager *m = j->iface->manager;
+        TreeWalk *walk = NULL;
+        uint32_t id = 0;
+        Client *c;
+        int r;
+
+        c = manager_get_client(m, j->client);
+        if (!c) {
+                open_job_free(j);       /* gone meanwhile: its subscriptions went with it */
+                return;
+        }
+        if (error < 0)
+                r = error;
+        else {
+                r = manager_add_watch_opened(m, c, j->path, j->fd, &j->st, &j->hint, j->mask, j->flags, &id, &walk);
+                j->fd = -EBADF;         /* taken */
+        }
+        if (r >= 0)
+                /* The same line as on the loop (tests and administrators look for it). */
+                log_debug("%s: subscription %" PRIu32 " on %s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.",
+                          c->name, id, j->sent, j->mask, j->flags, walk ? ", its tree walked from the loop" : "");
+        r = add_watch_reply(j->iface, j->msg, c, j->sent, r, id, walk);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer AddWatch of %s, ignoring: %m", c->name);
+        open_job_free(j);
+}
+
+/* A lane of its own per user for opens by path: the file system is not known before the open. */
+#define OPEN_LANE(uid) ((dev_t) (UINT64_C(1) << 63 | (uint64_t) (uid)))
+
+static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, const char *sent, const char *path,
+                               uint32_t mask, uint32_t flags) {
+        OpenJob *j;
+        int r;
+
+        r = account_check(&c->account, 1);      /* a client over its limits costs no open */
+        if (r < 0)
+                return add_watch_reply(d, msg, c, sent, r, 0, NULL);
+        j = calloc(1, sizeof(OpenJob));
+        if (!j)
+                return -ENOMEM;
+        *j = (OpenJob) {
+                .iface = d,
+                .msg = sd_bus_message_ref(msg),
+                .client = strdup(c->name),
+                .sent = strdup(sent),
+                .path = path_simplify(path),
+                .mask = mask,
+                .flags = flags,
+                .fd = -EBADF,
+        };
+        if (!j->client || !j->sent || !j->path) {
+                open_job_free(j);
+                return -ENOMEM;
+        }
+        r = fswork_submit(manager_get_fswork(d->manager), OPEN_LANE(c->caller.uid), &c->caller, open_job_run,
+                          open_job_done, j);
+        if (r < 0) {
+                open_job_free(j);
+                return r;       /* the caller opens on the loop */
+        }
+        return 1;
 }
 
 static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd, sd_bus_error *error) {
@@ -196,6 +365,11 @@ static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd
         if (r < 0)
                 return r;
 
+        if (!by_fd && manager_get_fswork(m)) {
+                r = add_watch_in_worker(d, msg, c, sent, path, mask, flags);
+                if (r != -EAGAIN && r != -ENOMEM)
+                        return r;
+        }
         if (by_fd)
                 r = manager_add_watch_fd(m, c, fd, mask, flags, &id, &walk);
         else
@@ -209,18 +383,7 @@ static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd
         log_debug("%s: subscription %" PRIu32 " on %s%s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.",
                   c->name, id, by_fd ? "fd " : "", by_fd ? "" : sent, mask, flags,
                   walk ? ", its tree walked from the loop" : "");
-        if (walk) {
-                /* A big tree: answered when its walk ends (add_watch_done), its
-                 * events already flowing for the part watched so far. */
-                PendingAdd *p = malloc(sizeof(PendingAdd));
-
-                if (!p)
-                        return -ENOMEM;         /* the walk goes on; its subscription stays, unanswered: rare enough */
-                *p = (PendingAdd) { d, sd_bus_message_ref(msg) };
-                tree_walk_set_done(walk, add_watch_done, p);
-                return 1;
-        }
-        return sd_bus_reply_method_return(msg, "u", id);
+        return add_watch_reply(d, msg, c, sent, 0, id, walk);
 }
 
 int bus_method_add_watch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -401,6 +564,16 @@ int bus_method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                         r = append_t(reply, "self_events_dropped", st.self_events_dropped);
                 if (r >= 0)
                         r = append_t(reply, "bus_queued_messages", queued);
+                if (r >= 0 && manager_get_fswork(m)) {
+                        FsWorkStats fs;
+
+                        fswork_get_stats(manager_get_fswork(m), &fs);
+                        r = append_t(reply, "fs_jobs", fs.jobs);
+                        if (r >= 0)
+                                r = append_u(reply, "fs_stalled", fs.stalled_lanes);
+                        if (r >= 0)
+                                r = append_t(reply, "fs_stalls", fs.stalls);
+                }
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);

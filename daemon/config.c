@@ -85,6 +85,9 @@ int config_init(Config *c) {
                 .max_watches_unprivileged = CONFIG_AUTO,
                 .max_clients_per_user = 128,
                 .max_pending_events_per_client = 65536,
+                .max_pending_events_per_user = 262144,
+                .max_pending_bytes_per_client = UINT64_C(16) << 20,
+                .max_pending_bytes_per_user = UINT64_C(64) << 20,
                 .move_pair_timeout_ms = 10,
                 .move_pair_max_distance = 100,
                 .batch_max_events = 1024,
@@ -267,7 +270,15 @@ static int handler(void *userdata, const char *section, const char *name, const 
                         { "max_watches_unprivileged",      offsetof(Config, max_watches_unprivileged), true },
                         { "max_clients_per_user",          offsetof(Config, max_clients_per_user), false },
                         { "max_pending_events_per_client", offsetof(Config, max_pending_events_per_client), false },
+                        { "max_pending_events_per_user",   offsetof(Config, max_pending_events_per_user), false },
                 };
+
+                if (strcmp(name, "max_pending_bytes_per_client") == 0)
+                        return parse_size(s, name, value, CONFIG_PENDING_BYTES_MIN, CONFIG_PENDING_BYTES_MAX,
+                                          &c->max_pending_bytes_per_client);
+                if (strcmp(name, "max_pending_bytes_per_user") == 0)
+                        return parse_size(s, name, value, CONFIG_PENDING_BYTES_MIN, CONFIG_PENDING_BYTES_MAX,
+                                          &c->max_pending_bytes_per_user);
                 for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
                         uint32_t *v = (uint32_t *) ((char *) c + keys[i].offset);
 

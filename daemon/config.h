@@ -60,6 +60,9 @@ typedef struct Config {
         uint32_t max_watches_unprivileged;
         uint32_t max_clients_per_user;
         uint32_t max_pending_events_per_client;
+        uint32_t max_pending_events_per_user;
+        uint64_t max_pending_bytes_per_client;  /* bytes */
+        uint64_t max_pending_bytes_per_user;
 
         /* [events] */
         uint32_t move_pair_timeout_ms;
@@ -77,6 +80,10 @@ typedef struct Config {
         uint64_t journal_max_bytes_per_subscription;
         uint64_t journal_max_bytes_per_user;
 } Config;
+
+/* The byte caps of what clients hold: from one record of two long paths to a terabyte. */
+#define CONFIG_PENDING_BYTES_MIN (UINT64_C(64) << 10)
+#define CONFIG_PENDING_BYTES_MAX (UINT64_C(1) << 40)
 
 /* Longest poll interval: a day. */
 #define CONFIG_POLL_INTERVAL_MAX 86400u

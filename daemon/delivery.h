@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "list.h"
 #include "move_pairer.h"
@@ -38,6 +39,7 @@
 
 typedef struct Delivery Delivery;
 typedef struct DeliveryQueue DeliveryQueue;
+typedef struct DeliveryUser DeliveryUser;
 
 typedef struct DeliveryOps {
         /* Sends n event records (in order; taken: the transport frees them), in one message or more.
@@ -61,8 +63,21 @@ typedef struct DeliveryOps {
 
 #define DELIVERY_RETRY_USEC 10000u
 
+/*
+ * What a client may hold is bounded twice, in records and in bytes
+ * (record_bytes(): long paths cost what they weigh): its queue, and what it
+ * was sent and has not confirmed, each at most max_pending records and
+ * max_bytes bytes. The clients of one uid together hold at most
+ * max_pending_user records and max_bytes_user bytes, queued and unconfirmed
+ * counted together: past that, the backlog of that user's largest queue is
+ * dropped (an Overflow for it), so one user's clients that do not read cost
+ * that user, and bounded memory, never another user's records.
+ */
 typedef struct DeliveryLimits {
         uint32_t max_pending;           /* records queued, and records sent and not confirmed */
+        uint64_t max_bytes;             /* bytes of records queued, and of records sent and not confirmed */
+        uint32_t max_pending_user;      /* records queued and unconfirmed, all clients of a uid together */
+        uint64_t max_bytes_user;        /* bytes of the same */
         uint32_t batch_max;             /* records in one batch */
         uint64_t pair_timeout_usec;     /* MovePairer's */
         uint32_t pair_max_distance;
@@ -75,9 +90,20 @@ typedef struct DeliveryStats {
         uint64_t events_dropped;        /* records dropped from backlogs, or that could not be sent */
 } DeliveryStats;
 
+/* A uid's clients together. */
+struct DeliveryUser {
+        uid_t uid;
+        LIST_HEAD(DeliveryQueue, queues);
+        uint64_t held, held_bytes;      /* its queues' records and bytes, queued or unconfirmed */
+};
+
 struct DeliveryQueue {
         const char *name;               /* for logs: the owner's */
         MovePairer pairer;              /* records not yet sent, kernel order */
+        DeliveryUser *user;
+        LIST_FIELDS(DeliveryQueue, by_user);
+        /* What was last added to user->held: size and bytes of the pairer, unconfirmed records and bytes. */
+        uint64_t counted, counted_bytes;
         GArray *lost_ids;               /* uint32_t: ids for the next Overflow, unsorted, may repeat; NULL: none */
         size_t n_lost_compacted;
         bool overflow_queued;           /* a RECORD_OVERFLOW is in the pairer */
@@ -86,6 +112,9 @@ struct DeliveryQueue {
         /* Flow control: records sent, and how many of them the client has
          * confirmed reading; the count at the request in flight. */
         uint64_t sent, read, confirm_at;
+        uint64_t sent_bytes, read_bytes, confirm_at_bytes;
+        size_t batch_n;                 /* of the batch being sent: records not yet delivery_sent(), */
+        uint64_t batch_bytes;           /* and their bytes */
         bool confirming;                /* a confirmation request is in flight */
         /* Its last request was answered (a timeout is no answer): records are
          * held behind a request in flight only for such a client, else one
@@ -108,7 +137,8 @@ Delivery *delivery_free(Delivery *d);
 void delivery_set_limits(Delivery *d, const DeliveryLimits *limits);
 const DeliveryStats *delivery_get_stats(const Delivery *d);
 
-void delivery_queue_init(Delivery *d, DeliveryQueue *q, const char *name);
+/* q's records count with those of uid's other clients. Return: 0, -ENOMEM. */
+int delivery_queue_init(Delivery *d, DeliveryQueue *q, const char *name, uid_t uid);
 /* Drops what is queued; q is off every list. */
 void delivery_queue_done(Delivery *d, DeliveryQueue *q);
 void delivery_queue_update(Delivery *d, DeliveryQueue *q);
@@ -118,12 +148,27 @@ void delivery_queue_set_transport(DeliveryQueue *q, const DeliveryOps *ops, void
 static inline size_t delivery_queue_size(const DeliveryQueue *q) {
         return move_pairer_size(&q->pairer);
 }
+/* Where the records queued on q are made (record_new_in()). */
+static inline RecordArena *delivery_queue_arena(DeliveryQueue *q) {
+        return &q->pairer.arena;
+}
+static inline size_t delivery_queue_bytes(const DeliveryQueue *q) {
+        return move_pairer_bytes(&q->pairer);
+}
+/* What q may be sent now without confirming first: records and bytes (a
+ * transport that reads on its own, the durable pump, asks before sending). */
+void delivery_window(const DeliveryQueue *q, uint64_t *ret_records, uint64_t *ret_bytes);
+/* Records and bytes the clients of uid hold, queued or unconfirmed. */
+void delivery_user_held(const Delivery *d, uid_t uid, uint64_t *ret_records, uint64_t *ret_bytes);
 
 /* Queues rec (taken; NULL: out of memory, logged). Past max_pending, the
  * queue's events are dropped and an Overflow queued instead. */
 void delivery_submit(Delivery *d, DeliveryQueue *q, Record *rec);
 /* The transport sent a message of n event records of q. */
 void delivery_sent(DeliveryQueue *q, size_t n);
+/* The same, with the bytes they weigh, for records that did not come from q's
+ * queue (a replay from disk): counted against the byte window too. */
+void delivery_sent_bytes(DeliveryQueue *q, size_t n, uint64_t bytes);
 /* The transport may ask q's client for a confirmation again (after -EAGAIN). */
 void delivery_ask_confirm(DeliveryQueue *q);
 /* Everything sent to q's client counts as read: a transport that bounds what

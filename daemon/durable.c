@@ -68,6 +68,9 @@ typedef struct Attach {
         /* Flow control: entries sent, and how many the client confirmed
          * reading; the count at the request in flight. */
         uint64_t sent, read, confirm_at;
+        /* The same in bytes (a record's weight: record_bytes()), held to
+         * max_pending_bytes_per_client as live records are. */
+        uint64_t sent_bytes, read_bytes, confirm_bytes;
         bool confirming;
 } Attach;
 
@@ -387,14 +390,17 @@ static void attach_ask_confirm(Durable *d, Attach *a, uint64_t now) {
 
         if (a->confirming || unread == 0)
                 return;
-        if (unread < confirm_min(c) && unread < c->max_pending_events_per_client)
+        if (unread < confirm_min(c) && unread < c->max_pending_events_per_client &&
+            a->sent_bytes - a->read_bytes < c->max_pending_bytes_per_client / 2)
                 return;
         r = a->ops->ask_confirm ? a->ops->ask_confirm(a->client, a->data) : 1;
-        if (r > 0)
+        if (r > 0) {
                 a->read = a->sent;      /* the transport holds what is unread */
-        else if (r == 0) {
+                a->read_bytes = a->sent_bytes;
+        } else if (r == 0) {
                 a->confirming = true;
                 a->confirm_at = a->sent;
+                a->confirm_bytes = a->sent_bytes;
         } else {
                 if (r != -EAGAIN)
                         log_warning_errno(r, "Failed to ask %s whether it read durable subscription %s, "
@@ -408,7 +414,8 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
         const DurableOps *ops = a->ops;
         const Config *c = manager_get_config(d->m);
         const char *name = a->sub->def.name;
-        uint64_t unread = a->sent - a->read, budget;
+        uint64_t unread = a->sent - a->read, unread_bytes = a->sent_bytes - a->read_bytes;
+        uint64_t budget, bytes_budget, bytes = 0;
         size_t in_batch = 0, sent = 0;
         JournalEntry e;
         int k = 0, r = 0;
@@ -418,13 +425,18 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
                         d->wake_at = MIN(d->wake_at, now + DELIVERY_RETRY_USEC);
                 return false;
         }
-        if (unread >= c->max_pending_events_per_client) {
+        /* Its window, in records and bytes, as for its live records: a replay
+         * of long paths weighs what it weighs in the bus too. */
+        if (unread >= c->max_pending_events_per_client ||
+            (unread > 0 && unread_bytes >= c->max_pending_bytes_per_client)) {
                 attach_ask_confirm(d, a, now);  /* its answer's flush brings us back */
                 return false;
         }
         budget = MIN(c->max_pending_events_per_client - unread, (uint64_t) PUMP_MAX_ENTRIES);
+        bytes_budget = unread_bytes < c->max_pending_bytes_per_client ? c->max_pending_bytes_per_client - unread_bytes
+                                                                      : 0;
 
-        while (sent < budget && r >= 0) {
+        while (sent < budget && (bytes < bytes_budget || sent == 0) && r >= 0) {
                 k = journal_reader_next(a->reader, &e);
                 if (k < 0)
                         break;
@@ -458,6 +470,7 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
                         r = ops->events_add(a->client, &e, a->data);
                 in_batch++;
                 sent++;
+                bytes += sizeof(Record) + strlen(e.path) + 1 + (e.new_path ? strlen(e.new_path) + 1 : 0);
                 if (r >= 0 && in_batch >= c->batch_max_events) {
                         r = ops->events_end(a->client, a->data);
                         in_batch = 0;
@@ -473,8 +486,9 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
                 return false;
         }
         a->sent += sent;
+        a->sent_bytes += bytes;
         attach_ask_confirm(d, a, now);
-        return sent >= budget;
+        return sent >= budget || bytes >= bytes_budget;
 }
 
 static void enforce_caps(Durable *d) {
@@ -886,8 +900,10 @@ void durable_confirmed(Durable *d, Client *c, bool answered) {
                 if (a->client != c || !a->confirming)
                         continue;
                 a->confirming = false;
-                if (answered)
+                if (answered) {
                         a->read = a->confirm_at;
+                        a->read_bytes = a->confirm_bytes;
+                }
         }
         /* The flush after this answer's dispatch pumps: what it lets go goes then. */
 }

@@ -23,8 +23,8 @@
 #include "path.h"
 
 #define KERNEL_READ_BUF (64u * 1024u)
-/* Reads in one slice at most, whatever the budget: the loop comes back to the bus. */
-#define KERNEL_READ_ROUNDS 16
+/* The longest record the kernel queues: its header and a name of NAME_MAX bytes, NUL-padded. */
+#define KERNEL_RECORD_MAX (EVENT_HEADER_SIZE + NAME_MAX + 1)
 
 /* Work an event leaves for after the walk over the watch's links. */
 typedef struct Followup {
@@ -36,11 +36,12 @@ typedef struct Followup {
                 FOLLOW_CHAIN,           /* an event on a directory of pending paths */
                 FOLLOW_MOVED_SELF,      /* PERSIST: the kernel's IN_MOVE_SELF went, it follows its path */
                 FOLLOW_MOVED_AWAY,      /* PERSIST: its object was renamed away (its parent's watch saw it) */
+                FOLLOW_ACCESS,          /* its directory's mode, owner or ACL changed: access checked again */
         } what;
         uint32_t id;                    /* the subscription, looked up again */
         uint32_t cookie;
         char *path;
-        WatchLink *link;                /* FOLLOW_CHAIN: held */
+        WatchLink *link;                /* FOLLOW_CHAIN, FOLLOW_ACCESS: held */
 } Followup;
 
 struct Events {
@@ -58,6 +59,7 @@ struct Events {
         uint8_t *buf;                   /* the last read: buf[off, len) not handled yet */
         size_t off, len;
         uint64_t read_time;             /* when it was read: the time of its records */
+        bool drained;                   /* that read found the queue empty (it was short) */
 
         GArray *followups;              /* Followup, of the record being handled */
         GArray *left;                   /* uint32_t: PERSIST subscriptions a rename took the object of */
@@ -181,6 +183,8 @@ static void watch_ignored(Events *e, Watch *w, uint64_t now) {
 }
 
 static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
+        if (e->followups->len == 0)
+                return;
         for (guint k = 0; k < e->followups->len; k++) {
                 Followup *f = &g_array_index(e->followups, Followup, k);
                 Subscription *s = f->what == FOLLOW_CHAIN ? NULL : watch_table_get_subscription(e->table, f->id);
@@ -189,6 +193,11 @@ static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
                 case FOLLOW_CHAIN:
                         if (!f->link->dead)
                                 missing_on_event(e->missing, f->link, ev->mask, ev->name, ev->name_len);
+                        watch_link_release(f->link);
+                        break;
+                case FOLLOW_ACCESS:
+                        if (s && !f->link->dead && e->ops.access_changed)
+                                e->ops.access_changed(s, f->link, e->userdata);
                         watch_link_release(f->link);
                         break;
                 case FOLLOW_ONESHOT:
@@ -255,14 +264,19 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                 return;         /* a watch we have released; its last records still trickle in */
         if (ev->mask & IN_IGNORED)
                 return watch_ignored(e, w, now);
+        /* A worker's read of a polled directory: nobody's event either. */
+        if (remote_own_read(e->remote, w, ev))
+                return;
         /* What the kernel reported, the poller does not report again. */
         remote_on_event(e->remote, w, ev);
         if (ev->mask & IN_UNMOUNT)
                 w->unmounted = true;
         moves_on_event(e->moves, w, ev, e->left);
-        for (guint k = 0; k < e->left->len; k++)
-                followup_add(e, FOLLOW_MOVED_AWAY, g_array_index(e->left, uint32_t, k), 0, NULL, NULL);
-        g_array_set_size(e->left, 0);
+        if (e->left->len > 0) {
+                for (guint k = 0; k < e->left->len; k++)
+                        followup_add(e, FOLLOW_MOVED_AWAY, g_array_index(e->left, uint32_t, k), 0, NULL, NULL);
+                g_array_set_size(e->left, 0);
+        }
 
         e->in_event = true;
         LIST_FOREACH(watch, l, w->links) {
@@ -279,6 +293,17 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                         continue;
                 }
 
+                /* The directory's mode, owner or ACL changed: who may read it is
+                 * checked again (a directory found closed too: it may be open again). */
+                if ((ev->mask & IN_ATTRIB) && !ev->name && w->is_dir) {
+                        watch_link_hold(l);
+                        followup_add(e, FOLLOW_ACCESS, s->id, 0, NULL, l);
+                }
+                /* Its owner may no longer read there (or is being checked): nothing from it. */
+                if (watch_link_blocked(l)) {
+                        s->missed = true;
+                        continue;
+                }
                 dir = watch_link_get_path(l, buf);
                 if (!dir) {
                         client_queue_lost(s);  /* deeper than PATH_MAX */
@@ -321,10 +346,15 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                 tree_moves_end(e->tree);
 }
 
+void events_read_again(Events *e) {
+        e->drained = false;
+}
+
 bool events_slice(Events *e, uint64_t budget_usec) {
         uint64_t deadline = now_usec() + budget_usec;
+        bool read = false;
 
-        for (int i = 0; i < KERNEL_READ_ROUNDS; ) {
+        for (;;) {
                 RawEvent ev;
                 size_t at;
                 int r;
@@ -342,11 +372,33 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                 if (e->off == e->len) {
                         ssize_t n;
 
+                        /* A read that left room for the longest record took all
+                         * there was: a record queued since makes the fd readable
+                         * again, so the read that would get EAGAIN is not made (a
+                         * system call of the seven each wake-up of a storm cost).
+                         * Unless something waits for the queue to be read empty:
+                         * that needs a read after the records handled, which may
+                         * have queued more. */
+                        if (e->drained && !tree_waits_read_empty(e->tree)) {
+                                e->drained = false;
+                                return false;
+                        }
+                        /* One read a slice: the loop flushes what it held before the
+                         * next, and comes back to the bus between them. A backlog in
+                         * the kernel goes on to the clients 64 KiB of records at a
+                         * time, not a megabyte (sixteen reads, as it was: the queues
+                         * then held some 30,000 records, whose memory malloc took from
+                         * the system and gave back at each slice, a page fault for
+                         * every 4 KiB of it). */
+                        if (read)
+                                return true;
                         self_events_read(e->self);
                         n = backend_read(e->backend, e->buf, KERNEL_READ_BUF);
                         self_events_read_done(e->self, n, KERNEL_READ_BUF);
+                        e->drained = false;
                         if (n == -EAGAIN) {
                                 tree_queue_read_empty(e->tree);
+                                remote_queue_read_empty(e->remote);
                                 return false;
                         }
                         if (n < 0) {
@@ -355,8 +407,9 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         }
                         e->off = 0;
                         e->len = (size_t) n;
+                        e->drained = e->len <= KERNEL_READ_BUF - KERNEL_RECORD_MAX;
                         e->read_time = now_usec();
-                        i++;
+                        read = true;
                 }
                 at = e->off;
                 r = event_decode(e->buf, e->len, &e->off, &ev);
@@ -371,5 +424,4 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                 if (now_usec() >= deadline)
                         return true;
         }
-        return true;
 }

@@ -47,6 +47,9 @@ typedef struct EventsOps {
         void (*object_gone)(Subscription *s, const char *reason, void *userdata);
         /* The kernel lost records: every client gets Overflow naming all its subscriptions. */
         void (*overflow_all)(void *userdata);
+        /* The mode, owner or ACL of l's directory changed (IN_ATTRIB on it): s's
+         * access is to be checked again. l is held for the call only. Optional. */
+        void (*access_changed)(Subscription *s, WatchLink *l, void *userdata);
 } EventsOps;
 
 typedef struct EventsStats {
@@ -63,9 +66,18 @@ Events *events_free(Events *e);
  * that keeps the queue full, or records that each cost much, cannot keep
  * the loop from the bus and the signals. What is left of a read is kept for
  * the next call; the descents of pending paths left by earlier records are
- * finished before the next record. Return: whether anything is left.
+ * finished before the next record. A slice makes one read at most, and
+ * ends when its records are handled: the loop flushes them before the next.
+ * Nothing is left when a read finds the queue empty, or leaves room for the
+ * longest record (it took everything there was: a record queued since makes
+ * the fd readable again), unless what waits for an empty read (tree.h,
+ * remote.h) needs one. Return: whether anything is left.
  */
 bool events_slice(Events *e, uint64_t budget_usec);
+/* The next slice reads until the kernel says the queue is empty, even after
+ * a short read: the loop comes for something else than the fd (a pairing
+ * deadline), and what the kernel holds must be read first. */
+void events_read_again(Events *e);
 
 /*
  * The one way a change reaches a subscription's owner, whatever found it

@@ -20,6 +20,7 @@
 typedef struct Wire {
         uint32_t mask;
         const char *path, *new_path;
+        size_t path_len, new_path_len;
         char *path_buf, *new_path_buf;          /* the escaped forms, when used */
 } Wire;
 
@@ -34,9 +35,11 @@ static int wire_init(Wire *w, const Record *rec) {
         *w = (Wire) {
                 .mask = rec->mask & ~WATCHD_PATH_ESCAPED,
                 .path = rec->path,
+                .path_len = rec->path_len,
                 .new_path = new_path,
+                .new_path_len = rec->new_path ? strlen(new_path) : 0,
         };
-        if (!path_needs_escape(rec->path) && !path_needs_escape(new_path))
+        if (!path_needs_escape_n(w->path, w->path_len) && !path_needs_escape_n(new_path, w->new_path_len))
                 return 0;
         /* One flag for the record: both paths escaped, so a client reads both the same way. */
         w->path_buf = path_escape(rec->path);
@@ -46,29 +49,47 @@ static int wire_init(Wire *w, const Record *rec) {
                 return -ENOMEM;
         }
         w->path = w->path_buf;
+        w->path_len = strlen(w->path);
         w->new_path = w->new_path_buf;
+        w->new_path_len = strlen(w->new_path);
         w->mask |= WATCHD_PATH_ESCAPED;
         return 0;
 }
 
 /* (uuuss) marshalled: 8-aligned, three u, two strings with their length and NUL, padding. */
 static size_t wire_size(const Wire *w) {
-        return 40 + strlen(w->path) + strlen(w->new_path);
+        return 40 + w->path_len + w->new_path_len;
 }
 
 size_t events_batch_record_size(const Record *rec) {
         const char *new_path = rec->new_path ?: "";
+        size_t new_len = strlen(new_path);
 
-        if (!path_needs_escape(rec->path) && !path_needs_escape(new_path))
-                return 40 + strlen(rec->path) + strlen(new_path);
+        if (!path_needs_escape_n(rec->path, rec->path_len) && !path_needs_escape_n(new_path, new_len))
+                return 40 + rec->path_len + new_len;
         return 40 + path_escaped_len(rec->path) + path_escaped_len(new_path);
+}
+
+/* A string whose bytes wire_init() checked: sd-bus's own check of each
+ * string (sd_bus_message_append_basic()) is the rule path_needs_escape()
+ * applies already, and cost a third of the signal's building (callgrind:
+ * docs/BENCHMARKS.md), so the bytes are copied into the space it makes. */
+static int append_checked_string(sd_bus_message *msg, const char *s, size_t len) {
+        char *p;
+        int r;
+
+        r = sd_bus_message_append_string_space(msg, len, &p);
+        if (r < 0)
+                return r;
+        memcpy(p, s, len);
+        return 0;
 }
 
 /* Field by field: sd_bus_message_append() parses its signature and walks a
  * va_list for each record, about a fifth of the cost of appending one
  * (callgrind, 10,000 records: see docs/BENCHMARKS.md). */
 static int append_default(sd_bus_message *msg, uint32_t id, uint32_t mask, uint32_t cookie,
-                          const char *path, const char *new_path) {
+                          const Wire *w) {
         int r;
 
         r = sd_bus_message_open_container(msg, 'r', "uuuss");
@@ -79,16 +100,18 @@ static int append_default(sd_bus_message *msg, uint32_t id, uint32_t mask, uint3
         if (r >= 0)
                 r = sd_bus_message_append_basic(msg, 'u', &cookie);
         if (r >= 0)
-                r = sd_bus_message_append_basic(msg, 's', path);
+                r = append_checked_string(msg, w->path, w->path_len);
         if (r >= 0)
-                r = sd_bus_message_append_basic(msg, 's', new_path);
+                r = append_checked_string(msg, w->new_path, w->new_path_len);
         if (r >= 0)
                 r = sd_bus_message_close_container(msg);
         return r;
 }
 
 static int append_wire(EventsBatch *b, const Record *rec, const Wire *w) {
-        return (b->ops->append ?: append_default)(b->msg, rec->id, w->mask, rec->cookie, w->path, w->new_path);
+        if (b->ops->append)
+                return b->ops->append(b->msg, rec->id, w->mask, rec->cookie, w->path, w->new_path);
+        return append_default(b->msg, rec->id, w->mask, rec->cookie, w);
 }
 
 static int append(EventsBatch *b, const Record *rec) {

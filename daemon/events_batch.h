@@ -10,8 +10,10 @@
  * path_escape.h; the one bit covers path and new_path). So nothing a file
  * name can hold makes an append fail.
  *
- * Should one fail all the same (memory, or a rule of sd-bus's we do not
- * know), sd-bus has left the message unusable, and with it every record
+ * The check is path_needs_escape(), which is sd-bus's own rule: the bytes
+ * of a path are then copied into the message unchecked by sd-bus (its
+ * check of every string cost a third of building a signal). Should an
+ * append fail all the same (memory), sd-bus has left the message unusable, and with it every record
  * already in it. So the batch keeps its records until the signal is sent:
  * the signal is built again without the record that failed, that record
  * alone is dropped, and its subscription is named to ops->lost (the caller
@@ -44,8 +46,9 @@ typedef struct EventsBatchOps {
         int (*send)(void *userdata, sd_bus_message *msg, size_t n);
         /* A record of subscription id was dropped. */
         void (*lost)(void *userdata, uint32_t id);
-        /* Appends one record to msg's open a(uuuss). NULL: sd_bus_message_append.
-         * The unit test puts a failing one here. */
+        /* Appends one record to msg's open a(uuuss). NULL: field by field, the
+         * strings copied into the space sd-bus makes (their bytes checked
+         * already). The unit test puts a failing one here. */
         int (*append)(sd_bus_message *msg, uint32_t id, uint32_t mask, uint32_t cookie,
                       const char *path, const char *new_path);
 } EventsBatchOps;

@@ -6,7 +6,17 @@
  * priority, and sd-event serves the one that has been pending longest, so
  * they take turns. The backlog of a read and the walks are defer sources,
  * which stay pending once enabled: below the others, or they would starve
- * them. The post source runs after each dispatch of any other.
+ * them.
+ *
+ * After each dispatch, whatever it was, what it queued goes out and the
+ * timer is set: in the timer's prepare callback, which sd-event runs before
+ * it next polls, in every iteration. (A post source did that before, in an
+ * iteration of its own: an epoll_wait() and a gettid() more for each
+ * dispatch, two system calls of the seven a wake-up of a storm cost.) So
+ * the timer is always enabled, at UINT64_MAX when nothing waits, and its
+ * priority is above the bus's: sd-event runs prepare callbacks by priority,
+ * and sd-bus's own, which asks epoll for room to write when messages wait,
+ * must see the messages this flush queued.
  */
 
 #include <errno.h>
@@ -26,11 +36,52 @@ struct Loop {
         sd_event_source *fanotify;      /* the fanotify group's fd, if any */
         sd_event_source *fan_backlog;   /* what is left of its read */
         sd_event_source *fan_pause;     /* a pause before the group is read again (fanotify.h) */
-        sd_event_source *timer;         /* the earliest pairing deadline, or a retry */
+        sd_event_source *timer;         /* the earliest pairing deadline, or a retry; before each poll: flush, arm */
         sd_event_source *walker;        /* walks and descents */
-        sd_event_source *post;          /* after every dispatch: flush, arm */
-        uint64_t armed;                 /* the timer's time, UINT64_MAX: off */
+        uint64_t armed;                 /* the timer's time, UINT64_MAX: none */
+        sd_event_source *fswork;        /* completions of file system work in workers */
+        sd_event_source *fswork_timer;  /* a job's deadline */
+        uint64_t fswork_armed;
 };
+
+static int on_fswork(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        Loop *l = userdata;
+
+        fswork_dispatch(manager_get_fswork(l->manager));
+        return 0;
+}
+
+static int on_fswork_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        Loop *l = userdata;
+
+        l->fswork_armed = UINT64_MAX;
+        fswork_check(manager_get_fswork(l->manager), usec);
+        return 0;
+}
+
+/* The timer of the jobs' deadlines, at the earliest one. */
+static void fswork_arm(Loop *l) {
+        FsWork *w = manager_get_fswork(l->manager);
+        uint64_t next;
+        int r;
+
+        if (!w)
+                return;
+        next = fswork_next_deadline(w);
+        if (next == l->fswork_armed)
+                return;
+        if (next == UINT64_MAX)
+                r = sd_event_source_set_enabled(l->fswork_timer, SD_EVENT_OFF);
+        else {
+                r = sd_event_source_set_time(l->fswork_timer, next);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(l->fswork_timer, SD_EVENT_ONESHOT);
+        }
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm the file system deadline timer, ignoring: %m");
+        else
+                l->fswork_armed = next;
+}
 
 static void backlog_set(Loop *l, bool on) {
         int r = sd_event_source_set_enabled(l->backlog, on ? SD_EVENT_ON : SD_EVENT_OFF);
@@ -102,10 +153,20 @@ static int on_fan_pause(sd_event_source *source, uint64_t usec, void *userdata) 
         return 0;
 }
 
+static void timer_set(Loop *l, uint64_t next) {
+        int r = sd_event_source_set_time(l->timer, next);
+
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm the pairing timer, ignoring: %m");
+        else
+                l->armed = next;
+}
+
 static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
         Loop *l = userdata;
 
-        l->armed = UINT64_MAX;  /* a oneshot: off now; on_post arms it again if needed */
+        /* Not again until on_prepare() says when. */
+        timer_set(l, UINT64_MAX);
         backlog_set(l, manager_on_deadline(l->manager));
         return 0;
 }
@@ -118,32 +179,22 @@ static int on_walker(sd_event_source *source, void *userdata) {
         return 0;
 }
 
-/* After any dispatch: what it queued goes out, and the loop learns what the core waits for. */
-static int on_post(sd_event_source *source, void *userdata) {
+/* Before each poll, so after any dispatch: what it queued goes out, and the loop learns what the core waits for. */
+static int on_prepare(sd_event_source *source, void *userdata) {
         Loop *l = userdata;
         uint64_t next;
-        int r = 0;
+        int r;
 
         manager_flush(l->manager);
         next = manager_next_deadline(l->manager);
-        if (next != l->armed) {
-                if (next == UINT64_MAX)
-                        r = sd_event_source_set_enabled(l->timer, SD_EVENT_OFF);
-                else {
-                        r = sd_event_source_set_time(l->timer, next);
-                        if (r >= 0)
-                                r = sd_event_source_set_enabled(l->timer, SD_EVENT_ONESHOT);
-                }
-                if (r < 0)
-                        log_warning_errno(r, "Failed to arm the pairing timer, ignoring: %m");
-                else
-                        l->armed = next;
-        }
+        if (next != l->armed)
+                timer_set(l, next);
         if (manager_has_walks(l->manager)) {
                 r = sd_event_source_set_enabled(l->walker, SD_EVENT_ON);
                 if (r < 0)
                         log_warning_errno(r, "Failed to start the walker, ignoring: %m");
         }
+        fswork_arm(l);
         return 0;
 }
 
@@ -157,7 +208,8 @@ Loop *loop_free(Loop *l) {
         sd_event_source_disable_unref(l->fan_pause);
         sd_event_source_disable_unref(l->timer);
         sd_event_source_disable_unref(l->walker);
-        sd_event_source_disable_unref(l->post);
+        sd_event_source_disable_unref(l->fswork);
+        sd_event_source_disable_unref(l->fswork_timer);
         free(l);
         return NULL;
 }
@@ -209,11 +261,17 @@ int loop_new(sd_event *event, Manager *m, Loop **ret) {
                 (void) sd_event_source_set_description(l->fan_pause, "fanotify-pause");
         }
 
-        /* Armed only while a client's queue waits for the partner of a rename, or a congested bus. */
+        /* Due only while a client's queue waits for the partner of a rename, or a congested
+         * bus; UINT64_MAX otherwise, which sd-event never dispatches (sd_event_add_time(3)). */
         r = sd_event_add_time(event, &l->timer, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1, on_timer, l);
+        if (r >= 0)
+                r = sd_event_source_set_priority(l->timer, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r >= 0)
+                r = sd_event_source_set_prepare(l->timer, on_prepare);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(l->timer, SD_EVENT_ON);        /* a time source is made ONESHOT */
         if (r < 0)
                 return log_error_errno(r, "Failed to add the pairing timer: %m");
-        (void) sd_event_source_set_enabled(l->timer, SD_EVENT_OFF);
         (void) sd_event_source_set_description(l->timer, "move-pairing");
 
         /* Enabled only while a walk or a descent is in progress. */
@@ -225,10 +283,19 @@ int loop_new(sd_event *event, Manager *m, Loop **ret) {
         (void) sd_event_source_set_enabled(l->walker, SD_EVENT_OFF);
         (void) sd_event_source_set_description(l->walker, "tree-walker");
 
-        r = sd_event_add_post(event, &l->post, on_post, l);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the post source: %m");
-        (void) sd_event_source_set_description(l->post, "flush");
+        if (manager_get_fswork(m)) {
+                r = sd_event_add_io(event, &l->fswork, fswork_fd(manager_get_fswork(m)), EPOLLIN, on_fswork, l);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to watch the file system workers: %m");
+                (void) sd_event_source_set_description(l->fswork, "fswork");
+                r = sd_event_add_time(event, &l->fswork_timer, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 100000,
+                                      on_fswork_timer, l);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to add the file system deadline timer: %m");
+                (void) sd_event_source_set_enabled(l->fswork_timer, SD_EVENT_OFF);
+                (void) sd_event_source_set_description(l->fswork_timer, "fswork-deadline");
+        }
+        l->fswork_armed = UINT64_MAX;
 
         *ret = TAKE_PTR(l);
         return 0;

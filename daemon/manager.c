@@ -15,6 +15,7 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -49,9 +50,17 @@ struct Manager {
         Fanotify *fanotify;             /* RECURSIVE trees on one mark a filesystem; NULL: inotify only */
         Subscriptions *subs;            /* the clients and their subscriptions */
 
+        FsWork *fswork;                 /* file system work off the loop; NULL: on it (unit tests) */
+        GHashTable *primed_waiters;     /* Subscription -> GPtrArray of PrimedWaiter */
+
         ManagerHooks hooks;
         void *hooks_userdata;
 };
+
+typedef struct PrimedWaiter {
+        void (*cb)(void *userdata);
+        void *userdata;
+} PrimedWaiter;
 
 int manager_new(Config *config, Manager **ret) {
         Manager *m;
@@ -82,6 +91,8 @@ Manager *manager_free(Manager *m) {
         if (m->table)
                 watch_table_set_ops(m->table, &(WatchTableOps) {}, NULL);
         m->remote = remote_free(m->remote);
+        if (m->primed_waiters)
+                g_hash_table_unref(m->primed_waiters);
         m->self_events = self_events_free(m->self_events);
         /* Clients before the table's links are freed without being unlinked:
          * their accounts return what is charged. */
@@ -131,6 +142,160 @@ static bool on_remote_deliver(Subscription *s, uint32_t mask, uint32_t cookie, c
         Manager *m = userdata;
 
         return events_deliver(m->events, s, mask, cookie, dir, name, name_len, now);
+}
+
+/*
+ * A watched directory's mode, owner or ACL changed: may its subscriber still
+ * read it? Checked as the subscriber (in a worker of its file system's lane,
+ * like every open as a caller), by its path, as AddWatch checked it. Until
+ * the answer, nothing from the directory or below it is delivered
+ * (WatchLink.checking); then, if access is gone, nothing more until it comes
+ * back (WatchLink.denied). Each change of state is told with an Overflow
+ * naming the subscription, and so is an event held back by the check; with
+ * access back, a RECURSIVE tree is walked again for what it missed.
+ */
+typedef struct AccessCheck {
+        Manager *m;
+        uint32_t id;
+        dev_t dev;              /* the directory's watch: its link is found again at the end */
+        ino_t ino;
+        char path[PATH_MAX];
+        int result;             /* 0: readable, the same directory; -errno */
+} AccessCheck;
+
+static void access_check_run(void *data) {
+        AccessCheck *a = data;
+        struct stat st;
+        int fd;
+
+        fd = access_open_at(AT_FDCWD, a->path, /* only_dir= */ true, /* no_follow= */ false, &st);
+        if (fd < 0) {
+                a->result = fd;
+                return;
+        }
+        safe_close(fd);
+        a->result = st.st_dev == a->dev && st.st_ino == a->ino ? 0 : -ESTALE;
+}
+
+static void access_check_done(void *data, int error) {
+        AccessCheck *a = data;
+        Subscription *s = watch_table_get_subscription(a->m->table, a->id);
+        Watch *w = s ? watch_table_find_watch(a->m->table, a->dev, a->ino) : NULL;
+        WatchLink *l = NULL;
+        int r = error < 0 ? error : a->result;
+
+        /* Not held meanwhile (a rename may move it to a new allocation): found again. */
+        if (w)
+                LIST_FOREACH(watch, x, w->links)
+                        if (x->subscription == s)
+                                l = x;
+        if (l && l->checking) {
+                bool was = l->denied;
+                bool denied = r == -EACCES || r == -EPERM ? true : r == 0 ? false : was;
+
+                /* Any other answer (the path leads elsewhere: a rename not read yet) keeps what was. */
+                watch_link_set_access(l, denied, false);
+                if (denied != was)
+                        log_info("Subscription %" PRIu32 " of %s: '%s' %s.", s->id, s->owner->name, a->path,
+                                 denied ? "may no longer be read by its owner: nothing from there is delivered"
+                                        : "may be read by its owner again");
+                /* Lost, found again, or records held back while it was checked: the owner looks again. */
+                if (denied != was || (s->missed && !denied))
+                        client_queue_lost(s);
+                if (s->n_blocked == 0)
+                        s->missed = false;
+                if (was && !denied)
+                        tree_rescan(a->m->tree, s);
+        }
+        free(a);
+}
+
+static void on_access_changed(Subscription *s, WatchLink *l, void *userdata) {
+        Manager *m = userdata;
+        AccessCheck *a;
+        AccessSaved saved;
+        int r;
+
+        if (!s->owner || l->checking)
+                return;         /* one check at a time: it reads the state of when it runs */
+        a = calloc(1, sizeof(AccessCheck));
+        if (!a) {
+                log_warning("Out of memory checking subscription %" PRIu32 "'s access again, ignoring.", s->id);
+                return;
+        }
+        *a = (AccessCheck) { .m = m, .id = s->id, .dev = l->watch->dev, .ino = l->watch->ino };
+        {
+                const char *path = watch_link_get_path(l, a->path);     /* a root's is its subscription's */
+
+                if (!path || strlen(path) >= sizeof(a->path)) {
+                        free(a);
+                        return;
+                }
+                if (path != a->path)
+                        strcpy(a->path, path);
+        }
+        watch_link_set_access(l, l->denied, true);
+        if (m->fswork && fswork_submit(m->fswork, a->dev, &s->owner->caller, access_check_run, access_check_done,
+                                       a) >= 0)
+                return;
+        /* No worker (unit tests, or none could start): here. */
+        r = access_become(&s->owner->caller, &saved);
+        if (r >= 0) {
+                access_check_run(a);
+                access_restore(&saved);
+        }
+        access_check_done(a, r < 0 ? r : 0);
+}
+
+/* s's first snapshots are taken: whoever waited for them (an AddWatch's answer) goes on. */
+static void on_remote_primed(Subscription *s, void *userdata) {
+        Manager *m = userdata;
+        GPtrArray *ws;
+
+        if (!m->primed_waiters || !g_hash_table_steal_extended(m->primed_waiters, s, NULL, (gpointer *) &ws))
+                return;
+        for (guint i = 0; i < ws->len; i++) {
+                PrimedWaiter *w = g_ptr_array_index(ws, i);
+
+                w->cb(w->userdata);
+        }
+        g_ptr_array_unref(ws);
+}
+
+int manager_when_primed(Manager *m, Client *c, uint32_t id, void (*cb)(void *userdata), void *userdata) {
+        Subscription *s = watch_table_get_subscription(m->table, id);
+        PrimedWaiter *w;
+        GPtrArray *ws;
+
+        if (!s || s->owner != c || !remote_priming(m->remote, s))
+                return 0;
+        if (!m->primed_waiters)
+                m->primed_waiters = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                                          (GDestroyNotify) g_ptr_array_unref);
+        w = malloc(sizeof(PrimedWaiter));
+        if (!w)
+                return -ENOMEM;
+        *w = (PrimedWaiter) { cb, userdata };
+        ws = g_hash_table_lookup(m->primed_waiters, s);
+        if (!ws) {
+                ws = g_ptr_array_new_with_free_func(free);
+                g_hash_table_insert(m->primed_waiters, s, ws);
+        }
+        g_ptr_array_add(ws, w);
+        return 1;
+}
+
+void manager_set_fswork(Manager *m, FsWork *w) {
+        m->fswork = w;
+}
+
+FsWork *manager_get_fswork(const Manager *m) {
+        return m->fswork;
+}
+
+void manager_lane_stalled(Manager *m, dev_t dev, bool stalled) {
+        if (m->remote)
+                remote_lane_stalled(m->remote, dev, stalled);
 }
 
 /* The polled root of s is gone (the kernel of this machine cannot say so). */
@@ -193,6 +358,9 @@ static void limits_from_config(const Manager *m, AccountingLimits *ret_accountin
         accounting_limits_size(ret_accounting, m->kernel_watch_limit);
         *ret_delivery = (DeliveryLimits) {
                 .max_pending = m->config.max_pending_events_per_client,
+                .max_bytes = m->config.max_pending_bytes_per_client,
+                .max_pending_user = m->config.max_pending_events_per_user,
+                .max_bytes_user = m->config.max_pending_bytes_per_user,
                 .batch_max = m->config.batch_max_events,
                 .pair_timeout_usec = (uint64_t) m->config.move_pair_timeout_ms * 1000u,
                 .pair_max_distance = m->config.move_pair_max_distance,
@@ -250,9 +418,10 @@ int manager_start(Manager *m) {
         if (r >= 0)
                 r = moves_new(m->table, &m->moves);
         if (r >= 0)
-                r = remote_new(m->table, m->self_events, &m->config, &(RemoteOps) {
+                r = remote_new(m->table, m->self_events, &m->config, m->fswork, &(RemoteOps) {
                                        .deliver = on_remote_deliver,
                                        .gone = on_remote_gone,
+                                       .primed = on_remote_primed,
                                }, m, &m->remote);
         if (r >= 0)
                 watch_table_set_ops(m->table, &remote_table_ops, m->remote);
@@ -262,6 +431,7 @@ int manager_start(Manager *m) {
                                        .end = on_end_with_notice,
                                        .object_gone = on_object_gone,
                                        .overflow_all = on_overflow_all,
+                                       .access_changed = on_access_changed,
                                }, m, &m->events);
         if (r >= 0)
                 r = subscriptions_new(m->table, m->accounting, m->delivery, m->tree, m->missing, m->events,
@@ -330,6 +500,7 @@ uint64_t manager_fanotify_pause_usec(const Manager *m) {
  * the read's last slice).
  */
 bool manager_on_deadline(Manager *m) {
+        events_read_again(m->events);
         return manager_on_kernel_readable(m);
 }
 
@@ -383,6 +554,17 @@ bool manager_has_walks(const Manager *m) {
 uint32_t manager_subscription_remote_flags(const Manager *m, const Subscription *s) {
         return (remote_subscription_remote(m->remote, s) ? WATCHD_FLAG_REMOTE : 0) |
                (remote_subscription_polled(m->remote, s) ? WATCHD_FLAG_POLLED : 0);
+}
+
+int manager_add_watch_opened(Manager *m, Client *c, const char *path, int fd, const struct stat *st,
+                             const RemoteHint *hint, uint32_t mask, uint32_t flags, uint32_t *ret_id,
+                             TreeWalk **ret_walk) {
+        int r;
+
+        remote_set_hint(m->remote, hint);
+        r = subscriptions_add_opened(m->subs, c, path, fd, st, mask, flags, ret_id, ret_walk);
+        remote_set_hint(m->remote, NULL);
+        return r;
 }
 
 Client *manager_get_client(Manager *m, const char *name) {

@@ -87,6 +87,11 @@ int manager_new_client(Manager *m, const char *name, const Caller *caller, Clien
 void manager_client_gone(Manager *m, Client *c);
 
 /* The API's operations on subscriptions: subscriptions_add_path(), subscriptions_add_fd(), subscriptions_remove(). */
+/* manager_add_watch_path() after its open was made in a worker (fd taken, or
+ * the open's -errno), with what the worker asked the file system (hint). */
+int manager_add_watch_opened(Manager *m, Client *c, const char *path, int fd, const struct stat *st,
+                             const RemoteHint *hint, uint32_t mask, uint32_t flags, uint32_t *ret_id,
+                             TreeWalk **ret_walk);
 int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
                            uint32_t *ret_id, TreeWalk **ret_walk);
 int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
@@ -114,6 +119,16 @@ void manager_get_user_stats(const Manager *m, uid_t uid, SubscriptionsStats *ret
 
 /* For the layers above, which do not read the struct. */
 const Config *manager_get_config(const Manager *m);
+
+/* File system work off the loop (fswork.h): given by watchd.c before
+ * manager_start(); without it (unit tests) polls read on the loop. */
+void manager_set_fswork(Manager *m, FsWork *w);
+FsWork *manager_get_fswork(const Manager *m);
+/* FsWorkOps.stalled: the subscriptions polled on dev are told. */
+void manager_lane_stalled(Manager *m, dev_t dev, bool stalled);
+/* If c's subscription id waits for first snapshots taken in workers, cb(userdata)
+ * is called once they are (or the subscription ended): return 1. Else 0: now. */
+int manager_when_primed(Manager *m, Client *c, uint32_t id, void (*cb)(void *userdata), void *userdata);
 const Backend *manager_get_backend(const Manager *m);
 /* The limits in force ("auto" sized from the kernel's). */
 const AccountingLimits *manager_get_limits(const Manager *m);

@@ -31,6 +31,7 @@ void move_pairer_set_limits(MovePairer *p, uint64_t timeout_usec, size_t max_dis
 void move_pairer_done(MovePairer *p) {
         for (size_t i = 0; i < p->n; i++)
                 record_free(p->items[(p->head + i) % p->cap]);
+        record_arena_done(&p->arena);
         free(p->items);
         *p = (MovePairer) {};
 }
@@ -112,6 +113,7 @@ static int pair_moved_to(MovePairer *p, Record *rec, Record **ret_pair) {
                         record_free(rec);
                         return -ENOMEM;
                 }
+                p->bytes += strlen(c->new_path) + 1;
                 c->mask |= rec->mask;           /* IN_MOVED_TO, and IN_ISDIR as the kernel said */
         }
         if (own) {
@@ -123,16 +125,18 @@ static int pair_moved_to(MovePairer *p, Record *rec, Record **ret_pair) {
                         record_free(rec);
                         return -ENOMEM;
                 }
+                p->bytes -= record_bytes(own);
                 free(own->new_path);
                 own->new_path = n;
+                p->bytes += record_bytes(own);
                 own->mask |= rec->mask;
                 record_free(rec);
                 return 1;
         }
         /* Only the IN_MOVED_TO side: a pair of its own, under its own id,
          * after the IN_MOVED_FROM side's. */
-        *ret_pair = record_new(RECORD_EVENT, rec->id, rec->mask | IN_MOVED_FROM, rec->cookie, rec->time_usec,
-                               latest->path, NULL, 0);
+        *ret_pair = record_new_in(&p->arena, RECORD_EVENT, rec->id, rec->mask | IN_MOVED_FROM, rec->cookie,
+                                  rec->time_usec, latest->path, NULL, 0);
         if (*ret_pair)
                 (*ret_pair)->new_path = strdup(rec->path);
         if (!*ret_pair || !(*ret_pair)->new_path) {
@@ -170,6 +174,7 @@ int move_pairer_push(MovePairer *p, Record *rec) {
         }
         *at(p, p->n) = rec;
         p->n++;
+        p->bytes += record_bytes(rec);
         return 0;
 }
 
@@ -194,6 +199,7 @@ Record *move_pairer_pop_force(MovePairer *p) {
         r = p->items[p->head];
         p->head = (p->head + 1) % p->cap;
         p->n--;
+        p->bytes -= record_bytes(r);
         return r;
 }
 
@@ -219,6 +225,7 @@ size_t move_pairer_drop_events(MovePairer *p, void (*fn)(uint32_t id, void *user
                 if (r->kind == RECORD_EVENT) {
                         if (fn)
                                 fn(r->id, userdata);
+                        p->bytes -= record_bytes(r);
                         record_free(r);
                         dropped++;
                 } else

@@ -30,8 +30,10 @@
 #include "record.h"
 
 typedef struct MovePairer {
+        RecordArena arena;      /* the queue's records are cut from it (record_new_in()) */
         Record **items;         /* ring buffer: items[(head + i) % cap], i < n */
         size_t head, n, cap;
+        size_t bytes;           /* record_bytes() of the records in it */
         uint64_t timeout_usec;
         size_t max_distance;
 } MovePairer;
@@ -54,6 +56,11 @@ uint64_t move_pairer_next_deadline(const MovePairer *p);
 
 static inline size_t move_pairer_size(const MovePairer *p) {
         return p->n;
+}
+
+/* The bytes its records hold (record_bytes()), and its ring of pointers. */
+static inline size_t move_pairer_bytes(const MovePairer *p) {
+        return p->bytes + p->cap * sizeof(Record *);
 }
 
 /* Drops every RECORD_EVENT (notices stay), calling fn with each dropped id. Return: how many. */

@@ -55,7 +55,31 @@ struct PollDir {
         PollReader reader;
         bool reading;
         GHashTable *noted;      /* names the kernel reported, not yet stat'ed */
+
+        /* A job in a worker (PollerCallbacks.submit): until it is done, its
+         * reader, snapshot and fd are the worker's, and nothing here touches
+         * them. A directory freed meanwhile is dead, freed at the job's end. */
+        bool busy, dead;
+        bool job_done;          /* a read job returned: job_result waits for dir_read() */
+        bool job_reading;       /* its reading is in jobs: job_end() when it is over */
+        bool priming;           /* its first snapshot was submitted by poller_dir_prime() */
+        int job_kind;
+        int job_result;
+        PollIo job_io;
+        GHashTable *job_names;  /* JOB_RESTAT: the noted names it stats */
+        GHashTable *noted_busy; /* names the kernel reported while a read job ran: the
+                                 * read's changes for them are the kernel's to report */
 };
+
+enum {
+        JOB_READ,
+        JOB_RESTAT,
+};
+
+/* System calls of one read job: well within the lane's deadline (FSWORK_DEADLINE_USEC)
+ * on a slow NFS server (a round trip a statx), so that only a file system
+ * that does not answer is taken for one. */
+#define JOB_OPS 1024u
 
 /*
  * A uid's share of the poller. Its work (first snapshots, then rounds) is
@@ -71,6 +95,7 @@ typedef struct PollUser {
         GQueue active;          /* its groups in a round, in the order they became due */
         GList turn_link;        /* in poller->turns while baseline or active is not empty */
         bool in_turns;
+        PollDir *blocked_on;    /* its work waits for this directory's job: out of turns */
         unsigned spent;         /* system calls of its current turn */
 } PollUser;
 
@@ -252,7 +277,7 @@ static void user_put(Poller *p, PollUser *u) {
 
 /* Puts u in the ring of turns when it has work, takes it out when it has none. */
 static void user_update_turn(Poller *p, PollUser *u) {
-        bool work = u->baseline.length > 0 || u->active.length > 0;
+        bool work = (u->baseline.length > 0 || u->active.length > 0) && !u->blocked_on;
 
         if (work && !u->in_turns) {
                 g_queue_push_tail_link(&p->turns, &u->turn_link);
@@ -346,8 +371,11 @@ static void dir_stop_reading(PollDir *d) {
 
 static void dir_read_op(uint32_t what, void *data) {
         PollDir *d = data;
-        Poller *p = d->group->poller;
+        Poller *p;
 
+        if (d->busy)
+                return;         /* in a worker: the layer above expects those itself (submit) */
+        p = d->group->poller;
         if (p->cb.read_op)
                 p->cb.read_op(d->group->userdata, d->userdata, what, p->userdata);
 }
@@ -363,10 +391,27 @@ static void changes_forget_dir(GPtrArray *changes, PollDir *d) {
         }
 }
 
+/* What is left of d once no job holds it. */
+static void dir_destroy(PollDir *d) {
+        dir_stop_reading(d);
+        poll_snapshot_done(&d->snap);
+        safe_close(d->fd);
+        g_hash_table_destroy(d->noted);
+        if (d->job_names)
+                g_hash_table_destroy(d->job_names);
+        if (d->noted_busy)
+                g_hash_table_destroy(d->noted_busy);
+        free(d);
+}
+
 static void dir_free(PollDir *d) {
         PollGroup *g = d->group;
         Poller *p = g->poller;
 
+        if (g->user->blocked_on == d) {
+                g->user->blocked_on = NULL;
+                user_update_turn(p, g->user);
+        }
         if (g->cursor == &d->group_link)
                 g->cursor = d->group_link.next;
         g_queue_unlink(&g->dirs, &d->group_link);
@@ -375,17 +420,19 @@ static void dir_free(PollDir *d) {
                 user_update_turn(p, g->user);
         }
         dir_unstale(d);
-        g_hash_table_destroy(d->noted);
         /* The round's changes, and those being given out, keep their names,
          * not the directory. */
         changes_forget_dir(g->changes, d);
         if (g->emitting)
                 changes_forget_dir(g->emitting, d);
-        dir_stop_reading(d);
-        poll_snapshot_done(&d->snap);
-        safe_close(d->fd);
         g->user->dirs--;
-        free(d);
+        if (d->busy) {
+                /* A worker reads it: freed when its job is done. */
+                d->dead = true;
+                d->group = NULL;
+                return;
+        }
+        dir_destroy(d);
 }
 
 void poller_group_free(PollGroup *g) {
@@ -467,6 +514,22 @@ int poller_dir_note(PollDir *d, const char *name) {
                 if (c->dir == d && strcmp(c->name, name) == 0)
                         c->dropped = true;
         }
+        if (d->busy || d->job_done) {
+                /* The worker's read may have listed it before the change, or
+                 * after: its change from that read is dropped, and the name
+                 * stat'ed again once the job is done. */
+                if (!d->noted_busy)
+                        d->noted_busy = g_hash_table_new_full(g_str_hash, g_str_equal, free, NULL);
+                copy = strdup(name);
+                if (!copy)
+                        return -ENOMEM;
+                g_hash_table_add(d->noted_busy, copy);
+                copy = strdup(name);
+                if (!copy)
+                        return -ENOMEM;
+                g_hash_table_add(d->noted, copy);
+                return 0;       /* to the stale queue at the job's end */
+        }
         if (d->reading) {
                 if (!d->reader.dirty)
                         d->reader.dirty = g_hash_table_new_full(g_str_hash, g_str_equal, free, NULL);
@@ -540,17 +603,79 @@ static int dir_refresh_noted(PollDir *d) {
  * read, with no change, and *ret_error says why (else 0): the caller tells,
  * once it is done with d.
  */
-static int dir_read(PollDir *d, GPtrArray *changes, int *ret_error) {
+static int dir_submit(PollDir *d, int kind) {
         Poller *p = d->group->poller;
         int r;
 
-        *ret_error = 0;
-        r = dir_begin(d);
-        if (r >= 0) {
-                d->reading = true;
-                r = poll_reader_step(&d->reader, d->fd, &p->budget, &p->io);
-                dir_end(d);
+        if (!p->cb.submit)
+                return -EOPNOTSUPP;
+        d->busy = true;
+        d->job_kind = kind;
+        d->job_result = 0;
+        r = p->cb.submit(d->group->userdata, d->userdata, d, p->userdata);
+        if (r < 0) {
+                d->busy = false;
+                return r;
         }
+        if (kind == JOB_READ) {
+                d->reading = true;
+                d->job_reading = true;
+        }
+        return 0;
+}
+
+/* The changes of d's read for names the kernel reported while it ran. */
+static void changes_drop_noted_busy(PollDir *d, GPtrArray *changes) {
+        if (!d->noted_busy)
+                return;
+        if (changes)
+                for (size_t i = 0; i < changes->len; i++) {
+                        Change *c = g_ptr_array_index(changes, i);
+
+                        if (c->dir == d && g_hash_table_contains(d->noted_busy, c->name))
+                                c->dropped = true;
+                }
+        g_hash_table_remove_all(d->noted_busy);
+}
+
+static void dir_job_end(PollDir *d) {
+        Poller *p = d->group->poller;
+
+        if (!d->job_reading)
+                return;
+        d->job_reading = false;
+        if (p->cb.job_end)
+                p->cb.job_end(d->group->userdata, d->userdata, p->userdata);
+}
+
+static int dir_read(PollDir *d, GPtrArray *changes, int *ret_error) {
+        Poller *p = d->group->poller;
+        size_t n_before = changes ? changes->len : 0;
+        bool from_job = false;
+        int r;
+
+        *ret_error = 0;
+        if (d->busy)
+                return -EINPROGRESS;
+        if (d->job_done) {
+                d->job_done = false;
+                r = d->job_result;
+                if (r == 0 && dir_submit(d, JOB_READ) >= 0)
+                        return -EINPROGRESS;            /* more to read */
+                from_job = true;
+        } else if (dir_submit(d, JOB_READ) >= 0)
+                return -EINPROGRESS;
+        if (!from_job) {
+                /* Here and now: no worker (unit tests), or none could take it. */
+                r = dir_begin(d);
+                if (r >= 0) {
+                        d->reading = true;
+                        r = poll_reader_step(&d->reader, d->fd, &p->budget, &p->io);
+                        dir_end(d);
+                }
+        }
+        if (r != 0)
+                dir_job_end(d);
         if (r == -ENOMEM) {
                 dir_stop_reading(d);
                 return r;
@@ -571,7 +696,16 @@ static int dir_read(PollDir *d, GPtrArray *changes, int *ret_error) {
                         dir_stop_reading(d);
                         return r;
                 }
+                if (from_job && d->noted_busy && changes->len > n_before) {
+                        g_autoptr(GPtrArray) added = g_ptr_array_new();
+
+                        for (size_t i = n_before; i < changes->len; i++)
+                                g_ptr_array_add(added, g_ptr_array_index(changes, i));
+                        changes_drop_noted_busy(d, added);
+                }
         }
+        if (d->noted_busy)
+                g_hash_table_remove_all(d->noted_busy);
         poll_snapshot_done(&d->snap);
         d->snap = d->reader.snap;
         d->reader.snap = (PollSnapshot) {};
@@ -586,6 +720,10 @@ int poller_dir_prime(PollDir *d, unsigned budget) {
 
         if (!d->in_baseline || d->report_existing)
                 return 0;
+        if (!d->busy && !d->job_done && dir_submit(d, JOB_READ) >= 0) {
+                d->priming = true;
+                return 1;
+        }
         p->budget = budget;
         r = dir_read(d, NULL, &error);
         p->budget = 0;
@@ -594,6 +732,111 @@ int poller_dir_prime(PollDir *d, unsigned budget) {
         /* Done: off the queue. Failed: the loop reads it again, and tells. */
         if (r > 0 && error == 0)
                 dir_baseline_done(d);
+        return 0;
+}
+
+bool poller_dir_busy(const PollDir *d) {
+        return d->busy;
+}
+
+void poller_dir_job_run(void *data) {
+        PollDir *d = data;
+
+        if (d->job_kind == JOB_READ) {
+                unsigned budget = JOB_OPS;
+
+                d->job_result = poll_reader_step(&d->reader, d->fd, &budget, &d->job_io);
+                return;
+        }
+        {
+                GHashTableIter it;
+                gpointer key;
+
+                g_hash_table_iter_init(&it, d->job_names);
+                while (g_hash_table_iter_next(&it, &key, NULL))
+                        if (poll_snapshot_restat(&d->snap, d->fd, key, &d->job_io) < 0) {
+                                d->job_result = -ENOMEM;
+                                return;
+                        }
+        }
+}
+
+static void io_add(PollIo *to, PollIo *from) {
+        to->opens += from->opens;
+        to->getdents += from->getdents;
+        to->stats += from->stats;
+        *from = (PollIo) {};
+}
+
+/* A prime's job returned: the snapshot is d's if whole, else the loop reads it again. */
+static void dir_prime_done(PollDir *d) {
+        Poller *p = d->group->poller;
+        int r, error;
+
+        r = dir_read(d, NULL, &error);
+        if (r == -EINPROGRESS)
+                return;         /* more to read: the next job */
+        d->priming = false;
+        if (r > 0 && error == 0)
+                dir_baseline_done(d);
+        if (p->cb.primed)
+                p->cb.primed(d->group->userdata, d->userdata, p->userdata);
+}
+
+void poller_dir_job_done(void *data, int error) {
+        PollDir *d = data;
+        Poller *p;
+        PollUser *u;
+
+        assert(d->busy);
+        d->busy = false;
+        if (d->dead) {
+                dir_destroy(d);
+                return;
+        }
+        p = d->group->poller;
+        u = d->group->user;
+        io_add(&p->io, &d->job_io);
+        if (d->job_kind == JOB_RESTAT) {
+                g_hash_table_destroy(d->job_names);
+                d->job_names = NULL;
+        } else {
+                d->job_done = true;
+                if (error < 0)
+                        d->job_result = error;
+        }
+        if (g_hash_table_size(d->noted) > 0 && !d->in_stale && d->have_snap) {
+                g_queue_push_tail_link(&p->stale, &d->stale_link);
+                d->in_stale = true;
+        }
+        if (u->blocked_on == d) {
+                u->blocked_on = NULL;
+                user_update_turn(p, u);
+        }
+        if (d->job_kind == JOB_READ && d->priming)
+                dir_prime_done(d);
+}
+
+/* Stats d's noted names in a worker; Return: 0 (submitted), or -errno (not: stat here). */
+static int dir_restat_submit(PollDir *d) {
+        int r;
+
+        if (d->busy || d->job_done)
+                return -EBUSY;
+        d->job_names = d->noted;
+        d->noted = g_hash_table_new_full(g_str_hash, g_str_equal, free, NULL);
+        r = dir_submit(d, JOB_RESTAT);
+        if (r < 0) {
+                g_hash_table_destroy(d->noted);
+                d->noted = d->job_names;
+                d->job_names = NULL;
+                return r;
+        }
+        /* Out of the stale queue (keeping no names: they are the job's). */
+        if (d->in_stale) {
+                g_queue_unlink(&d->group->poller->stale, &d->stale_link);
+                d->in_stale = false;
+        }
         return 0;
 }
 
@@ -818,8 +1061,21 @@ static int user_step(Poller *p, PollUser *u, uint64_t now) {
                 if (d->report_existing)
                         changes = g_ptr_array_new_with_free_func(poll_change_free);
                 r = dir_read(d, changes, &error);
+                if (r == -EINPROGRESS) {
+                        u->blocked_on = d;
+                        user_update_turn(p, u);
+                        return 0;
+                }
                 if (r <= 0)
                         return r;
+                if (d->priming) {
+                        /* Its prime's own job finished it: primed() is told here. */
+                        d->priming = false;
+                        dir_baseline_done(d);
+                        if (p->cb.primed)
+                                p->cb.primed(d->group->userdata, d->userdata, p->userdata);
+                        return 0;
+                }
                 dir_baseline_done(d);
                 if (changes && changes->len > 0)
                         group_emit(d->group, changes);  /* d may be gone after */
@@ -838,6 +1094,11 @@ static int user_step(Poller *p, PollUser *u, uint64_t now) {
         }
         /* A directory whose first snapshot failed takes it now. */
         r = dir_read(d, d->have_snap ? g->changes : NULL, &error);
+        if (r == -EINPROGRESS) {
+                u->blocked_on = d;
+                user_update_turn(p, u);
+                return 0;
+        }
         if (r <= 0)
                 return r;
         d->round_done = true;
@@ -851,9 +1112,22 @@ int poller_run(Poller *p, uint64_t now_usec) {
 
         p->budget = p->ops_per_run;
 
-        /* What the kernel reported first, before any read compares with it. */
+        /* What the kernel reported first, before any read compares with it:
+         * a directory with names to stat is read only after (it is busy). */
         while (p->budget > 0 && p->stale.head) {
-                r = dir_refresh_noted(p->stale.head->data);
+                PollDir *d = p->stale.head->data;
+
+                if (dir_restat_submit(d) >= 0) {
+                        p->budget--;
+                        continue;
+                }
+                if (d->busy || d->job_done) {
+                        /* Its read's end puts it back. */
+                        g_queue_unlink(&p->stale, &d->stale_link);
+                        d->in_stale = false;
+                        continue;
+                }
+                r = dir_refresh_noted(d);
                 if (r < 0)
                         return r;
         }

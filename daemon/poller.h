@@ -104,6 +104,8 @@ typedef struct PollRecord {
         const char *new_name;   /* a move's new name, else NULL */
 } PollRecord;
 
+typedef struct PollDir PollDir;
+
 typedef struct PollerCallbacks {
         /* Before reads of dir (its userdata) as group's subscriber. Return:
          * 0, or -errno: then dir is not read this round, as if it failed. */
@@ -120,11 +122,34 @@ typedef struct PollerCallbacks {
          * the kernel reports that to the directory's watchers, and to its
          * parent's, as if anyone had. Optional. */
         void (*read_op)(void *group, void *dir, uint32_t what, void *userdata);
+
+        /*
+         * Optional: the reads of a directory in a worker thread. Called
+         * instead of begin/read/end: the layer above runs poller_dir_job_run(d)
+         * elsewhere, with group's subscriber's credentials, and calls
+         * poller_dir_job_done(d, error) back on the poller's thread when it
+         * returns. Until then d's reading is the worker's: d's user waits for
+         * it (the other users go on), and read_op is not called for what
+         * it does (the layer above expects those records itself from the
+         * call of submit to its job_end). Return: 0, or -errno: then the
+         * reads are made here, as without it.
+         */
+        int (*submit)(void *group, void *dir, PollDir *d, void *userdata);
+        /* The reads submitted for dir are over (its last job's completion). Optional. */
+        void (*job_end)(void *group, void *dir, void *userdata);
+        /* The first snapshot poller_dir_prime() submitted is taken (or could not be). Optional. */
+        void (*primed)(void *group, void *dir, void *userdata);
 } PollerCallbacks;
 
 typedef struct Poller Poller;
 typedef struct PollGroup PollGroup;
-typedef struct PollDir PollDir;
+
+/* In a worker (PollerCallbacks.submit): d's reads, as far as a job goes. */
+void poller_dir_job_run(void *d);
+/* On the poller's thread when the job returned (error: it did not run). */
+void poller_dir_job_done(void *d, int error);
+/* Whether d has a job in a worker. */
+bool poller_dir_busy(const PollDir *d);
 
 #define POLLER_OPS_PER_RUN 256u
 
@@ -158,7 +183,9 @@ void poller_dir_remove(PollDir *d);
  * rest, if any, from poller_run()): so that a change made right after the
  * directory was added is found by the next poll. Nothing for a directory
  * added with report_existing (its first snapshot gives records: they come
- * from poller_run()). Return: 0, -ENOMEM.
+ * from poller_run()). With PollerCallbacks.submit, the snapshot is taken in
+ * a worker, whole, and PollerCallbacks.primed says when. Return: 0 (taken,
+ * or nothing to take), 1 (submitted: primed() comes), -ENOMEM.
  */
 int poller_dir_prime(PollDir *d, unsigned budget);
 /* d's own descriptor of its directory (the duplicate poller_dir_add() made). */

@@ -65,7 +65,29 @@ typedef struct RemoteDir {
         ino_t pino;
         bool have_parent;
         bool overflowed;        /* the owner was told this one cannot be read */
+        bool priming;           /* its first snapshot is taken in a worker */
+        /* Read in a worker: the own-read keys announced for it (OwnRead.pinned). */
+        bool announced;
+        int own_wd, parent_wd;
+        char *parent_name;
 } RemoteDir;
+
+/* Records the poller's reads in a worker may make the kernel queue, not yet
+ * seen. Reads made on the loop are self_events.h's; a worker's cannot be
+ * (its notes are single-threaded): they are announced here instead. */
+typedef struct OwnRead {
+        int wd;
+        char *name;             /* NULL: the directory's own watch */
+        unsigned open, access, close;
+        /* Reads of it in a worker: they make their records at any time until they end, so
+         * what they announced is kept past the kernel queue being read empty. */
+        unsigned pinned;
+} OwnRead;
+
+/* What a read in a worker announces on each watch: one open and one close,
+ * and the getdents64 calls, as many as they are (the kernel merges the
+ * IN_ACCESS of calls in a row: counted as one each, some are never met). */
+#define OWN_ACCESS_MANY 65536u
 
 typedef struct Key {
         const void *a;
@@ -87,8 +109,12 @@ struct Remote {
                                  * (NO_POLL, an interval of 0, over the budget) */
         GHashTable *remote_subs;/* Subscription -> directories of it on remote file systems, polled or not */
         SelfEvents *self;       /* the poller's own reads of directories */
+        GArray *own_reads;      /* OwnRead: those of reads in workers */
         unsigned n_dirs;
+        FsWork *fswork;         /* NULL: reads in poller_run() */
+        GHashTable *priming;    /* Subscription -> its directories' first snapshots in workers */
 
+        RemoteHint hint;        /* remote_set_hint() */
         AccessSaved saved;      /* between begin and end */
         bool linking_found;     /* remote_link_added() for a directory found by polling */
         uint32_t cookie;
@@ -113,8 +139,16 @@ static Key *key_new(const void *a, uintptr_t b) {
         return k;
 }
 
+static void own_read_clear(gpointer p) {
+        free(((OwnRead *) p)->name);
+}
+
 static int on_begin(void *group, void *dir, void *userdata);
 static void on_end(void *group, void *dir, void *userdata);
+static int on_submit(void *group, void *dir, PollDir *pd, void *userdata);
+static void on_job_end(void *group, void *dir, void *userdata);
+static void on_primed(void *group, void *dir, void *userdata);
+static void own_read_unannounce(Remote *r, RemoteDir *d);
 static void on_record(void *group, const PollRecord *rec, void *userdata);
 static void on_error(void *group, void *dir, int error, void *userdata);
 static void on_read_op(void *group, void *dir, uint32_t what, void *userdata);
@@ -122,6 +156,9 @@ static void on_read_op(void *group, void *dir, uint32_t what, void *userdata);
 static const PollerCallbacks poller_callbacks = {
         .begin = on_begin,
         .end = on_end,
+        .submit = on_submit,
+        .job_end = on_job_end,
+        .primed = on_primed,
         .record = on_record,
         .error = on_error,
         .read_op = on_read_op,
@@ -134,8 +171,8 @@ static void config_apply(Remote *r, const Config *config) {
                 poller_set_limits(r->poller, OPS_PER_STEP, config->max_polled_dirs_per_user);
 }
 
-int remote_new(WatchTable *table, SelfEvents *self, const Config *config, const RemoteOps *ops, void *userdata,
-               Remote **ret) {
+int remote_new(WatchTable *table, SelfEvents *self, const Config *config, FsWork *fswork, const RemoteOps *ops,
+               void *userdata, Remote **ret) {
         Remote *r;
         int k;
 
@@ -154,7 +191,11 @@ int remote_new(WatchTable *table, SelfEvents *self, const Config *config, const 
                 .unpolled = g_hash_table_new_full(key_hash, key_equal, g_free, NULL),
                 .remote_subs = g_hash_table_new(g_direct_hash, g_direct_equal),
                 .self = self,
+                .own_reads = g_array_new(false, false, sizeof(OwnRead)),
+                .fswork = fswork,
+                .priming = g_hash_table_new(g_direct_hash, g_direct_equal),
         };
+        g_array_set_clear_func(r->own_reads, own_read_clear);
         k = poller_new(&poller_callbacks, r, config->max_polled_dirs_per_user, &r->poller);
         if (k < 0) {
                 remote_free(r);
@@ -174,8 +215,10 @@ Remote *remote_free(Remote *r) {
         /* The groups own their poller groups and directories. */
         r->poller = poller_free(r->poller);
         g_hash_table_iter_init(&i, r->dirs);
-        while (g_hash_table_iter_next(&i, NULL, &v))
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                free(((RemoteDir *) v)->parent_name);
                 free(v);
+        }
         g_hash_table_iter_init(&i, r->groups);
         while (g_hash_table_iter_next(&i, NULL, &v))
                 free(v);
@@ -185,6 +228,8 @@ Remote *remote_free(Remote *r) {
         g_hash_table_destroy(r->subs);
         g_hash_table_destroy(r->unpolled);
         g_hash_table_destroy(r->remote_subs);
+        g_hash_table_destroy(r->priming);
+        g_array_unref(r->own_reads);
         free(r);
         return NULL;
 }
@@ -268,6 +313,30 @@ static void group_put(Remote *r, RemoteGroup *g) {
         free(g);
 }
 
+void remote_hint_probe(int fd, const struct stat *st, RemoteHint *ret) {
+        struct stat pst;
+        FsInfo info;
+
+        *ret = (RemoteHint) { .valid = true, .dev = st->st_dev, .ino = st->st_ino, .kind = FS_LOCAL };
+        if (fs_detect(fd, NULL, &info) >= 0) {
+                ret->kind = info.kind;
+                fs_info_done(&info);
+        }
+        if (S_ISDIR(st->st_mode) && fstatat(fd, "..", &pst, AT_SYMLINK_NOFOLLOW) >= 0 && pst.st_dev == st->st_dev) {
+                ret->have_parent = true;
+                ret->pdev = pst.st_dev;
+                ret->pino = pst.st_ino;
+        }
+}
+
+void remote_set_hint(Remote *r, const RemoteHint *hint) {
+        r->hint = hint ? *hint : (RemoteHint) {};
+}
+
+static bool hint_for(const Remote *r, const struct stat *st) {
+        return r->hint.valid && r->hint.dev == st->st_dev && r->hint.ino == st->st_ino;
+}
+
 /* What l's directory is on: the kind of its parent link's, if on the same
  * device (no system call); else asked of the kernel. Return: the kind, and
  * the parent's group in *ret_parent if that decided. */
@@ -280,6 +349,8 @@ static FsKind link_kind(Remote *r, WatchLink *l, int fd, const struct stat *st) 
 
                 return p ? p->group->kind : unpolled_get(r, l->subscription, l->parent->watch);
         }
+        if (hint_for(r, st))
+                return r->hint.kind;    /* asked in the worker that opened it */
         if (fs_detect(fd, NULL, &info) < 0)
                 return FS_LOCAL;
         kind = info.kind;
@@ -325,7 +396,11 @@ int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
                 struct stat pst;
 
                 /* Its reads show up on its parent's watch too, if anyone watches that. */
-                if (fstatat(fd, "..", &pst, AT_SYMLINK_NOFOLLOW) >= 0 && pst.st_dev == st->st_dev) {
+                if (hint_for(r, st)) {
+                        d->pdev = r->hint.pdev;
+                        d->pino = r->hint.pino;
+                        d->have_parent = r->hint.have_parent;
+                } else if (fstatat(fd, "..", &pst, AT_SYMLINK_NOFOLLOW) >= 0 && pst.st_dev == st->st_dev) {
                         d->pdev = pst.st_dev;
                         d->pino = pst.st_ino;
                         d->have_parent = true;
@@ -359,8 +434,28 @@ int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
         sub_count(r->subs, s, +1);
         sub_count(r->remote_subs, s, +1);
         /* Its first snapshot now, within bounds: a change made once AddWatch
-         * has answered (or the walk has passed) is one the next poll finds. */
-        return poller_dir_prime(d->pd, PRIME_OPS);
+         * has answered (or the walk has passed) is one the next poll finds.
+         * In a worker, the answer waits for it (remote_priming()). */
+        e = poller_dir_prime(d->pd, PRIME_OPS);
+        if (e > 0) {
+                d->priming = true;
+                sub_count(r->priming, s, +1);
+                e = 0;
+        }
+        return e;
+}
+
+bool remote_priming(const Remote *r, const Subscription *s) {
+        return g_hash_table_size(r->priming) > 0 && g_hash_table_contains(r->priming, s);
+}
+
+static void dir_primed(Remote *r, RemoteDir *d) {
+        if (!d->priming)
+                return;
+        d->priming = false;
+        sub_count(r->priming, d->s, -1);
+        if (!g_hash_table_contains(r->priming, d->s) && r->ops.primed)
+                r->ops.primed(d->s, r->userdata);
 }
 
 void remote_link_gone(Remote *r, WatchLink *l) {
@@ -384,7 +479,9 @@ void remote_link_gone(Remote *r, WatchLink *l) {
                 if (on_watch->len == 0)
                         g_hash_table_remove(r->by_watch, d->w);
         }
+        own_read_unannounce(r, d);
         poller_dir_remove(d->pd);
+        dir_primed(r, d);
         sub_count(r->subs, d->s, -1);
         sub_count(r->remote_subs, d->s, -1);
         r->n_dirs--;
@@ -472,6 +569,126 @@ static void on_read_op(void *group, void *dir, uint32_t what, void *userdata) {
         self_events_did(r->self, what, &sd);
 }
 
+static OwnRead *own_read_get(Remote *r, int wd, const char *name, size_t name_len, bool add) {
+        OwnRead o = { .wd = wd };
+
+        for (guint i = 0; i < r->own_reads->len; i++) {
+                OwnRead *x = &g_array_index(r->own_reads, OwnRead, i);
+
+                if (x->wd != wd || !x->name != !name)
+                        continue;
+                if (!name || (strncmp(x->name, name, name_len) == 0 && x->name[name_len] == '\0'))
+                        return x;
+        }
+        if (!add)
+                return NULL;
+        if (name) {
+                o.name = strndup(name, name_len);
+                if (!o.name)
+                        return NULL;
+        }
+        g_array_append_val(r->own_reads, o);
+        return &g_array_index(r->own_reads, OwnRead, r->own_reads->len - 1);
+}
+
+
+/* The watch of d's parent, and d's name there, where its reads show up too. */
+static const Watch *dir_parent_watch(Remote *r, RemoteDir *d, const char **ret_name) {
+        WatchLink *l = dir_link(d);
+        const Watch *pw = NULL;
+        const char *name = NULL;
+
+        if (l && l->parent) {
+                pw = l->parent->watch;
+                name = l->name;
+        } else if (d->have_parent) {
+                pw = watch_table_find_watch(r->table, d->pdev, d->pino);
+                name = strrchr(d->s->path, '/');
+                name = name && name[1] ? name + 1 : NULL;
+        }
+        *ret_name = name;
+        return pw && pw->wd >= 0 && name ? pw : NULL;
+}
+
+static void own_read_pin(OwnRead *o, int delta) {
+        if (!o)
+                return;
+        if (delta > 0) {
+                o->open++;
+                o->access += OWN_ACCESS_MANY;
+                o->close++;
+                o->pinned++;
+        } else if (o->pinned > 0)
+                o->pinned--;
+}
+
+/* d is read in a worker from now until on_job_end(): its records may come
+ * at any time in between, on its watch and its parent's. */
+static void own_read_announce(Remote *r, RemoteDir *d) {
+        const Watch *pw;
+        const char *name;
+
+        /* The kernel leaves out every event of the daemon's threads (the device's
+         * INOTIFY_DEV_EXCL_SELF): nothing to announce, nothing of anyone's dropped. */
+        if (d->announced || (r->self && !self_events_enabled(r->self)))
+                return;
+        d->announced = true;
+        d->own_wd = d->w->wd;
+        pw = dir_parent_watch(r, d, &name);
+        d->parent_wd = pw ? pw->wd : -1;
+        d->parent_name = pw ? strdup(name) : NULL;
+        if (pw && !d->parent_name)
+                d->parent_wd = -1;
+        if (d->own_wd >= 0)
+                own_read_pin(own_read_get(r, d->own_wd, NULL, 0, true), +1);
+        if (d->parent_wd >= 0)
+                own_read_pin(own_read_get(r, d->parent_wd, d->parent_name, strlen(d->parent_name), true), +1);
+}
+
+/* Its reads are over: what they announced and was not met goes at the next
+ * empty read of the kernel queue, as for reads made here. */
+static void own_read_unannounce(Remote *r, RemoteDir *d) {
+        if (!d->announced)
+                return;
+        d->announced = false;
+        if (d->own_wd >= 0)
+                own_read_pin(own_read_get(r, d->own_wd, NULL, 0, false), -1);
+        if (d->parent_wd >= 0)
+                own_read_pin(own_read_get(r, d->parent_wd, d->parent_name, strlen(d->parent_name), false), -1);
+        free(d->parent_name);
+        d->parent_name = NULL;
+}
+
+bool remote_own_read(Remote *r, const Watch *w, const RawEvent *ev) {
+        uint32_t what = ev->mask & ~IN_ISDIR;
+        unsigned *n;
+        OwnRead *o;
+
+        if (r->own_reads->len == 0 || !(ev->mask & IN_ISDIR) ||
+            (what != IN_OPEN && what != IN_ACCESS && what != IN_CLOSE_NOWRITE))
+                return false;
+        o = own_read_get(r, ev->wd, ev->name, ev->name_len, false);
+        if (!o)
+                return false;
+        n = what == IN_OPEN ? &o->open : what == IN_ACCESS ? &o->access : &o->close;
+        if (*n == 0)
+                return false;
+        (*n)--;
+        return true;
+}
+
+void remote_queue_read_empty(Remote *r) {
+        /* Every record the reads of workers that ended made was queued before
+         * their system calls returned: all read now. What was announced and not
+         * met (the kernel merges identical records in a row) is done with. */
+        for (guint i = r->own_reads->len; i > 0; i--) {
+                OwnRead *o = &g_array_index(r->own_reads, OwnRead, i - 1);
+
+                if (o->pinned == 0)
+                        g_array_remove_index_fast(r->own_reads, i - 1);
+        }
+}
+
 /* ---- the poller's callbacks ---- */
 
 static int on_begin(void *group, void *dir, void *userdata) {
@@ -487,6 +704,44 @@ static void on_end(void *group, void *dir, void *userdata) {
         Remote *r = userdata;
 
         access_restore(&r->saved);
+}
+
+/* A read of dir, in a worker of its file system's lane, as its subscriber. */
+static int on_submit(void *group, void *dir, PollDir *pd, void *userdata) {
+        Remote *r = userdata;
+        RemoteGroup *g = group;
+        int e;
+
+        if (!r->fswork)
+                return -EOPNOTSUPP;
+        e = fswork_submit(r->fswork, g->dev, &g->s->owner->caller, poller_dir_job_run, poller_dir_job_done, pd);
+        if (e < 0)
+                return e;
+        own_read_announce(r, dir);
+        return 0;
+}
+
+static void on_job_end(void *group, void *dir, void *userdata) {
+        own_read_unannounce(userdata, dir);
+}
+
+static void on_primed(void *group, void *dir, void *userdata) {
+        dir_primed(userdata, dir);
+}
+
+void remote_lane_stalled(Remote *r, dev_t dev, bool stalled) {
+        GHashTableIter i;
+        gpointer v;
+
+        /* Their polls wait for it: the owners hear that changes may be missed
+         * (and, when it answers, that it is time to look again). */
+        g_hash_table_iter_init(&i, r->groups);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                RemoteGroup *g = v;
+
+                if (g->dev == dev)
+                        client_queue_lost(g->s);
+        }
 }
 
 static void on_error(void *group, void *dir, int error, void *userdata) {

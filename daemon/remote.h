@@ -45,6 +45,7 @@
 
 #include "config.h"
 #include "event_decode.h"
+#include "fswork.h"
 #include "poller.h"
 #include "self_events.h"
 #include "watch_table.h"
@@ -57,10 +58,44 @@ typedef struct RemoteOps {
                         size_t name_len, uint64_t now_usec, void *userdata);
         /* The polled root of s is gone (deleted on the server, ESTALE): s ends with WatchRemoved "deleted". */
         void (*gone)(Subscription *s, void *userdata);
+        /* Every first snapshot of s's directories taken in a worker is taken (or failed): see remote_priming(). */
+        void (*primed)(Subscription *s, void *userdata);
 } RemoteOps;
 
-int remote_new(WatchTable *table, SelfEvents *self, const Config *config, const RemoteOps *ops, void *userdata,
-               Remote **ret);
+/*
+ * With fswork (not NULL), every read of a polled directory is made in a
+ * worker thread, in its file system's lane, as its subscriber (fswork.h):
+ * a file system that stops answering holds its own subscriptions' polls,
+ * and nothing else. Those subscriptions are sent Overflow when its lane
+ * stalls and again when it answers (a rescan then sees what it missed).
+ * Without it (unit tests), reads are made in poller_run().
+ */
+int remote_new(WatchTable *table, SelfEvents *self, const Config *config, FsWork *fswork, const RemoteOps *ops,
+               void *userdata, Remote **ret);
+/* What remote_link_added() asks the file system of a subscription's root,
+ * asked in the worker that opened it (remote_hint_probe(), no Remote state
+ * touched), so that a file system that does not answer holds that worker
+ * and not the loop: its kind (fstatfs, mountinfo) and its parent. */
+typedef struct RemoteHint {
+        bool valid;
+        dev_t dev;
+        ino_t ino;
+        FsKind kind;
+        bool have_parent;
+        dev_t pdev;
+        ino_t pino;
+} RemoteHint;
+void remote_hint_probe(int fd, const struct stat *st, RemoteHint *ret);
+/* The hint for the links made until it is set again (NULL: none). */
+void remote_set_hint(Remote *r, const RemoteHint *hint);
+
+/* Whether first snapshots of s's directories are being taken in a worker:
+ * a change made after AddWatch answers must be found by the next poll, so
+ * the answer waits for RemoteOps.primed. */
+bool remote_priming(const Remote *r, const Subscription *s);
+/* The lane of dev stalled, or answers again (FsWorkOps.stalled): every
+ * subscription polled there gets Overflow. */
+void remote_lane_stalled(Remote *r, dev_t dev, bool stalled);
 Remote *remote_free(Remote *r);
 
 /* New intervals (for subscriptions made from now on) and budget. */
@@ -73,6 +108,14 @@ void remote_link_gone(Remote *r, WatchLink *l);
 
 /* A kernel record for w (not IN_IGNORED nor IN_Q_OVERFLOW): its name is noted in every directory polled on w. */
 void remote_on_event(Remote *r, const Watch *w, const RawEvent *ev);
+/* Whether the record was caused by a read of a polled directory in a worker
+ * (fswork.h: self_events.h notes the loop's own reads only): then no one
+ * gets it. What a worker's read may cause is announced when it is submitted
+ * (an open, a close, any number of IN_ACCESS, on the directory's watch and
+ * its parent's), and kept until its reading ends and the kernel queue is
+ * next read empty (remote_queue_read_empty()). */
+bool remote_own_read(Remote *r, const Watch *w, const RawEvent *ev);
+void remote_queue_read_empty(Remote *r);
 
 /* Polling due at now: runs for at most budget_usec. Return: whether more is due at once. */
 bool remote_run(Remote *r, uint64_t budget_usec);

@@ -123,6 +123,10 @@ SelfEvents *self_events_free(SelfEvents *se) {
         return NULL;
 }
 
+bool self_events_enabled(const SelfEvents *se) {
+        return se->enabled;
+}
+
 void self_events_set_enabled(SelfEvents *se, bool enabled) {
         se->enabled = enabled;
         if (!enabled)

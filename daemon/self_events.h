@@ -100,6 +100,7 @@ SelfEvents *self_events_free(SelfEvents *se);
 /* Whether to keep account: off when the kernel leaves out the daemon's own
  * events (Backend.excludes_self). On at first. */
 void self_events_set_enabled(SelfEvents *se, bool enabled);
+bool self_events_enabled(const SelfEvents *se);
 
 /*
  * The daemon is about to open, list or close a directory it reads: where

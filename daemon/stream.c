@@ -140,7 +140,7 @@ static int stream_send_events(DeliveryQueue *q, Record **recs, size_t n, void *d
         s->carried = true;
         for (size_t i = 0; i < n; i++) {
                 Record *rec = recs[i];
-                size_t path_len = strlen(rec->path), new_len = rec->new_path ? strlen(rec->new_path) : 0;
+                size_t path_len = rec->path_len, new_len = rec->new_path ? strlen(rec->new_path) : 0;
                 size_t need = stream_frame_event_size(path_len, new_len, NULL);
                 int k;
 

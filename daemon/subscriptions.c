@@ -308,6 +308,23 @@ int subscriptions_add_path(Subscriptions *subs, Client *c, const char *path_in, 
         return subscribe(subs, c, fd, &st, path, mask, flags, ret_id, ret_walk);
 }
 
+int subscriptions_add_opened(Subscriptions *subs, Client *c, const char *path, int fd_in, const struct stat *st,
+                             uint32_t mask, uint32_t flags, uint32_t *ret_id, TreeWalk **ret_walk) {
+        _cleanup_close_ int fd = fd_in;
+        int r;
+
+        *ret_walk = NULL;
+        /* Checked again: the client may have subscribed meanwhile. */
+        r = account_check(&c->account, 1);
+        if (r < 0)
+                return r;
+        if (fd == -ENOENT && !path_has_dotdot(path))
+                return subscribe_pending(subs, c, path, mask, flags, ret_id);
+        if (fd < 0)
+                return fd;
+        return subscribe(subs, c, fd, st, path, mask, flags, ret_id, ret_walk);
+}
+
 int subscriptions_add_fd(Subscriptions *subs, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
                          TreeWalk **ret_walk) {
         char proc[sizeof("/proc/self/fd/") + 12], path[PATH_MAX];

@@ -157,12 +157,17 @@ bool tree_scanned_check(Tree *t, const Subscription *s, const char *dir, uint32_
                         size_t name_len) {
         g_autofree char *key = NULL;
 
-        if (!t->scanned || g_hash_table_size(t->scanned) == 0 || !name ||
-            !(mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)))
+        if (!name || !(mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)) || !t->scanned ||
+            g_hash_table_size(t->scanned) == 0)
                 return false;
         key = scanned_key(s->id, dir, name, name_len);
         /* Gone again: a later IN_CREATE of the same name is a new object. */
         return g_hash_table_remove(t->scanned, key) && (mask & (IN_CREATE | IN_MOVED_TO));
+}
+
+bool tree_waits_read_empty(const Tree *t) {
+        return (t->scanned && g_hash_table_size(t->scanned) > 0) || (t->moves && t->moves->len > 0) ||
+               (t->retries && t->retries->len > 0);
 }
 
 void tree_queue_read_empty(Tree *t) {
@@ -752,7 +757,7 @@ void tree_moved_to(Tree *t, Subscription *s, const char *path, uint32_t cookie, 
 }
 
 void tree_moves_end(Tree *t) {
-        if (!t->moves)
+        if (!t->moves || t->moves->len == 0)
                 return;
         for (guint k = 0; k < t->moves->len; k++) {
                 WatchLink *l = g_array_index(t->moves, TreeMove, k).link;

@@ -125,6 +125,8 @@ void tree_retries_run(Tree *t);
 /* The kernel queue was read empty: what waited for that (the scanned names,
  * the set-aside moves, the retries) is settled. */
 void tree_queue_read_empty(Tree *t);
+/* Whether anything waits for that: if not, tree_queue_read_empty() would do nothing. */
+bool tree_waits_read_empty(const Tree *t);
 
 /* Whether the record (mask, name in the directory at dir) for s was already
  * reported by a scan: then it is not reported again. */

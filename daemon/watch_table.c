@@ -34,6 +34,7 @@
 struct WatchTable {
         Backend *backend;
         GHashTable *by_wd;              /* wd -> Watch (a set keyed by the Watch itself; owned) */
+        Watch *last;                    /* the last found by wd: a storm's records are mostly of one watch */
         GHashTable *by_inode;           /* (dev, ino) -> Watch (a set, not stale ones) */
         GHashTable *subscriptions;      /* id -> Subscription (owned) */
         uint32_t next_id;
@@ -81,6 +82,17 @@ static void link_free(WatchLink *l) {
                 return;
         }
         free(l);
+}
+
+void watch_link_set_access(WatchLink *l, bool denied, bool checking) {
+        bool was = l->denied || l->checking, is = denied || checking;
+
+        l->denied = denied;
+        l->checking = checking;
+        if (was && !is)
+                l->subscription->n_blocked--;
+        else if (!was && is)
+                l->subscription->n_blocked++;
 }
 
 void watch_link_hold(WatchLink *l) {
@@ -238,7 +250,14 @@ Watch *watch_table_find_watch(WatchTable *t, dev_t dev, ino_t ino) {
 }
 
 Watch *watch_table_get_watch(WatchTable *t, int wd) {
-        return g_hash_table_lookup(t->by_wd, &(Watch) { .wd = wd });
+        Watch *w;
+
+        if (t->last && t->last->wd == wd)
+                return t->last;
+        w = g_hash_table_lookup(t->by_wd, &(Watch) { .wd = wd });
+        if (w)
+                t->last = w;
+        return w;
 }
 
 Subscription *watch_table_get_subscription(WatchTable *t, uint32_t id) {
@@ -265,6 +284,7 @@ static uint32_t need_mask(const Subscription *s, bool is_dir, bool root) {
         if (s->fanotify)
                 return (s->mask & WATCH_SELF_BITS) | IN_DELETE_SELF;
         return s->mask | ((s->flags & WATCHD_FLAG_RECURSIVE) && is_dir ? WATCH_TREE_BITS : 0) |
+               (is_dir && !s->chain ? WATCH_ACCESS_BITS : 0) |
                ((s->flags & WATCHD_FLAG_PERSIST) && root ? IN_MOVE_SELF : 0);
 }
 
@@ -564,6 +584,8 @@ static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t m
 
 /* Forgets w's wd: from now on w is owned by its links and freed with the last. */
 static void watch_detach_wd(WatchTable *t, Watch *w) {
+        if (t->last == w)
+                t->last = NULL;
         watch_make_stale(t, w);
         if (w->wd >= 0 && g_hash_table_lookup(t->by_wd, w) == w)
                 g_hash_table_remove(t->by_wd, w);
@@ -603,6 +625,7 @@ static void link_remove(WatchTable *t, WatchLink *l) {
         s->n_links--;
         if (s->account)
                 account_uncharge(s->account, 1);
+        watch_link_set_access(l, false, false);
         link_free(l);
 
         if (w->n_links == 0)

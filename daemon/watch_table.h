@@ -45,6 +45,9 @@ typedef struct Client Client;
 /* What a pending subscription needs on each existing directory of its path:
  * a component appearing (the deepest) or going away (the others). */
 #define WATCH_PENDING_BITS (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE)
+/* What every watched directory is watched for besides: a change of its mode,
+ * owner or ACL, after which its subscribers' access is checked again. */
+#define WATCH_ACCESS_BITS IN_ATTRIB
 
 struct Subscription {
         uint32_t id;            /* never reused while the daemon runs */
@@ -60,6 +63,8 @@ struct Subscription {
                                  * own (missing.c follows it), nothing delivered; or a chain (below) */
         bool chain;             /* the missing-path follower's: its links are the existing
                                  * directories of pending paths; no id, owner or account */
+        unsigned n_blocked;     /* its links denied or being checked (watch_link_set_access()) */
+        bool missed;            /* a record of a blocked link was not delivered (its owner hears) */
         bool fanotify;          /* RECURSIVE, its tree served by fanotify (fanotify.h): one link,
                                  * its root's, for what happens to the root itself */
 
@@ -83,6 +88,8 @@ struct WatchLink {
         SLIST_FIELDS(WatchLink, watch);         /* in watch->links (a few each) */
         uint32_t n_holds;                       /* watch_link_hold() */
         bool dead;                              /* unlinked while held: in no list, freed at the last release */
+        bool denied;                            /* its owner may no longer read it: nothing from it or below */
+        bool checking;                          /* its owner's access is being checked again: the same meanwhile */
         char name[];            /* allocated to its length: see WATCH_LINK_SIZE() */            /* a pending subscription's top link: an absolute path;
                                  * a root link: "" (its path is the subscription's); others: a name */
 };
@@ -208,6 +215,19 @@ int watch_link_path(const WatchLink *l, char *buf, size_t size);
 /* The path of l: for a root link its subscription's, for a top link its
  * name, else built into buf (PATH_MAX bytes). NULL if it would not fit. */
 const char *watch_link_get_path(const WatchLink *l, char *buf);
+
+/* l's access as its owner was found lost (denied), or is being checked again:
+ * what happens in it, or below it, is not delivered meanwhile. */
+void watch_link_set_access(WatchLink *l, bool denied, bool checking);
+/* Whether l or a link above it is denied or being checked. */
+static inline bool watch_link_blocked(const WatchLink *l) {
+        if (l->subscription->n_blocked == 0)
+                return false;
+        for (; l; l = l->parent)
+                if (l->denied || l->checking)
+                        return true;
+        return false;
+}
 
 /* Ends a subscription and all its links. Never fails. */
 void watch_table_unsubscribe(WatchTable *t, Subscription *s);

@@ -29,6 +29,7 @@
 #include "config.h"
 #include "dbus_iface.h"
 #include "durable.h"
+#include "fswork.h"
 #include "loop.h"
 #include "log.h"
 #include "macro.h"
@@ -137,6 +138,11 @@ static void event_unrefp(sd_event **e) {
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Loop *, loop_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(FsWork *, fswork_free);
+
+static void on_lane_stalled(dev_t dev, bool stalled, void *userdata) {
+        manager_lane_stalled(userdata, dev, stalled);
+}
 DEFINE_TRIVIAL_CLEANUP_FUNC(Durable *, durable_free);
 
 static int bus_open(const Args *args, sd_bus **ret) {
@@ -234,6 +240,7 @@ static int run(int argc, char *argv[]) {
         /* Freed in the reverse order: the durable subscriptions (their journals closed, their
          * resumed clients still on the bus), the bus layer, the loop, and the manager last. */
         _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_(fswork_freep) FsWork *fswork = NULL;
         _cleanup_(event_unrefp) sd_event *event = NULL;
         _cleanup_(loop_freep) Loop *loop = NULL;
         _cleanup_(bus_flush_close_unrefp) sd_bus *bus = NULL;
@@ -283,6 +290,11 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the manager: %m"), EXIT_FAILURE;
         dm = (Daemon) { .config_path = args.config, .manager = m, .system_bus = args.bus == BUS_SYSTEM };
+        /* Its workers are started as they are needed, after the signals are blocked. */
+        r = fswork_new(&(FsWorkOps) { .stalled = on_lane_stalled }, m, &fswork);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the file system workers: %m"), EXIT_FAILURE;
+        manager_set_fswork(m, fswork);
 
         r = sd_event_default(&event);
         if (r < 0)

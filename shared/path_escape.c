@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hex.h"
 #include "path_escape.h"
@@ -67,6 +68,20 @@ bool path_needs_escape(const char *s) {
                         return true;
                 p += n;
         }
+}
+
+bool path_needs_escape_n(const char *s, size_t len) {
+        size_t i = 0;
+
+        /* The bytes before s + i are ASCII, so s + i begins a character. */
+        for (; i + 8 <= len; i += 8) {
+                uint64_t w;
+
+                memcpy(&w, s + i, sizeof(w));
+                if (w & UINT64_C(0x8080808080808080))
+                        break;
+        }
+        return path_needs_escape(s + i);
 }
 
 /* Walks s, writing its escaped form to out if out is not NULL; returns its length. */

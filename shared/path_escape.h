@@ -50,6 +50,8 @@
 
 /* Whether s cannot go in a D-Bus string as it is (sd-bus would refuse it). */
 bool path_needs_escape(const char *s);
+/* The same for s of len bytes (its strlen), eight bytes at a time while they are ASCII. */
+bool path_needs_escape_n(const char *s, size_t len);
 
 /* The escaped form of s (malloc'd), or NULL when out of memory. At most
  * 4 * strlen(s) + 1 bytes. */

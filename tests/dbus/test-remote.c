@@ -31,6 +31,17 @@
  *   root-gone       the watched directory removed in back: WatchRemoved "deleted"
  *   io-bounded      the system calls polling makes per interval, from GetStats:
  *                   what one read of each directory costs, no more
+ *   hung            the FUSE daemon stopped (SIGSTOP) while its directory is
+ *                   polled: its subscription gets Overflow once the poll has
+ *                   waited past the deadline, another client's events on a
+ *                   local directory and GetStats go on (figures: their
+ *                   worst latency during the hang), and when the file system
+ *                   answers again (SIGCONT) another Overflow, and polling
+ *                   goes on
+ *   hung-add        AddWatch of a path on the stopped FUSE mount: the call
+ *                   waits (its open waits in a worker), another client's
+ *                   GetStats and events go on, and it is answered with an
+ *                   id once the file system answers
  *
  * Without bindfs or a usable /dev/fuse every case is skipped, saying why.
  * Records are awaited, never slept for, but for the cases that show that
@@ -40,6 +51,7 @@
 
 #include <errno.h>
 #include <glib/gstdio.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/mount.h>
@@ -444,6 +456,174 @@ static void test_io_bounded(Fixture *x, gconstpointer data) {
         g_assert_cmpuint(after - before, >=, (INTERVALS - 1) * (1 + 1 + 2 + NAMES));
 }
 
+/* The pid of the bindfs serving mnt (it daemonizes: found by its command line). */
+static pid_t bindfs_pid(const char *mnt) {
+        g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
+        const char *e;
+
+        g_assert_nonnull(proc);
+        while ((e = g_dir_read_name(proc))) {
+                g_autofree char *path = g_build_filename("/proc", e, "cmdline", NULL), *cmd = NULL;
+                gsize len;
+                gboolean is_bindfs = FALSE, has_mnt = FALSE;
+
+                if (!g_ascii_isdigit(e[0]) || !g_file_get_contents(path, &cmd, &len, NULL))
+                        continue;
+                for (gsize off = 0; off < len; off += strlen(cmd + off) + 1) {
+                        if (g_str_has_suffix(cmd + off, "bindfs"))
+                                is_bindfs = TRUE;
+                        if (g_str_equal(cmd + off, mnt))
+                                has_mnt = TRUE;
+                }
+                if (is_bindfs && has_mnt)
+                        return (pid_t) g_ascii_strtoll(e, NULL, 10);
+        }
+        return 0;
+}
+
+static pid_t hung_pid;
+
+static void resume_bindfs(void) {
+        if (hung_pid > 0)
+                (void) kill(hung_pid, SIGCONT);
+}
+
+/* The worst of n GetStats round trips of proxy, in microseconds. */
+static gint64 worst_get_stats(WatchdInotify *proxy, int n) {
+        gint64 worst = 0;
+
+        for (int i = 0; i < n; i++) {
+                gint64 t0 = g_get_monotonic_time();
+
+                (void) wt_stat(proxy, "clients");
+                worst = MAX(worst, g_get_monotonic_time() - t0);
+        }
+        return worst;
+}
+
+static void test_hung(Fixture *x, gconstpointer data) {
+        g_autofree char *local = in(x->f.dir, "local"), *before = in(x->back, "before"), *mbefore = in(x->mnt, "before");
+        g_autofree char *after = in(x->back, "after"), *mafter = in(x->mnt, "after");
+        gint64 worst_stats, worst_event = 0, idle_stats;
+        guint32 id;
+
+        if (skip_unless_mounted(x))
+                return;
+        hung_pid = bindfs_pid(x->mnt);
+        g_assert_cmpint(hung_pid, >, 0);
+        atexit(resume_bindfs);
+        g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
+
+        id = wt_add_watch(x->f.proxy, x->mnt, IN_CREATE, 0, NULL);
+        wt_add_watch(x->f.proxy2, local, IN_CREATE, 0, NULL);
+        write_file(before, "polled");
+        await_polled(x, "a file created before the hang", g_get_monotonic_time(), mbefore, IN_CREATE);
+        idle_stats = worst_get_stats(x->f.proxy2, 20);
+
+        /* The file system stops answering: the next poll waits in the kernel. */
+        {
+                /* Resumed by a watcher even if this test aborts (a failed assertion runs no atexit). */
+                g_autofree char *script = g_strdup_printf("while kill -0 %d 2>/dev/null; do sleep 1; done; "
+                                                          "kill -CONT %d", (int) getpid(), (int) hung_pid);
+                g_autoptr(GError) error = NULL;
+
+                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL },
+                                            NULL, 0, NULL, NULL, NULL, &error));
+        }
+        g_assert_cmpint(kill(hung_pid, SIGSTOP), ==, 0);
+        g_assert_true(wt_await_overflows(&x->f.a, 1, 30000));
+        g_assert_true(wt_collector_has_overflow_id(&x->f.a, id));
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "fs_stalled"), ==, 1);
+
+        /* Everyone else is served meanwhile: the bus and the kernel's events. */
+        worst_stats = worst_get_stats(x->f.proxy2, 20);
+        for (int i = 0; i < 20; i++) {
+                g_autofree char *name = g_strdup_printf("f%d", i), *path = in(local, name);
+                gint64 t0 = g_get_monotonic_time();
+
+                wt_touch(path);
+                wt_await_record(&x->f.b, path, IN_CREATE, 5000);
+                worst_event = MAX(worst_event, g_get_monotonic_time() - t0);
+        }
+        g_test_message("figure: hung FUSE: GetStats round trip worst of 20 %" G_GINT64_FORMAT " us "
+                       "(%" G_GINT64_FORMAT " us before the hang), another client's event worst of 20 %"
+                       G_GINT64_FORMAT " us", worst_stats, idle_stats, worst_event);
+        /* Bounds that say "not frozen", not how fast: the daemon used to wait for the file system. */
+        g_assert_cmpint(worst_stats, <, 2 * G_USEC_PER_SEC);
+        g_assert_cmpint(worst_event, <, 2 * G_USEC_PER_SEC);
+
+        /* It answers again: told, and polled as before. */
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_overflows(&x->f.a, 2, 30000));
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "fs_stalled"), ==, 0);
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "fs_stalls"), ==, 1);
+        write_file(after, "polled again");
+        await_polled(x, "a file created after the hang", g_get_monotonic_time(), mafter, IN_CREATE);
+}
+
+typedef struct AsyncAdd {
+        gboolean done;
+        guint32 id;
+        GError *error;
+} AsyncAdd;
+
+static void on_added(GObject *source, GAsyncResult *res, gpointer data) {
+        AsyncAdd *a = data;
+
+        (void) watchd_inotify_call_add_watch_finish(WATCHD_INOTIFY(source), &a->id, res, &a->error);
+        a->done = TRUE;
+}
+
+static void test_hung_add(Fixture *x, gconstpointer data) {
+        g_autofree char *local = in(x->f.dir, "local"), *fresh = in(x->back, "fresh"), *mfresh = in(x->mnt, "fresh");
+        gint64 worst_stats, worst_event = 0;
+        AsyncAdd add = {};
+
+        if (skip_unless_mounted(x))
+                return;
+        hung_pid = bindfs_pid(x->mnt);
+        g_assert_cmpint(hung_pid, >, 0);
+        g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(fresh, 0755), ==, 0);   /* never looked up through the mount */
+        wt_add_watch(x->f.proxy2, local, IN_CREATE, 0, NULL);
+        {
+                g_autofree char *script = g_strdup_printf("while kill -0 %d 2>/dev/null; do sleep 1; done; "
+                                                          "kill -CONT %d", (int) getpid(), (int) hung_pid);
+                g_autoptr(GError) error = NULL;
+
+                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL },
+                                            NULL, 0, NULL, NULL, NULL, &error));
+        }
+        g_assert_cmpint(kill(hung_pid, SIGSTOP), ==, 0);
+
+        /* Its lookup goes to the stopped FUSE daemon: the open waits. */
+        watchd_inotify_call_add_watch(x->f.proxy, mfresh, IN_CREATE, 0, NULL, on_added, &add);
+        worst_stats = worst_get_stats(x->f.proxy2, 20);
+        for (int i = 0; i < 20; i++) {
+                g_autofree char *name = g_strdup_printf("f%d", i), *path = in(local, name);
+                gint64 t0 = g_get_monotonic_time();
+
+                wt_touch(path);
+                wt_await_record(&x->f.b, path, IN_CREATE, 5000);
+                worst_event = MAX(worst_event, g_get_monotonic_time() - t0);
+        }
+        g_test_message("figure: AddWatch waiting on a hung FUSE: GetStats round trip worst of 20 %" G_GINT64_FORMAT
+                       " us, another client's event worst of 20 %" G_GINT64_FORMAT " us; the AddWatch %s meanwhile",
+                       worst_stats, worst_event, add.done ? "was answered" : "waited");
+        g_assert_cmpint(worst_stats, <, 2 * G_USEC_PER_SEC);
+        g_assert_cmpint(worst_event, <, 2 * G_USEC_PER_SEC);
+        /* Answered only once the file system answers: its open did reach it. */
+        g_assert_false(add.done);
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
+
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_flag(&add.done, 30000));
+        g_assert_no_error(add.error);
+        g_assert_cmpuint(add.id, >, 0);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/remote/capabilities", Fixture, CONFIG, setup, test_capabilities, teardown);
@@ -457,5 +637,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/budget", Fixture, CONFIG_BUDGET, setup, test_budget, teardown);
         g_test_add("/remote/root-gone", Fixture, CONFIG, setup, test_root_gone, teardown);
         g_test_add("/remote/io-bounded", Fixture, CONFIG, setup, test_io_bounded, teardown);
+        g_test_add("/remote/hung", Fixture, CONFIG, setup, test_hung, teardown);
+        g_test_add("/remote/hung-add", Fixture, CONFIG, setup, test_hung_add, teardown);
         return g_test_run();
 }

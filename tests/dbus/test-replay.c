@@ -9,6 +9,10 @@
  * the client's flow control, however it reads:
  *
  *   /replay/signals              as signals, the client on the bus only;
+ *   /replay/signals-bytes        the same with a byte window smaller than
+ *                                the record window
+ *                                (max_pending_bytes_per_client = 64K, about
+ *                                400 of these records): it binds first;
  *   /replay/signals-stream-open  as signals, the client also reading a
  *                                stream of its live records (OpenStream
  *                                without "durable"), which keep flowing;
@@ -47,6 +51,7 @@
 
 #define WINDOW 1000u
 #define CONFIG "[limits]\nmax_pending_events_per_client = 1000\n"
+static const char BYTES_CONFIG[] = "[limits]\nmax_pending_events_per_client = 1000\nmax_pending_bytes_per_client = 64K\n";
 #define JOURNAL_RECORDS 20000u
 #define CHUNK 2000u                     /* files made before the journal is awaited: below the kernel's queue */
 #define KILL_AT 7000u                   /* records printed before a kill */
@@ -78,7 +83,7 @@ static void fixture_setup(Fixture *f, gconstpointer data) {
         g_assert_cmpint(g_mkdir(f->tree, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(f->live, 0755), ==, 0);
         f->bus = wt_system_bus_start();
-        f->daemon = wt_daemon_start(f->bus, CONFIG);
+        f->daemon = wt_daemon_start(f->bus, data == BYTES_CONFIG ? BYTES_CONFIG : CONFIG);
         f->conn = wt_connect(f->bus);
         f->proxy = wt_proxy(f->conn);
 }
@@ -708,6 +713,7 @@ static void test_daemon_killed(Fixture *f, gconstpointer data) {
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/replay/signals", Fixture, NULL, fixture_setup, test_signals, fixture_teardown);
+        g_test_add("/replay/signals-bytes", Fixture, BYTES_CONFIG, fixture_setup, test_signals, fixture_teardown);
         g_test_add("/replay/signals-stream-open", Fixture, NULL, fixture_setup, test_signals_stream_open,
                    fixture_teardown);
         g_test_add("/replay/stream", Fixture, NULL, fixture_setup, test_stream, fixture_teardown);

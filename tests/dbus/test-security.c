@@ -7,8 +7,10 @@
  * line by line through its stdin:
  *
  *   watch PATH      AddWatch(PATH, CREATE) -> "ok ID" or "err ERROR-NAME"
+ *   watchr PATH     the same, RECURSIVE
  *   await           prints "rec ID PATH" for each record received, until
- *                   one whose path ends in "/done" -> "end"
+ *                   one whose path ends in "/done" -> "end"; an Overflow
+ *                   received prints "overflow ID..." where it comes
  *   stats           GetStats -> "KEY=VALUE" lines (GVariant text), "end"
  *
  * A leak is looked for, not waited out: the attacker also watches a
@@ -34,6 +36,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "watchd-api.h"
 #include "watchd-test.h"
 #include "wt-fixture.h"
 
@@ -189,8 +192,9 @@ static void assert_refused(const char *answer) {
 }
 
 /* Awaits the attacker's "done" record; fails the test on any record that
- * names one of the secrets (NULL-terminated). Returns the records seen. */
-static guint attacker_await(Attacker *a, const char *const *secrets) {
+ * names one of the secrets (NULL-terminated). Returns the records seen, and
+ * counts the Overflow signals in *overflows (if not NULL; else none may come). */
+static guint attacker_await_full(Attacker *a, const char *const *secrets, guint *overflows, GPtrArray *seen) {
         g_autofree char *line = attacker_ask(a, "await");
         guint n = 0;
 
@@ -198,7 +202,15 @@ static guint attacker_await(Attacker *a, const char *const *secrets) {
                 g_test_message("nobody received: %s", line);
                 if (strcmp(line, "timeout") == 0)
                         g_error("The attacker's own 'done' record did not come");
+                if (overflows && g_str_has_prefix(line, "overflow")) {
+                        (*overflows)++;
+                        g_free(line);
+                        line = attacker_line(a);
+                        continue;
+                }
                 g_assert_true(g_str_has_prefix(line, "rec "));
+                if (seen)
+                        g_ptr_array_add(seen, g_strdup(strchr(line + 4, ' ') + 1));
                 for (size_t i = 0; secrets[i]; i++)
                         if (strstr(line, secrets[i]))
                                 g_error("nobody was told the secret name '%s': %s", secrets[i], line);
@@ -207,6 +219,10 @@ static guint attacker_await(Attacker *a, const char *const *secrets) {
                 line = attacker_line(a);
         }
         return n;
+}
+
+static guint attacker_await(Attacker *a, const char *const *secrets) {
+        return attacker_await_full(a, secrets, NULL, NULL);
 }
 
 static void attacker_stop(Attacker *a) {
@@ -237,6 +253,17 @@ static void helper_on_events(WatchdInotify *p, GVariant *events, gpointer data) 
         }
 }
 
+static void helper_on_overflow(WatchdInotify *p, GVariant *ids, gpointer data) {
+        GVariantIter it;
+        guint32 id;
+
+        printf("overflow");
+        g_variant_iter_init(&it, ids);
+        while (g_variant_iter_next(&it, "u", &id))
+                printf(" %u", id);
+        printf("\n");
+}
+
 /* The attacker: runs as nobody, answers the commands on its stdin. */
 static int helper_main(int argc, char *argv[]) {
         g_autoptr(GDBusConnection) c = NULL;
@@ -252,14 +279,18 @@ static int helper_main(int argc, char *argv[]) {
         c = wt_connect(&bus);
         p = wt_proxy(c);
         g_signal_connect(p, "events", G_CALLBACK(helper_on_events), &done);
+        g_signal_connect(p, "overflow", G_CALLBACK(helper_on_overflow), NULL);
 
         while (fgets(line, sizeof(line), stdin)) {
                 line[strcspn(line, "\n")] = '\0';
-                if (g_str_has_prefix(line, "watch ")) {
+                if (g_str_has_prefix(line, "watch ") || g_str_has_prefix(line, "watchr ")) {
                         g_autoptr(GError) error = NULL;
+                        gboolean recursive = line[5] == 'r';
                         guint id;
 
-                        if (watchd_inotify_call_add_watch_sync(p, line + 6, IN_CREATE, 0, &id, NULL, &error))
+                        if (watchd_inotify_call_add_watch_sync(p, line + (recursive ? 7 : 6), IN_CREATE,
+                                                               recursive ? WATCHD_FLAG_RECURSIVE : 0, &id, NULL,
+                                                               &error))
                                 printf("ok %u\n", id);
                         else {
                                 g_autofree char *name = g_dbus_error_get_remote_error(error);
@@ -860,6 +891,98 @@ static void test_non_root_daemon(Fixture *f, gconstpointer data) {
         g_assert_nonnull(strstr(log, "Running as uid 65534: no capabilities kept"));
 }
 
+/* ---------------------------------------------------------------- a lost permission */
+
+/* The attacker's marker: "done" made anew in dir, awaited, the records and Overflows counted. */
+static void marker(Attacker *a, const char *done, const char *const *secrets, guint *overflows, GPtrArray *seen) {
+        (void) unlink(done);
+        touch(done);
+        (void) attacker_await_full(a, secrets, overflows, seen);
+}
+
+static gboolean seen_has(GPtrArray *seen, const char *path) {
+        for (guint i = 0; i < seen->len; i++)
+                if (g_str_equal(seen->pdata[i], path))
+                        return TRUE;
+        return FALSE;
+}
+
+/*
+ * Issue 25, item 5: nobody watches a directory tree it may read, RECURSIVE;
+ * root then makes the tree's root 0700, and later a directory inside it:
+ * names made there afterwards reach nobody no more (the kernel's watch is
+ * still there), nobody is told (Overflow), and when the mode is given back
+ * it is told again and names come again.
+ */
+static void test_lost_permission(Fixture *f, gconstpointer data) {
+        g_autofree char *dir = path_in(f, "perm"), *sub = g_build_filename(dir, "sub", NULL);
+        g_autofree char *open_dir = path_in(f, "open"), *done = g_build_filename(open_dir, "done", NULL);
+        g_autofree char *first = g_build_filename(dir, "first", NULL);
+        g_autofree char *secret = g_build_filename(dir, "secret-1", NULL);
+        g_autofree char *secret2 = g_build_filename(sub, "secret-2", NULL);
+        g_autofree char *visible = g_build_filename(dir, "visible", NULL);
+        g_autofree char *hidden = g_build_filename(sub, "secret-3", NULL);
+        g_autofree char *beside = g_build_filename(dir, "beside", NULL);
+        const char *const secrets[] = { "secret-", NULL };
+        const char *const none[] = { NULL };
+        g_autoptr(GPtrArray) seen = g_ptr_array_new_with_free_func(g_free);
+        g_autofree char *answer = NULL, *answer2 = NULL;
+        guint overflows = 0;
+        Attacker *a;
+
+        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(open_dir, 0755), ==, 0);
+        a = attacker_start(f);
+        if (!a)
+                return;
+        {
+                g_autofree char *cmd = g_strconcat("watchr ", dir, NULL);
+
+                answer = attacker_ask(a, cmd);
+        }
+        g_assert_true(g_str_has_prefix(answer, "ok "));
+        answer2 = attacker_watch(a, open_dir);
+        g_assert_true(g_str_has_prefix(answer2, "ok "));
+        touch(first);
+        marker(a, done, none, &overflows, seen);
+        g_assert_true(seen_has(seen, first));
+        g_assert_cmpuint(overflows, ==, 0);
+
+        /* The root of the tree closed to others. */
+        g_assert_cmpint(g_chmod(dir, 0700), ==, 0);
+        touch(secret);
+        touch(secret2);
+        /* Told: awaited through markers, never a secret among what comes. */
+        for (int i = 0; i < 200 && overflows == 0; i++)
+                marker(a, done, secrets, &overflows, seen);
+        g_assert_cmpuint(overflows, >=, 1);
+        touch(secret);
+        marker(a, done, secrets, &overflows, seen);
+
+        /* Open again: told, and followed again. */
+        overflows = 0;
+        g_assert_cmpint(g_chmod(dir, 0755), ==, 0);
+        for (int i = 0; i < 200 && overflows == 0; i++)
+                marker(a, done, secrets, &overflows, seen);
+        g_assert_cmpuint(overflows, >=, 1);
+        touch(visible);
+        marker(a, done, secrets, &overflows, seen);
+        g_assert_true(seen_has(seen, visible));
+
+        /* A directory inside the tree closed: its names go, its parent's stay. */
+        overflows = 0;
+        g_assert_cmpint(g_chmod(sub, 0700), ==, 0);
+        for (int i = 0; i < 200 && overflows == 0; i++)
+                marker(a, done, secrets, &overflows, seen);
+        g_assert_cmpuint(overflows, >=, 1);
+        touch(hidden);
+        touch(beside);
+        marker(a, done, secrets, &overflows, seen);
+        g_assert_true(seen_has(seen, beside));
+        attacker_stop(a);
+}
+
 int main(int argc, char *argv[]) {
         if (argc > 1 && strcmp(argv[1], "--helper") == 0)
                 return helper_main(argc, argv);
@@ -873,6 +996,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/security/stats-scoped", Fixture, "[limits]\nmax_pending_events_per_client = 16\n", fixture_setup, test_stats_scoped, fixture_teardown);
         g_test_add("/security/capabilities", Fixture, NULL, fixture_setup, test_capabilities, fixture_teardown);
         g_test_add("/security/non-root-daemon", Fixture, NULL, fixture_setup, test_non_root_daemon, fixture_teardown);
+        g_test_add("/security/lost-permission", Fixture, NULL, fixture_setup, test_lost_permission, fixture_teardown);
 
         return g_test_run();
 }

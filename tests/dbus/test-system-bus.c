@@ -31,7 +31,16 @@
  *     the bus lets watchd await: another user's reader is served (crowd);
  *   - the test bus really is strict, and our rule is narrow: a method call
  *     between two clients is denied, root may send Peer.Ping and nothing
- *     else of Peer (policy).
+ *     else of Peer (policy);
+ *   - 128 clients of nobody that never read, subscribed to a directory
+ *     whose paths are 4 KB long, through a storm there: watchd's RSS grows
+ *     by at most max_pending_bytes_per_user and a constant, and root's
+ *     reader of the same directory gets every record (memory-crowd);
+ *   - nobody's polled subscription on a FUSE mount that stops answering
+ *     (bindfs, SIGSTOP), and nobody's AddWatch of a path there: root's
+ *     GetStats and root's events go on, nobody's AddWatch waits, nobody is
+ *     told (Overflow) and answered once the file system answers
+ *     (hung-fuse).
  *
  * The client that stops reading is a child process (fork, no exec) that
  * becomes nobody, connects with sd-bus, subscribes, tells the parent, and
@@ -48,6 +57,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
@@ -101,6 +111,7 @@ typedef struct Params {
          * and how long the client stays stuck before the storm. */
         const char *bus_timeout;
         int stuck_ms;
+        const char *config;     /* watchd.conf, else WINDOW_CONFIG */
 } Params;
 
 /* ---------------------------------------------------------------- the reading client */
@@ -518,7 +529,7 @@ static void fixture_setup(Fixture *f, gconstpointer data) {
 
                 f->daemon = wt_daemon_start_env(f->bus, WINDOW_CONFIG, env);
         } else
-                f->daemon = wt_daemon_start(f->bus, WINDOW_CONFIG);
+                f->daemon = wt_daemon_start(f->bus, p->config ? p->config : WINDOW_CONFIG);
 }
 
 static void fixture_teardown(Fixture *f, gconstpointer data) {
@@ -825,11 +836,291 @@ static void test_policy(Fixture *f, gconstpointer data) {
         g_dbus_connection_close_sync(b, NULL, NULL);
 }
 
+/* The byte caps of memory-crowd: small, so that a storm passes them many times. */
+#define CROWD_CLIENT_BYTES (4u << 20)
+#define CROWD_USER_BYTES (16u << 20)
+#define CROWD_CONFIG "[limits]\nmax_pending_bytes_per_client = 4M\nmax_pending_bytes_per_user = 16M\n"
+/* What watchd may grow by, past the user's cap: malloc's arenas and free
+ * lists, sd-bus's buffers, the reader's traffic. */
+#define CROWD_RSS_CONSTANT_KB (16u * 1024u)
+
+/* A directory under f->dir whose path is about len bytes long. */
+static char *deep_dir(Fixture *f, size_t len) {
+        g_autofree char *comp = g_strnfill(200, 'd');
+        char *path = g_strdup(f->dir);
+
+        while (strlen(path) + 201 < len) {
+                char *next = g_build_filename(path, comp, NULL);
+
+                g_assert_cmpint(g_mkdir(next, 0755), ==, 0);
+                g_free(path);
+                path = next;
+        }
+        return path;
+}
+
+static void test_memory_crowd(Fixture *f, gconstpointer data) {
+        const guint crowd = 128, pairs = 24 * ROUND_PAIRS;
+        g_autofree char *deep = NULL, *pad = g_strnfill(200, 'f');
+        guint64 held_records = 0, dropped;
+        Reader reader;
+        Stuck st;
+        Rss rss;
+
+        if (!f->bus)
+                return;
+        deep = deep_dir(f, 3900);
+        stuck_start_full(&st, f->bus, deep, false, crowd);
+        reader_init(&reader, f->bus, PING_ANSWER);
+        reader.id = add_watch(reader.proxy, deep);
+        rss_start(&rss, f->daemon->process);
+
+        for (guint i = 0; i < pairs; i++) {
+                g_autofree char *p = g_strdup_printf("%s/%06u-%s", deep, i, pad);
+                int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+                g_assert_cmpint(fd, >=, 0);
+                g_assert_cmpint(close(fd), ==, 0);
+                g_assert_cmpint(unlink(p), ==, 0);
+                if ((i + 1) % ROUND_PAIRS == 0) {
+                        await_records(&reader, 2 * (i + 1));
+                        rss_sample(&rss);
+                }
+        }
+        g_assert_cmpuint(reader.n_records, ==, 2 * pairs);
+        g_assert_cmpuint(reader.n_overflows, ==, 0);
+        rss_sample(&rss);
+        dropped = wt_stat(reader.proxy, "events_dropped");
+        (void) held_records;
+        g_test_message("figure: memory-crowd: %u clients of nobody that never read, records of %zu-byte paths, "
+                       "%u created: watchd's RSS %" G_GUINT64_FORMAT " -> peak %" G_GUINT64_FORMAT " kB (+%"
+                       G_GUINT64_FORMAT " kB; cap per user %u kB), %" G_GUINT64_FORMAT " records dropped",
+                       crowd, strlen(deep) + 1 + 207, pairs, rss.base, rss.peak, rss.peak - rss.base,
+                       CROWD_USER_BYTES / 1024, dropped);
+        /* Without the byte caps every client of the crowd held 1024 of them queued and
+         * 1024 unconfirmed: 128 x 2048 x 4.3 KB, about 1.1 GB. */
+        if (watchd_rss_meaningful())
+                g_assert_cmpuint(rss.peak - rss.base, <=, CROWD_USER_BYTES / 1024 + CROWD_RSS_CONSTANT_KB);
+        g_assert_cmpuint(dropped, >, 0);
+        reader_done(&reader);
+        crowd_end(&st);
+}
+
+/* ---------------------------------------------------------------- a file system that stops answering */
+
+#define HUNG_CONFIG "[poll]\nfuse = 1\n"
+
+/* The pid of the bindfs serving mnt (it daemonizes: found by its command line). */
+static pid_t bindfs_pid(const char *mnt) {
+        g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
+        const char *e;
+
+        g_assert_nonnull(proc);
+        while ((e = g_dir_read_name(proc))) {
+                g_autofree char *path = g_build_filename("/proc", e, "cmdline", NULL), *cmd = NULL;
+                gsize len;
+                gboolean is_bindfs = FALSE, has_mnt = FALSE;
+
+                if (!g_ascii_isdigit(e[0]) || !g_file_get_contents(path, &cmd, &len, NULL))
+                        continue;
+                for (gsize off = 0; off < len; off += strlen(cmd + off) + 1) {
+                        if (g_str_has_suffix(cmd + off, "bindfs"))
+                                is_bindfs = TRUE;
+                        if (g_str_equal(cmd + off, mnt))
+                                has_mnt = TRUE;
+                }
+                if (is_bindfs && has_mnt)
+                        return (pid_t) g_ascii_strtoll(e, NULL, 10);
+        }
+        return 0;
+}
+
+/*
+ * The child, as nobody: subscribes to mnt (polled), says "ID NAME"; told to
+ * go on, asks for a watch of fresh (a path on mnt never looked up, so its
+ * lookup reaches the FUSE daemon) and says "added ID" or "failed ..." when
+ * answered; then reads what came meanwhile and after for 3 s and says
+ * "overflows N" (Overflow signals naming its first subscription).
+ */
+static void hung_child(const char *address, const char *mnt, const char *fresh, int report_fd, int go_fd) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *call = NULL, *reply = NULL;
+        StuckReport s = {};
+        sd_bus *bus = NULL;
+        const char *name;
+        uint32_t id, id2;
+        uint64_t end;
+        char c;
+
+        if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0 ||
+            prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+                _exit(2);
+        if (sd_bus_new(&bus) < 0 || sd_bus_set_address(bus, address) < 0 || sd_bus_set_bus_client(bus, 1) < 0 ||
+            sd_bus_start(bus) < 0)
+                _exit(3);
+        if (sd_bus_call_method(bus, "org.example.Inotify", "/org/example/Inotify", "org.example.Inotify", "AddWatch",
+                               &error, &reply, "suu", mnt, (uint32_t) IN_CREATE, (uint32_t) 0) < 0 ||
+            sd_bus_message_read(reply, "u", &id) < 0) {
+                dprintf(report_fd, "AddWatch failed: %s\n", error.message ? error.message : "?");
+                _exit(4);
+        }
+        reply = sd_bus_message_unref(reply);
+        if (sd_bus_add_filter(bus, NULL, stuck_on_message, &s) < 0 || sd_bus_get_unique_name(bus, &name) < 0)
+                _exit(5);
+        dprintf(report_fd, "%u %s\n", id, name);
+        if (read(go_fd, &c, 1) != 1)
+                _exit(6);
+
+        /* Answered when the file system answers: a timeout far past the test's. */
+        if (sd_bus_message_new_method_call(bus, &call, "org.example.Inotify", "/org/example/Inotify",
+                                           "org.example.Inotify", "AddWatch") < 0 ||
+            sd_bus_message_append(call, "suu", fresh, (uint32_t) IN_CREATE, (uint32_t) 0) < 0)
+                _exit(7);
+        if (sd_bus_call(bus, call, (uint64_t) 10 * TIMEOUT_MS * 1000, &error, &reply) < 0 ||
+            sd_bus_message_read(reply, "u", &id2) < 0)
+                dprintf(report_fd, "failed %s\n", error.message ? error.message : "?");
+        else
+                dprintf(report_fd, "added %u\n", id2);
+
+        end = g_get_monotonic_time() + 3 * G_USEC_PER_SEC;
+        while ((uint64_t) g_get_monotonic_time() < end) {
+                int r = sd_bus_process(bus, NULL);
+
+                if (r < 0)
+                        _exit(8);
+                if (r == 0)
+                        (void) sd_bus_wait(bus, 100000);
+        }
+        dprintf(report_fd, "overflows %u %u\n", s.overflows, s.overflow_id);
+        _exit(0);
+}
+
+/* Whether fd has something to read now. */
+static gboolean readable(int fd) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+
+        return poll(&p, 1, 0) > 0;
+}
+
+/*
+ * Issue 24, item 1, as nobody on the system-policy bus. Root mounts bindfs
+ * (allow_other) and nobody subscribes there, polled; the FUSE daemon is
+ * stopped and nobody asks for a watch of a path on it. The daemon must not
+ * wait for it: root's GetStats round trips and root's events on a local
+ * directory go on (their worst of 20 is the figure), nobody's AddWatch is
+ * not answered while the file system does not answer (both lanes, the poll's
+ * and nobody's opens, show in fs_stalled), nobody's polled subscription is
+ * told (Overflow), and after SIGCONT nobody's AddWatch is answered with an
+ * id. Before AddWatch's open was made in a worker, the first GetStats timed
+ * out; before the poller's reads were, none answered at all.
+ */
+static void test_hung_fuse(Fixture *f, gconstpointer data) {
+        g_autofree char *bindfs = g_find_program_in_path("bindfs");
+        g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
+        g_autofree char *local = g_build_filename(f->dir, "local", NULL), *fresh = NULL, *mfresh = NULL;
+        g_autofree char *line = NULL, *line2 = NULL;
+        g_autoptr(GError) error = NULL;
+        gint64 worst_stats = 0, worst_event = 0;
+        guint overflows = 0, overflow_id = 0, added = 0;
+        int status = -1;
+        pid_t fuse_pid;
+        Reader reader;
+        Stuck st = {};
+        int report[2], go[2];
+
+        if (!f->bus)
+                return;
+        if (!bindfs || access("/dev/fuse", R_OK | W_OK) != 0) {
+                g_test_skip("no FUSE mount here: bindfs missing, or /dev/fuse unusable");
+                return;
+        }
+        g_assert_cmpint(g_mkdir(back, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(mnt, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
+        fresh = g_build_filename(back, "fresh", NULL);
+        mfresh = g_build_filename(mnt, "fresh", NULL);
+        g_assert_cmpint(g_mkdir(fresh, 0755), ==, 0);   /* never looked up through the mount */
+        g_assert_true(g_spawn_sync(NULL, (char *[]) { bindfs, (char *) "-o", (char *) "allow_other", back, mnt, NULL },
+                                   NULL, 0, NULL, NULL, NULL, NULL, &status, &error));
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        fuse_pid = bindfs_pid(mnt);
+        g_assert_cmpint(fuse_pid, >, 0);
+
+        g_assert_cmpint(pipe2(report, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(pipe2(go, O_CLOEXEC), ==, 0);
+        st.pid = fork();
+        g_assert_cmpint(st.pid, >=, 0);
+        if (st.pid == 0) {
+                close(report[0]);
+                close(go[1]);
+                hung_child(f->bus->address, mnt, mfresh, report[1], go[0]);
+        }
+        close(report[1]);
+        close(go[0]);
+        st.report_fd = report[0];
+        st.go_fd = go[1];
+        line = stuck_read_line(&st);
+        if (!g_ascii_isdigit(line[0]))
+                g_error("nobody could not subscribe to the FUSE mount: %s", line);
+
+        reader_init(&reader, f->bus, PING_ANSWER);
+        reader.id = add_watch(reader.proxy, local);
+        {
+                /* Resumed by a watcher even if this test aborts. */
+                g_autofree char *script = g_strdup_printf("while kill -0 %d 2>/dev/null; do sleep 1; done; "
+                                                          "kill -CONT %d", (int) getpid(), (int) fuse_pid);
+
+                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL },
+                                            NULL, 0, NULL, NULL, NULL, &error));
+        }
+        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
+        stuck_go(&st);
+
+        /* The poll's lane and nobody's opens' lane stop answering; root is served. */
+        if (!wt_await_stat(reader.proxy, "fs_stalled", 2, TIMEOUT_MS))
+                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 2", wt_stat(reader.proxy, "fs_stalled"));
+        for (guint i = 0; i < 20; i++) {
+                gint64 t0 = g_get_monotonic_time();
+
+                (void) wt_stat(reader.proxy, "clients");
+                worst_stats = MAX(worst_stats, g_get_monotonic_time() - t0);
+                t0 = g_get_monotonic_time();
+                create_remove(f, "local/hung", i);
+                await_records(&reader, 2 * (i + 1));
+                worst_event = MAX(worst_event, g_get_monotonic_time() - t0);
+        }
+        g_test_message("figure: hung-fuse: while nobody's FUSE mount does not answer, root's GetStats round trip "
+                       "worst of 20 %" G_GINT64_FORMAT " us, root's create+delete on tmpfs delivered worst of 20 %"
+                       G_GINT64_FORMAT " us", worst_stats, worst_event);
+        g_assert_cmpint(worst_stats, <, 2 * G_USEC_PER_SEC);
+        g_assert_cmpint(worst_event, <, 2 * G_USEC_PER_SEC);
+        g_assert_false(readable(st.report_fd));         /* nobody's AddWatch still waits */
+
+        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
+        g_free(line);
+        line = stuck_read_line(&st);
+        if (sscanf(line, "added %u", &added) != 1)
+                g_error("nobody's AddWatch on the FUSE mount: %s", line);
+        g_assert_cmpuint(added, >, 0);
+        line2 = stuck_read_line(&st);
+        g_assert_cmpint(sscanf(line2, "overflows %u %u", &overflows, &overflow_id), ==, 2);
+        g_assert_cmpuint(overflows, >=, 1);
+        g_assert_cmpint(waitpid(st.pid, &status, 0), ==, st.pid);
+        g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        close(st.report_fd);
+        close(st.go_fd);
+        g_assert_cmpuint(wt_stat(reader.proxy, "fs_stalled"), ==, 0);
+        reader_done(&reader);
+        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+}
+
 int main(int argc, char *argv[]) {
         static const Params system_bus = { .system = TRUE }, session_bus = { .system = FALSE },
                             system_bus_error = { .system = TRUE, .mode = PING_ERROR },
                             system_bus_denied = { .system = TRUE, .deny_ping = TRUE },
-                            system_bus_long = { .system = TRUE, .bus_timeout = "250ms", .stuck_ms = 3000 };
+                            system_bus_long = { .system = TRUE, .bus_timeout = "250ms", .stuck_ms = 3000 },
+                            system_bus_caps = { .system = TRUE, .config = CROWD_CONFIG },
+                            system_bus_hung = { .system = TRUE, .config = HUNG_CONFIG };
 
         g_test_init(&argc, &argv, NULL);
 
@@ -843,5 +1134,9 @@ int main(int argc, char *argv[]) {
         g_test_add("/session-bus/reader", Fixture, &session_bus, fixture_setup, test_reader, fixture_teardown);
         g_test_add("/system-bus/ping-denied", Fixture, &system_bus_denied, fixture_setup, test_ping_denied, fixture_teardown);
         g_test_add("/system-bus/crowd", Fixture, &system_bus, fixture_setup, test_crowd, fixture_teardown);
+        g_test_add("/system-bus/memory-crowd", Fixture, &system_bus_caps, fixture_setup, test_memory_crowd,
+                   fixture_teardown);
+        g_test_add("/system-bus/hung-fuse", Fixture, &system_bus_hung, fixture_setup, test_hung_fuse,
+                   fixture_teardown);
         return g_test_run();
 }

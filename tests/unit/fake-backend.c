@@ -50,6 +50,7 @@ static ssize_t fake_read(Backend *b, void *buf, size_t size) {
         FakeBackend *f = (FakeBackend *) b;
         size_t n = 0;
 
+        f->n_read++;
         if (f->queue->len == 0)
                 return -EAGAIN;
         /* Whole records only, as the kernel hands them out. */

@@ -41,6 +41,8 @@ static const Case cases[] = {
         { "max_clients_per_user", "[limits]\n  max_clients_per_user = 1  \n", NULL, AT(max_clients_per_user), 1 },
         { "max_pending_events_per_client", "[limits]\nmax_pending_events_per_client = 16\n", NULL,
           AT(max_pending_events_per_client), 16 },
+        { "max_pending_events_per_user", "[limits]\nmax_pending_events_per_user = 100\n", NULL,
+          AT(max_pending_events_per_user), 100 },
         { "move_pair_timeout_ms 0", "[events]\nmove_pair_timeout_ms = 0\n", NULL, AT(move_pair_timeout_ms), 0 },
         { "move_pair_timeout_ms 1000", "[events]\nmove_pair_timeout_ms = 1000\n", NULL, AT(move_pair_timeout_ms), 1000 },
         { "move_pair_max_distance", "[events]\nmove_pair_max_distance = 10000\n", NULL, AT(move_pair_max_distance), 10000 },
@@ -148,6 +150,12 @@ static const SizeCase size_cases[] = {
         { "K", "[journal]\nmax_bytes_per_subscription = 100K\n", NULL, AT(journal_max_bytes_per_subscription), 102400 },
         { "G", "[journal]\nmax_bytes_per_user = 3G\n", NULL, AT(journal_max_bytes_per_user), UINT64_C(3) << 30 },
         { "T", "[journal]\nmax_bytes_per_user = 1T\n", NULL, AT(journal_max_bytes_per_user), UINT64_C(1) << 40 },
+        { "client bytes default", "", NULL, AT(max_pending_bytes_per_client), UINT64_C(16) << 20 },
+        { "user bytes default", "", NULL, AT(max_pending_bytes_per_user), UINT64_C(64) << 20 },
+        { "client bytes", "[limits]\nmax_pending_bytes_per_client = 1M\n", NULL, AT(max_pending_bytes_per_client),
+          UINT64_C(1) << 20 },
+        { "user bytes too small", "[limits]\nmax_pending_bytes_per_user = 1K\n",
+          "t.conf:2: max_pending_bytes_per_user: 1K is out of range (64K-1T)" },
         { "too small", "[journal]\nmax_bytes_per_subscription = 63K\n",
           "t.conf:2: max_bytes_per_subscription: 63K is out of range (64K-1T)" },
         { "too big", "[journal]\nmax_bytes_per_user = 1025G\n",
@@ -223,6 +231,9 @@ static void assert_defaults(const Config *c) {
         g_assert_cmpuint(c->max_watches_unprivileged, ==, d.max_watches_unprivileged);
         g_assert_cmpuint(c->max_clients_per_user, ==, d.max_clients_per_user);
         g_assert_cmpuint(c->max_pending_events_per_client, ==, d.max_pending_events_per_client);
+        g_assert_cmpuint(c->max_pending_events_per_user, ==, d.max_pending_events_per_user);
+        g_assert_cmpuint(c->max_pending_bytes_per_client, ==, d.max_pending_bytes_per_client);
+        g_assert_cmpuint(c->max_pending_bytes_per_user, ==, d.max_pending_bytes_per_user);
         g_assert_cmpuint(c->move_pair_timeout_ms, ==, d.move_pair_timeout_ms);
         g_assert_cmpuint(c->move_pair_max_distance, ==, d.move_pair_max_distance);
         g_assert_cmpuint(c->batch_max_events, ==, d.batch_max_events);
@@ -253,7 +264,7 @@ static void test_shipped(void) {
         uncommented = g_regex_replace(re, text, -1, 0, "\\1", 0, NULL);
         for (const char *p = uncommented; (p = strstr(p, " = ")); p++)
                 n++;
-        g_assert_cmpint(n, ==, 26);     /* every key of the file */
+        g_assert_cmpint(n, ==, 29);     /* every key of the file */
         g_assert_cmpint(config_load_string(WATCHD_CONF, uncommented, &c, &error), ==, 0);
         g_assert_null(error);
         assert_defaults(&c);

@@ -73,7 +73,7 @@ static void setup(Fixture *f, gconstpointer data) {
         const DeliveryLimits *l = data;
 
         g_assert_cmpint(delivery_new(l, &f->d), ==, 0);
-        delivery_queue_init(f->d, &f->q, "client");
+        g_assert_cmpint(delivery_queue_init(f->d, &f->q, "client", 1000), ==, 0);
         f->sink = (Sink) {
                 .batches = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref),
                 .notices = g_array_new(FALSE, FALSE, sizeof(int)),
@@ -91,7 +91,9 @@ static void teardown(Fixture *f, gconstpointer data) {
 }
 
 static void submit(Fixture *f, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t t) {
-        delivery_submit(f->d, &f->q, record_new(RECORD_EVENT, id, mask, cookie, t, "/d", "f", 1));
+        /* Cut from the queue's arena, as client.c makes them. */
+        delivery_submit(f->d, &f->q, record_new_in(delivery_queue_arena(&f->q), RECORD_EVENT, id, mask, cookie, t,
+                                                   "/d", "f", 1));
 }
 
 static unsigned sent(const Fixture *f) {
@@ -103,7 +105,7 @@ static unsigned sent(const Fixture *f) {
 }
 
 static const DeliveryLimits limits = {
-        .max_pending = 100,
+        .max_pending = 100, .max_bytes = UINT64_MAX, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX,
         .batch_max = 10,
         .pair_timeout_usec = 1000,
         .pair_max_distance = 100,
@@ -121,6 +123,8 @@ static void test_batches(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(delivery_get_stats(f->d)->events_delivered, ==, 25);
         g_assert_cmpuint(delivery_get_stats(f->d)->batches_sent, ==, 3);
         g_assert_cmpuint(delivery_next_deadline(f->d), ==, UINT64_MAX);
+        /* A queue that drained keeps no memory for records. */
+        g_assert_cmpuint(record_arena_n_chunks(delivery_queue_arena(&f->q)), ==, 0);
 }
 
 /* A record now and then is sent alone: confirmation is asked for only once
@@ -181,7 +185,7 @@ static void test_hold(Fixture *f, gconstpointer data) {
 }
 
 static const DeliveryLimits small = {
-        .max_pending = 4,
+        .max_pending = 4, .max_bytes = UINT64_MAX, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX,
         .batch_max = 10,
         .pair_timeout_usec = 1000,
         .pair_max_distance = 100,
@@ -271,6 +275,117 @@ static void test_pairing(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(sent(f), ==, 1);
 }
 
+/* A record of a path of len bytes: its weight in the caps. */
+static Record *long_record(uint32_t id, size_t len) {
+        g_autofree char *name = g_strnfill(len, 'n');
+
+        return record_new(RECORD_EVENT, id, IN_CREATE, 0, 0, "/d", name, len);
+}
+
+static const DeliveryLimits bytes_small = {
+        .max_pending = 1000, .max_bytes = 64 * 1024, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX,
+        .batch_max = 10,
+        .pair_timeout_usec = 1000,
+        .pair_max_distance = 100,
+};
+
+/* Past max_bytes queued, the backlog is dropped and Overflow sent, whatever the count of records. */
+static void test_bytes_client(Fixture *f, gconstpointer data) {
+        size_t weight;
+        Record *rec;
+
+        f->sink.congested = true;       /* it reads nothing */
+        rec = long_record(1, 4000);
+        weight = record_bytes(rec);
+        delivery_submit(f->d, &f->q, rec);
+        for (uint32_t i = 2; i <= 64; i++) {
+                delivery_submit(f->d, &f->q, long_record(1, 4000));
+                g_assert_cmpuint(delivery_queue_bytes(&f->q), <=, bytes_small.max_bytes);
+        }
+        /* 16 fit in 64 KiB: the 17th found it full, and so on. */
+        g_assert_cmpuint(delivery_get_stats(f->d)->events_dropped, >=, 64 - 64 * 1024 / weight);
+        f->sink.congested = false;
+        delivery_flush(f->d, 0);
+        g_assert_cmpuint(f->sink.notices->len, ==, 1);
+        g_assert_cmpint(g_array_index(f->sink.notices, int, 0), ==, RECORD_OVERFLOW);
+}
+
+/* What was sent and not confirmed is bounded in bytes too: the rest waits for the answer. */
+static void test_bytes_window(Fixture *f, gconstpointer data) {
+        for (uint32_t i = 1; i <= 7; i++)
+                delivery_submit(f->d, &f->q, long_record(1, 8000));
+        delivery_flush(f->d, 0);
+        g_assert_cmpuint(sent(f), ==, 7);               /* 56 KB unconfirmed */
+        for (uint32_t i = 1; i <= 7; i++)
+                delivery_submit(f->d, &f->q, long_record(1, 8000));
+        delivery_flush(f->d, 0);
+        /* 8 KB each: the 8th fits under 64 KiB, the 9th passes the mark; the rest waits for the answer. */
+        g_assert_cmpuint(sent(f), ==, 9);
+        g_assert_cmpuint(delivery_queue_size(&f->q), ==, 5);
+        g_assert_cmpuint(f->sink.asked, ==, 1);
+        delivery_confirmed(f->d, &f->q, true, 0);
+        g_assert_cmpuint(sent(f), ==, 14);
+        g_assert_cmpuint(delivery_get_stats(f->d)->events_dropped, ==, 0);
+}
+
+static const DeliveryLimits user_small = {
+        .max_pending = 100, .max_bytes = UINT64_MAX, .max_pending_user = 30, .max_bytes_user = 128 * 1024,
+        .batch_max = 10,
+        .pair_timeout_usec = 1000,
+        .pair_max_distance = 100,
+};
+
+/* Many clients of one uid hold what the user may, together: a second
+ * client's records push out the first's backlog, and another uid is not
+ * touched. */
+static void test_user_caps(Fixture *f, gconstpointer data) {
+        DeliveryQueue q2, other;
+        Sink s2 = {
+                .batches = g_ptr_array_new_with_free_func((GDestroyNotify) g_array_unref),
+                .notices = g_array_new(FALSE, FALSE, sizeof(int)),
+                .lost = g_array_new(FALSE, FALSE, sizeof(uint32_t)),
+                .congested = true,
+        };
+        uint64_t held, held_bytes;
+
+        g_assert_cmpint(delivery_queue_init(f->d, &q2, "client2", 1000), ==, 0);
+        g_assert_cmpint(delivery_queue_init(f->d, &other, "other", 2000), ==, 0);
+        delivery_queue_set_transport(&q2, &sink_ops, &s2);
+        delivery_queue_set_transport(&other, &sink_ops, &s2);
+        f->sink.congested = true;
+
+        /* Records: the user holds at most 30, its clients 100 each. */
+        for (uint32_t i = 0; i < 25; i++)
+                submit(f, 1, IN_CREATE, 0, 0);
+        for (uint32_t i = 0; i < 10; i++) {
+                delivery_submit(f->d, &q2, record_new(RECORD_EVENT, 2, IN_CREATE, 0, 0, "/d", "f", 1));
+                delivery_user_held(f->d, 1000, &held, &held_bytes);
+                g_assert_cmpuint(held, <=, user_small.max_pending_user + 1);    /* + the Overflow notice */
+        }
+        g_assert_cmpuint(delivery_queue_size(&q2), ==, 10);
+        g_assert_cmpuint(f->q.n_dropped, ==, 25);       /* the largest backlog went */
+
+        /* Bytes: 128 KiB for the user, whatever its clients. */
+        for (uint32_t i = 0; i < 100; i++) {
+                delivery_submit(f->d, i % 2 ? &q2 : &f->q, long_record(i % 2 ? 2 : 1, 4000));
+                delivery_user_held(f->d, 1000, &held, &held_bytes);
+                g_assert_cmpuint(held_bytes, <=, user_small.max_bytes_user + 1024);
+        }
+        /* The other uid has its own share. */
+        for (uint32_t i = 0; i < 20; i++)
+                delivery_submit(f->d, &other, long_record(3, 4000));
+        g_assert_cmpuint(delivery_queue_size(&other), ==, 20);
+        g_assert_cmpuint(other.n_dropped, ==, 0);
+
+        delivery_queue_done(f->d, &q2);
+        delivery_queue_done(f->d, &other);
+        delivery_user_held(f->d, 2000, &held, &held_bytes);
+        g_assert_cmpuint(held, ==, 0);
+        g_ptr_array_unref(s2.batches);
+        g_array_unref(s2.notices);
+        g_array_unref(s2.lost);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/delivery/batches", Fixture, &limits, setup, test_batches, teardown);
@@ -281,5 +396,8 @@ int main(int argc, char *argv[]) {
         g_test_add("/delivery/reads-at-once", Fixture, &small, setup, test_reads_at_once, teardown);
         g_test_add("/delivery/congested", Fixture, &limits, setup, test_congested, teardown);
         g_test_add("/delivery/pairing", Fixture, &limits, setup, test_pairing, teardown);
+        g_test_add("/delivery/bytes-client", Fixture, &bytes_small, setup, test_bytes_client, teardown);
+        g_test_add("/delivery/bytes-window", Fixture, &bytes_small, setup, test_bytes_window, teardown);
+        g_test_add("/delivery/user-caps", Fixture, &user_small, setup, test_user_caps, teardown);
         return g_test_run();
 }

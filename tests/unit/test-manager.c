@@ -326,6 +326,33 @@ static void test_pair_deadline_reads_first(Fixture *f, gconstpointer data) {
         g_assert_cmphex(got(f, 0)->mask & IN_MOVE, ==, IN_MOVE);
 }
 
+/* A backlog in the kernel goes on to the client a read at a time: a slice
+ * makes one read (64 KiB), and what it held is flushed before the next, so
+ * the queues never hold much more than a read's records. */
+static void test_read_a_slice(Fixture *f, gconstpointer data) {
+        uint32_t id = add(f, f->dir, IN_CREATE, 0);
+        int wd = fake_backend_wd(f->fake, f->dir);
+        guint first;
+
+        /* 3,000 records of 16 + 32 bytes: 144,000 bytes, three reads. */
+        for (int i = 0; i < 3000; i++) {
+                char name[32];
+
+                g_snprintf(name, sizeof(name), "a-file-name-of-some-length%04d", i);
+                fake_backend_push(f->fake, wd, IN_CREATE, 0, name);
+        }
+        g_assert_true(manager_on_kernel_readable(f->m));        /* more to read */
+        manager_flush(f->m);
+        first = f->sink.events->len;
+        g_assert_cmpuint(first, >, 1000);                       /* a read's worth: 65,536 / 48 */
+        g_assert_cmpuint(first, <, 1400);
+        g_assert_cmpuint(f->fake->n_read, ==, 1);
+        turn(f);
+        g_assert_cmpuint(f->sink.events->len, ==, 3000);
+        g_assert_cmpuint(got(f, 2999)->id, ==, id);
+        g_assert_cmpuint(f->fake->n_read, ==, 3);
+}
+
 /* report-appearance: a pending path that appears is a record of its own,
  * (id, IN_CREATE|IN_ISDIR, path), before anything else of it; what a
  * directory holds then follows from a scan, each entry once. */
@@ -623,6 +650,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/manager/recursive", Fixture, NULL, setup, test_recursive, teardown);
         g_test_add("/manager/missing", Fixture, NULL, setup, test_missing, teardown);
         g_test_add("/manager/pair-deadline-reads-first", Fixture, NULL, setup, test_pair_deadline_reads_first, teardown);
+        g_test_add("/manager/read-a-slice", Fixture, NULL, setup, test_read_a_slice, teardown);
         g_test_add("/manager/appearance", Fixture, NULL, setup, test_appearance, teardown);
         g_test_add("/manager/appearance-recursive", Fixture, NULL, setup, test_appearance_recursive, teardown);
         g_test_add("/manager/appearance-oneshot", Fixture, NULL, setup, test_appearance_oneshot, teardown);

@@ -170,6 +170,35 @@ static void test_random(void) {
         }
 }
 
+/* The length-given form (eight bytes at a time while ASCII) answers as the
+ * byte-wise one, wherever in the string the first byte that is not ASCII
+ * falls: each word boundary, either side of it, and far from it. */
+static void test_needs_escape_n(void) {
+        g_autoptr(GRand) rand = g_rand_new_with_seed(g_test_rand_int());
+        unsigned yes = 0;
+
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
+                g_assert_cmpint(path_needs_escape_n(cases[i].bytes, strlen(cases[i].bytes)), ==,
+                                cases[i].needs_escape);
+        for (int i = 0; i < 100000; i++) {
+                size_t prefix = (size_t) g_rand_int_range(rand, 0, 34);
+                g_autofree char *tail = random_bytes(rand, 12);
+                g_autofree char *b = g_malloc(prefix + strlen(tail) + 1);
+                bool want;
+
+                memset(b, 'a', prefix);
+                strcpy(b + prefix, tail);
+                want = path_needs_escape(b);
+                if (path_needs_escape_n(b, strlen(b)) != want) {
+                        g_autofree char *e = path_escape(b);
+                        g_error("path_needs_escape_n(\"%s\") says %s", e, want ? "no" : "yes");
+                }
+                yes += want;
+        }
+        g_assert_cmpuint(yes, >, 1000);
+        g_assert_cmpuint(yes, <, 99000);
+}
+
 /* A message of a bus that is never connected: enough for sd-bus to append to. */
 static sd_bus *scratch_bus(void) {
         sd_bus *bus = NULL;
@@ -228,6 +257,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/path-escape/unescape", test_unescape);
         g_test_add_func("/path-escape/all-bytes", test_all_bytes);
         g_test_add_func("/path-escape/random", test_random);
+        g_test_add_func("/path-escape/needs-escape-n", test_needs_escape_n);
         g_test_add_func("/path-escape/agrees-with-sd-bus", test_agrees_with_sd_bus);
         return g_test_run();
 }

@@ -24,7 +24,7 @@
 #include "stream_frame.h"
 
 static const DeliveryLimits limits = {
-        .max_pending = 64,
+        .max_pending = 64, .max_bytes = UINT64_MAX, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX,
         .batch_max = 16,
         .pair_timeout_usec = 10000,
         .pair_max_distance = 10,
@@ -56,7 +56,7 @@ static void setup(Fixture *f, gconstpointer data) {
         int fds[2];
 
         g_assert_cmpint(delivery_new(&limits, &f->d), ==, 0);
-        delivery_queue_init(f->d, &f->q, "client");
+        g_assert_cmpint(delivery_queue_init(f->d, &f->q, "client", 1000), ==, 0);
         g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), ==, 0);
         f->peer = fds[1];
         f->watching = -1;

@@ -64,7 +64,7 @@ static void on_end(Subscription *s, void *userdata) {
 
 static void setup(Fixture *f, gconstpointer data) {
         const AccountingLimits *l = data;
-        DeliveryLimits dl = { .max_pending = 1000, .batch_max = 100, .pair_timeout_usec = 0, .pair_max_distance = 1 };
+        DeliveryLimits dl = { .max_pending = 1000, .max_bytes = UINT64_MAX, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX, .batch_max = 100, .pair_timeout_usec = 0, .pair_max_distance = 1 };
         Caller caller;
 
         f->fake = fake_backend_new();

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-fswork - jobs in worker threads, a lane per file system: completions
+ * on the caller's thread, a lane that stops answering holding only itself
+ * (told once past the deadline, and again when it answers), users taking
+ * turns in a lane, and credentials that are the worker's own
+ */
+
+#include <glib.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/fsuid.h>
+#include <unistd.h>
+
+#include "fswork.h"
+
+typedef struct Gate {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool open;
+} Gate;
+
+static Gate gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+
+static void gate_set(bool open) {
+        pthread_mutex_lock(&gate.lock);
+        gate.open = open;
+        pthread_cond_broadcast(&gate.cond);
+        pthread_mutex_unlock(&gate.lock);
+}
+
+/* A system call on a file system that does not answer. */
+static void run_blocked(void *data) {
+        pthread_mutex_lock(&gate.lock);
+        while (!gate.open)
+                pthread_cond_wait(&gate.cond, &gate.lock);
+        pthread_mutex_unlock(&gate.lock);
+        *(int *) data = 1;
+}
+
+static void run_quick(void *data) {
+        *(int *) data = 1;
+}
+
+static GArray *order;   /* int: the data of each completion, in order */
+
+static void done_log(void *data, int error) {
+        int v = GPOINTER_TO_INT(data);
+
+        g_assert_cmpint(error, ==, 0);
+        g_array_append_val(order, v);
+}
+
+static void done_flag(void *data, int error) {
+        g_assert_cmpint(error, ==, 0);
+        g_assert_cmpint(*(int *) data, ==, 1);
+        *(int *) data = 2;
+}
+
+static void run_nothing(void *data) {
+}
+
+static int stalls, recoveries;
+static dev_t last_dev;
+
+static void on_stalled(dev_t dev, bool stalled, void *userdata) {
+        last_dev = dev;
+        if (stalled)
+                stalls++;
+        else
+                recoveries++;
+}
+
+static const FsWorkOps ops = { .stalled = on_stalled };
+
+/* Waits for the completions to come, up to a generous bound. */
+static void dispatch_until(FsWork *w, const int *flag, int value) {
+        for (int i = 0; i < 6000 && *flag != value; i++) {
+                struct pollfd p = { .fd = fswork_fd(w), .events = POLLIN };
+
+                (void) poll(&p, 1, 10);
+                fswork_dispatch(w);
+        }
+        g_assert_cmpint(*flag, ==, value);
+}
+
+static void test_run(void) {
+        FsWork *w;
+        int a = 0;
+
+        g_assert_cmpint(fswork_new(&ops, NULL, &w), ==, 0);
+        g_assert_cmpint(fswork_submit(w, 1, NULL, run_quick, done_flag, &a), ==, 0);
+        dispatch_until(w, &a, 2);
+        fswork_free(w);
+}
+
+/* A lane that does not answer: another lane's job goes on; past the deadline
+ * the lane is stalled (once), and answers again when its job returns. */
+static void test_stall(void) {
+        FsWork *w;
+        int hung = 0, other = 0, after = 0;
+        FsWorkStats st;
+
+        stalls = recoveries = 0;
+        gate_set(false);
+        g_assert_cmpint(fswork_new(&ops, NULL, &w), ==, 0);
+        g_assert_cmpint(fswork_submit(w, 7, NULL, run_blocked, done_flag, &hung), ==, 0);
+        g_assert_cmpint(fswork_submit(w, 7, NULL, run_quick, done_flag, &after), ==, 0);
+        g_assert_cmpint(fswork_submit(w, 8, NULL, run_quick, done_flag, &other), ==, 0);
+        dispatch_until(w, &other, 2);
+        g_assert_cmpint(hung, ==, 0);
+        g_assert_cmpint(after, ==, 0);          /* behind the hung job, in its lane */
+
+        g_assert_cmpuint(fswork_next_deadline(w), !=, UINT64_MAX);
+        fswork_check(w, fswork_next_deadline(w) - 1);
+        g_assert_cmpint(stalls, ==, 0);
+        fswork_check(w, fswork_next_deadline(w));
+        g_assert_cmpint(stalls, ==, 1);
+        g_assert_cmpuint(last_dev, ==, 7);
+        g_assert_true(fswork_stalled(w, 7));
+        g_assert_false(fswork_stalled(w, 8));
+        fswork_check(w, UINT64_MAX - 1);
+        g_assert_cmpint(stalls, ==, 1);         /* told once */
+        fswork_get_stats(w, &st);
+        g_assert_cmpuint(st.stalled_lanes, ==, 1);
+
+        /* Other lanes still have threads: a stuck one does not count. */
+        for (int i = 0; i < 20; i++) {
+                int x = 0;
+
+                g_assert_cmpint(fswork_submit(w, 100 + (dev_t) i, NULL, run_quick, done_flag, &x), ==, 0);
+                dispatch_until(w, &x, 2);
+        }
+
+        gate_set(true);
+        dispatch_until(w, &after, 2);
+        g_assert_cmpint(hung, ==, 2);
+        g_assert_cmpint(recoveries, ==, 1);
+        g_assert_false(fswork_stalled(w, 7));
+        fswork_free(w);
+}
+
+/* In one lane, users take turns: uid 2's one job is not behind uid 1's ten. */
+static void test_turns(void) {
+        gid_t none[1] = { 0 };
+        Caller u1 = { .uid = getuid(), .gid = getgid(), .gids = none, .n_gids = 0 };
+        Caller u2 = u1;
+        int first = 0, end = 0;
+        FsWork *w;
+
+        if (getuid() == 0)
+                u2.uid = 65534;         /* a second uid: root can take it on */
+        else {
+                g_test_skip("needs root for a second uid");
+                return;
+        }
+        order = g_array_new(FALSE, FALSE, sizeof(int));
+        gate_set(false);
+        g_assert_cmpint(fswork_new(&ops, NULL, &w), ==, 0);
+        g_assert_cmpint(fswork_submit(w, 9, &u1, run_blocked, done_flag, &first), ==, 0);
+        for (int i = 1; i <= 10; i++)
+                g_assert_cmpint(fswork_submit(w, 9, &u1, run_nothing, done_log, GINT_TO_POINTER(i)), ==, 0);
+        g_assert_cmpint(fswork_submit(w, 9, &u2, run_nothing, done_log, GINT_TO_POINTER(100)), ==, 0);
+        g_assert_cmpint(fswork_submit(w, 9, &u1, run_quick, done_flag, &end), ==, 0);
+        gate_set(true);
+        dispatch_until(w, &end, 2);
+        g_assert_cmpuint(order->len, ==, 11);
+        /* uid 1 had the lane (its blocked job); uid 2's turn came next, or after one more of
+         * uid 1's (if uid 1's turn began before uid 2 queued): never after its ten. */
+        g_assert_true(g_array_index(order, int, 0) == 100 || g_array_index(order, int, 1) == 100);
+        fswork_free(w);
+        g_array_unref(order);
+}
+
+typedef struct CredSeen {
+        uid_t fsuid;
+        gid_t fsgid;
+        int n_groups;
+        gid_t group;
+} CredSeen;
+
+static void run_creds(void *data) {
+        CredSeen *c = data;
+        gid_t g[4];
+
+        c->fsuid = (uid_t) setfsuid((uid_t) -1);
+        c->fsgid = (gid_t) setfsgid((gid_t) -1);
+        c->n_groups = getgroups(4, g);
+        c->group = c->n_groups > 0 ? g[0] : 0;
+        /* Seen: the test's thread looks at its own while this one is the caller. */
+        pthread_mutex_lock(&gate.lock);
+        c[1].n_groups = 1;
+        pthread_cond_broadcast(&gate.cond);
+        while (!gate.open)
+                pthread_cond_wait(&gate.cond, &gate.lock);
+        pthread_mutex_unlock(&gate.lock);
+}
+
+static void done_creds(void *data, int error) {
+        g_assert_cmpint(error, ==, 0);
+        ((CredSeen *) data)[1].fsuid = 1;       /* done */
+}
+
+/* The job runs as its caller, groups included; the calling thread stays itself. */
+static void test_credentials(void) {
+        gid_t groups[1] = { 4242 };
+        Caller c = { .uid = 65534, .gid = 65534, .gids = groups, .n_gids = 1 };
+        CredSeen seen[2] = {};
+        gid_t mine[64];
+        int n_mine;
+        FsWork *w;
+
+        if (getuid() != 0) {
+                g_test_skip("needs root to take on another uid");
+                return;
+        }
+        n_mine = getgroups(64, mine);
+        gate_set(false);
+        g_assert_cmpint(fswork_new(&ops, NULL, &w), ==, 0);
+        g_assert_cmpint(fswork_submit(w, 3, &c, run_creds, done_creds, seen), ==, 0);
+        pthread_mutex_lock(&gate.lock);
+        while (seen[1].n_groups == 0)
+                pthread_cond_wait(&gate.cond, &gate.lock);
+        pthread_mutex_unlock(&gate.lock);
+        /* While the worker is the caller, this thread is still the daemon
+         * (glibc's setgroups() would have given it the caller's groups: it
+         * signals every thread to change). */
+        g_assert_cmpuint((uid_t) setfsuid((uid_t) -1), ==, 0);
+        g_assert_cmpint(getgroups(64, mine), ==, n_mine);
+        for (int i = 0; i < n_mine; i++)
+                g_assert_cmpuint(mine[i], !=, 4242);
+        gate_set(true);
+        dispatch_until(w, (int *) &seen[1].fsuid, 1);
+        g_assert_cmpuint(seen[0].fsuid, ==, 65534);
+        g_assert_cmpuint(seen[0].fsgid, ==, 65534);
+        g_assert_cmpint(seen[0].n_groups, ==, 1);
+        g_assert_cmpuint(seen[0].group, ==, 4242);
+        fswork_free(w);
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/fswork/run", test_run);
+        g_test_add_func("/fswork/stall", test_stall);
+        g_test_add_func("/fswork/turns", test_turns);
+        g_test_add_func("/fswork/credentials", test_credentials);
+        return g_test_run();
+}
