@@ -105,6 +105,22 @@ static int skip_line(struct libmnt_table *tb, const char *filename, int line) {
         return 1;
 }
 
+/* The mount table in path (a mountinfo file) and an iterator over it from the top. */
+static int table_open(const char *path, struct libmnt_table **ret_tb, struct libmnt_iter **ret_it) {
+        int r;
+
+        *ret_tb = mnt_new_table();
+        if (!*ret_tb)
+                return -ENOMEM;
+        *ret_it = mnt_new_iter(MNT_ITER_FORWARD);
+        if (!*ret_it)
+                return -ENOMEM;
+        r = mnt_table_set_parser_errcb(*ret_tb, skip_line);
+        if (r >= 0)
+                r = mnt_table_parse_file(*ret_tb, path);
+        return r < 0 ? r : 0;
+}
+
 static int dup_field(const char *v, char **ret) {
         *ret = strdup(v ?: "");
         return *ret ? 0 : -ENOMEM;
@@ -117,15 +133,7 @@ int mountinfo_has_below(const char *path, const char *dir) {
         struct libmnt_fs *fs;
         int r;
 
-        tb = mnt_new_table();
-        if (!tb)
-                return -ENOMEM;
-        it = mnt_new_iter(MNT_ITER_FORWARD);
-        if (!it)
-                return -ENOMEM;
-        r = mnt_table_set_parser_errcb(tb, skip_line);
-        if (r >= 0)
-                r = mnt_table_parse_file(tb, path);
+        r = table_open(path, &tb, &it);
         if (r < 0)
                 return r;
         while ((r = mnt_table_next_fs(tb, it, &fs)) == 0) {
@@ -145,15 +153,7 @@ int mountinfo_find(const char *path, int mount_id, MountEntry *ret) {
         dev_t dev;
         int r;
 
-        tb = mnt_new_table();
-        if (!tb)
-                return -ENOMEM;
-        it = mnt_new_iter(MNT_ITER_FORWARD);
-        if (!it)
-                return -ENOMEM;
-        r = mnt_table_set_parser_errcb(tb, skip_line);
-        if (r >= 0)
-                r = mnt_table_parse_file(tb, path);
+        r = table_open(path, &tb, &it);
         if (r < 0)
                 return r;
         for (;;) {
