@@ -25,6 +25,7 @@
 #include "macro.h"
 #include "watchd-api.h"
 
+/* clang-format off */
 static const sd_bus_vtable watchd_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_METHOD_WITH_ARGS("AddWatch",
@@ -94,6 +95,7 @@ static const sd_bus_vtable watchd_vtable[] = {
         SD_BUS_PROPERTY("Capabilities", "as", bus_property_get_capabilities, 0, SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
         SD_BUS_VTABLE_END,
 };
+/* clang-format on */
 
 void dbus_iface_reloaded(DbusIface *d) {
         bus_properties_reloaded(d);

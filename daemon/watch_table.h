@@ -90,8 +90,10 @@ struct WatchLink {
         bool dead;                              /* unlinked while held: in no list, freed at the last release */
         bool denied;                            /* its owner may no longer read it: nothing from it or below */
         bool checking;                          /* its owner's access is being checked again: the same meanwhile */
-        char name[];            /* allocated to its length: see WATCH_LINK_SIZE() */            /* a pending subscription's top link: an absolute path;
-                                 * a root link: "" (its path is the subscription's); others: a name */
+        /* A pending subscription's top link: an absolute path; a root link: "" (its
+         * path is the subscription's); others: a name. Allocated to its length: see
+         * WATCH_LINK_SIZE(). */
+        char name[];
 };
 
 /* The allocation of a link with a name of name_len bytes: the name starts

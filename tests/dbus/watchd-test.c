@@ -23,6 +23,7 @@
 #define WATCHD_EXE "watchd"
 #endif
 
+/* clang-format off */
 static const char bus_config[] =
         "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
         " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
@@ -39,6 +40,7 @@ static const char bus_config[] =
         "    <allow receive_sender=\"*\"/>\n"
         "  </policy>\n"
         "</busconfig>\n";
+/* clang-format on */
 
 /* Children die with the test: a failed assertion must not leave a daemon
  * holding the test's output pipe open (meson would wait for it). */

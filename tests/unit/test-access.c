@@ -86,6 +86,7 @@ static void make(const char *rel, const char *link_target) {
 static void test_table(void) {
         g_autofree char *long_name = g_strnfill(256, 'x');
         g_autofree char *too_long = g_strdup_printf("@/%s", long_name);
+        /* clang-format off */
         static const Case cases[] = {
                 { "@",                  0,                      0,              S_IFDIR },
                 { "@/",                 0,                      0,              S_IFDIR },
@@ -135,6 +136,7 @@ static void test_table(void) {
                 { "/dev/fd/0",          0,                      -EXDEV,         0 },
                 { "/dev/fd/0/..",       0,                      -EXDEV,         0 },
         };
+        /* clang-format on */
         g_autoptr(GError) error = NULL;
 
         dir = g_dir_make_tmp("test-access-XXXXXX", &error);

@@ -942,6 +942,7 @@ typedef struct ScopeCase {
         const char *scope;              /* what the gap says */
 } ScopeCase;
 
+/* clang-format off */
 static const ScopeCase scope_cases[] = {
         { "/journal/disk-full/files", {
                 { IN_CREATE, "/w/a/x" }, { IN_MODIFY, "/w/a/y" }, { IN_DELETE, "/w/c/z" } },
@@ -958,6 +959,7 @@ static const ScopeCase scope_cases[] = {
           0, "/w /w/c /w/d /w/f /w/f/e2+" },
         { "/journal/disk-full/too many directories", { { IN_CREATE, "/w/a/x" } }, 64, "whole" },
 };
+/* clang-format on */
 
 static char *scope_of(const char *line) {
         /* "G<id> disk-full <scope>" */

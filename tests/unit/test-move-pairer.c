@@ -40,6 +40,7 @@ typedef struct Case {
         Step steps[16];
 } Case;
 
+/* clang-format off */
 static const Case cases[] = {
         { "plain records pass at once", {
                 { PUSH, 0, 1, IN_CREATE, 0, "/d/a" },
@@ -198,6 +199,7 @@ static const Case cases[] = {
                 { DEADLINE, 0 },
         } },
 };
+/* clang-format on */
 
 static void test_case(gconstpointer data) {
         const Case *c = data;

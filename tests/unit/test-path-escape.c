@@ -27,6 +27,7 @@ typedef struct Case {
         const char *escaped;
 } Case;
 
+/* clang-format off */
 static const Case cases[] = {
         { "plain",                      "/tmp/a",               false, "/tmp/a" },
         { "empty",                      "",                     false, "" },
@@ -54,6 +55,7 @@ static const Case cases[] = {
         { "DEL",                        "/\x7f",                false, "/\\x7f" },
         { "C1 control CSI",             "/\xc2\x9b" "2J",       false, "/\\xc2\\x9b" "2J" },
 };
+/* clang-format on */
 
 static void test_table(void) {
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -71,6 +73,7 @@ static void test_table(void) {
 }
 
 static void test_unescape(void) {
+        /* clang-format off */
         static const struct {
                 const char *in;
                 int r;
@@ -94,6 +97,7 @@ static void test_unescape(void) {
                 { "/\\0",        -EINVAL, NULL },
                 { "/a\\x",       -EINVAL, NULL },
         };
+        /* clang-format on */
 
         for (size_t i = 0; i < G_N_ELEMENTS(u); i++) {
                 g_autofree char *out = NULL;

@@ -40,6 +40,7 @@ typedef struct Case {
 } Case;
 
 /* The prefix of a frame: size, type, reserved. */
+/* clang-format off */
 #define EVENT_A_BYTES                                                                   \
         "\x20\x00\x00\x00" "\x01\x00" "\x00\x00"                                        \
         "\x01\x00\x00\x00" "\x00\x01\x00\x00" "\x00\x00\x00\x00"                        \
@@ -157,6 +158,7 @@ static const Case cases[] = {
             "\x01\x00" "\x08\x00" "\x01\x00\x00\x00\x00\x00\x00\x00"
             "\x01\x00" "\x08\x00" "\x02\x00\x00\x00\x00\x00\x00\x00"), -EBADMSG },
 };
+/* clang-format on */
 
 static void check_frame(const Case *c, const StreamFrame *f) {
         g_assert_cmpuint(f->type, ==, c->type);
@@ -249,6 +251,7 @@ static void test_prefixes(void) {
 }
 
 static void test_header(void) {
+        /* clang-format off */
         static const struct {
                 const char *what;
                 const char *bytes;
@@ -270,6 +273,7 @@ static void test_header(void) {
                 { "a header shorter than version 1's", "WDST\x01\x00\x07\x00",      8, -EBADMSG },
                 { "a header over the maximum",  "WDST\x01\x00\x01\x10",              8, -EBADMSG },
         };
+        /* clang-format on */
         uint8_t buf[STREAM_FRAME_HEADER_SIZE];
 
         for (size_t i = 0; i < G_N_ELEMENTS(h); i++) {
@@ -386,6 +390,7 @@ static GArray *read_in_chunks(const GByteArray *s, size_t chunk, int *ret_end) {
  * decoded to what they say, encoded again to the same bytes; then what
  * makes each malformed.
  */
+/* clang-format off */
 #define DURABLE_EVENT_BYTES                                                             \
         "\x2e\x00\x00\x00" "\x06\x00" "\x00\x00"                                        \
         "\x2a\x00\x00\x00\x00\x00\x00\x00" "\xc0\x00\x00\x00" "\x05\x00\x00\x00"    \
@@ -406,6 +411,7 @@ static GArray *read_in_chunks(const GByteArray *s, size_t chunk, int *ret_end) {
 #define DURABLE_STOPPED_BYTES                                                           \
         "\x1c\x00\x00\x00" "\x07\x00" "\x00\x00"                                        \
         "\x03\x00\x00\x00" "\x07\x00\x00\x00" "idx" "\x00" "removed" "\x00"
+/* clang-format on */
 
 static void assert_decodes(const char *bytes, size_t len, StreamFrame *f) {
         int k = stream_frame_decode(bytes, len, f);

@@ -95,6 +95,7 @@ typedef struct Scenario {
         Step steps[12];
 } Scenario;
 
+/* clang-format off */
 static const Scenario scenarios[] = {
         { "one inode, two paths, one kernel watch with the union", {
                 { '+', 0, 0, IN_CREATE, 1, 1, IN_CREATE, 0 },
@@ -119,6 +120,7 @@ static const Scenario scenarios[] = {
                 { '-', 1, 0, 0, 0, 0, 0, 0 },
         } },
 };
+/* clang-format on */
 
 static void test_scenario(Fixture *f, gconstpointer data) {
         const Scenario *sc = data;
