@@ -22,7 +22,7 @@
 
 typedef struct Ctx {
         unsigned expect;
-        guint64 *rx;            /* index -> first receipt, 0 if none */
+        guint64 *rx; /* index -> first receipt, 0 if none */
         unsigned distinct;
         guint64 records;
         guint64 t_last;

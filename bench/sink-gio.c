@@ -23,8 +23,7 @@ typedef struct Ctx {
         GMainLoop *loop;
 } Ctx;
 
-static void on_changed(GFileMonitor *monitor, GFile *file, GFile *other,
-                       GFileMonitorEvent event, gpointer userdata) {
+static void on_changed(GFileMonitor *monitor, GFile *file, GFile *other, GFileMonitorEvent event, gpointer userdata) {
         Ctx *c = userdata;
         Sink *s = &c->sink;
 

@@ -53,7 +53,7 @@ static int add_watch(int fd, bool device, const char *path, uint32_t mask) {
 }
 
 typedef struct Pending {
-        uint32_t cookie;        /* 0: no MOVED_FROM waiting */
+        uint32_t cookie; /* 0: no MOVED_FROM waiting */
         char path[4096];
 } Pending;
 
@@ -115,8 +115,7 @@ static long watch_tree(int fd, bool device, const char *root) {
                 while ((de = readdir(d))) {
                         char *child;
 
-                        if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 ||
-                            strcmp(de->d_name, "..") == 0)
+                        if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                                 continue;
                         if (asprintf(&child, "%s/%s", dir, de->d_name) < 0)
                                 continue;
@@ -141,10 +140,10 @@ static long watch_tree(int fd, bool device, const char *root) {
 
 /* watchd's read (daemon/events.c): its buffer, and a read shorter than it by the longest record took everything. */
 #define WATCHD_READ_BUF (64 * 1024)
-#define RECORD_MAX (sizeof(struct inotify_event) + NAME_MAX + 1)
+#define RECORD_MAX      (sizeof(struct inotify_event) + NAME_MAX + 1)
 
 static void handle(Sink *s, Pending *pending, const char *buf, ssize_t len, int wd2) {
-        for (const char *p = buf; p < buf + len; ) {
+        for (const char *p = buf; p < buf + len;) {
                 const struct inotify_event *ev = (const struct inotify_event *) p;
 
                 if (ev->mask & IN_Q_OVERFLOW)
@@ -222,7 +221,7 @@ int main(int argc, char **argv) {
                 if (timeout == 0)
                         break;
                 if (pending->cookie != 0 && timeout > 10)
-                        timeout = 10;   /* a MOVED_FROM alone is delivered after 10 ms */
+                        timeout = 10; /* a MOVED_FROM alone is delivered after 10 ms */
                 k = watchd_reads ? epoll_wait(ep, &ee, 1, timeout) : poll(&pfd, 1, timeout);
                 if (k < 0 && errno != EINTR)
                         break;

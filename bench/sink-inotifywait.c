@@ -69,7 +69,7 @@ static ssize_t pump(Sink *s, int fd, LineBuf *lb) {
         lb->len -= (size_t) (start - lb->buf);
         memmove(lb->buf, start, lb->len);
         if (lb->len == sizeof lb->buf - 1)
-                lb->len = 0;    /* a line longer than the buffer: drop it */
+                lb->len = 0; /* a line longer than the buffer: drop it */
         return n;
 }
 

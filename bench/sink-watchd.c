@@ -26,8 +26,9 @@
 #include "stream_frame.h"
 #include "watchd-api.h"
 
-#define TREE_MASK (WATCHD_IN_CREATE | WATCHD_IN_DELETE | WATCHD_IN_MODIFY | WATCHD_IN_MOVED_FROM | \
-                   WATCHD_IN_MOVED_TO | WATCHD_IN_CLOSE_WRITE | WATCHD_IN_ATTRIB)
+#define TREE_MASK                                                                                             \
+        (WATCHD_IN_CREATE | WATCHD_IN_DELETE | WATCHD_IN_MODIFY | WATCHD_IN_MOVED_FROM | WATCHD_IN_MOVED_TO | \
+         WATCHD_IN_CLOSE_WRITE | WATCHD_IN_ATTRIB)
 
 static void on_record(Sink *s, uint32_t mask, const char *path, const char *new_path) {
         if (s->mode == SINK_RENAME) {
@@ -195,7 +196,8 @@ int main(int argc, char **argv) {
         if (r >= 0)
                 r = sd_bus_match_signal(bus, NULL, NULL, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "Events", on_events, &s);
         if (r >= 0)
-                r = sd_bus_match_signal(bus, NULL, NULL, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "Overflow", on_overflow, &s);
+                r = sd_bus_match_signal(bus, NULL, NULL, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "Overflow", on_overflow,
+                                        &s);
         if (r < 0) {
                 fprintf(stderr, "cannot connect to \"%s\": %s\n", s.extra, strerror(-r));
                 return 1;
@@ -227,23 +229,24 @@ int main(int argc, char **argv) {
         if (stream >= 0) {
                 /* The bus stays open: the stream is the connection's, and ends with it. */
                 (void) read_stream(&s, stream);
-        } else for (;;) {
-                int timeout;
+        } else
+                for (;;) {
+                        int timeout;
 
-                r = sd_bus_process(bus, NULL);
-                if (r < 0) {
-                        fprintf(stderr, "bus: %s\n", strerror(-r));
-                        break;
+                        r = sd_bus_process(bus, NULL);
+                        if (r < 0) {
+                                fprintf(stderr, "bus: %s\n", strerror(-r));
+                                break;
+                        }
+                        if (r > 0)
+                                continue;
+                        timeout = sink_wait_ms(&s);
+                        if (timeout == 0)
+                                break;
+                        r = sd_bus_wait(bus, (uint64_t) timeout * 1000u);
+                        if (r < 0 && r != -EINTR)
+                                break;
                 }
-                if (r > 0)
-                        continue;
-                timeout = sink_wait_ms(&s);
-                if (timeout == 0)
-                        break;
-                r = sd_bus_wait(bus, (uint64_t) timeout * 1000u);
-                if (r < 0 && r != -EINTR)
-                        break;
-        }
 
         r = sink_report(&s);
         if (stream >= 0)

@@ -30,8 +30,8 @@ typedef struct Conn {
 } Conn;
 
 typedef struct Root {
-        const char *dir;        /* the watched root */
-        char clock[128];        /* its clock before the writer starts */
+        const char *dir; /* the watched root */
+        char clock[128]; /* its clock before the writer starts */
 } Root;
 
 static int conn_send(Conn *c, const char *json) {
@@ -227,20 +227,22 @@ int main(int argc, char **argv) {
         }
         if (s.mode == SINK_TREE) {
                 /* A query waits for the initial crawl: its answer means "set up". */
-                snprintf(cmd, sizeof cmd, "[\"query\", \"%s\", {\"expression\": [\"false\"], "
-                         "\"fields\": [\"name\"]}]\n", roots[0].dir);
+                snprintf(cmd, sizeof cmd,
+                         "[\"query\", \"%s\", {\"expression\": [\"false\"], "
+                         "\"fields\": [\"name\"]}]\n",
+                         roots[0].dir);
                 r = command(&s, &c, roots, n_roots, NULL, cmd);
                 if (r < 0)
                         goto fail;
         } else
                 for (size_t i = 0; i < n_roots; i++) {
                         /* The clock first (it waits for the crawl), then changes since it. */
-                        snprintf(cmd, sizeof cmd, "[\"clock\", \"%s\", {\"sync_timeout\": 10000}]\n",
-                                 roots[i].dir);
+                        snprintf(cmd, sizeof cmd, "[\"clock\", \"%s\", {\"sync_timeout\": 10000}]\n", roots[i].dir);
                         r = command(&s, &c, roots, n_roots, &roots[i], cmd);
                         if (r < 0)
                                 goto fail;
-                        snprintf(cmd, sizeof cmd, "[\"subscribe\", \"%s\", \"b%zu\", {\"expression\": %s, "
+                        snprintf(cmd, sizeof cmd,
+                                 "[\"subscribe\", \"%s\", \"b%zu\", {\"expression\": %s, "
                                  "\"since\": \"%s\", \"fields\": [\"name\", \"exists\"]}]\n",
                                  roots[i].dir, i + 1, expr, roots[i].clock);
                         r = command(&s, &c, roots, n_roots, NULL, cmd);

@@ -23,7 +23,7 @@ enum {
         SEEN_FILE = 1 << 0,
         SEEN_PAIR = 1 << 1,
         SEEN_FROM = 1 << 2,
-        SEEN_TO   = 1 << 3,
+        SEEN_TO = 1 << 3,
         SEEN_DONE = 1 << 4,
 };
 
@@ -49,18 +49,12 @@ static unsigned long parse_ulong(const char *opt, const char *s) {
 
 void sink_parse(Sink *s, int argc, char **argv) {
         static const struct option options[] = {
-                { "mode",       required_argument, NULL, 'm' },
-                { "dir",        required_argument, NULL, 'd' },
-                { "dir2",       required_argument, NULL, 'D' },
-                { "expect",     required_argument, NULL, 'n' },
-                { "timeout-ms", required_argument, NULL, 't' },
-                { "idle-ms",    required_argument, NULL, 'i' },
-                { "rx-file",    required_argument, NULL, 'r' },
-                { "extra",      required_argument, NULL, 'x' },
-                { "move-out",   no_argument,       NULL, 'o' },
-                { "linger",     no_argument,       NULL, 'l' },
-                { "recursive",  no_argument,       NULL, 'R' },
-                {}
+                { "mode", required_argument, NULL, 'm' },       { "dir", required_argument, NULL, 'd' },
+                { "dir2", required_argument, NULL, 'D' },       { "expect", required_argument, NULL, 'n' },
+                { "timeout-ms", required_argument, NULL, 't' }, { "idle-ms", required_argument, NULL, 'i' },
+                { "rx-file", required_argument, NULL, 'r' },    { "extra", required_argument, NULL, 'x' },
+                { "move-out", no_argument, NULL, 'o' },         { "linger", no_argument, NULL, 'l' },
+                { "recursive", no_argument, NULL, 'R' },        {}
         };
         int c;
 
@@ -122,7 +116,8 @@ void sink_parse(Sink *s, int argc, char **argv) {
                 }
 
         if (!s->dir || optind != argc || s->expect > 10000000u) {
-                fprintf(stderr, "usage: %s --mode storm|latency|rename|tree --dir PATH [--dir2 PATH] "
+                fprintf(stderr,
+                        "usage: %s --mode storm|latency|rename|tree --dir PATH [--dir2 PATH] "
                         "--expect N [--timeout-ms MS] [--idle-ms MS] [--rx-file PATH] [--extra ARG] [--move-out] [--linger] [--recursive]\n",
                         argv[0]);
                 exit(2);
@@ -143,8 +138,8 @@ void sink_free(Sink *s) {
 void sink_ready(Sink *s, long watcher_pid) {
         if (s->mode == SINK_TREE && s->setup_ns == 0)
                 s->setup_ns = sink_now() - s->t_start;
-        printf("ready pid=%ld watcher_pid=%ld setup_ns=%" PRIu64 "\n",
-               (long) getpid(), watcher_pid > 0 ? watcher_pid : (long) getpid(), s->setup_ns);
+        printf("ready pid=%ld watcher_pid=%ld setup_ns=%" PRIu64 "\n", (long) getpid(),
+               watcher_pid > 0 ? watcher_pid : (long) getpid(), s->setup_ns);
         fflush(stdout);
 }
 
@@ -189,8 +184,7 @@ static void stamp(Sink *s) {
 static void account(Sink *s, long i, uint8_t bit) {
         s->seen[i] |= bit;
         if (!(s->seen[i] & SEEN_DONE) &&
-            ((s->seen[i] & (SEEN_FILE | SEEN_PAIR)) ||
-             (s->move_out && (s->seen[i] & SEEN_FROM)) ||
+            ((s->seen[i] & (SEEN_FILE | SEEN_PAIR)) || (s->move_out && (s->seen[i] & SEEN_FROM)) ||
              (s->seen[i] & (SEEN_FROM | SEEN_TO)) == (SEEN_FROM | SEEN_TO))) {
                 s->seen[i] |= SEEN_DONE;
                 s->distinct++;
@@ -271,7 +265,7 @@ bool sink_done(const Sink *s) {
         case SINK_LATENCY:
                 return s->n_rx >= s->expect;
         case SINK_TREE:
-                return false;   /* runs until bench/run has looked at it */
+                return false; /* runs until bench/run has looked at it */
         }
         return true;
 }
@@ -300,8 +294,7 @@ int sink_report(Sink *s) {
                "cpu_children_ns=%" PRIu64 "\n"
                "maxrss_kb=%ld\n"
                "wakeups=%ld\n",
-               tv_ns(self.ru_utime) + tv_ns(self.ru_stime),
-               tv_ns(children.ru_utime) + tv_ns(children.ru_stime),
+               tv_ns(self.ru_utime) + tv_ns(self.ru_stime), tv_ns(children.ru_utime) + tv_ns(children.ru_stime),
                self.ru_maxrss, self.ru_nvcsw);
         printf("records=%" PRIu64 "\n"
                "distinct=%u\n"
@@ -313,8 +306,8 @@ int sink_report(Sink *s) {
                "bad_records=%u\n"
                "halves=%u\n"
                "setup_ns=%" PRIu64 "\n",
-               s->records, s->distinct, s->expect, s->t_first, s->t_last, s->overflow,
-               s->pair_records, s->bad_records, s->halves, s->setup_ns);
+               s->records, s->distinct, s->expect, s->t_first, s->t_last, s->overflow, s->pair_records, s->bad_records,
+               s->halves, s->setup_ns);
 
         /* Which files were missed, as runs of indexes (at most 8): a loss at
          * the start, the end or in the middle of a storm points at different causes. */

@@ -21,10 +21,10 @@
 #include <stdint.h>
 
 typedef enum SinkMode {
-        SINK_STORM,     /* files f0000000.. created: count distinct names */
-        SINK_LATENCY,   /* appends to one file: record each receipt time */
-        SINK_RENAME,    /* a0000000.. renamed: count pairs and halves */
-        SINK_TREE,      /* recursive watch of a tree: set-up time only */
+        SINK_STORM,   /* files f0000000.. created: count distinct names */
+        SINK_LATENCY, /* appends to one file: record each receipt time */
+        SINK_RENAME,  /* a0000000.. renamed: count pairs and halves */
+        SINK_TREE,    /* recursive watch of a tree: set-up time only */
 } SinkMode;
 
 typedef enum SinkMove {
@@ -34,33 +34,33 @@ typedef enum SinkMove {
 
 typedef struct Sink {
         SinkMode mode;
-        const char *dir;        /* watched directory (or the file, for latency) */
-        const char *dir2;       /* second directory of cross-directory renames, or NULL */
-        const char *rx_file;    /* latency: where receipt times are written */
-        const char *extra;      /* system-specific option (--extra) */
-        bool linger;            /* after the report, wait for stdin's EOF before leaving (--linger) */
-        bool recursive;         /* storm: watch the directory RECURSIVE (--recursive; watchd only) */
-        bool move_out;          /* renames: the new names are outside the watch (--move-out) */
-        unsigned expect;        /* files, appends or renames the writer makes */
-        uint64_t timeout_ns;    /* hard limit from start */
-        uint64_t idle_ns;       /* give up this long after the last event */
+        const char *dir;     /* watched directory (or the file, for latency) */
+        const char *dir2;    /* second directory of cross-directory renames, or NULL */
+        const char *rx_file; /* latency: where receipt times are written */
+        const char *extra;   /* system-specific option (--extra) */
+        bool linger;         /* after the report, wait for stdin's EOF before leaving (--linger) */
+        bool recursive;      /* storm: watch the directory RECURSIVE (--recursive; watchd only) */
+        bool move_out;       /* renames: the new names are outside the watch (--move-out) */
+        unsigned expect;     /* files, appends or renames the writer makes */
+        uint64_t timeout_ns; /* hard limit from start */
+        uint64_t idle_ns;    /* give up this long after the last event */
 
         uint64_t t_start;
-        uint64_t t_first;       /* first counted notification */
-        uint64_t t_last;        /* last counted notification */
-        uint64_t setup_ns;      /* tree: time to place the watches */
-        uint64_t records;       /* notifications received, counted or not */
-        unsigned distinct;      /* distinct files named (storm) or renames accounted */
-        bool overflow;          /* the system signalled a loss */
+        uint64_t t_first;  /* first counted notification */
+        uint64_t t_last;   /* last counted notification */
+        uint64_t setup_ns; /* tree: time to place the watches */
+        uint64_t records;  /* notifications received, counted or not */
+        unsigned distinct; /* distinct files named (storm) or renames accounted */
+        bool overflow;     /* the system signalled a loss */
 
-        uint8_t *seen;          /* index -> SEEN_* bits */
+        uint8_t *seen; /* index -> SEEN_* bits */
 
-        uint64_t *rx;           /* latency: receipt times */
+        uint64_t *rx; /* latency: receipt times */
         size_t n_rx, n_rx_alloc;
 
-        unsigned pair_records;  /* records carrying both paths, correct */
-        unsigned bad_records;   /* records whose paths do not match the writer's */
-        unsigned halves;        /* half records (from or to alone) */
+        unsigned pair_records; /* records carrying both paths, correct */
+        unsigned bad_records;  /* records whose paths do not match the writer's */
+        unsigned halves;       /* half records (from or to alone) */
 } Sink;
 
 uint64_t sink_now(void);

@@ -98,8 +98,7 @@ static int do_append(const char *path, unsigned n, unsigned hz, const char *txfi
         printf("t_start=%" PRIu64 "\n", t0);
         for (unsigned i = 0; i < n; i++) {
                 uint64_t at = t0 + (uint64_t) i * period;
-                struct timespec ts = { .tv_sec = (time_t) (at / 1000000000u),
-                                       .tv_nsec = (long) (at % 1000000000u) };
+                struct timespec ts = { .tv_sec = (time_t) (at / 1000000000u), .tv_nsec = (long) (at % 1000000000u) };
                 char payload[PAYLOAD];
 
                 while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -203,8 +202,7 @@ static int do_spread(const char *root, unsigned dirs, unsigned n, unsigned hz, c
         printf("t_start=%" PRIu64 "\n", t0);
         for (unsigned i = 0; i < n; i++) {
                 uint64_t at = t0 + (uint64_t) i * period;
-                struct timespec ts = { .tv_sec = (time_t) (at / 1000000000u),
-                                       .tv_nsec = (long) (at % 1000000000u) };
+                struct timespec ts = { .tv_sec = (time_t) (at / 1000000000u), .tv_nsec = (long) (at % 1000000000u) };
                 int fd;
 
                 while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -263,8 +261,8 @@ int main(int argc, char **argv) {
 
         if (argc == 4 && strcmp(argv[1], "create") == 0 && parse_uint(argv[3], &n) == 0)
                 r = do_create(argv[2], n);
-        else if (argc == 6 && strcmp(argv[1], "append") == 0 &&
-                 parse_uint(argv[3], &n) == 0 && parse_uint(argv[4], &hz) == 0 && hz > 0)
+        else if (argc == 6 && strcmp(argv[1], "append") == 0 && parse_uint(argv[3], &n) == 0 &&
+                 parse_uint(argv[4], &hz) == 0 && hz > 0)
                 r = do_append(argv[2], n, hz, argv[5]);
         else if (argc == 4 && strcmp(argv[1], "populate") == 0 && parse_uint(argv[3], &n) == 0)
                 r = do_populate(argv[2], n);
@@ -275,11 +273,12 @@ int main(int argc, char **argv) {
         else if (argc == 7 && strcmp(argv[1], "spread") == 0 && parse_uint(argv[3], &top) == 0 && top > 0 &&
                  parse_uint(argv[4], &n) == 0 && parse_uint(argv[5], &hz) == 0 && hz > 0)
                 r = do_spread(argv[2], top, n, hz, argv[6]);
-        else if (argc == 5 && strcmp(argv[1], "tree") == 0 &&
-                 parse_uint(argv[3], &top) == 0 && parse_uint(argv[4], &n) == 0)
+        else if (argc == 5 && strcmp(argv[1], "tree") == 0 && parse_uint(argv[3], &top) == 0 &&
+                 parse_uint(argv[4], &n) == 0)
                 r = do_tree(argv[2], top, n);
         else
-                fprintf(stderr, "usage: writer create DIR N | append FILE N HZ TXFILE | populate DIR N |\n"
+                fprintf(stderr,
+                        "usage: writer create DIR N | append FILE N HZ TXFILE | populate DIR N |\n"
                         "              rename DIR [DIR2] N | tree ROOT TOP SUB | spread ROOT D N HZ TXFILE\n");
         fflush(stdout);
         return r < 0 ? 1 : 0;

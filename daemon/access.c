@@ -90,14 +90,13 @@ static void creds_restore(AccessSaved *saved) {
         if (!saved->saved) {
                 free(saved->groups);
                 saved->groups = NULL;
-                return;         /* nothing was changed */
+                return; /* nothing was changed */
         }
         /* Failing to get our own credentials back would leave the daemon
          * acting as a client: there is no safe way to continue. */
         (void) setfsuid(saved->fsuid);
         (void) setfsgid(saved->fsgid);
-        if ((uid_t) setfsuid((uid_t) -1) != saved->fsuid ||
-            (gid_t) setfsgid((gid_t) -1) != saved->fsgid ||
+        if ((uid_t) setfsuid((uid_t) -1) != saved->fsuid || (gid_t) setfsgid((gid_t) -1) != saved->fsgid ||
             thread_setgroups((size_t) saved->n_groups, saved->groups) < 0) {
                 log_error("Failed to restore the daemon's credentials, aborting.");
                 abort();
@@ -146,7 +145,7 @@ static int link_is_magic(int fd, const char *target) {
         return target[0] == '/' || strchr(target, ':') != NULL;
 }
 
-#define LINKS_MAX 40    /* the kernel's MAXSYMLINKS */
+#define LINKS_MAX 40 /* the kernel's MAXSYMLINKS */
 
 /* Each component is opened O_PATH|O_NOFOLLOW from the directory before it, so
  * the kernel checks search permission on every directory as it would, and
@@ -159,7 +158,7 @@ int access_open_path_userspace(const char *path, int flags) {
 }
 
 int access_open_path_userspace_at(int dirfd, const char *path, int flags) {
-        g_autofree char *buf = g_strdup(path);  /* what is left to resolve */
+        g_autofree char *buf = g_strdup(path); /* what is left to resolve */
         _cleanup_close_ int dfd = -1;
         unsigned links = 0;
         const char *p;
@@ -180,11 +179,11 @@ int access_open_path_userspace_at(int dirfd, const char *path, int flags) {
                 while (*p == '/')
                         p++;
                 if (*p == '\0')
-                        break;  /* "/", or ending in "/" or "/.": dfd is the object */
+                        break; /* "/", or ending in "/" or "/.": dfd is the object */
                 len = strcspn(p, "/");
                 skip = strspn(p + len, "/");
                 last = p[len + skip] == '\0';
-                slash = last && skip > 0;       /* a trailing slash: a directory, links followed */
+                slash = last && skip > 0; /* a trailing slash: a directory, links followed */
                 comp = g_strndup(p, len);
                 p += len;
                 if (strcmp(comp, ".") == 0)
@@ -254,7 +253,7 @@ int access_open_path(const char *path, int flags) {
 }
 
 int access_open_path_at(int dirfd, const char *path, int flags) {
-        static bool no_openat2 = false;         /* a property of the kernel: asked once */
+        static bool no_openat2 = false; /* a property of the kernel: asked once */
         uint64_t f = O_PATH | O_CLOEXEC | ((uint64_t) flags & (O_DIRECTORY | O_NOFOLLOW));
         int fd;
 
@@ -301,8 +300,7 @@ int access_open_at(int dirfd, const char *path, bool only_dir, bool no_follow, s
         return TAKE_FD(pfd);
 }
 
-int access_open_as(const Caller *caller, const char *path, bool only_dir, bool no_follow,
-                   struct stat *ret_st) {
+int access_open_as(const Caller *caller, const char *path, bool only_dir, bool no_follow, struct stat *ret_st) {
         AccessSaved saved;
         int fd, r;
 
@@ -337,7 +335,7 @@ void access_restore(AccessSaved *saved) {
 }
 
 #ifndef PID_FS_MAGIC
-#define PID_FS_MAGIC 0x50494446         /* pidfs, Linux 6.9 */
+#define PID_FS_MAGIC 0x50494446 /* pidfs, Linux 6.9 */
 #endif
 
 /* The kernel's internal file systems, mounted nowhere: their files have no
@@ -345,13 +343,13 @@ void access_restore(AccessSaved *saved) {
  * /dev/shm: it is told by its link count instead.) */
 static bool fs_is_internal(int fd) {
         static const unsigned long internal[] = {
-                ANON_INODE_FS_MAGIC, DMA_BUF_MAGIC, NSFS_MAGIC, PID_FS_MAGIC, PIPEFS_MAGIC, SECRETMEM_MAGIC,
-                SOCKFS_MAGIC,
+                ANON_INODE_FS_MAGIC, DMA_BUF_MAGIC,   NSFS_MAGIC,   PID_FS_MAGIC,
+                PIPEFS_MAGIC,        SECRETMEM_MAGIC, SOCKFS_MAGIC,
         };
         struct statfs sf;
 
         if (fstatfs(fd, &sf) < 0)
-                return false;   /* fstat worked: the checks on the object itself decide */
+                return false; /* fstat worked: the checks on the object itself decide */
         for (size_t i = 0; i < ELEMENTSOF(internal); i++)
                 if ((unsigned long) sf.f_type == internal[i])
                         return true;

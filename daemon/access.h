@@ -37,7 +37,7 @@
 typedef struct Caller {
         uid_t uid;
         gid_t gid;
-        gid_t *gids;            /* supplementary groups, as the bus reported them */
+        gid_t *gids; /* supplementary groups, as the bus reported them */
         size_t n_gids;
 } Caller;
 
@@ -63,8 +63,7 @@ int access_open_path_userspace_at(int dirfd, const char *path, int flags);
  * -ELOOP, -ENAMETOOLONG, -WATCHD_E_NOT_WATCHABLE (not a file or directory),
  * -EXDEV (the path goes through a magic link).
  */
-int access_open_as(const Caller *caller, const char *path, bool only_dir, bool no_follow,
-                   struct stat *ret_st);
+int access_open_as(const Caller *caller, const char *path, bool only_dir, bool no_follow, struct stat *ret_st);
 
 /*
  * The same, relative to dirfd (AT_FDCWD: path is absolute), with the
@@ -91,7 +90,7 @@ typedef struct AccessSaved {
         gid_t fsgid;
         gid_t *groups;
         int n_groups;
-        bool saved;             /* the above hold the daemon's own credentials */
+        bool saved; /* the above hold the daemon's own credentials */
 } AccessSaved;
 
 int access_become(const Caller *caller, AccessSaved *saved);

@@ -25,8 +25,8 @@ struct AccountUser {
 
 struct Accounting {
         AccountingLimits limits;
-        GHashTable *users;              /* uid -> AccountUser (owned) */
-        unsigned n_unprivileged;        /* watches charged to uids other than 0 */
+        GHashTable *users;       /* uid -> AccountUser (owned) */
+        unsigned n_unprivileged; /* watches charged to uids other than 0 */
 };
 
 void accounting_limits_size(AccountingLimits *l, uint32_t kernel_limit) {

@@ -25,7 +25,7 @@
 typedef struct AccountingLimits {
         uint32_t max_watches_per_client;
         uint32_t max_watches_per_user;
-        uint32_t max_watches_unprivileged;      /* all uids but 0 together */
+        uint32_t max_watches_unprivileged; /* all uids but 0 together */
         uint32_t max_clients_per_user;
 } AccountingLimits;
 

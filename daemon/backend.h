@@ -38,7 +38,7 @@
 typedef struct Backend Backend;
 
 typedef struct BackendOps {
-        const char *name;               /* "device" or "syscall" */
+        const char *name; /* "device" or "syscall" */
         int (*add_watch)(Backend *b, int fd, uint32_t mask, int *ret_wd);
         int (*rm_watch)(Backend *b, int wd);
         /* Return: bytes read (> 0), or -EAGAIN when nothing is queued, or -errno. */
@@ -52,10 +52,10 @@ typedef struct BackendOps {
 
 struct Backend {
         const BackendOps *ops;
-        int fd;                         /* the kernel fd, -1 for a fake */
-        char *limit_hint;               /* how to raise the kernel's watch limit */
-        const char *limit_path;         /* the file that holds that limit, or NULL (a fake) */
-        bool excludes_self;             /* the kernel leaves out what the daemon's own process does */
+        int fd;                 /* the kernel fd, -1 for a fake */
+        char *limit_hint;       /* how to raise the kernel's watch limit */
+        const char *limit_path; /* the file that holds that limit, or NULL (a fake) */
+        bool excludes_self;     /* the kernel leaves out what the daemon's own process does */
 };
 
 /* BACKEND_AUTO: the device if it can be opened, else the syscalls. */

@@ -46,8 +46,8 @@
 
 typedef struct DeviceBackend {
         Backend backend;
-        bool reopen_path_fds;           /* the module refuses O_PATH fds: an older build */
-        bool add_watch;                 /* INOTIFY_ADD_WATCH: ABI version 2 */
+        bool reopen_path_fds; /* the module refuses O_PATH fds: an older build */
+        bool add_watch;       /* INOTIFY_ADD_WATCH: ABI version 2 */
 } DeviceBackend;
 
 static DeviceBackend *device_backend(Backend *b) {
@@ -120,7 +120,7 @@ static ssize_t device_read(Backend *b, void *buf, size_t size) {
         if (n < 0)
                 return errno == EWOULDBLOCK ? -EAGAIN : negative_errno();
         if (n == 0)
-                return -ENOBUFS;        /* 0.23: the next record does not fit */
+                return -ENOBUFS; /* 0.23: the next record does not fit */
         return n;
 }
 
@@ -172,7 +172,8 @@ static void device_features(DeviceBackend *d, const char *device) {
 
         if (ioctl(b->fd, INOTIFY_GET_INFO, &info) < 0 || info.version < 2) {
                 log_info("'%s' has the 0.23 ABI only (an older module): no IN_MOVE_SELF, and the daemon's "
-                         "own reads are told from others' by accounting.", device);
+                         "own reads are told from others' by accounting.",
+                         device);
                 return;
         }
         d->add_watch = (info.mask & IN_MOVE_SELF) != 0;
@@ -181,11 +182,12 @@ static void device_features(DeviceBackend *d, const char *device) {
         else if (ioctl(b->fd, INOTIFY_SET_FLAGS, &flags) >= 0)
                 b->excludes_self = true;
         else
-                log_warning_errno(-errno, "Failed to have '%s' leave out the daemon's own events, "
-                                  "accounting for them instead: %m", device);
-        log_info("'%s' has ABI version %" PRIu32 ": IN_MOVE_SELF %s, the daemon's own events %s.", device,
-                 info.version, d->add_watch ? "reported" : "not reported",
-                 b->excludes_self ? "left out" : "accounted for");
+                log_warning_errno(-errno,
+                                  "Failed to have '%s' leave out the daemon's own events, "
+                                  "accounting for them instead: %m",
+                                  device);
+        log_info("'%s' has ABI version %" PRIu32 ": IN_MOVE_SELF %s, the daemon's own events %s.", device, info.version,
+                 d->add_watch ? "reported" : "not reported", b->excludes_self ? "left out" : "accounted for");
 }
 
 int backend_device_new(const char *device, Backend **ret) {

@@ -30,9 +30,9 @@
 
 typedef struct SyscallBackend {
         Backend backend;
-        int cwd_fd;             /* the working directory the daemon started in, -1: no batches */
-        bool batch;             /* in a run of directory watches (backend_batch) */
-        bool moved;             /* the working directory is not cwd_fd's */
+        int cwd_fd; /* the working directory the daemon started in, -1: no batches */
+        bool batch; /* in a run of directory watches (backend_batch) */
+        bool moved; /* the working directory is not cwd_fd's */
 } SyscallBackend;
 
 static SyscallBackend *syscall_backend(Backend *b) {
@@ -80,7 +80,7 @@ static ssize_t syscall_read(Backend *b, void *buf, size_t size) {
         if (n < 0)
                 return errno == EWOULDBLOCK ? -EAGAIN : negative_errno();
         if (n == 0)
-                return -EIO;    /* an inotify fd never reaches end of file */
+                return -EIO; /* an inotify fd never reaches end of file */
         return n;
 }
 

@@ -37,11 +37,11 @@ struct DbusIface {
         sd_bus *bus;
         sd_event *event;
         sd_bus_slot *vtable_slot;
-        bool stalled;                   /* the bus was congested at the last look */
-        GHashTable *pings;              /* uid -> Peer.Pings in flight to its clients (see bus_ask_confirm()) */
-        unsigned n_streams;             /* clients reading a stream (OpenStream) */
-        Durable *durable;               /* durable subscriptions (durable.h) */
-        LIST_HEAD(BusClient, clients);        /* the manager's clients that are bus connections */
+        bool stalled;                  /* the bus was congested at the last look */
+        GHashTable *pings;             /* uid -> Peer.Pings in flight to its clients (see bus_ask_confirm()) */
+        unsigned n_streams;            /* clients reading a stream (OpenStream) */
+        Durable *durable;              /* durable subscriptions (durable.h) */
+        LIST_HEAD(BusClient, clients); /* the manager's clients that are bus connections */
 };
 
 /* A client on the bus: its connection's tracking and its outstanding Ping;
@@ -49,18 +49,18 @@ struct DbusIface {
 struct BusClient {
         DbusIface *iface;
         Client *client;
-        sd_bus_track *track;            /* ends the client when its connection goes */
-        sd_bus_slot *ping;              /* the outstanding Peer.Ping, or NULL */
+        sd_bus_track *track; /* ends the client when its connection goes */
+        sd_bus_slot *ping;   /* the outstanding Peer.Ping, or NULL */
         /* After an answer that confirmed nothing (the bus's error), or while
          * its uid has PINGS_PER_USER_MAX in flight, the next Ping waits on this
          * timer, ping_retry_usec, doubling each time. */
         sd_event_source *ping_retry;
         uint64_t ping_retry_usec;
-        bool ping_refusal_logged;       /* the bus's refusal is logged once per client */
+        bool ping_refusal_logged; /* the bus's refusal is logged once per client */
         /* Its record stream (OpenStream), or NULL: its records go as signals.
          * The queue's transport data stays this BusClient either way. */
         StreamLoop *stream;
-        bool stream_durable;            /* the stream takes its durable frames too (option "durable") */
+        bool stream_durable; /* the stream takes its durable frames too (option "durable") */
 
         /* The DurableEvents signal being built for it (durable.h's pump), or
          * the name its durable frames are for. */

@@ -141,7 +141,7 @@ int bus_caller_from_message(sd_bus *bus, sd_bus_message *msg, Caller *ret, gid_t
                         return -EPERM;
         }
         if (n == 0)
-                return -EPERM;  /* the bus reports the primary group too: none means it could not tell */
+                return -EPERM; /* the bus reports the primary group too: none means it could not tell */
 
         *ret = (Caller) {
                 .uid = uid,
@@ -180,8 +180,8 @@ int bus_error_for(const Manager *m, int r, const char *what, sd_bus_error *error
                 return sd_bus_error_setf(error, SD_BUS_ERROR_FILE_NOT_FOUND, "No such file or directory: %s.", what);
         case -EACCES:
         case -EPERM:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "Permission denied: you may not read %s.", what);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Permission denied: you may not read %s.",
+                                         what);
         case -ENOTDIR:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Not a directory (ONLYDIR), or a component of the path is not: %s.", what);
@@ -193,13 +193,15 @@ int bus_error_for(const Manager *m, int r, const char *what, sd_bus_error *error
                                          "%s goes through a link that the kernel resolves by privilege, not by path "
                                          "(/proc/PID/cwd, /proc/PID/root, /proc/PID/fd/N, /dev/fd/N...): watchd "
                                          "follows none for anyone. Open it yourself and pass the descriptor to "
-                                         "AddWatchFd.", what);
+                                         "AddWatchFd.",
+                                         what);
         case -ENAMETOOLONG:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "A component of the path is too long.");
         case -WATCHD_E_NOT_WATCHABLE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Not a regular file or a directory (FIFOs, sockets, device nodes and "
-                                         "anonymous inodes cannot be watched): %s.", what);
+                                         "anonymous inodes cannot be watched): %s.",
+                                         what);
         case -WATCHD_E_NO_NAME:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The descriptor is not a file with a name on a mounted file system (a "
@@ -209,8 +211,7 @@ int bus_error_for(const Manager *m, int r, const char *what, sd_bus_error *error
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The descriptor was opened with O_PATH: open it for reading.");
         case -WATCHD_E_FD_WRITE_ONLY:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "The descriptor is not open for reading.");
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "The descriptor is not open for reading.");
         case -WATCHD_E_CLIENT_WATCHES:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "This connection holds %" PRIu32 " watches, the most allowed "
@@ -237,7 +238,8 @@ int bus_error_for(const Manager *m, int r, const char *what, sd_bus_error *error
         case -ENOSPC:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "The kernel's limit on inotify watches (max_user_watches) is reached; "
-                                         "an administrator can raise it in %s.", backend->limit_hint);
+                                         "an administrator can raise it in %s.",
+                                         backend->limit_hint);
         case -WATCHD_E_USER_POLLED:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Your user has %" PRIu32 " directories on remote file systems polled, the "
@@ -257,15 +259,15 @@ int bus_error_for(const Manager *m, int r, const char *what, sd_bus_error *error
                 return sd_bus_error_setf(error, WATCHD_ERROR_DURABLE_EXISTS,
                                          "You have a durable subscription %s already.", what);
         case -WATCHD_E_NO_SUCH_DURABLE:
-                return sd_bus_error_setf(error, WATCHD_ERROR_NO_SUCH_DURABLE,
-                                         "You have no durable subscription %s.", what);
+                return sd_bus_error_setf(error, WATCHD_ERROR_NO_SUCH_DURABLE, "You have no durable subscription %s.",
+                                         what);
         case -WATCHD_E_DURABLE_LIMIT:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "You have %" PRIu32 " durable subscriptions, the most allowed "
                                          "(max_subscriptions_per_user in [journal] of watchd.conf).",
                                          config->journal_max_subscriptions_per_user);
         default:
-                if (error_is_watchd(r))         /* every one has its case above: a forgotten one still reads */
+                if (error_is_watchd(r)) /* every one has its case above: a forgotten one still reads */
                         return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Failed to watch %s: %s.", what,
                                                  error_to_string(r));
                 return sd_bus_error_set_errnof(error, -r, "Failed to watch %s: %m", what);
@@ -278,11 +280,13 @@ int bus_check_mask_flags(uint32_t mask, uint32_t flags, sd_bus_error *error) {
                                          "The mask is empty: ask for at least one event (IN_* bits 0x1 to 0x400).");
         if (mask & ~WATCHD_MASK_VALID)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "The mask has unknown bits 0x%" PRIx32 " (the events are 0x1 to 0x400, 0x7ff in all).",
+                                         "The mask has unknown bits 0x%" PRIx32
+                                         " (the events are 0x1 to 0x400, 0x7ff in all).",
                                          mask & ~WATCHD_MASK_VALID);
         if (flags & ~WATCHD_FLAGS_VALID)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown flags 0x%" PRIx32 " (RECURSIVE 0x1, ONLYDIR 0x2, DONT_FOLLOW 0x4, ONESHOT 0x8, "
+                                         "Unknown flags 0x%" PRIx32
+                                         " (RECURSIVE 0x1, ONLYDIR 0x2, DONT_FOLLOW 0x4, ONESHOT 0x8, "
                                          "PERSIST 0x10, NO_POLL 0x40).",
                                          flags & ~WATCHD_FLAGS_VALID);
         return 0;

@@ -48,7 +48,8 @@ static int check_durable_name(const char *name, bool allow_uid, sd_bus_error *er
                 return 0;
         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                  "'%.*s' is not a durable subscription name: 1 to %u of A-Z a-z 0-9 _ . -, "
-                                 "not starting with '.'.", bus_quote_len(name, BUS_QUOTE_MAX), name, DURABLE_NAME_MAX);
+                                 "not starting with '.'.",
+                                 bus_quote_len(name, BUS_QUOTE_MAX), name, DURABLE_NAME_MAX);
 }
 
 typedef struct PendingCreate {
@@ -95,7 +96,8 @@ int method_create_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
         if (r == -EBADMSG)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "The path is not a string watchd can read: send it escaped, with "
-                                         "PATH_ESCAPED (0x%x).", WATCHD_FLAG_PATH_ESCAPED);
+                                         "PATH_ESCAPED (0x%x).",
+                                         WATCHD_FLAG_PATH_ESCAPED);
         if (r < 0)
                 return r;
         r = check_durable_name(name, false, error);
@@ -103,7 +105,8 @@ int method_create_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 return r;
         if (flags & WATCHD_FLAG_ONESHOT)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "ONESHOT (0x%x) makes no sense for a durable subscription.", WATCHD_FLAG_ONESHOT);
+                                         "ONESHOT (0x%x) makes no sense for a durable subscription.",
+                                         WATCHD_FLAG_ONESHOT);
         r = bus_check_mask_flags(mask, flags & ~WATCHD_FLAG_PATH_ESCAPED, error);
         if (r < 0)
                 return r;
@@ -209,8 +212,8 @@ static int list_one(const DurableInfo *i, void *userdata) {
         if (!esc && path_needs_escape(i->path))
                 return -ENOMEM;
         return sd_bus_message_append(reply, "(ssuustttbs)", i->name, esc ?: i->path, i->mask,
-                                     i->flags | (esc ? WATCHD_FLAG_PATH_ESCAPED : 0), i->journal,
-                                     i->oldest_cursor, i->last_id, i->bytes, i->attached, i->state);
+                                     i->flags | (esc ? WATCHD_FLAG_PATH_ESCAPED : 0), i->journal, i->oldest_cursor,
+                                     i->last_id, i->bytes, i->attached, i->state);
 }
 
 int method_list_durable(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -302,9 +305,11 @@ static int signal_events_add(Client *c, const JournalEntry *e, void *data) {
                 if (r < 0)
                         return r;
         }
-        r = sd_bus_message_append(bc->durable_msg, "(tuuss)", e->id,
-                                  e->mask | (escaped ? WATCHD_FLAG_PATH_ESCAPED : 0), e->cookie,
-                                  p ?: e->path, np ?: e->new_path ?: "");
+        r = sd_bus_message_append(bc->durable_msg, "(tuuss)", e->id, e->mask | (escaped ? WATCHD_FLAG_PATH_ESCAPED : 0),
+                                  e->cookie, p ?: e->path,
+                                  np                  ?:
+                                          e->new_path ?:
+                                                        "");
         if (r < 0)
                 return r;
         bc->durable_n++;
@@ -329,7 +334,7 @@ static int signal_rescan(Client *c, const char *name, const JournalEntry *e, voi
                         return -ENOMEM;
                 r = sd_bus_message_append(msg, "(su)", esc ?: e->scope[i].path,
                                           (e->scope[i].recursive ? WATCHD_RESCAN_RECURSIVE : 0) |
-                                          (esc ? WATCHD_FLAG_PATH_ESCAPED : 0));
+                                                  (esc ? WATCHD_FLAG_PATH_ESCAPED : 0));
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(msg);
@@ -396,10 +401,9 @@ static int on_durable_ping_reply(sd_bus_message *reply, void *userdata, sd_bus_e
         else {
                 const sd_bus_error *e = sd_bus_message_get_error(reply);
 
-                bc->durable_ping_retry_usec = bc->durable_ping_retry_usec == 0
-                                              ? DURABLE_PING_RETRY_MIN_USEC
-                                              : MIN(2 * bc->durable_ping_retry_usec,
-                                                    (uint64_t) DURABLE_PING_RETRY_MAX_USEC);
+                bc->durable_ping_retry_usec = bc->durable_ping_retry_usec == 0 ?
+                        DURABLE_PING_RETRY_MIN_USEC :
+                        MIN(2 * bc->durable_ping_retry_usec, (uint64_t) DURABLE_PING_RETRY_MAX_USEC);
                 bc->durable_ping_not_before = now_usec() + bc->durable_ping_retry_usec;
                 log_debug("Our Ping to %s about its durable subscriptions confirmed nothing (%s), asking again later.",
                           bc->client->name, e ? e->name : "an answer from someone else");
@@ -450,7 +454,7 @@ static int stream_events_add(Client *c, const JournalEntry *e, void *data) {
         if (!s)
                 return -EPIPE;
         if (need > STREAM_FRAME_MAX)
-                return -E2BIG;          /* cannot be: a journal's paths are 64 KiB at most */
+                return -E2BIG; /* cannot be: a journal's paths are 64 KiB at most */
         r = stream_reserve(s, need, &p);
         if (r >= 0)
                 r = stream_frame_encode_durable_event(p, need, e->id, e->mask, e->cookie, bc->durable_name, name_len,
@@ -487,7 +491,7 @@ static int stream_rescan(Client *c, const char *name, const JournalEntry *e, voi
                 };
         need = stream_frame_durable_rescan_size(name, reason, dirs, n);
         if (need > STREAM_FRAME_MAX)
-                n = 0;                  /* too many directories for a frame: everything */
+                n = 0; /* too many directories for a frame: everything */
         need = stream_frame_durable_rescan_size(name, reason, dirs, n);
         r = stream_reserve(s, need, &p);
         if (r >= 0)
@@ -520,7 +524,7 @@ static int stream_caught_up(Client *c, const char *name, uint64_t id, void *data
 static int stream_stopped(Client *c, const char *name, const char *reason, void *data) {
         Stream *s = stream_of(data);
         size_t need = STREAM_FRAME_PREFIX_SIZE + STREAM_FRAME_DURABLE_STOPPED_FIXED + strlen(name) + 1 +
-                      strlen(reason) + 1;
+                strlen(reason) + 1;
         uint8_t *p;
         int r;
 

@@ -59,10 +59,10 @@ BusClient *bus_client_free(BusClient *bc) {
 void bus_client_end(DbusIface *d, Client *c) {
         BusClient *bc = c->queue.data;
 
-        bus_pings_end(bc);                          /* its Pings, if any, are no longer ours to count */
+        bus_pings_end(bc); /* its Pings, if any, are no longer ours to count */
         if (d->durable)
                 durable_client_gone(d->durable, c);
-        manager_client_gone(d->manager, c);     /* frees c */
+        manager_client_gone(d->manager, c); /* frees c */
         bus_client_free(bc);
 }
 
@@ -95,8 +95,9 @@ int bus_client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "The bus did not tell who you are (uid and groups), so nothing is opened for you.");
+                return sd_bus_error_setf(
+                        error, SD_BUS_ERROR_ACCESS_DENIED,
+                        "The bus did not tell who you are (uid and groups), so nothing is opened for you.");
 
         bc = calloc(1, sizeof(BusClient));
         if (!bc)
@@ -155,7 +156,7 @@ static void add_watch_done(uint32_t id, int r, void *userdata) {
                 if (manager_when_primed(p->iface->manager, p->client, id, add_watch_primed, p) > 0) {
                         TAKE_PTR(p);
                         TAKE_PTR(msg);
-                        return;         /* answered when its first snapshots are taken */
+                        return; /* answered when its first snapshots are taken */
                 }
         }
         if (r == -ECANCELED)
@@ -192,7 +193,7 @@ static int add_watch_reply(DbusIface *d, sd_bus_message *msg, Client *c, const c
                 PendingAdd *p = malloc(sizeof(PendingAdd));
 
                 if (!p)
-                        return -ENOMEM;         /* the walk goes on; its subscription stays, unanswered: rare enough */
+                        return -ENOMEM; /* the walk goes on; its subscription stays, unanswered: rare enough */
                 *p = (PendingAdd) { d, sd_bus_message_ref(msg), c, id };
                 tree_walk_set_done(walk, add_watch_done, p);
                 return 1;
@@ -225,11 +226,11 @@ static int add_watch_reply(DbusIface *d, sd_bus_message *msg, Client *c, const c
 typedef struct OpenJob {
         DbusIface *iface;
         sd_bus_message *msg;
-        char *client;           /* its unique name: it may be gone at the end */
-        char *sent;             /* the path as sent, for errors */
-        char *path;             /* simplified */
+        char *client; /* its unique name: it may be gone at the end */
+        char *sent;   /* the path as sent, for errors */
+        char *path;   /* simplified */
         uint32_t mask, flags;
-        int fd;                 /* or -errno */
+        int fd; /* or -errno */
         struct stat st;
         RemoteHint hint;
 } OpenJob;
@@ -262,19 +263,19 @@ static void open_job_done(void *data, int error) {
 
         c = manager_get_client(m, j->client);
         if (!c) {
-                open_job_free(j);       /* gone meanwhile: its subscriptions went with it */
+                open_job_free(j); /* gone meanwhile: its subscriptions went with it */
                 return;
         }
         if (error < 0)
                 r = error;
         else {
                 r = manager_add_watch_opened(m, c, j->path, j->fd, &j->st, &j->hint, j->mask, j->flags, &id, &walk);
-                j->fd = -EBADF;         /* taken */
+                j->fd = -EBADF; /* taken */
         }
         if (r >= 0)
                 /* The same line as on the loop (tests and administrators look for it). */
-                log_debug("%s: subscription %" PRIu32 " on %s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.",
-                          c->name, id, j->sent, j->mask, j->flags, walk ? ", its tree walked from the loop" : "");
+                log_debug("%s: subscription %" PRIu32 " on %s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.", c->name, id,
+                          j->sent, j->mask, j->flags, walk ? ", its tree walked from the loop" : "");
         r = add_watch_reply(j->iface, j->msg, c, j->sent, r, id, walk);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer AddWatch of %s, ignoring: %m", c->name);
@@ -289,7 +290,7 @@ static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, con
         OpenJob *j;
         int r;
 
-        r = account_check(&c->account, 1);      /* a client over its limits costs no open */
+        r = account_check(&c->account, 1); /* a client over its limits costs no open */
         if (r < 0)
                 return add_watch_reply(d, msg, c, sent, r, 0, NULL);
         j = calloc(1, sizeof(OpenJob));
@@ -313,7 +314,7 @@ static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, con
                           open_job_done, j);
         if (r < 0) {
                 open_job_free(j);
-                return r;       /* the caller opens on the loop */
+                return r; /* the caller opens on the loop */
         }
         return 1;
 }
@@ -380,9 +381,8 @@ static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd
                 return bus_error_for(d->manager, r, what ?: "the path", error);
         }
 
-        log_debug("%s: subscription %" PRIu32 " on %s%s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.",
-                  c->name, id, by_fd ? "fd " : "", by_fd ? "" : sent, mask, flags,
-                  walk ? ", its tree walked from the loop" : "");
+        log_debug("%s: subscription %" PRIu32 " on %s%s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.", c->name, id,
+                  by_fd ? "fd " : "", by_fd ? "" : sent, mask, flags, walk ? ", its tree walked from the loop" : "");
         return add_watch_reply(d, msg, c, sent, 0, id, walk);
 }
 
@@ -437,8 +437,8 @@ int bus_method_list_watches(sd_bus_message *msg, void *userdata, sd_bus_error *e
                                 return -ENOMEM;
                         r = sd_bus_message_append(reply, "(usuu)", s->id, esc ?: s->path, s->mask,
                                                   s->flags | (esc ? WATCHD_FLAG_PATH_ESCAPED : 0) |
-                                                  (s->fanotify ? WATCHD_FLAG_FANOTIFY : 0) |
-                                                  manager_subscription_remote_flags(d->manager, s));
+                                                          (s->fanotify ? WATCHD_FLAG_FANOTIFY : 0) |
+                                                          manager_subscription_remote_flags(d->manager, s));
                         if (r < 0)
                                 return r;
                 }

@@ -13,12 +13,12 @@
 #include "watchd-api.h"
 
 int bus_property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         return sd_bus_message_append(reply, "s", WATCHD_VERSION);
 }
 
 int bus_property_get_backend(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         DbusIface *d = userdata;
         return sd_bus_message_append(reply, "s", backend_name(manager_get_backend(d->manager)));
 }
@@ -27,12 +27,10 @@ int bus_property_get_backend(sd_bus *bus, const char *path, const char *interfac
  * watchd(8) list them; tests/dbus/test-glib-semantics.c checks that the three
  * agree). libwatchd reads it when the daemon takes the name. */
 int bus_property_get_capabilities(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         static const char *const words[] = {
-                WATCHD_CAP_REPORT_APPEARANCE,
-                WATCHD_CAP_PERSISTENT,
-                WATCHD_CAP_PAIR_PER_SUBSCRIPTION,
-                WATCHD_CAP_STREAM,
+                WATCHD_CAP_REPORT_APPEARANCE,     WATCHD_CAP_PERSISTENT,
+                WATCHD_CAP_PAIR_PER_SUBSCRIPTION, WATCHD_CAP_STREAM,
                 WATCHD_CAP_DURABLE_STREAM,
         };
         DbusIface *d = userdata;

@@ -81,8 +81,8 @@ static int batch_send(void *userdata, sd_bus_message *msg, size_t n) {
 
         r = sd_bus_send(bc->iface->bus, msg, NULL);
         if (r < 0)
-                return log_warning_errno(r, "Failed to send %zu events to %s, naming them in an Overflow: %m",
-                                         n, bc->client->name);
+                return log_warning_errno(r, "Failed to send %zu events to %s, naming them in an Overflow: %m", n,
+                                         bc->client->name);
         delivery_sent(&bc->client->queue, n);
         return 0;
 }
@@ -173,7 +173,7 @@ static int bus_send_notice(DeliveryQueue *q, const Record *rec, const uint32_t *
  */
 #define PING_RETRY_MIN_USEC (10u * 1000u)
 #define PING_RETRY_MAX_USEC (5u * 1000u * 1000u)
-#define PINGS_PER_USER_MAX 16u
+#define PINGS_PER_USER_MAX  16u
 
 bool bus_ping_confirms(const BusClient *bc, sd_bus_message *reply) {
         const char *sender = sd_bus_message_get_sender(reply);
@@ -252,8 +252,8 @@ static void ping_retry_later(BusClient *bc) {
 
         if (bc->ping_retry)
                 return;
-        bc->ping_retry_usec = bc->ping_retry_usec == 0 ? PING_RETRY_MIN_USEC
-                                                       : MIN(2 * bc->ping_retry_usec, (uint64_t) PING_RETRY_MAX_USEC);
+        bc->ping_retry_usec = bc->ping_retry_usec == 0 ? PING_RETRY_MIN_USEC :
+                                                         MIN(2 * bc->ping_retry_usec, (uint64_t) PING_RETRY_MAX_USEC);
         r = sd_event_now(d->event, CLOCK_MONOTONIC, &now);
         if (r >= 0)
                 r = sd_event_add_time(d->event, &bc->ping_retry, CLOCK_MONOTONIC, now + bc->ping_retry_usec,
@@ -276,11 +276,12 @@ static void ping_unconfirmed(BusClient *bc, sd_bus_message *reply) {
                             "%" PRIu32 " records (max_pending_events_per_client)%s.",
                             c->name, e->name, e->message ?: "no message", c->name,
                             manager_get_config(bc->iface->manager)->max_pending_events_per_client,
-                            sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED)
-                            ? "; the bus policy org.example.Inotify.conf must let root send Peer.Ping" : "");
+                            sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED) ?
+                                    "; the bus policy org.example.Inotify.conf must let root send Peer.Ping" :
+                                    "");
         } else
-                log_debug("Our Ping to %s confirmed nothing (%s), asking again later.",
-                          c->name, e ? e->name : "an answer from someone else");
+                log_debug("Our Ping to %s confirmed nothing (%s), asking again later.", c->name,
+                          e ? e->name : "an answer from someone else");
         ping_retry_later(bc);
 }
 

@@ -96,16 +96,18 @@ static int stream_options(sd_bus_message *msg, uint32_t *ret_version, bool *ret_
                         return r;
                 is_version = strcmp(key, "version") == 0;
                 if (!is_version && strcmp(key, "durable") != 0)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "OpenStream has no option '%.*s%s'; it knows \"version\" and \"durable\".",
-                                                 bus_quote_len(key, BUS_QUOTE_MAX), key, strlen(key) > BUS_QUOTE_MAX ? "…" : "");
+                        return sd_bus_error_setf(
+                                error, SD_BUS_ERROR_INVALID_ARGS,
+                                "OpenStream has no option '%.*s%s'; it knows \"version\" and \"durable\".",
+                                bus_quote_len(key, BUS_QUOTE_MAX), key, strlen(key) > BUS_QUOTE_MAX ? "…" : "");
                 r = sd_bus_message_enter_container(msg, 'v', is_version ? "u" : "b");
                 if (r == -ENXIO)
                         return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                is_version ? "The option \"version\" is a number (u)."
-                                                           : "The option \"durable\" is a boolean (b).");
+                                                is_version ? "The option \"version\" is a number (u)." :
+                                                             "The option \"durable\" is a boolean (b).");
                 if (r >= 0)
-                        r = is_version ? sd_bus_message_read(msg, "u", &version) : sd_bus_message_read(msg, "b", &durable);
+                        r = is_version ? sd_bus_message_read(msg, "u", &version) :
+                                         sd_bus_message_read(msg, "b", &durable);
                 if (r >= 0)
                         r = sd_bus_message_exit_container(msg);
                 if (r >= 0)

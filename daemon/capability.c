@@ -30,8 +30,8 @@ static const struct {
         const char *name;
 } kept_by_root[] = {
         { CAP_DAC_READ_SEARCH, "cap_dac_read_search" },
-        { CAP_SETGID,          "cap_setgid" },
-        { CAP_SETUID,          "cap_setuid" },
+        { CAP_SETGID, "cap_setgid" },
+        { CAP_SETUID, "cap_setuid" },
 };
 
 typedef struct CapSets {
@@ -89,7 +89,7 @@ static int bounding_drop(uint64_t keep) {
                 r = prctl(PR_CAPBSET_READ, (unsigned long) cap, 0, 0, 0);
                 if (r < 0) {
                         if (errno == EINVAL)
-                                break;          /* past what the kernel knows */
+                                break; /* past what the kernel knows */
                         return negative_errno();
                 }
                 if (r == 0)
@@ -145,8 +145,9 @@ static int caps_keep(uint64_t keep, bool *ret_bounding) {
         if (r < 0)
                 return log_error_errno(r, "Failed to drop capabilities: %m");
         if (now.permitted != keep || now.inheritable != 0)
-                return log_error_errno(-EPERM, "Capabilities left after dropping: permitted 0x%" PRIx64
-                                       ", inheritable 0x%" PRIx64 ".", now.permitted, now.inheritable);
+                return log_error_errno(
+                        -EPERM, "Capabilities left after dropping: permitted 0x%" PRIx64 ", inheritable 0x%" PRIx64 ".",
+                        now.permitted, now.inheritable);
         return 0;
 }
 
@@ -183,7 +184,8 @@ int capability_drop_unneeded(void) {
         if (r < 0)
                 return log_error_errno(negative_errno(), "Failed to read the securebits: %m");
         if (r & SECBIT_NO_SETUID_FIXUP)
-                return log_error_errno(-EPERM, "Started with the securebit NO_SETUID_FIXUP: a caller's fsuid would "
+                return log_error_errno(-EPERM,
+                                       "Started with the securebit NO_SETUID_FIXUP: a caller's fsuid would "
                                        "keep the daemon's file capabilities. Refusing to run.");
 
         r = caps_get(&now);
@@ -216,8 +218,8 @@ int capability_drop_unneeded(void) {
                         if (!(keep & CAP_BIT(kept_by_root[i].cap)))
                                 log_warning("Started without %s: %s.", kept_by_root[i].name,
                                             kept_by_root[i].cap == CAP_DAC_READ_SEARCH ?
-                                            "a root caller may watch only what root may read without it" :
-                                            "every caller but root will be refused (AccessDenied)");
+                                                    "a root caller may watch only what root may read without it" :
+                                                    "every caller but root will be refused (AccessDenied)");
         }
         return 0;
 }

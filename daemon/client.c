@@ -75,14 +75,14 @@ void client_queue_event(Subscription *s, uint32_t mask, uint32_t cookie, const c
         Client *c = s->owner;
 
         delivery_submit(c->delivery, &c->queue,
-                        record_new_in(delivery_queue_arena(&c->queue), RECORD_EVENT, s->id, mask, cookie, now_usec,
-                                      dir, name, name_len));
+                        record_new_in(delivery_queue_arena(&c->queue), RECORD_EVENT, s->id, mask, cookie, now_usec, dir,
+                                      name, name_len));
 }
 
 void client_queue_removed(Subscription *s, const char *reason, uint64_t now_usec) {
         Client *c = s->owner;
-        Record *rec = record_new_in(delivery_queue_arena(&c->queue), RECORD_REMOVED, s->id, 0, 0, now_usec, NULL,
-                                    NULL, 0);
+        Record *rec = record_new_in(delivery_queue_arena(&c->queue), RECORD_REMOVED, s->id, 0, 0, now_usec, NULL, NULL,
+                                    0);
 
         if (rec)
                 rec->reason = reason;

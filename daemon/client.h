@@ -22,13 +22,13 @@
 #include "watch_table.h"
 
 struct Client {
-        char *name;                     /* for logs, and the bus layer's key: ":1.42" */
-        Caller caller;                  /* as the bus reported it at the first call (owns gids) */
-        pid_t pid;                      /* the same; 0 if it did not say (ListClients shows it) */
-        Account account;                /* one watch per link of its subscriptions */
+        char *name;      /* for logs, and the bus layer's key: ":1.42" */
+        Caller caller;   /* as the bus reported it at the first call (owns gids) */
+        pid_t pid;       /* the same; 0 if it did not say (ListClients shows it) */
+        Account account; /* one watch per link of its subscriptions */
         LIST_HEAD(Subscription, subscriptions);
         unsigned n_subscriptions;
-        DeliveryQueue queue;            /* its records, to its transport */
+        DeliveryQueue queue; /* its records, to its transport */
         Delivery *delivery;
 };
 

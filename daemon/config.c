@@ -121,22 +121,21 @@ void config_done(Config *c) {
 }
 
 typedef struct ParseState {
-        const char *name;       /* file name for messages */
-        Config config;          /* being filled */
-        unsigned line;          /* line the handler is on */
-        unsigned newlines;      /* newlines handed to inih so far */
-        char *error;            /* first error, "name:line: message" */
-        const char *text;       /* what the reader hands out */
-        bool after_key;         /* the last line that was not blank or a comment was a key */
+        const char *name;  /* file name for messages */
+        Config config;     /* being filled */
+        unsigned line;     /* line the handler is on */
+        unsigned newlines; /* newlines handed to inih so far */
+        char *error;       /* first error, "name:line: message" */
+        const char *text;  /* what the reader hands out */
+        bool after_key;    /* the last line that was not blank or a comment was a key */
 } ParseState;
 
-_printf_(2, 3)
-static int parse_fail(ParseState *s, const char *fmt, ...) {
+_printf_(2, 3) static int parse_fail(ParseState *s, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
         va_list ap;
 
         if (s->error)
-                return 0;       /* keep the first error */
+                return 0; /* keep the first error */
 
         va_start(ap, fmt);
         if (vasprintf(&msg, fmt, ap) < 0)
@@ -148,8 +147,7 @@ static int parse_fail(ParseState *s, const char *fmt, ...) {
         return 0;
 }
 
-static int parse_uint(ParseState *s, const char *key, const char *value,
-                      uint32_t min, uint32_t max, uint32_t *ret) {
+static int parse_uint(ParseState *s, const char *key, const char *value, uint32_t min, uint32_t max, uint32_t *ret) {
         unsigned long v;
         char *end;
 
@@ -160,15 +158,13 @@ static int parse_uint(ParseState *s, const char *key, const char *value,
         if (errno != 0 || *end != '\0')
                 return parse_fail(s, "%s: '%s' is not a number", key, value);
         if (v < min || v > max)
-                return parse_fail(s, "%s: %s is out of range (%" PRIu32 "-%" PRIu32 ")",
-                                  key, value, min, max);
+                return parse_fail(s, "%s: %s is out of range (%" PRIu32 "-%" PRIu32 ")", key, value, min, max);
         *ret = (uint32_t) v;
         return 1;
 }
 
 /* "64M": a number of bytes, or of KiB, MiB, GiB or TiB with K, M, G or T. */
-static int parse_size(ParseState *s, const char *key, const char *value,
-                      uint64_t min, uint64_t max, uint64_t *ret) {
+static int parse_size(ParseState *s, const char *key, const char *value, uint64_t min, uint64_t max, uint64_t *ret) {
         static const char units[] = "KMGT";
         unsigned long long v;
         unsigned shift = 0;
@@ -255,7 +251,8 @@ static int handler(void *userdata, const char *section, const char *name, const 
                 if (strcmp(name, "log_level") == 0) {
                         int l = log_level_from_string(value);
                         if (l < 0)
-                                return parse_fail(s, "log_level: '%s' is not one of err, warning, notice, info, debug", value);
+                                return parse_fail(s, "log_level: '%s' is not one of err, warning, notice, info, debug",
+                                                  value);
                         c->log_level = l;
                         return 1;
                 }
@@ -265,12 +262,12 @@ static int handler(void *userdata, const char *section, const char *name, const 
                         size_t offset;
                         bool can_be_auto;
                 } keys[] = {
-                        { "max_watches_per_client",        offsetof(Config, max_watches_per_client), true },
-                        { "max_watches_per_user",          offsetof(Config, max_watches_per_user), true },
-                        { "max_watches_unprivileged",      offsetof(Config, max_watches_unprivileged), true },
-                        { "max_clients_per_user",          offsetof(Config, max_clients_per_user), false },
+                        { "max_watches_per_client", offsetof(Config, max_watches_per_client), true },
+                        { "max_watches_per_user", offsetof(Config, max_watches_per_user), true },
+                        { "max_watches_unprivileged", offsetof(Config, max_watches_unprivileged), true },
+                        { "max_clients_per_user", offsetof(Config, max_clients_per_user), false },
                         { "max_pending_events_per_client", offsetof(Config, max_pending_events_per_client), false },
-                        { "max_pending_events_per_user",   offsetof(Config, max_pending_events_per_user), false },
+                        { "max_pending_events_per_user", offsetof(Config, max_pending_events_per_user), false },
                 };
 
                 if (strcmp(name, "max_pending_bytes_per_client") == 0)
@@ -370,7 +367,7 @@ static void check_section_line(ParseState *s, const char *line, unsigned line_no
         s->after_key = false;
         close = strchr(p, ']');
         if (!close)
-                return;         /* inih reports the syntax error itself */
+                return; /* inih reports the syntax error itself */
         l = (size_t) (close - p - 1);
         s->line = line_no;
         if (close[1 + strspn(close + 1, " \t\r\n\f\v")] != '\0') {
@@ -423,7 +420,7 @@ static char *reader(char *str, int num, void *userdata) {
 
         check_section_line(s, str, s->newlines + 1);
         if (ended)
-                s->newlines++;  /* the last line may have no newline */
+                s->newlines++; /* the last line may have no newline */
         return str;
 }
 
@@ -458,7 +455,7 @@ static int config_parse(ParseState *s, Config *ret, char **ret_error) {
 }
 
 int config_load(const char *path, Config *ret, char **ret_error) {
-        char *text;     /* freed by hand: cppcheck does not know _cleanup_ and would call it a leak */
+        char *text; /* freed by hand: cppcheck does not know _cleanup_ and would call it a leak */
         ParseState s = { .name = path };
         const char *nul;
         size_t size;
@@ -496,8 +493,9 @@ int config_load(const char *path, Config *ret, char **ret_error) {
         fclose(f);
         if (r < 0) {
                 free(text);
-                if (ret_error && asprintf(ret_error, "%s: %s", path,
-                                          r == -EFBIG ? "larger than 64 KiB: not a watchd.conf" : "read error") < 0)
+                if (ret_error &&
+                    asprintf(ret_error, "%s: %s", path,
+                             r == -EFBIG ? "larger than 64 KiB: not a watchd.conf" : "read error") < 0)
                         *ret_error = NULL;
                 return -EINVAL;
         }

@@ -16,7 +16,7 @@
 
 #include "fstype.h"
 
-#define WATCHD_DEFAULT_CONFIG "/etc/watchd/watchd.conf"
+#define WATCHD_DEFAULT_CONFIG          "/etc/watchd/watchd.conf"
 #define WATCHD_DEFAULT_STATE_DIRECTORY "/var/lib/watchd"
 
 /* A watch limit given as "auto" (the default). */
@@ -32,9 +32,9 @@ typedef enum BackendType {
 
 /* Who serves a RECURSIVE subscription (fanotify.h). */
 typedef enum TreeBackend {
-        TREE_BACKEND_AUTO,      /* fanotify where it can serve, else inotify */
-        TREE_BACKEND_FANOTIFY,  /* the same, but watchd does not start without fanotify */
-        TREE_BACKEND_INOTIFY,   /* a watch a directory, as before */
+        TREE_BACKEND_AUTO,     /* fanotify where it can serve, else inotify */
+        TREE_BACKEND_FANOTIFY, /* the same, but watchd does not start without fanotify */
+        TREE_BACKEND_INOTIFY,  /* a watch a directory, as before */
         _TREE_BACKEND_MAX,
         _TREE_BACKEND_INVALID = -EINVAL,
 } TreeBackend;
@@ -52,7 +52,7 @@ typedef struct Config {
         char *device;
         int log_level;
         TreeBackend tree_backend;
-        char *fanotify_helper;          /* the helper's socket (fan_helper.h) */
+        char *fanotify_helper; /* the helper's socket (fan_helper.h) */
 
         /* [limits]; CONFIG_AUTO: sized from the kernel's limit (accounting.h) */
         uint32_t max_watches_per_client;
@@ -61,7 +61,7 @@ typedef struct Config {
         uint32_t max_clients_per_user;
         uint32_t max_pending_events_per_client;
         uint32_t max_pending_events_per_user;
-        uint64_t max_pending_bytes_per_client;  /* bytes */
+        uint64_t max_pending_bytes_per_client; /* bytes */
         uint64_t max_pending_bytes_per_user;
 
         /* [events] */
@@ -69,13 +69,13 @@ typedef struct Config {
         uint32_t move_pair_max_distance;
         uint32_t batch_max_events;
         DeliveryMode delivery;
-        unsigned delivery_line;         /* line of "delivery=", 0 if unset: for later errors */
+        unsigned delivery_line; /* line of "delivery=", 0 if unset: for later errors */
 
         /* [poll] */
-        uint32_t poll_interval_sec[_FS_KIND_MAX];       /* 0: not polled; [FS_LOCAL] is always 0 */
+        uint32_t poll_interval_sec[_FS_KIND_MAX]; /* 0: not polled; [FS_LOCAL] is always 0 */
         uint32_t max_polled_dirs_per_user;
         /* [journal]: sizes in bytes */
-        char *state_directory;          /* where durable subscriptions live */
+        char *state_directory; /* where durable subscriptions live */
         uint32_t journal_max_subscriptions_per_user;
         uint64_t journal_max_bytes_per_subscription;
         uint64_t journal_max_bytes_per_user;

@@ -22,17 +22,17 @@
 /* Records a client may have unconfirmed before its next ones wait for the
  * answer to its request: below it nothing is held, so a slow client's round
  * trip never adds to the latency of events that come one at a time. */
-#define HOLD_MIN_UNREAD 16u
+#define HOLD_MIN_UNREAD    16u
 #define CONFIRM_MIN_UNREAD HOLD_MIN_UNREAD
 
 struct Delivery {
         DeliveryLimits limits;
         DeliveryStats stats;
-        GHashTable *users;              /* uid -> DeliveryUser, while it has a queue */
+        GHashTable *users; /* uid -> DeliveryUser, while it has a queue */
         LIST_HEAD(DeliveryQueue, dirty);
-        bool congested;                 /* the last flush found a transport congested */
+        bool congested; /* the last flush found a transport congested */
         uint64_t retry_at;
-        Record **batch;                 /* limits.batch_max slots */
+        Record **batch; /* limits.batch_max slots */
 };
 
 int delivery_new(const DeliveryLimits *limits, Delivery **ret) {
@@ -159,10 +159,10 @@ void delivery_window(const DeliveryQueue *q, uint64_t *ret_records, uint64_t *re
         *ret_bytes = unread_bytes < l->max_bytes ? l->max_bytes - unread_bytes : 0;
         if (q->user) {
                 /* The user's other clients hold their share: what is left is this one's. */
-                *ret_records = MIN(*ret_records, q->user->held < l->max_pending_user ?
-                                                 l->max_pending_user - q->user->held : 0);
-                *ret_bytes = MIN(*ret_bytes, q->user->held_bytes < l->max_bytes_user ?
-                                             l->max_bytes_user - q->user->held_bytes : 0);
+                *ret_records = MIN(*ret_records,
+                                   q->user->held < l->max_pending_user ? l->max_pending_user - q->user->held : 0);
+                *ret_bytes = MIN(*ret_bytes,
+                                 q->user->held_bytes < l->max_bytes_user ? l->max_bytes_user - q->user->held_bytes : 0);
         }
 }
 
@@ -250,14 +250,13 @@ static void flush_queue(Delivery *d, DeliveryQueue *q, uint64_t now_usec);
 
 /* Whether q's own backlog is full for one more record of bytes. */
 static bool queue_full(const Delivery *d, const DeliveryQueue *q, size_t bytes) {
-        return delivery_queue_size(q) >= d->limits.max_pending ||
-               delivery_queue_bytes(q) + bytes > d->limits.max_bytes;
+        return delivery_queue_size(q) >= d->limits.max_pending || delivery_queue_bytes(q) + bytes > d->limits.max_bytes;
 }
 
 /* Whether q's user holds all it may, for one more record of bytes. */
 static bool user_full(const Delivery *d, const DeliveryQueue *q, size_t bytes) {
-        return q->user && (q->user->held >= d->limits.max_pending_user ||
-                           q->user->held_bytes + bytes > d->limits.max_bytes_user);
+        return q->user &&
+                (q->user->held >= d->limits.max_pending_user || q->user->held_bytes + bytes > d->limits.max_bytes_user);
 }
 
 /* The queue of q's user whose backlog weighs most. */
@@ -279,7 +278,7 @@ static void drop_backlog(Delivery *d, DeliveryQueue *q, const char *why) {
         lost_ids_compact(q);
         d->stats.events_dropped += lost;
         q->n_dropped += lost;
-        if (!q->overflow_queued)        /* once per Overflow, not once per dropped record */
+        if (!q->overflow_queued) /* once per Overflow, not once per dropped record */
                 log_info("Client %s is %s: dropped its backlog, it gets Overflow.", q->name, why);
         user_sync(q);
 }
@@ -318,8 +317,9 @@ void delivery_submit(Delivery *d, DeliveryQueue *q, Record *rec) {
                 DeliveryQueue *x = user_largest(q);
 
                 if (delivery_queue_size(x) > x->n_notices) {
-                        drop_backlog(d, x, "the largest backlog of a user at its limit "
-                                           "(max_pending_events_per_user, max_pending_bytes_per_user)");
+                        drop_backlog(d, x,
+                                     "the largest backlog of a user at its limit "
+                                     "(max_pending_events_per_user, max_pending_bytes_per_user)");
                         if (x == q)
                                 lost = true;
                         else
@@ -379,13 +379,13 @@ static bool hold(Delivery *d, DeliveryQueue *q, uint64_t now_usec) {
         size_t enough = MIN((size_t) d->limits.batch_max, (size_t) d->limits.max_pending / 2);
 
         if (!q->confirming || !q->answers)
-                return false;   /* nothing to wait for, or an answer that may never come */
+                return false; /* nothing to wait for, or an answer that may never come */
         if (q->sent - q->read < HOLD_MIN_UNREAD)
-                return false;   /* not a burst: a record every few ms goes at once, whatever the round trip */
+                return false; /* not a burst: a record every few ms goes at once, whatever the round trip */
         if (q->n_notices > 0)
-                return false;   /* notices go now, and the events before them first */
+                return false; /* notices go now, and the events before them first */
         if (delivery_queue_size(q) >= enough)
-                return false;   /* a full batch gains nothing by waiting */
+                return false; /* a full batch gains nothing by waiting */
         /* A rename half whose pairing time is up goes now: the timer would
          * otherwise fire again at once, for as long as the answer waits. */
         return move_pairer_next_deadline(&q->pairer) > now_usec;
@@ -410,7 +410,7 @@ static void ask_confirm(DeliveryQueue *q) {
                 return;
         r = q->ops->ask_confirm(q, q->data);
         if (r == -EAGAIN)
-                return;         /* the transport asks later (delivery_ask_confirm()) */
+                return; /* the transport asks later (delivery_ask_confirm()) */
         if (r < 0) {
                 /* Then nothing more is held for it until the next record tries again. */
                 log_warning_errno(r, "Failed to ask %s whether it reads its events, ignoring: %m", q->name);
@@ -476,8 +476,8 @@ static void send_notice(Delivery *d, DeliveryQueue *q, Record *rec) {
                 q->n_lost_compacted = 0;
                 q->overflow_queued = false;
         }
-        if (q->ops->send_notice(q, rec, ids ? (const uint32_t *) ids->data : NULL, ids ? ids->len : 0,
-                                q->data) >= 0 && rec->kind == RECORD_OVERFLOW) {
+        if (q->ops->send_notice(q, rec, ids ? (const uint32_t *) ids->data : NULL, ids ? ids->len : 0, q->data) >= 0 &&
+            rec->kind == RECORD_OVERFLOW) {
                 d->stats.overflows++;
                 q->n_overflows++;
         }

@@ -74,48 +74,48 @@ typedef struct DeliveryOps {
  * that user, and bounded memory, never another user's records.
  */
 typedef struct DeliveryLimits {
-        uint32_t max_pending;           /* records queued, and records sent and not confirmed */
-        uint64_t max_bytes;             /* bytes of records queued, and of records sent and not confirmed */
-        uint32_t max_pending_user;      /* records queued and unconfirmed, all clients of a uid together */
-        uint64_t max_bytes_user;        /* bytes of the same */
-        uint32_t batch_max;             /* records in one batch */
-        uint64_t pair_timeout_usec;     /* MovePairer's */
+        uint32_t max_pending;       /* records queued, and records sent and not confirmed */
+        uint64_t max_bytes;         /* bytes of records queued, and of records sent and not confirmed */
+        uint32_t max_pending_user;  /* records queued and unconfirmed, all clients of a uid together */
+        uint64_t max_bytes_user;    /* bytes of the same */
+        uint32_t batch_max;         /* records in one batch */
+        uint64_t pair_timeout_usec; /* MovePairer's */
         uint32_t pair_max_distance;
 } DeliveryLimits;
 
 typedef struct DeliveryStats {
-        uint64_t events_delivered;      /* records sent in batches */
+        uint64_t events_delivered; /* records sent in batches */
         uint64_t batches_sent;
-        uint64_t overflows;             /* Overflow notices sent */
-        uint64_t events_dropped;        /* records dropped from backlogs, or that could not be sent */
+        uint64_t overflows;      /* Overflow notices sent */
+        uint64_t events_dropped; /* records dropped from backlogs, or that could not be sent */
 } DeliveryStats;
 
 /* A uid's clients together. */
 struct DeliveryUser {
         uid_t uid;
         LIST_HEAD(DeliveryQueue, queues);
-        uint64_t held, held_bytes;      /* its queues' records and bytes, queued or unconfirmed */
+        uint64_t held, held_bytes; /* its queues' records and bytes, queued or unconfirmed */
 };
 
 struct DeliveryQueue {
-        const char *name;               /* for logs: the owner's */
-        MovePairer pairer;              /* records not yet sent, kernel order */
+        const char *name;  /* for logs: the owner's */
+        MovePairer pairer; /* records not yet sent, kernel order */
         DeliveryUser *user;
         LIST_FIELDS(DeliveryQueue, by_user);
         /* What was last added to user->held: size and bytes of the pairer, unconfirmed records and bytes. */
         uint64_t counted, counted_bytes;
-        GArray *lost_ids;               /* uint32_t: ids for the next Overflow, unsorted, may repeat; NULL: none */
+        GArray *lost_ids; /* uint32_t: ids for the next Overflow, unsorted, may repeat; NULL: none */
         size_t n_lost_compacted;
-        bool overflow_queued;           /* a RECORD_OVERFLOW is in the pairer */
-        size_t n_notices;               /* RECORD_OVERFLOW and RECORD_REMOVED in the pairer: never held */
+        bool overflow_queued; /* a RECORD_OVERFLOW is in the pairer */
+        size_t n_notices;     /* RECORD_OVERFLOW and RECORD_REMOVED in the pairer: never held */
 
         /* Flow control: records sent, and how many of them the client has
          * confirmed reading; the count at the request in flight. */
         uint64_t sent, read, confirm_at;
         uint64_t sent_bytes, read_bytes, confirm_at_bytes;
-        size_t batch_n;                 /* of the batch being sent: records not yet delivery_sent(), */
-        uint64_t batch_bytes;           /* and their bytes */
-        bool confirming;                /* a confirmation request is in flight */
+        size_t batch_n;       /* of the batch being sent: records not yet delivery_sent(), */
+        uint64_t batch_bytes; /* and their bytes */
+        bool confirming;      /* a confirmation request is in flight */
         /* Its last request was answered (a timeout is no answer): records are
          * held behind a request in flight only for such a client, else one
          * that never answers would hold them for the transport's timeout. */
@@ -124,7 +124,7 @@ struct DeliveryQueue {
         /* Its own share of the stats (a caller's GetStats sees its uid's). */
         uint64_t n_dropped, n_overflows;
 
-        bool dirty;                     /* on the list delivery_flush() goes through */
+        bool dirty; /* on the list delivery_flush() goes through */
         Delivery *delivery;
         LIST_FIELDS(DeliveryQueue, dirty);
         const DeliveryOps *ops;

@@ -45,10 +45,10 @@
 
 /* A walk that may outlive what it was for: looked up again when it ends. */
 typedef struct WalkToken {
-        Durable *d;                     /* NULL once d is freed */
+        Durable *d; /* NULL once d is freed */
         char *key;
-        bool down_gap;                  /* append a daemon-down gap once it is done */
-        DurableCreated done;            /* a creation's answer */
+        bool down_gap;       /* append a daemon-down gap once it is done */
+        DurableCreated done; /* a creation's answer */
         void *userdata;
         LIST_FIELDS(struct WalkToken, tokens);
 } WalkToken;
@@ -129,8 +129,8 @@ static int journal_send_notice(DeliveryQueue *q, const Record *rec, const uint32
                 append_gap(s, JOURNAL_GAP_OVERFLOW);
         else {
                 /* Its path went (deleted, unmounted): followed until it is back. */
-                log_info("The path of durable subscription %s is gone (%s): following it until it is back.",
-                         s->key, rec->reason);
+                log_info("The path of durable subscription %s is gone (%s): following it until it is back.", s->key,
+                         rec->reason);
                 append_gap(s, JOURNAL_GAP_REMOVED);
                 s->sub_id = 0;
                 s->readd = true;
@@ -158,7 +158,7 @@ static int caller_now(const DurableDef *def, Caller *ret, gid_t **ret_gids) {
         errno = 0;
         pw = getpwuid(def->uid);
         if (!pw)
-                return errno > 0 ? -errno : -ESRCH;     /* the user is gone */
+                return errno > 0 ? -errno : -ESRCH; /* the user is gone */
         for (;;) {
                 gid_t *g = reallocarray(now, (size_t) n, sizeof(gid_t));
                 int want = n;
@@ -201,15 +201,17 @@ void durable_sub_placed(DurableSub *s, int r, bool down_gap) {
         if (r < 0) {
                 s->state = DURABLE_NO_ACCESS;
                 s->sub_id = 0;
-                log_warning_errno(r, "Durable subscription %s of '%s' cannot be watched (%m): its journal says so "
-                                  "(an access gap); tried again at the next start.", s->key, s->def.path);
+                log_warning_errno(r,
+                                  "Durable subscription %s of '%s' cannot be watched (%m): its journal says so "
+                                  "(an access gap); tried again at the next start.",
+                                  s->key, s->def.path);
                 append_gap(s, JOURNAL_GAP_ACCESS);
                 return;
         }
         s->state = DURABLE_WATCHING;
         if (down_gap)
                 append_gap(s, JOURNAL_GAP_DAEMON_DOWN);
-        s->d->wake_at = 0;      /* an attached client may be caught up now */
+        s->d->wake_at = 0; /* an attached client may be caught up now */
 }
 
 /*
@@ -235,7 +237,7 @@ int durable_sub_watch(DurableSub *s, bool down_gap, DurableCreated done, void *u
                 t->key = strdup(s->key);
         if (!t || !t->key) {
                 free(t);
-                return 0;       /* the walk goes on; its end is simply not waited for */
+                return 0; /* the walk goes on; its end is simply not waited for */
         }
         t->d = d;
         t->down_gap = down_gap;
@@ -260,7 +262,7 @@ static void on_walk_done(uint32_t id, int r, void *userdata) {
                 LIST_REMOVE(tokens, d->tokens, t);
                 s = g_hash_table_lookup(d->subs, t->key);
                 if (s && s->sub_id != id)
-                        s = NULL;       /* removed, or watched again since */
+                        s = NULL; /* removed, or watched again since */
         }
         if (!s) {
                 if (t->done)
@@ -268,7 +270,7 @@ static void on_walk_done(uint32_t id, int r, void *userdata) {
                 goto out;
         }
         if (r >= 0 && !manager_get_subscription(d->m, id))
-                r = -ENOENT;            /* it ended during the walk */
+                r = -ENOENT; /* it ended during the walk */
         if (t->done) {
                 /* A creation: all or nothing. */
                 if (r < 0) {
@@ -366,8 +368,7 @@ static int load_one(uid_t uid, const char *name, void *userdata) {
 
         r = durable_def_load(d->state_dir, uid, name, &def, &error);
         if (r < 0) {
-                log_warning_errno(r, "Durable subscription %u/%s not loaded: %s", (unsigned) uid, name,
-                                  error ?: "%m");
+                log_warning_errno(r, "Durable subscription %u/%s not loaded: %s", (unsigned) uid, name, error ?: "%m");
                 return 0;
         }
         r = sub_new(d, &def, &s);
@@ -455,7 +456,7 @@ Durable *durable_free(Durable *d) {
                 durable_attach_free(d, d->attaches->pdata[0]);
         g_hash_table_destroy(d->subs);
         LIST_FOREACH(tokens, t, d->tokens)
-                t->d = NULL;            /* their walks end later, with the manager */
+                t->d = NULL; /* their walks end later, with the manager */
         g_ptr_array_unref(d->attaches);
         g_hash_table_destroy(d->cap_dirty);
         free(d->state_dir);
@@ -496,8 +497,8 @@ static DurableSub *lookup(Durable *d, uid_t caller, const char *name) {
 }
 
 int durable_create(Durable *d, const Caller *caller, const char *name, const char *path_in, uint32_t mask,
-                   uint32_t flags, DurableCreated done, void *userdata,
-                   char ret_journal[static JOURNAL_ID_STRING_MAX], uint64_t *ret_cursor) {
+                   uint32_t flags, DurableCreated done, void *userdata, char ret_journal[static JOURNAL_ID_STRING_MAX],
+                   uint64_t *ret_cursor) {
         _cleanup_free_ char *path = NULL;
         DurableDef def = {};
         DurableSub *s;
@@ -564,8 +565,8 @@ int durable_create(Durable *d, const Caller *caller, const char *name, const cha
                 (void) durable_store_remove(d->state_dir, caller->uid, name);
                 return r;
         }
-        log_info("Durable subscription %s created on '%s' (mask 0x%" PRIx32 ", flags 0x%" PRIx32 ").",
-                 s->key, s->def.path, mask, flags);
+        log_info("Durable subscription %s created on '%s' (mask 0x%" PRIx32 ", flags 0x%" PRIx32 ").", s->key,
+                 s->def.path, mask, flags);
         if (r > 0)
                 return 1;
         s->state = DURABLE_WATCHING;
@@ -592,13 +593,13 @@ int durable_remove(Durable *d, uid_t caller, const char *name) {
         g_hash_table_remove(d->subs, s->key);
         r = durable_store_remove(d->state_dir, uid, name);
         if (r < 0)
-                return log_warning_errno(r, "Failed to remove durable subscription %u/%s from '%s': %m",
-                                         (unsigned) uid, name, d->state_dir);
+                return log_warning_errno(r, "Failed to remove durable subscription %u/%s from '%s': %m", (unsigned) uid,
+                                         name, d->state_dir);
         return 0;
 }
 
-int durable_resume(Durable *d, Client *c, const char *name, const char *journal, uint64_t cursor,
-                   const DurableOps *ops, void *data, char ret_journal[static JOURNAL_ID_STRING_MAX]) {
+int durable_resume(Durable *d, Client *c, const char *name, const char *journal, uint64_t cursor, const DurableOps *ops,
+                   void *data, char ret_journal[static JOURNAL_ID_STRING_MAX]) {
         JournalReader *reader = NULL;
         JournalId id;
         DurableSub *s;
@@ -608,7 +609,7 @@ int durable_resume(Durable *d, Client *c, const char *name, const char *journal,
         if (!d->state_dir)
                 return -WATCHD_E_NO_STATE_DIR;
         if (!durable_name_valid(name))
-                return -WATCHD_E_NO_SUCH_DURABLE;       /* root resumes its own too: no "UID/NAME" */
+                return -WATCHD_E_NO_SUCH_DURABLE; /* root resumes its own too: no "UID/NAME" */
         s = lookup(d, c->caller.uid, name);
         if (!s)
                 return -WATCHD_E_NO_SUCH_DURABLE;
@@ -633,7 +634,7 @@ int durable_resume(Durable *d, Client *c, const char *name, const char *journal,
         s->attach = a;
         g_ptr_array_add(d->attaches, a);
         journal_id_to_string(journal_identity(s->journal), ret_journal);
-        d->wake_at = 0;         /* the pump after this call's flush starts it */
+        d->wake_at = 0; /* the pump after this call's flush starts it */
         return 0;
 }
 

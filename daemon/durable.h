@@ -102,9 +102,9 @@ typedef void (*DurableCreated)(int r, const char *journal, uint64_t cursor, void
  * -WATCHD_E_NO_STATE_DIR, -WATCHD_E_DURABLE_EXISTS, -WATCHD_E_DURABLE_LIMIT,
  * and those of manager_add_watch_path().
  */
-int durable_create(Durable *d, const Caller *caller, const char *name, const char *path, uint32_t mask,
-                   uint32_t flags, DurableCreated done, void *userdata,
-                   char ret_journal[static JOURNAL_ID_STRING_MAX], uint64_t *ret_cursor);
+int durable_create(Durable *d, const Caller *caller, const char *name, const char *path, uint32_t mask, uint32_t flags,
+                   DurableCreated done, void *userdata, char ret_journal[static JOURNAL_ID_STRING_MAX],
+                   uint64_t *ret_cursor);
 
 /*
  * Removes it, journal and all; an attached client is told (stopped).
@@ -121,8 +121,8 @@ int durable_remove(Durable *d, uid_t caller, const char *name);
  * is told (stopped, resumed-elsewhere) unless it is c. -EINVAL for a
  * journal that is not an identity.
  */
-int durable_resume(Durable *d, Client *c, const char *name, const char *journal, uint64_t cursor,
-                   const DurableOps *ops, void *data, char ret_journal[static JOURNAL_ID_STRING_MAX]);
+int durable_resume(Durable *d, Client *c, const char *name, const char *journal, uint64_t cursor, const DurableOps *ops,
+                   void *data, char ret_journal[static JOURNAL_ID_STRING_MAX]);
 
 /* The answer to ask_confirm() for c: answered (by the client itself), its
  * attachments that asked have read what was sent before it; else nothing
@@ -131,20 +131,19 @@ void durable_confirmed(Durable *d, Client *c, bool answered);
 
 /* c's attachments sent through ops cannot be any more (a stream closed):
  * each is told stopped(reason) through instead, and ends. */
-void durable_transport_gone(Durable *d, Client *c, const DurableOps *ops, const DurableOps *instead,
-                            const char *reason);
+void durable_transport_gone(Durable *d, Client *c, const DurableOps *ops, const DurableOps *instead, const char *reason);
 
 /* c is going: its attachments end. */
 void durable_client_gone(Durable *d, Client *c);
 
 typedef struct DurableInfo {
-        const char *name;               /* "UID/NAME" if not the caller's own */
+        const char *name; /* "UID/NAME" if not the caller's own */
         const char *path;
         uint32_t mask, flags;
         char journal[JOURNAL_ID_STRING_MAX];
         uint64_t oldest_cursor, last_id, bytes;
         bool attached;
-        const char *state;              /* watching, walking, pending, no-access */
+        const char *state; /* watching, walking, pending, no-access */
 } DurableInfo;
 
 /* Calls f for the caller's durable subscriptions (root: everyone's). */

@@ -34,7 +34,7 @@ typedef struct Attach {
         DurableSub *sub;
         Client *client;
         JournalReader *reader;
-        const DurableOps *ops;          /* its transport, and its data */
+        const DurableOps *ops; /* its transport, and its data */
         void *data;
         bool caught_up;
 
@@ -49,24 +49,24 @@ typedef struct Attach {
 
 struct DurableSub {
         Durable *d;
-        char *key;                      /* "UID/NAME": in d->subs */
+        char *key; /* "UID/NAME": in d->subs */
         DurableDef def;
         Journal *journal;
         Client *owner;
-        uint32_t sub_id;                /* its subscription in the watch table; 0: none */
+        uint32_t sub_id; /* its subscription in the watch table; 0: none */
         DurableState state;
-        bool readd;                     /* its watch ended: placed again at the next pump */
+        bool readd; /* its watch ended: placed again at the next pump */
         Attach *attach;
 };
 
 struct Durable {
         Manager *m;
-        char *state_dir;                /* NULL: disabled */
-        GHashTable *subs;               /* "UID/NAME" -> DurableSub (owned) */
-        GPtrArray *attaches;            /* Attach (owned) */
-        GHashTable *cap_dirty;          /* uids whose journals grew since their cap was checked */
+        char *state_dir;       /* NULL: disabled */
+        GHashTable *subs;      /* "UID/NAME" -> DurableSub (owned) */
+        GPtrArray *attaches;   /* Attach (owned) */
+        GHashTable *cap_dirty; /* uids whose journals grew since their cap was checked */
         LIST_HEAD(WalkToken, tokens);
-        uint64_t wake_at;               /* when the pump wants a turn */
+        uint64_t wake_at; /* when the pump wants a turn */
 };
 
 /* durable.c */

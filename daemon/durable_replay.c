@@ -58,7 +58,7 @@ static void attach_ask_confirm(Durable *d, Attach *a, uint64_t now) {
                 return;
         r = a->ops->ask_confirm ? a->ops->ask_confirm(a->client, a->data) : 1;
         if (r > 0) {
-                a->read = a->sent;      /* the transport holds what is unread */
+                a->read = a->sent; /* the transport holds what is unread */
                 a->read_bytes = a->sent_bytes;
         } else if (r == 0) {
                 a->confirming = true;
@@ -66,8 +66,10 @@ static void attach_ask_confirm(Durable *d, Attach *a, uint64_t now) {
                 a->confirm_bytes = a->sent_bytes;
         } else {
                 if (r != -EAGAIN)
-                        log_warning_errno(r, "Failed to ask %s whether it read durable subscription %s, "
-                                          "asking again: %m", a->client->name, a->sub->key);
+                        log_warning_errno(r,
+                                          "Failed to ask %s whether it read durable subscription %s, "
+                                          "asking again: %m",
+                                          a->client->name, a->sub->key);
                 d->wake_at = MIN(d->wake_at, now + DELIVERY_RETRY_USEC);
         }
 }
@@ -92,12 +94,12 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
          * of long paths weighs what it weighs in the bus too. */
         if (unread >= c->max_pending_events_per_client ||
             (unread > 0 && unread_bytes >= c->max_pending_bytes_per_client)) {
-                attach_ask_confirm(d, a, now);  /* its answer's flush brings us back */
+                attach_ask_confirm(d, a, now); /* its answer's flush brings us back */
                 return false;
         }
         budget = MIN(c->max_pending_events_per_client - unread, (uint64_t) PUMP_MAX_ENTRIES);
-        bytes_budget = unread_bytes < c->max_pending_bytes_per_client ? c->max_pending_bytes_per_client - unread_bytes
-                                                                      : 0;
+        bytes_budget = unread_bytes < c->max_pending_bytes_per_client ? c->max_pending_bytes_per_client - unread_bytes :
+                                                                        0;
 
         while (sent < budget && (bytes < bytes_budget || sent == 0) && r >= 0) {
                 k = journal_reader_next(a->reader, &e);
@@ -111,8 +113,7 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
                                         r = ops->events_end(a->client, a->data);
                                 in_batch = 0;
                                 if (r >= 0)
-                                        r = ops->caught_up(a->client, name, journal_reader_position(a->reader),
-                                                           a->data);
+                                        r = ops->caught_up(a->client, name, journal_reader_position(a->reader), a->data);
                                 a->caught_up = true;
                                 sent++;
                         }
@@ -143,7 +144,8 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
                 r = ops->events_end(a->client, a->data);
         if (k < 0 || r < 0) {
                 /* What was read and not sent is not lost: the client's cursor is before it. */
-                log_warning_errno(k < 0 ? k : r, "Failed to send durable subscription %s to %s (%m): it must resume again.",
+                log_warning_errno(k < 0 ? k : r,
+                                  "Failed to send durable subscription %s to %s (%m): it must resume again.",
                                   a->sub->key, a->client->name);
                 durable_attach_stop(d, a, DURABLE_STOPPED_ERROR);
                 return false;
@@ -172,10 +174,12 @@ static void enforce_caps(Durable *d) {
                         if (s->def.uid == GPOINTER_TO_UINT(uid))
                                 g_ptr_array_add(js, s->journal);
                 }
-                r = journal_enforce_cap((Journal *const *) js->pdata, js->len, manager_get_config(d->m)->journal_max_bytes_per_user);
+                r = journal_enforce_cap((Journal *const *) js->pdata, js->len,
+                                        manager_get_config(d->m)->journal_max_bytes_per_user);
                 if (r < 0)
-                        log_warning_errno(r, "Failed to keep the journals of uid %u within max_bytes_per_user, ignoring: %m",
-                                          GPOINTER_TO_UINT(uid));
+                        log_warning_errno(
+                                r, "Failed to keep the journals of uid %u within max_bytes_per_user, ignoring: %m",
+                                GPOINTER_TO_UINT(uid));
         }
         g_hash_table_remove_all(d->cap_dirty);
 }
@@ -197,7 +201,7 @@ void durable_pump(void *userdata) {
 
                         s->readd = false;
                         if (r <= 0)
-                                durable_sub_placed(s, r, false);    /* else when its walk ends */
+                                durable_sub_placed(s, r, false); /* else when its walk ends */
                 }
                 if (journal_is_losing(s->journal)) {
                         /* Space may be back: the gap goes in now, not with the next event. */
@@ -214,10 +218,10 @@ void durable_pump(void *userdata) {
 
                 more = pump_one(d, a, now) || more;
                 if (d->attaches->len < before)
-                        k--;            /* a was stopped: the last one took its place */
+                        k--; /* a was stopped: the last one took its place */
         }
         if (more)
-                d->wake_at = now;       /* another turn soon, after the others' */
+                d->wake_at = now; /* another turn soon, after the others' */
 }
 
 uint64_t durable_next_deadline(void *userdata) {
@@ -241,14 +245,13 @@ void durable_confirmed(Durable *d, Client *c, bool answered) {
         /* The flush after this answer's dispatch pumps: what it lets go goes then. */
 }
 
-void durable_transport_gone(Durable *d, Client *c, const DurableOps *ops, const DurableOps *instead,
-                            const char *reason) {
+void durable_transport_gone(Durable *d, Client *c, const DurableOps *ops, const DurableOps *instead, const char *reason) {
         for (guint k = 0; k < d->attaches->len;) {
                 Attach *a = d->attaches->pdata[k];
 
                 if (a->client == c && a->ops == ops) {
                         a->ops = instead;
-                        durable_attach_stop(d, a, reason);      /* the last one takes its place */
+                        durable_attach_stop(d, a, reason); /* the last one takes its place */
                 } else
                         k++;
         }

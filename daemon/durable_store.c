@@ -57,8 +57,8 @@ bool durable_name_valid(const char *name) {
         for (size_t i = 0; i < l; i++) {
                 char c = name[i];
 
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '_' || c == '.' || c == '-'))
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                      c == '.' || c == '-'))
                         return false;
         }
         return true;
@@ -83,8 +83,7 @@ static int make_dirs(const char *state_dir, uid_t uid, const char *name) {
         _cleanup_free_ char *durable = NULL, *user = NULL, *sub = NULL;
         int r;
 
-        if (asprintf(&durable, "%s/durable", state_dir) < 0 ||
-            asprintf(&user, "%s/%u", durable, (unsigned) uid) < 0 ||
+        if (asprintf(&durable, "%s/durable", state_dir) < 0 || asprintf(&user, "%s/%u", durable, (unsigned) uid) < 0 ||
             asprintf(&sub, "%s/%s", user, name) < 0)
                 return -ENOMEM;
         r = mkdir_one(state_dir);
@@ -163,8 +162,7 @@ typedef struct Parse {
         char *error;
 } Parse;
 
-_printf_(2, 3)
-static int parse_fail(Parse *p, const char *fmt, ...) {
+_printf_(2, 3) static int parse_fail(Parse *p, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
         va_list ap;
 
@@ -236,7 +234,7 @@ static int parse_groups(const char *v, gid_t **ret, size_t *ret_n) {
                 g_array_append_val(g, ((gid_t) { x }));
                 p = *end ? end + 1 : end;
                 if (*end == ' ' && *p == '\0')
-                        return -EINVAL;         /* a trailing space */
+                        return -EINVAL; /* a trailing space */
         }
         n = g->len;
         *ret = n > 0 ? g_array_steal(g, NULL) : NULL;
@@ -245,8 +243,14 @@ static int parse_groups(const char *v, gid_t **ret, size_t *ret_n) {
 }
 
 enum {
-        KEY_NAME = 1 << 0, KEY_UID = 1 << 1, KEY_GID = 1 << 2, KEY_GROUPS = 1 << 3,
-        KEY_PATH = 1 << 4, KEY_MASK = 1 << 5, KEY_FLAGS = 1 << 6, KEY_CREATED = 1 << 7,
+        KEY_NAME = 1 << 0,
+        KEY_UID = 1 << 1,
+        KEY_GID = 1 << 2,
+        KEY_GROUPS = 1 << 3,
+        KEY_PATH = 1 << 4,
+        KEY_MASK = 1 << 5,
+        KEY_FLAGS = 1 << 6,
+        KEY_CREATED = 1 << 7,
         KEY_ALL = (1 << 8) - 1,
 };
 
@@ -255,7 +259,7 @@ static int parse_line(Parse *p, char *line, DurableDef *d, unsigned *seen) {
                 const char *key;
                 unsigned bit;
         } keys[] = {
-                { "name", KEY_NAME }, { "uid", KEY_UID }, { "gid", KEY_GID }, { "groups", KEY_GROUPS },
+                { "name", KEY_NAME }, { "uid", KEY_UID },   { "gid", KEY_GID },     { "groups", KEY_GROUPS },
                 { "path", KEY_PATH }, { "mask", KEY_MASK }, { "flags", KEY_FLAGS }, { "created", KEY_CREATED },
         };
         char *eq = strchr(line, '='), *v;
@@ -324,7 +328,7 @@ static int parse_line(Parse *p, char *line, DurableDef *d, unsigned *seen) {
 
 int durable_def_load(const char *state_dir, uid_t uid, const char *name, DurableDef *ret, char **ret_error) {
         _cleanup_free_ char *dir = NULL, *file = NULL;
-        char *text = NULL;      /* freed by hand: cppcheck does not know _cleanup_ */
+        char *text = NULL; /* freed by hand: cppcheck does not know _cleanup_ */
         DurableDef d = {};
         Parse p = {};
         unsigned seen = 0;
@@ -430,7 +434,7 @@ static int remove_below(int dirfd, unsigned depth) {
         int fd, r = 0;
 
         if (depth > 8)
-                return -ELOOP;          /* ours are two deep */
+                return -ELOOP; /* ours are two deep */
         r = fdopendir_take(dup(dirfd), &d);
         if (r < 0)
                 return r;

@@ -29,13 +29,13 @@
 typedef struct DurableDef {
         char *name;
         uid_t uid;
-        gid_t gid;                      /* the first of the groups the bus reported */
-        gid_t *gids;                    /* supplementary groups */
+        gid_t gid;   /* the first of the groups the bus reported */
+        gid_t *gids; /* supplementary groups */
         size_t n_gids;
-        char *path;                     /* absolute, any bytes but NUL */
+        char *path; /* absolute, any bytes but NUL */
         uint32_t mask;
         uint32_t flags;
-        uint64_t created;               /* seconds since the epoch */
+        uint64_t created; /* seconds since the epoch */
 } DurableDef;
 
 void durable_def_done(DurableDef *d);

@@ -16,21 +16,21 @@
 
 typedef enum WatchdError {
         _WATCHD_E_FIRST = 4096,
-        WATCHD_E_CLIENT_WATCHES = _WATCHD_E_FIRST,      /* max_watches_per_client reached */
-        WATCHD_E_USER_WATCHES,          /* max_watches_per_user reached */
-        WATCHD_E_UNPRIVILEGED_WATCHES,  /* max_watches_unprivileged reached (all users but root) */
-        WATCHD_E_USER_CLIENTS,          /* max_clients_per_user reached */
-        WATCHD_E_NOT_WATCHABLE,         /* not a regular file or a directory */
-        WATCHD_E_NO_NAME,               /* a descriptor with no name on a mounted file system (memfd, deleted...) */
-        WATCHD_E_FD_PATH,               /* a client's descriptor is O_PATH */
-        WATCHD_E_FD_WRITE_ONLY,         /* a client's descriptor is not open for reading */
-        WATCHD_E_NO_SUCH_WATCH,         /* no subscription of the caller's has that id */
-        WATCHD_E_IDS_USED_UP,           /* every subscription id has been given out */
-        WATCHD_E_USER_POLLED,           /* max_polled_dirs_per_user reached */
-        WATCHD_E_NO_STATE_DIR,          /* durable subscriptions need a state directory, there is none */
-        WATCHD_E_DURABLE_EXISTS,        /* the caller has a durable subscription of that name */
-        WATCHD_E_NO_SUCH_DURABLE,       /* the caller has no durable subscription of that name */
-        WATCHD_E_DURABLE_LIMIT,         /* max_subscriptions_per_user ([journal]) reached */
+        WATCHD_E_CLIENT_WATCHES = _WATCHD_E_FIRST, /* max_watches_per_client reached */
+        WATCHD_E_USER_WATCHES,                     /* max_watches_per_user reached */
+        WATCHD_E_UNPRIVILEGED_WATCHES,             /* max_watches_unprivileged reached (all users but root) */
+        WATCHD_E_USER_CLIENTS,                     /* max_clients_per_user reached */
+        WATCHD_E_NOT_WATCHABLE,                    /* not a regular file or a directory */
+        WATCHD_E_NO_NAME,         /* a descriptor with no name on a mounted file system (memfd, deleted...) */
+        WATCHD_E_FD_PATH,         /* a client's descriptor is O_PATH */
+        WATCHD_E_FD_WRITE_ONLY,   /* a client's descriptor is not open for reading */
+        WATCHD_E_NO_SUCH_WATCH,   /* no subscription of the caller's has that id */
+        WATCHD_E_IDS_USED_UP,     /* every subscription id has been given out */
+        WATCHD_E_USER_POLLED,     /* max_polled_dirs_per_user reached */
+        WATCHD_E_NO_STATE_DIR,    /* durable subscriptions need a state directory, there is none */
+        WATCHD_E_DURABLE_EXISTS,  /* the caller has a durable subscription of that name */
+        WATCHD_E_NO_SUCH_DURABLE, /* the caller has no durable subscription of that name */
+        WATCHD_E_DURABLE_LIMIT,   /* max_subscriptions_per_user ([journal]) reached */
         _WATCHD_E_MAX,
 } WatchdError;
 

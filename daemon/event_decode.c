@@ -42,11 +42,10 @@ int event_decode(const void *buf, size_t size, size_t *offset, RawEvent *ret) {
                         return -EBADMSG;
                 name_len = (size_t) (nul - name);
                 if (name_len == 0)
-                        name = NULL;    /* all padding: no name */
-                else if (memchr(name, '/', name_len) ||
-                         (name_len == 1 && name[0] == '.') ||
+                        name = NULL; /* all padding: no name */
+                else if (memchr(name, '/', name_len) || (name_len == 1 && name[0] == '.') ||
                          (name_len == 2 && name[0] == '.' && name[1] == '.'))
-                        return -EBADMSG;        /* not a plain name: would escape the watched directory */
+                        return -EBADMSG; /* not a plain name: would escape the watched directory */
         }
 
         *ret = (RawEvent) {

@@ -15,11 +15,11 @@
 #include <stdint.h>
 
 typedef struct RawEvent {
-        int32_t wd;             /* may be 0 on the device backend: 0 is a valid wd */
+        int32_t wd; /* may be 0 on the device backend: 0 is a valid wd */
         uint32_t mask;
         uint32_t cookie;
-        const char *name;       /* points into the buffer; NULL if the record has none */
-        size_t name_len;        /* bytes before the first NUL */
+        const char *name; /* points into the buffer; NULL if the record has none */
+        size_t name_len;  /* bytes before the first NUL */
 } RawEvent;
 
 /* Size of the fixed part of a record. */

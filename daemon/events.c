@@ -38,10 +38,10 @@ typedef struct Followup {
                 FOLLOW_MOVED_AWAY,      /* PERSIST: its object was renamed away (its parent's watch saw it) */
                 FOLLOW_ACCESS,          /* its directory's mode, owner or ACL changed: access checked again */
         } what;
-        uint32_t id;                    /* the subscription, looked up again */
+        uint32_t id; /* the subscription, looked up again */
         uint32_t cookie;
         char *path;
-        WatchLink *link;                /* FOLLOW_CHAIN, FOLLOW_ACCESS: held */
+        WatchLink *link; /* FOLLOW_CHAIN, FOLLOW_ACCESS: held */
 } Followup;
 
 struct Events {
@@ -56,13 +56,13 @@ struct Events {
         void *userdata;
         EventsStats stats;
 
-        uint8_t *buf;                   /* the last read: buf[off, len) not handled yet */
+        uint8_t *buf; /* the last read: buf[off, len) not handled yet */
         size_t off, len;
-        uint64_t read_time;             /* when it was read: the time of its records */
-        bool drained;                   /* that read found the queue empty (it was short) */
+        uint64_t read_time; /* when it was read: the time of its records */
+        bool drained;       /* that read found the queue empty (it was short) */
 
-        GArray *followups;              /* Followup, of the record being handled */
-        GArray *left;                   /* uint32_t: PERSIST subscriptions a rename took the object of */
+        GArray *followups; /* Followup, of the record being handled */
+        GArray *left;      /* uint32_t: PERSIST subscriptions a rename took the object of */
         bool in_event;
 };
 
@@ -129,8 +129,8 @@ static uint32_t wanted(const Subscription *s) {
         return m;
 }
 
-bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, const char *dir,
-                    const char *name, size_t name_len, uint64_t now_usec) {
+bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, const char *dir, const char *name,
+                    size_t name_len, uint64_t now_usec) {
         /* IN_UNMOUNT reaches every subscriber, as the kernel sends it to every watch. */
         if (!(mask & wanted(s)) && !(mask & IN_UNMOUNT))
                 return false;
@@ -219,13 +219,13 @@ static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
                 case FOLLOW_MOVED_AWAY:
                 case FOLLOW_MOVED_SELF:
                         if (!s || s->pending)
-                                break;          /* ended, or followed again already (named twice) */
+                                break; /* ended, or followed again already (named twice) */
                         if (f->what == FOLLOW_MOVED_AWAY) {
                                 /* The kernel's IN_MOVE_SELF comes after the rename's two
                                  * halves, and not at all on an older device: the record is
                                  * made here, as the kernel makes it (no IN_ISDIR). */
                                 (void) events_deliver(e, s, IN_MOVE_SELF, 0, s->path, NULL, 0, now);
-                                s = watch_table_get_subscription(e->table, f->id);         /* ONESHOT */
+                                s = watch_table_get_subscription(e->table, f->id); /* ONESHOT */
                         }
                         if (s)
                                 e->ops.object_gone(s, WATCHD_REASON_DELETED, e->userdata);
@@ -261,7 +261,7 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
 
         w = watch_table_get_watch(e->table, ev->wd);
         if (!w)
-                return;         /* a watch we have released; its last records still trickle in */
+                return; /* a watch we have released; its last records still trickle in */
         if (ev->mask & IN_IGNORED)
                 return watch_ignored(e, w, now);
         /* A worker's read of a polled directory: nobody's event either. */
@@ -306,7 +306,7 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                 }
                 dir = watch_link_get_path(l, buf);
                 if (!dir) {
-                        client_queue_lost(s);  /* deeper than PATH_MAX */
+                        client_queue_lost(s); /* deeper than PATH_MAX */
                         continue;
                 }
                 /* A directory below a RECURSIVE root: what happens to the
@@ -322,8 +322,7 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                         continue;
                 /* The syscalls' IN_MOVE_SELF (a PERSIST root asks for it): its
                  * object was renamed, away from its path. */
-                if ((ev->mask & IN_MOVE_SELF) && !ev->name && (s->flags & WATCHD_FLAG_PERSIST) &&
-                    watch_link_is_root(l))
+                if ((ev->mask & IN_MOVE_SELF) && !ev->name && (s->flags & WATCHD_FLAG_PERSIST) && watch_link_is_root(l))
                         followup_add(e, FOLLOW_MOVED_SELF, s->id, 0, NULL, NULL);
 
                 if (tree && (ev->mask & (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM))) {
@@ -333,8 +332,10 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                                 client_queue_lost(s);
                                 continue;
                         }
-                        followup_add(e, ev->mask & IN_MOVED_FROM ? FOLLOW_TREE_MOVED_FROM :
-                                        ev->mask & IN_CREATE ? FOLLOW_TREE_ADD_NEW : FOLLOW_TREE_MOVED_TO,
+                        followup_add(e,
+                                     ev->mask & IN_MOVED_FROM     ? FOLLOW_TREE_MOVED_FROM :
+                                             ev->mask & IN_CREATE ? FOLLOW_TREE_ADD_NEW :
+                                                                    FOLLOW_TREE_MOVED_TO,
                                      s->id, ev->cookie, path, NULL);
                 }
         }
@@ -418,7 +419,8 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                 if (r <= 0) {
                         if (r < 0)
                                 log_error("Malformed record from the kernel at offset %zu of %zu bytes, "
-                                          "dropping the rest of the read.", e->off, e->len);
+                                          "dropping the rest of the read.",
+                                          e->off, e->len);
                         e->off = e->len;
                         continue;
                 }

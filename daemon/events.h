@@ -53,8 +53,8 @@ typedef struct EventsOps {
 } EventsOps;
 
 typedef struct EventsStats {
-        uint64_t events_read;           /* records read from the kernel */
-        uint64_t kernel_overflows;      /* IN_Q_OVERFLOW records */
+        uint64_t events_read;      /* records read from the kernel */
+        uint64_t kernel_overflows; /* IN_Q_OVERFLOW records */
 } EventsStats;
 
 int events_new(Backend *backend, WatchTable *table, Tree *tree, Missing *missing, Moves *moves, Remote *remote,
@@ -85,8 +85,8 @@ void events_read_again(Events *e);
  * name, in the directory at dir) for s, if s asks for it. ONESHOT ends s
  * after it. Return: whether a record was queued.
  */
-bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, const char *dir,
-                    const char *name, size_t name_len, uint64_t now_usec);
+bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, const char *dir, const char *name,
+                    size_t name_len, uint64_t now_usec);
 
 /* Whether records of the last read are still to be handled (a slice ended
  * in it), and when it was read. */

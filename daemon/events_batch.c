@@ -21,7 +21,7 @@ typedef struct Wire {
         uint32_t mask;
         const char *path, *new_path;
         size_t path_len, new_path_len;
-        char *path_buf, *new_path_buf;          /* the escaped forms, when used */
+        char *path_buf, *new_path_buf; /* the escaped forms, when used */
 } Wire;
 
 static void wire_done(Wire *w) {
@@ -88,8 +88,7 @@ static int append_checked_string(sd_bus_message *msg, const char *s, size_t len)
 /* Field by field: sd_bus_message_append() parses its signature and walks a
  * va_list for each record, about a fifth of the cost of appending one
  * (callgrind, 10,000 records: see docs/BENCHMARKS.md). */
-static int append_default(sd_bus_message *msg, uint32_t id, uint32_t mask, uint32_t cookie,
-                          const Wire *w) {
+static int append_default(sd_bus_message *msg, uint32_t id, uint32_t mask, uint32_t cookie, const Wire *w) {
         int r;
 
         r = sd_bus_message_open_container(msg, 'r', "uuuss");
@@ -173,7 +172,7 @@ static void rebuild(EventsBatch *b) {
         for (size_t i = 0; r >= 0 && i < n_held(b); i++)
                 r = append(b, b->records->pdata[i]);
         if (r < 0)
-                drop_all(b);    /* they went in once: this is out of memory, and they are lost, not silently */
+                drop_all(b); /* they went in once: this is out of memory, and they are lost, not silently */
 }
 
 int events_batch_add(EventsBatch *b, Record *rec) {

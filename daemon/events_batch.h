@@ -49,18 +49,18 @@ typedef struct EventsBatchOps {
         /* Appends one record to msg's open a(uuuss). NULL: field by field, the
          * strings copied into the space sd-bus makes (their bytes checked
          * already). The unit test puts a failing one here. */
-        int (*append)(sd_bus_message *msg, uint32_t id, uint32_t mask, uint32_t cookie,
-                      const char *path, const char *new_path);
+        int (*append)(sd_bus_message *msg, uint32_t id, uint32_t mask, uint32_t cookie, const char *path,
+                      const char *new_path);
 } EventsBatchOps;
 
 typedef struct EventsBatch {
         const EventsBatchOps *ops;
         void *userdata;
-        size_t max_records;     /* batch_max_events */
+        size_t max_records; /* batch_max_events */
 
-        sd_bus_message *msg;    /* the signal being built, its array open; NULL if empty */
-        GPtrArray *records;     /* Record: what msg holds, in order, to build it again; NULL until the first */
-        size_t size;            /* bytes of those records in msg, about */
+        sd_bus_message *msg; /* the signal being built, its array open; NULL if empty */
+        GPtrArray *records;  /* Record: what msg holds, in order, to build it again; NULL until the first */
+        size_t size;         /* bytes of those records in msg, about */
 } EventsBatch;
 
 void events_batch_init(EventsBatch *b, const EventsBatchOps *ops, void *userdata, size_t max_records);

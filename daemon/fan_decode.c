@@ -33,15 +33,14 @@ typedef struct {
         uint16_t len;
 } InfoHeader;
 
-#define FSID_SIZE 8u
-#define FILE_HANDLE_HEAD 8u     /* handle_bytes, handle_type */
+#define FSID_SIZE        8u
+#define FILE_HANDLE_HEAD 8u /* handle_bytes, handle_type */
 
 _Static_assert(sizeof(Metadata) == FAN_EVENT_METADATA_LEN, "fanotify_event_metadata layout");
 _Static_assert(sizeof(InfoHeader) == sizeof(struct fanotify_event_info_header), "info header layout");
 
 bool fan_handle_equal(const FanHandle *a, const FanHandle *b) {
-        return a->fsid == b->fsid && a->type == b->type && a->size == b->size &&
-               memcmp(a->bytes, b->bytes, a->size) == 0;
+        return a->fsid == b->fsid && a->type == b->type && a->size == b->size && memcmp(a->bytes, b->bytes, a->size) == 0;
 }
 
 /* A handle record of len bytes at p: the handle, and the name if with_name. */
@@ -98,8 +97,8 @@ int fan_decode(const void *buf, size_t size, size_t *offset, FanRawEvent *ret) {
                 return -EBADMSG;
         p += off;
         memcpy(&m, p, sizeof(m));
-        if (m.vers != FANOTIFY_METADATA_VERSION || m.metadata_len < sizeof(Metadata) ||
-            m.event_len < m.metadata_len || m.event_len > left)
+        if (m.vers != FANOTIFY_METADATA_VERSION || m.metadata_len < sizeof(Metadata) || m.event_len < m.metadata_len ||
+            m.event_len > left)
                 return -EBADMSG;
 
         ev.mask = m.mask;
@@ -143,7 +142,7 @@ int fan_decode(const void *buf, size_t size, size_t *offset, FanRawEvent *ret) {
                         ev.has_object = true;
                         break;
                 default:
-                        break;          /* a pidfd, an error record, a future kind: not ours */
+                        break; /* a pidfd, an error record, a future kind: not ours */
                 }
                 if (r < 0)
                         return r;

@@ -33,28 +33,28 @@
 #define FAN_HANDLE_MAX 128u
 
 typedef struct FanHandle {
-        uint64_t fsid;          /* the filesystem's f_fsid: val[0] in the low half */
-        int32_t type;           /* file_handle.handle_type */
-        uint32_t size;          /* bytes in bytes[] (file_handle.handle_bytes) */
-        const uint8_t *bytes;   /* file_handle.f_handle, into the buffer */
+        uint64_t fsid;        /* the filesystem's f_fsid: val[0] in the low half */
+        int32_t type;         /* file_handle.handle_type */
+        uint32_t size;        /* bytes in bytes[] (file_handle.handle_bytes) */
+        const uint8_t *bytes; /* file_handle.f_handle, into the buffer */
 } FanHandle;
 
 /* A directory and, unless name is NULL, a name in it. */
 typedef struct FanEntry {
         FanHandle dir;
-        const char *name;       /* NUL-terminated in the buffer; "." : the directory itself */
+        const char *name; /* NUL-terminated in the buffer; "." : the directory itself */
         size_t name_len;
 } FanEntry;
 
 typedef struct FanRawEvent {
-        uint64_t mask;          /* FAN_* bits, FAN_ONDIR for a directory */
-        int32_t pid;            /* the actor (thread group) */
-        int32_t fd;             /* FAN_NOFD (-1) with handles; the caller closes any other */
+        uint64_t mask; /* FAN_* bits, FAN_ONDIR for a directory */
+        int32_t pid;   /* the actor (thread group) */
+        int32_t fd;    /* FAN_NOFD (-1) with handles; the caller closes any other */
         bool has_entry, has_old, has_new, has_object;
-        FanEntry entry;         /* DFID_NAME or DFID */
-        FanEntry old_entry;     /* OLD_DFID_NAME */
-        FanEntry new_entry;     /* NEW_DFID_NAME */
-        FanHandle object;       /* FID */
+        FanEntry entry;     /* DFID_NAME or DFID */
+        FanEntry old_entry; /* OLD_DFID_NAME */
+        FanEntry new_entry; /* NEW_DFID_NAME */
+        FanHandle object;   /* FID */
 } FanRawEvent;
 
 /*

@@ -25,8 +25,8 @@ struct FanDirCache {
         FanDirOps ops;
         void *userdata;
         size_t max_dirs;
-        GHashTable *dirs;               /* FanDir (a set, keyed by handle) */
-        size_t kept;                    /* what the last clear kept */
+        GHashTable *dirs; /* FanDir (a set, keyed by handle) */
+        size_t kept;      /* what the last clear kept */
         LIST_HEAD(FanDir, pinned);
 };
 
@@ -192,7 +192,7 @@ static int resolve_chain(FanDirCache *c, const FanHandle *h, FanDir **ret) {
         for (guint k = chain->len; k > 0; k--) {
                 Level *l = &g_array_index(chain, Level, k - 1);
 
-                l->handle.bytes = l->bytes;     /* the array may have moved since */
+                l->handle.bytes = l->bytes; /* the array may have moved since */
                 d = dir_new(c, &l->handle, l->top ? "" : l->name, l->top ? 0 : strlen(l->name));
                 if (!d)
                         return -ENOMEM;
@@ -232,7 +232,7 @@ static void reattach(FanDirCache *c, FanDir *d) {
                 return;
         }
         if (r < 0 || resolve_chain(c, &parent, &p) < 0)
-                return;         /* gone, or unreachable: stays detached, what is below it stays right */
+                return; /* gone, or unreachable: stays detached, what is below it stays right */
         /* Not below itself (a stale answer from a filesystem in the middle of renames). */
         for (FanDir *a = p; a; a = a->parent)
                 if (a == d)
@@ -301,13 +301,13 @@ void fan_dircache_created(FanDirCache *c, const FanHandle *parent, const char *n
 
         p = fan_dircache_get(c, parent);
         if (!p || child->size > FAN_HANDLE_MAX)
-                return;         /* not below anything cached: nothing to keep right */
+                return; /* not below anything cached: nothing to keep right */
         d = fan_dircache_get(c, child);
         if (d)
                 /* Met already (looked up between its creation and this event): the same place. */
                 return fan_dircache_renamed(c, parent, name, name_len, child);
         make_room(c);
-        p = fan_dircache_get(c, parent);        /* a clear may have taken it */
+        p = fan_dircache_get(c, parent); /* a clear may have taken it */
         if (!p)
                 return;
         d = dir_new(c, child, name, name_len);
@@ -322,7 +322,7 @@ void fan_dircache_renamed(FanDirCache *c, const FanHandle *new_parent, const cha
         int r;
 
         if (!d)
-                return;         /* nothing cached below it either: nothing moves */
+                return; /* nothing cached below it either: nothing moves */
         /* Its new parent is cached, or is looked up (which may clear the
          * cache: d is looked up again); if that fails (gone again,
          * unreachable) d is detached: what is below it stays right. */
@@ -337,7 +337,7 @@ void fan_dircache_renamed(FanDirCache *c, const FanHandle *new_parent, const cha
         }
         for (FanDir *a = p; a; a = a->parent)
                 if (a == d)
-                        return;         /* below itself: a stale lookup; the next events set it right */
+                        return; /* below itself: a stale lookup; the next events set it right */
         n = strndup(new_name, new_name_len);
         if (!n)
                 return;
@@ -376,7 +376,7 @@ int fan_dir_path_below(const FanDir *d, const FanDir *root, char *buf, size_t si
                 buf[0] = '\0';
                 return 0;
         }
-        len--;          /* no slash before the first name */
+        len--; /* no slash before the first name */
         if (len >= size || len > INT_MAX)
                 return -ENAMETOOLONG;
         buf[len] = '\0';
@@ -422,7 +422,7 @@ bool fan_dircache_may_read(FanDirCache *c, const FanDir *root, FanDir *d, uint32
         if (!(dir_bits(c, d, caller) & FAN_DIR_MAY_READ))
                 return false;
         /* Each directory a walk goes through to reach d, root included. */
-        for (a = d; a != root; ) {
+        for (a = d; a != root;) {
                 a = a->parent;
                 if (!(dir_bits(c, a, caller) & FAN_DIR_MAY_SEARCH))
                         return false;

@@ -63,8 +63,8 @@ typedef struct FanDirCache FanDirCache;
 typedef struct FanDir FanDir;
 
 /* FanDirOps.access bits. */
-#define FAN_DIR_MAY_READ   0x1u        /* list its entries (R_OK) */
-#define FAN_DIR_MAY_SEARCH 0x2u        /* go through it (X_OK) */
+#define FAN_DIR_MAY_READ   0x1u /* list its entries (R_OK) */
+#define FAN_DIR_MAY_SEARCH 0x2u /* go through it (X_OK) */
 
 typedef struct FanDirOps {
         /*
@@ -74,33 +74,32 @@ typedef struct FanDirOps {
          * bytes). Return: 0, or 1 if it is a top (nothing written), or
          * -ESTALE (it is gone), -errno.
          */
-        int (*lookup)(const FanHandle *h, FanHandle *ret_parent, uint8_t *parent_bytes, char *ret_name,
-                      void *userdata);
+        int (*lookup)(const FanHandle *h, FanHandle *ret_parent, uint8_t *parent_bytes, char *ret_name, void *userdata);
         /* What caller may do with the directory with handle h: FAN_DIR_MAY_* bits, or -errno. */
         int (*access)(const FanHandle *h, uint32_t caller, void *userdata);
 } FanDirOps;
 
 typedef struct FanVerdict {
         uint32_t caller;
-        uint8_t bits;           /* FanDirOps.access's answer; 0 for an error */
+        uint8_t bits; /* FanDirOps.access's answer; 0 for an error */
 } FanVerdict;
 
 /* The cache keeps a few callers' answers per directory (round robin). */
 #define FAN_DIR_VERDICTS 4u
 
 struct FanDir {
-        FanDir *parent;                 /* NULL: a top, or detached (below) */
+        FanDir *parent; /* NULL: a top, or detached (below) */
         LIST_HEAD(FanDir, children);
-        LIST_FIELDS(FanDir, sib);       /* among parent->children */
-        LIST_FIELDS(FanDir, pinned);    /* in the cache's pinned list, while n_pins > 0 */
-        char *name;                     /* in its parent ("" for a top) */
-        void *roots;                    /* the layer above's: what is rooted here, or NULL */
+        LIST_FIELDS(FanDir, sib);    /* among parent->children */
+        LIST_FIELDS(FanDir, pinned); /* in the cache's pinned list, while n_pins > 0 */
+        char *name;                  /* in its parent ("" for a top) */
+        void *roots;                 /* the layer above's: what is rooted here, or NULL */
         unsigned n_pins;
-        bool top;                       /* FanDirOps.lookup said so */
+        bool top; /* FanDirOps.lookup said so */
         uint8_t n_verdicts, next_verdict;
         FanVerdict verdicts[FAN_DIR_VERDICTS];
         uint32_t hash;
-        FanHandle handle;               /* its bytes are handle_bytes */
+        FanHandle handle; /* its bytes are handle_bytes */
         uint8_t handle_bytes[];
 };
 

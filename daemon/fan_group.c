@@ -17,7 +17,7 @@
 
 struct FanGroup {
         int sock;
-        int fd;                 /* the group */
+        int fd; /* the group */
 };
 
 /* Sends req (with fd, unless -1) and waits for its reply, taking the fd
@@ -59,8 +59,7 @@ static int request(int sock, const FanHelperRequest *req, int fd, int *ret_fd) {
         if (n < 0)
                 return errno == EAGAIN ? -ETIMEDOUT : negative_errno();
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-                    c->cmsg_len == CMSG_LEN(sizeof(int)))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
                         memcpy(&got, CMSG_DATA(c), sizeof(int));
         if (n == 0) {
                 safe_close(got);
@@ -132,8 +131,7 @@ int fan_group_fd(const FanGroup *g) {
 static int mark(FanGroup *g, uint32_t op, int dirfd, uint64_t mask) {
         if (g->sock < 0)
                 return -ENOTCONN;
-        return request(g->sock, &(FanHelperRequest) { .magic = FAN_HELPER_MAGIC, .op = op, .mask = mask }, dirfd,
-                       NULL);
+        return request(g->sock, &(FanHelperRequest) { .magic = FAN_HELPER_MAGIC, .op = op, .mask = mask }, dirfd, NULL);
 }
 
 int fan_group_mark(FanGroup *g, int dirfd, uint64_t mask) {

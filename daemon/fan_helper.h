@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <sys/fanotify.h>
 
-#define FAN_HELPER_MAGIC 0x31464e57u    /* "WNF1" */
+#define FAN_HELPER_MAGIC 0x31464e57u /* "WNF1" */
 
 #define FAN_HELPER_HELLO  1u
 #define FAN_HELPER_MARK   2u
@@ -41,25 +41,23 @@
 #define FAN_HELPER_SOCKET "/run/watchd-fanotify.sock"
 
 /* The events a mark may ask for: those that only notify. */
-#define FAN_HELPER_MASK_ALLOWED                                                                 \
-        (FAN_ACCESS | FAN_MODIFY | FAN_ATTRIB | FAN_CLOSE_WRITE | FAN_CLOSE_NOWRITE | FAN_OPEN |  \
-         FAN_MOVED_FROM | FAN_MOVED_TO | FAN_CREATE | FAN_DELETE | FAN_DELETE_SELF |             \
-         FAN_MOVE_SELF | FAN_RENAME | FAN_ONDIR)
+#define FAN_HELPER_MASK_ALLOWED                                                                                   \
+        (FAN_ACCESS | FAN_MODIFY | FAN_ATTRIB | FAN_CLOSE_WRITE | FAN_CLOSE_NOWRITE | FAN_OPEN | FAN_MOVED_FROM | \
+         FAN_MOVED_TO | FAN_CREATE | FAN_DELETE | FAN_DELETE_SELF | FAN_MOVE_SELF | FAN_RENAME | FAN_ONDIR)
 
 /* The group the helper makes (fanotify_init's flags, and its event_f_flags). */
-#define FAN_HELPER_INIT_FLAGS \
-        (FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME_TARGET)
+#define FAN_HELPER_INIT_FLAGS    (FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME_TARGET)
 #define FAN_HELPER_EVENT_F_FLAGS (O_RDONLY | O_CLOEXEC)
 
 typedef struct FanHelperRequest {
         uint32_t magic;
         uint32_t op;
-        uint64_t mask;          /* MARK, UNMARK */
+        uint64_t mask; /* MARK, UNMARK */
 } FanHelperRequest;
 
 typedef struct FanHelperReply {
         uint32_t magic;
-        uint32_t op;            /* the request's */
-        int32_t error;          /* 0, or a positive errno */
+        uint32_t op;   /* the request's */
+        int32_t error; /* 0, or a positive errno */
         uint32_t reserved;
 } FanHelperReply;

@@ -28,17 +28,17 @@
 #include "log.h"
 #include "macro.h"
 
-#define READ_BUF (64u * 1024u)
+#define READ_BUF    (64u * 1024u)
 #define READ_ROUNDS 16
 
 /* One record to deliver, collected before any is delivered. */
 typedef struct Target {
         uint32_t id;
-        uint32_t mask;          /* IN_* bits */
+        uint32_t mask; /* IN_* bits */
         uint32_t cookie;
         char *dir;
-        bool owns_dir;          /* the first of a subscription's records of one event frees dir */
-        const char *name;       /* in the read buffer */
+        bool owns_dir;    /* the first of a subscription's records of one event frees dir */
+        const char *name; /* in the read buffer */
         size_t name_len;
 } Target;
 
@@ -125,14 +125,14 @@ static const struct {
         uint64_t fan;
         uint32_t in;
 } event_order[] = {
-        { FAN_CREATE,        IN_CREATE },
-        { FAN_OPEN,          IN_OPEN },
-        { FAN_ACCESS,        IN_ACCESS },
-        { FAN_MODIFY,        IN_MODIFY },
-        { FAN_ATTRIB,        IN_ATTRIB },
-        { FAN_CLOSE_WRITE,   IN_CLOSE_WRITE },
+        { FAN_CREATE, IN_CREATE },
+        { FAN_OPEN, IN_OPEN },
+        { FAN_ACCESS, IN_ACCESS },
+        { FAN_MODIFY, IN_MODIFY },
+        { FAN_ATTRIB, IN_ATTRIB },
+        { FAN_CLOSE_WRITE, IN_CLOSE_WRITE },
         { FAN_CLOSE_NOWRITE, IN_CLOSE_NOWRITE },
-        { FAN_DELETE,        IN_DELETE },
+        { FAN_DELETE, IN_DELETE },
 };
 
 static FanFs *fs_of(Fanotify *f, const FanHandle *h) {
@@ -177,25 +177,26 @@ static void collect(Fanotify *f, FanFs *fs, FanDir *d, const uint32_t *masks, si
                         char *copy;
 
                         if (!(x->subscription->mask & any))
-                                continue;       /* not asked for: no path, no permission check */
+                                continue; /* not asked for: no path, no permission check */
                         if (!fan_dircache_may_read(fs->cache, x->root, d, x->caller))
                                 continue;
                         dir = sub_dir_path(x, d, buf);
                         copy = dir ? strdup(dir) : NULL;
                         if (!copy) {
-                                f->ops.lost(x->subscription, f->userdata);     /* deeper than PATH_MAX, or no memory */
+                                f->ops.lost(x->subscription, f->userdata); /* deeper than PATH_MAX, or no memory */
                                 continue;
                         }
                         for (size_t i = 0; i < n; i++)
-                                g_array_append_val(targets, ((Target) {
-                                        .id = x->subscription->id,
-                                        .mask = masks[i],
-                                        .cookie = cookie,
-                                        .dir = copy,
-                                        .owns_dir = i == 0,
-                                        .name = name,
-                                        .name_len = name_len,
-                                }));
+                                g_array_append_val(targets,
+                                                   ((Target) {
+                                                           .id = x->subscription->id,
+                                                           .mask = masks[i],
+                                                           .cookie = cookie,
+                                                           .dir = copy,
+                                                           .owns_dir = i == 0,
+                                                           .name = name,
+                                                           .name_len = name_len,
+                                                   }));
                 }
 }
 
@@ -206,8 +207,7 @@ static void deliver_targets(Fanotify *f, GArray *targets, uint64_t now) {
 
                 /* Ended meanwhile (ONESHOT), or served by inotify again. */
                 if (s && g_hash_table_contains(f->subs, s))
-                        (void) f->ops.deliver(s, t->mask, t->cookie, t->dir, t->name, t->name_len, now,
-                                              f->userdata);
+                        (void) f->ops.deliver(s, t->mask, t->cookie, t->dir, t->name, t->name_len, now, f->userdata);
         }
         for (guint k = 0; k < targets->len; k++) {
                 Target *t = &g_array_index(targets, Target, k);
@@ -280,8 +280,10 @@ static void handle_entry(Fanotify *f, const FanRawEvent *ev, bool own, GArray *t
         if (!own && e->name && (r = fan_dircache_resolve(fs->cache, &e->dir, &d)) < 0)
                 /* Gone before its event was read: what happened in it is not
                  * placed (a walk would not have entered it either). */
-                log_debug_errno(r, "fanotify: the directory of an event (mask 0x%" PRIx64 ") is not found (%m), "
-                                "dropping it.", (uint64_t) ev->mask);
+                log_debug_errno(r,
+                                "fanotify: the directory of an event (mask 0x%" PRIx64 ") is not found (%m), "
+                                "dropping it.",
+                                (uint64_t) ev->mask);
         if (!own && e->name && d) {
                 const char *name = e->name;
                 size_t name_len = e->name_len;
@@ -357,11 +359,12 @@ static void index_later(Fanotify *f) {
                 if (!(ev.mask & FAN_ONDIR) || !ev.has_object)
                         continue;
                 if ((ev.mask & FAN_RENAME) && ev.has_old)
-                        g_array_append_val(f->later, ((Later) { at, ev.object, ev.old_entry.dir, ev.old_entry.name,
-                                                                ev.old_entry.name_len }));
+                        g_array_append_val(
+                                f->later,
+                                ((Later) { at, ev.object, ev.old_entry.dir, ev.old_entry.name, ev.old_entry.name_len }));
                 else if ((ev.mask & FAN_DELETE) && ev.has_entry && ev.entry.name)
-                        g_array_append_val(f->later, ((Later) { at, ev.object, ev.entry.dir, ev.entry.name,
-                                                                ev.entry.name_len }));
+                        g_array_append_val(f->later,
+                                           ((Later) { at, ev.object, ev.entry.dir, ev.entry.name, ev.entry.name_len }));
         }
 }
 
@@ -384,7 +387,8 @@ bool fanotify_slice(Fanotify *f, uint64_t budget_usec) {
                         if (n < 0 && errno == EAGAIN)
                                 return false;
                         if (n <= 0) {
-                                log_error_errno(n < 0 ? negative_errno() : -EIO, "Failed to read the fanotify "
+                                log_error_errno(n < 0 ? negative_errno() : -EIO,
+                                                "Failed to read the fanotify "
                                                 "group's events: %m");
                                 return false;
                         }
@@ -397,7 +401,8 @@ bool fanotify_slice(Fanotify *f, uint64_t budget_usec) {
                 if (r <= 0) {
                         if (r < 0)
                                 log_error("Malformed fanotify event at offset %zu of %zu bytes, dropping the rest "
-                                          "of the read.", f->off, f->len);
+                                          "of the read.",
+                                          f->off, f->len);
                         f->off = f->len;
                         continue;
                 }

@@ -70,12 +70,12 @@ typedef struct FanotifyOps {
 } FanotifyOps;
 
 typedef struct FanotifyStats {
-        unsigned marks;                 /* filesystems marked */
-        unsigned subscriptions;         /* served here */
+        unsigned marks;         /* filesystems marked */
+        unsigned subscriptions; /* served here */
         uint64_t events_read;
-        uint64_t own_events;            /* watchd's own, dropped */
-        uint64_t overflows;             /* FAN_Q_OVERFLOW */
-        uint64_t lookups;               /* directories looked up by handle */
+        uint64_t own_events; /* watchd's own, dropped */
+        uint64_t overflows;  /* FAN_Q_OVERFLOW */
+        uint64_t lookups;    /* directories looked up by handle */
 } FanotifyStats;
 
 /* Connects to the helper at helper_socket and takes a group. Return: 0,
@@ -96,8 +96,7 @@ int fanotify_fd(const Fanotify *f);
  * fanotify_attach(), or fanotify_release_unused() if the subscription is
  * not made after all.
  */
-bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t flags, uint32_t mask,
-                        const Caller *caller);
+bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t flags, uint32_t mask, const Caller *caller);
 /* Unmarks the filesystems no subscription is served on. */
 void fanotify_release_unused(Fanotify *f);
 
@@ -123,7 +122,7 @@ bool fanotify_slice(Fanotify *f, uint64_t budget_usec);
  * pause lets them gather, and costs an event that comes within it at most
  * the pause in latency (an event after a quiet moment is read at once).
  */
-#define FANOTIFY_BATCH_MIN 64u
+#define FANOTIFY_BATCH_MIN  64u
 #define FANOTIFY_PAUSE_USEC 1000u
 uint64_t fanotify_pause_usec(const Fanotify *f);
 

@@ -41,8 +41,8 @@
 #define MAX_PEERS 8
 
 typedef struct Peer {
-        int fd;                 /* the connection, -1: a free slot */
-        int group;              /* its fanotify group, -1: none yet */
+        int fd;    /* the connection, -1: a free slot */
+        int group; /* its fanotify group, -1: none yet */
 } Peer;
 
 static void peer_close(Peer *p) {
@@ -151,7 +151,7 @@ static int serve(Peer *p) {
                         error = EBADF;
                 else if (fanotify_mark(p->group,
                                        (req.op == FAN_HELPER_MARK ? FAN_MARK_ADD : FAN_MARK_REMOVE) |
-                                       FAN_MARK_FILESYSTEM | FAN_MARK_ONLYDIR,
+                                               FAN_MARK_FILESYSTEM | FAN_MARK_ONLYDIR,
                                        req.mask, fd, ".") < 0)
                         error = errno;
                 return send_reply(p->fd, req.op, error, -1);
@@ -206,12 +206,10 @@ static void help(void) {
 }
 
 int main(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "listen",    required_argument, NULL, 'l' },
-                { "exit-idle", no_argument,       NULL, 'x' },
-                { "help",      no_argument,       NULL, 'h' },
-                {}
-        };
+        static const struct option options[] = { { "listen", required_argument, NULL, 'l' },
+                                                 { "exit-idle", no_argument, NULL, 'x' },
+                                                 { "help", no_argument, NULL, 'h' },
+                                                 {} };
         const char *path = NULL;
         bool exit_idle = false;
         Peer peers[MAX_PEERS];

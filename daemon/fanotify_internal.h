@@ -25,8 +25,8 @@ typedef struct FanFs FanFs;
 typedef struct FanSub FanSub;
 
 typedef struct FanCaller {
-        uint32_t id;            /* > 0 */
-        Caller caller;          /* owns gids */
+        uint32_t id;   /* > 0 */
+        Caller caller; /* owns gids */
         unsigned refs;
 } FanCaller;
 
@@ -35,8 +35,8 @@ struct FanFs {
         uint64_t fsid;
         dev_t dev;
         int mount_id;
-        int mount_fd;           /* O_RDONLY directory: open_by_handle_at()'s, and the marks' */
-        uint64_t mask;          /* marked */
+        int mount_fd;  /* O_RDONLY directory: open_by_handle_at()'s, and the marks' */
+        uint64_t mask; /* marked */
         FanDirCache *cache;
         LIST_HEAD(FanSub, subs);
 };
@@ -44,10 +44,10 @@ struct FanFs {
 struct FanSub {
         Subscription *subscription;
         FanFs *fs;
-        FanDir *root;           /* pinned */
-        uint32_t caller;        /* FanCaller.id, 0: root */
-        LIST_FIELDS(FanSub, fs);        /* among fs->subs */
-        LIST_FIELDS(FanSub, root);      /* among root->roots */
+        FanDir *root;              /* pinned */
+        uint32_t caller;           /* FanCaller.id, 0: root */
+        LIST_FIELDS(FanSub, fs);   /* among fs->subs */
+        LIST_FIELDS(FanSub, root); /* among root->roots */
 };
 
 struct Fanotify {
@@ -55,16 +55,16 @@ struct Fanotify {
         FanotifyOps ops;
         void *userdata;
         pid_t self;
-        GHashTable *filesystems;        /* fsid (uint64_t *) -> FanFs */
-        GHashTable *subs;               /* Subscription * -> FanSub */
-        GPtrArray *callers;             /* FanCaller */
+        GHashTable *filesystems; /* fsid (uint64_t *) -> FanFs */
+        GHashTable *subs;        /* Subscription * -> FanSub */
+        GPtrArray *callers;      /* FanCaller */
         uint32_t next_caller;
-        GHashTable *refused;            /* "dev:fsid" of filesystems the kernel would not mark */
+        GHashTable *refused; /* "dev:fsid" of filesystems the kernel would not mark */
         uint32_t next_cookie;
-        uint8_t *buf;                   /* the last read: buf[off, len) not handled yet */
+        uint8_t *buf; /* the last read: buf[off, len) not handled yet */
         size_t off, len;
-        GArray *later;                  /* Later: the directory renames and deletions of the last read */
-        unsigned slice_events;          /* handled by the last fanotify_slice() */
+        GArray *later;         /* Later: the directory renames and deletions of the last read */
+        unsigned slice_events; /* handled by the last fanotify_slice() */
         FanotifyStats stats;
 };
 
@@ -76,9 +76,9 @@ struct Fanotify {
  * happened is where the first of those says it was (fs_lookup()).
  */
 typedef struct Later {
-        size_t off;             /* of the event in the read */
-        FanHandle child;        /* the directory */
-        FanHandle dir;          /* where it was */
+        size_t off;      /* of the event in the read */
+        FanHandle child; /* the directory */
+        FanHandle dir;   /* where it was */
         const char *name;
         size_t name_len;
 } Later;

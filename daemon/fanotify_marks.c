@@ -116,8 +116,7 @@ static int open_handle(FanFs *fs, const FanHandle *h) {
  * the kernel gives its fd) and its parent's handle; a top if ".." is on
  * another mount (the mount's root) or cannot be encoded (not reachable
  * through the mount). */
-static int fs_lookup(const FanHandle *h, FanHandle *ret_parent, uint8_t *parent_bytes, char *ret_name,
-                     void *userdata) {
+static int fs_lookup(const FanHandle *h, FanHandle *ret_parent, uint8_t *parent_bytes, char *ret_name, void *userdata) {
         FanFs *fs = userdata;
         char proc[sizeof("/proc/self/fd/") + 12], path[PATH_MAX];
         HandleBuf hb = { .fh.handle_bytes = FAN_HANDLE_MAX };
@@ -322,7 +321,7 @@ static int open_mount_root(int fd, int mount_id) {
                         return r;
                 if (mid != mount_id || fstat(cur, &a) < 0 || fstat(up, &b) < 0 ||
                     (a.st_dev == b.st_dev && a.st_ino == b.st_ino))
-                        break;          /* ".." is on another mount, or is itself: cur is the mount's root */
+                        break; /* ".." is on another mount, or is itself: cur is the mount's root */
                 safe_close(cur);
                 cur = TAKE_FD(up);
         }
@@ -340,7 +339,7 @@ static int fs_get(Fanotify *f, int fd, const struct stat *st, uint64_t fsid, int
         fs = g_hash_table_lookup(f->filesystems, &fsid);
         if (fs) {
                 if (fs->dev != st->st_dev || fs->mount_id != mount_id)
-                        return -EXDEV;  /* another filesystem with its fsid, or another mount of it */
+                        return -EXDEV; /* another filesystem with its fsid, or another mount of it */
                 *ret = fs;
                 return 0;
         }
@@ -394,13 +393,12 @@ static bool mounts_below(int fd) {
         snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fd);
         n = readlink(proc, dir, sizeof(dir) - 1);
         if (n <= 0 || dir[0] != '/')
-                return true;    /* where it is cannot be said: do not take the risk */
+                return true; /* where it is cannot be said: do not take the risk */
         dir[n] = '\0';
         return mountinfo_has_below("/proc/self/mountinfo", dir) != 0;
 }
 
-bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t flags, uint32_t mask,
-                        const Caller *caller) {
+bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t flags, uint32_t mask, const Caller *caller) {
         g_autofree char *key = NULL;
         HandleBuf hb;
         FsInfo info;
@@ -425,7 +423,7 @@ bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t fla
                 return false;
         fs_info_done(&info);
         if (info.kind != FS_LOCAL)
-                return false;   /* remote: changes made elsewhere are polled (remote.h), with inotify links */
+                return false; /* remote: changes made elsewhere are polled (remote.h), with inotify links */
         if (mounts_below(fd))
                 return false;
         /* Marked now, before the subscription's root link is placed: the
@@ -434,9 +432,10 @@ bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t fla
         r = fs_get(f, fd, st, fsid, mount_id, fan_bits(mask) | (caller->uid != 0 ? FAN_ATTRIB : 0), &fs);
         if (r < 0) {
                 if (r != -ENOMEM && g_hash_table_size(f->refused) < REFUSED_MAX) {
-                        log_info_errno(r, "fanotify cannot serve the filesystem of device %u:%u (%m): RECURSIVE "
-                                       "subscriptions there are served by inotify.", major(st->st_dev),
-                                       minor(st->st_dev));
+                        log_info_errno(r,
+                                       "fanotify cannot serve the filesystem of device %u:%u (%m): RECURSIVE "
+                                       "subscriptions there are served by inotify.",
+                                       major(st->st_dev), minor(st->st_dev));
                         g_hash_table_add(f->refused, TAKE_PTR(key));
                 }
                 return false;
@@ -471,7 +470,7 @@ int fanotify_attach(Fanotify *f, Subscription *s, int fd, const Caller *caller) 
 
         fs = g_hash_table_lookup(f->filesystems, &fsid);
         if (!fs)
-                return -ENOENT;         /* fanotify_can_serve() first */
+                return -ENOENT; /* fanotify_can_serve() first */
         r = fd_handle(fd, &hb, &mount_id);
         if (r < 0)
                 return r;

@@ -29,14 +29,8 @@
 #endif
 
 static const char *const kind_names[_FS_KIND_MAX] = {
-        [FS_LOCAL] = "local",
-        [FS_NFS] = "nfs",
-        [FS_CIFS] = "cifs",
-        [FS_FUSE] = "fuse",
-        [FS_9P] = "9p",
-        [FS_AFS] = "afs",
-        [FS_CEPH] = "ceph",
-        [FS_CODA] = "coda",
+        [FS_LOCAL] = "local", [FS_NFS] = "nfs", [FS_CIFS] = "cifs", [FS_FUSE] = "fuse",
+        [FS_9P] = "9p",       [FS_AFS] = "afs", [FS_CEPH] = "ceph", [FS_CODA] = "coda",
 };
 
 const char *fs_kind_to_string(FsKind k) {
@@ -193,8 +187,7 @@ int fs_mount_id(int fd, int *ret) {
         } h = { .handle.handle_bytes = MAX_HANDLE_SZ };
         int mnt_id;
 
-        if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) == 0 &&
-            (stx.stx_mask & STATX_MNT_ID)) {
+        if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) == 0 && (stx.stx_mask & STATX_MNT_ID)) {
                 *ret = (int) stx.stx_mnt_id;
                 return 0;
         }
@@ -224,8 +217,7 @@ int fs_detect(int fd, const char *mountinfo, FsInfo *ret) {
         /* The mount is looked up for a remote kind only: its details are
          * what a client is shown, and fuseblk is told apart by it. Failing
          * that, the kind stands as fstatfs gave it. */
-        if (info.kind != FS_LOCAL &&
-            fs_mount_id(fd, &info.mount_id) >= 0 &&
+        if (info.kind != FS_LOCAL && fs_mount_id(fd, &info.mount_id) >= 0 &&
             mountinfo_find(mountinfo ?: "/proc/self/mountinfo", info.mount_id, &info.mount) >= 0) {
                 info.have_mount = true;
                 info.kind = fs_kind_refine(info.kind, info.mount.fstype);

@@ -28,12 +28,12 @@
 #include <sys/types.h>
 
 typedef enum FsKind {
-        FS_LOCAL,       /* every change passes through this kernel */
+        FS_LOCAL, /* every change passes through this kernel */
         FS_NFS,
-        FS_CIFS,        /* SMB 1 (smbfs), CIFS, SMB 2/3 */
+        FS_CIFS, /* SMB 1 (smbfs), CIFS, SMB 2/3 */
         FS_FUSE,
         FS_9P,
-        FS_AFS,         /* OpenAFS and the kernel's kAFS */
+        FS_AFS, /* OpenAFS and the kernel's kAFS */
         FS_CEPH,
         FS_CODA,
         _FS_KIND_MAX,
@@ -57,11 +57,11 @@ typedef struct MountEntry {
         int mount_id;
         int parent_id;
         unsigned major, minor;
-        char *root;             /* the mount's root within its file system */
+        char *root; /* the mount's root within its file system */
         char *mount_point;
         char *mount_options;
-        char *fstype;           /* "ext4", "nfs4", "fuse.sshfs" */
-        char *source;           /* "server:/export", "/dev/sda1", "none" */
+        char *fstype; /* "ext4", "nfs4", "fuse.sshfs" */
+        char *source; /* "server:/export", "/dev/sda1", "none" */
         char *super_options;
 } MountEntry;
 
@@ -86,9 +86,9 @@ int fs_mount_id(int fd, int *ret);
 
 typedef struct FsInfo {
         FsKind kind;
-        uint64_t magic;         /* statfs f_type */
-        int mount_id;           /* -1 if not looked up (a local kind) or unknown */
-        MountEntry mount;       /* filled when mount_id >= 0 was found in mountinfo */
+        uint64_t magic;   /* statfs f_type */
+        int mount_id;     /* -1 if not looked up (a local kind) or unknown */
+        MountEntry mount; /* filled when mount_id >= 0 was found in mountinfo */
         bool have_mount;
 } FsInfo;
 

@@ -31,13 +31,13 @@
 #include "macro.h"
 
 typedef struct FsJob {
-        GList link;             /* in its LaneUser's jobs, then in the completions */
-        Caller caller;          /* owns gids */
+        GList link;    /* in its LaneUser's jobs, then in the completions */
+        Caller caller; /* owns gids */
         bool as_caller;
         FsJobRun run;
         FsJobDone done;
         void *data;
-        int error;              /* its credentials could not be taken: not run */
+        int error; /* its credentials could not be taken: not run */
 } FsJob;
 
 typedef struct Lane Lane;
@@ -45,20 +45,20 @@ typedef struct Lane Lane;
 /* A uid's jobs in a lane. */
 typedef struct LaneUser {
         uid_t uid;
-        GQueue jobs;            /* FsJob */
-        GList link;             /* in lane->users while it has jobs */
+        GQueue jobs; /* FsJob */
+        GList link;  /* in lane->users while it has jobs */
 } LaneUser;
 
 struct Lane {
         dev_t dev;
-        GQueue users;           /* LaneUser with jobs, the one whose turn it is first */
-        GHashTable *by_uid;     /* uid -> LaneUser */
+        GQueue users;       /* LaneUser with jobs, the one whose turn it is first */
+        GHashTable *by_uid; /* uid -> LaneUser */
         uint32_t queued;
         bool running;
-        bool stalled;           /* told: stalled(dev, true) */
-        bool recovered;         /* its stalled job returned: stalled(dev, false) to tell */
-        uint64_t started_usec;  /* of the job running */
-        GList ready_link;       /* in w->ready */
+        bool stalled;          /* told: stalled(dev, true) */
+        bool recovered;        /* its stalled job returned: stalled(dev, false) to tell */
+        uint64_t started_usec; /* of the job running */
+        GList ready_link;      /* in w->ready */
         bool in_ready;
 };
 
@@ -68,9 +68,9 @@ struct FsWork {
         int efd;
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        GHashTable *lanes;      /* dev -> Lane */
-        GQueue ready;           /* Lane */
-        GQueue done;            /* FsJob, ended */
+        GHashTable *lanes; /* dev -> Lane */
+        GQueue ready;      /* Lane */
+        GQueue done;       /* FsJob, ended */
         unsigned threads, idle, stuck;
         bool stopping;
         FsWorkStats stats;
@@ -131,12 +131,11 @@ FsWork *fswork_free(FsWork *w) {
         pthread_cond_broadcast(&w->cond);
         /* The jobs running return, unless their file system does not answer:
          * those threads are left to the process's exit, and w with them. */
-        for (uint64_t until = now_mono_usec() + FSWORK_DEADLINE_USEC; w->threads > 0; ) {
+        for (uint64_t until = now_mono_usec() + FSWORK_DEADLINE_USEC; w->threads > 0;) {
                 struct timespec ts;
 
                 if (now_mono_usec() >= until) {
-                        log_notice("%u file system job(s) still wait for their file system: not waited for.",
-                                   w->threads);
+                        log_notice("%u file system job(s) still wait for their file system: not waited for.", w->threads);
                         pthread_mutex_unlock(&w->lock);
                         return NULL;
                 }
@@ -150,7 +149,7 @@ FsWork *fswork_free(FsWork *w) {
         }
         pthread_mutex_unlock(&w->lock);
         /* What never ran, and what ended without its completion. */
-        for (GList *l = w->done.head; l; ) {
+        for (GList *l = w->done.head; l;) {
                 GList *next = l->next;
 
                 job_free(l->data);
@@ -464,8 +463,8 @@ void fswork_check(FsWork *w, uint64_t now_usec) {
                 Lane *lane = l->data;
 
                 log_warning("The file system of device %u:%u has not answered for %u s: its subscriptions "
-                            "are told (Overflow), the others go on.", major(lane->dev), minor(lane->dev),
-                            FSWORK_DEADLINE_USEC / 1000000u);
+                            "are told (Overflow), the others go on.",
+                            major(lane->dev), minor(lane->dev), FSWORK_DEADLINE_USEC / 1000000u);
                 if (w->ops.stalled)
                         w->ops.stalled(lane->dev, true, w->userdata);
         }

@@ -40,8 +40,8 @@
 
 #include "access.h"
 
-#define FSWORK_DEADLINE_USEC (2u * 1000000u)
-#define FSWORK_THREADS_MAX 4u
+#define FSWORK_DEADLINE_USEC    (2u * 1000000u)
+#define FSWORK_THREADS_MAX      4u
 #define FSWORK_THREADS_HARD_MAX 64u
 
 typedef struct FsWork FsWork;
@@ -80,10 +80,10 @@ int fswork_submit(FsWork *w, dev_t dev, const Caller *caller, FsJobRun run, FsJo
 bool fswork_stalled(FsWork *w, dev_t dev);
 
 typedef struct FsWorkStats {
-        uint64_t jobs;                  /* submitted */
-        uint32_t running, queued;       /* now */
-        uint32_t threads;               /* started, alive */
-        uint32_t stalled_lanes;         /* now */
-        uint64_t stalls;                /* lanes that stalled, ever */
+        uint64_t jobs;            /* submitted */
+        uint32_t running, queued; /* now */
+        uint32_t threads;         /* started, alive */
+        uint32_t stalled_lanes;   /* now */
+        uint64_t stalls;          /* lanes that stalled, ever */
 } FsWorkStats;
 void fswork_get_stats(FsWork *w, FsWorkStats *ret);

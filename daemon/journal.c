@@ -124,8 +124,8 @@ static int journal_load_segments(Journal *j, bool *ret_damaged) {
                         return negative_errno();
                 r = S_ISREG(st.st_mode) ? journal_segment_header_read(j, sfd, name, &prev_id) : -EBADMSG;
                 if (r == -EBADMSG) {
-                        log_warning("Journal segment '%s/%s' has no valid header: removed, reported as a gap",
-                                    j->dir, de->d_name);
+                        log_warning("Journal segment '%s/%s' has no valid header: removed, reported as a gap", j->dir,
+                                    de->d_name);
                         if (unlinkat(j->dir_fd, de->d_name, 0) < 0)
                                 return negative_errno();
                         *ret_damaged = true;
@@ -138,7 +138,9 @@ static int journal_load_segments(Journal *j, bool *ret_damaged) {
                 if (r < 0)
                         return r;
                 j->segments[j->n_segments++] = (Segment) {
-                        .name = name, .prev_id = prev_id, .size = (uint64_t) st.st_size,
+                        .name = name,
+                        .prev_id = prev_id,
+                        .size = (uint64_t) st.st_size,
                 };
         }
         if (errno != 0)
@@ -212,7 +214,8 @@ static int journal_load(Journal *j, const char *dir) {
                         return r;
                 if (any)
                         log_warning("Journal '%s' has no valid meta file: its history is dropped, "
-                                    "a new identity makes every cursor foreign", dir);
+                                    "a new identity makes every cursor foreign",
+                                    dir);
                 r = journal_meta_create(j);
                 if (r < 0)
                         return r;
@@ -250,7 +253,8 @@ static int journal_load(Journal *j, const char *dir) {
                         damaged = new_segment = true;
                 } else {
                         if (scan.valid_end < active->size) {
-                                log_warning("Journal segment '%s/%s' ends in %" PRIu64 " bytes of a torn write: cut, reported as a gap",
+                                log_warning("Journal segment '%s/%s' ends in %" PRIu64
+                                            " bytes of a torn write: cut, reported as a gap",
                                             dir, name, active->size - scan.valid_end);
                                 if (ftruncate(j->active_fd, (off_t) scan.valid_end) < 0)
                                         return negative_errno();
@@ -294,7 +298,7 @@ static int journal_load(Journal *j, const char *dir) {
 }
 
 int journal_open(const char *dir, uint64_t max_bytes, Journal **ret) {
-        Journal *j;     /* freed by hand: cppcheck does not know _cleanup_ and would call it a leak */
+        Journal *j; /* freed by hand: cppcheck does not know _cleanup_ and would call it a leak */
         int r;
 
         if (max_bytes < JOURNAL_MAX_BYTES_MIN || max_bytes > JOURNAL_MAX_BYTES_MAX)

@@ -36,20 +36,20 @@ typedef struct JournalId {
         uint8_t bytes[16];
 } JournalId;
 
-#define JOURNAL_ID_STRING_MAX 33        /* 32 lowercase hex digits and a NUL */
+#define JOURNAL_ID_STRING_MAX 33 /* 32 lowercase hex digits and a NUL */
 
 /* Why a gap: the numbers are stored on disk, never reuse one. */
 typedef enum JournalGapReason {
-        JOURNAL_GAP_DAEMON_DOWN  = 1,   /* the daemon was not watching (stored) */
-        JOURNAL_GAP_OVERFLOW     = 2,   /* the kernel's queue overflowed (stored) */
-        JOURNAL_GAP_DISK_FULL    = 3,   /* records could not be written (stored) */
-        JOURNAL_GAP_CORRUPT      = 4,   /* the journal is damaged (stored: a torn tail cut;
-                                         * or found by a reader) */
-        JOURNAL_GAP_HISTORY_LOST = 5,   /* the cursor is older than what is kept (reader) */
-        JOURNAL_GAP_FOREIGN      = 6,   /* the cursor is not one of this journal's (reader) */
-        JOURNAL_GAP_ACCESS       = 7,   /* watches could not be placed (stored) */
-        JOURNAL_GAP_REMOVED      = 8,   /* the watched path went (deleted, unmounted); followed
-                                         * until it is back (stored) */
+        JOURNAL_GAP_DAEMON_DOWN = 1,  /* the daemon was not watching (stored) */
+        JOURNAL_GAP_OVERFLOW = 2,     /* the kernel's queue overflowed (stored) */
+        JOURNAL_GAP_DISK_FULL = 3,    /* records could not be written (stored) */
+        JOURNAL_GAP_CORRUPT = 4,      /* the journal is damaged (stored: a torn tail cut;
+                                       * or found by a reader) */
+        JOURNAL_GAP_HISTORY_LOST = 5, /* the cursor is older than what is kept (reader) */
+        JOURNAL_GAP_FOREIGN = 6,      /* the cursor is not one of this journal's (reader) */
+        JOURNAL_GAP_ACCESS = 7,       /* watches could not be placed (stored) */
+        JOURNAL_GAP_REMOVED = 8,      /* the watched path went (deleted, unmounted); followed
+                                       * until it is back (stored) */
 } JournalGapReason;
 
 /* At most this many directories in a gap's scope; past it, the whole subscription. */
@@ -92,21 +92,21 @@ typedef struct JournalEntry {
         uint32_t mask;
         uint32_t cookie;
         const char *path;
-        const char *new_path;           /* a paired rename's new path, else NULL */
+        const char *new_path; /* a paired rename's new path, else NULL */
 
         /* JOURNAL_ENTRY_GAP */
-        uint32_t reason;                /* JournalGapReason, or a newer one */
-        bool whole;                     /* the whole subscription; else scope[] */
+        uint32_t reason; /* JournalGapReason, or a newer one */
+        bool whole;      /* the whole subscription; else scope[] */
         size_t n_scope;
         const JournalScope *scope;
 } JournalEntry;
 
 typedef struct JournalStats {
-        uint64_t oldest_cursor;         /* the oldest cursor a reader resumes from without loss */
-        uint64_t last_id;               /* the newest id handed out; 0: none yet */
-        uint64_t bytes;                 /* on disk */
+        uint64_t oldest_cursor; /* the oldest cursor a reader resumes from without loss */
+        uint64_t last_id;       /* the newest id handed out; 0: none yet */
+        uint64_t bytes;         /* on disk */
         unsigned segments;
-        bool losing;                    /* records being lost (disk full); a gap pending */
+        bool losing; /* records being lost (disk full); a gap pending */
 } JournalStats;
 
 /*

@@ -84,7 +84,7 @@ static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
                         return -EBADMSG;
                 c = *(*p)++;
                 if (shift == 63 && (c & 0x7e))
-                        return -EBADMSG;        /* past 64 bits */
+                        return -EBADMSG; /* past 64 bits */
                 v |= (uint64_t) (c & 0x7f) << shift;
                 if (!(c & 0x80)) {
                         *ret = v;
@@ -132,15 +132,24 @@ int journal_id_from_string(const char *s, JournalId *ret) {
 
 const char *journal_gap_reason_to_string(uint32_t reason) {
         switch (reason) {
-        case JOURNAL_GAP_DAEMON_DOWN:   return "daemon-down";
-        case JOURNAL_GAP_OVERFLOW:      return "overflow";
-        case JOURNAL_GAP_DISK_FULL:     return "disk-full";
-        case JOURNAL_GAP_CORRUPT:       return "corrupt";
-        case JOURNAL_GAP_HISTORY_LOST:  return "history-lost";
-        case JOURNAL_GAP_FOREIGN:       return "foreign";
-        case JOURNAL_GAP_ACCESS:        return "access";
-        case JOURNAL_GAP_REMOVED:       return "removed";
-        default:                        return "unknown";
+        case JOURNAL_GAP_DAEMON_DOWN:
+                return "daemon-down";
+        case JOURNAL_GAP_OVERFLOW:
+                return "overflow";
+        case JOURNAL_GAP_DISK_FULL:
+                return "disk-full";
+        case JOURNAL_GAP_CORRUPT:
+                return "corrupt";
+        case JOURNAL_GAP_HISTORY_LOST:
+                return "history-lost";
+        case JOURNAL_GAP_FOREIGN:
+                return "foreign";
+        case JOURNAL_GAP_ACCESS:
+                return "access";
+        case JOURNAL_GAP_REMOVED:
+                return "removed";
+        default:
+                return "unknown";
         }
 }
 
@@ -171,8 +180,7 @@ static int set_prev(Buf *prev, const char *path, size_t len) {
         return journal_buf_put(prev, path, len);
 }
 
-int journal_encode_event(Buf *b, Buf *prev, uint32_t mask, uint32_t cookie,
-                        const char *path, const char *new_path) {
+int journal_encode_event(Buf *b, Buf *prev, uint32_t mask, uint32_t cookie, const char *path, const char *new_path) {
         size_t len = strlen(path);
         uint8_t tag = TAG_EVENT;
         int r;
@@ -246,8 +254,8 @@ static int decode_path(Decoder *d, bool update, size_t *ret_off) {
         r = get_varint(&d->p, d->end, &rest);
         if (r < 0)
                 return r;
-        if (shared > d->prev.size || rest > (uint64_t) (d->end - d->p) ||
-            shared + rest == 0 || shared + rest > JOURNAL_PATH_MAX)
+        if (shared > d->prev.size || rest > (uint64_t) (d->end - d->p) || shared + rest == 0 ||
+            shared + rest > JOURNAL_PATH_MAX)
                 return -EBADMSG;
         if (memchr(d->p, '\0', rest))
                 return -EBADMSG;
@@ -260,7 +268,7 @@ static int decode_path(Decoder *d, bool update, size_t *ret_off) {
         journal_buf_put(&d->str, "", 1);
         d->p += rest;
         if (d->str.data[off] != '/')
-                return -EBADMSG;        /* paths are absolute */
+                return -EBADMSG; /* paths are absolute */
 
         if (update) {
                 r = set_prev(&d->prev, (const char *) d->str.data + off, shared + rest);
@@ -291,7 +299,7 @@ int journal_decode_record(Decoder *d, JournalEntry *e) {
                 if (r < 0)
                         return r;
                 if (mask & JOURNAL_ISDIR)
-                        return -EBADMSG;        /* stored as a tag bit, never in the mask */
+                        return -EBADMSG; /* stored as a tag bit, never in the mask */
                 if (tag & TAG_EVENT_COOKIE) {
                         r = get_varint32(&d->p, d->end, &cookie);
                         if (r < 0)

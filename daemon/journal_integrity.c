@@ -51,10 +51,9 @@ uint32_t journal_crc32c(uint32_t crc, const void *buf, size_t size) {
         while (size >= 8) {
                 uint32_t lo = crc ^ get_le32(p), hi = get_le32(p + 4);
 
-                crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
-                      crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^
-                      crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
-                      crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+                crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^ crc_table[5][(lo >> 16) & 0xff] ^
+                        crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
+                        crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
                 p += 8;
                 size -= 8;
         }
@@ -75,7 +74,7 @@ int journal_pread_full(int fd, void *buf, size_t size, uint64_t off) {
                         return negative_errno();
                 }
                 if (n == 0)
-                        return -ENODATA;        /* the file is shorter */
+                        return -ENODATA; /* the file is shorter */
                 done += (size_t) n;
         }
         return 0;
@@ -93,9 +92,8 @@ bool journal_frame_header_check(const uint8_t h[static FRAME_HEADER_SIZE], uint6
 
         if (off > limit || limit - off < FRAME_HEADER_SIZE)
                 return false;
-        if (get_le32(h) != FRAME_MAGIC || size > FRAME_READ_MAX || size > limit - off - FRAME_HEADER_SIZE ||
-            count == 0 || count > size || first_id <= after_id || first_id > UINT64_MAX - count ||
-            first_id + count > end_id)
+        if (get_le32(h) != FRAME_MAGIC || size > FRAME_READ_MAX || size > limit - off - FRAME_HEADER_SIZE || count == 0 ||
+            count > size || first_id <= after_id || first_id > UINT64_MAX - count || first_id + count > end_id)
                 return false;
         *ret = (FrameInfo) { .first_id = first_id, .count = count, .size = size };
         return true;
@@ -107,8 +105,8 @@ bool journal_frame_crc_check(const uint8_t h[static FRAME_HEADER_SIZE], const ui
         return journal_crc32c(crc, payload, size) == get_le32(h + 20);
 }
 
-int journal_frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id,
-                      Buf *payload, FrameInfo *ret) {
+int journal_frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id, Buf *payload,
+                       FrameInfo *ret) {
         uint8_t h[FRAME_HEADER_SIZE];
         FrameInfo fi;
         int r;
@@ -144,7 +142,7 @@ int journal_frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, 
  * after after_id) before limit, and 1; or 0 if there is none.
  */
 int journal_frame_resync(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id, Buf *payload,
-                        uint64_t *ret_off, FrameInfo *ret) {
+                         uint64_t *ret_off, FrameInfo *ret) {
         static const uint8_t magic[4] = { 0xf7, 0x57, 0x4a, 0x1f };
         uint8_t chunk[64 * 1024];
         uint64_t pos = off + 1;

@@ -20,47 +20,47 @@
 
 #include "journal.h"
 
-#define META_NAME               "meta"
-#define META_SLOT_SIZE          512u
-#define META_SLOT_BYTES         52u
-#define META_MAGIC              0x4d4a5457u     /* "WTJM" */
-#define META_VERSION            1u
-#define META_FLAG_LOSING        0x1u
+#define META_NAME        "meta"
+#define META_SLOT_SIZE   512u
+#define META_SLOT_BYTES  52u
+#define META_MAGIC       0x4d4a5457u /* "WTJM" */
+#define META_VERSION     1u
+#define META_FLAG_LOSING 0x1u
 
-#define SEGMENT_PREFIX          "seg-"
-#define SEGMENT_NAME_MAX        (sizeof(SEGMENT_PREFIX) + 16)
-#define SEGMENT_MAGIC           "WATCHDJ1"
-#define SEGMENT_HEADER_SIZE     56u
-#define SEGMENT_VERSION         1u
+#define SEGMENT_PREFIX      "seg-"
+#define SEGMENT_NAME_MAX    (sizeof(SEGMENT_PREFIX) + 16)
+#define SEGMENT_MAGIC       "WATCHDJ1"
+#define SEGMENT_HEADER_SIZE 56u
+#define SEGMENT_VERSION     1u
 
-#define FRAME_MAGIC             0x1f4a57f7u     /* f7 57 4a 1f: not text, not UTF-8 */
-#define FRAME_HEADER_SIZE       24u
-#define FRAME_READ_MAX          (1024u * 1024u) /* what a reader accepts */
-#define FRAME_WRITE_MAX         (64u * 1024u)   /* what a flush writes at most (but one record) */
+#define FRAME_MAGIC       0x1f4a57f7u /* f7 57 4a 1f: not text, not UTF-8 */
+#define FRAME_HEADER_SIZE 24u
+#define FRAME_READ_MAX    (1024u * 1024u) /* what a reader accepts */
+#define FRAME_WRITE_MAX   (64u * 1024u)   /* what a flush writes at most (but one record) */
 
 /* Ids reserved a block at a time: one meta write (and fdatasync) per block. */
-#define ID_BLOCK                UINT64_C(65536)
+#define ID_BLOCK UINT64_C(65536)
 
 /* A gap's scope paths together: past it, the whole subscription. */
-#define GAP_SCOPE_BYTES_MAX     (256u * 1024u)
+#define GAP_SCOPE_BYTES_MAX (256u * 1024u)
 
 /* Record tags: the kind in the low two bits, flags above. */
-#define TAG_KIND                0x03u
-#define TAG_EVENT               0x00u
-#define TAG_GAP                 0x01u
-#define TAG_EVENT_NEW_PATH      0x04u
-#define TAG_EVENT_ISDIR         0x08u
-#define TAG_EVENT_COOKIE        0x10u
-#define TAG_EVENT_VALID         (TAG_KIND | TAG_EVENT_NEW_PATH | TAG_EVENT_ISDIR | TAG_EVENT_COOKIE)
-#define TAG_GAP_WHOLE           0x04u
-#define TAG_GAP_VALID           (TAG_KIND | TAG_GAP_WHOLE)
-#define SCOPE_RECURSIVE         0x01u
+#define TAG_KIND           0x03u
+#define TAG_EVENT          0x00u
+#define TAG_GAP            0x01u
+#define TAG_EVENT_NEW_PATH 0x04u
+#define TAG_EVENT_ISDIR    0x08u
+#define TAG_EVENT_COOKIE   0x10u
+#define TAG_EVENT_VALID    (TAG_KIND | TAG_EVENT_NEW_PATH | TAG_EVENT_ISDIR | TAG_EVENT_COOKIE)
+#define TAG_GAP_WHOLE      0x04u
+#define TAG_GAP_VALID      (TAG_KIND | TAG_GAP_WHOLE)
+#define SCOPE_RECURSIVE    0x01u
 
 /* IN_ISDIR, stored as a tag bit: it would cost a varint four bytes. */
-#define JOURNAL_ISDIR           0x40000000u
+#define JOURNAL_ISDIR 0x40000000u
 
 /* IN_CREATE | IN_MOVED_TO: a directory that appeared, whose tree is unknown. */
-#define EVENTS_NEW_OBJECT       0x00000180u
+#define EVENTS_NEW_OBJECT 0x00000180u
 
 /* Byte order on disk: little endian. */
 
@@ -105,8 +105,8 @@ typedef struct Buf {
 
 typedef struct Decoder {
         const uint8_t *p, *end;
-        Buf prev;                       /* the previous path of the frame */
-        Buf str;                        /* the current entry's strings */
+        Buf prev; /* the previous path of the frame */
+        Buf str;  /* the current entry's strings */
         size_t scope_off[JOURNAL_GAP_MAX_SCOPE];
         JournalScope scope[JOURNAL_GAP_MAX_SCOPE];
 } Decoder;
@@ -119,8 +119,7 @@ int journal_buf_put(Buf *b, const void *p, size_t n);
 
 int journal_buf_put_varint(Buf *b, uint64_t v);
 
-int journal_encode_event(Buf *b, Buf *prev, uint32_t mask, uint32_t cookie,
-                        const char *path, const char *new_path);
+int journal_encode_event(Buf *b, Buf *prev, uint32_t mask, uint32_t cookie, const char *path, const char *new_path);
 
 int journal_encode_gap(Buf *b, Buf *prev, uint32_t reason, bool whole, const JournalScope *scope, size_t n);
 
@@ -137,14 +136,14 @@ int journal_decode_record(Decoder *d, JournalEntry *e);
 typedef struct FrameInfo {
         uint64_t first_id;
         uint32_t count;
-        uint32_t size;          /* of the payload */
+        uint32_t size; /* of the payload */
 } FrameInfo;
 
 typedef struct SegmentScan {
-        uint64_t valid_end;     /* where the first run of valid frames ends */
-        uint64_t last_id;       /* the newest id in that run (prev_id if none) */
-        uint64_t highest_id;    /* the newest id of any valid frame */
-        bool damaged;           /* valid frames lie after invalid bytes */
+        uint64_t valid_end;  /* where the first run of valid frames ends */
+        uint64_t last_id;    /* the newest id in that run (prev_id if none) */
+        uint64_t highest_id; /* the newest id of any valid frame */
+        bool damaged;        /* valid frames lie after invalid bytes */
 } SegmentScan;
 
 int journal_pread_full(int fd, void *buf, size_t size, uint64_t off);
@@ -154,8 +153,8 @@ int journal_pread_full(int fd, void *buf, size_t size, uint64_t off);
  * ids must lie after after_id and below end_id (the next segment's name).
  * 1 if valid, 0 if not, -errno on I/O error.
  */
-int journal_frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id,
-                      Buf *payload, FrameInfo *ret);
+int journal_frame_read(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id, Buf *payload,
+                       FrameInfo *ret);
 /* The checks of journal_frame_read() on a frame already in memory (a reader's window): the
  * header h read at off, before limit; and whether its CRC covers the payload. */
 bool journal_frame_header_check(const uint8_t h[static FRAME_HEADER_SIZE], uint64_t off, uint64_t limit,
@@ -167,7 +166,7 @@ bool journal_frame_crc_check(const uint8_t h[static FRAME_HEADER_SIZE], const ui
  * after after_id) before limit, and 1; or 0 if there is none.
  */
 int journal_frame_resync(int fd, uint64_t off, uint64_t limit, uint64_t after_id, uint64_t end_id, Buf *payload,
-                        uint64_t *ret_off, FrameInfo *ret);
+                         uint64_t *ret_off, FrameInfo *ret);
 
 /* The active segment at open: its ids after after_id (the larger of its prev id and its name - 1). */
 int journal_segment_scan(int fd, uint64_t size, uint64_t after_id, SegmentScan *ret);
@@ -202,36 +201,36 @@ void gap_scope_add_event(GapScope *s, uint32_t mask, const char *path, const cha
 /* journal.c and journal_writer.c */
 
 typedef struct Segment {
-        uint64_t name;          /* the first id it may hold; its file is seg-<name in hex> */
-        uint64_t prev_id;       /* the last id before it; 0: none, the journal's first */
-        uint64_t size;          /* bytes; the active one's: the valid bytes */
+        uint64_t name;    /* the first id it may hold; its file is seg-<name in hex> */
+        uint64_t prev_id; /* the last id before it; 0: none, the journal's first */
+        uint64_t size;    /* bytes; the active one's: the valid bytes */
 } Segment;
 
 struct Journal {
-        char *dir;              /* for messages */
+        char *dir; /* for messages */
         int dir_fd;
-        int meta_fd;            /* holds the lock */
+        int meta_fd; /* holds the lock */
         JournalId identity;
 
         uint64_t max_bytes;
         uint64_t segment_max;
 
-        Segment *segments;      /* oldest first; the last is the active one */
+        Segment *segments; /* oldest first; the last is the active one */
         size_t n_segments;
         size_t n_allocated;
         int active_fd;
 
-        uint64_t next_id;       /* the next id to hand out */
-        uint64_t last_written;  /* the id of the newest record in the segments */
-        uint64_t ceiling;       /* ids below it may have been handed out (meta) */
+        uint64_t next_id;      /* the next id to hand out */
+        uint64_t last_written; /* the id of the newest record in the segments */
+        uint64_t ceiling;      /* ids below it may have been handed out (meta) */
         uint64_t meta_seq;
         bool meta_losing;
 
-        Buf frame;              /* records buffered for the next frame */
+        Buf frame; /* records buffered for the next frame */
         uint32_t frame_count;
-        Buf prev;               /* the frame's previous path */
+        Buf prev; /* the frame's previous path */
 
-        bool losing;            /* records were lost and their gap is not written yet */
+        bool losing; /* records were lost and their gap is not written yet */
         GapScope lost;
 
         unsigned n_readers;

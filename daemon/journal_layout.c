@@ -45,7 +45,8 @@ bool journal_segment_name_parse(const char *s, uint64_t *ret) {
         return true;
 }
 
-static void meta_encode(const Journal *j, uint64_t seq, uint64_t ceiling, bool losing, uint8_t slot[static META_SLOT_BYTES]) {
+static void meta_encode(const Journal *j, uint64_t seq, uint64_t ceiling, bool losing,
+                        uint8_t slot[static META_SLOT_BYTES]) {
         memset(slot, 0, META_SLOT_BYTES);
         put_le32(slot, META_MAGIC);
         put_le32(slot + 4, META_VERSION);
@@ -57,8 +58,8 @@ static void meta_encode(const Journal *j, uint64_t seq, uint64_t ceiling, bool l
         put_le32(slot + 48, journal_crc32c(0, slot, 48));
 }
 
-static bool meta_decode(const uint8_t slot[static META_SLOT_BYTES], JournalId *ret_id,
-                        uint64_t *ret_seq, uint64_t *ret_ceiling, bool *ret_losing) {
+static bool meta_decode(const uint8_t slot[static META_SLOT_BYTES], JournalId *ret_id, uint64_t *ret_seq,
+                        uint64_t *ret_ceiling, bool *ret_losing) {
         uint32_t flags;
 
         if (get_le32(slot) != META_MAGIC || get_le32(slot + 4) != META_VERSION)
@@ -147,7 +148,7 @@ int journal_meta_create(Journal *j) {
 }
 
 void journal_segment_header_encode(const Journal *j, uint64_t name, uint64_t prev_id,
-                                  uint8_t h[static SEGMENT_HEADER_SIZE]) {
+                                   uint8_t h[static SEGMENT_HEADER_SIZE]) {
         memset(h, 0, SEGMENT_HEADER_SIZE);
         memcpy(h, SEGMENT_MAGIC, 8);
         put_le32(h + 8, SEGMENT_VERSION);
@@ -171,8 +172,7 @@ int journal_segment_header_read(const Journal *j, int fd, uint64_t name, uint64_
                 return r;
         if (memcmp(h, SEGMENT_MAGIC, 8) != 0 || get_le32(h + 8) != SEGMENT_VERSION ||
             get_le32(h + 12) != SEGMENT_HEADER_SIZE || get_le32(h + 52) != journal_crc32c(0, h, 52) ||
-            memcmp(h + 16, j->identity.bytes, 16) != 0 || get_le64(h + 32) != name ||
-            get_le64(h + 40) >= name)
+            memcmp(h + 16, j->identity.bytes, 16) != 0 || get_le64(h + 32) != name || get_le64(h + 40) >= name)
                 return -EBADMSG;
         *ret_prev_id = get_le64(h + 40);
         return 0;

@@ -31,19 +31,19 @@
 
 struct JournalReader {
         Journal *j;
-        uint64_t pos;           /* the id of the last entry returned, or the starting cursor */
-        uint64_t last_seen;     /* the newest id of the frames read, returned or skipped */
-        uint64_t seg;           /* the name of the segment being read */
-        int fd;                 /* -1: not open yet */
-        uint64_t off;           /* the next frame's offset */
-        Buf window;             /* bytes of fd from win_off on, read ahead */
+        uint64_t pos;       /* the id of the last entry returned, or the starting cursor */
+        uint64_t last_seen; /* the newest id of the frames read, returned or skipped */
+        uint64_t seg;       /* the name of the segment being read */
+        int fd;             /* -1: not open yet */
+        uint64_t off;       /* the next frame's offset */
+        Buf window;         /* bytes of fd from win_off on, read ahead */
         uint64_t win_off;
-        Buf payload;            /* a frame found by resynchronising after damage */
+        Buf payload; /* a frame found by resynchronising after damage */
         Decoder dec;
         uint64_t frame_next_id;
         uint32_t frame_left;
-        bool damage;            /* records lost since last_seen: a gap before what comes next */
-        uint32_t jump_reason;   /* a whole gap, then on from the end */
+        bool damage;          /* records lost since last_seen: a gap before what comes next */
+        uint32_t jump_reason; /* a whole gap, then on from the end */
 };
 
 static ssize_t reader_segment_index(const JournalReader *r) {
@@ -64,7 +64,7 @@ int journal_reader_new(Journal *j, const JournalId *identity, uint64_t after, Jo
         if (identity && memcmp(identity->bytes, j->identity.bytes, sizeof(identity->bytes)) != 0)
                 r->jump_reason = JOURNAL_GAP_FOREIGN;
         else if (after > journal_last_id(j))
-                r->jump_reason = JOURNAL_GAP_FOREIGN;   /* not a cursor this journal gave out */
+                r->jump_reason = JOURNAL_GAP_FOREIGN; /* not a cursor this journal gave out */
         else if (after < j->segments[0].prev_id)
                 r->jump_reason = JOURNAL_GAP_HISTORY_LOST;
         else {
@@ -75,7 +75,7 @@ int journal_reader_new(Journal *j, const JournalId *identity, uint64_t after, Jo
                         if (j->segments[i].name <= after + 1)
                                 k = i;
                 r->seg = j->segments[k].name;
-                r->last_seen = j->segments[k].prev_id;  /* raised to name - 1 when it is opened */
+                r->last_seen = j->segments[k].prev_id; /* raised to name - 1 when it is opened */
         }
         j->n_readers++;
         *ret = r;
@@ -133,7 +133,7 @@ static int reader_window(JournalReader *r, uint64_t off, size_t need, uint64_t l
                 if (n < 0)
                         return negative_errno();
                 if (n == 0)
-                        break;          /* shorter than it was: what it holds is all there is */
+                        break; /* shorter than it was: what it holds is all there is */
                 got += (size_t) n;
         }
         r->window.size = got;
@@ -261,7 +261,8 @@ static int reader_next_frame(JournalReader *r) {
                                 uint64_t at;
 
                                 r->damage = true;
-                                k = journal_frame_resync(r->fd, r->off, limit, r->last_seen, end_id, &r->payload, &at, &fi);
+                                k = journal_frame_resync(r->fd, r->off, limit, r->last_seen, end_id, &r->payload, &at,
+                                                         &fi);
                                 if (k < 0)
                                         return k;
                                 if (k > 0) {
@@ -271,7 +272,7 @@ static int reader_next_frame(JournalReader *r) {
                                 r->off = limit;
                         }
                         if (idx >= 0 && (size_t) idx == j->n_segments - 1)
-                                return 0;       /* the active segment: caught up */
+                                return 0; /* the active segment: caught up */
                 }
 
                 /* This segment is done: on to the first one after it. */
@@ -331,7 +332,7 @@ int journal_reader_next(JournalReader *r, JournalEntry *ret) {
                         r->frame_next_id++;
                         r->frame_left--;
                         if (ret->id <= r->pos)
-                                continue;       /* before the cursor */
+                                continue; /* before the cursor */
                         r->pos = ret->id;
                         return 1;
                 }

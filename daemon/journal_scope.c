@@ -43,7 +43,7 @@ void gap_scope_add(GapScope *s, const char *path, size_t len, bool recursive) {
                 return;
         p = strndup(path, len);
         if (!p)
-                return gap_scope_set_whole(s);  /* the honest answer when we cannot say more */
+                return gap_scope_set_whole(s); /* the honest answer when we cannot say more */
 
         for (size_t i = 0; i < s->n; i++) {
                 if (strcmp(s->path[i], p) == 0 && (s->recursive[i] || !recursive))
@@ -74,7 +74,7 @@ static size_t parent_len(const char *path) {
         const char *slash = strrchr(path, '/');
 
         if (!slash || slash == path)
-                return 1;       /* "/" */
+                return 1; /* "/" */
         return (size_t) (slash - path);
 }
 

@@ -103,7 +103,7 @@ int journal_drop_oldest(Journal *j) {
 
         if (j->n_segments == 1) {
                 if (active->size <= SEGMENT_HEADER_SIZE)
-                        return -ENOENT;         /* nothing in it */
+                        return -ENOENT; /* nothing in it */
                 r = journal_segment_create(j, j->last_written);
                 if (r < 0)
                         return r;
@@ -209,8 +209,10 @@ static void journal_lose_frame(Journal *j, int error) {
         Decoder d = {};
 
         if (!j->losing) {
-                log_warning_errno(error, "Failed to write to journal '%s': %m; the records lost will be "
-                                  "reported as a gap once it can be written", j->dir);
+                log_warning_errno(error,
+                                  "Failed to write to journal '%s': %m; the records lost will be "
+                                  "reported as a gap once it can be written",
+                                  j->dir);
                 j->losing = true;
                 if (!j->meta_losing)
                         (void) journal_meta_write(j, j->ceiling, true);
@@ -267,8 +269,8 @@ static int journal_write_lost(Journal *j) {
         if (r < 0)
                 return r;
 
-        log_notice("Journal '%s' is written again; the records lost are reported as a gap (id %" PRIu64 ")",
-                   j->dir, j->last_written);
+        log_notice("Journal '%s' is written again; the records lost are reported as a gap (id %" PRIu64 ")", j->dir,
+                   j->last_written);
         j->losing = false;
         gap_scope_clear(&j->lost);
         (void) journal_meta_write(j, j->ceiling, false);
@@ -307,7 +309,7 @@ static int check_path(const char *path) {
 static int journal_frame_done(Journal *j) {
         j->frame_count++;
         if (j->frame.size >= frame_max(j))
-                (void) journal_flush(j);        /* a failure is a gap now, reported then */
+                (void) journal_flush(j); /* a failure is a gap now, reported then */
         return 0;
 }
 
@@ -324,7 +326,7 @@ int journal_append_event(Journal *j, uint32_t mask, uint32_t cookie, const char 
         r = journal_encode_event(&j->frame, &j->prev, mask, cookie, path, new_path);
         if (r < 0) {
                 j->frame.size = before;
-                j->prev.size = 0;       /* the next record is encoded against "" : still valid */
+                j->prev.size = 0; /* the next record is encoded against "" : still valid */
                 gap_scope_add_event(&j->lost, mask, path, new_path);
                 journal_lose_frame(j, r);
                 return 0;

@@ -25,9 +25,9 @@
 
 #define LIST_FIELDS(t, name) t *name##_next, *name##_prev
 
-#define LIST_INIT(name, item)                                           \
-        do {                                                            \
-                (item)->name##_next = (item)->name##_prev = NULL;       \
+#define LIST_INIT(name, item)                                     \
+        do {                                                      \
+                (item)->name##_next = (item)->name##_prev = NULL; \
         } while (0)
 
 #define LIST_PREPEND(name, head, item)                                  \
@@ -40,31 +40,31 @@
                 *_head = _item;                                         \
         } while (0)
 
-#define LIST_APPEND(name, head, item)                                   \
-        do {                                                            \
+#define LIST_APPEND(name, head, item)                                                    \
+        do {                                                                             \
                 __typeof__(*(head)) **_head = &(head), *_item = (item), *_tail = *_head; \
-                _item->name##_next = NULL;                              \
-                if (!_tail) {                                           \
-                        _item->name##_prev = NULL;                      \
-                        *_head = _item;                                 \
-                        break;                                          \
-                }                                                       \
-                while (_tail->name##_next)                              \
-                        _tail = _tail->name##_next;                     \
-                _tail->name##_next = _item;                             \
-                _item->name##_prev = _tail;                             \
+                _item->name##_next = NULL;                                               \
+                if (!_tail) {                                                            \
+                        _item->name##_prev = NULL;                                       \
+                        *_head = _item;                                                  \
+                        break;                                                           \
+                }                                                                        \
+                while (_tail->name##_next)                                               \
+                        _tail = _tail->name##_next;                                      \
+                _tail->name##_next = _item;                                              \
+                _item->name##_prev = _tail;                                              \
         } while (0)
 
-#define LIST_REMOVE(name, head, item)                                   \
-        do {                                                            \
-                __typeof__(*(head)) **_head = &(head), *_item = (item); \
-                if (_item->name##_next)                                 \
+#define LIST_REMOVE(name, head, item)                                         \
+        do {                                                                  \
+                __typeof__(*(head)) **_head = &(head), *_item = (item);       \
+                if (_item->name##_next)                                       \
                         _item->name##_next->name##_prev = _item->name##_prev; \
-                if (_item->name##_prev)                                 \
+                if (_item->name##_prev)                                       \
                         _item->name##_prev->name##_next = _item->name##_next; \
-                else                                                    \
-                        *_head = _item->name##_next;                    \
-                _item->name##_next = _item->name##_prev = NULL;         \
+                else                                                          \
+                        *_head = _item->name##_next;                          \
+                _item->name##_next = _item->name##_prev = NULL;               \
         } while (0)
 
 #define SLIST_FIELDS(t, name) t *name##_next
@@ -76,26 +76,25 @@
                 *_head = _item;                                         \
         } while (0)
 
-#define SLIST_REMOVE(name, head, item)                                  \
-        do {                                                            \
-                __typeof__(*(head)) **_p = &(head), *_item = (item);    \
-                while (*_p != _item)                                    \
-                        _p = &(*_p)->name##_next;                       \
-                *_p = _item->name##_next;                               \
-                _item->name##_next = NULL;                              \
+#define SLIST_REMOVE(name, head, item)                               \
+        do {                                                         \
+                __typeof__(*(head)) **_p = &(head), *_item = (item); \
+                while (*_p != _item)                                 \
+                        _p = &(*_p)->name##_next;                    \
+                *_p = _item->name##_next;                            \
+                _item->name##_next = NULL;                           \
         } while (0)
 
 /* Removes and yields the first item, or NULL. */
-#define LIST_POP(name, head)                                            \
-        ({                                                              \
-                __typeof__(*(head)) **_h = &(head), *_first = *_h;      \
-                if (_first)                                             \
-                        LIST_REMOVE(name, *_h, _first);                 \
-                _first;                                                 \
+#define LIST_POP(name, head)                                       \
+        ({                                                         \
+                __typeof__(*(head)) **_h = &(head), *_first = *_h; \
+                if (_first)                                        \
+                        LIST_REMOVE(name, *_h, _first);            \
+                _first;                                            \
         })
 
-#define LIST_FOREACH(name, i, head) \
-        for (__typeof__(*(head)) *i = (head); i; i = i->name##_next)
+#define LIST_FOREACH(name, i, head) for (__typeof__(*(head)) *i = (head); i; i = i->name##_next)
 
 /* The same, where the body may remove i. */
 #define LIST_FOREACH_SAFE(name, i, n, head) \

@@ -21,11 +21,8 @@ void log_set_max_level(int level) {
 }
 
 static const char *const level_names[] = {
-        [LOG_ERR] = "err",
-        [LOG_WARNING] = "warning",
-        [LOG_NOTICE] = "notice",
-        [LOG_INFO] = "info",
-        [LOG_DEBUG] = "debug",
+        [LOG_ERR] = "err",   [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
+        [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
 };
 
 int log_level_from_string(const char *s) {

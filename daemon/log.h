@@ -23,8 +23,7 @@ int log_level_from_string(const char *s);
 
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) _printf_(5, 6);
 
-#define log_full_errno(level, error, ...) \
-        log_internal((level), (error), __FILE__, __LINE__, __VA_ARGS__)
+#define log_full_errno(level, error, ...) log_internal((level), (error), __FILE__, __LINE__, __VA_ARGS__)
 
 #define log_debug(...)   log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
 #define log_info(...)    log_full_errno(LOG_INFO, 0, __VA_ARGS__)

@@ -31,16 +31,16 @@
 
 struct Loop {
         Manager *manager;
-        sd_event_source *kernel;        /* the kernel fd */
-        sd_event_source *backlog;       /* what is left of a read */
-        sd_event_source *fanotify;      /* the fanotify group's fd, if any */
-        sd_event_source *fan_backlog;   /* what is left of its read */
-        sd_event_source *fan_pause;     /* a pause before the group is read again (fanotify.h) */
-        sd_event_source *timer;         /* the earliest pairing deadline, or a retry; before each poll: flush, arm */
-        sd_event_source *walker;        /* walks and descents */
-        uint64_t armed;                 /* the timer's time, UINT64_MAX: none */
-        sd_event_source *fswork;        /* completions of file system work in workers */
-        sd_event_source *fswork_timer;  /* a job's deadline */
+        sd_event_source *kernel;       /* the kernel fd */
+        sd_event_source *backlog;      /* what is left of a read */
+        sd_event_source *fanotify;     /* the fanotify group's fd, if any */
+        sd_event_source *fan_backlog;  /* what is left of its read */
+        sd_event_source *fan_pause;    /* a pause before the group is read again (fanotify.h) */
+        sd_event_source *timer;        /* the earliest pairing deadline, or a retry; before each poll: flush, arm */
+        sd_event_source *walker;       /* walks and descents */
+        uint64_t armed;                /* the timer's time, UINT64_MAX: none */
+        sd_event_source *fswork;       /* completions of file system work in workers */
+        sd_event_source *fswork_timer; /* a job's deadline */
         uint64_t fswork_armed;
 };
 
@@ -269,7 +269,7 @@ int loop_new(sd_event *event, Manager *m, Loop **ret) {
         if (r >= 0)
                 r = sd_event_source_set_prepare(l->timer, on_prepare);
         if (r >= 0)
-                r = sd_event_source_set_enabled(l->timer, SD_EVENT_ON);        /* a time source is made ONESHOT */
+                r = sd_event_source_set_enabled(l->timer, SD_EVENT_ON); /* a time source is made ONESHOT */
         if (r < 0)
                 return log_error_errno(r, "Failed to add the pairing timer: %m");
         (void) sd_event_source_set_description(l->timer, "move-pairing");

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
-#define _unused_ __attribute__((unused))
+#define _cleanup_(f)   __attribute__((cleanup(f)))
+#define _unused_       __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
@@ -41,25 +41,25 @@ static inline void closep(int *fd) {
 }
 #define _cleanup_close_ _cleanup_(closep)
 
-#define TAKE_PTR(p)                             \
-        ({                                      \
-                __typeof__(p) _p_ = (p);        \
-                (p) = NULL;                     \
-                _p_;                            \
+#define TAKE_PTR(p)                      \
+        ({                               \
+                __typeof__(p) _p_ = (p); \
+                (p) = NULL;              \
+                _p_;                     \
         })
 
-#define TAKE_FD(fd)                             \
-        ({                                      \
-                int _fd_ = (fd);                \
-                (fd) = -1;                      \
-                _fd_;                           \
+#define TAKE_FD(fd)              \
+        ({                       \
+                int _fd_ = (fd); \
+                (fd) = -1;       \
+                _fd_;            \
         })
 
 /* Declares fooptr(Foo **p) calling foo_free(*p), for _cleanup_(fooptr). */
-#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                 \
-        static inline void func##p(type *p) {                   \
-                if (*p)                                         \
-                        func(*p);                               \
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \
+        static inline void func##p(type *p) {   \
+                if (*p)                         \
+                        func(*p);               \
         }
 
 /* CLOCK_MONOTONIC in µs: the time of records, deadlines and slices. */

@@ -35,23 +35,23 @@
 
 struct Manager {
         Config config;
-        uint32_t kernel_watch_limit;    /* the kernel's, read at start: "auto" limits are sized from it */
+        uint32_t kernel_watch_limit; /* the kernel's, read at start: "auto" limits are sized from it */
 
         Backend *backend;
         WatchTable *table;
         Accounting *accounting;
         Delivery *delivery;
-        Tree *tree;                     /* RECURSIVE subscriptions */
-        Missing *missing;               /* pending paths */
-        Moves *moves;                   /* renamed directories */
-        Remote *remote;                 /* directories on remote file systems, polled */
-        SelfEvents *self_events;        /* the daemon's own reads of directories, not reported */
-        Events *events;                 /* the kernel's records */
-        Fanotify *fanotify;             /* RECURSIVE trees on one mark a filesystem; NULL: inotify only */
-        Subscriptions *subs;            /* the clients and their subscriptions */
+        Tree *tree;              /* RECURSIVE subscriptions */
+        Missing *missing;        /* pending paths */
+        Moves *moves;            /* renamed directories */
+        Remote *remote;          /* directories on remote file systems, polled */
+        SelfEvents *self_events; /* the daemon's own reads of directories, not reported */
+        Events *events;          /* the kernel's records */
+        Fanotify *fanotify;      /* RECURSIVE trees on one mark a filesystem; NULL: inotify only */
+        Subscriptions *subs;     /* the clients and their subscriptions */
 
-        FsWork *fswork;                 /* file system work off the loop; NULL: on it (unit tests) */
-        GHashTable *primed_waiters;     /* Subscription -> GPtrArray of PrimedWaiter */
+        FsWork *fswork;             /* file system work off the loop; NULL: on it (unit tests) */
+        GHashTable *primed_waiters; /* Subscription -> GPtrArray of PrimedWaiter */
 
         ManagerHooks hooks;
         void *hooks_userdata;
@@ -157,10 +157,10 @@ static bool on_remote_deliver(Subscription *s, uint32_t mask, uint32_t cookie, c
 typedef struct AccessCheck {
         Manager *m;
         uint32_t id;
-        dev_t dev;              /* the directory's watch: its link is found again at the end */
+        dev_t dev; /* the directory's watch: its link is found again at the end */
         ino_t ino;
         char path[PATH_MAX];
-        int result;             /* 0: readable, the same directory; -errno */
+        int result; /* 0: readable, the same directory; -errno */
 } AccessCheck;
 
 static void access_check_run(void *data) {
@@ -197,8 +197,8 @@ static void access_check_done(void *data, int error) {
                 watch_link_set_access(l, denied, false);
                 if (denied != was)
                         log_info("Subscription %" PRIu32 " of %s: '%s' %s.", s->id, s->owner->name, a->path,
-                                 denied ? "may no longer be read by its owner: nothing from there is delivered"
-                                        : "may be read by its owner again");
+                                 denied ? "may no longer be read by its owner: nothing from there is delivered" :
+                                          "may be read by its owner again");
                 /* Lost, found again, or records held back while it was checked: the owner looks again. */
                 if (denied != was || (s->missed && !denied))
                         client_queue_lost(s);
@@ -217,7 +217,7 @@ static void on_access_changed(Subscription *s, WatchLink *l, void *userdata) {
         int r;
 
         if (!s->owner || l->checking)
-                return;         /* one check at a time: it reads the state of when it runs */
+                return; /* one check at a time: it reads the state of when it runs */
         a = calloc(1, sizeof(AccessCheck));
         if (!a) {
                 log_warning("Out of memory checking subscription %" PRIu32 "'s access again, ignoring.", s->id);
@@ -225,7 +225,7 @@ static void on_access_changed(Subscription *s, WatchLink *l, void *userdata) {
         }
         *a = (AccessCheck) { .m = m, .id = s->id, .dev = l->watch->dev, .ino = l->watch->ino };
         {
-                const char *path = watch_link_get_path(l, a->path);     /* a root's is its subscription's */
+                const char *path = watch_link_get_path(l, a->path); /* a root's is its subscription's */
 
                 if (!path || strlen(path) >= sizeof(a->path)) {
                         free(a);
@@ -235,8 +235,7 @@ static void on_access_changed(Subscription *s, WatchLink *l, void *userdata) {
                         strcpy(a->path, path);
         }
         watch_link_set_access(l, l->denied, true);
-        if (m->fswork && fswork_submit(m->fswork, a->dev, &s->owner->caller, access_check_run, access_check_done,
-                                       a) >= 0)
+        if (m->fswork && fswork_submit(m->fswork, a->dev, &s->owner->caller, access_check_run, access_check_done, a) >= 0)
                 return;
         /* No worker (unit tests, or none could start): here. */
         r = access_become(&s->owner->caller, &saved);
@@ -329,17 +328,21 @@ static int start_fanotify(Manager *m) {
                 log_info("RECURSIVE subscriptions are served by inotify (tree_backend = inotify).");
                 return 0;
         }
-        r = fanotify_new(helper, &(FanotifyOps) {
+        r = fanotify_new(helper,
+                         &(FanotifyOps) {
                                  .deliver = on_fanotify_deliver,
                                  .lost = on_fanotify_lost,
                                  .get = on_fanotify_get,
-                         }, m, &m->fanotify);
+                         },
+                         m, &m->fanotify);
         if (r < 0 && m->config.tree_backend == TREE_BACKEND_FANOTIFY)
                 return log_error_errno(r, "tree_backend = fanotify, but the helper at '%s' gave no fanotify group: %m",
                                        helper);
         if (r < 0) {
-                log_info_errno(r, "No fanotify group from the helper at '%s' (%m): RECURSIVE subscriptions are "
-                               "served by inotify.", helper);
+                log_info_errno(r,
+                               "No fanotify group from the helper at '%s' (%m): RECURSIVE subscriptions are "
+                               "served by inotify.",
+                               helper);
                 return 0;
         }
         log_info("RECURSIVE subscriptions are served by fanotify where it can serve (the helper at '%s').", helper);
@@ -395,8 +398,8 @@ int manager_start(Manager *m) {
         }
         limits_from_config(m, &al, &dl);
         log_info("Watch limits: %" PRIu32 " a client, %" PRIu32 " a user, %" PRIu32 " for all users but root "
-                 "(the kernel allows %" PRIu32 ").", al.max_watches_per_client, al.max_watches_per_user,
-                 al.max_watches_unprivileged, m->kernel_watch_limit);
+                 "(the kernel allows %" PRIu32 ").",
+                 al.max_watches_per_client, al.max_watches_per_user, al.max_watches_unprivileged, m->kernel_watch_limit);
 
         r = accounting_new(&al, &m->accounting);
         if (r >= 0)
@@ -411,18 +414,22 @@ int manager_start(Manager *m) {
         if (r >= 0)
                 r = tree_new(m->table, m->backend, m->self_events, &(TreeOps) { .end = on_end }, m, &m->tree);
         if (r >= 0)
-                r = missing_new(m->table, &(MissingOps) {
+                r = missing_new(m->table,
+                                &(MissingOps) {
                                         .appeared = on_missing_appeared,
                                         .gone = on_missing_gone,
-                                }, m, &m->missing);
+                                },
+                                m, &m->missing);
         if (r >= 0)
                 r = moves_new(m->table, &m->moves);
         if (r >= 0)
-                r = remote_new(m->table, m->self_events, &m->config, m->fswork, &(RemoteOps) {
+                r = remote_new(m->table, m->self_events, &m->config, m->fswork,
+                               &(RemoteOps) {
                                        .deliver = on_remote_deliver,
                                        .gone = on_remote_gone,
                                        .primed = on_remote_primed,
-                               }, m, &m->remote);
+                               },
+                               m, &m->remote);
         if (r >= 0)
                 watch_table_set_ops(m->table, &remote_table_ops, m->remote);
         if (r >= 0)
@@ -432,10 +439,10 @@ int manager_start(Manager *m) {
                                        .object_gone = on_object_gone,
                                        .overflow_all = on_overflow_all,
                                        .access_changed = on_access_changed,
-                               }, m, &m->events);
+                               },
+                               m, &m->events);
         if (r >= 0)
-                r = subscriptions_new(m->table, m->accounting, m->delivery, m->tree, m->missing, m->events,
-                                      &m->subs);
+                r = subscriptions_new(m->table, m->accounting, m->delivery, m->tree, m->missing, m->events, &m->subs);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the daemon's core: %m");
         return start_fanotify(m);
@@ -522,7 +529,7 @@ uint64_t manager_next_deadline(const Manager *m) {
         uint64_t t, poll;
 
         if (events_backlog(m->events, &t))
-                return UINT64_MAX;      /* the flush after the read's last slice sets it */
+                return UINT64_MAX; /* the flush after the read's last slice sets it */
         /* A poll due already is the walker's work (manager_has_walks()), not the timer's:
          * a timer in the past would be dispatched before the walker, for ever. */
         poll = remote_next(m->remote);
@@ -553,7 +560,7 @@ bool manager_has_walks(const Manager *m) {
 
 uint32_t manager_subscription_remote_flags(const Manager *m, const Subscription *s) {
         return (remote_subscription_remote(m->remote, s) ? WATCHD_FLAG_REMOTE : 0) |
-               (remote_subscription_polled(m->remote, s) ? WATCHD_FLAG_POLLED : 0);
+                (remote_subscription_polled(m->remote, s) ? WATCHD_FLAG_POLLED : 0);
 }
 
 int manager_add_watch_opened(Manager *m, Client *c, const char *path, int fd, const struct stat *st,
@@ -579,8 +586,8 @@ void manager_client_gone(Manager *m, Client *c) {
         subscriptions_client_gone(m->subs, c);
 }
 
-int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
-                           uint32_t *ret_id, TreeWalk **ret_walk) {
+int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags, uint32_t *ret_id,
+                           TreeWalk **ret_walk) {
         return subscriptions_add_path(m->subs, c, path, mask, flags, ret_id, ret_walk);
 }
 

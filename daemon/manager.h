@@ -92,8 +92,8 @@ void manager_client_gone(Manager *m, Client *c);
 int manager_add_watch_opened(Manager *m, Client *c, const char *path, int fd, const struct stat *st,
                              const RemoteHint *hint, uint32_t mask, uint32_t flags, uint32_t *ret_id,
                              TreeWalk **ret_walk);
-int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
-                           uint32_t *ret_id, TreeWalk **ret_walk);
+int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags, uint32_t *ret_id,
+                           TreeWalk **ret_walk);
 int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
                          TreeWalk **ret_walk);
 
@@ -107,11 +107,11 @@ uint32_t manager_subscription_remote_flags(const Manager *m, const Subscription 
 typedef struct ManagerStats {
         unsigned clients, users, subscriptions, kernel_watches;
         uint64_t events_read, events_delivered, signals_sent, overflows, kernel_overflows, events_dropped;
-        uint64_t pending_events;        /* records queued for clients, not sent yet */
-        unsigned polled_dirs;           /* directories on remote file systems polled */
-        uint64_t poll_syscalls;         /* system calls polling made */
-        uint64_t self_events_dropped;   /* records of the daemon's own reads, dropped (self_events.h) */
-        FanotifyStats fanotify;         /* all 0 without fanotify */
+        uint64_t pending_events;      /* records queued for clients, not sent yet */
+        unsigned polled_dirs;         /* directories on remote file systems polled */
+        uint64_t poll_syscalls;       /* system calls polling made */
+        uint64_t self_events_dropped; /* records of the daemon's own reads, dropped (self_events.h) */
+        FanotifyStats fanotify;       /* all 0 without fanotify */
 } ManagerStats;
 void manager_get_stats(const Manager *m, ManagerStats *ret);
 /* What the clients of uid hold (GetStats' own_*). */

@@ -52,30 +52,30 @@ typedef struct Waiter Waiter;
 
 struct Chain {
         Missing *missing;
-        char *key;                      /* credentials and top, see chain_key() */
-        Caller caller;                  /* whose credentials every open is made with (owns gids) */
-        Subscription *s;                /* the chain in the watch table; s->links is the top */
+        char *key;       /* credentials and top, see chain_key() */
+        Caller caller;   /* whose credentials every open is made with (owns gids) */
+        Subscription *s; /* the chain in the watch table; s->links is the top */
         unsigned n_waiters;
 };
 
 struct Waiter {
         Subscription *s;
-        const Caller *caller;           /* its owner's (which outlives s) */
+        const Caller *caller; /* its owner's (which outlives s) */
         Chain *chain;
-        WatchLink *node;                /* the deepest directory of s->path the chain holds */
-        size_t rest;                    /* s->path + rest: the part below node's directory */
-        unsigned charged;               /* watches charged to s's account: the nodes from the top to node */
-        uint64_t looked;                /* the descend() pass that last found its next component missing */
-        bool ready;                     /* its path is there: placed once the credentials are back */
-        int error;                      /* it cannot be followed: gone once the credentials are back */
-        LIST_FIELDS(Waiter, node);      /* the waiters of node */
+        WatchLink *node;           /* the deepest directory of s->path the chain holds */
+        size_t rest;               /* s->path + rest: the part below node's directory */
+        unsigned charged;          /* watches charged to s's account: the nodes from the top to node */
+        uint64_t looked;           /* the descend() pass that last found its next component missing */
+        bool ready;                /* its path is there: placed once the credentials are back */
+        int error;                 /* it cannot be followed: gone once the credentials are back */
+        LIST_FIELDS(Waiter, node); /* the waiters of node */
 };
 
 /* A directory a descent has reached and will go on from: its node (held)
  * and an fd open on it, made with the chain's credentials. */
 typedef struct Step Step;
 struct Step {
-        Chain *chain;                   /* held (n_waiters) */
+        Chain *chain; /* held (n_waiters) */
         WatchLink *node;
         int fd;
         LIST_FIELDS(Step, steps);
@@ -89,13 +89,13 @@ struct Missing {
         WatchTable *table;
         MissingOps ops;
         void *userdata;
-        GHashTable *chains;             /* key -> Chain (owned) */
-        GHashTable *by_chain;           /* chain Subscription -> Chain */
-        GHashTable *waiters;            /* pending Subscription -> Waiter (owned) */
-        GHashTable *at;                 /* WatchLink (a node) -> its first Waiter */
-        GPtrArray *done;                /* Waiters to place or end after a probe */
-        uint64_t pass;                  /* descend() calls so far */
-        LIST_HEAD(Step, steps);         /* descents to go on with, deepest first */
+        GHashTable *chains;     /* key -> Chain (owned) */
+        GHashTable *by_chain;   /* chain Subscription -> Chain */
+        GHashTable *waiters;    /* pending Subscription -> Waiter (owned) */
+        GHashTable *at;         /* WatchLink (a node) -> its first Waiter */
+        GPtrArray *done;        /* Waiters to place or end after a probe */
+        uint64_t pass;          /* descend() calls so far */
+        LIST_HEAD(Step, steps); /* descents to go on with, deepest first */
 };
 
 static void chain_free(Chain *c) {
@@ -141,7 +141,7 @@ Missing *missing_free(Missing *m) {
         g_hash_table_destroy(m->waiters);
         g_hash_table_destroy(m->at);
         g_hash_table_destroy(m->by_chain);
-        g_hash_table_destroy(m->chains);       /* unlinks them */
+        g_hash_table_destroy(m->chains); /* unlinks them */
         g_ptr_array_unref(m->done);
         free(m);
         return NULL;
@@ -228,7 +228,7 @@ static void chain_put(Missing *m, Chain *c) {
         if (c->n_waiters > 0)
                 return;
         g_hash_table_remove(m->by_chain, c->s);
-        g_hash_table_remove(m->chains, c->key);         /* frees it */
+        g_hash_table_remove(m->chains, c->key); /* frees it */
 }
 
 static Waiter *waiters_at(Missing *m, WatchLink *node) {
@@ -284,7 +284,7 @@ static size_t component_len(const char *p) {
 static void cut(Missing *m, Chain *c, WatchLink *top, GPtrArray *restart) {
         WatchLink *parent = top->parent;
 
-        for (WatchLink *l = top; l; ) {
+        for (WatchLink *l = top; l;) {
                 Waiter *w;
 
                 while ((w = waiters_at(m, l))) {
@@ -371,7 +371,7 @@ static void descend(Missing *m, Chain *c, WatchLink *node, int fd) {
                         }
                         cfd = access_open_at(fd, name, /* only_dir= */ true, /* no_follow= */ false, &st);
                         if (cfd == -ENOENT || cfd == -ENOTDIR) {
-                                i->looked = pass;       /* not there (yet): it waits here */
+                                i->looked = pass; /* not there (yet): it waits here */
                                 continue;
                         }
                         if (cfd < 0) {
@@ -419,9 +419,9 @@ static void descend(Missing *m, Chain *c, WatchLink *node, int fd) {
                         if (waiters_at(m, child))
                                 step_push(m, c, child, TAKE_FD(cfd));
                         else
-                                prune(m, child);       /* made for waiters that all failed their charge */
+                                prune(m, child); /* made for waiters that all failed their charge */
                         again = true;
-                        break;          /* the list changed: look at it again */
+                        break; /* the list changed: look at it again */
                 }
         }
 }
@@ -575,9 +575,9 @@ static int waiter_start(Missing *m, Waiter *w) {
                         return -ENOMEM;
                 fd = access_open_as(w->caller, top, /* only_dir= */ true, /* no_follow= */ false, &st);
                 if (fd == -ENOENT || fd == -ENOTDIR)
-                        break;          /* nothing above it could be watched */
+                        break; /* nothing above it could be watched */
                 if (fd == -EACCES)
-                        continue;       /* not readable: the chain starts below it; renames above are not seen */
+                        continue; /* not readable: the chain starts below it; renames above are not seen */
                 if (fd < 0)
                         return fd;
 
@@ -617,7 +617,7 @@ static int waiter_start(Missing *m, Waiter *w) {
                 step_push(m, c, c->s->links, TAKE_FD(fd));
                 return 0;
         }
-        return -EACCES;         /* no directory of the path may be read */
+        return -EACCES; /* no directory of the path may be read */
 }
 
 /* What descend() left in m->done: placed, or ended. w_sync's result is
@@ -740,7 +740,7 @@ static void probe(Missing *m, Chain *c, WatchLink *node) {
 
         for (WatchLink *l = node; l; l = l->parent)
                 g_ptr_array_add(way, l);
-        at = way->pdata[way->len - 1];          /* the top */
+        at = way->pdata[way->len - 1]; /* the top */
 
         r = access_become(&c->caller, &saved);
         if (r < 0) {
@@ -749,7 +749,7 @@ static void probe(Missing *m, Chain *c, WatchLink *node) {
         }
         fd = access_open_at(AT_FDCWD, at->name, /* only_dir= */ true, /* no_follow= */ false, &st);
         if (fd < 0 || st.st_dev != at->watch->dev || st.st_ino != at->watch->ino) {
-                cut(m, c, at, restart);         /* the top itself is gone: all start again */
+                cut(m, c, at, restart); /* the top itself is gone: all start again */
                 at = NULL;
         }
         for (guint k = way->len - 1; at && k > 0; k--) {

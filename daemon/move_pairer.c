@@ -41,9 +41,7 @@ static Record **at(MovePairer *p, size_t i) {
 }
 
 static bool is_waiting_from(const Record *r) {
-        return r->kind == RECORD_EVENT &&
-               (r->mask & (IN_MOVED_FROM | IN_MOVED_TO)) == IN_MOVED_FROM &&
-               r->cookie != 0;
+        return r->kind == RECORD_EVENT && (r->mask & (IN_MOVED_FROM | IN_MOVED_TO)) == IN_MOVED_FROM && r->cookie != 0;
 }
 
 static int grow(MovePairer *p) {
@@ -76,7 +74,7 @@ static int grow(MovePairer *p) {
 static int pair_moved_to(MovePairer *p, Record *rec, Record **ret_pair) {
         size_t lim = p->n < p->max_distance ? p->n : p->max_distance;
         Record *own = NULL, *latest = NULL;
-        size_t first = 0, last = 0;     /* the run: at(p->n - last) .. at(p->n - first) */
+        size_t first = 0, last = 0; /* the run: at(p->n - last) .. at(p->n - first) */
 
         *ret_pair = NULL;
         for (size_t k = 1; k <= lim; k++) {
@@ -84,10 +82,10 @@ static int pair_moved_to(MovePairer *p, Record *rec, Record **ret_pair) {
                 bool from_side = c->cookie == rec->cookie && (c->mask & IN_MOVED_FROM);
 
                 if (c->kind != RECORD_EVENT)
-                        continue;       /* a notice queued among them */
+                        continue; /* a notice queued among them */
                 if (!from_side) {
                         if (latest)
-                                break;          /* past the run */
+                                break; /* past the run */
                         continue;
                 }
                 if (!latest) {
@@ -114,7 +112,7 @@ static int pair_moved_to(MovePairer *p, Record *rec, Record **ret_pair) {
                         return -ENOMEM;
                 }
                 p->bytes += strlen(c->new_path) + 1;
-                c->mask |= rec->mask;           /* IN_MOVED_TO, and IN_ISDIR as the kernel said */
+                c->mask |= rec->mask; /* IN_MOVED_TO, and IN_ISDIR as the kernel said */
         }
         if (own) {
                 /* Its own IN_MOVED_FROM: the pair is one record, with the
@@ -151,8 +149,7 @@ static int pair_moved_to(MovePairer *p, Record *rec, Record **ret_pair) {
 int move_pairer_push(MovePairer *p, Record *rec) {
         int r;
 
-        if (rec->kind == RECORD_EVENT &&
-            (rec->mask & (IN_MOVED_FROM | IN_MOVED_TO)) == IN_MOVED_TO && rec->cookie != 0) {
+        if (rec->kind == RECORD_EVENT && (rec->mask & (IN_MOVED_FROM | IN_MOVED_TO)) == IN_MOVED_TO && rec->cookie != 0) {
                 Record *pair;
 
                 r = pair_moved_to(p, rec, &pair);

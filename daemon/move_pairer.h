@@ -30,10 +30,10 @@
 #include "record.h"
 
 typedef struct MovePairer {
-        RecordArena arena;      /* the queue's records are cut from it (record_new_in()) */
-        Record **items;         /* ring buffer: items[(head + i) % cap], i < n */
+        RecordArena arena; /* the queue's records are cut from it (record_new_in()) */
+        Record **items;    /* ring buffer: items[(head + i) % cap], i < n */
         size_t head, n, cap;
-        size_t bytes;           /* record_bytes() of the records in it */
+        size_t bytes; /* record_bytes() of the records in it */
         uint64_t timeout_usec;
         size_t max_distance;
 } MovePairer;

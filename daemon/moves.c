@@ -19,9 +19,9 @@
 
 struct Moves {
         WatchTable *table;
-        uint32_t cookie;                /* of the last IN_MOVED_FROM of a directory, 0: none */
-        const Watch *from;              /* its watch: compared only */
-        GPtrArray *old_paths;           /* its old path as each link of its parent spells it */
+        uint32_t cookie;      /* of the last IN_MOVED_FROM of a directory, 0: none */
+        const Watch *from;    /* its watch: compared only */
+        GPtrArray *old_paths; /* its old path as each link of its parent spells it */
 };
 
 int moves_new(WatchTable *table, Moves **ret) {

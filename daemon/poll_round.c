@@ -79,16 +79,14 @@ static void pair_moves(GPtrArray *changes) {
 
 /* A GONE paired with an APPEARED, both still wanted. */
 static bool is_move(const Change *c) {
-        return c->kind == CHANGE_GONE && c->partner && !c->dropped && c->dir &&
-               !c->partner->dropped && c->partner->dir;
+        return c->kind == CHANGE_GONE && c->partner && !c->dropped && c->dir && !c->partner->dropped && c->partner->dir;
 }
 
 static void emit_move(PollGroup *g, Change *c, GHashTable *sources, GHashTable *moved) {
         g_autofree char *key = place_key(c->dir, c->name);
 
         g_hash_table_add(moved, &c->ino);
-        emit(g, IN_MOVED_FROM | IN_MOVED_TO | isdir_bit(c->mode), c->dir, c->name,
-             c->partner->dir, c->partner->name);
+        emit(g, IN_MOVED_FROM | IN_MOVED_TO | isdir_bit(c->mode), c->dir, c->name, c->partner->dir, c->partner->name);
         c->emitted = true;
         g_hash_table_remove(sources, key);
 }
@@ -163,8 +161,8 @@ void poll_round_emit(PollGroup *g, GPtrArray *changes) {
                 if (c->kind == CHANGE_MODIFIED)
                         /* Another name of a moved inode (a hard link) had its
                          * ctime changed by the rename, not by a change of its own. */
-                        m = g_hash_table_contains(moved, &c->ino) ?
-                                poll_entry_changes(&c->before, &c->after, true) : c->mask;
+                        m = g_hash_table_contains(moved, &c->ino) ? poll_entry_changes(&c->before, &c->after, true) :
+                                                                    c->mask;
                 else if (c->kind == CHANGE_APPEARED && c->partner && c->partner->emitted)
                         m = poll_entry_changes(&c->partner->before, &c->after, true);
                 else

@@ -104,8 +104,7 @@ static int entry_stat(int dirfd, const char *name, PollIo *io, PollEntry *e) {
         struct statx stx;
 
         io->stats++;
-        if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_FORCE_SYNC,
-                  STATX_WANTED, &stx) < 0)
+        if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_FORCE_SYNC, STATX_WANTED, &stx) < 0)
                 return negative_errno();
         e->ino = stx.stx_ino;
         e->mode = stx.stx_mode;
@@ -170,20 +169,28 @@ void poll_reader_init(PollReader *r, const PollReadHook *hook) {
 
 static uint32_t dtype_to_mode(unsigned char t) {
         switch (t) {
-        case DT_DIR: return S_IFDIR;
-        case DT_REG: return S_IFREG;
-        case DT_LNK: return S_IFLNK;
-        case DT_FIFO: return S_IFIFO;
-        case DT_SOCK: return S_IFSOCK;
-        case DT_CHR: return S_IFCHR;
-        case DT_BLK: return S_IFBLK;
-        default: return 0;
+        case DT_DIR:
+                return S_IFDIR;
+        case DT_REG:
+                return S_IFREG;
+        case DT_LNK:
+                return S_IFLNK;
+        case DT_FIFO:
+                return S_IFIFO;
+        case DT_SOCK:
+                return S_IFSOCK;
+        case DT_CHR:
+                return S_IFCHR;
+        case DT_BLK:
+                return S_IFBLK;
+        default:
+                return 0;
         }
 }
 
 /* Appends the names of one getdents64 buffer. */
 static int reader_take_names(PollReader *r, const char *buf, size_t len) {
-        for (size_t off = 0; off < len; ) {
+        for (size_t off = 0; off < len;) {
                 const struct dirent64 *de = (const struct dirent64 *) (buf + off);
                 PollEntry e;
 
@@ -237,7 +244,7 @@ int poll_reader_step(PollReader *r, int fd, unsigned *budget, PollIo *io) {
                         if (statx(r->dfd, "", AT_EMPTY_PATH | AT_STATX_FORCE_SYNC, STATX_NLINK, &stx) < 0)
                                 return negative_errno();
                         if ((stx.stx_mask & STATX_NLINK) && stx.stx_nlink == 0)
-                                return -ENOENT;         /* removed, and held open by us */
+                                return -ENOENT; /* removed, and held open by us */
                         r->checked = true;
                 } else if (!r->listed) {
                         char buf[GETDENTS_BUFFER];
@@ -359,8 +366,8 @@ void poll_change_free(gpointer p) {
         free(c);
 }
 
-static int add_change(GPtrArray *out, ChangeKind kind, PollDir *d,
-                      const PollEntry *before, const PollEntry *after, uint32_t mask) {
+static int add_change(GPtrArray *out, ChangeKind kind, PollDir *d, const PollEntry *before, const PollEntry *after,
+                      uint32_t mask) {
         Change *c = change_new(kind, d, before, after);
 
         if (!c)
@@ -380,8 +387,9 @@ int poll_snapshot_diff(PollDir *d, const PollSnapshot *o, const PollSnapshot *n,
         int r = 0;
 
         while (r >= 0 && (i < on || j < nn)) {
-                int c = i >= on ? 1 : j >= nn ? -1 :
-                        strcmp(poll_snapshot_entry(o, i)->name, poll_snapshot_entry(n, j)->name);
+                int c = i >= on ? 1 :
+                        j >= nn ? -1 :
+                                  strcmp(poll_snapshot_entry(o, i)->name, poll_snapshot_entry(n, j)->name);
 
                 if (c < 0)
                         r = add_change(out, CHANGE_GONE, d, poll_snapshot_entry(o, i++), NULL, 0);

@@ -169,8 +169,7 @@ static uint64_t phase_of(uint64_t sequence, uint64_t interval) {
         return (uint64_t) (((unsigned __int128) frac * interval) >> 64);
 }
 
-int poller_group_new(Poller *p, uid_t uid, uint64_t interval_usec, uint64_t now_usec,
-                     void *userdata, PollGroup **ret) {
+int poller_group_new(Poller *p, uid_t uid, uint64_t interval_usec, uint64_t now_usec, void *userdata, PollGroup **ret) {
         PollGroup *g;
         int r;
 
@@ -226,7 +225,7 @@ static void dir_read_op(uint32_t what, void *data) {
         Poller *p;
 
         if (d->busy)
-                return;         /* in a worker: the layer above expects those itself (submit) */
+                return; /* in a worker: the layer above expects those itself (submit) */
         p = d->group->poller;
         if (p->cb.read_op)
                 p->cb.read_op(d->group->userdata, d->userdata, what, p->userdata);
@@ -380,7 +379,7 @@ int poller_dir_note(PollDir *d, const char *name) {
                 if (!copy)
                         return -ENOMEM;
                 g_hash_table_add(d->noted, copy);
-                return 0;       /* to the stale queue at the job's end */
+                return 0; /* to the stale queue at the job's end */
         }
         if (d->reading) {
                 if (!d->reader.dirty)
@@ -513,7 +512,7 @@ static int dir_read(PollDir *d, GPtrArray *changes, int *ret_error) {
                 d->job_done = false;
                 r = d->job_result;
                 if (r == 0 && dir_submit(d, JOB_READ) >= 0)
-                        return -EINPROGRESS;            /* more to read */
+                        return -EINPROGRESS; /* more to read */
                 from_job = true;
         } else if (dir_submit(d, JOB_READ) >= 0)
                 return -EINPROGRESS;
@@ -627,7 +626,7 @@ static void dir_prime_done(PollDir *d) {
 
         r = dir_read(d, NULL, &error);
         if (r == -EINPROGRESS)
-                return;         /* more to read: the next job */
+                return; /* more to read: the next job */
         d->priming = false;
         if (r > 0 && error == 0)
                 dir_baseline_done(d);
@@ -778,7 +777,7 @@ static int user_step(Poller *p, PollUser *u, uint64_t now) {
                 }
                 dir_baseline_done(d);
                 if (changes && changes->len > 0)
-                        group_emit(d->group, changes);  /* d may be gone after */
+                        group_emit(d->group, changes); /* d may be gone after */
                 else
                         dir_tell_error(d, error);
                 return 0;
@@ -803,7 +802,7 @@ static int user_step(Poller *p, PollUser *u, uint64_t now) {
                 return r;
         d->round_done = true;
         g->cursor = g->cursor->next;
-        dir_tell_error(d, error);       /* d, even g, may be gone after */
+        dir_tell_error(d, error); /* d, even g, may be gone after */
         return 0;
 }
 

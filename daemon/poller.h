@@ -56,17 +56,17 @@
 typedef struct PollEntry {
         char *name;
         uint64_t ino;
-        uint32_t mode;          /* S_IFMT and permission bits */
+        uint32_t mode; /* S_IFMT and permission bits */
         uint32_t uid, gid;
         uint64_t size;
         int64_t mtime_ns, ctime_ns;
-        bool no_stat;           /* statx failed (no search permission): ino and
-                                 * type from getdents only, nothing else compared */
+        bool no_stat; /* statx failed (no search permission): ino and
+                       * type from getdents only, nothing else compared */
 } PollEntry;
 
 /* A directory's names. */
 typedef struct PollSnapshot {
-        GArray *entries;        /* PollEntry, sorted by strcmp() of their names; NULL: none yet */
+        GArray *entries; /* PollEntry, sorted by strcmp() of their names; NULL: none yet */
 } PollSnapshot;
 
 static inline size_t poll_snapshot_size(const PollSnapshot *s) {
@@ -81,9 +81,9 @@ void poll_snapshot_done(PollSnapshot *s);
 
 /* System calls the poller made, by kind. */
 typedef struct PollIo {
-        uint64_t opens;         /* openat of a directory to list it */
-        uint64_t getdents;      /* getdents64 */
-        uint64_t stats;         /* statx, of a directory or of a name */
+        uint64_t opens;    /* openat of a directory to list it */
+        uint64_t getdents; /* getdents64 */
+        uint64_t stats;    /* statx, of a directory or of a name */
 } PollIo;
 
 static inline uint64_t poll_io_total(const PollIo *io) {
@@ -96,12 +96,12 @@ int poll_snapshot_read(int dirfd, PollIo *io, PollSnapshot *ret);
 
 /* A record found by polling. */
 typedef struct PollRecord {
-        uint32_t mask;          /* one of IN_CREATE, IN_DELETE, IN_MODIFY, IN_ATTRIB,
-                                 * IN_MOVED_FROM|IN_MOVED_TO; with IN_ISDIR for a directory */
-        void *dir;              /* the userdata of name's directory */
+        uint32_t mask; /* one of IN_CREATE, IN_DELETE, IN_MODIFY, IN_ATTRIB,
+                        * IN_MOVED_FROM|IN_MOVED_TO; with IN_ISDIR for a directory */
+        void *dir;     /* the userdata of name's directory */
         const char *name;
-        void *new_dir;          /* a move's destination directory, else NULL */
-        const char *new_name;   /* a move's new name, else NULL */
+        void *new_dir;        /* a move's destination directory, else NULL */
+        const char *new_name; /* a move's new name, else NULL */
 } PollRecord;
 
 typedef struct PollDir PollDir;
@@ -162,8 +162,7 @@ void poller_set_limits(Poller *p, unsigned ops_per_run, uint32_t max_dirs_per_us
 
 /* A group of directories polled together, for uid, every interval_usec
  * (> 0). now_usec: the time of its creation, from which its phase counts. */
-int poller_group_new(Poller *p, uid_t uid, uint64_t interval_usec, uint64_t now_usec,
-                     void *userdata, PollGroup **ret);
+int poller_group_new(Poller *p, uid_t uid, uint64_t interval_usec, uint64_t now_usec, void *userdata, PollGroup **ret);
 /* Frees the group and its directories; nothing is called back. */
 void poller_group_free(PollGroup *g);
 size_t poller_group_size(const PollGroup *g);

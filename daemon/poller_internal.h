@@ -16,19 +16,19 @@
 
 #include "poller.h"
 
-#define STATX_WANTED (STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID | STATX_INO | \
-                      STATX_SIZE | STATX_MTIME | STATX_CTIME)
+#define STATX_WANTED \
+        (STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID | STATX_INO | STATX_SIZE | STATX_MTIME | STATX_CTIME)
 #define GETDENTS_BUFFER (32u * 1024u)
 
 typedef enum ChangeKind {
-        CHANGE_GONE,            /* a name and its inode, no more */
-        CHANGE_APPEARED,        /* a name with a new inode */
-        CHANGE_MODIFIED,        /* same name, same inode: mask says what */
+        CHANGE_GONE,     /* a name and its inode, no more */
+        CHANGE_APPEARED, /* a name with a new inode */
+        CHANGE_MODIFIED, /* same name, same inode: mask says what */
 } ChangeKind;
 
 typedef struct Change {
         ChangeKind kind;
-        PollDir *dir;           /* NULL once the directory is gone */
+        PollDir *dir; /* NULL once the directory is gone */
         char *name;
         uint64_t ino;
         uint32_t mode;
@@ -46,13 +46,13 @@ typedef struct PollReadHook {
 } PollReadHook;
 
 typedef struct PollReader {
-        PollReadHook hook;      /* told of each open, getdents64 and close */
-        int dfd;                /* the directory open for reading, -1 before */
-        bool checked;           /* statx'ed (through dfd) */
-        bool listed;            /* getdents64 reached the end; snap sorted */
-        PollSnapshot snap;      /* names listed so far, stat'ed up to stat_next */
+        PollReadHook hook; /* told of each open, getdents64 and close */
+        int dfd;           /* the directory open for reading, -1 before */
+        bool checked;      /* statx'ed (through dfd) */
+        bool listed;       /* getdents64 reached the end; snap sorted */
+        PollSnapshot snap; /* names listed so far, stat'ed up to stat_next */
         size_t stat_next;
-        GHashTable *dirty;      /* names the kernel reported during the read: stat'ed again at its end */
+        GHashTable *dirty; /* names the kernel reported during the read: stat'ed again at its end */
 } PollReader;
 
 /* Puts name of dirfd's directory into s as it is now: stat'ed again, or
@@ -85,26 +85,26 @@ struct PollDir {
         PollGroup *group;
         int fd;
         void *userdata;
-        GList group_link;       /* in group->dirs */
-        GList baseline_link;    /* in group->user->baseline while it has no snapshot */
-        GList stale_link;       /* in poller->stale while noted is not empty */
+        GList group_link;    /* in group->dirs */
+        GList baseline_link; /* in group->user->baseline while it has no snapshot */
+        GList stale_link;    /* in poller->stale while noted is not empty */
         bool in_baseline, in_stale;
         bool have_snap;
-        bool report_existing;   /* the first snapshot's names are creations */
-        bool round_done;        /* read in the current round */
-        int error;              /* the last read's -errno, 0 if it worked */
+        bool report_existing; /* the first snapshot's names are creations */
+        bool round_done;      /* read in the current round */
+        int error;            /* the last read's -errno, 0 if it worked */
         PollSnapshot snap;
         PollReader reader;
         bool reading;
-        GHashTable *noted;      /* names the kernel reported, not yet stat'ed */
+        GHashTable *noted; /* names the kernel reported, not yet stat'ed */
 
         /* A job in a worker (PollerCallbacks.submit): until it is done, its
          * reader, snapshot and fd are the worker's, and nothing here touches
          * them. A directory freed meanwhile is dead, freed at the job's end. */
         bool busy, dead;
-        bool job_done;          /* a read job returned: job_result waits for dir_read() */
-        bool job_reading;       /* its reading is in jobs: job_end() when it is over */
-        bool priming;           /* its first snapshot was submitted by poller_dir_prime() */
+        bool job_done;    /* a read job returned: job_result waits for dir_read() */
+        bool job_reading; /* its reading is in jobs: job_end() when it is over */
+        bool priming;     /* its first snapshot was submitted by poller_dir_prime() */
         int job_kind;
         int job_result;
         PollIo job_io;
@@ -121,14 +121,14 @@ struct PollDir {
  */
 typedef struct PollUser {
         uid_t uid;
-        unsigned groups;        /* its groups: it is freed with the last */
-        uint32_t dirs;          /* directories polled */
-        GQueue baseline;        /* its PollDir without a first snapshot */
-        GQueue active;          /* its groups in a round, in the order they became due */
-        GList turn_link;        /* in poller->turns while baseline or active is not empty */
+        unsigned groups; /* its groups: it is freed with the last */
+        uint32_t dirs;   /* directories polled */
+        GQueue baseline; /* its PollDir without a first snapshot */
+        GQueue active;   /* its groups in a round, in the order they became due */
+        GList turn_link; /* in poller->turns while baseline or active is not empty */
         bool in_turns;
-        PollDir *blocked_on;    /* its work waits for this directory's job: out of turns */
-        unsigned spent;         /* system calls of its current turn */
+        PollDir *blocked_on; /* its work waits for this directory's job: out of turns */
+        unsigned spent;      /* system calls of its current turn */
 } PollUser;
 
 struct PollGroup {
@@ -136,15 +136,15 @@ struct PollGroup {
         PollUser *user;
         uid_t uid;
         uint64_t interval;
-        uint64_t next_round;    /* scheduled start of the next round */
-        size_t heap_index;      /* in poller->heap, SIZE_MAX if not there (in a round, or ending one) */
+        uint64_t next_round; /* scheduled start of the next round */
+        size_t heap_index;   /* in poller->heap, SIZE_MAX if not there (in a round, or ending one) */
         bool in_round;
-        GList active_link;      /* in user->active during a round */
-        GQueue dirs;            /* PollDir, in the order they were added */
-        GList *cursor;          /* the round's current directory */
-        GPtrArray *changes;     /* Change: the round's, until it ends */
-        GPtrArray *emitting;    /* the changes being given out (a free waits), or NULL */
-        bool dead;              /* freed while emitting */
+        GList active_link;   /* in user->active during a round */
+        GQueue dirs;         /* PollDir, in the order they were added */
+        GList *cursor;       /* the round's current directory */
+        GPtrArray *changes;  /* Change: the round's, until it ends */
+        GPtrArray *emitting; /* the changes being given out (a free waits), or NULL */
+        bool dead;           /* freed while emitting */
         void *userdata;
 };
 
@@ -153,12 +153,12 @@ struct Poller {
         void *userdata;
         unsigned ops_per_run;
         uint32_t max_dirs_per_user;
-        GHashTable *users;      /* uid -> PollUser */
-        GPtrArray *heap;        /* PollGroup: groups between rounds, min-heap on next_round */
-        GQueue turns;           /* PollUser with work, the one whose turn it is first */
-        GQueue stale;           /* PollDir with names noted */
-        uint64_t sequence;      /* groups made: their phases */
-        unsigned budget;        /* left in this run */
+        GHashTable *users; /* uid -> PollUser */
+        GPtrArray *heap;   /* PollGroup: groups between rounds, min-heap on next_round */
+        GQueue turns;      /* PollUser with work, the one whose turn it is first */
+        GQueue stale;      /* PollDir with names noted */
+        uint64_t sequence; /* groups made: their phases */
+        unsigned budget;   /* left in this run */
         PollIo io;
 };
 

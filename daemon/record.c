@@ -28,10 +28,10 @@
 #define IN_CHUNK_MAX 1024u
 
 struct RecordChunk {
-        RecordArena *arena;                     /* NULL: its arena is done, its last record frees it */
-        uint32_t live;                          /* records cut from it and not freed */
-        uint32_t used;                          /* bytes of data[] cut */
-        LIST_FIELDS(RecordChunk, chunks);       /* in arena->chunks */
+        RecordArena *arena;               /* NULL: its arena is done, its last record frees it */
+        uint32_t live;                    /* records cut from it and not freed */
+        uint32_t used;                    /* bytes of data[] cut */
+        LIST_FIELDS(RecordChunk, chunks); /* in arena->chunks */
         _Alignas(8) uint8_t data[];
 };
 
@@ -44,8 +44,8 @@ static size_t record_size(const char *dir, const char *name, size_t name_len, si
         return offsetof(Record, path) + l + 1;
 }
 
-static void record_fill(Record *r, RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie,
-                        uint64_t time_usec, const char *dir, const char *name, size_t name_len, size_t l) {
+static void record_fill(Record *r, RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t time_usec,
+                        const char *dir, const char *name, size_t name_len, size_t l) {
         r->kind = kind;
         r->id = id;
         r->mask = mask;
@@ -60,8 +60,8 @@ static void record_fill(Record *r, RecordKind kind, uint32_t id, uint32_t mask, 
                 memcpy(r->path, dir ?: "", l + 1);
 }
 
-Record *record_new(RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t time_usec,
-                   const char *dir, const char *name, size_t name_len) {
+Record *record_new(RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t time_usec, const char *dir,
+                   const char *name, size_t name_len) {
         size_t l, size = record_size(dir, name, name_len, &l);
         Record *r = malloc(size);
 
@@ -89,8 +89,8 @@ static void chunk_free(RecordChunk *c) {
         free(c);
 }
 
-Record *record_new_in(RecordArena *a, RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie,
-                      uint64_t time_usec, const char *dir, const char *name, size_t name_len) {
+Record *record_new_in(RecordArena *a, RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t time_usec,
+                      const char *dir, const char *name, size_t name_len) {
         size_t l, size = record_size(dir, name, name_len, &l);
         RecordChunk *c = a->current;
         Record *r;
@@ -100,7 +100,7 @@ Record *record_new_in(RecordArena *a, RecordKind kind, uint32_t id, uint32_t mas
         size = (size + 7) & ~(size_t) 7;
         if (!c || c->used + size > CHUNK_DATA) {
                 if (c && c->live == 0)
-                        c->used = 0;            /* all its records are gone: from its start again */
+                        c->used = 0; /* all its records are gone: from its start again */
                 else {
                         /* The full one stays until its last record goes (record_free()). */
                         c = chunk_new(a);
@@ -132,7 +132,7 @@ Record *record_free(Record *r) {
         if (--c->live > 0)
                 return NULL;
         if (c->arena && c->arena->current == c)
-                c->used = 0;            /* kept for the next records (record_arena_trim()) */
+                c->used = 0; /* kept for the next records (record_arena_trim()) */
         else
                 chunk_free(c);
         return NULL;

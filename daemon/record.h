@@ -22,9 +22,9 @@
 #include "list.h"
 
 typedef enum RecordKind {
-        RECORD_EVENT,           /* one (id, mask, cookie, path, new_path) of an Events signal */
-        RECORD_REMOVED,         /* WatchRemoved(id, reason) */
-        RECORD_OVERFLOW,        /* Overflow(ids): the ids are kept by the queue (delivery.h) */
+        RECORD_EVENT,    /* one (id, mask, cookie, path, new_path) of an Events signal */
+        RECORD_REMOVED,  /* WatchRemoved(id, reason) */
+        RECORD_OVERFLOW, /* Overflow(ids): the ids are kept by the queue (delivery.h) */
 } RecordKind;
 
 typedef struct RecordChunk RecordChunk;
@@ -34,26 +34,26 @@ typedef struct Record {
         uint32_t id;
         uint32_t mask;
         uint32_t cookie;
-        uint64_t time_usec;     /* CLOCK_MONOTONIC when it was read from the kernel */
-        const char *reason;     /* RECORD_REMOVED: a static string */
-        char *new_path;         /* a paired rename's new path, else NULL */
-        RecordChunk *chunk;     /* what it was cut from; NULL: malloc'd alone */
-        uint32_t path_len;      /* strlen(path) */
-        char path[];            /* absolute path the record is about; "" if none */
+        uint64_t time_usec; /* CLOCK_MONOTONIC when it was read from the kernel */
+        const char *reason; /* RECORD_REMOVED: a static string */
+        char *new_path;     /* a paired rename's new path, else NULL */
+        RecordChunk *chunk; /* what it was cut from; NULL: malloc'd alone */
+        uint32_t path_len;  /* strlen(path) */
+        char path[];        /* absolute path the record is about; "" if none */
 } Record;
 
 /* Where a queue's records are cut from. Zero-initialized is empty. */
 typedef struct RecordArena {
-        RecordChunk *current;                   /* records are cut from here */
-        LIST_HEAD(RecordChunk, chunks);         /* every chunk with records in it, current included */
+        RecordChunk *current;           /* records are cut from here */
+        LIST_HEAD(RecordChunk, chunks); /* every chunk with records in it, current included */
 } RecordArena;
 
 /* One block: the record and its path (dir + "/" + name, or dir alone if name is NULL). */
-Record *record_new(RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t time_usec,
-                   const char *dir, const char *name, size_t name_len);
+Record *record_new(RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t time_usec, const char *dir,
+                   const char *name, size_t name_len);
 /* The same, cut from a (a path too long for a chunk gets a block of its own). */
-Record *record_new_in(RecordArena *a, RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie,
-                      uint64_t time_usec, const char *dir, const char *name, size_t name_len);
+Record *record_new_in(RecordArena *a, RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t time_usec,
+                      const char *dir, const char *name, size_t name_len);
 Record *record_free(Record *r);
 
 /* Chunks a holds (the current one, and those with records still in them). */

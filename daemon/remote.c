@@ -64,8 +64,8 @@ typedef struct RemoteDir {
         dev_t pdev;
         ino_t pino;
         bool have_parent;
-        bool overflowed;        /* the owner was told this one cannot be read */
-        bool priming;           /* its first snapshot is taken in a worker */
+        bool overflowed; /* the owner was told this one cannot be read */
+        bool priming;    /* its first snapshot is taken in a worker */
         /* Read in a worker: the own-read keys announced for it (OwnRead.pinned). */
         bool announced;
         int own_wd, parent_wd;
@@ -77,7 +77,7 @@ typedef struct RemoteDir {
  * (its notes are single-threaded): they are announced here instead. */
 typedef struct OwnRead {
         int wd;
-        char *name;             /* NULL: the directory's own watch */
+        char *name; /* NULL: the directory's own watch */
         unsigned open, access, close;
         /* Reads of it in a worker: they make their records at any time until they end, so
          * what they announced is kept past the kernel queue being read empty. */
@@ -101,22 +101,22 @@ struct Remote {
         Poller *poller;
         uint32_t interval_sec[_FS_KIND_MAX];
 
-        GHashTable *dirs;       /* Key{Subscription, Watch} -> RemoteDir (owned) */
-        GHashTable *groups;     /* Key{Subscription, dev} -> RemoteGroup (owned) */
-        GHashTable *by_watch;   /* Watch -> GPtrArray of RemoteDir on it */
-        GHashTable *subs;       /* Subscription -> directories of it polled */
-        GHashTable *unpolled;   /* Key{Subscription, Watch} -> FsKind: remote directories not polled
-                                 * (NO_POLL, an interval of 0, over the budget) */
-        GHashTable *remote_subs;/* Subscription -> directories of it on remote file systems, polled or not */
-        SelfEvents *self;       /* the poller's own reads of directories */
-        GArray *own_reads;      /* OwnRead: those of reads in workers */
+        GHashTable *dirs;        /* Key{Subscription, Watch} -> RemoteDir (owned) */
+        GHashTable *groups;      /* Key{Subscription, dev} -> RemoteGroup (owned) */
+        GHashTable *by_watch;    /* Watch -> GPtrArray of RemoteDir on it */
+        GHashTable *subs;        /* Subscription -> directories of it polled */
+        GHashTable *unpolled;    /* Key{Subscription, Watch} -> FsKind: remote directories not polled
+                                  * (NO_POLL, an interval of 0, over the budget) */
+        GHashTable *remote_subs; /* Subscription -> directories of it on remote file systems, polled or not */
+        SelfEvents *self;        /* the poller's own reads of directories */
+        GArray *own_reads;       /* OwnRead: those of reads in workers */
         unsigned n_dirs;
-        FsWork *fswork;         /* NULL: reads in poller_run() */
-        GHashTable *priming;    /* Subscription -> its directories' first snapshots in workers */
+        FsWork *fswork;      /* NULL: reads in poller_run() */
+        GHashTable *priming; /* Subscription -> its directories' first snapshots in workers */
 
-        RemoteHint hint;        /* remote_set_hint() */
-        AccessSaved saved;      /* between begin and end */
-        bool linking_found;     /* remote_link_added() for a directory found by polling */
+        RemoteHint hint;    /* remote_set_hint() */
+        AccessSaved saved;  /* between begin and end */
+        bool linking_found; /* remote_link_added() for a directory found by polling */
         uint32_t cookie;
 };
 
@@ -185,8 +185,7 @@ int remote_new(WatchTable *table, SelfEvents *self, const Config *config, FsWork
                 .userdata = userdata,
                 .dirs = g_hash_table_new_full(key_hash, key_equal, g_free, NULL),
                 .groups = g_hash_table_new_full(key_hash, key_equal, g_free, NULL),
-                .by_watch = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
-                                                  (GDestroyNotify) g_ptr_array_unref),
+                .by_watch = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) g_ptr_array_unref),
                 .subs = g_hash_table_new(g_direct_hash, g_direct_equal),
                 .unpolled = g_hash_table_new_full(key_hash, key_equal, g_free, NULL),
                 .remote_subs = g_hash_table_new(g_direct_hash, g_direct_equal),
@@ -292,8 +291,8 @@ static int group_get(Remote *r, Subscription *s, dev_t dev, FsKind kind, RemoteG
         if (!g)
                 return -ENOMEM;
         *g = (RemoteGroup) { .remote = r, .s = s, .dev = dev, .kind = kind };
-        e = poller_group_new(r->poller, s->owner->caller.uid, (uint64_t) r->interval_sec[kind] * 1000000u,
-                             now_usec(), g, &g->pg);
+        e = poller_group_new(r->poller, s->owner->caller.uid, (uint64_t) r->interval_sec[kind] * 1000000u, now_usec(),
+                             g, &g->pg);
         if (e < 0) {
                 free(g);
                 return e;
@@ -350,7 +349,7 @@ static FsKind link_kind(Remote *r, WatchLink *l, int fd, const struct stat *st) 
                 return p ? p->group->kind : unpolled_get(r, l->subscription, l->parent->watch);
         }
         if (hint_for(r, st))
-                return r->hint.kind;    /* asked in the worker that opened it */
+                return r->hint.kind; /* asked in the worker that opened it */
         if (fs_detect(fd, NULL, &info) < 0)
                 return FS_LOCAL;
         kind = info.kind;
@@ -417,8 +416,7 @@ int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
                  * kernel's only, and the owner hears that it misses some. */
                 if (!l->parent && s->id == 0)
                         return -WATCHD_E_USER_POLLED;
-                log_debug("Directory of subscription %" PRIu32 " not polled: max_polled_dirs_per_user reached.",
-                          s->id);
+                log_debug("Directory of subscription %" PRIu32 " not polled: max_polled_dirs_per_user reached.", s->id);
                 client_queue_lost(s);
                 return unpolled_add(r, s, l->watch, kind);
         }
@@ -534,7 +532,7 @@ void remote_on_event(Remote *r, const Watch *w, const RawEvent *ev) {
                 return;
         name = strndup(ev->name, ev->name_len);
         if (!name)
-                return;         /* then the poll may tell it again, marked POLLED: no loss */
+                return; /* then the poll may tell it again, marked POLLED: no loss */
         for (guint i = 0; i < on_watch->len; i++) {
                 RemoteDir *d = on_watch->pdata[i];
 
@@ -756,13 +754,13 @@ static void on_error(void *group, void *dir, int error, void *userdata) {
         }
         if (l && !l->parent && (error == -ENOENT || error == -ESTALE)) {
                 /* The root itself went away on the server: the kernel cannot say so. */
-                log_debug_errno(error, "Polled directory '%s' is gone (%m): ending subscription %" PRIu32 ".",
-                                s->path, s->id);
+                log_debug_errno(error, "Polled directory '%s' is gone (%m): ending subscription %" PRIu32 ".", s->path,
+                                s->id);
                 r->ops.gone(s, r->userdata);
                 return;
         }
         if (l && l->parent && (error == -ENOENT || error == -ESTALE))
-                return;         /* its parent's poll reports it deleted */
+                return; /* its parent's poll reports it deleted */
         /* Readable no more (permissions changed, the server refuses):
          * changes in it are missed from now on, and the owner hears so. */
         log_debug_errno(error, "Cannot poll a directory of subscription %" PRIu32 " (%m).", s->id);
@@ -792,9 +790,9 @@ static void link_found(Remote *r, RemoteDir *d, WatchLink *parent, const char *n
         } else
                 e = fd;
         access_restore(&r->saved);
-        if (e == -WATCHD_E_CLIENT_WATCHES || e == -WATCHD_E_USER_WATCHES ||
-            e == -WATCHD_E_UNPRIVILEGED_WATCHES || e == -ENOSPC)
-                client_queue_lost(s);   /* a part of the tree it cannot see */
+        if (e == -WATCHD_E_CLIENT_WATCHES || e == -WATCHD_E_USER_WATCHES || e == -WATCHD_E_UNPRIVILEGED_WATCHES ||
+            e == -ENOSPC)
+                client_queue_lost(s); /* a part of the tree it cannot see */
 }
 
 static void on_record(void *group, const PollRecord *rec, void *userdata) {
@@ -814,7 +812,7 @@ static void on_record(void *group, const PollRecord *rec, void *userdata) {
         if (nl)
                 ndir = watch_link_get_path(nl, nbuf);
         if (!dir || (nl && !ndir)) {
-                client_queue_lost(s);   /* deeper than PATH_MAX */
+                client_queue_lost(s); /* deeper than PATH_MAX */
                 return;
         }
 
@@ -828,10 +826,10 @@ static void on_record(void *group, const PollRecord *rec, void *userdata) {
                         new_path = path_join(ndir, rec->new_name, strlen(rec->new_name));
                 }
                 /* Both halves, one cookie: delivery pairs them into one record. */
-                r->ops.deliver(s, IN_MOVED_FROM | isdir | WATCHD_IN_POLLED, cookie, dir, rec->name,
-                               strlen(rec->name), now, r->userdata);
+                r->ops.deliver(s, IN_MOVED_FROM | isdir | WATCHD_IN_POLLED, cookie, dir, rec->name, strlen(rec->name),
+                               now, r->userdata);
                 if (!watch_table_get_subscription(r->table, id))
-                        return;         /* ONESHOT: it ended */
+                        return; /* ONESHOT: it ended */
                 r->ops.deliver(s, IN_MOVED_TO | isdir | WATCHD_IN_POLLED, cookie, ndir, rec->new_name,
                                strlen(rec->new_name), now, r->userdata);
                 if (!watch_table_get_subscription(r->table, id) || !recursive || !isdir)

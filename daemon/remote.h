@@ -129,6 +129,6 @@ bool remote_subscription_remote(const Remote *r, const Subscription *s);
 
 typedef struct RemoteStats {
         unsigned polled_dirs;
-        uint64_t poll_syscalls;         /* open, getdents64, statx made by polling since start */
+        uint64_t poll_syscalls; /* open, getdents64, statx made by polling since start */
 } RemoteStats;
 void remote_get_stats(const Remote *r, RemoteStats *ret);

@@ -25,15 +25,15 @@
 
 typedef struct ExpectKey {
         int wd;
-        uint32_t mask;          /* IN_OPEN, IN_ACCESS or IN_CLOSE_NOWRITE, with IN_ISDIR */
-        char *name;             /* NULL: the directory's own watch */
+        uint32_t mask; /* IN_OPEN, IN_ACCESS or IN_CLOSE_NOWRITE, with IN_ISDIR */
+        char *name;    /* NULL: the directory's own watch */
         size_t name_len;
-        GQueue queue;           /* Expect, oldest first */
+        GQueue queue; /* Expect, oldest first */
 } ExpectKey;
 
 typedef struct Expect {
-        uint64_t gen;           /* kernel reads issued before it was noted */
-        uint64_t after;         /* its record lies at or past this offset of the kernel's stream */
+        uint64_t gen;   /* kernel reads issued before it was noted */
+        uint64_t after; /* its record lies at or past this offset of the kernel's stream */
         ExpectKey *key;
 } Expect;
 
@@ -41,15 +41,15 @@ struct SelfEvents {
         WatchTable *table;
         Backend *backend;
         bool enabled;
-        GQueue order;           /* Expect, oldest first */
-        GHashTable *keys;       /* ExpectKey -> itself (owned) */
-        uint64_t reads;         /* kernel reads issued */
-        bool drained;           /* the last read left the queue empty: its records handled, */
-        uint64_t drained_read;  /* what was noted before it is done with at the next read */
-        uint64_t stream;        /* bytes read from the kernel so far */
-        uint64_t last_base;     /* where the last read's bytes start in the stream */
-        uint64_t end;           /* where the kernel's queue ended at the last look */
-        uint64_t end_read;      /* ... and how many reads had been issued then */
+        GQueue order;          /* Expect, oldest first */
+        GHashTable *keys;      /* ExpectKey -> itself (owned) */
+        uint64_t reads;        /* kernel reads issued */
+        bool drained;          /* the last read left the queue empty: its records handled, */
+        uint64_t drained_read; /* what was noted before it is done with at the next read */
+        uint64_t stream;       /* bytes read from the kernel so far */
+        uint64_t last_base;    /* where the last read's bytes start in the stream */
+        uint64_t end;          /* where the kernel's queue ended at the last look */
+        uint64_t end_read;     /* ... and how many reads had been issued then */
         SelfEventsStats stats;
 };
 
@@ -66,7 +66,7 @@ static gboolean key_equal(gconstpointer a, gconstpointer b) {
         const ExpectKey *x = a, *y = b;
 
         return x->wd == y->wd && x->mask == y->mask && x->name_len == y->name_len &&
-               (x->name_len == 0 || memcmp(x->name, y->name, x->name_len) == 0);
+                (x->name_len == 0 || memcmp(x->name, y->name, x->name_len) == 0);
 }
 
 static void key_free(gpointer p) {
@@ -84,7 +84,7 @@ int self_events_new(WatchTable *table, Backend *backend, SelfEvents **ret) {
         se->table = table;
         se->backend = backend;
         se->enabled = true;
-        se->end_read = UINT64_MAX;      /* the first self_events_before() looks */
+        se->end_read = UINT64_MAX; /* the first self_events_before() looks */
         g_queue_init(&se->order);
         se->keys = g_hash_table_new_full(key_hash, key_equal, key_free, NULL);
         *ret = se;
@@ -158,7 +158,7 @@ static void note(SelfEvents *se, int wd, uint32_t mask, const char *name, size_t
         Expect *e;
 
         if (se->order.length >= SELF_EVENTS_MAX)
-                forget_oldest(se);      /* its record, if it comes, is reported: nothing of anyone's lost */
+                forget_oldest(se); /* its record, if it comes, is reported: nothing of anyone's lost */
         /* Out of memory, nothing is noted: its record is reported, nothing of anyone's lost. */
         e = malloc(sizeof(Expect));
         if (!e)
@@ -259,16 +259,17 @@ bool self_events_check(SelfEvents *se, const RawEvent *ev, size_t off) {
         }
         if (!(ev->mask & IN_ISDIR) || (what != IN_OPEN && what != IN_ACCESS && what != IN_CLOSE_NOWRITE))
                 return false;
-        lookup = (ExpectKey) { .wd = ev->wd, .mask = ev->mask, .name = (char *) ev->name,
-                               .name_len = ev->name ? ev->name_len : 0 };
+        lookup = (ExpectKey) {
+                .wd = ev->wd, .mask = ev->mask, .name = (char *) ev->name, .name_len = ev->name ? ev->name_len : 0
+        };
         k = g_hash_table_lookup(se->keys, &lookup);
         if (!k)
                 return false;
         e = g_queue_peek_head(&k->queue);
         if (e->gen >= se->reads)
-                return false;   /* noted after this read was issued: not in it */
+                return false; /* noted after this read was issued: not in it */
         if (se->last_base + off < e->after)
-                return false;   /* queued before the daemon's call: someone else's */
+                return false; /* queued before the daemon's call: someone else's */
         /* Older ones not met by now were merged away: the queue keeps the
          * order of the daemon's system calls. */
         while (g_queue_peek_head(&se->order) != e)

@@ -90,7 +90,7 @@ typedef struct SelfDir {
         bool has_parent;
         dev_t pdev;
         ino_t pino;
-        const char *name;       /* its name in the parent (has_parent) */
+        const char *name; /* its name in the parent (has_parent) */
         size_t name_len;
 } SelfDir;
 
@@ -133,7 +133,7 @@ void self_events_read_done(SelfEvents *se, ssize_t n, size_t size);
 bool self_events_check(SelfEvents *se, const RawEvent *ev, size_t off);
 
 typedef struct SelfEventsStats {
-        uint64_t dropped;       /* records dropped as the daemon's own */
-        unsigned pending;       /* noted, not met yet */
+        uint64_t dropped; /* records dropped as the daemon's own */
+        unsigned pending; /* noted, not met yet */
 } SelfEventsStats;
 void self_events_get_stats(const SelfEvents *se, SelfEventsStats *ret);

@@ -31,10 +31,10 @@ struct Stream {
         const StreamOps *ops;
         void *userdata;
         uint8_t *out;
-        size_t off, len, cap;           /* frames not yet written: out[off..len) */
-        bool watching;                  /* want_writable(true) is in force */
-        bool carried;                   /* a record went to it */
-        bool dead;                      /* a write failed: the client's end is gone */
+        size_t off, len, cap; /* frames not yet written: out[off..len) */
+        bool watching;        /* want_writable(true) is in force */
+        bool carried;         /* a record went to it */
+        bool dead;            /* a write failed: the client's end is gone */
 };
 
 int stream_fd(const Stream *s) {
@@ -150,14 +150,15 @@ static int stream_send_events(DeliveryQueue *q, Record **recs, size_t n, void *d
                 }
                 k = need > STREAM_FRAME_MAX ? -E2BIG : out_reserve(s, need);
                 if (k >= 0)
-                        k = stream_frame_encode_event(s->out + s->len, s->cap - s->len, rec->id, rec->mask,
-                                                      rec->cookie, rec->path, path_len, rec->new_path, new_len,
-                                                      NULL);
+                        k = stream_frame_encode_event(s->out + s->len, s->cap - s->len, rec->id, rec->mask, rec->cookie,
+                                                      rec->path, path_len, rec->new_path, new_len, NULL);
                 if (k < 0) {
                         /* A path too long for a frame (over 1 MiB), or memory: the
                          * record costs only itself, and its client hears of it. */
-                        log_warning_errno(k, "Failed to put a record of %s in its stream, naming it in an "
-                                          "Overflow: %m", q->name);
+                        log_warning_errno(k,
+                                          "Failed to put a record of %s in its stream, naming it in an "
+                                          "Overflow: %m",
+                                          q->name);
                         delivery_dropped(q, rec->id);
                 } else {
                         s->len += (size_t) k;
@@ -193,7 +194,7 @@ static int stream_send_notice(DeliveryQueue *q, const Record *rec, const uint32_
                         n_ids -= n;
                 } while (n_ids > 0);
         } else {
-                const char *reason = rec->reason ?: "";         /* as sd-bus sends a NULL string */
+                const char *reason = rec->reason ?: ""; /* as sd-bus sends a NULL string */
                 size_t len = strlen(reason);
 
                 k = out_reserve(s, STREAM_FRAME_PREFIX_SIZE + STREAM_FRAME_REMOVED_FIXED + len + 1);
@@ -240,7 +241,7 @@ int stream_new(int fd, uint16_t version, DeliveryQueue *q, const StreamOps *ops,
                 .queue = q,
                 .ops = ops,
                 .userdata = userdata,
-                .watching = true,       /* the header waits for room: the caller watches from the start */
+                .watching = true, /* the header waits for room: the caller watches from the start */
         };
         if (out_reserve(s, STREAM_FRAME_HEADER_SIZE) < 0) {
                 free(s);

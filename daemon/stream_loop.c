@@ -30,7 +30,7 @@ static void want_writable(bool on, void *userdata) {
         int r;
 
         if (!l->source)
-                return;         /* at stream_loop_new(), before the watch exists: set there */
+                return; /* at stream_loop_new(), before the watch exists: set there */
         r = sd_event_source_set_io_events(l->source, on ? EPOLLOUT : 0);
         if (r < 0)
                 /* Then what waits goes with the next batch: late, not lost. */
@@ -45,7 +45,7 @@ static int on_io(sd_event_source *source, int fd, uint32_t revents, void *userda
         StreamLoop *l = userdata;
 
         if (revents & (EPOLLHUP | EPOLLERR)) {
-                l->ended(l->userdata);          /* frees l */
+                l->ended(l->userdata); /* frees l */
                 return 0;
         }
         if (revents & EPOLLOUT)
@@ -107,7 +107,7 @@ Stream *stream_loop_get(StreamLoop *l) {
 }
 
 bool stream_loop_alive(StreamLoop *l) {
-        struct pollfd p = { .fd = stream_fd(l->stream) };      /* POLLHUP: the client's end is closed */
+        struct pollfd p = { .fd = stream_fd(l->stream) }; /* POLLHUP: the client's end is closed */
 
         return poll(&p, 1, 0) == 0;
 }

@@ -31,8 +31,8 @@ struct Subscriptions {
         Tree *tree;
         Missing *missing;
         Events *events;
-        Fanotify *fanotify;             /* serves the RECURSIVE trees it can; NULL: inotify only */
-        GHashTable *clients;            /* name -> Client (owned) */
+        Fanotify *fanotify;  /* serves the RECURSIVE trees it can; NULL: inotify only */
+        GHashTable *clients; /* name -> Client (owned) */
 };
 
 static void client_destroy(gpointer p) {
@@ -203,19 +203,19 @@ int subscriptions_appeared(Subscriptions *subs, Subscription *s, int fd, const s
         if (r < 0)
                 return r;
         if (report) {
-                (void) events_deliver(subs->events, s, IN_CREATE | (S_ISDIR(st->st_mode) ? IN_ISDIR : 0), 0,
-                                      s->path, NULL, 0, now);
+                (void) events_deliver(subs->events, s, IN_CREATE | (S_ISDIR(st->st_mode) ? IN_ISDIR : 0), 0, s->path,
+                                      NULL, 0, now);
                 s = watch_table_get_subscription(subs->table, id);
                 if (!s)
-                        return 0;       /* ONESHOT: that was its event */
+                        return 0; /* ONESHOT: that was its event */
         }
         if (S_ISDIR(st->st_mode))
                 tree_appeared(subs->tree, s, fd, report, now);
         return 0;
 }
 
-static int subscribe(Subscriptions *subs, Client *c, int fd, const struct stat *st, const char *path,
-                     uint32_t mask, uint32_t flags, uint32_t *ret_id, TreeWalk **ret_walk) {
+static int subscribe(Subscriptions *subs, Client *c, int fd, const struct stat *st, const char *path, uint32_t mask,
+                     uint32_t flags, uint32_t *ret_id, TreeWalk **ret_walk) {
         Subscription *s;
         int r;
 
@@ -351,7 +351,7 @@ int subscriptions_add_fd(Subscriptions *subs, Client *c, int fd, uint32_t mask, 
                 return negative_errno();
         path[n] = '\0';
         if (path[0] != '/')
-                return -WATCHD_E_NOT_WATCHABLE;        /* not in the filesystem tree (pipe:, anon_inode:...) */
+                return -WATCHD_E_NOT_WATCHABLE; /* not in the filesystem tree (pipe:, anon_inode:...) */
 
         return subscribe(subs, c, fd, &st, path, mask, flags, ret_id, ret_walk);
 }

@@ -57,40 +57,40 @@ struct Tree {
         SelfEvents *self;
         TreeOps ops;
         void *userdata;
-        LIST_HEAD(TreeWalk, walks);     /* going on from the loop, round robin */
-        GArray *moves;                  /* TreeMove: directories moved out of their place, until their IN_MOVED_TO */
-        GArray *retries;                /* TreeRetry: new directories to walk once the kernel queue is read empty */
+        LIST_HEAD(TreeWalk, walks); /* going on from the loop, round robin */
+        GArray *moves;              /* TreeMove: directories moved out of their place, until their IN_MOVED_TO */
+        GArray *retries;            /* TreeRetry: new directories to walk once the kernel queue is read empty */
         /* "id:path" of each entry a scan of a new directory reported as
          * IN_CREATE, until the kernel queue is next read empty (tree.h). NULL
          * until first used. */
         GHashTable *scanned;
-        uint8_t *dents_buf;             /* getdents64 buffer of the walks */
+        uint8_t *dents_buf; /* getdents64 buffer of the walks */
 };
 
 typedef struct Frame {
-        WatchLink *link;        /* the directory (a reference is held) */
-        int fd;                 /* open on it (for openat) */
-        bool quiet;             /* fd is O_PATH: closing it is no event */
-        SelfDir dir;            /* the directory as the kernel reports it; dir.name is name */
+        WatchLink *link; /* the directory (a reference is held) */
+        int fd;          /* open on it (for openat) */
+        bool quiet;      /* fd is O_PATH: closing it is no event */
+        SelfDir dir;     /* the directory as the kernel reports it; dir.name is name */
         char *name;
-        char *names;            /* its subdirectories: "a\0b\0" */
+        char *names; /* its subdirectories: "a\0b\0" */
         size_t len, pos;
-        size_t path_len;        /* of its path, to stop below PATH_MAX */
+        size_t path_len; /* of its path, to stop below PATH_MAX */
 } Frame;
 
 struct TreeWalk {
         Tree *tree;
-        uint32_t id;            /* the subscription, looked up at each slice: it may have ended */
-        bool synthesize;        /* report what the directories hold (they were just created) */
-        bool one_level;         /* the root's entries only: a scan, not a walk (not RECURSIVE) */
-        bool initial;           /* AddWatch's walk: a limit ends the subscription */
-        bool rescan;            /* after a kernel overflow: go down the directories linked already too */
+        uint32_t id;     /* the subscription, looked up at each slice: it may have ended */
+        bool synthesize; /* report what the directories hold (they were just created) */
+        bool one_level;  /* the root's entries only: a scan, not a walk (not RECURSIVE) */
+        bool initial;    /* AddWatch's walk: a limit ends the subscription */
+        bool rescan;     /* after a kernel overflow: go down the directories linked already too */
         uint64_t now;
-        GArray *frames;         /* Frame, the deepest last */
+        GArray *frames; /* Frame, the deepest last */
         int error;
         TreeWalkDone done;
         void *userdata;
-        LIST_FIELDS(TreeWalk, walks);   /* the walks going on from the loop */
+        LIST_FIELDS(TreeWalk, walks); /* the walks going on from the loop */
 };
 
 static void tree_walks_free(Tree *t);
@@ -167,7 +167,7 @@ bool tree_scanned_check(Tree *t, const Subscription *s, const char *dir, uint32_
 
 bool tree_waits_read_empty(const Tree *t) {
         return (t->scanned && g_hash_table_size(t->scanned) > 0) || (t->moves && t->moves->len > 0) ||
-               (t->retries && t->retries->len > 0);
+                (t->retries && t->retries->len > 0);
 }
 
 void tree_queue_read_empty(Tree *t) {
@@ -209,7 +209,7 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const 
         Tree *t = w->tree;
         char pathbuf[PATH_MAX];
         const char *path = NULL;
-        g_autoptr(GByteArray) names = NULL;     /* "a\0b\0", made at the first subdirectory */
+        g_autoptr(GByteArray) names = NULL; /* "a\0b\0", made at the first subdirectory */
         char *name = NULL;
         size_t len;
         bool report = w->synthesize && (s->mask & IN_CREATE);
@@ -271,15 +271,16 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const 
                 }
         }
         watch_link_hold(l);
-        g_array_append_val(w->frames, ((Frame) {
-                .link = l,
-                .fd = fd,
-                .dir = *d,
-                .name = name,
-                .names = (char *) g_byte_array_steal(names, &len),
-                .len = len,
-                .path_len = path_len,
-        }));
+        g_array_append_val(w->frames,
+                           ((Frame) {
+                                   .link = l,
+                                   .fd = fd,
+                                   .dir = *d,
+                                   .name = name,
+                                   .names = (char *) g_byte_array_steal(names, &len),
+                                   .len = len,
+                                   .path_len = path_len,
+                           }));
         g_array_index(w->frames, Frame, w->frames->len - 1).dir.name = name;
         return 0;
 }
@@ -304,7 +305,7 @@ static int step(TreeWalk *w, Subscription *s) {
         int fd, r;
 
         if (f->pos >= f->len || f->link->dead) {
-                frame_pop(w);   /* done, or left the tree meanwhile */
+                frame_pop(w); /* done, or left the tree meanwhile */
                 return 0;
         }
         name = f->names + f->pos;
@@ -312,7 +313,7 @@ static int step(TreeWalk *w, Subscription *s) {
         f->pos += nl + 1;
 
         if (f->path_len + 1 + nl >= PATH_MAX) {
-                tree_overflow(w->tree, s);   /* a part of the tree it cannot see */
+                tree_overflow(w->tree, s); /* a part of the tree it cannot see */
                 return 0;
         }
         /* One name from a listing, O_NOFOLLOW: no link of any kind is
@@ -323,7 +324,7 @@ static int step(TreeWalk *w, Subscription *s) {
                 r = negative_errno();
                 if (r == -EMFILE || r == -ENFILE || r == -ENOMEM)
                         return r;
-                return 0;       /* gone already, replaced, or not the owner's to read */
+                return 0; /* gone already, replaced, or not the owner's to read */
         }
         if (fstat(fd, &st) < 0) {
                 r = negative_errno();
@@ -375,7 +376,7 @@ static bool walk_run(TreeWalk *w, uint64_t deadline) {
         int r;
 
         if (!s || w->error < 0)
-                return true;    /* walk_end() lets go of its frames */
+                return true; /* walk_end() lets go of its frames */
         r = access_become(&s->owner->caller, &saved);
         if (r < 0) {
                 w->error = r;
@@ -503,7 +504,7 @@ void tree_rescan(Tree *t, Subscription *s) {
                 return;
         fd = access_open_as(&s->owner->caller, s->path, /* only_dir= */ true, /* no_follow= */ false, &st);
         if (fd < 0 || st.st_dev != s->links->watch->dev || st.st_ino != s->links->watch->ino)
-                return;         /* its root moved or went: its own events (still queued) say so */
+                return; /* its root moved or went: its own events (still queued) say so */
         r = walk_below(t, s, fd, /* all_or_nothing= */ false, /* synthesize= */ false, /* one_level= */ false,
                        /* rescan= */ true, 0, NULL);
         if (r < 0)
@@ -519,8 +520,7 @@ void tree_appeared(Tree *t, Subscription *s, int fd, bool report, uint64_t now_u
         /* The subscription is placed, and stays: what cannot be walked or
          * reported (a limit, the directory unreadable) is said with
          * Overflow, as for a directory moved into a tree. */
-        r = walk_below(t, s, fd, /* all_or_nothing= */ false, report, !recursive, /* rescan= */ false, now_usec,
-                       NULL);
+        r = walk_below(t, s, fd, /* all_or_nothing= */ false, report, !recursive, /* rescan= */ false, now_usec, NULL);
         if (r < 0) {
                 log_info_errno(r, "Subscription %" PRIu32 " cannot read '%s' (%m); it gets Overflow.", s->id, s->path);
                 tree_overflow(t, s);
@@ -552,7 +552,7 @@ static WatchLink *tree_find(Subscription *s, const char *path) {
  * tried again once the kernel queue is read empty (tree_retries_run). */
 typedef struct TreeRetry {
         uint32_t id;
-        WatchLink *parent;      /* held */
+        WatchLink *parent; /* held */
         char *name;
         bool synthesize;
         uint64_t now;
@@ -565,8 +565,7 @@ typedef struct TreeRetry {
  * path does not lead to parent's directory now (a rename not yet read), or
  * another error (the caller gives Overflow).
  */
-static int add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize,
-                  uint64_t now_usec) {
+static int add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, uint64_t now_usec) {
         _cleanup_close_ int pfd = -1;
         char pathbuf[PATH_MAX];
         const char *ppath;
@@ -601,14 +600,14 @@ static int add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name,
         frame = (Frame) {
                 .link = parent,
                 .fd = TAKE_FD(pfd),
-                .quiet = true,          /* O_PATH: its close is no event */
-                .dir = { .dev = st.st_dev, .ino = st.st_ino },  /* the parent of what the walk opens */
-                .names = names,         /* the frame owns it now */
+                .quiet = true,                                 /* O_PATH: its close is no event */
+                .dir = { .dev = st.st_dev, .ino = st.st_ino }, /* the parent of what the walk opens */
+                .names = names,                                /* the frame owns it now */
                 .len = strlen(names) + 1,
                 .path_len = strlen(ppath),
         };
         g_array_append_val(w->frames, frame);
-        (void) walk_start(w, NULL);     /* a limit gives Overflow (walk_end) */
+        (void) walk_start(w, NULL); /* a limit gives Overflow (walk_end) */
         return 0;
 }
 
@@ -625,7 +624,7 @@ void tree_add(Tree *t, Subscription *s, const char *path, bool synthesize, uint6
         }
         parent = tree_find(s, dir);
         if (!parent)
-                return;         /* its parent left the tree meanwhile */
+                return; /* its parent left the tree meanwhile */
         r = add_at(t, s, parent, name, synthesize, now_usec);
         if (r == -ESTALE && (!t->retries || t->retries->len < TREE_RETRIES_MAX)) {
                 char *n = strdup(name);
@@ -683,16 +682,16 @@ static void tree_retries_free(Tree *t) {
 }
 
 typedef struct TreeMove {
-        uint32_t id;            /* the subscription */
+        uint32_t id; /* the subscription */
         uint32_t cookie;
-        WatchLink *link;        /* the moved directory's link (held), or NULL: it was not linked yet */
+        WatchLink *link; /* the moved directory's link (held), or NULL: it was not linked yet */
 } TreeMove;
 
 void tree_moved_from(Tree *t, Subscription *s, const char *path, uint32_t cookie) {
         WatchLink *l = tree_find(s, path);
 
         if (l && watch_link_is_root(l))
-                return;         /* the root itself: its subscription follows by its path */
+                return; /* the root itself: its subscription follows by its path */
         if (!t->moves)
                 t->moves = g_array_new(FALSE, FALSE, sizeof(TreeMove));
         if (l)
@@ -701,8 +700,7 @@ void tree_moved_from(Tree *t, Subscription *s, const char *path, uint32_t cookie
 }
 
 bool tree_moves_pending(Tree *t, uint32_t cookie) {
-        return t->moves && t->moves->len > 0 &&
-               g_array_index(t->moves, TreeMove, 0).cookie == cookie;
+        return t->moves && t->moves->len > 0 && g_array_index(t->moves, TreeMove, 0).cookie == cookie;
 }
 
 /* A walk in a moved link goes on in it: its frames follow a reallocation. */
@@ -729,7 +727,7 @@ void tree_moved_to(Tree *t, Subscription *s, const char *path, uint32_t cookie, 
                         break;
         }
         if (!t->moves || k == t->moves->len)
-                return tree_add(t, s, path, /* synthesize= */ false, now_usec);         /* from elsewhere */
+                return tree_add(t, s, path, /* synthesize= */ false, now_usec); /* from elsewhere */
 
         l = g_array_index(t->moves, TreeMove, k).link;
         g_array_remove_index_fast(t->moves, k);

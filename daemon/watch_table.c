@@ -33,14 +33,14 @@
 
 struct WatchTable {
         Backend *backend;
-        GHashTable *by_wd;              /* wd -> Watch (a set keyed by the Watch itself; owned) */
-        Watch *last;                    /* the last found by wd: a storm's records are mostly of one watch */
-        GHashTable *by_inode;           /* (dev, ino) -> Watch (a set, not stale ones) */
-        GHashTable *subscriptions;      /* id -> Subscription (owned) */
+        GHashTable *by_wd;         /* wd -> Watch (a set keyed by the Watch itself; owned) */
+        Watch *last;               /* the last found by wd: a storm's records are mostly of one watch */
+        GHashTable *by_inode;      /* (dev, ino) -> Watch (a set, not stale ones) */
+        GHashTable *subscriptions; /* id -> Subscription (owned) */
         uint32_t next_id;
-        WatchTableOps ops;              /* told of links made and removed */
+        WatchTableOps ops; /* told of links made and removed */
         void *ops_userdata;
-        unsigned n_persist;             /* subscriptions with PERSIST: none, no search at a rename */
+        unsigned n_persist; /* subscriptions with PERSIST: none, no search at a rename */
 };
 
 /* Both maps are sets of Watch pointers hashed on the fields they map from,
@@ -78,7 +78,7 @@ static void subscription_free(gpointer p) {
 
 static void link_free(WatchLink *l) {
         if (l->n_holds > 0) {
-                l->dead = true;         /* its last holder frees it (watch_link_release) */
+                l->dead = true; /* its last holder frees it (watch_link_release) */
                 return;
         }
         free(l);
@@ -169,8 +169,7 @@ const char *watch_link_get_path(const WatchLink *l, char *buf) {
         return watch_link_path(l, buf, PATH_MAX) < 0 ? NULL : buf;
 }
 
-WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name,
-                                 size_t name_len) {
+WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name, size_t name_len) {
         assert(l->parent && new_parent->subscription == l->subscription);
         if (malloc_usable_size(l) < WATCH_LINK_SIZE(name_len)) {
                 WatchLink *n = malloc(WATCH_LINK_SIZE(name_len));
@@ -284,8 +283,8 @@ static uint32_t need_mask(const Subscription *s, bool is_dir, bool root) {
         if (s->fanotify)
                 return (s->mask & WATCH_SELF_BITS) | IN_DELETE_SELF;
         return s->mask | ((s->flags & WATCHD_FLAG_RECURSIVE) && is_dir ? WATCH_TREE_BITS : 0) |
-               (is_dir && !s->chain ? WATCH_ACCESS_BITS : 0) |
-               ((s->flags & WATCHD_FLAG_PERSIST) && root ? IN_MOVE_SELF : 0);
+                (is_dir && !s->chain ? WATCH_ACCESS_BITS : 0) |
+                ((s->flags & WATCHD_FLAG_PERSIST) && root ? IN_MOVE_SELF : 0);
 }
 
 static uint32_t link_mask(const WatchLink *l, const Watch *w) {
@@ -370,8 +369,8 @@ static int watch_get(WatchTable *t, int fd, const struct stat *st, uint32_t mask
 
 /* Links s to the object at fd; parent NULL makes the top link, whose name
  * is an absolute path, or "" for the root (its path is s->path). */
-static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
-                    const char *name, size_t name_len, WatchLink **ret) {
+static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st, const char *name,
+                    size_t name_len, WatchLink **ret) {
         uint32_t need = need_mask(s, S_ISDIR(st->st_mode), !parent);
         WatchLink *l;
         Watch *w;
@@ -484,8 +483,8 @@ static int subscribe(WatchTable *t, int fd, const struct stat *st, const char *p
         return 0;
 }
 
-int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
-                          Client *owner, Account *account, uint32_t mask, uint32_t flags, Subscription **ret) {
+int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path, Client *owner,
+                          Account *account, uint32_t mask, uint32_t flags, Subscription **ret) {
         return subscribe(t, fd, st, path, owner, account, mask, flags, /* fanotify= */ false, ret);
 }
 
@@ -543,8 +542,8 @@ void watch_table_unplace(WatchTable *t, Subscription *s) {
         s->pending = true;
 }
 
-int watch_table_link(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
-                     const char *name, size_t name_len, WatchLink **ret) {
+int watch_table_link(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st, const char *name,
+                     size_t name_len, WatchLink **ret) {
         assert(parent && parent->subscription == s && !parent->dead);
         return link_new(t, s, parent, fd, st, name, name_len, ret);
 }
@@ -569,7 +568,7 @@ static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t m
                 return;
         if (st.st_dev != w->dev || st.st_ino != w->ino || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
                 return;
-        r = backend_add_watch(t->backend, pfd, mask, &wd);      /* O_PATH: see backend.h */
+        r = backend_add_watch(t->backend, pfd, mask, &wd); /* O_PATH: see backend.h */
         if (r < 0) {
                 log_debug_errno(r, "Failed to narrow the watch on '%s', keeping its mask: %m", path);
                 return;
@@ -695,7 +694,7 @@ int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *ne
                 p = path_rebase(s->path, old_path, new_path, &o);
                 oom = oom || o;
                 if (p) {
-                        free(s->path);          /* a root link's path (watch_link_path) */
+                        free(s->path); /* a root link's path (watch_link_path) */
                         s->path = TAKE_PTR(p);
                         n++;
                 }

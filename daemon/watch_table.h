@@ -40,8 +40,8 @@ typedef struct Client Client;
 /* What a RECURSIVE subscription needs on each directory to follow its tree. */
 #define WATCH_TREE_BITS (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO)
 /* What a directory reports of itself, with no name, on its own watch. */
-#define WATCH_SELF_BITS (IN_ACCESS | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_OPEN | \
-                         IN_DELETE_SELF)
+#define WATCH_SELF_BITS \
+        (IN_ACCESS | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_OPEN | IN_DELETE_SELF)
 /* What a pending subscription needs on each existing directory of its path:
  * a component appearing (the deepest) or going away (the others). */
 #define WATCH_PENDING_BITS (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE)
@@ -50,25 +50,25 @@ typedef struct Client Client;
 #define WATCH_ACCESS_BITS IN_ATTRIB
 
 struct Subscription {
-        uint32_t id;            /* never reused while the daemon runs */
+        uint32_t id; /* never reused while the daemon runs */
         Client *owner;
-        Account *account;       /* charged one watch per link; NULL: not counted */
-        uint32_t mask;          /* IN_* events asked for */
-        uint32_t flags;         /* WATCHD_FLAG_* */
-        char *path;             /* as asked (simplified) */
-        WatchLink *links;       /* the top of its tree of links: the root, or a pending
-                                 * subscription's links on the existing directories of its path */
+        Account *account; /* charged one watch per link; NULL: not counted */
+        uint32_t mask;    /* IN_* events asked for */
+        uint32_t flags;   /* WATCHD_FLAG_* */
+        char *path;       /* as asked (simplified) */
+        WatchLink *links; /* the top of its tree of links: the root, or a pending
+                           * subscription's links on the existing directories of its path */
         unsigned n_links;
-        bool pending;           /* path does not exist (yet, or again with PERSIST): no link of its
-                                 * own (missing.c follows it), nothing delivered; or a chain (below) */
-        bool chain;             /* the missing-path follower's: its links are the existing
-                                 * directories of pending paths; no id, owner or account */
-        unsigned n_blocked;     /* its links denied or being checked (watch_link_set_access()) */
-        bool missed;            /* a record of a blocked link was not delivered (its owner hears) */
-        bool fanotify;          /* RECURSIVE, its tree served by fanotify (fanotify.h): one link,
-                                 * its root's, for what happens to the root itself */
+        bool pending;       /* path does not exist (yet, or again with PERSIST): no link of its
+                             * own (missing.c follows it), nothing delivered; or a chain (below) */
+        bool chain;         /* the missing-path follower's: its links are the existing
+                             * directories of pending paths; no id, owner or account */
+        unsigned n_blocked; /* its links denied or being checked (watch_link_set_access()) */
+        bool missed;        /* a record of a blocked link was not delivered (its owner hears) */
+        bool fanotify;      /* RECURSIVE, its tree served by fanotify (fanotify.h): one link,
+                             * its root's, for what happens to the root itself */
 
-        LIST_FIELDS(Subscription, owner);       /* the owner's list, kept by the owner */
+        LIST_FIELDS(Subscription, owner); /* the owner's list, kept by the owner */
 };
 
 /*
@@ -82,14 +82,14 @@ struct Subscription {
 struct WatchLink {
         Subscription *subscription;
         Watch *watch;
-        WatchLink *parent;                      /* NULL for the top link */
-        LIST_HEAD(WatchLink, children);         /* the links below it */
-        LIST_FIELDS(WatchLink, sib);            /* among parent->children */
-        SLIST_FIELDS(WatchLink, watch);         /* in watch->links (a few each) */
-        uint32_t n_holds;                       /* watch_link_hold() */
-        bool dead;                              /* unlinked while held: in no list, freed at the last release */
-        bool denied;                            /* its owner may no longer read it: nothing from it or below */
-        bool checking;                          /* its owner's access is being checked again: the same meanwhile */
+        WatchLink *parent;              /* NULL for the top link */
+        LIST_HEAD(WatchLink, children); /* the links below it */
+        LIST_FIELDS(WatchLink, sib);    /* among parent->children */
+        SLIST_FIELDS(WatchLink, watch); /* in watch->links (a few each) */
+        uint32_t n_holds;               /* watch_link_hold() */
+        bool dead;                      /* unlinked while held: in no list, freed at the last release */
+        bool denied;                    /* its owner may no longer read it: nothing from it or below */
+        bool checking;                  /* its owner's access is being checked again: the same meanwhile */
         /* A pending subscription's top link: an absolute path; a root link: "" (its
          * path is the subscription's); others: a name. Allocated to its length: see
          * WATCH_LINK_SIZE(). */
@@ -99,9 +99,9 @@ struct WatchLink {
 /* The allocation of a link with a name of name_len bytes: the name starts
  * inside the struct's tail padding (sizeof(WatchLink) would waste it, and a
  * tree of N directories holds N links). */
-#define WATCH_LINK_SIZE(name_len) \
-        (offsetof(WatchLink, name) + (name_len) + 1 > sizeof(WatchLink) ? \
-         offsetof(WatchLink, name) + (name_len) + 1 : sizeof(WatchLink))
+#define WATCH_LINK_SIZE(name_len)                                                                                      \
+        (offsetof(WatchLink, name) + (name_len) + 1 > sizeof(WatchLink) ? offsetof(WatchLink, name) + (name_len) + 1 : \
+                                                                          sizeof(WatchLink))
 
 /* The subscription's own object, not a directory below it nor a directory of a pending path. */
 static inline bool watch_link_is_root(const WatchLink *l) {
@@ -109,14 +109,14 @@ static inline bool watch_link_is_root(const WatchLink *l) {
 }
 
 struct Watch {
-        int wd;                 /* the kernel's; 0 is valid on the device backend; -1 once gone */
-        uint32_t kernel_mask;   /* what the kernel was last told */
+        int wd;               /* the kernel's; 0 is valid on the device backend; -1 once gone */
+        uint32_t kernel_mask; /* what the kernel was last told */
         dev_t dev;
         ino_t ino;
         unsigned n_links;
         bool is_dir;
-        bool unmounted;         /* IN_UNMOUNT seen: the coming IN_IGNORED means "unmounted" */
-        bool stale;             /* no longer the watch of (dev, ino) */
+        bool unmounted; /* IN_UNMOUNT seen: the coming IN_IGNORED means "unmounted" */
+        bool stale;     /* no longer the watch of (dev, ino) */
         LIST_HEAD(WatchLink, links);
 };
 
@@ -144,8 +144,8 @@ WatchTable *watch_table_free(WatchTable *t);
  * Return: 0, or -errno from the backend (-ENOSPC: the kernel's watch limit),
  * -ENOMEM, -WATCHD_E_IDS_USED_UP, or a limit of account_charge().
  */
-int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path,
-                          Client *owner, Account *account, uint32_t mask, uint32_t flags, Subscription **ret);
+int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const char *path, Client *owner,
+                          Account *account, uint32_t mask, uint32_t flags, Subscription **ret);
 
 /* The same for a RECURSIVE subscription whose tree fanotify follows
  * (fanotify.h): its root link asks the kernel only for what the root
@@ -178,8 +178,8 @@ void watch_table_unplace(WatchTable *t, Subscription *s);
  * a link on that inode (a loop through a bind mount, or a directory seen
  * twice), or -errno as for subscribe.
  */
-int watch_table_link(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st,
-                     const char *name, size_t name_len, WatchLink **ret);
+int watch_table_link(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st, const char *name,
+                     size_t name_len, WatchLink **ret);
 /* Links pending s to the directory at the absolute path: its top link. */
 int watch_table_link_pending(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path,
                              WatchLink **ret);
@@ -200,8 +200,7 @@ void watch_link_release(WatchLink *l);
  * pointer is returned (the table's own references, its children's parent
  * pointers and its hold count follow), or NULL on ENOMEM (l is unchanged).
  */
-WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name,
-                                 size_t name_len);
+WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name, size_t name_len);
 
 /* The child link of l named name, or NULL. */
 WatchLink *watch_link_child(WatchLink *l, const char *name, size_t name_len);

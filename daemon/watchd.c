@@ -35,7 +35,7 @@
 #include "macro.h"
 #include "manager.h"
 
-#define EXIT_CONFIG 78  /* EX_CONFIG */
+#define EXIT_CONFIG 78 /* EX_CONFIG */
 
 typedef enum BusKind {
         BUS_SYSTEM,
@@ -47,8 +47,8 @@ typedef struct Args {
         const char *config;
         BusKind bus;
         const char *address;
-        BackendType backend;    /* _BACKEND_TYPE_INVALID: as configured */
-        const char *state_dir;  /* NULL: as configured */
+        BackendType backend;   /* _BACKEND_TYPE_INVALID: as configured */
+        const char *state_dir; /* NULL: as configured */
 } Args;
 
 static void help(void) {
@@ -75,16 +75,14 @@ static int parse_args(int argc, char *argv[], Args *args) {
                 ARG_STATE_DIR,
                 ARG_VERSION,
         };
-        static const struct option options[] = {
-                { "config",  required_argument, NULL, 'c' },
-                { "session", no_argument,       NULL, ARG_SESSION },
-                { "address", required_argument, NULL, ARG_ADDRESS },
-                { "backend", required_argument, NULL, ARG_BACKEND },
-                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
-                { "help",    no_argument,       NULL, 'h' },
-                { "version", no_argument,       NULL, ARG_VERSION },
-                {}
-        };
+        static const struct option options[] = { { "config", required_argument, NULL, 'c' },
+                                                 { "session", no_argument, NULL, ARG_SESSION },
+                                                 { "address", required_argument, NULL, ARG_ADDRESS },
+                                                 { "backend", required_argument, NULL, ARG_BACKEND },
+                                                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                                                 { "help", no_argument, NULL, 'h' },
+                                                 { "version", no_argument, NULL, ARG_VERSION },
+                                                 {} };
         int c;
 
         while ((c = getopt_long(argc, argv, "c:h", options, NULL)) >= 0)
@@ -175,7 +173,9 @@ static int bus_open(const Args *args, sd_bus **ret) {
                 r = sd_bus_set_exit_on_disconnect(bus, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to connect to the %s bus%s%s: %m",
-                                       args->bus == BUS_SYSTEM ? "system" : args->bus == BUS_SESSION ? "session" : "given",
+                                       args->bus == BUS_SYSTEM          ? "system" :
+                                               args->bus == BUS_SESSION ? "session" :
+                                                                          "given",
                                        args->address ? " at " : "", args->address ?: "");
         *ret = bus;
         return 0;
@@ -203,8 +203,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         if (r >= 0)
                 r = config_load(dm->config_path, &c, &error);
         if (r >= 0 && c.delivery == DELIVERY_BROADCAST && dm->system_bus) {
-                if (asprintf(&error, "%s:%u: delivery=broadcast is not allowed on the system bus",
-                             dm->config_path, c.delivery_line) < 0)
+                if (asprintf(&error, "%s:%u: delivery=broadcast is not allowed on the system bus", dm->config_path,
+                             c.delivery_line) < 0)
                         error = NULL;
                 r = -EINVAL;
         }
@@ -270,8 +270,10 @@ static int run(int argc, char *argv[]) {
                 return log_error_errno(r, "Out of memory."), EXIT_FAILURE;
         r = config_load(args.config, &config, &error);
         if (r >= 0 && config.delivery == DELIVERY_BROADCAST && args.bus == BUS_SYSTEM) {
-                if (asprintf(&error, "%s:%u: delivery=broadcast is not allowed on the system bus "
-                             "(it would show file names to every local user)", args.config, config.delivery_line) < 0)
+                if (asprintf(&error,
+                             "%s:%u: delivery=broadcast is not allowed on the system bus "
+                             "(it would show file names to every local user)",
+                             args.config, config.delivery_line) < 0)
                         error = NULL;
                 r = -EINVAL;
         }
@@ -342,7 +344,9 @@ static int run(int argc, char *argv[]) {
         dm.durable = durable;
 
         log_info("watchd %s serving %s on the %s bus.", WATCHD_VERSION, WATCHD_BUS_NAME,
-                 args.bus == BUS_SYSTEM ? "system" : args.bus == BUS_SESSION ? "session" : "given");
+                 args.bus == BUS_SYSTEM          ? "system" :
+                         args.bus == BUS_SESSION ? "session" :
+                                                   "given");
         (void) sd_notifyf(false, "READY=1\nSTATUS=Serving (%s backend).", backend_name(manager_get_backend(m)));
 
         r = sd_event_loop(event);
@@ -350,7 +354,7 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return log_error_errno(r, "The event loop failed: %m"), EXIT_FAILURE;
         log_info("Stopped.");
-        return r;       /* the exit code of sd_event_exit(): 0 for a signal */
+        return r; /* the exit code of sd_event_exit(): 0 for a signal */
 }
 
 int main(int argc, char *argv[]) {

@@ -8,11 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(expr)                                                             \
-        do {                                                                    \
-                if (!(expr)) {                                                  \
-                        fprintf(stderr, "%s:%d: check failed: %s\n",            \
-                                __FILE__, __LINE__, #expr);                     \
-                        abort();                                                \
-                }                                                               \
+#define CHECK(expr)                                                                              \
+        do {                                                                                     \
+                if (!(expr)) {                                                                   \
+                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #expr); \
+                        abort();                                                                 \
+                }                                                                                \
         } while (0)

@@ -130,7 +130,7 @@ static bool ref_parse(const uint8_t *data, size_t size, Config *c) {
                         memcpy(section, s + 1, l - 2);
                         section[l - 2] = '\0';
                         ok = !strcmp(section, "daemon") || !strcmp(section, "limits") || !strcmp(section, "events") ||
-                             !strcmp(section, "poll") || !strcmp(section, "journal");
+                                !strcmp(section, "poll") || !strcmp(section, "journal");
                         free(line);
                         if (!ok)
                                 return false;

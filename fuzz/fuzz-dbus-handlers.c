@@ -59,17 +59,17 @@
 
 #include "fuzz-check.h"
 
-#define N_CLIENTS 2
+#define N_CLIENTS         2
 #define CALL_TIMEOUT_USEC (10 * 1000000ull)
 
 typedef struct FuzzClient {
         sd_bus *bus;
-        GHashTable *ids;        /* ids this connection was given and has not removed: set of uint32 */
-        GHashTable *all_ids;    /* every id this connection was ever given */
+        GHashTable *ids;     /* ids this connection was given and has not removed: set of uint32 */
+        GHashTable *all_ids; /* every id this connection was ever given */
 } FuzzClient;
 
 static struct {
-        char *dir;              /* the scratch tree */
+        char *dir; /* the scratch tree */
         char *address;
         pid_t bus_pid;
         sd_event *event;
@@ -79,17 +79,13 @@ static struct {
         Durable *durable;
         sd_bus *daemon_bus;
         FuzzClient clients[N_CLIENTS];
-        GHashTable *issued;     /* every id ever returned by AddWatch*, across clients */
+        GHashTable *issued; /* every id ever returned by AddWatch*, across clients */
         int fds[9];
 } g;
 
 static const char *const allowed_errors[] = {
-        SD_BUS_ERROR_INVALID_ARGS,
-        SD_BUS_ERROR_ACCESS_DENIED,
-        SD_BUS_ERROR_FILE_NOT_FOUND,
-        SD_BUS_ERROR_LIMITS_EXCEEDED,
-        WATCHD_ERROR_NO_SUCH_WATCH,
-        NULL,
+        SD_BUS_ERROR_INVALID_ARGS,    SD_BUS_ERROR_ACCESS_DENIED, SD_BUS_ERROR_FILE_NOT_FOUND,
+        SD_BUS_ERROR_LIMITS_EXCEEDED, WATCHD_ERROR_NO_SUCH_WATCH, NULL,
 };
 
 typedef struct Input {
@@ -156,11 +152,12 @@ static void start_bus(void) {
         snprintf(conf_path, sizeof(conf_path), "%s/bus.conf", g.dir);
         f = fopen(conf_path, "we");
         CHECK(f);
-        fprintf(f, "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
-                   " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
-                   "<busconfig><type>session</type><listen>unix:path=%s/bus</listen><auth>EXTERNAL</auth>\n"
-                   "<policy context=\"default\"><allow user=\"*\"/><allow own=\"*\"/>"
-                   "<allow send_destination=\"*\"/><allow receive_sender=\"*\"/></policy></busconfig>\n",
+        fprintf(f,
+                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+                " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+                "<busconfig><type>session</type><listen>unix:path=%s/bus</listen><auth>EXTERNAL</auth>\n"
+                "<policy context=\"default\"><allow user=\"*\"/><allow own=\"*\"/>"
+                "<allow send_destination=\"*\"/><allow receive_sender=\"*\"/></policy></busconfig>\n",
                 g.dir);
         fclose(f);
 
@@ -317,8 +314,8 @@ static sd_bus_message *call(FuzzClient *c, sd_bus_message *msg) {
                 for (size_t i = 0; allowed_errors[i]; i++)
                         ok = ok || strcmp(e->name, allowed_errors[i]) == 0;
                 if (!ok) {
-                        fprintf(stderr, "fuzz-dbus-handlers: %s answered %s: %s\n",
-                                sd_bus_message_get_member(msg), e->name, e->message ?: "");
+                        fprintf(stderr, "fuzz-dbus-handlers: %s answered %s: %s\n", sd_bus_message_get_member(msg),
+                                e->name, e->message ?: "");
                         abort();
                 }
                 /* A human reads these: never empty. */
@@ -349,8 +346,8 @@ static void got_id(FuzzClient *c, sd_bus_message *reply) {
 }
 
 static char *pick_path(Input *in) {
-        static const char *const rel[] = { "", "d", "d/f", "d/sub", "d/sub/deep", "e", "e/g", "file", "fifo",
-                                           "link", "loop", "none", "d/../e", "d//sub/", "d/f/x", "sock" };
+        static const char *const rel[] = { "",     "d",    "d/f",  "d/sub", "d/sub/deep", "e",       "e/g",   "file",
+                                           "fifo", "link", "loop", "none",  "d/../e",     "d//sub/", "d/f/x", "sock" };
         uint8_t k = take_u8(in);
         char *p;
 
@@ -358,8 +355,9 @@ static char *pick_path(Input *in) {
         case 0 ... 3:
                 return tree(rel[(k >> 3) % G_N_ELEMENTS(rel)]);
         case 4: {
-                static const char *const odd[] = { "/", "relative", "", "/proc/self/fd/0", "/dev/null",
-                                                   "/nonexistent", "/proc/self/root/tmp", "." };
+                static const char *const odd[] = {
+                        "/", "relative", "", "/proc/self/fd/0", "/dev/null", "/nonexistent", "/proc/self/root/tmp", "."
+                };
                 return strdup(odd[(k >> 3) % G_N_ELEMENTS(odd)]);
         }
         case 5:
@@ -456,7 +454,7 @@ static void op_remove_watch(FuzzClient *c, FuzzClient *other, Input *in) {
                 id = any_id(c->ids, k >> 2);
                 break;
         case 2:
-                id = any_id(other->ids, k >> 2);        /* not ours: must be NoSuchWatch */
+                id = any_id(other->ids, k >> 2); /* not ours: must be NoSuchWatch */
                 break;
         default:
                 id = take_u32(in);
@@ -518,14 +516,28 @@ static void op_wrong_signature(FuzzClient *c, Input *in) {
                 int r;
 
                 switch (t % 7) {
-                case 0: r = sd_bus_message_append(m, "u", v); break;
-                case 1: r = sd_bus_message_append(m, "s", (t & 8) ? "/tmp" : ""); break;
-                case 2: r = sd_bus_message_append(m, "i", (int32_t) v); break;
-                case 3: r = sd_bus_message_append(m, "h", g.fds[v % G_N_ELEMENTS(g.fds)] >= 0 ?
-                                                          g.fds[v % G_N_ELEMENTS(g.fds)] : 0); break;
-                case 4: r = sd_bus_message_append(m, "b", v & 1); break;
-                case 5: r = sd_bus_message_append(m, "as", 2, "a", "b"); break;
-                default: r = sd_bus_message_append(m, "t", (uint64_t) v << 32 | v); break;
+                case 0:
+                        r = sd_bus_message_append(m, "u", v);
+                        break;
+                case 1:
+                        r = sd_bus_message_append(m, "s", (t & 8) ? "/tmp" : "");
+                        break;
+                case 2:
+                        r = sd_bus_message_append(m, "i", (int32_t) v);
+                        break;
+                case 3:
+                        r = sd_bus_message_append(
+                                m, "h", g.fds[v % G_N_ELEMENTS(g.fds)] >= 0 ? g.fds[v % G_N_ELEMENTS(g.fds)] : 0);
+                        break;
+                case 4:
+                        r = sd_bus_message_append(m, "b", v & 1);
+                        break;
+                case 5:
+                        r = sd_bus_message_append(m, "as", 2, "a", "b");
+                        break;
+                default:
+                        r = sd_bus_message_append(m, "t", (uint64_t) v << 32 | v);
+                        break;
                 }
                 CHECK(r >= 0);
         }
@@ -639,8 +651,10 @@ static void await_daemon_idle(void) {
                 CHECK(sd_event_run(g.event, 10000) >= 0);
                 CHECK(sd_event_now(g.event, CLOCK_MONOTONIC, &now) >= 0);
                 if (now > deadline) {
-                        fprintf(stderr, "fuzz-dbus-handlers: after every client left: %u clients, %u subscriptions, "
-                                "%u kernel watches\n", st.clients, st.subscriptions, st.kernel_watches);
+                        fprintf(stderr,
+                                "fuzz-dbus-handlers: after every client left: %u clients, %u subscriptions, "
+                                "%u kernel watches\n",
+                                st.clients, st.subscriptions, st.kernel_watches);
                         abort();
                 }
         }
@@ -729,14 +743,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FuzzClient *c = &g.clients[op & 1], *other = &g.clients[!(op & 1)];
 
                 switch ((op >> 1) % 9) {
-                case 0: op_add_watch(c, &in); break;
-                case 1: op_add_watch_fd(c, &in); break;
-                case 2: op_remove_watch(c, other, &in); break;
-                case 3: op_list(c); break;
-                case 4: op_stats(c); break;
-                case 5: op_wrong_signature(c, &in); break;
+                case 0:
+                        op_add_watch(c, &in);
+                        break;
+                case 1:
+                        op_add_watch_fd(c, &in);
+                        break;
+                case 2:
+                        op_remove_watch(c, other, &in);
+                        break;
+                case 3:
+                        op_list(c);
+                        break;
+                case 4:
+                        op_stats(c);
+                        break;
+                case 5:
+                        op_wrong_signature(c, &in);
+                        break;
                 case 6:
-                case 7: op_touch_tree(&in); break;
+                case 7:
+                        op_touch_tree(&in);
+                        break;
                 default:
                         client_disconnect(c);
                         client_connect(c);

@@ -60,8 +60,8 @@ static int take(Input *in, void *buf, size_t n) {
 typedef struct State {
         MovePairer pairer;
         uint64_t now;
-        uint32_t next_seq;      /* stamped in Record.id: the push order */
-        uint32_t last_popped;   /* seq of the last record that left */
+        uint32_t next_seq;    /* stamped in Record.id: the push order */
+        uint32_t last_popped; /* seq of the last record that left */
         size_t pushed, popped, folded, dropped;
 } State;
 
@@ -129,7 +129,7 @@ static void do_read(State *s, const uint8_t *buf, size_t size) {
                 if (ev.name) {
                         CHECK(ev.name_len > 0);
                         CHECK((const uint8_t *) ev.name >= buf + before + EVENT_HEADER_SIZE);
-                        CHECK((const uint8_t *) ev.name + ev.name_len < buf + off);    /* its NUL is inside */
+                        CHECK((const uint8_t *) ev.name + ev.name_len < buf + off); /* its NUL is inside */
                         CHECK(!memchr(ev.name, '/', ev.name_len));
                         CHECK(!memchr(ev.name, '\0', ev.name_len));
                         CHECK(!(ev.name_len == 1 && ev.name[0] == '.'));

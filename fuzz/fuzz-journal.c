@@ -50,7 +50,7 @@
 #define FRAME_HEADER   24
 #define MAX_LINES      (1 << 16)
 
-static char *top;               /* our directory, made once */
+static char *top; /* our directory, made once */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -70,7 +70,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         static char tmpl[] = "/dev/shm/fuzz-journal-XXXXXX";
         static char tmpl2[] = "/tmp/fuzz-journal-XXXXXX";
 
-        log_set_max_level(LOG_CRIT);    /* damage is logged: quiet, it is the point */
+        log_set_max_level(LOG_CRIT); /* damage is logged: quiet, it is the point */
         top = mkdtemp(tmpl);
         if (!top)
                 top = mkdtemp(tmpl2);
@@ -146,8 +146,8 @@ static void read_all(Journal *j, uint64_t after, size_t max, Lines *ret) {
                         check_path(e.path);
                         if (e.new_path)
                                 check_path(e.new_path);
-                        snprintf(buf, sizeof(buf), "E%" PRIu64 " %x %u %zu %zu", e.id, e.mask, e.cookie,
-                                 strlen(e.path), e.new_path ? strlen(e.new_path) : 0);
+                        snprintf(buf, sizeof(buf), "E%" PRIu64 " %x %u %zu %zu", e.id, e.mask, e.cookie, strlen(e.path),
+                                 e.new_path ? strlen(e.new_path) : 0);
                 } else {
                         CHECK(e.type == JOURNAL_ENTRY_GAP);
                         CHECK(e.id >= last);

@@ -66,18 +66,18 @@
 #include "fuzz-check.h"
 
 #define MAX_SUBS 8
-#define MAX_OPS 48
-#define ESCAPED 0x00100000u
-#define MOVE (WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO)
+#define MAX_OPS  48
+#define ESCAPED  0x00100000u
+#define MOVE     (WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO)
 
 static struct {
         char *dir;
         char *address;
         FakeWatchd *fake;
-        char *deep;             /* 2,000 components */
-        char *huge;             /* 100,000 components */
-        char *long_path;        /* PATH_MAX bytes */
-        guint warnings;         /* libwatchd's, this input */
+        char *deep;      /* 2,000 components */
+        char *huge;      /* 100,000 components */
+        char *long_path; /* PATH_MAX bytes */
+        guint warnings;  /* libwatchd's, this input */
 } g;
 
 typedef struct Input {
@@ -108,7 +108,7 @@ static guint32 take_u32(Input *in) {
 
 /* Up to max bytes of the input, NUL-terminated, NULs made 'x'. */
 static char *take_bytes(Input *in, size_t max) {
-        size_t want = take_u8(in) % (max + 1);  /* not in MIN(): it would take twice */
+        size_t want = take_u8(in) % (max + 1); /* not in MIN(): it would take twice */
         size_t n = MIN(want, in->left);
         char *s = g_malloc(n + 1);
 
@@ -122,10 +122,10 @@ static char *take_bytes(Input *in, size_t max) {
 
 typedef struct Sub {
         WatchdSubscription *sub;
-        gboolean finalized;             /* its qdata is cleared at finalize */
-        guint32 id;                     /* its last id */
-        gboolean cancelled;             /* watchd_subscription_cancel() returned */
-        gboolean starting;              /* an async start in flight */
+        gboolean finalized; /* its qdata is cleared at finalize */
+        guint32 id;         /* its last id */
+        gboolean cancelled; /* watchd_subscription_cancel() returned */
+        gboolean starting;  /* an async start in flight */
 } Sub;
 
 typedef struct Run {
@@ -133,11 +133,11 @@ typedef struct Run {
         WatchdClient *client;
         char *client_name;
         gboolean want_stream;
-        gboolean holding;               /* AddWatch answers held: starts are async */
+        gboolean holding; /* AddWatch answers held: starts are async */
         guint restarts;
         Sub subs[MAX_SUBS];
         guint n_subs;
-        guint32 ended;                  /* an id of a cancelled subscription */
+        guint32 ended; /* an id of a cancelled subscription */
         WatchdSubscription *sentinel;
         gboolean sentinel_finalized;
         guint sentinel_n;
@@ -155,7 +155,7 @@ static gboolean canonical(const char *p) {
         if (len == 1)
                 return TRUE;
         return p[len - 1] != '/' && !strstr(p, "//") && !strstr(p, "/./") && !strstr(p, "/../") &&
-               !g_str_has_suffix(p, "/.") && !g_str_has_suffix(p, "/..");
+                !g_str_has_suffix(p, "/.") && !g_str_has_suffix(p, "/..");
 }
 
 static void on_events(WatchdSubscription *s, GPtrArray *events, gpointer data) {
@@ -267,9 +267,17 @@ static guint32 take_id(Run *run, Input *in) {
 
 static guint32 take_mask(Input *in) {
         static const guint32 masks[] = {
-                WATCHD_EVENT_CREATE, WATCHD_EVENT_DELETE, MOVE, MOVE | WATCHD_EVENT_ISDIR, WATCHD_EVENT_MOVED_FROM,
-                WATCHD_EVENT_MOVED_TO, WATCHD_EVENT_MOVE_SELF, WATCHD_EVENT_DELETE_SELF, WATCHD_EVENT_UNMOUNT,
-                WATCHD_EVENT_CREATE | WATCHD_EVENT_ISDIR, 0,
+                WATCHD_EVENT_CREATE,
+                WATCHD_EVENT_DELETE,
+                MOVE,
+                MOVE | WATCHD_EVENT_ISDIR,
+                WATCHD_EVENT_MOVED_FROM,
+                WATCHD_EVENT_MOVED_TO,
+                WATCHD_EVENT_MOVE_SELF,
+                WATCHD_EVENT_DELETE_SELF,
+                WATCHD_EVENT_UNMOUNT,
+                WATCHD_EVENT_CREATE | WATCHD_EVENT_ISDIR,
+                0,
         };
         guint8 c = take_u8(in);
 
@@ -281,8 +289,8 @@ static guint32 take_mask(Input *in) {
 /* A path (a new string). */
 static char *take_path(Input *in) {
         static const char *const fixed[] = {
-                "/w/x", "/w/d/x", "/w", "/w/d", "/v/y", "/w/d/e/f", "/etc/passwd", "/wx", "/w/../x", "/w//x",
-                "/w/./x", "", "w/x", "/w/x/", "/", "/sentinel/x", "/w/a/a/a/a",
+                "/w/x",  "/w/d/x", "/w", "/w/d", "/v/y",  "/w/d/e/f", "/etc/passwd", "/wx",        "/w/../x",
+                "/w//x", "/w/./x", "",   "w/x",  "/w/x/", "/",        "/sentinel/x", "/w/a/a/a/a",
         };
         guint8 c = take_u8(in);
         guint8 k = c % 24;
@@ -307,7 +315,7 @@ static char *take_path(Input *in) {
                 return g_strconcat("/", b, NULL);
         }
         case 22:
-                return g_strdup("/w/\\x4");     /* a bad escape, if the mask says escaped */
+                return g_strdup("/w/\\x4"); /* a bad escape, if the mask says escaped */
         default:
                 return take_bytes(in, 64);
         }
@@ -325,7 +333,10 @@ static void on_started(GObject *source, GAsyncResult *result, gpointer data) {
 
 static void op_add(Run *run, Input *in) {
         static const WatchdWatchFlags flag_sets[] = {
-                0, WATCHD_WATCH_RECURSIVE, WATCHD_WATCH_PERSIST, WATCHD_WATCH_ONESHOT,
+                0,
+                WATCHD_WATCH_RECURSIVE,
+                WATCHD_WATCH_PERSIST,
+                WATCHD_WATCH_ONESHOT,
                 WATCHD_WATCH_RECURSIVE | WATCHD_WATCH_PERSIST,
         };
         const char *path = sub_paths[take_u8(in) % G_N_ELEMENTS(sub_paths)];
@@ -355,7 +366,7 @@ static void op_add(Run *run, Input *in) {
                 fake_watchd_push_add_reply(g.fake, NULL, "org.freedesktop.DBus.Error.LimitsExceeded");
                 break;
         default:
-                break;  /* the next id */
+                break; /* the next id */
         }
         sub = &run->subs[run->n_subs++];
         sub->sub = watchd_subscription_new(run->client, path, WATCHD_EVENT_ALL, flags);
@@ -478,8 +489,8 @@ static void op_signal(Run *run, Input *in) {
         const char *member = members[take_u8(in) % G_N_ELEMENTS(members)];
         const GVariantType *type = G_VARIANT_TYPE(types[take_u8(in) % G_N_ELEMENTS(types)]);
         g_autofree char *bytes = take_bytes(in, 255);
-        g_autoptr(GVariant) raw = g_variant_ref_sink(g_variant_new_from_data(type, bytes, strlen(bytes), FALSE,
-                                                                            NULL, NULL));
+        g_autoptr(GVariant)
+                raw = g_variant_ref_sink(g_variant_new_from_data(type, bytes, strlen(bytes), FALSE, NULL, NULL));
         /* Normal form: what a message can carry (bad strings read as ""). */
         g_autoptr(GVariant) body = g_variant_get_normal_form(raw);
 
@@ -494,8 +505,7 @@ static void op_stream_bytes(Run *run, Input *in) {
 }
 
 static const char *const caps_all[] = { "persistent", "report-appearance", "stream", NULL };
-static const char *const caps_pair[] = { "persistent", "report-appearance", "stream", "pair-per-subscription",
-                                         NULL };
+static const char *const caps_pair[] = { "persistent", "report-appearance", "stream", "pair-per-subscription", NULL };
 
 static void op_restart(Run *run, guint8 setup) {
         if (run->restarts >= 2)
@@ -540,11 +550,12 @@ static void start_bus(void) {
         snprintf(conf_path, sizeof(conf_path), "%s/bus.conf", g.dir);
         f = fopen(conf_path, "we");
         CHECK(f);
-        fprintf(f, "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
-                   " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
-                   "<busconfig><type>session</type><listen>unix:path=%s/bus</listen><auth>EXTERNAL</auth>\n"
-                   "<policy context=\"default\"><allow user=\"*\"/><allow own=\"*\"/>"
-                   "<allow send_destination=\"*\"/><allow receive_sender=\"*\"/></policy></busconfig>\n",
+        fprintf(f,
+                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+                " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+                "<busconfig><type>session</type><listen>unix:path=%s/bus</listen><auth>EXTERNAL</auth>\n"
+                "<policy context=\"default\"><allow user=\"*\"/><allow own=\"*\"/>"
+                "<allow send_destination=\"*\"/><allow receive_sender=\"*\"/></policy></busconfig>\n",
                 g.dir);
         fclose(f);
         CHECK(pipe2(pipefd, O_CLOEXEC) == 0);
@@ -604,13 +615,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         guint ops = 0;
 
         g.warnings = 0;
-        t0 = g_get_monotonic_time();    /* for the report of a client that does not go */
+        t0 = g_get_monotonic_time(); /* for the report of a client that does not go */
         fake_watchd_set_caps(g.fake, (setup & 8) ? NULL : (setup & 2) ? caps_pair : caps_all);
         run.want_stream = setup & 1;
-        client = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "address", g.address, "use-stream",
-                                run.want_stream, "call-timeout", 5000, "max-queued-bytes",
-                                (setup & 4) ? 64 * 1024 : 32 * 1024 * 1024, "max-queued-events",
-                                (setup & 4) ? 256 : 65536, NULL);
+        client = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "address", g.address, "use-stream", run.want_stream,
+                                "call-timeout", 5000, "max-queued-bytes", (setup & 4) ? 64 * 1024 : 32 * 1024 * 1024,
+                                "max-queued-events", (setup & 4) ? 256 : 65536, NULL);
         CHECK(client);
         run.client = client;
         g_object_add_weak_pointer(G_OBJECT(client), (gpointer *) &run.client);
@@ -623,21 +633,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         while (in->left > 0 && ops++ < MAX_OPS) {
                 switch (take_u8(in) % 13) {
                 case 0:
-                case 1: op_add(&run, in); break;
-                case 2: op_cancel(&run, in); break;
+                case 1:
+                        op_add(&run, in);
+                        break;
+                case 2:
+                        op_cancel(&run, in);
+                        break;
                 case 3:
-                case 4: op_events(&run, in); break;
-                case 5: op_overflow(&run, in); break;
-                case 6: op_removed(&run, in); break;
-                case 7: op_signal(&run, in); break;
-                case 8: op_stream_bytes(&run, in); break;
-                case 9: op_restart(&run, setup); break;
+                case 4:
+                        op_events(&run, in);
+                        break;
+                case 5:
+                        op_overflow(&run, in);
+                        break;
+                case 6:
+                        op_removed(&run, in);
+                        break;
+                case 7:
+                        op_signal(&run, in);
+                        break;
+                case 8:
+                        op_stream_bytes(&run, in);
+                        break;
+                case 9:
+                        op_restart(&run, setup);
+                        break;
                 case 10:
                         run.holding = !(take_u8(in) & 1);
                         fake_watchd_hold_adds(g.fake, run.holding);
                         break;
-                case 11: op_list(&run, in); break;
-                default: barrier(&run); break;
+                case 11:
+                        op_list(&run, in);
+                        break;
+                default:
+                        barrier(&run);
+                        break;
                 }
         }
         fake_watchd_hold_adds(g.fake, FALSE);

@@ -40,7 +40,7 @@
 typedef struct Seen {
         uint16_t type;
         uint32_t size;
-        size_t offset;          /* in the stream */
+        size_t offset; /* in the stream */
 } Seen;
 
 static void check_string(const uint8_t *data, size_t size, const char *s, size_t len) {
@@ -190,8 +190,7 @@ static int decode_at_once(const uint8_t *data, size_t size, Seen *seen, size_t *
         return 0;
 }
 
-static void reader_agrees(const uint8_t *data, size_t size, size_t chunk, const Seen *seen, size_t n_seen,
-                          int end) {
+static void reader_agrees(const uint8_t *data, size_t size, size_t chunk, const Seen *seen, size_t n_seen, int end) {
         StreamFrameReader rd;
         size_t off = 0, n = 0;
         int r = 0;
@@ -252,8 +251,8 @@ static void encode_mode(const uint8_t *data, size_t size) {
 
         buf = malloc(stream_frame_event_size(path_len, new_len, &fields));
         CHECK(buf);
-        k = stream_frame_encode_event(buf, stream_frame_event_size(path_len, new_len, &fields), v[0], v[1], v[2],
-                                      path, path_len, new_path, new_len, &fields);
+        k = stream_frame_encode_event(buf, stream_frame_event_size(path_len, new_len, &fields), v[0], v[1], v[2], path,
+                                      path_len, new_path, new_len, &fields);
         if (nul) {
                 CHECK(k == -EINVAL);
                 free(buf);

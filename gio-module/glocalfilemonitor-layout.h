@@ -24,7 +24,7 @@
 #include <gio/gunixmounts.h>
 
 #define G_LOCAL_FILE_MONITOR_EXTENSION_POINT_NAME "gio-local-file-monitor"
-#define G_NFS_FILE_MONITOR_EXTENSION_POINT_NAME "gio-nfs-file-monitor"
+#define G_NFS_FILE_MONITOR_EXTENSION_POINT_NAME   "gio-nfs-file-monitor"
 
 typedef struct _GFileMonitorSource GFileMonitorSource;
 
@@ -49,6 +49,5 @@ typedef struct _GLocalFileMonitorClass {
 GType g_local_file_monitor_get_type(void);
 #define G_TYPE_LOCAL_FILE_MONITOR (g_local_file_monitor_get_type())
 
-gboolean g_file_monitor_source_handle_event(GFileMonitorSource *fms, GFileMonitorEvent event_type,
-                                            const gchar *child, const gchar *rename_to, GFile *other,
-                                            gint64 event_time);
+gboolean g_file_monitor_source_handle_event(GFileMonitorSource *fms, GFileMonitorEvent event_type, const gchar *child,
+                                            const gchar *rename_to, GFile *other, gint64 event_time);

@@ -18,9 +18,9 @@
 
 #include "gwatchd-inotify.h"
 
-#define READ_BUFFER (64 * 1024)
-#define READS_A_DISPATCH 8              /* bounded: a busy writer cannot trap the loop */
-#define PAIR_DISTANCE 100               /* records between the halves of a rename, at most (as GLib) */
+#define READ_BUFFER      (64 * 1024)
+#define READS_A_DISPATCH 8   /* bounded: a busy writer cannot trap the loop */
+#define PAIR_DISTANCE    100 /* records between the halves of a rename, at most (as GLib) */
 
 struct GWatchdInotifyWatch {
         gint ref_count;
@@ -28,9 +28,9 @@ struct GWatchdInotifyWatch {
         char *path;
         guint32 mask;
         gboolean file;
-        gpointer owner;                 /* a reference (callbacks.ref) */
+        gpointer owner; /* a reference (callbacks.ref) */
         const GWatchdInotifyCallbacks *cb;
-        gboolean removed;               /* under the instance's lock */
+        gboolean removed; /* under the instance's lock */
 };
 
 struct GWatchdInotify {
@@ -41,19 +41,19 @@ struct GWatchdInotify {
         GWatchdInotifyCallbacks cb;
 
         GMutex lock;
-        GHashTable *by_wd;              /* wd -> GPtrArray of GWatchdInotifyWatch* (references) */
+        GHashTable *by_wd; /* wd -> GPtrArray of GWatchdInotifyWatch* (references) */
 
         /* The reader's, in the context's thread. */
-        GByteArray *held;               /* a MOVED_FROM record waiting for its partner, or NULL */
+        GByteArray *held; /* a MOVED_FROM record waiting for its partner, or NULL */
         guint8 *buf;
 };
 
 typedef struct Rec {
         int wd;
         guint32 mask, cookie;
-        const char *name;               /* NULL or a name in the buffer */
-        size_t off;                     /* where the record starts in the buffer */
-        int pair;                       /* index of the other half, or -1 */
+        const char *name; /* NULL or a name in the buffer */
+        size_t off;       /* where the record starts in the buffer */
+        int pair;         /* index of the other half, or -1 */
 } Rec;
 
 static GWatchdInotifyWatch *watch_ref(GWatchdInotifyWatch *w) {
@@ -87,10 +87,10 @@ static char *join(const char *dir, const char *name) {
 /* Handing over */
 
 typedef struct Delivery {
-        GPtrArray *watches;             /* GWatchdInotifyWatch* (references), in first-event order */
-        GHashTable *events;             /* watch -> GPtrArray of WatchdEvent* */
-        GPtrArray *gone;                /* GWatchdInotifyWatch* (references) */
-        GPtrArray *overflowed;          /* owners (references) */
+        GPtrArray *watches;    /* GWatchdInotifyWatch* (references), in first-event order */
+        GHashTable *events;    /* watch -> GPtrArray of WatchdEvent* */
+        GPtrArray *gone;       /* GWatchdInotifyWatch* (references) */
+        GPtrArray *overflowed; /* owners (references) */
 } Delivery;
 
 static void delivery_add(Delivery *d, GWatchdInotifyWatch *w, WatchdEvent *e) {
@@ -164,7 +164,7 @@ static void dispatch_records(GWatchdInotify *in, Delivery *d, Rec *recs, guint n
                         continue;
                 }
                 if (r->pair >= 0 && r->pair < (int) i)
-                        continue;       /* the MOVED_TO of a pair: said with its MOVED_FROM */
+                        continue; /* the MOVED_TO of a pair: said with its MOVED_FROM */
                 if (r->pair >= 0) {
                         Rec *to = &recs[r->pair];
                         int wds[2] = { r->wd, to->wd };
@@ -182,9 +182,10 @@ static void dispatch_records(GWatchdInotify *in, Delivery *d, Rec *recs, guint n
                                         from = from_dir ? join(from_dir, r->name) : NULL;
                                         dest = to_dir ? join(to_dir, to->name) : NULL;
                                         if (from && dest)
-                                                delivery_add(d, w, watchd_event_new(
-                                                        (r->mask & IN_ISDIR) | IN_MOVED_FROM | IN_MOVED_TO,
-                                                        r->cookie, from, dest));
+                                                delivery_add(d, w,
+                                                             watchd_event_new((r->mask & IN_ISDIR) | IN_MOVED_FROM |
+                                                                                      IN_MOVED_TO,
+                                                                              r->cookie, from, dest));
                                 }
                         }
                         continue;
@@ -282,8 +283,7 @@ static void process(GWatchdInotify *in, guint8 *data, size_t len, gboolean flush
         guint n = recs->len;
         Delivery d = {
                 .watches = g_ptr_array_new_with_free_func(watch_unref),
-                .events = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
-                                                (GDestroyNotify) g_ptr_array_unref),
+                .events = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) g_ptr_array_unref),
                 .gone = g_ptr_array_new_with_free_func(watch_unref),
                 .overflowed = g_ptr_array_new(),
         };
@@ -344,8 +344,7 @@ static gboolean on_readable(int fd, GIOCondition cond, gpointer data) {
 
 /* ------------------------------------------------------------------------ */
 
-GWatchdInotify *gwatchd_inotify_new(GMainContext *context, const GWatchdInotifyCallbacks *callbacks,
-                                    GError **error) {
+GWatchdInotify *gwatchd_inotify_new(GMainContext *context, const GWatchdInotifyCallbacks *callbacks, GError **error) {
         GWatchdInotify *in;
         int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 

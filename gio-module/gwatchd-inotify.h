@@ -44,8 +44,7 @@ typedef struct GWatchdInotifyCallbacks {
 } GWatchdInotifyCallbacks;
 
 /* NULL with errno's error if inotify_init1() fails. */
-GWatchdInotify *gwatchd_inotify_new(GMainContext *context, const GWatchdInotifyCallbacks *callbacks,
-                                    GError **error);
+GWatchdInotify *gwatchd_inotify_new(GMainContext *context, const GWatchdInotifyCallbacks *callbacks, GError **error);
 
 /* Watches path (a directory, or with file a file) for mask (IN_* bits; a
  * directory's IN_ONLYDIR is added here). NULL with -errno in *ret_error if
@@ -58,7 +57,7 @@ void gwatchd_inotify_remove(GWatchdInotify *in, GWatchdInotifyWatch *watch);
 gboolean gwatchd_inotify_watch_is_file(const GWatchdInotifyWatch *watch);
 
 /* The masks GLib's inotify backend asks for (inotify-path.c). */
-#define GWATCHD_INOTIFY_DIR_MASK                                                                              \
-        (WATCHD_EVENT_MODIFY | WATCHD_EVENT_ATTRIB | WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO |        \
-         WATCHD_EVENT_DELETE | WATCHD_EVENT_CREATE | WATCHD_EVENT_DELETE_SELF | WATCHD_EVENT_UNMOUNT |        \
+#define GWATCHD_INOTIFY_DIR_MASK                                                                       \
+        (WATCHD_EVENT_MODIFY | WATCHD_EVENT_ATTRIB | WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO | \
+         WATCHD_EVENT_DELETE | WATCHD_EVENT_CREATE | WATCHD_EVENT_DELETE_SELF | WATCHD_EVENT_UNMOUNT | \
          WATCHD_EVENT_MOVE_SELF | WATCHD_EVENT_CLOSE_WRITE)

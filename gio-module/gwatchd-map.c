@@ -33,8 +33,7 @@ static char *name_in_dir(const char *dir, const char *path) {
         return g_strdup(name);
 }
 
-static void push(GArray *actions, GFileMonitorEvent event, const char *child, const char *rename_to,
-                 const char *other) {
+static void push(GArray *actions, GFileMonitorEvent event, const char *child, const char *rename_to, const char *other) {
         GWatchdAction a = {
                 .event = event,
                 .child = g_strdup(child),
@@ -132,8 +131,7 @@ void gwatchd_map_dir_event(const GWatchdTarget *t, const WatchdEvent *e, GArray 
         }
 }
 
-void gwatchd_map_file_event(const GWatchdTarget *t, const WatchdEvent *e, gboolean name_linked,
-                            GArray *actions) {
+void gwatchd_map_file_event(const GWatchdTarget *t, const WatchdEvent *e, gboolean name_linked, GArray *actions) {
         switch (watchd_event_get_mask(e) & ~GWATCHD_NOT_EVENT_BITS) {
         case WATCHD_EVENT_MODIFY:
                 push(actions, G_FILE_MONITOR_EVENT_CHANGED, t->basename, NULL, NULL);

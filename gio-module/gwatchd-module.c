@@ -41,22 +41,22 @@ static struct {
         GWatchdModuleCallbacks cb;
         GWatchdInotifyCallbacks inotify_cb;
         GWatchdProcessKind kind;
-        gboolean inotify_only;          /* WATCHD_GIO_INOTIFY=1 */
-        int probe_timeout_ms;           /* WATCHD_GIO_PROBE_TIMEOUT_MS, else GWATCHD_PROBE_TIMEOUT_MS */
+        gboolean inotify_only; /* WATCHD_GIO_INOTIFY=1 */
+        int probe_timeout_ms;  /* WATCHD_GIO_PROBE_TIMEOUT_MS, else GWATCHD_PROBE_TIMEOUT_MS */
 
-        GMutex lock;                    /* everything below */
+        GMutex lock; /* everything below */
         GCond cond;
         ProbeState probe;
-        gboolean abandoned;             /* is_supported() stopped waiting: the answer was no */
+        gboolean abandoned; /* is_supported() stopped waiting: the answer was no */
         gboolean supported;
-        WatchdClient *client;           /* set once, never freed (a module is never unloaded) */
-        gboolean closed;                /* the client's bus connection closed */
+        WatchdClient *client; /* set once, never freed (a module is never unloaded) */
+        gboolean closed;      /* the client's bus connection closed */
         GMainContext *context;
         gint64 probe_usec;
         GWatchdInotify *inotify;
         gboolean inotify_failed;
-        GHashTable *monitors;           /* monitor -> itself (references): the live ones */
-        GHashTable *missing;            /* monitor -> itself (references) */
+        GHashTable *monitors; /* monitor -> itself (references): the live ones */
+        GHashTable *missing;  /* monitor -> itself (references) */
         GSource *missing_timer;
 } module;
 
@@ -124,7 +124,8 @@ void gwatchd_module_setup(const GWatchdModuleCallbacks *monitor_callbacks,
                 module.probe_timeout_ms = (int) ms;
         else if (probe)
                 g_warning("watchd GIO module: WATCHD_GIO_PROBE_TIMEOUT_MS=%s is not a number of milliseconds "
-                          "from 1 to %d; %d it is", probe, GWATCHD_PROBE_TIMEOUT_MAX_MS, GWATCHD_PROBE_TIMEOUT_MS);
+                          "from 1 to %d; %d it is",
+                          probe, GWATCHD_PROBE_TIMEOUT_MAX_MS, GWATCHD_PROBE_TIMEOUT_MS);
         module.monitors = g_hash_table_new_full(g_direct_hash, g_direct_equal, module.cb.unref, NULL);
         module.missing = g_hash_table_new_full(g_direct_hash, g_direct_equal, module.cb.unref, NULL);
 }
@@ -389,7 +390,8 @@ gboolean gwatchd_module_is_supported(void) {
         supported = module.supported;
         if (module.probe == PROBE_DONE)
                 gw_debug("probe: %s in %" G_GINT64_FORMAT " us%s", supported ? "supported" : "not supported",
-                         module.probe_usec, module.inotify_only ? " (WATCHD_GIO_INOTIFY=1: the module's own inotify)" : "");
+                         module.probe_usec,
+                         module.inotify_only ? " (WATCHD_GIO_INOTIFY=1: the module's own inotify)" : "");
         if (supported && !told && module.kind == GWATCHD_PROCESS_TRACKER) {
                 told = said = TRUE;
         }

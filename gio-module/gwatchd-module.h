@@ -22,16 +22,16 @@
 /* G_MESSAGES_DEBUG=watchd-gio shows what the module does, an event a line;
  * decided once, so that nothing is formatted otherwise. */
 extern gboolean gwatchd_debug_on;
-#define gw_debug(...)                                                                                    \
-        do {                                                                                             \
-                if (G_UNLIKELY(gwatchd_debug_on))                                                        \
-                        g_log(GWATCHD_LOG_DOMAIN, G_LOG_LEVEL_DEBUG, __VA_ARGS__);                       \
+#define gw_debug(...)                                                              \
+        do {                                                                       \
+                if (G_UNLIKELY(gwatchd_debug_on))                                  \
+                        g_log(GWATCHD_LOG_DOMAIN, G_LOG_LEVEL_DEBUG, __VA_ARGS__); \
         } while (0)
 
 /* How long is_supported() waits for the buses, and the calls to watchd. */
-#define GWATCHD_PROBE_TIMEOUT_MS 500
+#define GWATCHD_PROBE_TIMEOUT_MS     500
 #define GWATCHD_PROBE_TIMEOUT_MAX_MS 30000
-#define GWATCHD_CALL_TIMEOUT_MS 5000
+#define GWATCHD_CALL_TIMEOUT_MS      5000
 /* How often a missing directory is looked for while the module watches it
  * with its own inotify (GLib's inotify-missing.c: SCAN_MISSING_TIME). */
 #define GWATCHD_MISSING_SECONDS 4
@@ -51,7 +51,7 @@ typedef struct GWatchdModuleCallbacks {
 
 typedef enum GWatchdProcessKind {
         GWATCHD_PROCESS_ANY,
-        GWATCHD_PROCESS_TRACKER,        /* an indexer that knows monitor types by name (docs/CLIENTS.md) */
+        GWATCHD_PROCESS_TRACKER, /* an indexer that knows monitor types by name (docs/CLIENTS.md) */
 } GWatchdProcessKind;
 
 /* Once, at g_io_module_load(): reads the environment and the program. */

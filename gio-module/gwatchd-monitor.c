@@ -36,24 +36,24 @@
 
 struct GWatchdMonitor {
         gint ref_count;
-        GFileMonitorSource *source;     /* a reference: GLib's outlives the monitor if need be */
+        GFileMonitorSource *source; /* a reference: GLib's outlives the monitor if need be */
         char *dirname, *basename, *filename;
-        char *root;                     /* what the snapshot keeps: the directory, or the file */
+        char *root; /* what the snapshot keeps: the directory, or the file */
         gboolean hard_links;
         gboolean tracker;
 
-        GMutex lock;                    /* below */
+        GMutex lock; /* below */
         gboolean cancelled;
         WatchdSubscription *dir_sub, *file_sub;
-        gboolean waiting;               /* to start on watchd when it is back */
-        gboolean refused;               /* watchd would not serve it: inotify for good */
-        gboolean on_inotify;            /* the module's inotify serves it */
+        gboolean waiting;    /* to start on watchd when it is back */
+        gboolean refused;    /* watchd would not serve it: inotify for good */
+        gboolean on_inotify; /* the module's inotify serves it */
         GWatchdInotifyWatch *dir_watch, *file_watch;
-        gboolean missing;               /* on inotify, its directory is not there: looked for */
-        gboolean name_linked;           /* hard links: see gwatchd_map_file_event() */
+        gboolean missing;     /* on inotify, its directory is not there: looked for */
+        gboolean name_linked; /* hard links: see gwatchd_map_file_event() */
 
         /* The module's thread only. */
-        WatchdSnapshot *known;          /* what the path held, as reported */
+        WatchdSnapshot *known; /* what the path held, as reported */
 };
 
 GWatchdMonitor *gwatchd_monitor_ref(GWatchdMonitor *m) {
@@ -258,8 +258,9 @@ static void resync(GWatchdMonitor *m, const char *why) {
                 guint32 mask = watchd_event_get_mask(e);
 
                 if (m->basename && (mask & WATCHD_EVENT_DELETE_SELF))
-                        g_ptr_array_add(mapped, watchd_event_new((mask & ~WATCHD_EVENT_DELETE_SELF) | WATCHD_EVENT_DELETE,
-                                                                 0, watchd_event_get_path(e), NULL));
+                        g_ptr_array_add(mapped,
+                                        watchd_event_new((mask & ~WATCHD_EVENT_DELETE_SELF) | WATCHD_EVENT_DELETE, 0,
+                                                         watchd_event_get_path(e), NULL));
                 else
                         g_ptr_array_add(mapped, watchd_event_ref(e));
         }
@@ -283,15 +284,16 @@ static gboolean inotify_place(GWatchdMonitor *m) {
         need_file = in && !m->cancelled && m->on_inotify && m->hard_links && !m->file_watch;
         g_mutex_unlock(&m->lock);
         if (need_dir)
-                dir = gwatchd_inotify_add(in, m->dirname,
-                                          m->hard_links ? (GWATCHD_INOTIFY_DIR_MASK & ~(WATCHD_EVENT_MODIFY |
-                                                                                       WATCHD_EVENT_CLOSE_WRITE))
-                                                        : GWATCHD_INOTIFY_DIR_MASK,
-                                          FALSE, m, &err);
+                dir = gwatchd_inotify_add(
+                        in, m->dirname,
+                        m->hard_links ? (GWATCHD_INOTIFY_DIR_MASK & ~(WATCHD_EVENT_MODIFY | WATCHD_EVENT_CLOSE_WRITE)) :
+                                        GWATCHD_INOTIFY_DIR_MASK,
+                        FALSE, m, &err);
         if (need_file && (dir || !need_dir))
                 file = gwatchd_inotify_add(in, m->filename,
                                            WATCHD_EVENT_MODIFY | WATCHD_EVENT_ATTRIB | WATCHD_EVENT_CLOSE_WRITE |
-                                           WATCHD_EVENT_DELETE_SELF, TRUE, m, &(int) { 0 });
+                                                   WATCHD_EVENT_DELETE_SELF,
+                                           TRUE, m, &(int) { 0 });
         g_mutex_lock(&m->lock);
         if (dir && !m->dir_watch && m->on_inotify && !m->cancelled)
                 m->dir_watch = g_steal_pointer(&dir);
@@ -467,8 +469,8 @@ static void on_overflow(WatchdSubscription *sub, WatchdOverflowReason reason, gp
 
 static void start_subs(GWatchdMonitor *m, gboolean sync);
 
-static void on_removed(WatchdSubscription *sub, WatchdRemovedReason reason, const char *detail,
-                       const GError *error, gpointer data) {
+static void on_removed(WatchdSubscription *sub, WatchdRemovedReason reason, const char *detail, const GError *error,
+                       gpointer data) {
         GWatchdMonitor *m = data;
         gboolean again = FALSE, refused = FALSE;
 
@@ -522,11 +524,11 @@ static WatchdSubscription *new_sub(GWatchdMonitor *m, const char *path, WatchdEv
 
 static gboolean error_means_not_running(const GError *error) {
         return g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) ||
-               g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER) ||
-               g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY) ||
-               g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CLOSED) ||
-               g_error_matches(error, WATCHD_ERROR, WATCHD_ERROR_NOT_RUNNING) ||
-               g_error_matches(error, WATCHD_ERROR, WATCHD_ERROR_DAEMON_GONE);
+                g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER) ||
+                g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY) ||
+                g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CLOSED) ||
+                g_error_matches(error, WATCHD_ERROR, WATCHD_ERROR_NOT_RUNNING) ||
+                g_error_matches(error, WATCHD_ERROR, WATCHD_ERROR_DAEMON_GONE);
 }
 
 static gboolean daemon_back_once(gpointer data) {
@@ -590,8 +592,8 @@ static void start_subs(GWatchdMonitor *m, gboolean sync) {
 
         g_mutex_lock(&m->lock);
         if (!m->cancelled && !m->refused && !m->dir_sub)
-                dir_sub = m->dir_sub =
-                        new_sub(m, m->dirname, m->hard_links ? GWATCHD_HARD_LINKS_DIR_MASK : GWATCHD_DIR_MASK, FALSE);
+                dir_sub = m->dir_sub = new_sub(m, m->dirname,
+                                               m->hard_links ? GWATCHD_HARD_LINKS_DIR_MASK : GWATCHD_DIR_MASK, FALSE);
         if (!m->cancelled && !m->refused && m->hard_links && !m->file_sub)
                 file_sub = m->file_sub = new_sub(m, m->filename, GWATCHD_HARD_LINKS_FILE_MASK, TRUE);
         if (dir_sub)
@@ -613,7 +615,7 @@ void gwatchd_monitor_daemon_gone(gpointer monitor, gboolean closed) {
         g_mutex_lock(&m->lock);
         already = m->on_inotify;
         if (closed)
-                m->refused = TRUE;      /* no watchd on a closed connection: for good */
+                m->refused = TRUE; /* no watchd on a closed connection: for good */
         g_mutex_unlock(&m->lock);
         if (is_cancelled(m) || already)
                 return;

@@ -46,8 +46,8 @@ typedef struct GWatchdFileMonitorClass {
 
 static gpointer g_watchd_file_monitor_parent_class;
 
-static void g_watchd_file_monitor_start(GLocalFileMonitor *local_monitor, const gchar *dirname,
-                                        const gchar *basename, const gchar *filename, GFileMonitorSource *source) {
+static void g_watchd_file_monitor_start(GLocalFileMonitor *local_monitor, const gchar *dirname, const gchar *basename,
+                                        const gchar *filename, GFileMonitorSource *source) {
         GWatchdFileMonitor *self = (GWatchdFileMonitor *) local_monitor;
 
         self->monitor = gwatchd_monitor_new(source, dirname, basename, filename);
@@ -93,7 +93,7 @@ static void g_watchd_file_monitor_class_init(gpointer klass, gpointer data) {
  * so this one says yes only to a watchd with "remote-polling". */
 static gboolean g_watchd_nfs_file_monitor_is_supported(void) {
         return gwatchd_module_is_supported() && gwatchd_module_get_client() &&
-               (watchd_client_get_capabilities(gwatchd_module_get_client()) & WATCHD_CAPABILITY_REMOTE_POLLING);
+                (watchd_client_get_capabilities(gwatchd_module_get_client()) & WATCHD_CAPABILITY_REMOTE_POLLING);
 }
 
 static void g_watchd_nfs_file_monitor_class_init(gpointer klass, gpointer data) {
@@ -161,10 +161,8 @@ G_MODULE_EXPORT void g_io_module_load(GIOModule *io_module) {
                                                     &local_info, 0);
                 nfs_type = g_type_register_static(local_type, "GWatchdNfsFileMonitor", &nfs_info, 0);
         }
-        g_io_extension_point_implement(G_LOCAL_FILE_MONITOR_EXTENSION_POINT_NAME, local_type, "watchd",
-                                       GWATCHD_PRIORITY);
-        g_io_extension_point_implement(G_NFS_FILE_MONITOR_EXTENSION_POINT_NAME, nfs_type, "watchd",
-                                       GWATCHD_PRIORITY);
+        g_io_extension_point_implement(G_LOCAL_FILE_MONITOR_EXTENSION_POINT_NAME, local_type, "watchd", GWATCHD_PRIORITY);
+        g_io_extension_point_implement(G_NFS_FILE_MONITOR_EXTENSION_POINT_NAME, nfs_type, "watchd", GWATCHD_PRIORITY);
 }
 
 G_MODULE_EXPORT void g_io_module_unload(GIOModule *io_module) {

@@ -28,17 +28,17 @@ static void call_done(BusCall *call, const char *sender, GVariant *body, GUnixFD
 }
 
 struct WatchdBus {
-        gint ref_count;                 /* the owner's, the filter's, the closed handler's */
+        gint ref_count; /* the owner's, the filter's, the closed handler's */
         GDBusConnection *connection;
-        gboolean private_connection;    /* the signals are ours alone: the filter eats them */
+        gboolean private_connection; /* the signals are ours alone: the filter eats them */
         WatchdBusCallbacks cb;
         gpointer userdata;
         GDestroyNotify userdata_free;
         guint filter_id;
         gulong closed_handler;
 
-        GMutex lock;                    /* protects calls and closed */
-        GHashTable *calls;              /* serial -> BusCall* */
+        GMutex lock;       /* protects calls and closed */
+        GHashTable *calls; /* serial -> BusCall* */
         gboolean closed;
 };
 
@@ -73,8 +73,7 @@ static void bus_handle_name_owner_changed(WatchdBus *bus, GDBusMessage *m) {
 }
 
 /* GDBus's worker thread, for every message in and out. */
-static GDBusMessage *bus_filter(GDBusConnection *connection, GDBusMessage *m, gboolean incoming,
-                                gpointer userdata) {
+static GDBusMessage *bus_filter(GDBusConnection *connection, GDBusMessage *m, gboolean incoming, gpointer userdata) {
         WatchdBus *bus = userdata;
         BusCall *call;
 
@@ -89,7 +88,7 @@ static GDBusMessage *bus_filter(GDBusConnection *connection, GDBusMessage *m, gb
                         g_hash_table_steal(bus->calls, GUINT_TO_POINTER(g_dbus_message_get_reply_serial(m)));
                 g_mutex_unlock(&bus->lock);
                 if (!call)
-                        return m;       /* someone else's call on a shared connection */
+                        return m; /* someone else's call on a shared connection */
                 bus_handle_reply(bus, m, call);
                 g_free(call);
                 g_object_unref(m);
@@ -103,8 +102,8 @@ static GDBusMessage *bus_filter(GDBusConnection *connection, GDBusMessage *m, gb
                         return m;
                 }
                 if (g_strcmp0(g_dbus_message_get_interface(m), WATCHD_INTERFACE) != 0 ||
-                    g_strcmp0(g_dbus_message_get_path(m), WATCHD_OBJECT_PATH) != 0 ||
-                    !g_dbus_message_get_sender(m) || !g_dbus_message_get_member(m))
+                    g_strcmp0(g_dbus_message_get_path(m), WATCHD_OBJECT_PATH) != 0 || !g_dbus_message_get_sender(m) ||
+                    !g_dbus_message_get_member(m))
                         return m;
                 /* A durable subscription's records are a WatchdDurable's own
                  * (watchd-durable.c subscribes to them): GDBus dispatches them. */
@@ -116,8 +115,7 @@ static GDBusMessage *bus_filter(GDBusConnection *connection, GDBusMessage *m, gb
 
                         if (!body)
                                 body = empty = g_variant_ref_sink(g_variant_new("()"));
-                        bus->cb.signal(bus->userdata, g_dbus_message_get_sender(m), g_dbus_message_get_member(m),
-                                       body);
+                        bus->cb.signal(bus->userdata, g_dbus_message_get_sender(m), g_dbus_message_get_member(m), body);
                 }
                 if (!bus->private_connection)
                         return m;
@@ -150,11 +148,11 @@ static void bus_fail_all(WatchdBus *bus, const GError *error) {
         g_hash_table_destroy(g_steal_pointer(&calls));
 }
 
-static void bus_on_closed(GDBusConnection *connection, gboolean remote_peer_vanished, GError *error,
-                          gpointer userdata) {
+static void bus_on_closed(GDBusConnection *connection, gboolean remote_peer_vanished, GError *error, gpointer userdata) {
         WatchdBus *bus = userdata;
-        g_autoptr(GError) closed = error ? g_error_copy(error)
-                                         : g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CLOSED, "The connection is closed");
+        g_autoptr(GError) closed = error ?
+                g_error_copy(error) :
+                g_error_new_literal(G_IO_ERROR, G_IO_ERROR_CLOSED, "The connection is closed");
 
         bus_fail_all(bus, closed);
         bus->cb.closed(bus->userdata, closed);
@@ -182,8 +180,8 @@ static void bus_closure_unref(gpointer data, GClosure *closure) {
         bus_unref(data);
 }
 
-WatchdBus *watchd_bus_new(GDBusConnection *connection, gboolean private_connection,
-                          const WatchdBusCallbacks *callbacks, gpointer userdata, GDestroyNotify userdata_free) {
+WatchdBus *watchd_bus_new(GDBusConnection *connection, gboolean private_connection, const WatchdBusCallbacks *callbacks,
+                          gpointer userdata, GDestroyNotify userdata_free) {
         WatchdBus *bus = g_new0(WatchdBus, 1);
 
         bus->ref_count = 1;
@@ -309,6 +307,5 @@ gboolean watchd_bus_start(WatchdBus *bus, GError **error) {
                         return FALSE;
         /* Sent after the rules: any change after its answer is signalled. */
         return watchd_bus_call(bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "GetNameOwner",
-                               g_variant_new("(s)", WATCHD_BUS_NAME), NULL, FALSE, bus_on_name_owner, bus,
-                               error) != 0;
+                               g_variant_new("(s)", WATCHD_BUS_NAME), NULL, FALSE, bus_on_name_owner, bus, error) != 0;
 }

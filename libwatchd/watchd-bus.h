@@ -22,9 +22,9 @@
 #include <gio/gio.h>
 #include <gio/gunixfdlist.h>
 
-#define WATCHD_BUS_NAME "org.example.Inotify"
+#define WATCHD_BUS_NAME    "org.example.Inotify"
 #define WATCHD_OBJECT_PATH "/org/example/Inotify"
-#define WATCHD_INTERFACE "org.example.Inotify"
+#define WATCHD_INTERFACE   "org.example.Inotify"
 
 typedef struct WatchdBus WatchdBus;
 
@@ -52,8 +52,8 @@ typedef void (*WatchdBusReplyFdsFunc)(gpointer userdata, const char *sender, GVa
 
 /* userdata is kept until the last filter call has returned, then given to
  * userdata_free: GDBus may call a filter once more after it was removed. */
-WatchdBus *watchd_bus_new(GDBusConnection *connection, gboolean private_connection,
-                          const WatchdBusCallbacks *callbacks, gpointer userdata, GDestroyNotify userdata_free);
+WatchdBus *watchd_bus_new(GDBusConnection *connection, gboolean private_connection, const WatchdBusCallbacks *callbacks,
+                          gpointer userdata, GDestroyNotify userdata_free);
 /* Stops the callbacks (but for one filter call that may be running), closes a
  * private connection, drops the caller's reference. */
 void watchd_bus_close(WatchdBus *bus);

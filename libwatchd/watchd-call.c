@@ -38,7 +38,7 @@ static void sync_call_on_cancelled(GCancellable *cancellable, gpointer userdata)
 /* A call to watchd, waited for in this thread; the reply's body of type
  * reply_type, or NULL with error. */
 GVariant *core_call_sync(Core *core, const char *interface, const char *method, GVariant *params,
-                                const GVariantType *reply_type, GCancellable *cancellable, GError **error) {
+                         const GVariantType *reply_type, GCancellable *cancellable, GError **error) {
         SyncCall call = { .core = core };
         SyncCancel cancel = { 0 };
         gulong cancel_id = 0;
@@ -65,8 +65,7 @@ GVariant *core_call_sync(Core *core, const char *interface, const char *method, 
         while (!call.done)
                 if (!g_cond_wait_until(&core->cond, &core->lock, deadline)) {
                         g_autoptr(GError) timeout = g_error_new(G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                                                                "watchd did not answer in %u ms",
-                                                                core->call_timeout_ms);
+                                                                "watchd did not answer in %u ms", core->call_timeout_ms);
 
                         g_mutex_unlock(&core->lock);
                         (void) watchd_bus_call_fail(core->bus, cancel.serial, timeout);

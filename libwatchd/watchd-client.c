@@ -16,9 +16,9 @@
 #include "watchd-wire.h"
 
 #define DEFAULT_MAX_QUEUED_EVENTS 65536
-#define DEFAULT_MAX_QUEUED_BYTES (32u * 1024 * 1024)
-#define DEFAULT_CALL_TIMEOUT_MS 25000
-#define MAX_UNCLAIMED 65536
+#define DEFAULT_MAX_QUEUED_BYTES  (32u * 1024 * 1024)
+#define DEFAULT_CALL_TIMEOUT_MS   25000
+#define MAX_UNCLAIMED             65536
 
 /**
  * watchd_error_quark:
@@ -55,7 +55,7 @@ static void client_initable_iface_init(GInitableIface *iface);
 
 G_DEFINE_TYPE_WITH_CODE(WatchdClient, watchd_client, G_TYPE_OBJECT,
                         G_IMPLEMENT_INTERFACE(G_TYPE_INITABLE, client_initable_iface_init)
-                        G_IMPLEMENT_INTERFACE(G_TYPE_ASYNC_INITABLE, NULL))
+                                G_IMPLEMENT_INTERFACE(G_TYPE_ASYNC_INITABLE, NULL))
 
 static void client_emit(WatchdClient *client, Item *it) {
         switch (it->kind) {
@@ -154,8 +154,8 @@ static gboolean client_initable_init(GInitable *initable, GCancellable *cancella
         if (!core->owner_known || core->closed) {
                 g_mutex_unlock(&core->lock);
                 g_set_error_literal(error, G_IO_ERROR, core->closed ? G_IO_ERROR_CLOSED : G_IO_ERROR_TIMED_OUT,
-                                    core->closed ? "The connection to the bus closed"
-                                                 : "The bus did not answer GetNameOwner in time");
+                                    core->closed ? "The connection to the bus closed" :
+                                                   "The bus did not answer GetNameOwner in time");
                 return FALSE;
         }
         g_mutex_unlock(&core->lock);
@@ -318,8 +318,7 @@ static void watchd_client_class_init(WatchdClientClass *klass) {
          */
         props[PROP_CONNECTION] = g_param_spec_object("connection", "Connection", "The bus connection",
                                                      G_TYPE_DBUS_CONNECTION,
-                                                     G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY |
-                                                             G_PARAM_STATIC_STRINGS);
+                                                     G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
         /**
          * WatchdClient:daemon-running:
          *
@@ -337,10 +336,9 @@ static void watchd_client_class_init(WatchdClientClass *klass) {
          * emit #WatchdSubscription::overflow with %WATCHD_OVERFLOW_CLIENT:
          * memory stays bounded when the context is blocked.
          */
-        props[PROP_MAX_QUEUED_EVENTS] = g_param_spec_uint("max-queued-events", "Maximum queued events",
-                                                          "Events that may wait for the main context", 1, G_MAXUINT,
-                                                          DEFAULT_MAX_QUEUED_EVENTS,
-                                                          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+        props[PROP_MAX_QUEUED_EVENTS] = g_param_spec_uint(
+                "max-queued-events", "Maximum queued events", "Events that may wait for the main context", 1, G_MAXUINT,
+                DEFAULT_MAX_QUEUED_EVENTS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
         /**
          * WatchdClient:max-queued-bytes:
          *
@@ -354,10 +352,9 @@ static void watchd_client_class_init(WatchdClientClass *klass) {
          * watchd does for a client that falls behind: whatever watchd
          * sends, the client's memory stays bounded (docs/CLIENTS.md).
          */
-        props[PROP_MAX_QUEUED_BYTES] = g_param_spec_uint("max-queued-bytes", "Maximum queued bytes",
-                                                         "Bytes of records the client may hold", 4096, G_MAXUINT,
-                                                         DEFAULT_MAX_QUEUED_BYTES,
-                                                         G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+        props[PROP_MAX_QUEUED_BYTES] = g_param_spec_uint(
+                "max-queued-bytes", "Maximum queued bytes", "Bytes of records the client may hold", 4096, G_MAXUINT,
+                DEFAULT_MAX_QUEUED_BYTES, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
         /**
          * WatchdClient:call-timeout:
          *
@@ -366,8 +363,7 @@ static void watchd_client_class_init(WatchdClientClass *klass) {
          */
         props[PROP_CALL_TIMEOUT] = g_param_spec_uint("call-timeout", "Call timeout",
                                                      "Milliseconds a call waits for its answer", 1, G_MAXUINT,
-                                                     DEFAULT_CALL_TIMEOUT_MS,
-                                                     G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
+                                                     DEFAULT_CALL_TIMEOUT_MS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
         /**
          * WatchdClient:use-stream:
          *
@@ -381,10 +377,9 @@ static void watchd_client_class_init(WatchdClientClass *klass) {
          * uses the stream: the daemon would send the records of every client
          * of that connection there.
          */
-        props[PROP_USE_STREAM] = g_param_spec_boolean("use-stream", "Use the stream",
-                                                      "Whether records come over a stream of the client's own", TRUE,
-                                                      G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY |
-                                                              G_PARAM_STATIC_STRINGS);
+        props[PROP_USE_STREAM] = g_param_spec_boolean(
+                "use-stream", "Use the stream", "Whether records come over a stream of the client's own", TRUE,
+                G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
         g_object_class_install_properties(object_class, N_PROPS, props);
 
         /**
@@ -395,8 +390,8 @@ static void watchd_client_class_init(WatchdClientClass *klass) {
          * when it (or another watchd) takes the name back; see
          * #WatchdClient::daemon-restarted.
          */
-        signals[SIGNAL_DAEMON_VANISHED] = g_signal_new("daemon-vanished", G_TYPE_FROM_CLASS(klass),
-                                                       G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+        signals[SIGNAL_DAEMON_VANISHED] = g_signal_new("daemon-vanished", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST,
+                                                       0, NULL, NULL, NULL, G_TYPE_NONE, 0);
         /**
          * WatchdClient::daemon-restarted:
          * @client: the client
@@ -406,8 +401,8 @@ static void watchd_client_class_init(WatchdClientClass *klass) {
          * #WatchdSubscription::overflow with %WATCHD_OVERFLOW_RESTARTED) or
          * removed (#WatchdSubscription::removed with %WATCHD_REMOVED_ERROR).
          */
-        signals[SIGNAL_DAEMON_RESTARTED] = g_signal_new("daemon-restarted", G_TYPE_FROM_CLASS(klass),
-                                                        G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+        signals[SIGNAL_DAEMON_RESTARTED] = g_signal_new("daemon-restarted", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST,
+                                                        0, NULL, NULL, NULL, G_TYPE_NONE, 0);
         /**
          * WatchdClient::closed:
          * @client: the client
@@ -433,10 +428,9 @@ static void watchd_client_class_init(WatchdClientClass *klass) {
  * signals, and those of its subscriptions, are emitted in the thread-default
  * #GMainContext of the thread calling this.
  */
-void watchd_client_new(GBusType bus_type, GCancellable *cancellable, GAsyncReadyCallback callback,
-                       gpointer user_data) {
-        g_async_initable_new_async(WATCHD_TYPE_CLIENT, G_PRIORITY_DEFAULT, cancellable, callback, user_data,
-                                   "bus-type", bus_type, NULL);
+void watchd_client_new(GBusType bus_type, GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data) {
+        g_async_initable_new_async(WATCHD_TYPE_CLIENT, G_PRIORITY_DEFAULT, cancellable, callback, user_data, "bus-type",
+                                   bus_type, NULL);
 }
 
 /**
@@ -450,8 +444,8 @@ void watchd_client_new(GBusType bus_type, GCancellable *cancellable, GAsyncReady
  */
 void watchd_client_new_for_address(const char *address, GCancellable *cancellable, GAsyncReadyCallback callback,
                                    gpointer user_data) {
-        g_async_initable_new_async(WATCHD_TYPE_CLIENT, G_PRIORITY_DEFAULT, cancellable, callback, user_data,
-                                   "address", address, NULL);
+        g_async_initable_new_async(WATCHD_TYPE_CLIENT, G_PRIORITY_DEFAULT, cancellable, callback, user_data, "address",
+                                   address, NULL);
 }
 
 /**
@@ -495,8 +489,7 @@ WatchdClient *watchd_client_new_sync(GBusType bus_type, GCancellable *cancellabl
  *
  * Returns: (transfer full): the client, or %NULL with @error set
  */
-WatchdClient *watchd_client_new_for_address_sync(const char *address, GCancellable *cancellable,
-                                                 GError **error) {
+WatchdClient *watchd_client_new_for_address_sync(const char *address, GCancellable *cancellable, GError **error) {
         return g_initable_new(WATCHD_TYPE_CLIENT, cancellable, error, "address", address, NULL);
 }
 
@@ -620,7 +613,7 @@ WatchdCapabilities watchd_client_get_capabilities(WatchdClient *client) {
 }
 
 static void add_watch_done(GObject *source, GAsyncResult *result, gpointer userdata) {
-        gpointer *data = userdata;      /* callback, user data, subscription */
+        gpointer *data = userdata; /* callback, user data, subscription */
         GAsyncReadyCallback callback = (GAsyncReadyCallback) data[0];
         WatchdSubscription *sub = data[2];
 
@@ -766,8 +759,8 @@ GVariant *watchd_client_get_stats_sync(WatchdClient *client, GCancellable *cance
         g_autoptr(GVariant) reply = NULL;
 
         g_return_val_if_fail(WATCHD_IS_CLIENT(client), NULL);
-        reply = core_call_sync(client->core, WATCHD_INTERFACE, "GetStats", NULL, G_VARIANT_TYPE("(a{sv})"),
-                               cancellable, error);
+        reply = core_call_sync(client->core, WATCHD_INTERFACE, "GetStats", NULL, G_VARIANT_TYPE("(a{sv})"), cancellable,
+                               error);
         return reply ? g_variant_get_child_value(reply, 0) : NULL;
 }
 
@@ -783,16 +776,15 @@ GVariant *watchd_client_get_stats_sync(WatchdClient *client, GCancellable *cance
  *
  * Returns: (transfer full): the property's value, or %NULL with @error set
  */
-GVariant *watchd_client_get_daemon_property_sync(WatchdClient *client, const char *name,
-                                                 GCancellable *cancellable, GError **error) {
+GVariant *watchd_client_get_daemon_property_sync(WatchdClient *client, const char *name, GCancellable *cancellable,
+                                                 GError **error) {
         g_autoptr(GVariant) reply = NULL;
         GVariant *value = NULL;
 
         g_return_val_if_fail(WATCHD_IS_CLIENT(client), NULL);
         g_return_val_if_fail(name != NULL, NULL);
         reply = core_call_sync(client->core, "org.freedesktop.DBus.Properties", "Get",
-                               g_variant_new("(ss)", WATCHD_INTERFACE, name), G_VARIANT_TYPE("(v)"), cancellable,
-                               error);
+                               g_variant_new("(ss)", WATCHD_INTERFACE, name), G_VARIANT_TYPE("(v)"), cancellable, error);
         if (reply)
                 g_variant_get(reply, "(v)", &value);
         return value;

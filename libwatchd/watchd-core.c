@@ -58,7 +58,7 @@ void core_unref(gpointer p) {
         g_queue_clear_full(&core->items, (GDestroyNotify) item_forget);
         g_queue_clear_full(&core->unclaimed, (GDestroyNotify) held_free);
         g_queue_clear_full(&core->held, (GDestroyNotify) held_free);
-        g_hash_table_destroy(core->doomed);     /* drops the references (nobody holds the lock now) */
+        g_hash_table_destroy(core->doomed); /* drops the references (nobody holds the lock now) */
         g_hash_table_destroy(core->by_id);
         g_hash_table_destroy(core->live);
         path_index_free(core->by_path);
@@ -87,7 +87,7 @@ static gsize event_cost(const WatchdEvent *ev) {
 
 static gsize held_cost(const Held *h) {
         return sizeof(Held) + 32 + (h->event ? event_cost(h->event) : 0) + (h->sender ? strlen(h->sender) : 0) +
-               (h->reason ? strlen(h->reason) : 0);
+                (h->reason ? strlen(h->reason) : 0);
 }
 
 /* Lock held. Drops a reference to sub that may be its last: then its
@@ -109,7 +109,7 @@ static gboolean is_loss(int reason) {
 /* Past a limit: every record held is dropped; each subscription that lost
  * some gets an overflow after what remains of it (its notices). */
 static void core_drop_all(Core *core) {
-        g_autoptr(GHashTable) hit = g_hash_table_new(NULL, NULL);       /* sub -> its last item left */
+        g_autoptr(GHashTable) hit = g_hash_table_new(NULL, NULL); /* sub -> its last item left */
         GHashTableIter iter;
         gpointer key, value;
         guint lost = 0;
@@ -135,7 +135,7 @@ static void core_drop_all(Core *core) {
                 if (h->kind != ITEM_EVENTS)
                         continue;
                 core->held_bytes -= h->bytes;
-                core->unclaimed_lost = TRUE;    /* its subscription hears it when it is claimed */
+                core->unclaimed_lost = TRUE; /* its subscription hears it when it is claimed */
                 lost++;
                 g_queue_delete_link(&core->unclaimed, l);
                 held_free(h);
@@ -167,7 +167,7 @@ static void core_drop_all(Core *core) {
                 Item *last = value;
 
                 if (last && last->kind == ITEM_OVERFLOW && is_loss(last->reason))
-                        PRIV(key)->last_overflow = last;        /* it says this loss too */
+                        PRIV(key)->last_overflow = last; /* it says this loss too */
                 else
                         core_queue_notice(core, ITEM_OVERFLOW, key, WATCHD_OVERFLOW_CLIENT, NULL, NULL);
         }
@@ -205,7 +205,7 @@ void core_queue_notice(Core *core, ItemKind kind, WatchdSubscription *sub, int r
         Item *it;
 
         if (kind == ITEM_OVERFLOW && is_loss(reason) && PRIV(sub)->last_overflow)
-                return;         /* the same loss: one overflow says it */
+                return; /* the same loss: one overflow says it */
         it = g_new0(Item, 1);
         it->kind = kind;
         it->sub = sub ? g_object_ref(sub) : NULL;
@@ -259,7 +259,7 @@ WatchdSubscription *core_steal_live(Core *core, WatchdSubscription *sub) {
 
 void core_set_current_path(Core *core, WatchdSubscription *sub, const char *path) {
         if (!PRIV(sub)->current || g_str_equal(PRIV(sub)->current, path))
-                return;         /* not live, or there already */
+                return; /* not live, or there already */
         path_index_remove(core->by_path, PRIV(sub)->current, sub);
         g_free(PRIV(sub)->current);
         PRIV(sub)->current = g_strdup(path);
@@ -305,7 +305,7 @@ void core_end_sub(Core *core, WatchdSubscription *sub, WatchdRemovedReason reaso
         ref = core_steal_live(core, sub);
         core_queue_notice(core, ITEM_REMOVED, sub, reason, detail, error);
         if (ref)
-                g_object_unref(ref);    /* the item holds one */
+                g_object_unref(ref); /* the item holds one */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -323,8 +323,7 @@ static Held *held_new(const char *sender, guint32 id, ItemKind kind, WatchdEvent
         return h;
 }
 
-void core_keep_unclaimed(Core *core, const char *sender, guint32 id, ItemKind kind, WatchdEvent *ev,
-                         const char *reason) {
+void core_keep_unclaimed(Core *core, const char *sender, guint32 id, ItemKind kind, WatchdEvent *ev, const char *reason) {
         Held *h;
 
         if (core->unclaimed.length >= MAX_UNCLAIMED) {
@@ -414,7 +413,7 @@ static gboolean dispatch_source_dispatch(GSource *source, GSourceFunc callback, 
                 next = l->next;
                 it = l->data;
                 if (it->sub && PRIV(it->sub)->held)
-                        continue;       /* its handlers are not connected yet */
+                        continue; /* its handlers are not connected yet */
                 if (it->kind == ITEM_EVENTS) {
                         core->queued_events -= it->events->len;
                         core->held_bytes -= it->bytes;
@@ -467,7 +466,7 @@ Core *core_new(WatchdClient *client, CoreEmitFunc emit) {
         core->doomed = g_hash_table_new_full(NULL, NULL, g_object_unref, NULL);
         core->durables = watchd_durable_router_new();
         core->dispatch = g_source_new(&dispatch_source_funcs, sizeof(DispatchSource));
-        ((DispatchSource *) core->dispatch)->core = core;       /* no reference: the core owns the source */
+        ((DispatchSource *) core->dispatch)->core = core; /* no reference: the core owns the source */
         g_source_set_static_name(core->dispatch, "WatchdClient dispatch");
         g_source_attach(core->dispatch, core->context);
         return core;

@@ -74,23 +74,23 @@
 #define ENDED_IDS_MAX 4096
 
 typedef enum ItemKind {
-        ITEM_EVENTS,            /* a subscription's "events" */
-        ITEM_OVERFLOW,          /* a subscription's "overflow" */
-        ITEM_REMOVED,           /* a subscription's "removed"; it has ended */
-        ITEM_DAEMON_VANISHED,   /* the client's "daemon-vanished", notify::daemon-running */
-        ITEM_DAEMON_APPEARED,   /* notify::daemon-running */
-        ITEM_DAEMON_RESTARTED,  /* the client's "daemon-restarted" */
-        ITEM_CLOSED,            /* the client's "closed" */
+        ITEM_EVENTS,           /* a subscription's "events" */
+        ITEM_OVERFLOW,         /* a subscription's "overflow" */
+        ITEM_REMOVED,          /* a subscription's "removed"; it has ended */
+        ITEM_DAEMON_VANISHED,  /* the client's "daemon-vanished", notify::daemon-running */
+        ITEM_DAEMON_APPEARED,  /* notify::daemon-running */
+        ITEM_DAEMON_RESTARTED, /* the client's "daemon-restarted" */
+        ITEM_CLOSED,           /* the client's "closed" */
 } ItemKind;
 
 typedef struct Item {
         ItemKind kind;
-        WatchdSubscription *sub;        /* reference; NULL for the client's own items */
-        GPtrArray *events;              /* ITEM_EVENTS: WatchdEvent* */
-        gsize bytes;                    /* ITEM_EVENTS: what they cost (Core.held_bytes) */
-        int reason;                     /* WatchdOverflowReason, WatchdRemovedReason */
-        char *detail;                   /* ITEM_REMOVED */
-        GError *error;                  /* ITEM_REMOVED, ITEM_CLOSED */
+        WatchdSubscription *sub; /* reference; NULL for the client's own items */
+        GPtrArray *events;       /* ITEM_EVENTS: WatchdEvent* */
+        gsize bytes;             /* ITEM_EVENTS: what they cost (Core.held_bytes) */
+        int reason;              /* WatchdOverflowReason, WatchdRemovedReason */
+        char *detail;            /* ITEM_REMOVED */
+        GError *error;           /* ITEM_REMOVED, ITEM_CLOSED */
 } Item;
 
 /* A record or notice of the daemon held back: for an id not known yet
@@ -100,20 +100,20 @@ typedef struct Item {
  * alive (its last reference must never go under the lock: see
  * core_drop_sub()). */
 typedef struct Held {
-        char *sender;                   /* unclaimed: who sent it */
+        char *sender; /* unclaimed: who sent it */
         guint32 id;
-        ItemKind kind;                  /* ITEM_EVENTS (one event), ITEM_OVERFLOW or ITEM_REMOVED */
+        ItemKind kind; /* ITEM_EVENTS (one event), ITEM_OVERFLOW or ITEM_REMOVED */
         WatchdEvent *event;
         char *reason;
-        gsize bytes;                    /* what it costs (Core.held_bytes) */
+        gsize bytes; /* what it costs (Core.held_bytes) */
 } Held;
 
 /* What a daemon may get wrong; each kind is warned about once per daemon. */
 typedef enum Violation {
-        VIOLATION_UNKNOWN_ID    = 1 << 0,       /* records of an id it never gave */
-        VIOLATION_MALFORMED     = 1 << 1,       /* a path not canonical, too long, badly escaped */
-        VIOLATION_OUTSIDE       = 1 << 2,       /* a path outside the subscription it names */
-        VIOLATION_SIGNATURE     = 1 << 3,       /* a signal or an answer of the wrong type */
+        VIOLATION_UNKNOWN_ID = 1 << 0, /* records of an id it never gave */
+        VIOLATION_MALFORMED = 1 << 1,  /* a path not canonical, too long, badly escaped */
+        VIOLATION_OUTSIDE = 1 << 2,    /* a path outside the subscription it names */
+        VIOLATION_SIGNATURE = 1 << 3,  /* a signal or an answer of the wrong type */
 } Violation;
 
 typedef struct Core Core;
@@ -124,48 +124,48 @@ typedef void (*CoreEmitFunc)(WatchdClient *client, Item *it);
 
 struct Core {
         gint ref_count;
-        GWeakRef client;                /* the WatchdClient, to emit its signals */
+        GWeakRef client; /* the WatchdClient, to emit its signals */
         CoreEmitFunc emit;
         GMainContext *context;
         GSource *dispatch;
         WatchdBus *bus;
 
-        GMutex lock;                    /* everything below */
+        GMutex lock; /* everything below */
         GCond cond;
-        gboolean owner_known;           /* GetNameOwner answered */
-        char *owner;                    /* unique name of watchd, NULL if none */
-        gboolean gone;                  /* the owner left; its subscriptions wait to be added again */
-        guint generation;               /* bumped at each change of owner */
+        gboolean owner_known; /* GetNameOwner answered */
+        char *owner;          /* unique name of watchd, NULL if none */
+        gboolean gone;        /* the owner left; its subscriptions wait to be added again */
+        guint generation;     /* bumped at each change of owner */
         guint readds_pending;
-        gboolean props_pending;         /* GetAll sent, not answered */
+        gboolean props_pending; /* GetAll sent, not answered */
         char *version;
         WatchdCapabilities caps;
-        GHashTable *by_id;              /* id -> WatchdSubscription* (the reference is in live) */
-        GHashTable *live;               /* WatchdSubscription* -> itself, referenced: started, not ended */
-        PathIndex *by_path;             /* current path -> live WatchdSubscription* */
-        GHashTable *ended;              /* ids of the owner's subscriptions ended lately (a set) */
-        GQueue ended_order;             /* the same ids, the oldest first */
-        guint warned;                   /* Violation: the kinds said already of this owner */
+        GHashTable *by_id;  /* id -> WatchdSubscription* (the reference is in live) */
+        GHashTable *live;   /* WatchdSubscription* -> itself, referenced: started, not ended */
+        PathIndex *by_path; /* current path -> live WatchdSubscription* */
+        GHashTable *ended;  /* ids of the owner's subscriptions ended lately (a set) */
+        GQueue ended_order; /* the same ids, the oldest first */
+        guint warned;       /* Violation: the kinds said already of this owner */
         guint adds_in_flight;
-        GQueue unclaimed;               /* Held*: records of ids no AddWatch answered yet */
-        gboolean unclaimed_lost;        /* some were dropped (MAX_UNCLAIMED, the cap, unreadable) */
-        gboolean unclaimed_orphans;     /* an AddWatch in flight failed: some may be its */
-        GQueue held;                    /* Held*: records waiting for the answer of ListWatches */
-        gboolean resync_pending;        /* ListWatches sent to see where subscriptions are */
-        GQueue items;                   /* Item*, for the dispatch source */
-        GHashTable *doomed;             /* WatchdSubscription* -> itself: references to drop without the lock */
+        GQueue unclaimed;           /* Held*: records of ids no AddWatch answered yet */
+        gboolean unclaimed_lost;    /* some were dropped (MAX_UNCLAIMED, the cap, unreadable) */
+        gboolean unclaimed_orphans; /* an AddWatch in flight failed: some may be its */
+        GQueue held;                /* Held*: records waiting for the answer of ListWatches */
+        gboolean resync_pending;    /* ListWatches sent to see where subscriptions are */
+        GQueue items;               /* Item*, for the dispatch source */
+        GHashTable *doomed;         /* WatchdSubscription* -> itself: references to drop without the lock */
         guint queued_events;
-        guint max_queued_events;        /* the client's "max-queued-events" */
-        gsize held_bytes;               /* what the records in items, unclaimed and held cost */
-        gsize max_held_bytes;           /* the client's "max-queued-bytes" */
+        guint max_queued_events; /* the client's "max-queued-events" */
+        gsize held_bytes;        /* what the records in items, unclaimed and held cost */
+        gsize max_held_bytes;    /* the client's "max-queued-bytes" */
         guint call_timeout_ms;
         gboolean closed;
-        gboolean use_stream;            /* the client's "use-stream" */
-        gboolean shared_connection;     /* the program's: other clients' records come on it too */
-        gboolean stream_pending;        /* OpenStream sent, not answered */
-        WatchdStreamReader *stream;     /* the stream of stream_owner, or NULL */
-        char *stream_owner;             /* the daemon that gave it; NULL once it ended */
-        WatchdDurableRouter *durables;  /* the stream's durable frames, to the WatchdDurables */
+        gboolean use_stream;           /* the client's "use-stream" */
+        gboolean shared_connection;    /* the program's: other clients' records come on it too */
+        gboolean stream_pending;       /* OpenStream sent, not answered */
+        WatchdStreamReader *stream;    /* the stream of stream_owner, or NULL */
+        char *stream_owner;            /* the daemon that gave it; NULL once it ended */
+        WatchdDurableRouter *durables; /* the stream's durable frames, to the WatchdDurables */
 };
 
 struct _WatchdClient {
@@ -215,8 +215,7 @@ void core_end_sub(Core *core, WatchdSubscription *sub, WatchdRemovedReason reaso
 
 /* Records of ids not known yet: kept (ev taken), dropped (TRUE if some were
  * of sender, who should have claimed them), dropped for one id (quietly). */
-void core_keep_unclaimed(Core *core, const char *sender, guint32 id, ItemKind kind, WatchdEvent *ev,
-                         const char *reason);
+void core_keep_unclaimed(Core *core, const char *sender, guint32 id, ItemKind kind, WatchdEvent *ev, const char *reason);
 gboolean core_drop_unclaimed(Core *core, const char *sender);
 void core_drop_unclaimed_id(Core *core, guint32 id);
 

@@ -41,9 +41,9 @@
 
 #include "stream_frame.h"
 
-#define BATCH_MAX 1024u         /* records an "events" emission carries at most */
-#define QUEUE_HIGH 16384u       /* records queued before the daemon is held back */
-#define QUEUE_LOW 4096u         /* ... and let go again */
+#define BATCH_MAX  1024u  /* records an "events" emission carries at most */
+#define QUEUE_HIGH 16384u /* records queued before the daemon is held back */
+#define QUEUE_LOW  4096u  /* ... and let go again */
 
 typedef enum ItemKind {
         ITEM_EVENTS,
@@ -54,27 +54,27 @@ typedef enum ItemKind {
 
 typedef struct Item {
         ItemKind kind;
-        GPtrArray *events;              /* ITEM_EVENTS: WatchdEvent* (with their ids) */
-        guint64 id;                     /* ITEM_RESCAN, ITEM_CAUGHT_UP */
-        char *reason;                   /* ITEM_RESCAN, ITEM_STOPPED */
-        GVariant *dirs;                 /* ITEM_RESCAN: a(ayu) */
+        GPtrArray *events; /* ITEM_EVENTS: WatchdEvent* (with their ids) */
+        guint64 id;        /* ITEM_RESCAN, ITEM_CAUGHT_UP */
+        char *reason;      /* ITEM_RESCAN, ITEM_STOPPED */
+        GVariant *dirs;    /* ITEM_RESCAN: a(ayu) */
 } Item;
 
 typedef struct DurableCore {
         gint ref_count;
-        GWeakRef object;                /* the WatchdDurable */
+        GWeakRef object; /* the WatchdDurable */
         GDBusConnection *connection;
         char *name;
-        char *owner;                    /* the daemon's unique name when it resumed */
-        WatchdDurableRouter *router;    /* its client's; NULL if none */
-        GSource *source;                /* emits in the main context of the resume */
+        char *owner;                 /* the daemon's unique name when it resumed */
+        WatchdDurableRouter *router; /* its client's; NULL if none */
+        GSource *source;             /* emits in the main context of the resume */
         guint filter;
 
-        GMutex lock;                    /* what follows */
-        GQueue items;                   /* Item* */
-        guint queued;                   /* records in items */
-        GQueue held_pings;              /* GDBusMessage*: the owner's Pings not answered yet */
-        gboolean ended;                 /* disposed: nothing more is queued */
+        GMutex lock;       /* what follows */
+        GQueue items;      /* Item* */
+        guint queued;      /* records in items */
+        GQueue held_pings; /* GDBusMessage*: the owner's Pings not answered yet */
+        gboolean ended;    /* disposed: nothing more is queued */
 } DurableCore;
 
 struct _WatchdDurable {
@@ -104,8 +104,8 @@ G_DEFINE_TYPE(WatchdDurable, watchd_durable, G_TYPE_OBJECT)
 struct WatchdDurableRouter {
         gint ref_count;
         GMutex lock;
-        GHashTable *cores;              /* name -> DurableCore* (referenced) */
-        int resume_fd;                  /* the stream reader's resume eventfd (a dup), or -1 */
+        GHashTable *cores; /* name -> DurableCore* (referenced) */
+        int resume_fd;     /* the stream reader's resume eventfd (a dup), or -1 */
         gboolean paused;
 };
 
@@ -169,7 +169,7 @@ static void router_remove(WatchdDurableRouter *r, DurableCore *c) {
         g_mutex_lock(&r->lock);
         if (g_hash_table_lookup(r->cores, c->name) == c)
                 g_hash_table_remove(r->cores, c->name);
-        router_resume(r);       /* nothing of it holds the stream any more */
+        router_resume(r); /* nothing of it holds the stream any more */
         g_mutex_unlock(&r->lock);
 }
 
@@ -206,7 +206,7 @@ gboolean watchd_durable_router_frames(WatchdDurableRouter *r, const StreamFrame 
                 Item *it;
 
                 if (!c) {
-                        i++;            /* not (or no longer) resumed here */
+                        i++; /* not (or no longer) resumed here */
                         continue;
                 }
                 it = g_new0(Item, 1);
@@ -303,8 +303,7 @@ static void core_answer_pings(DurableCore *c, GQueue *pings) {
                 g_autoptr(GDBusMessage) reply = g_dbus_message_new_method_reply(ping);
                 g_autoptr(GError) error = NULL;
 
-                if (!g_dbus_connection_send_message(c->connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE, NULL,
-                                                    &error))
+                if (!g_dbus_connection_send_message(c->connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE, NULL, &error))
                         g_debug("libwatchd: cannot answer watchd's Ping: %s", error->message);
                 g_object_unref(ping);
         }
@@ -391,8 +390,9 @@ static void add_event(GPtrArray *events, guint64 id, guint32 mask, guint32 cooki
                 if (!path)
                         return;
         }
-        g_ptr_array_add(events, watchd_event_new_with_id(id, mask & ~WATCHD_WIRE_PATH_ESCAPED, cookie, path ?: p,
-                                                         escaped ? new_path : (*np ? np : NULL)));
+        g_ptr_array_add(events,
+                        watchd_event_new_with_id(id, mask & ~WATCHD_WIRE_PATH_ESCAPED, cookie, path ?: p,
+                                                 escaped ? new_path : (*np ? np : NULL)));
 }
 
 /*
@@ -474,9 +474,9 @@ static GDBusMessage *on_filter(GDBusConnection *connection, GDBusMessage *m, gbo
                 g_mutex_lock(&c->lock);
                 if (c->ended || c->queued < QUEUE_HIGH) {
                         g_mutex_unlock(&c->lock);
-                        return m;       /* GDBus answers it */
+                        return m; /* GDBus answers it */
                 }
-                g_queue_push_tail(&c->held_pings, m);   /* answered by on_dispatch() */
+                g_queue_push_tail(&c->held_pings, m); /* answered by on_dispatch() */
                 g_mutex_unlock(&c->lock);
                 return NULL;
         }
@@ -584,9 +584,9 @@ static void watchd_durable_class_init(WatchdDurableClass *klass) {
          * One record, in the journal's order, after the #WatchdDurable::events
          * of its batch.
          */
-        signals[SIGNAL_EVENT] = g_signal_new("event", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
-                                             NULL, G_TYPE_NONE, 5, G_TYPE_UINT64, G_TYPE_UINT, G_TYPE_UINT,
-                                             G_TYPE_STRING, G_TYPE_STRING);
+        signals[SIGNAL_EVENT] = g_signal_new("event", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                             G_TYPE_NONE, 5, G_TYPE_UINT64, G_TYPE_UINT, G_TYPE_UINT, G_TYPE_STRING,
+                                             G_TYPE_STRING);
         /**
          * WatchdDurable::rescan:
          * @durable: the #WatchdDurable
@@ -616,8 +616,8 @@ static void watchd_durable_class_init(WatchdDurableClass *klass) {
          *
          * Nothing more comes.
          */
-        signals[SIGNAL_STOPPED] = g_signal_new("stopped", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL,
-                                               NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+        signals[SIGNAL_STOPPED] = g_signal_new("stopped", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                                               NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
 }
 
 static void watchd_durable_init(WatchdDurable *d) {
@@ -782,7 +782,7 @@ WatchdDurable *watchd_client_resume_durable_sync(WatchdClient *client, const cha
         g_queue_init(&c->items);
         g_queue_init(&c->held_pings);
         c->source = g_source_new(&dispatch_funcs, sizeof(GSource));
-        g_source_set_callback(c->source, NULL, c, NULL);        /* no reference: the core owns the source */
+        g_source_set_callback(c->source, NULL, c, NULL); /* no reference: the core owns the source */
         g_source_set_static_name(c->source, "WatchdDurable dispatch");
         /* Below every source of the program's own (redraws included), one batch a turn. */
         g_source_set_priority(c->source, G_PRIORITY_DEFAULT_IDLE);

@@ -13,10 +13,10 @@
 
 struct _WatchdEvent {
         gint ref_count;
-        guint64 id;             /* a durable subscription's: its id in the journal; else 0 */
+        guint64 id; /* a durable subscription's: its id in the journal; else 0 */
         WatchdEventMask mask;
         guint32 cookie;
-        char *new_path;         /* into path[], or NULL */
+        char *new_path; /* into path[], or NULL */
         char path[];
 };
 

@@ -105,8 +105,8 @@ static void core_on_owner_changed(gpointer userdata, const char *owner) {
         if (owner && core->bus) {
                 core->props_pending = TRUE;
                 if (!watchd_bus_call(core->bus, WATCHD_BUS_NAME, "org.freedesktop.DBus.Properties", "GetAll",
-                                     g_variant_new("(s)", WATCHD_INTERFACE), NULL, FALSE, core_on_props,
-                                     core_ref(core), NULL)) {
+                                     g_variant_new("(s)", WATCHD_INTERFACE), NULL, FALSE, core_on_props, core_ref(core),
+                                     NULL)) {
                         core->props_pending = FALSE;
                         core_unref(core);
                 }

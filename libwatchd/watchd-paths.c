@@ -14,8 +14,8 @@
 
 #include "watchd-paths.h"
 
-#define HASH_INIT 5381u
-#define HASH_STEP(h, c) ((h) * 33u + (guint8) (c))
+#define HASH_INIT       5381u
+#define HASH_STEP(h, c) ((h) *33u + (guint8) (c))
 
 gboolean watchd_path_is_canonical(const char *path, size_t len) {
         size_t start = 1;
@@ -47,13 +47,13 @@ typedef struct PathKey {
 
 /* The items under one path. */
 typedef struct PathEntry {
-        PathKey key;            /* bytes: path below */
+        PathKey key; /* bytes: path below */
         char *path;
         GPtrArray *items;
 } PathEntry;
 
 struct PathIndex {
-        GHashTable *entries;    /* PathKey* (in its PathEntry) -> PathEntry* */
+        GHashTable *entries; /* PathKey* (in its PathEntry) -> PathEntry* */
         PathIndexStats stats;
 };
 
@@ -137,7 +137,7 @@ static gboolean visit(PathIndex *ix, const char *path, const Prefix *p, PathRela
         e = g_hash_table_lookup(ix->entries, &key);
         if (!e)
                 return TRUE;
-        ix->stats.bytes += p->len;      /* the comparison that found it */
+        ix->stats.bytes += p->len; /* the comparison that found it */
         for (guint i = 0; i < e->items->len; i++)
                 if (!fn(e->items->pdata[i], rel, userdata))
                         return FALSE;
@@ -155,8 +155,7 @@ void path_index_foreach_above(PathIndex *ix, const char *path, size_t len, PathI
         for (size_t i = 0; i < len; i++) {
                 if (path[i] == '/' && i + 1 < len)
                         /* The directory up to this '/' ("/" itself for the first). */
-                        dirs[n++] = (Prefix) { .len = i == 0 ? 1 : (guint32) i,
-                                               .hash = i == 0 ? HASH_STEP(h, '/') : h };
+                        dirs[n++] = (Prefix) { .len = i == 0 ? 1 : (guint32) i, .hash = i == 0 ? HASH_STEP(h, '/') : h };
                 h = HASH_STEP(h, path[i]);
         }
         ix->stats.bytes += len;

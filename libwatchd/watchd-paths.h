@@ -22,9 +22,9 @@
 gboolean watchd_path_is_canonical(const char *path, size_t len);
 
 typedef enum PathRelation {
-        PATH_SELF,              /* the item's path is the path itself */
-        PATH_PARENT,            /* the directory the path is in */
-        PATH_ANCESTOR,          /* a directory above that */
+        PATH_SELF,     /* the item's path is the path itself */
+        PATH_PARENT,   /* the directory the path is in */
+        PATH_ANCESTOR, /* a directory above that */
 } PathRelation;
 
 typedef struct PathIndex PathIndex;

@@ -20,11 +20,11 @@ struct StreamFrame;
 
 /* The state a subscription is in; under the client's lock. */
 typedef enum SubState {
-        SUB_NEW,                /* made, not started (or its start failed) */
-        SUB_STARTING,           /* AddWatch sent, no answer yet */
-        SUB_ACTIVE,             /* watchd holds it under id */
-        SUB_WAITING,            /* watchd left; added again when it comes back */
-        SUB_ENDED,              /* cancelled or removed: nothing more */
+        SUB_NEW,      /* made, not started (or its start failed) */
+        SUB_STARTING, /* AddWatch sent, no answer yet */
+        SUB_ACTIVE,   /* watchd holds it under id */
+        SUB_WAITING,  /* watchd left; added again when it comes back */
+        SUB_ENDED,    /* cancelled or removed: nothing more */
 } SubState;
 
 /* The parts of a subscription the client's internals read and write, under
@@ -35,11 +35,11 @@ typedef struct SubPrivate {
         char *current;          /* the same as watchd holds it now (it follows renames); the core's */
         gpointer last_overflow; /* its Item of an overflow with nothing of it queued after, or NULL */
         SubState state;
-        guint32 id;             /* 0 unless SUB_ACTIVE */
-        guint32 last_id;        /* the id of its last AddWatch, kept when it ends */
-        gboolean held;          /* its events wait until watchd_client_add_watch() has returned it */
+        guint32 id;      /* 0 unless SUB_ACTIVE */
+        guint32 last_id; /* the id of its last AddWatch, kept when it ends */
+        gboolean held;   /* its events wait until watchd_client_add_watch() has returned it */
         gboolean cancelled;
-        gpointer start;         /* the StartOp in flight */
+        gpointer start; /* the StartOp in flight */
 } SubPrivate;
 
 /* The object (watchd-subscription.c). The client's internals read client,

@@ -29,7 +29,7 @@ static void core_release_held(Core *core) {
                 WatchdSubscription *sub = g_hash_table_lookup(core->by_id, GUINT_TO_POINTER(h->id));
 
                 if (!sub)
-                        ;               /* ended meanwhile: nothing of it goes out */
+                        ; /* ended meanwhile: nothing of it goes out */
                 else if (h->kind == ITEM_EVENTS)
                         core_deliver(core, sub, g_steal_pointer(&h->event), FALSE);
                 else if (h->kind == ITEM_OVERFLOW)
@@ -41,8 +41,8 @@ static void core_release_held(Core *core) {
 }
 
 typedef struct ListCall {
-        Core *core;             /* a reference */
-        guint generation;       /* the owner it was asked of */
+        Core *core;       /* a reference */
+        guint generation; /* the owner it was asked of */
 } ListCall;
 
 static void core_on_list(gpointer userdata, const char *sender, GVariant *body, const GError *error) {
@@ -51,9 +51,8 @@ static void core_on_list(gpointer userdata, const char *sender, GVariant *body, 
 
         g_mutex_lock(&core->lock);
         if (call->generation != core->generation || !core->resync_pending)
-                ;       /* another owner now: what was held went when this one left */
-        else if (body && g_strcmp0(sender, core->owner) == 0 &&
-                 g_variant_is_of_type(body, G_VARIANT_TYPE("(a(usuu))"))) {
+                ; /* another owner now: what was held went when this one left */
+        else if (body && g_strcmp0(sender, core->owner) == 0 && g_variant_is_of_type(body, G_VARIANT_TYPE("(a(usuu))"))) {
                 g_autoptr(GVariant) list = g_variant_get_child_value(body, 0);
                 GVariantIter it;
                 const char *wire;
@@ -131,8 +130,9 @@ static WatchdEvent *record_event(guint32 mask, guint32 cookie, const char *wire_
         gboolean escaped = (mask & WATCHD_WIRE_PATH_ESCAPED) != 0;
         g_autofree char *path = NULL, *new_path = NULL;
 
-        if (*wire_new_path && (mask & (WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO)) !=
-                                      (WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO)) {
+        if (*wire_new_path &&
+            (mask & (WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO)) !=
+                    (WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO)) {
                 *ret_why = "a new path in a record that is not a rename";
                 return NULL;
         }
@@ -160,7 +160,7 @@ static WatchdSubscription *core_lookup(Core *core, const char *sender, guint32 i
 
         *ret_keep = FALSE;
         if (sub || (from_owner && core_id_ended(core, id)))
-                return sub;     /* or late records of one ended: dropped quietly */
+                return sub; /* or late records of one ended: dropped quietly */
         if (core->adds_in_flight > 0)
                 /* Before the answer the owner may not be known yet (bus
                  * activation): kept with their sender, claimed only by an
@@ -174,8 +174,8 @@ static WatchdSubscription *core_lookup(Core *core, const char *sender, guint32 i
 }
 
 /* Lock held. One record of sender, whichever way it came. */
-static void core_on_record(Core *core, const char *sender, guint32 id, guint32 mask, guint32 cookie,
-                           const char *path, const char *new_path) {
+static void core_on_record(Core *core, const char *sender, guint32 id, guint32 mask, guint32 cookie, const char *path,
+                           const char *new_path) {
         gboolean keep;
         WatchdSubscription *sub = core_lookup(core, sender, id, &keep);
         const char *why = NULL;
@@ -356,8 +356,8 @@ static void core_on_stream_opened(gpointer userdata, const char *sender, GVarian
         else if (body && !g_variant_is_of_type(body, G_VARIANT_TYPE("(h)")) && g_strcmp0(sender, core->owner) == 0)
                 core_violation(core, VIOLATION_SIGNATURE, "answered OpenStream with the arguments %s, not (h)",
                                g_variant_get_type_string(body));
-        else if (body && fds && g_variant_is_of_type(body, G_VARIANT_TYPE("(h)")) && !core->closed &&
-                 !core->stream && g_strcmp0(sender, core->owner) == 0) {
+        else if (body && fds && g_variant_is_of_type(body, G_VARIANT_TYPE("(h)")) && !core->closed && !core->stream &&
+                 g_strcmp0(sender, core->owner) == 0) {
                 gint32 index;
 
                 g_variant_get(body, "(h)", &index);
@@ -368,11 +368,10 @@ static void core_on_stream_opened(gpointer userdata, const char *sender, GVarian
                 core->stream = watchd_stream_reader_new(fd, &core_stream_callbacks, core_ref(core), core_unref, &local);
                 if (core->stream) {
                         core->stream_owner = g_strdup(sender);
-                        watchd_durable_router_set_stream(core->durables,
-                                                         fcntl(watchd_stream_reader_resume_fd(core->stream),
-                                                               F_DUPFD_CLOEXEC, 3));
+                        watchd_durable_router_set_stream(
+                                core->durables, fcntl(watchd_stream_reader_resume_fd(core->stream), F_DUPFD_CLOEXEC, 3));
                 } else
-                        core_unref(core);       /* the reader's, not taken; the call's is still held */
+                        core_unref(core); /* the reader's, not taken; the call's is still held */
         }
         if (local)
                 g_warning("libwatchd: cannot read the record stream (%s); records come as signals", local->message);
@@ -389,9 +388,9 @@ void core_open_stream(Core *core) {
         core->stream_pending = TRUE;
         /* Its durable subscriptions' replays there too, if the daemon can: no round trip through the bus. */
         if (!watchd_bus_call_fds(core->bus, WATCHD_BUS_NAME, WATCHD_INTERFACE, "OpenStream",
-                                 core->caps & WATCHD_CAPABILITY_DURABLE_STREAM
-                                 ? g_variant_new_parsed("({'durable': <true>},)")
-                                 : g_variant_new_parsed("(@a{sv} {},)"),
+                                 core->caps & WATCHD_CAPABILITY_DURABLE_STREAM ?
+                                         g_variant_new_parsed("({'durable': <true>},)") :
+                                         g_variant_new_parsed("(@a{sv} {},)"),
                                  core_on_stream_opened, core_ref(core), NULL)) {
                 core->stream_pending = FALSE;
                 core_unref(core);

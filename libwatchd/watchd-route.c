@@ -31,7 +31,7 @@ static gboolean sub_sees(WatchdSubscription *sub, const char *path) {
         const char *rest;
 
         if (n == 1)
-                rest = path + 1;                /* "/": every path is below */
+                rest = path + 1; /* "/": every path is below */
         else if (strncmp(path, c, n) != 0 || (path[n] != '/' && path[n] != '\0'))
                 return FALSE;
         else if (path[n] == '\0')
@@ -39,7 +39,7 @@ static gboolean sub_sees(WatchdSubscription *sub, const char *path) {
         else
                 rest = path + n + 1;
         if (*rest == '\0')
-                return TRUE;                    /* "/" itself */
+                return TRUE; /* "/" itself */
         return (sub->flags & WATCHD_WATCH_RECURSIVE) || strchr(rest, '/') == NULL;
 }
 
@@ -104,8 +104,8 @@ gboolean core_route_event(Core *core, WatchdSubscription *sub, WatchdEvent *ev) 
         /* A pair is sub's by one of its paths; its other path is one of the
          * client's (watchd pairs the halves in the client's queue). */
         if (rename ? !((sub_sees(sub, path) && client_sees(core, new_path)) ||
-                       (sub_sees(sub, new_path) && client_sees(core, path)))
-                   : !sub_sees(sub, path))
+                       (sub_sees(sub, new_path) && client_sees(core, path))) :
+                     !sub_sees(sub, path))
                 return FALSE;
         if (rename && !(core->caps & WATCHD_CAPABILITY_PAIR_PER_SUBSCRIPTION))
                 core_fan_out_rename(core, sub, ev);
@@ -116,9 +116,9 @@ gboolean core_route_event(Core *core, WatchdSubscription *sub, WatchdEvent *ev) 
 void core_drop_outside(Core *core, WatchdSubscription *sub, WatchdEvent *ev) {
         const char *np = watchd_event_get_new_path(ev);
 
-        core_violation(core, VIOLATION_OUTSIDE, "sent a path outside the subscription it names (%u, \"%s\"): \"%s\"%s%s%s",
-                       PRIV(sub)->id, PRIV(sub)->current, watchd_event_get_path(ev), np ? " -> \"" : "",
-                       np ?: "", np ? "\"" : "");
+        core_violation(core, VIOLATION_OUTSIDE,
+                       "sent a path outside the subscription it names (%u, \"%s\"): \"%s\"%s%s%s", PRIV(sub)->id,
+                       PRIV(sub)->current, watchd_event_get_path(ev), np ? " -> \"" : "", np ?: "", np ? "\"" : "");
         core_queue_notice(core, ITEM_OVERFLOW, sub, WATCHD_OVERFLOW_DAEMON, NULL, NULL);
         watchd_event_unref(ev);
 }

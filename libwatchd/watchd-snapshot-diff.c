@@ -31,8 +31,8 @@ char *snapshot_full_path(const char *root, const char *rel) {
 
 static gboolean same_object(const Entry *a, const Entry *b) {
         return a->stated && b->stated && a->dev == b->dev && a->ino == b->ino &&
-               (a->mode & S_IFMT) == (b->mode & S_IFMT) &&
-               (a->btime_ns == 0 || b->btime_ns == 0 || a->btime_ns == b->btime_ns);
+                (a->mode & S_IFMT) == (b->mode & S_IFMT) &&
+                (a->btime_ns == 0 || b->btime_ns == 0 || a->btime_ns == b->btime_ns);
 }
 
 /* Whether the name's old entry is still its object now (then only what
@@ -65,8 +65,8 @@ static int deep_first(gconstpointer a, gconstpointer b) {
 }
 
 typedef struct Diff {
-        const char *root;       /* the snapshot's path */
-        GPtrArray *out;         /* WatchdEvent* */
+        const char *root; /* the snapshot's path */
+        GPtrArray *out;   /* WatchdEvent* */
 } Diff;
 
 static void emit(Diff *d, guint32 mask, const char *rel, const char *new_rel, const Entry *e) {
@@ -110,7 +110,7 @@ static char *moved_with(GHashTable *dir_renames, const char *rel) {
 
 typedef struct Pair {
         const char *from, *to;
-        gboolean implied;       /* its directory's rename says it */
+        gboolean implied; /* its directory's rename says it */
 } Pair;
 
 static int pair_shallow_first(gconstpointer a, gconstpointer b) {
@@ -129,8 +129,8 @@ static GBytes *inode_key(const Entry *e) {
  * got a freed inode number does not. */
 static void pair_by_inode(GHashTable *old, GHashTable *now, GPtrArray *gone, GPtrArray *came, gboolean dirs,
                           GHashTable *paired_gone, GHashTable *paired_came, GArray *pairs) {
-        g_autoptr(GHashTable) by_inode = g_hash_table_new_full(g_bytes_hash, g_bytes_equal,
-                                                               (GDestroyNotify) g_bytes_unref, NULL);
+        g_autoptr(GHashTable)
+                by_inode = g_hash_table_new_full(g_bytes_hash, g_bytes_equal, (GDestroyNotify) g_bytes_unref, NULL);
 
         for (guint i = 0; i < gone->len; i++) {
                 Entry *e = g_hash_table_lookup(old, gone->pdata[i]);
@@ -139,8 +139,7 @@ static void pair_by_inode(GHashTable *old, GHashTable *now, GPtrArray *gone, GPt
                 if (!e->stated || !S_ISDIR(e->mode) != !dirs || g_hash_table_contains(paired_gone, gone->pdata[i]))
                         continue;
                 k = inode_key(e);
-                g_hash_table_insert(by_inode, g_bytes_ref(k),
-                                    g_hash_table_contains(by_inode, k) ? NULL : gone->pdata[i]);
+                g_hash_table_insert(by_inode, g_bytes_ref(k), g_hash_table_contains(by_inode, k) ? NULL : gone->pdata[i]);
         }
         for (guint i = 0; i < came->len; i++) {
                 Entry *e = g_hash_table_lookup(now, came->pdata[i]), *o;
@@ -151,7 +150,7 @@ static void pair_by_inode(GHashTable *old, GHashTable *now, GPtrArray *gone, GPt
                         continue;
                 k = inode_key(e);
                 from = g_hash_table_lookup(by_inode, k);
-                g_hash_table_insert(by_inode, g_bytes_ref(k), NULL);    /* once an inode, either way */
+                g_hash_table_insert(by_inode, g_bytes_ref(k), NULL); /* once an inode, either way */
                 if (!from)
                         continue;
                 o = g_hash_table_lookup(old, from);

@@ -12,16 +12,16 @@
 typedef struct Entry {
         guint64 dev, ino, size;
         gint64 mtime_ns, ctime_ns;
-        gint64 btime_ns;        /* birth time, 0 where the file system does not say */
+        gint64 btime_ns; /* birth time, 0 where the file system does not say */
         guint32 mode, uid, gid;
-        gboolean stated;        /* attributes known (FALSE: an event said it is there, its stat failed) */
+        gboolean stated; /* attributes known (FALSE: an event said it is there, its stat failed) */
 } Entry;
 
 /* What a path holds: the path itself, and its entries. */
 typedef struct State {
         gboolean present;
         Entry root;
-        GHashTable *entries;    /* path relative to the root ("a", "a/b") -> Entry* */
+        GHashTable *entries; /* path relative to the root ("a", "a/b") -> Entry* */
 } State;
 
 /* The path of rel under root ("" is root itself). */

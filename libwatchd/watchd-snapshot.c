@@ -44,10 +44,10 @@
 
 struct _WatchdSnapshot {
         GObject parent_instance;
-        char *path;             /* canonical: no repeated or trailing slash */
+        char *path; /* canonical: no repeated or trailing slash */
         gboolean recursive;
         guint max_entries;
-        gboolean known;         /* scanned, and not forgotten since */
+        gboolean known; /* scanned, and not forgotten since */
         State state;
 };
 
@@ -110,7 +110,7 @@ static const char *rel_of(WatchdSnapshot *s, const char *path) {
         if (path[n] == '\0')
                 return "";
         if (n == 1)
-                rel = path + 1;                 /* the root is "/" */
+                rel = path + 1; /* the root is "/" */
         else if (path[n] == '/')
                 rel = path + n + 1;
         else
@@ -161,7 +161,7 @@ static gboolean read_dir(WatchdSnapshot *s, int root_fd, const char *rel, State 
                 if (g_str_equal(de->d_name, ".") || g_str_equal(de->d_name, ".."))
                         continue;
                 if (!entry_read(&sb, dirfd(d), de->d_name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT))
-                        continue;       /* gone meanwhile */
+                        continue; /* gone meanwhile */
                 if (g_hash_table_size(st->entries) >= s->max_entries) {
                         closedir(d);
                         g_set_error(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE,
@@ -191,9 +191,9 @@ static gboolean read_state(WatchdSnapshot *s, const char *below, State *st, GErr
                 st->present = FALSE;
                 if (!entry_read(&st->root, AT_FDCWD, s->path, AT_NO_AUTOMOUNT)) {
                         if (errno == ENOENT || errno == ENOTDIR)
-                                return TRUE;    /* known: not there */
-                        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "Cannot read \"%s\": %s",
-                                    s->path, g_strerror(errno));
+                                return TRUE; /* known: not there */
+                        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "Cannot read \"%s\": %s", s->path,
+                                    g_strerror(errno));
                         return FALSE;
                 }
                 st->present = TRUE;
@@ -203,7 +203,7 @@ static gboolean read_state(WatchdSnapshot *s, const char *below, State *st, GErr
         root_fd = open(s->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root_fd < 0) {
                 if (below || errno == ENOENT || errno == ENOTDIR)
-                        return TRUE;    /* went meanwhile */
+                        return TRUE; /* went meanwhile */
                 g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "Cannot read \"%s\": %s", s->path,
                             g_strerror(errno));
                 return FALSE;
@@ -359,8 +359,9 @@ void watchd_snapshot_note_event(WatchdSnapshot *snapshot, const WatchdEvent *eve
         if (!rel)
                 return;
         if (!*rel) {
-                if (mask & (WATCHD_EVENT_DELETE_SELF | WATCHD_EVENT_MOVE_SELF | WATCHD_EVENT_UNMOUNT |
-                            WATCHD_EVENT_IGNORED | WATCHD_EVENT_DELETE | WATCHD_EVENT_MOVED_FROM))
+                if (mask &
+                    (WATCHD_EVENT_DELETE_SELF | WATCHD_EVENT_MOVE_SELF | WATCHD_EVENT_UNMOUNT | WATCHD_EVENT_IGNORED |
+                     WATCHD_EVENT_DELETE | WATCHD_EVENT_MOVED_FROM))
                         root_gone(s);
                 else if (mask & (WATCHD_EVENT_CREATE | WATCHD_EVENT_MOVED_TO)) {
                         s->state.present = TRUE;
@@ -381,7 +382,7 @@ void watchd_snapshot_note_event(WatchdSnapshot *snapshot, const WatchdEvent *eve
                 if (e)
                         stat_into(s, rel, e);
                 else
-                        put(s, rel);    /* a name the snapshot missed: what is there */
+                        put(s, rel); /* a name the snapshot missed: what is there */
         }
 }
 
@@ -493,8 +494,7 @@ static void follow_on_overflow(WatchdSubscription *sub, WatchdOverflowReason rea
 
         events = watchd_snapshot_rescan(s, &error);
         if (!events) {
-                g_warning("Cannot compare \"%s\" with what it held before events were lost: %s", s->path,
-                          error->message);
+                g_warning("Cannot compare \"%s\" with what it held before events were lost: %s", s->path, error->message);
                 return;
         }
         if (events->len > 0 && watchd_subscription_is_active(sub))
@@ -528,8 +528,7 @@ void watchd_snapshot_follow(WatchdSnapshot *snapshot, WatchdSubscription *subscr
         /* The previous one's handlers go with it (connect_object). */
         g_object_set_data_full(G_OBJECT(subscription), "watchd-snapshot", g_object_ref(snapshot), g_object_unref);
         g_signal_connect_object(subscription, "events", G_CALLBACK(follow_on_events), snapshot, 0);
-        g_signal_connect_object(subscription, "overflow", G_CALLBACK(follow_on_overflow), snapshot,
-                                G_CONNECT_AFTER);
+        g_signal_connect_object(subscription, "overflow", G_CALLBACK(follow_on_overflow), snapshot, G_CONNECT_AFTER);
         if (!snapshot->known && !watchd_snapshot_scan(snapshot, &error))
                 g_warning("Cannot read \"%s\" to compare it later: %s", snapshot->path, error->message);
 }
@@ -605,8 +604,7 @@ static void watchd_snapshot_class_init(WatchdSnapshotClass *klass) {
          * Whether the whole tree is kept, or a directory's own entries only.
          */
         props[PROP_RECURSIVE] = g_param_spec_boolean("recursive", "Recursive", "The whole tree", FALSE,
-                                                     G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY |
-                                                     G_PARAM_STATIC_STRINGS);
+                                                     G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
         /**
          * WatchdSnapshot:max-entries:
          *
@@ -614,8 +612,8 @@ static void watchd_snapshot_class_init(WatchdSnapshotClass *klass) {
          * default, about 130 bytes each): a scan that finds more fails, and
          * the snapshot then knows nothing.
          */
-        props[PROP_MAX_ENTRIES] = g_param_spec_uint("max-entries", "Max entries", "The most entries kept", 1,
-                                                    G_MAXUINT, WATCHD_SNAPSHOT_DEFAULT_MAX_ENTRIES,
+        props[PROP_MAX_ENTRIES] = g_param_spec_uint("max-entries", "Max entries", "The most entries kept", 1, G_MAXUINT,
+                                                    WATCHD_SNAPSHOT_DEFAULT_MAX_ENTRIES,
                                                     G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS);
         g_object_class_install_properties(object_class, N_PROPS, props);
 }

@@ -10,22 +10,22 @@
 /* One AddWatch (a start, or an add again after a restart) until its answer. */
 typedef struct StartOp {
         gint ref_count;
-        Core *core;                     /* reference */
-        WatchdSubscription *sub;        /* reference */
+        Core *core;              /* reference */
+        WatchdSubscription *sub; /* reference */
         gboolean readd;
-        gboolean follow;                /* a readd of PERSIST done here: the daemon cannot (core_follow_again()) */
-        guint generation;               /* core->generation when sent (readd) */
+        gboolean follow;  /* a readd of PERSIST done here: the daemon cannot (core_follow_again()) */
+        guint generation; /* core->generation when sent (readd) */
         guint32 serial;
-        GTask *task;                    /* an async start; NULL for sync and readd */
-        gboolean return_sub;            /* the task returns the subscription (add_watch) */
-        gboolean sync;                  /* a sync start: its caller disconnects the cancellable */
+        GTask *task;         /* an async start; NULL for sync and readd */
+        gboolean return_sub; /* the task returns the subscription (add_watch) */
+        gboolean sync;       /* a sync start: its caller disconnects the cancellable */
         GCancellable *cancellable;
         gulong cancel_id;
         GSource *timeout;
         /* under core->lock */
-        gboolean finished;              /* the reply came (or the call failed) */
-        gboolean abandoned;             /* given up (cancel, timeout): a late id is removed */
-        GError *error;                  /* the outcome for a sync caller */
+        gboolean finished;  /* the reply came (or the call failed) */
+        gboolean abandoned; /* given up (cancel, timeout): a late id is removed */
+        GError *error;      /* the outcome for a sync caller */
 } StartOp;
 
 static StartOp *start_op_ref(StartOp *op) {
@@ -52,10 +52,10 @@ static void start_op_unref(gpointer p) {
 
 static gboolean error_means_gone(const GError *error) {
         return g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) ||
-               g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER) ||
-               g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY) ||
-               g_error_matches(error, WATCHD_ERROR, WATCHD_ERROR_DAEMON_GONE) ||
-               g_error_matches(error, WATCHD_ERROR, WATCHD_ERROR_NOT_RUNNING);
+                g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER) ||
+                g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY) ||
+                g_error_matches(error, WATCHD_ERROR, WATCHD_ERROR_DAEMON_GONE) ||
+                g_error_matches(error, WATCHD_ERROR, WATCHD_ERROR_NOT_RUNNING);
 }
 
 /* The arguments of AddWatch for sub: the path as it is, or in the escaped
@@ -119,8 +119,8 @@ static void start_op_return(StartOp *op, GTask *task, const GError *error) {
 static void core_send_remove(Core *core, guint32 id) {
         /* No answer awaited: an id that is gone already is no harm. */
         if (core->bus)
-                (void) watchd_bus_call(core->bus, WATCHD_BUS_NAME, WATCHD_INTERFACE, "RemoveWatch", g_variant_new("(u)", id),
-                               NULL, FALSE, NULL, NULL, NULL);
+                (void) watchd_bus_call(core->bus, WATCHD_BUS_NAME, WATCHD_INTERFACE, "RemoveWatch",
+                                       g_variant_new("(u)", id), NULL, FALSE, NULL, NULL, NULL);
 }
 
 static void core_readd_done(Core *core, StartOp *op) {
@@ -157,9 +157,10 @@ static void start_op_on_reply(gpointer userdata, const char *sender, GVariant *b
                 /* An id is never 0 and never given twice (watchd(8)): such an
                  * answer names no subscription of its own, and removing it
                  * could end another one. */
-                const char *bad = id == 0 ? "which is no id"
-                                  : g_hash_table_contains(core->by_id, GUINT_TO_POINTER(id)) ? "the id of another subscription"
-                                  : core_id_ended(core, id) ? "an id it gave before" : NULL;
+                const char *bad = id == 0                                        ? "which is no id" :
+                        g_hash_table_contains(core->by_id, GUINT_TO_POINTER(id)) ? "the id of another subscription" :
+                        core_id_ended(core, id)                                  ? "an id it gave before" :
+                                                                                   NULL;
 
                 if (bad)
                         err = g_error_new(WATCHD_ERROR, WATCHD_ERROR_PROTOCOL, "watchd answered AddWatch with %u, %s",
@@ -194,19 +195,18 @@ static void start_op_on_reply(gpointer userdata, const char *sender, GVariant *b
         } else {
                 p->start = NULL;
                 if (op->readd && error_means_gone(err)) {
-                        p->state = SUB_WAITING;         /* the next owner adds it */
+                        p->state = SUB_WAITING; /* the next owner adds it */
                         if (op->generation != core->generation && core->owner && !p->cancelled)
                                 /* That next owner came before this answer. */
                                 core_readd_one(core, op->sub);
-                }
-                else if (op->readd)
+                } else if (op->readd)
                         core_end_sub(core, op->sub, WATCHD_REMOVED_ERROR, err->message, err);
                 else {
                         WatchdSubscription *ref = core_steal_live(core, op->sub);
 
                         p->state = SUB_NEW;
                         if (ref)
-                                g_object_unref(ref);    /* op holds one */
+                                g_object_unref(ref); /* op holds one */
                 }
         }
         core_readd_done(core, op);
@@ -296,7 +296,7 @@ static gboolean core_send_add(Core *core, StartOp *op, GVariant *params, GError 
         op->serial = watchd_bus_call(core->bus, WATCHD_BUS_NAME, WATCHD_INTERFACE, "AddWatch", params, NULL, TRUE,
                                      start_op_on_reply, start_op_ref(op), error);
         if (op->serial == 0) {
-                start_op_unref(op);     /* the call's reference */
+                start_op_unref(op); /* the call's reference */
                 return FALSE;
         }
         core->adds_in_flight++;
@@ -334,9 +334,8 @@ static gboolean core_check_startable(Core *core, WatchdSubscription *sub, GError
  * it for reason: PERSIST asked of a watchd without "persistent", which
  * ends the subscription when its object goes. */
 gboolean core_follows_path(Core *core, WatchdSubscription *sub, WatchdRemovedReason reason) {
-        return (sub->flags & WATCHD_WATCH_PERSIST) &&
-               !(core->caps & WATCHD_CAPABILITY_PERSISTENT) && !PRIV(sub)->cancelled &&
-               (reason == WATCHD_REMOVED_DELETED || reason == WATCHD_REMOVED_UNMOUNTED);
+        return (sub->flags & WATCHD_WATCH_PERSIST) && !(core->caps & WATCHD_CAPABILITY_PERSISTENT) &&
+                !PRIV(sub)->cancelled && (reason == WATCHD_REMOVED_DELETED || reason == WATCHD_REMOVED_UNMOUNTED);
 }
 
 /* Lock held: sub's object went and watchd ended it; it is added again at
@@ -369,8 +368,7 @@ void core_readd_one(Core *core, WatchdSubscription *sub) {
         start_op_unref(op);
 }
 
-void core_start_subscription(Core *core, WatchdSubscription *sub, gboolean held, GCancellable *cancellable,
-                             GTask *task) {
+void core_start_subscription(Core *core, WatchdSubscription *sub, gboolean held, GCancellable *cancellable, GTask *task) {
         g_autoptr(GVariant) params = NULL;
         g_autoptr(GError) error = NULL;
         StartOp *op;
@@ -391,8 +389,7 @@ void core_start_subscription(Core *core, WatchdSubscription *sub, gboolean held,
                 start_op_finish_unsent(op);
                 return;
         }
-        if (!core_check_startable(core, sub, &error) ||
-            !core_send_add(core, op, params, &error)) {
+        if (!core_check_startable(core, sub, &error) || !core_send_add(core, op, params, &error)) {
                 task = g_steal_pointer(&op->task);
                 op->finished = TRUE;
                 g_mutex_unlock(&core->lock);
@@ -411,8 +408,7 @@ void core_start_subscription(Core *core, WatchdSubscription *sub, gboolean held,
         start_op_unref(op);
 }
 
-gboolean core_start_subscription_sync(Core *core, WatchdSubscription *sub, GCancellable *cancellable,
-                                      GError **error) {
+gboolean core_start_subscription_sync(Core *core, WatchdSubscription *sub, GCancellable *cancellable, GError **error) {
         g_autoptr(GVariant) params = NULL;
         gboolean ok;
         gint64 deadline;
@@ -438,8 +434,7 @@ gboolean core_start_subscription_sync(Core *core, WatchdSubscription *sub, GCanc
         while (!op->finished && !op->abandoned)
                 if (!g_cond_wait_until(&core->cond, &core->lock, deadline)) {
                         g_autoptr(GError) timeout = g_error_new(G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                                                                "watchd did not answer in %u ms",
-                                                                core->call_timeout_ms);
+                                                                "watchd did not answer in %u ms", core->call_timeout_ms);
 
                         (void) start_op_abandon(core, op, timeout);
                 }
@@ -448,7 +443,7 @@ gboolean core_start_subscription_sync(Core *core, WatchdSubscription *sub, GCanc
                 g_propagate_error(error, g_error_copy(op->error));
         g_mutex_unlock(&core->lock);
 
-        start_op_finish_unsent(op);     /* disconnects the cancellable, drops our reference */
+        start_op_finish_unsent(op); /* disconnects the cancellable, drops our reference */
         return ok;
 }
 

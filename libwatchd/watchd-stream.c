@@ -24,8 +24,8 @@
 
 struct WatchdStreamReader {
         int fd;
-        int stop;                       /* eventfd: the thread ends when it is readable */
-        int resume;                     /* eventfd: a paused thread reads again */
+        int stop;   /* eventfd: the thread ends when it is readable */
+        int resume; /* eventfd: a paused thread reads again */
         GThread *thread;
         WatchdStreamCallbacks cb;
         gpointer userdata;
@@ -58,7 +58,7 @@ static GError *reader_run(WatchdStreamReader *r) {
                         break;
                 }
                 if (p[1].revents)
-                        break;                  /* stopped: no callback any more */
+                        break; /* stopped: no callback any more */
                 if (paused) {
                         uint64_t count;
 
@@ -97,8 +97,8 @@ static GError *reader_run(WatchdStreamReader *r) {
                         paused = !r->cb.frames(r->userdata, (const StreamFrame *) (void *) frames->data, frames->len);
                 if (k < 0) {
                         error = g_error_new(WATCHD_ERROR, WATCHD_ERROR_PROTOCOL, "The record stream is %s",
-                                            k == -EPROTONOSUPPORT ? "of a version this library does not read"
-                                                                  : "malformed");
+                                            k == -EPROTONOSUPPORT ? "of a version this library does not read" :
+                                                                    "malformed");
                         break;
                 }
         }

@@ -76,8 +76,7 @@ static void watchd_subscription_finalize(GObject *object) {
         G_OBJECT_CLASS(watchd_subscription_parent_class)->finalize(object);
 }
 
-static void watchd_subscription_set_property(GObject *object, guint prop_id, const GValue *value,
-                                             GParamSpec *pspec) {
+static void watchd_subscription_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
         WatchdSubscription *sub = WATCHD_SUBSCRIPTION(object);
 
         switch (prop_id) {
@@ -203,8 +202,8 @@ static void watchd_subscription_class_init(WatchdSubscriptionClass *klass) {
          * is never silent. Emitted in the client's #GMainContext, in order
          * with the events.
          */
-        signals[SIGNAL_OVERFLOW] = g_signal_new("overflow", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL,
-                                                NULL, NULL, G_TYPE_NONE, 1, WATCHD_TYPE_OVERFLOW_REASON);
+        signals[SIGNAL_OVERFLOW] = g_signal_new("overflow", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                                                NULL, G_TYPE_NONE, 1, WATCHD_TYPE_OVERFLOW_REASON);
         /**
          * WatchdSubscription::removed:
          * @subscription: the subscription
@@ -217,9 +216,9 @@ static void watchd_subscription_class_init(WatchdSubscriptionClass *klass) {
          * The subscription ended by itself; it emits nothing more. Not
          * emitted for watchd_subscription_cancel().
          */
-        signals[SIGNAL_REMOVED] = g_signal_new("removed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL,
-                                               NULL, NULL, G_TYPE_NONE, 3, WATCHD_TYPE_REMOVED_REASON,
-                                               G_TYPE_STRING, G_TYPE_ERROR);
+        signals[SIGNAL_REMOVED] = g_signal_new("removed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                                               NULL, G_TYPE_NONE, 3, WATCHD_TYPE_REMOVED_REASON, G_TYPE_STRING,
+                                               G_TYPE_ERROR);
 }
 
 /**
@@ -241,8 +240,7 @@ WatchdSubscription *watchd_subscription_new(WatchdClient *client, const char *pa
                                             WatchdWatchFlags flags) {
         g_return_val_if_fail(WATCHD_IS_CLIENT(client), NULL);
         g_return_val_if_fail(path != NULL, NULL);
-        return g_object_new(WATCHD_TYPE_SUBSCRIPTION, "client", client, "path", path, "mask", mask, "flags", flags,
-                            NULL);
+        return g_object_new(WATCHD_TYPE_SUBSCRIPTION, "client", client, "path", path, "mask", mask, "flags", flags, NULL);
 }
 
 /**
@@ -295,8 +293,7 @@ gboolean watchd_subscription_start_finish(WatchdSubscription *subscription, GAsy
  *
  * Returns: whether the subscription is active; %FALSE with @error set
  */
-gboolean watchd_subscription_start_sync(WatchdSubscription *subscription, GCancellable *cancellable,
-                                        GError **error) {
+gboolean watchd_subscription_start_sync(WatchdSubscription *subscription, GCancellable *cancellable, GError **error) {
         g_return_val_if_fail(WATCHD_IS_SUBSCRIPTION(subscription), FALSE);
         return core_start_subscription_sync(subscription->client->core, subscription, cancellable, error);
 }

@@ -18,7 +18,7 @@ char *watchd_wire_path_escape(const char *path) {
 
         if (!s)
                 g_error("out of memory");
-        return s;       /* malloc'd: g_free() is free() */
+        return s; /* malloc'd: g_free() is free() */
 }
 
 char *watchd_wire_path_decode(const char *wire, gboolean escaped, GError **error) {
@@ -31,8 +31,8 @@ char *watchd_wire_path_decode(const char *wire, gboolean escaped, GError **error
         if (r == -ENOMEM)
                 g_error("out of memory");
         if (r < 0) {
-                g_set_error(error, WATCHD_ERROR, WATCHD_ERROR_PROTOCOL,
-                            "watchd sent a malformed escaped path \"%s\"", wire);
+                g_set_error(error, WATCHD_ERROR, WATCHD_ERROR_PROTOCOL, "watchd sent a malformed escaped path \"%s\"",
+                            wire);
                 return NULL;
         }
         return bytes;

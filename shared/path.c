@@ -44,9 +44,9 @@ const char *path_startswith(const char *path, const char *prefix) {
         if (strncmp(path, prefix, pl) != 0)
                 return NULL;
         if (path[pl] == '\0')
-                return path + pl;               /* prefix itself (not "/": that has pl 0) */
+                return path + pl; /* prefix itself (not "/": that has pl 0) */
         if (path[pl] != '/')
-                return NULL;                    /* "/ab" is not below "/a" */
+                return NULL; /* "/ab" is not below "/a" */
         return path + pl + 1;
 }
 

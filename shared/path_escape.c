@@ -24,7 +24,7 @@ static size_t utf8_char_len(const uint8_t *s) {
 
         if (s[0] < 0x80)
                 return s[0] ? 1 : 0;
-        if (s[0] < 0xc2)                /* a continuation byte, or a 2-byte overlong form */
+        if (s[0] < 0xc2) /* a continuation byte, or a 2-byte overlong form */
                 return 0;
         if (s[0] < 0xe0)
                 n = 2, cp = s[0] & 0x1f;
@@ -35,7 +35,7 @@ static size_t utf8_char_len(const uint8_t *s) {
         else
                 return 0;
         for (size_t i = 1; i < n; i++) {
-                if ((s[i] & 0xc0) != 0x80)      /* also stops at the NUL */
+                if ((s[i] & 0xc0) != 0x80) /* also stops at the NUL */
                         return 0;
                 cp = cp << 6 | (s[i] & 0x3f);
         }
@@ -101,7 +101,7 @@ static size_t escape(const char *s, char *out) {
                         continue;
                 }
                 if (n == 0)
-                        n = 1;          /* one byte that is not UTF-8: the next may begin a character */
+                        n = 1; /* one byte that is not UTF-8: the next may begin a character */
                 for (size_t i = 0; i < n; i++, p++) {
                         if (out) {
                                 out[len] = '\\';

@@ -46,7 +46,7 @@
  * request flag: Events masks carry IN_* bits below it, AddWatch flags are
  * 0x1..0x8. 0x00200000 is left free for another record bit.
  */
-#define WATCHD_PATH_ESCAPED WATCHD_FLAG_PATH_ESCAPED     /* watchd-api.h */
+#define WATCHD_PATH_ESCAPED WATCHD_FLAG_PATH_ESCAPED /* watchd-api.h */
 
 /* Whether s cannot go in a D-Bus string as it is (sd-bus would refuse it). */
 bool path_needs_escape(const char *s);

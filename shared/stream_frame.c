@@ -90,12 +90,11 @@ size_t stream_frame_event_size(size_t path_len, size_t new_path_len, const Strea
         if (path_len > STREAM_FRAME_MAX || new_path_len > STREAM_FRAME_MAX)
                 return (size_t) STREAM_FRAME_MAX + 1;
         return STREAM_FRAME_PREFIX_SIZE + STREAM_FRAME_EVENT_FIXED + path_len + 1 + new_path_len + 1 +
-               fields_size(fields);
+                fields_size(fields);
 }
 
-int stream_frame_encode_event(void *buf, size_t size, uint32_t id, uint32_t mask, uint32_t cookie,
-                              const char *path, size_t path_len, const char *new_path, size_t new_path_len,
-                              const StreamFields *fields) {
+int stream_frame_encode_event(void *buf, size_t size, uint32_t id, uint32_t mask, uint32_t cookie, const char *path,
+                              size_t path_len, const char *new_path, size_t new_path_len, const StreamFields *fields) {
         size_t need;
         uint8_t *p = buf;
 
@@ -183,7 +182,7 @@ size_t stream_frame_durable_event_size(size_t name_len, size_t path_len, size_t 
         if (name_len > STREAM_FRAME_MAX || path_len > STREAM_FRAME_MAX || new_path_len > STREAM_FRAME_MAX)
                 return (size_t) STREAM_FRAME_MAX + 1;
         return STREAM_FRAME_PREFIX_SIZE + STREAM_FRAME_DURABLE_EVENT_FIXED + name_len + 1 + path_len + 1 +
-               new_path_len + 1;
+                new_path_len + 1;
 }
 
 int stream_frame_encode_durable_event(void *buf, size_t size, uint64_t cursor, uint32_t mask, uint32_t cookie,
@@ -317,7 +316,7 @@ int stream_frame_header_decode(const void *buf, size_t size, uint16_t *ret_versi
 
 /* A string of len bytes at p, then its NUL, within [p, end): no NUL inside. */
 static bool string_ok(const uint8_t *p, const uint8_t *end, uint32_t len) {
-        if ((size_t) (end - p) <= len)          /* room for len bytes and the NUL */
+        if ((size_t) (end - p) <= len) /* room for len bytes and the NUL */
                 return false;
         return p[len] == 0 && !memchr(p, 0, len);
 }
@@ -338,7 +337,7 @@ static int fields_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
                 case STREAM_FIELD_CURSOR:
                         /* Any frame may carry one (version 1's daemon puts it on events). */
                         if (len != 8 || f->fields.has_cursor)
-                                return -EBADMSG;        /* twice: which one? */
+                                return -EBADMSG; /* twice: which one? */
                         f->fields.has_cursor = true;
                         f->fields.cursor = get64(p);
                         break;
@@ -352,8 +351,7 @@ static int fields_decode(const uint8_t *p, const uint8_t *end, StreamFrame *f) {
 }
 
 /* An event's path and new path at p (each with its NUL), then the frame's fields. */
-static int paths_decode(const uint8_t *p, const uint8_t *end, uint32_t path_len, uint32_t new_path_len,
-                        StreamFrame *f) {
+static int paths_decode(const uint8_t *p, const uint8_t *end, uint32_t path_len, uint32_t new_path_len, StreamFrame *f) {
         if (!string_ok(p, end, path_len))
                 return -EBADMSG;
         f->path = (const char *) p;
@@ -543,7 +541,7 @@ int stream_frame_decode(const void *buf, size_t size, StreamFrame *ret) {
         case 0:
                 return -EBADMSG;
         default:
-                r = 0;          /* a newer daemon's: skipped whole */
+                r = 0; /* a newer daemon's: skipped whole */
                 break;
         }
         if (r < 0)

@@ -46,46 +46,45 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STREAM_FRAME_MAGIC "WDST"               /* the header's first 4 bytes */
-#define STREAM_FRAME_VERSION 1u                 /* the newest version this file speaks */
-#define STREAM_FRAME_HEADER_SIZE 8u             /* version 1's header */
-#define STREAM_FRAME_HEADER_MAX 4096u           /* a header longer than this is malformed */
-#define STREAM_FRAME_PREFIX_SIZE 8u             /* size, type, reserved */
-#define STREAM_FRAME_MAX (1024u * 1024u)        /* the longest frame, prefix included */
+#define STREAM_FRAME_MAGIC       "WDST"          /* the header's first 4 bytes */
+#define STREAM_FRAME_VERSION     1u              /* the newest version this file speaks */
+#define STREAM_FRAME_HEADER_SIZE 8u              /* version 1's header */
+#define STREAM_FRAME_HEADER_MAX  4096u           /* a header longer than this is malformed */
+#define STREAM_FRAME_PREFIX_SIZE 8u              /* size, type, reserved */
+#define STREAM_FRAME_MAX         (1024u * 1024u) /* the longest frame, prefix included */
 
 typedef enum StreamFrameType {
-        STREAM_FRAME_EVENT      = 1,
-        STREAM_FRAME_OVERFLOW   = 2,
-        STREAM_FRAME_REMOVED    = 3,
+        STREAM_FRAME_EVENT = 1,
+        STREAM_FRAME_OVERFLOW = 2,
+        STREAM_FRAME_REMOVED = 3,
         /* What a resumed durable subscription is sent (the DurableRescan,
          * DurableCaughtUp, DurableEvents and DurableStopped signals), only to
          * a client that asked for them (OpenStream's option "durable"). 0 is
          * never used. */
-        STREAM_FRAME_DURABLE_RESCAN     = 4,
-        STREAM_FRAME_DURABLE_CAUGHT_UP  = 5,
-        STREAM_FRAME_DURABLE_EVENT      = 6,
-        STREAM_FRAME_DURABLE_STOPPED    = 7,
+        STREAM_FRAME_DURABLE_RESCAN = 4,
+        STREAM_FRAME_DURABLE_CAUGHT_UP = 5,
+        STREAM_FRAME_DURABLE_EVENT = 6,
+        STREAM_FRAME_DURABLE_STOPPED = 7,
 } StreamFrameType;
 
 /* Optional fields' tags. 0 is never used. */
 typedef enum StreamFieldTag {
         /* u64: a cursor. Kept: no frame carries it (durable frames have
          * their cursor in their payload). */
-        STREAM_FIELD_CURSOR     = 1,
+        STREAM_FIELD_CURSOR = 1,
 } StreamFieldTag;
 
 /* Fixed payload sizes, for the encoder's callers that size buffers. */
-#define STREAM_FRAME_EVENT_FIXED 20u
-#define STREAM_FRAME_OVERFLOW_FIXED 4u
-#define STREAM_FRAME_REMOVED_FIXED 8u
-#define STREAM_FRAME_DURABLE_RESCAN_FIXED 20u
-#define STREAM_FRAME_DURABLE_RESCAN_DIR_FIXED 8u       /* each directory: flags, length */
-#define STREAM_FRAME_DURABLE_CAUGHT_UP_FIXED 12u
-#define STREAM_FRAME_DURABLE_EVENT_FIXED 28u
-#define STREAM_FRAME_DURABLE_STOPPED_FIXED 8u
+#define STREAM_FRAME_EVENT_FIXED              20u
+#define STREAM_FRAME_OVERFLOW_FIXED           4u
+#define STREAM_FRAME_REMOVED_FIXED            8u
+#define STREAM_FRAME_DURABLE_RESCAN_FIXED     20u
+#define STREAM_FRAME_DURABLE_RESCAN_DIR_FIXED 8u /* each directory: flags, length */
+#define STREAM_FRAME_DURABLE_CAUGHT_UP_FIXED  12u
+#define STREAM_FRAME_DURABLE_EVENT_FIXED      28u
+#define STREAM_FRAME_DURABLE_STOPPED_FIXED    8u
 /* Most ids one OVERFLOW frame holds (a longer list goes in several frames). */
-#define STREAM_FRAME_OVERFLOW_MAX_IDS \
-        ((STREAM_FRAME_MAX - STREAM_FRAME_PREFIX_SIZE - STREAM_FRAME_OVERFLOW_FIXED) / 4u)
+#define STREAM_FRAME_OVERFLOW_MAX_IDS ((STREAM_FRAME_MAX - STREAM_FRAME_PREFIX_SIZE - STREAM_FRAME_OVERFLOW_FIXED) / 4u)
 
 /* The optional fields a frame carries, as far as this file knows them. */
 typedef struct StreamFields {
@@ -98,12 +97,12 @@ typedef struct StreamFields {
  * live as long as it does; each string is NUL-terminated in place.
  */
 typedef struct StreamFrame {
-        uint16_t type;                  /* StreamFrameType, or one this file does not know */
-        uint32_t size;                  /* bytes of the frame, prefix included */
+        uint16_t type; /* StreamFrameType, or one this file does not know */
+        uint32_t size; /* bytes of the frame, prefix included */
 
         /* STREAM_FRAME_EVENT; and id for STREAM_FRAME_REMOVED */
         uint32_t id, mask, cookie;
-        const char *path, *new_path;    /* new_path: "" unless a paired rename */
+        const char *path, *new_path; /* new_path: "" unless a paired rename */
         size_t path_len, new_path_len;
 
         /* STREAM_FRAME_OVERFLOW: n_ids little-endian u32s, stream_frame_overflow_id() */
@@ -125,10 +124,10 @@ typedef struct StreamFrame {
          * for the whole subscription: stream_frame_rescan_dir(). */
         size_t n_dirs;
         const uint8_t *dirs;
-        size_t dirs_size;               /* bytes of them */
+        size_t dirs_size; /* bytes of them */
 
         StreamFields fields;
-        unsigned n_unknown_fields;      /* fields skipped: a newer daemon's */
+        unsigned n_unknown_fields; /* fields skipped: a newer daemon's */
 } StreamFrame;
 
 /* --- encoding (the daemon) ------------------------------------------------------------------- */
@@ -147,9 +146,8 @@ size_t stream_frame_event_size(size_t path_len, size_t new_path_len, const Strea
  * Return: bytes written, -ENOBUFS if size is too small, -E2BIG if the frame
  * would be longer than STREAM_FRAME_MAX, -EINVAL if a path holds a NUL.
  */
-int stream_frame_encode_event(void *buf, size_t size, uint32_t id, uint32_t mask, uint32_t cookie,
-                              const char *path, size_t path_len, const char *new_path, size_t new_path_len,
-                              const StreamFields *fields);
+int stream_frame_encode_event(void *buf, size_t size, uint32_t id, uint32_t mask, uint32_t cookie, const char *path,
+                              size_t path_len, const char *new_path, size_t new_path_len, const StreamFields *fields);
 
 /* Writes an OVERFLOW frame naming ids (n at most STREAM_FRAME_OVERFLOW_MAX_IDS), which must be
  * ascending without repeats. Return: bytes written, -ENOBUFS, -E2BIG, or -EINVAL (not ascending). */
@@ -238,9 +236,9 @@ int stream_frame_rescan_dir(const StreamFrame *f, size_t *offset, const char **r
  */
 typedef struct StreamFrameReader {
         uint8_t *buf;
-        size_t start, end, cap;         /* undecoded bytes: buf[start..end) */
+        size_t start, end, cap; /* undecoded bytes: buf[start..end) */
         bool header_seen;
-        uint16_t version;               /* the header's, once seen */
+        uint16_t version; /* the header's, once seen */
 } StreamFrameReader;
 
 void stream_frame_reader_init(StreamFrameReader *r);

@@ -32,12 +32,12 @@
 #define WATCHD_ERROR_NO_SUCH_DURABLE "org.example.Inotify.Error.NoSuchDurable"
 
 /* AddWatch/AddWatchFd flags. */
-#define WATCHD_FLAG_RECURSIVE   0x1u    /* the directory and every directory below it */
-#define WATCHD_FLAG_ONLYDIR     0x2u    /* refuse anything but a directory */
-#define WATCHD_FLAG_DONT_FOLLOW 0x4u    /* do not follow a symbolic link in the last component */
-#define WATCHD_FLAG_ONESHOT     0x8u    /* end after the first event */
-#define WATCHD_FLAG_PERSIST     0x10u   /* follow the path: pending again when the object goes (AddWatch only) */
-#define WATCHD_FLAG_NO_POLL     0x40u   /* do not poll its directories on remote file systems */
+#define WATCHD_FLAG_RECURSIVE   0x1u  /* the directory and every directory below it */
+#define WATCHD_FLAG_ONLYDIR     0x2u  /* refuse anything but a directory */
+#define WATCHD_FLAG_DONT_FOLLOW 0x4u  /* do not follow a symbolic link in the last component */
+#define WATCHD_FLAG_ONESHOT     0x8u  /* end after the first event */
+#define WATCHD_FLAG_PERSIST     0x10u /* follow the path: pending again when the object goes (AddWatch only) */
+#define WATCHD_FLAG_NO_POLL     0x40u /* do not poll its directories on remote file systems */
 #define WATCHD_FLAGS_VALID      0x5fu
 
 /* Event bits: what a mask may ask for (the eleven events of /dev/inotify 0.23). */
@@ -52,7 +52,7 @@
 #define WATCHD_IN_CREATE        0x00000100u
 #define WATCHD_IN_DELETE        0x00000200u
 #define WATCHD_IN_DELETE_SELF   0x00000400u
-#define WATCHD_MASK_VALID          0x000007ffu
+#define WATCHD_MASK_VALID       0x000007ffu
 
 /* Not a request flag but how a path is written (shared/path_escape.h, the
  * escaped form of a name that is not UTF-8): in AddWatch's flags, the path
@@ -86,31 +86,33 @@
 #define WATCHD_FLAG_FANOTIFY 0x00800000u
 
 /* Bits a record carries besides the events asked for. */
-#define WATCHD_IN_MOVE_SELF     0x00000800u  /* PERSIST: the object was renamed away from the path
-                                                * (with IN_DELETE_SELF in the mask; not asked for itself) */
-#define WATCHD_IN_UNMOUNT       0x00002000u  /* sent to every subscriber, asked for or not */
-#define WATCHD_IN_ISDIR         0x40000000u  /* the object is a directory */
+#define WATCHD_IN_MOVE_SELF \
+        0x00000800u                   /* PERSIST: the object was renamed away from the path
+                                       * (with IN_DELETE_SELF in the mask; not asked for itself) */
+#define WATCHD_IN_UNMOUNT 0x00002000u /* sent to every subscriber, asked for or not */
+#define WATCHD_IN_ISDIR   0x40000000u /* the object is a directory */
 
 /* DurableRescan(name, id, reason, directories): a directory's flag, the directory's whole tree. */
 #define WATCHD_RESCAN_RECURSIVE 0x1u
 
 /* DurableStopped(name, reason): why nothing more comes for a durable subscription. */
-#define WATCHD_DURABLE_STOPPED_REMOVED   "removed"              /* RemoveDurable */
-#define WATCHD_DURABLE_STOPPED_ELSEWHERE "resumed-elsewhere"    /* another connection resumed it */
-#define WATCHD_DURABLE_STOPPED_ERROR     "error"                /* its journal could not be read or sent: resume again */
+#define WATCHD_DURABLE_STOPPED_REMOVED   "removed"           /* RemoveDurable */
+#define WATCHD_DURABLE_STOPPED_ELSEWHERE "resumed-elsewhere" /* another connection resumed it */
+#define WATCHD_DURABLE_STOPPED_ERROR     "error"             /* its journal could not be read or sent: resume again */
 
 /* WatchRemoved(id, reason): why the daemon ended a subscription. */
-#define WATCHD_REASON_DELETED   "deleted"      /* the object (or a directory of a pending path) is gone */
-#define WATCHD_REASON_UNMOUNTED "unmounted"    /* its filesystem was unmounted */
-#define WATCHD_REASON_ONESHOT   "oneshot"      /* ONESHOT, after its first event */
+#define WATCHD_REASON_DELETED   "deleted"   /* the object (or a directory of a pending path) is gone */
+#define WATCHD_REASON_UNMOUNTED "unmounted" /* its filesystem was unmounted */
+#define WATCHD_REASON_ONESHOT   "oneshot"   /* ONESHOT, after its first event */
 
 /* The words of the Capabilities property (as): what the daemon offers
  * beyond its first API. A daemon without the property offers none. (Not
  * WATCHD_CAPABILITY_*: libwatchd's flags of the same names are those.) */
-#define WATCHD_CAP_PAIR_PER_SUBSCRIPTION "pair-per-subscription"      /* a rename reaches each subscription it concerns */
-#define WATCHD_CAP_REPORT_APPEARANCE     "report-appearance"          /* a pending path's appearance is a record */
-#define WATCHD_CAP_PERSISTENT            "persistent"                 /* AddWatch takes WATCHD_FLAG_PERSIST */
-#define WATCHD_CAP_STREAM                "stream"                     /* OpenStream (watchd-stream(5)) */
-#define WATCHD_CAP_DURABLE_STREAM        "durable-stream"             /* OpenStream's option "durable": replays in the stream */
-#define WATCHD_CAP_REMOTE_POLLING        "remote-polling"             /* remote and FUSE file systems are polled
-                                                                       * (some [poll] interval is not 0) */
+#define WATCHD_CAP_PAIR_PER_SUBSCRIPTION "pair-per-subscription" /* a rename reaches each subscription it concerns */
+#define WATCHD_CAP_REPORT_APPEARANCE     "report-appearance"     /* a pending path's appearance is a record */
+#define WATCHD_CAP_PERSISTENT            "persistent"            /* AddWatch takes WATCHD_FLAG_PERSIST */
+#define WATCHD_CAP_STREAM                "stream"                /* OpenStream (watchd-stream(5)) */
+#define WATCHD_CAP_DURABLE_STREAM        "durable-stream" /* OpenStream's option "durable": replays in the stream */
+#define WATCHD_CAP_REMOTE_POLLING \
+        "remote-polling" /* remote and FUSE file systems are polled
+                          * (some [poll] interval is not 0) */

@@ -30,24 +30,24 @@ static const struct {
         uint32_t bit;
         const char *name;
 } bit_names[] = {
-        { IN_ACCESS,        "ACCESS" },
-        { IN_MODIFY,        "MODIFY" },
-        { IN_ATTRIB,        "ATTRIB" },
-        { IN_CLOSE_WRITE,   "CLOSE_WRITE" },
+        { IN_ACCESS, "ACCESS" },
+        { IN_MODIFY, "MODIFY" },
+        { IN_ATTRIB, "ATTRIB" },
+        { IN_CLOSE_WRITE, "CLOSE_WRITE" },
         { IN_CLOSE_NOWRITE, "CLOSE_NOWRITE" },
-        { IN_OPEN,          "OPEN" },
-        { IN_MOVED_FROM,    "MOVED_FROM" },
-        { IN_MOVED_TO,      "MOVED_TO" },
-        { IN_CREATE,        "CREATE" },
-        { IN_DELETE,        "DELETE" },
-        { IN_DELETE_SELF,   "DELETE_SELF" },
+        { IN_OPEN, "OPEN" },
+        { IN_MOVED_FROM, "MOVED_FROM" },
+        { IN_MOVED_TO, "MOVED_TO" },
+        { IN_CREATE, "CREATE" },
+        { IN_DELETE, "DELETE" },
+        { IN_DELETE_SELF, "DELETE_SELF" },
         { WATCHD_IN_MOVE_SELF, "MOVE_SELF" },
-        { IN_UNMOUNT,       "UNMOUNT" },
-        { IN_Q_OVERFLOW,    "Q_OVERFLOW" },
-        { IN_IGNORED,       "IGNORED" },
+        { IN_UNMOUNT, "UNMOUNT" },
+        { IN_Q_OVERFLOW, "Q_OVERFLOW" },
+        { IN_IGNORED, "IGNORED" },
         { WATCHD_IN_POLLED, "POLLED" },
-        { IN_ISDIR,         "ISDIR" },
-        { IN_ONESHOT,       "ONESHOT" },
+        { IN_ISDIR, "ISDIR" },
+        { IN_ONESHOT, "ONESHOT" },
 };
 
 /* Names accepted by -e, and the mask bits each asks for. */
@@ -55,37 +55,33 @@ static const struct {
         const char *name;
         uint32_t mask;
 } input_names[] = {
-        { "access",        IN_ACCESS },
-        { "modify",        IN_MODIFY },
-        { "attrib",        IN_ATTRIB },
-        { "close_write",   IN_CLOSE_WRITE },
+        { "access", IN_ACCESS },
+        { "modify", IN_MODIFY },
+        { "attrib", IN_ATTRIB },
+        { "close_write", IN_CLOSE_WRITE },
         { "close_nowrite", IN_CLOSE_NOWRITE },
-        { "close",         IN_CLOSE },
-        { "open",          IN_OPEN },
-        { "moved_from",    IN_MOVED_FROM },
-        { "moved_to",      IN_MOVED_TO },
-        { "move",          IN_MOVE },
-        { "moved",         IN_MOVE },
-        { "create",        IN_CREATE },
-        { "delete",        IN_DELETE },
-        { "delete_self",   IN_DELETE_SELF },
-        { "unmount",       0 },     /* always reported */
-        { "all",           INOTIFY_DEV_ALL_EVENTS },
+        { "close", IN_CLOSE },
+        { "open", IN_OPEN },
+        { "moved_from", IN_MOVED_FROM },
+        { "moved_to", IN_MOVED_TO },
+        { "move", IN_MOVE },
+        { "moved", IN_MOVE },
+        { "create", IN_CREATE },
+        { "delete", IN_DELETE },
+        { "delete_self", IN_DELETE_SELF },
+        { "unmount", 0 }, /* always reported */
+        { "all", INOTIFY_DEV_ALL_EVENTS },
 };
 
 static const struct {
         uint32_t flag;
         const char *name;
 } flag_names[] = {
-        { WATCHD_FLAG_RECURSIVE,   "recursive" },
-        { WATCHD_FLAG_ONLYDIR,     "onlydir" },
-        { WATCHD_FLAG_DONT_FOLLOW, "dont_follow" },
-        { WATCHD_FLAG_ONESHOT,     "oneshot" },
-        { WATCHD_FLAG_PERSIST,     "persist" },
-        { WATCHD_FLAG_NO_POLL,     "no_poll" },
-        { WATCHD_FLAG_REMOTE,      "remote" },
-        { WATCHD_FLAG_POLLED,      "polled" },
-        { WATCHD_FLAG_FANOTIFY,    "fanotify" },
+        { WATCHD_FLAG_RECURSIVE, "recursive" },     { WATCHD_FLAG_ONLYDIR, "onlydir" },
+        { WATCHD_FLAG_DONT_FOLLOW, "dont_follow" }, { WATCHD_FLAG_ONESHOT, "oneshot" },
+        { WATCHD_FLAG_PERSIST, "persist" },         { WATCHD_FLAG_NO_POLL, "no_poll" },
+        { WATCHD_FLAG_REMOTE, "remote" },           { WATCHD_FLAG_POLLED, "polled" },
+        { WATCHD_FLAG_FANOTIFY, "fanotify" },
 };
 
 gboolean event_mask_parse(const char *list, uint32_t *mask, GError **error) {
@@ -109,7 +105,8 @@ gboolean event_mask_parse(const char *list, uint32_t *mask, GError **error) {
                         g_set_error(error, EVENT_FORMAT_ERROR, 0,
                                     "unknown event \"%s\" (known: access, modify, attrib, close_write, "
                                     "close_nowrite, close, open, moved_from, moved_to, move, moved, "
-                                    "create, delete, delete_self, unmount, all)", name);
+                                    "create, delete, delete_self, unmount, all)",
+                                    name);
                         return FALSE;
                 }
         }
@@ -199,7 +196,7 @@ void event_json_add_path(JsonBuilder *b, const char *name, const char *path, gbo
 }
 
 struct EventFormat {
-        char *fmt;      /* NULL: the default, "%e %p" (+ " -> %n" for a rename) */
+        char *fmt; /* NULL: the default, "%e %p" (+ " -> %n" for a rename) */
 };
 
 /* The field letters; any other letter followed by 'e' is %Xe. */
@@ -296,7 +293,7 @@ char *event_format_record(const EventFormat *f, const EventRecord *r) {
                 case '%':
                         g_string_append_c(out, '%');
                         break;
-                default:        /* %Xe */
+                default: /* %Xe */
                         append_events(out, r->mask, *p);
                         p++;
                         break;

@@ -22,9 +22,9 @@ typedef struct EventRecord {
         uint32_t id;
         uint32_t mask;
         uint32_t cookie;
-        const char *path;       /* absolute path the event is about */
-        const char *new_path;   /* new path of a paired rename, else "" */
-        const char *watch;      /* path of subscription id, "" if unknown */
+        const char *path;     /* absolute path the event is about */
+        const char *new_path; /* new path of a paired rename, else "" */
+        const char *watch;    /* path of subscription id, "" if unknown */
 } EventRecord;
 
 /* A format checked once and expanded for each record. */

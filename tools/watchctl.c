@@ -53,8 +53,8 @@ typedef struct Context Context;
 
 typedef struct Watch {
         Context *c;
-        char *path;             /* absolute, bytes */
-        char *display;          /* path as printed: escaped (event_path_display) */
+        char *path;    /* absolute, bytes */
+        char *display; /* path as printed: escaped (event_path_display) */
         WatchdSubscription *sub;
 } Watch;
 
@@ -85,14 +85,14 @@ struct Context {
 
         uint32_t mask;
         uint32_t flags;
-        guint64 count;          /* 0: no limit */
-        guint timeout_ms;       /* 0: none */
+        guint64 count;    /* 0: no limit */
+        guint timeout_ms; /* 0: none */
         EventFormat *format;
 
         WatchdClient *client;
-        GDateTime *gone_since;  /* when the daemon left, NULL while it is here */
-        GPtrArray *watches;     /* Watch*, in command-line order */
-        GPtrArray *lost;        /* Watch* whose overflow is to be said in one line */
+        GDateTime *gone_since; /* when the daemon left, NULL while it is here */
+        GPtrArray *watches;    /* Watch*, in command-line order */
+        GPtrArray *lost;       /* Watch* whose overflow is to be said in one line */
         guint lost_idle;
 
         guint64 printed;
@@ -173,8 +173,8 @@ static void warn_not_running(const Context *c, const char *why) {
         g_autofree char *failed = why ? g_strdup_printf(" (starting it failed: %s)", why) : g_strdup("");
 
         if (c->opt_address)
-                warn("watchd is not running on the bus at %s%s: start it with `watchd --address %s`",
-                     c->opt_address, failed, c->opt_address);
+                warn("watchd is not running on the bus at %s%s: start it with `watchd --address %s`", c->opt_address,
+                     failed, c->opt_address);
         else if (c->opt_session)
                 warn("watchd is not running on the session bus%s: start it with `watchd --session`", failed);
         else
@@ -186,8 +186,9 @@ static gboolean error_means_not_running(const GError *error, const char *remote)
             g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER))
                 return TRUE;
         /* Bus activation that failed: no unit, no binary, the daemon exited. */
-        return remote && (g_str_has_prefix(remote, "org.freedesktop.DBus.Error.Spawn.") ||
-                          g_str_has_prefix(remote, "org.freedesktop.systemd1."));
+        return remote &&
+                (g_str_has_prefix(remote, "org.freedesktop.DBus.Error.Spawn.") ||
+                 g_str_has_prefix(remote, "org.freedesktop.systemd1."));
 }
 
 /* One line a person understands for a failed call about subject (a path, or
@@ -202,9 +203,11 @@ static int report_call_error(const Context *c, const char *subject, const GError
         shortname = remote ? (strrchr(remote, '.') ? strrchr(remote, '.') + 1 : remote) : NULL;
 
         if (error_means_not_running(error, remote))
-                warn_not_running(c, g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) ||
-                                    g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER)
-                                    ? NULL : message);
+                warn_not_running(c,
+                                 g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) ||
+                                                 g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER) ?
+                                         NULL :
+                                         message);
         else if (g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY))
                 warn("watchd stopped or did not answer (%s)", message);
         else if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT))
@@ -237,7 +240,7 @@ static int report_call_error(const Context *c, const char *subject, const GError
 
 static void quit(Context *c, int status) {
         if (c->stopping)
-                return;         /* the first reason to stop is the one reported */
+                return; /* the first reason to stop is the one reported */
         c->stopping = TRUE;
         c->exit_status = status;
         if (c->loop)
@@ -285,7 +288,7 @@ static char *time_of_day(GDateTime *t) {
 static void drop_watch(Context *c, Watch *w) {
         if (c->lost)
                 g_ptr_array_remove(c->lost, w);
-        g_ptr_array_remove(c->watches, w);      /* frees w */
+        g_ptr_array_remove(c->watches, w); /* frees w */
         if (c->watches->len == 0) {
                 if (!c->opt_quiet)
                         warn("no watch left");
@@ -369,8 +372,8 @@ static void on_overflow(WatchdSubscription *sub, WatchdOverflowReason reason, gp
                 c->lost_idle = g_idle_add(say_lost, c);
 }
 
-static void on_removed(WatchdSubscription *sub, WatchdRemovedReason reason, const char *detail,
-                       const GError *error, gpointer userdata) {
+static void on_removed(WatchdSubscription *sub, WatchdRemovedReason reason, const char *detail, const GError *error,
+                       gpointer userdata) {
         Watch *w = userdata;
         Context *c = w->c;
 
@@ -519,7 +522,7 @@ static int parse_command(Context *c, const char *command, const char *params, co
         g_autofree char *main_address = c->opt_address;
         gboolean parsed = g_option_context_parse(octx, argc, argv, &error);
         if (c->opt_address == main_address)
-                main_address = NULL;    /* not replaced: still c's */
+                main_address = NULL; /* not replaced: still c's */
         if (!parsed)
                 return usage_error(command, "%s", error->message);
         if ((c->opt_system + c->opt_session + (c->opt_address != NULL)) > 1)
@@ -550,7 +553,7 @@ static char *absolute_path(const char *p) {
         dir = g_path_get_dirname(joined);
         real = realpath(dir, NULL);
         if (!real)
-                return g_steal_pointer(&joined);        /* the daemon will say why */
+                return g_steal_pointer(&joined); /* the daemon will say why */
         g_free(g_steal_pointer(&joined));
         joined = g_build_filename(real, base, NULL);
         free(real);
@@ -574,12 +577,9 @@ static int check_selection(Context *c, const char *command, gboolean need_paths)
         else if (c->mask == 0)
                 return usage_error(command, "-e: no event to watch (unmount is always reported: name another event)");
 
-        c->flags = (c->opt_recursive ? WATCHD_FLAG_RECURSIVE : 0) |
-                   (c->opt_onlydir ? WATCHD_FLAG_ONLYDIR : 0) |
-                   (c->opt_dont_follow ? WATCHD_FLAG_DONT_FOLLOW : 0) |
-                   (c->opt_oneshot ? WATCHD_FLAG_ONESHOT : 0) |
-                   (c->opt_persist ? WATCHD_FLAG_PERSIST : 0) |
-                   (c->opt_no_poll ? WATCHD_FLAG_NO_POLL : 0);
+        c->flags = (c->opt_recursive ? WATCHD_FLAG_RECURSIVE : 0) | (c->opt_onlydir ? WATCHD_FLAG_ONLYDIR : 0) |
+                (c->opt_dont_follow ? WATCHD_FLAG_DONT_FOLLOW : 0) | (c->opt_oneshot ? WATCHD_FLAG_ONESHOT : 0) |
+                (c->opt_persist ? WATCHD_FLAG_PERSIST : 0) | (c->opt_no_poll ? WATCHD_FLAG_NO_POLL : 0);
 
         if (need_paths && (!c->opt_paths || !c->opt_paths[0]))
                 return usage_error(command, "no PATH to watch");
@@ -608,12 +608,12 @@ static int connect_bus(Context *c) {
         g_autoptr(GError) error = NULL;
 
         if (c->opt_address)
-                c->client = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "address", c->opt_address,
-                                           "use-stream", !c->opt_no_stream, NULL);
+                c->client = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "address", c->opt_address, "use-stream",
+                                           !c->opt_no_stream, NULL);
         else
                 c->client = g_initable_new(WATCHD_TYPE_CLIENT, NULL, &error, "bus-type",
-                                           c->opt_session ? G_BUS_TYPE_SESSION : G_BUS_TYPE_SYSTEM,
-                                           "use-stream", !c->opt_no_stream, NULL);
+                                           c->opt_session ? G_BUS_TYPE_SESSION : G_BUS_TYPE_SYSTEM, "use-stream",
+                                           !c->opt_no_stream, NULL);
         if (!c->client) {
                 if (c->opt_address)
                         warn("cannot connect to the bus at %s: %s", c->opt_address, error->message);
@@ -646,18 +646,26 @@ static int add_all_watches(Context *c) {
 
 static int cmd_watch(Context *c, int argc, char **argv) {
         const GOptionEntry entries[] = {
-                { "recursive", 'r', 0, G_OPTION_ARG_NONE, &c->opt_recursive, "Watch whole trees, following new directories", NULL },
-                { "event", 'e', 0, G_OPTION_ARG_STRING_ARRAY, &c->opt_events, "Watch only these events (comma-separated; repeatable)", "EVENTS" },
-                { "format", 0, 0, G_OPTION_ARG_STRING, &c->opt_format, "Print each event by FMT: %w %f %e %Xe %c %p %n %i %%", "FMT" },
+                { "recursive", 'r', 0, G_OPTION_ARG_NONE, &c->opt_recursive,
+                  "Watch whole trees, following new directories", NULL },
+                { "event", 'e', 0, G_OPTION_ARG_STRING_ARRAY, &c->opt_events,
+                  "Watch only these events (comma-separated; repeatable)", "EVENTS" },
+                { "format", 0, 0, G_OPTION_ARG_STRING, &c->opt_format,
+                  "Print each event by FMT: %w %f %e %Xe %c %p %n %i %%", "FMT" },
                 { "json", 0, 0, G_OPTION_ARG_NONE, &c->opt_json, "Print JSON Lines, one object an event", NULL },
                 { "count", 'c', 0, G_OPTION_ARG_STRING, &c->opt_count, "Exit after N events", "N" },
-                { "timeout", 't', 0, G_OPTION_ARG_STRING, &c->opt_timeout, "Exit after SECONDS (status 3 if --count was not reached)", "SECONDS" },
+                { "timeout", 't', 0, G_OPTION_ARG_STRING, &c->opt_timeout,
+                  "Exit after SECONDS (status 3 if --count was not reached)", "SECONDS" },
                 { "onlydir", 0, 0, G_OPTION_ARG_NONE, &c->opt_onlydir, "Refuse a PATH that is not a directory", NULL },
-                { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow, "Refuse a PATH that is a symbolic link instead of following it", NULL },
+                { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow,
+                  "Refuse a PATH that is a symbolic link instead of following it", NULL },
                 { "oneshot", 0, 0, G_OPTION_ARG_NONE, &c->opt_oneshot, "End each watch after its first event", NULL },
-                { "persist", 0, 0, G_OPTION_ARG_NONE, &c->opt_persist, "Follow each PATH, not the object: watch what appears there again", NULL },
-                { "no-poll", 0, 0, G_OPTION_ARG_NONE, &c->opt_no_poll, "Do not poll directories on remote file systems (NFS, SMB, FUSE...)", NULL },
-                { "quiet", 'q', 0, G_OPTION_ARG_NONE, &c->opt_quiet, "Do not say on stderr when watches are established", NULL },
+                { "persist", 0, 0, G_OPTION_ARG_NONE, &c->opt_persist,
+                  "Follow each PATH, not the object: watch what appears there again", NULL },
+                { "no-poll", 0, 0, G_OPTION_ARG_NONE, &c->opt_no_poll,
+                  "Do not poll directories on remote file systems (NFS, SMB, FUSE...)", NULL },
+                { "quiet", 'q', 0, G_OPTION_ARG_NONE, &c->opt_quiet,
+                  "Do not say on stderr when watches are established", NULL },
                 { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL, "PATH..." },
                 { NULL }
         };
@@ -680,8 +688,7 @@ static int cmd_watch(Context *c, int argc, char **argv) {
         c->format = event_format_new(c->opt_format, &error);
         if (!c->format)
                 return usage_error("watch", "--format: %s", error->message);
-        if (c->opt_count &&
-            !g_ascii_string_to_unsigned(c->opt_count, 10, 1, G_MAXUINT64, &c->count, &error))
+        if (c->opt_count && !g_ascii_string_to_unsigned(c->opt_count, 10, 1, G_MAXUINT64, &c->count, &error))
                 return usage_error("watch", "--count: %s", error->message);
         if (c->opt_timeout) {
                 char *end = NULL;
@@ -731,9 +738,11 @@ static int compare_watch_ids(gconstpointer a, gconstpointer b) {
 static int cmd_list(Context *c, int argc, char **argv) {
         const GOptionEntry entries[] = {
                 { "recursive", 'r', 0, G_OPTION_ARG_NONE, &c->opt_recursive, "Add the watches recursive", NULL },
-                { "event", 'e', 0, G_OPTION_ARG_STRING_ARRAY, &c->opt_events, "Events to ask for (comma-separated; repeatable)", "EVENTS" },
+                { "event", 'e', 0, G_OPTION_ARG_STRING_ARRAY, &c->opt_events,
+                  "Events to ask for (comma-separated; repeatable)", "EVENTS" },
                 { "onlydir", 0, 0, G_OPTION_ARG_NONE, &c->opt_onlydir, "Refuse a PATH that is not a directory", NULL },
-                { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow, "Refuse a PATH that is a symbolic link", NULL },
+                { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow,
+                  "Refuse a PATH that is a symbolic link", NULL },
                 { "oneshot", 0, 0, G_OPTION_ARG_NONE, &c->opt_oneshot, "Add the watches oneshot", NULL },
                 { "persist", 0, 0, G_OPTION_ARG_NONE, &c->opt_persist, "Add the watches following their paths", NULL },
                 { "no-poll", 0, 0, G_OPTION_ARG_NONE, &c->opt_no_poll, "Add the watches without polling", NULL },
@@ -804,8 +813,7 @@ static int cmd_list(Context *c, int argc, char **argv) {
                         /* What follows the tree of a RECURSIVE subscription. */
                         if (flags & WATCHD_FLAG_RECURSIVE) {
                                 json_builder_set_member_name(b, "tree");
-                                json_builder_add_string_value(b, flags & WATCHD_FLAG_FANOTIFY ? "fanotify" :
-                                                                                                "inotify");
+                                json_builder_add_string_value(b, flags & WATCHD_FLAG_FANOTIFY ? "fanotify" : "inotify");
                         }
                         json_builder_end_object(b);
                         print_json(b);
@@ -830,11 +838,10 @@ static int compare_strings(gconstpointer a, gconstpointer b) {
 }
 
 static int cmd_stats(Context *c, int argc, char **argv) {
-        const GOptionEntry entries[] = {
-                { "json", 0, 0, G_OPTION_ARG_NONE, &c->opt_json, "Print one JSON object", NULL },
-                { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL, NULL },
-                { NULL }
-        };
+        const GOptionEntry entries[] = { { "json", 0, 0, G_OPTION_ARG_NONE, &c->opt_json, "Print one JSON object", NULL },
+                                         { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL,
+                                           NULL },
+                                         { NULL } };
         g_autoptr(GVariant) stats = NULL, version = NULL;
         g_autoptr(GError) error = NULL;
         g_autoptr(GPtrArray) keys = g_ptr_array_new();
@@ -903,7 +910,7 @@ static int cmd_stats(Context *c, int argc, char **argv) {
 typedef struct ClientRow {
         char *name;
         guint32 pid, uid, subscriptions, watches;
-        char *command;          /* /proc/PID/cmdline, arguments joined by spaces (bytes); NULL if unreadable */
+        char *command; /* /proc/PID/cmdline, arguments joined by spaces (bytes); NULL if unreadable */
 } ClientRow;
 
 static void client_row_free(ClientRow *row) {
@@ -1025,8 +1032,7 @@ static int cmd_clients(Context *c, int argc, char **argv) {
 
                         printf("%7" G_GUINT32_FORMAT " %6" G_GUINT32_FORMAT " %13" G_GUINT32_FORMAT
                                " %7" G_GUINT32_FORMAT " %-9s %s\n",
-                               row->pid, row->uid, row->subscriptions, row->watches, row->name,
-                               display ? display : "-");
+                               row->pid, row->uid, row->subscriptions, row->watches, row->name, display ? display : "-");
                 }
         }
         return flush_output(c) ? EXIT_OK : c->exit_status;
@@ -1039,8 +1045,8 @@ typedef struct Resume {
         Context *c;
         WatchdDurable *d;
         gboolean caught_up;
-        GHashTable *masks;              /* mask -> its names, as printed ("CREATE,ISDIR") */
-        GString *out;                   /* the text lines of a batch */
+        GHashTable *masks; /* mask -> its names, as printed ("CREATE,ISDIR") */
+        GString *out;      /* the text lines of a batch */
 } Resume;
 
 static void json_begin(JsonBuilder *b, const char *type, guint64 id) {
@@ -1263,8 +1269,8 @@ static void print_durable_list(Context *c, GVariant *list) {
                         g_autofree char *display = event_path_display(p);
 
                         printf("%s %s %s %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %s %s %s %s\n",
-                               name, state, journal, oldest, last, bytes, attached ? "attached" : "-",
-                               events, flagnames, display);
+                               name, state, journal, oldest, last, bytes, attached ? "attached" : "-", events,
+                               flagnames, display);
                 }
                 g_variant_unref(path);
         }
@@ -1272,15 +1278,23 @@ static void print_durable_list(Context *c, GVariant *list) {
 
 static int cmd_durable(Context *c, int argc, char **argv) {
         const GOptionEntry entries[] = {
-                { "recursive", 'r', 0, G_OPTION_ARG_NONE, &c->opt_recursive, "create: watch the whole tree, following new directories", NULL },
-                { "event", 'e', 0, G_OPTION_ARG_STRING_ARRAY, &c->opt_events, "create: only these events (comma-separated; repeatable)", "EVENTS" },
-                { "onlydir", 0, 0, G_OPTION_ARG_NONE, &c->opt_onlydir, "create: refuse a PATH that is not a directory", NULL },
-                { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow, "create: refuse a PATH that is a symbolic link", NULL },
-                { "since", 's', 0, G_OPTION_ARG_STRING, &c->opt_since, "resume: after this id (the last one processed; default 0)", "ID" },
-                { "journal", 'j', 0, G_OPTION_ARG_STRING, &c->opt_journal, "resume: the journal the id came from", "JOURNAL" },
-                { "until-caught-up", 'u', 0, G_OPTION_ARG_NONE, &c->opt_until_caught_up, "resume: exit once caught up", NULL },
+                { "recursive", 'r', 0, G_OPTION_ARG_NONE, &c->opt_recursive,
+                  "create: watch the whole tree, following new directories", NULL },
+                { "event", 'e', 0, G_OPTION_ARG_STRING_ARRAY, &c->opt_events,
+                  "create: only these events (comma-separated; repeatable)", "EVENTS" },
+                { "onlydir", 0, 0, G_OPTION_ARG_NONE, &c->opt_onlydir, "create: refuse a PATH that is not a directory",
+                  NULL },
+                { "no-dereference", 'P', 0, G_OPTION_ARG_NONE, &c->opt_dont_follow,
+                  "create: refuse a PATH that is a symbolic link", NULL },
+                { "since", 's', 0, G_OPTION_ARG_STRING, &c->opt_since,
+                  "resume: after this id (the last one processed; default 0)", "ID" },
+                { "journal", 'j', 0, G_OPTION_ARG_STRING, &c->opt_journal, "resume: the journal the id came from",
+                  "JOURNAL" },
+                { "until-caught-up", 'u', 0, G_OPTION_ARG_NONE, &c->opt_until_caught_up, "resume: exit once caught up",
+                  NULL },
                 { "count", 'c', 0, G_OPTION_ARG_STRING, &c->opt_count, "resume: exit after N events", "N" },
-                { "timeout", 't', 0, G_OPTION_ARG_STRING, &c->opt_timeout, "resume: exit after SECONDS (status 3)", "SECONDS" },
+                { "timeout", 't', 0, G_OPTION_ARG_STRING, &c->opt_timeout, "resume: exit after SECONDS (status 3)",
+                  "SECONDS" },
                 { "json", 0, 0, G_OPTION_ARG_NONE, &c->opt_json, "Print JSON Lines, one object a line", NULL },
                 { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &c->opt_paths, NULL, "ACTION [NAME [PATH]]" },
                 { NULL }
@@ -1309,13 +1323,17 @@ static int cmd_durable(Context *c, int argc, char **argv) {
                 return usage_error("durable", "no action (create, list, resume or remove)");
         action = c->opt_paths[0];
         name = n > 1 ? c->opt_paths[1] : NULL;
-        if (g_str_equal(action, "create") ? n != 3 : g_str_equal(action, "list") ? n != 1 :
-            (g_str_equal(action, "resume") || g_str_equal(action, "remove")) ? n != 2 : TRUE) {
+        if (g_str_equal(action, "create")                                            ? n != 3 :
+                    g_str_equal(action, "list")                                      ? n != 1 :
+                    (g_str_equal(action, "resume") || g_str_equal(action, "remove")) ? n != 2 :
+                                                                                       TRUE) {
                 if (!g_str_equal(action, "create") && !g_str_equal(action, "list") && !g_str_equal(action, "resume") &&
                     !g_str_equal(action, "remove"))
                         return usage_error("durable", "unknown action \"%s\" (create, list, resume or remove)", action);
                 return usage_error("durable", "%s takes %s", action,
-                                   g_str_equal(action, "create") ? "NAME PATH" : g_str_equal(action, "list") ? "nothing" : "NAME");
+                                   g_str_equal(action, "create")       ? "NAME PATH" :
+                                           g_str_equal(action, "list") ? "nothing" :
+                                                                         "NAME");
         }
         if (c->opt_count && !g_ascii_string_to_unsigned(c->opt_count, 10, 1, G_MAXUINT64, &c->count, &error))
                 return usage_error("durable", "--count: %s", error->message);
@@ -1344,7 +1362,7 @@ static int cmd_durable(Context *c, int argc, char **argv) {
                 if (!c->opt_events)
                         c->mask = INOTIFY_DEV_ALL_EVENTS;
                 c->flags = (c->opt_recursive ? WATCHD_FLAG_RECURSIVE : 0) | (c->opt_onlydir ? WATCHD_FLAG_ONLYDIR : 0) |
-                           (c->opt_dont_follow ? WATCHD_FLAG_DONT_FOLLOW : 0);
+                        (c->opt_dont_follow ? WATCHD_FLAG_DONT_FOLLOW : 0);
                 r = connect_bus(c);
                 if (r >= 0)
                         return r;
@@ -1440,19 +1458,15 @@ static const struct {
         const char *name;
         int (*run)(Context *c, int argc, char **argv);
 } commands[] = {
-        { "watch", cmd_watch },
-        { "list",  cmd_list },
-        { "stats", cmd_stats },
-        { "clients", cmd_clients },
-        { "durable", cmd_durable },
+        { "watch", cmd_watch },     { "list", cmd_list },       { "stats", cmd_stats },
+        { "clients", cmd_clients }, { "durable", cmd_durable },
 };
 
 int main(int argc, char **argv) {
         Context c = { .exit_status = EXIT_OK };
         gboolean opt_version = FALSE;
         const GOptionEntry entries[] = {
-                { "version", 0, 0, G_OPTION_ARG_NONE, &opt_version, "Print the version and exit", NULL },
-                { NULL }
+                { "version", 0, 0, G_OPTION_ARG_NONE, &opt_version, "Print the version and exit", NULL }, { NULL }
         };
         g_autoptr(GOptionContext) octx = g_option_context_new("COMMAND [OPTION...]");
         g_autoptr(GError) error = NULL;
@@ -1468,14 +1482,14 @@ int main(int argc, char **argv) {
         signal(SIGPIPE, SIG_IGN);
 
         g_option_context_set_summary(octx,
-                "Watch files through watchd, the file-change notification service.\n\n"
-                "Commands:\n"
-                "  watch [OPTION...] PATH...   Print events under PATH as they arrive\n"
-                "  list [OPTION...] [PATH...]  Add watches and show them as watchd holds them\n"
-                "  stats [--json]              Print watchd's version and counters\n"
-                "  clients [--json]            Print the programs watchd serves\n"
-                "  durable ACTION [OPTION...]  Create, list, resume or remove durable subscriptions\n\n"
-                "'watchctl COMMAND --help' shows the options of a command; see watchctl(1).");
+                                     "Watch files through watchd, the file-change notification service.\n\n"
+                                     "Commands:\n"
+                                     "  watch [OPTION...] PATH...   Print events under PATH as they arrive\n"
+                                     "  list [OPTION...] [PATH...]  Add watches and show them as watchd holds them\n"
+                                     "  stats [--json]              Print watchd's version and counters\n"
+                                     "  clients [--json]            Print the programs watchd serves\n"
+                                     "  durable ACTION [OPTION...]  Create, list, resume or remove durable subscriptions\n\n"
+                                     "'watchctl COMMAND --help' shows the options of a command; see watchctl(1).");
         /* Stop at the command: its own options follow it. */
         g_option_context_set_strict_posix(octx, TRUE);
         g_option_context_add_main_entries(octx, entries, NULL);

@@ -35,12 +35,12 @@ int main(int argc, char **argv) {
         if (r >= 0)
                 r = sd_bus_start(bus);
         if (r >= 0)
-                r = sd_bus_call_method(bus, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "OpenStream",
-                                       &error, &reply, "a{sv}", 0);
+                r = sd_bus_call_method(bus, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "OpenStream", &error,
+                                       &reply, "a{sv}", 0);
         /* The reply holds the stream's fd: kept open with it until the end. */
         if (r >= 0)
-                r = sd_bus_call_method(bus, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "AddWatch",
-                                       &error, NULL, "suu", argv[2], (uint32_t) IN_CREATE, (uint32_t) 0);
+                r = sd_bus_call_method(bus, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "AddWatch", &error,
+                                       NULL, "suu", argv[2], (uint32_t) IN_CREATE, (uint32_t) 0);
         if (r < 0) {
                 fprintf(stderr, "%s\n", error.message ?: strerror(-r));
                 return 1;

@@ -35,10 +35,10 @@
 #include "watchd-api.h"
 #include "watchd-test.h"
 
-#define CHAIN_DEPTH 1000
-#define PENDING 32
-#define CONNECTIONS 4
-#define ATTACK_SECONDS 3
+#define CHAIN_DEPTH      1000
+#define PENDING          32
+#define CONNECTIONS      4
+#define ATTACK_SECONDS   3
 #define STATS_TIMEOUT_MS 2000
 
 /* The directories from "/" to dir. */
@@ -92,7 +92,7 @@ static GArray *measure(WatchdInotify *stats, double s) {
         return dts;
 }
 
-#define P90(a) g_array_index((a), gint64, (a)->len * 9 / 10)
+#define P90(a)   g_array_index((a), gint64, (a)->len * 9 / 10)
 #define WORST(a) g_array_index((a), gint64, (a)->len - 1)
 
 static void test_rename_storm(void) {
@@ -129,8 +129,8 @@ static void test_rename_storm(void) {
                 g_autoptr(GError) error = NULL;
                 guint32 id;
 
-                g_assert_true(watchd_inotify_call_add_watch_sync(proxies[i % CONNECTIONS], p, IN_CREATE, 0, &id,
-                                                                 NULL, &error));
+                g_assert_true(watchd_inotify_call_add_watch_sync(proxies[i % CONNECTIONS], p, IN_CREATE, 0, &id, NULL,
+                                                                 &error));
                 g_assert_no_error(error);
         }
         g_assert_cmpuint(wt_stat(stats, "subscriptions"), ==, PENDING);
@@ -139,7 +139,8 @@ static void test_rename_storm(void) {
         renamer = start_renamer(top, moved);
         storm = measure(stats, ATTACK_SECONDS);
         g_test_message("figure: amplification: GetStats without the storm: %u calls, 90%% within %" G_GINT64_FORMAT
-                       " us, worst %" G_GINT64_FORMAT " us", quiet->len, P90(quiet), WORST(quiet));
+                       " us, worst %" G_GINT64_FORMAT " us",
+                       quiet->len, P90(quiet), WORST(quiet));
         g_test_message("figure: amplification: GetStats during %d s of renames above %d pending paths %d deep: "
                        "%u calls, 90%% within %" G_GINT64_FORMAT " us, worst %" G_GINT64_FORMAT " us",
                        ATTACK_SECONDS, PENDING, CHAIN_DEPTH, storm->len, P90(storm), WORST(storm));

@@ -42,9 +42,9 @@
 #define STORM_MAX_SIGNALS (STORM_FILES / 10u)
 
 typedef enum PingMode {
-        PING_ANSWER,    /* GDBus answers, as every D-Bus library does */
-        PING_ERROR,     /* answered with UnknownMethod */
-        PING_DROP,      /* never answered */
+        PING_ANSWER, /* GDBus answers, as every D-Bus library does */
+        PING_ERROR,  /* answered with UnknownMethod */
+        PING_DROP,   /* never answered */
 } PingMode;
 
 /* What a client's connection saw of watchd's Pings, through a GDBus filter.
@@ -56,13 +56,13 @@ typedef struct Pings {
         PingMode mode;
 
         /* Written by the filter, in GDBus's worker thread. */
-        gint n_pings;                   /* Pings received */
-        gint n_answered;                /* answers sent to them (by GDBus or by us) */
-        gint ping_serial;               /* the last Ping's serial */
-        gint pings_at_signal;           /* n_pings when the last Events signal came */
+        gint n_pings;         /* Pings received */
+        gint n_answered;      /* answers sent to them (by GDBus or by us) */
+        gint ping_serial;     /* the last Ping's serial */
+        gint pings_at_signal; /* n_pings when the last Events signal came */
 
         /* Written by the signal handler, in the main thread. */
-        gint pings_at_record;           /* pings_at_signal for the record awaited, see await_records() */
+        gint pings_at_record; /* pings_at_signal for the record awaited, see await_records() */
 } Pings;
 
 static gboolean send_ping_error(gpointer data) {

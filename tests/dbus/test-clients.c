@@ -32,7 +32,7 @@
 #include "watchd-api.h"
 #include "watchd-test.h"
 
-#define NOBODY 65534
+#define NOBODY     65534
 #define TIMEOUT_MS 30000
 
 typedef struct Entry {
@@ -72,8 +72,9 @@ static void nobody_child(const char *address, const char *dir, int report_fd, in
         if (sd_bus_new(&bus) < 0 || sd_bus_set_address(bus, address) < 0 || sd_bus_set_bus_client(bus, 1) < 0 ||
             sd_bus_start(bus) < 0)
                 _exit(3);
-        if (dir && sd_bus_call_method(bus, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "AddWatch",
-                                      &error, &reply, "suu", dir, (uint32_t) IN_CREATE, (uint32_t) 0) < 0) {
+        if (dir &&
+            sd_bus_call_method(bus, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "AddWatch", &error, &reply,
+                               "suu", dir, (uint32_t) IN_CREATE, (uint32_t) 0) < 0) {
                 dprintf(report_fd, "AddWatch failed: %s\n", error.message ? error.message : "?");
                 _exit(4);
         }
@@ -97,8 +98,8 @@ static void nobody_child(const char *address, const char *dir, int report_fd, in
 
 typedef struct Child {
         pid_t pid;
-        int go_fd;              /* closed: exit */
-        GPtrArray *view;        /* Entry*: what its ListClients said */
+        int go_fd;       /* closed: exit */
+        GPtrArray *view; /* Entry*: what its ListClients said */
 } Child;
 
 static void child_start(Child *ch, WtBus *bus, const char *dir) {
@@ -165,9 +166,8 @@ static GPtrArray *list_clients(GDBusConnection *c) {
         const char *name;
         guint32 pid, uid, subs, watches;
 
-        reply = g_dbus_connection_call_sync(c, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "ListClients",
-                                            NULL, G_VARIANT_TYPE("(a(suuuu))"), G_DBUS_CALL_FLAGS_NONE, 5000, NULL,
-                                            &error);
+        reply = g_dbus_connection_call_sync(c, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "ListClients", NULL,
+                                            G_VARIANT_TYPE("(a(suuuu))"), G_DBUS_CALL_FLAGS_NONE, 5000, NULL, &error);
         g_assert_no_error(error);
         list = g_variant_get_child_value(reply, 0);
         g_variant_iter_init(&it, list);

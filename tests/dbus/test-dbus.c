@@ -144,8 +144,9 @@ static void test_introspection(WtFixture *f, gconstpointer data) {
 }
 
 static void test_properties_and_stats(WtFixture *f, gconstpointer data) {
-        static const char *const keys[] = { "clients", "subscriptions", "kernel_watches", "events_read",
-                                            "events_delivered", "overflows", NULL };
+        static const char *const keys[] = { "clients",     "subscriptions",    "kernel_watches",
+                                            "events_read", "events_delivered", "overflows",
+                                            NULL };
         g_autoptr(GVariant) stats = NULL, backend = NULL;
         g_autoptr(GError) error = NULL;
 
@@ -165,7 +166,7 @@ static void test_properties_and_stats(WtFixture *f, gconstpointer data) {
 /* A subscription's records: path is the child's absolute path, in kernel order, batched. */
 static void test_events(WtFixture *f, gconstpointer data) {
         g_autofree char *a = path_in(f, "a"), *sub = path_in(f, "sub");
-        g_autofree char *sloppy = g_strdup_printf("/%s//", f->dir);     /* "//dir//": records still say dir/a */
+        g_autofree char *sloppy = g_strdup_printf("/%s//", f->dir); /* "//dir//": records still say dir/a */
         guint32 id = wt_add_watch(f->proxy, f->dir, IN_CREATE | IN_DELETE | IN_CLOSE_WRITE, 0, NULL);
         guint32 id_b = wt_add_watch(f->proxy2, sloppy, IN_ATTRIB, 0, NULL);
         WtRecord *r;
@@ -223,7 +224,7 @@ static void test_coalescing(WtFixture *f, gconstpointer data) {
 
         g_assert_cmpint(symlink(f->dir, link), ==, 0);
         id1 = wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
-        id2 = wt_add_watch(f->proxy2, link, IN_DELETE, 0, NULL);  /* same inode, other path, other client */
+        id2 = wt_add_watch(f->proxy2, link, IN_DELETE, 0, NULL); /* same inode, other path, other client */
         id3 = wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 3);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 1);
@@ -280,7 +281,7 @@ static void test_rename(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(r->id, ==, id1);
         g_assert_cmpstr(r->new_path, ==, y);
         g_assert_cmpuint(r->cookie, !=, 0);
-        g_assert_cmpint(wt_collector_find(&f->a, y, IN_MOVED_TO), ==, -1);     /* not also as a second record */
+        g_assert_cmpint(wt_collector_find(&f->a, y, IN_MOVED_TO), ==, -1); /* not also as a second record */
 
         /* Across two of the client's watches. */
         g_assert_cmpint(rename(y, z), ==, 0);
@@ -365,7 +366,7 @@ static void test_rename_timeout(WtFixture *f, gconstpointer data) {
         }
         qsort(dt, G_N_ELEMENTS(dt), sizeof(dt[0]), cmp_int64);
         g_test_message("moved out: median %" G_GINT64_FORMAT " us, max %" G_GINT64_FORMAT " us", dt[10], dt[19]);
-        g_assert_cmpint(dt[10], >=, 10000);     /* it did wait for a partner */
+        g_assert_cmpint(dt[10], >=, 10000); /* it did wait for a partner */
         if (wt_timing_checked())
                 g_assert_cmpint(dt[10], <, 100000);
 }
@@ -443,7 +444,7 @@ static void test_missing_path(WtFixture *f, gconstpointer data) {
         FILE *fp;
         WtRecord *r;
 
-        guint64 chain = chain_len(f->dir);      /* "/" down to f->dir, the existing part of both */
+        guint64 chain = chain_len(f->dir); /* "/" down to f->dir, the existing part of both */
 
         /* Pending, then removed: the ancestors' watches go with it. */
         id2 = wt_add_watch(f->proxy, other, IN_MODIFY, 0, NULL);
@@ -554,10 +555,10 @@ static void test_missing_path_ancestor_renamed(WtFixture *f, gconstpointer data)
         guint32 id;
 
         mkdir_p(f, "p/q");
-        id = wt_add_watch(f->proxy, file, IN_MODIFY, 0, NULL);   /* deepest existing: p/q */
+        id = wt_add_watch(f->proxy, file, IN_MODIFY, 0, NULL); /* deepest existing: p/q */
         g_assert_cmpint(rename(p, old), ==, 0);
         mkdir_p(f, "p/q/r");
-        wt_add_watch(f->proxy2, r, IN_CREATE, 0, NULL);          /* a sync point, as in test_missing_path_moved */
+        wt_add_watch(f->proxy2, r, IN_CREATE, 0, NULL); /* a sync point, as in test_missing_path_moved */
         wt_touch(file);
         wt_await_record(&f->b, file, IN_CREATE, TIMEOUT_MS);
         append(file);
@@ -580,20 +581,21 @@ static void test_bad_input(WtFixture *f, gconstpointer data) {
         while (huge->len < 5000)
                 g_string_append(huge, "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
 
-        wt_add_watch_fails(f->proxy, f->dir, 0, 0, WATCHD_ERROR_INVALID_ARGS);                       /* mask 0 */
-        wt_add_watch_fails(f->proxy, f->dir, 0x800, 0, WATCHD_ERROR_INVALID_ARGS);                   /* IN_MOVE_SELF: not in the API */
-        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE | IN_ONESHOT, 0, WATCHD_ERROR_INVALID_ARGS);  /* a kernel flag as mask */
-        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0x200, WATCHD_ERROR_INVALID_ARGS);           /* unknown flag */
+        wt_add_watch_fails(f->proxy, f->dir, 0, 0, WATCHD_ERROR_INVALID_ARGS);     /* mask 0 */
+        wt_add_watch_fails(f->proxy, f->dir, 0x800, 0, WATCHD_ERROR_INVALID_ARGS); /* IN_MOVE_SELF: not in the API */
+        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE | IN_ONESHOT, 0,
+                           WATCHD_ERROR_INVALID_ARGS);                                     /* a kernel flag as mask */
+        wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0x200, WATCHD_ERROR_INVALID_ARGS); /* unknown flag */
         wt_add_watch_fails(f->proxy, "relative/path", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);
         wt_add_watch_fails(f->proxy, "", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);
-        wt_add_watch_fails(f->proxy, huge->str, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);            /* 5,000 bytes */
-        wt_add_watch_fails(f->proxy, missing, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);              /* below a file: never pending */
-        wt_add_watch_fails(f->proxy, dotdot, IN_CREATE, 0, WATCHD_ERROR_FILE_NOT_FOUND);             /* .. through a missing dir */
-        wt_add_watch_fails(f->proxy, fifo, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);                 /* never blocks on a FIFO */
-        wt_add_watch_fails(f->proxy, "/dev/null", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);          /* device node */
-        wt_add_watch_fails(f->proxy, file, IN_CREATE, 2, WATCHD_ERROR_INVALID_ARGS);                 /* ONLYDIR on a file */
-        wt_add_watch_fails(f->proxy, link, IN_CREATE, 4, WATCHD_ERROR_INVALID_ARGS);                 /* DONT_FOLLOW on a symlink */
-        wt_add_watch_fails(f->proxy, loop1, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);                /* symlink loop */
+        wt_add_watch_fails(f->proxy, huge->str, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS); /* 5,000 bytes */
+        wt_add_watch_fails(f->proxy, missing, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS); /* below a file: never pending */
+        wt_add_watch_fails(f->proxy, dotdot, IN_CREATE, 0, WATCHD_ERROR_FILE_NOT_FOUND); /* .. through a missing dir */
+        wt_add_watch_fails(f->proxy, fifo, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS);     /* never blocks on a FIFO */
+        wt_add_watch_fails(f->proxy, "/dev/null", IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS); /* device node */
+        wt_add_watch_fails(f->proxy, file, IN_CREATE, 2, WATCHD_ERROR_INVALID_ARGS);        /* ONLYDIR on a file */
+        wt_add_watch_fails(f->proxy, link, IN_CREATE, 4, WATCHD_ERROR_INVALID_ARGS);  /* DONT_FOLLOW on a symlink */
+        wt_add_watch_fails(f->proxy, loop1, IN_CREATE, 0, WATCHD_ERROR_INVALID_ARGS); /* symlink loop */
         g_string_free(huge, TRUE);
 
         /* None of it left anything behind, and everyone is still served. */
@@ -615,13 +617,13 @@ static void test_bad_input(WtFixture *f, gconstpointer data) {
  * IN_CLOSE_NOWRITE for it (it used to open the path for reading and close it). */
 static void test_no_self_events(WtFixture *f, gconstpointer data) {
         g_autofree char *file = path_in(f, "file"), *marker = path_in(f, "marker");
-        const guint32 noise = IN_OPEN | IN_ACCESS | IN_CLOSE_NOWRITE, all = 0x7ff;    /* the 0.23 events */
+        const guint32 noise = IN_OPEN | IN_ACCESS | IN_CLOSE_NOWRITE, all = 0x7ff; /* the 0.23 events */
 
         wt_touch(file);
         wt_add_watch(f->proxy, f->dir, all, 0, NULL);
         wt_add_watch(f->proxy2, f->dir, all, 0, NULL);
-        wt_add_watch(f->proxy2, f->dir, IN_ATTRIB, 0, NULL);   /* the same inode again */
-        wt_add_watch(f->proxy2, file, IN_ATTRIB, 0, NULL);     /* a file in a watched directory */
+        wt_add_watch(f->proxy2, f->dir, IN_ATTRIB, 0, NULL); /* the same inode again */
+        wt_add_watch(f->proxy2, file, IN_ATTRIB, 0, NULL);   /* a file in a watched directory */
         /* Widening the file's kernel mask, then narrowing it again (the daemon re-adds the watch by path). */
         {
                 g_autoptr(GError) error = NULL;
@@ -630,7 +632,7 @@ static void test_no_self_events(WtFixture *f, gconstpointer data) {
                 watchd_inotify_call_remove_watch_sync(f->proxy2, id, NULL, &error);
                 g_assert_no_error(error);
         }
-        g_assert_cmpint(g_mkdir(marker, 0755), ==, 0);                 /* a marker after all that */
+        g_assert_cmpint(g_mkdir(marker, 0755), ==, 0); /* a marker after all that */
         wt_await_record(&f->a, marker, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
         wt_await_record(&f->b, marker, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
         for (guint i = 0; i < f->a.records->len; i++) {
@@ -688,7 +690,7 @@ static void test_no_self_scan_events(WtFixture *f, gconstpointer data) {
         g_assert_cmpint(g_mkdir(abc, 0755), ==, 0);
         wt_touch(abcf);
         wt_await_record(&f->a, abcf, IN_CREATE, TIMEOUT_MS);
-        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 5, TIMEOUT_MS));       /* dir, t, a, b, c */
+        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 5, TIMEOUT_MS)); /* dir, t, a, b, c */
 
         /* The user's: the first records of their kind, each once. */
         user_ls(a);
@@ -752,7 +754,7 @@ static void test_recursive(WtFixture *f, gconstpointer data) {
         mkdir_p(f, "t/a/b");
         g_assert_cmpint(g_mkdir(outside, 0755), ==, 0);
         id = wt_add_watch(f->proxy, t, mask, WATCHD_FLAG_RECURSIVE, NULL);
-        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 3);          /* t, t/a, t/a/b */
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 3); /* t, t/a, t/a/b */
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 1);
         /* Another client's plain subscription on t/a shares the watch. */
         {
@@ -790,7 +792,7 @@ static void test_recursive(WtFixture *f, gconstpointer data) {
         wt_await_record(&f->a, x2, IN_MOVED_FROM | IN_ISDIR, TIMEOUT_MS);
         g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 3, TIMEOUT_MS));
         wt_touch(oyh);
-        g_assert_cmpint(g_mkdir(tz, 0755), ==, 0);      /* a marker after it */
+        g_assert_cmpint(g_mkdir(tz, 0755), ==, 0); /* a marker after it */
         wt_await_record(&f->a, tz, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
         g_assert_cmpint(wt_collector_find(&f->a, oyh, IN_CREATE), ==, -1);
 
@@ -798,12 +800,12 @@ static void test_recursive(WtFixture *f, gconstpointer data) {
         g_assert_cmpint(g_unlink(abf), ==, 0);
         g_assert_cmpint(g_rmdir(ab), ==, 0);
         wt_await_record(&f->a, ab, IN_DELETE | IN_ISDIR, TIMEOUT_MS);
-        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 3, TIMEOUT_MS));       /* t, t/a, t/zz */
+        g_assert_true(wt_await_stat(f->proxy, "kernel_watches", 3, TIMEOUT_MS)); /* t, t/a, t/zz */
         g_assert_cmpuint(f->a.removed->len, ==, 0);
 
         watchd_inotify_call_remove_watch_sync(f->proxy, id, NULL, &error);
         g_assert_no_error(error);
-        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 1);          /* the other client's t/a */
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 1); /* the other client's t/a */
         watchd_inotify_call_remove_watch_sync(f->proxy2, plain, NULL, &error);
         g_assert_no_error(error);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 0);
@@ -955,8 +957,8 @@ static void test_recursive_rename_race(WtFixture *f, gconstpointer data) {
                         guint nc = GPOINTER_TO_UINT(g_hash_table_lookup(h, pc));
 
                         if (na + nc != 1)
-                                g_error("round %d: '%s' reported created %u times as a%d, %u as c%d (want 1)",
-                                        i, rel, na, i, nc, i);
+                                g_error("round %d: '%s' reported created %u times as a%d, %u as c%d (want 1)", i, rel,
+                                        na, i, nc, i);
                         n_late += nc;
                 }
         /* How often the rename came first: the case a lost event would hide in. */
@@ -994,10 +996,10 @@ static void test_recursive_limit(WtFixture *f, gconstpointer data) {
 
         mkdir_p(f, "t/a/b");
         mkdir_p(f, "t/c");
-        wt_add_watch_fails(f->proxy, t, IN_CREATE, 1, WATCHD_ERROR_LIMITS_EXCEEDED);      /* 4 directories, limit 3 */
+        wt_add_watch_fails(f->proxy, t, IN_CREATE, 1, WATCHD_ERROR_LIMITS_EXCEEDED); /* 4 directories, limit 3 */
         g_assert_cmpuint(wt_stat(f->proxy, "subscriptions"), ==, 0);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 0);
-        wt_add_watch(f->proxy, small, IN_CREATE, 1, NULL);                     /* 2 directories */
+        wt_add_watch(f->proxy, small, IN_CREATE, 1, NULL); /* 2 directories */
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
         wt_add_watch(f->proxy, t, IN_CREATE, 0, NULL);
         wt_add_watch_fails(f->proxy, t, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
@@ -1007,7 +1009,7 @@ typedef struct AsyncAdd {
         gboolean done;
         guint32 id;
         GError *error;
-        guint recs_at_reply;    /* how many records the client had when the answer came */
+        guint recs_at_reply; /* how many records the client had when the answer came */
         WtCollector *c;
 } AsyncAdd;
 
@@ -1031,7 +1033,7 @@ static void test_recursive_big(WtFixture *f, gconstpointer data) {
         guint64 kw = 0;
         int i;
 
-        g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000);      /* under valgrind too */
+        g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000); /* under valgrind too */
         watchd_inotify_call_add_watch(f->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, on_add_watch_done, &a);
         /* Another client's calls are answered while the walk goes on. */
         for (;;) {
@@ -1052,16 +1054,15 @@ static void test_recursive_big(WtFixture *f, gconstpointer data) {
         g_assert_no_error(a.error);
         i = wt_collector_find(&f->a, early, IN_CREATE);
         if ((guint) i >= a.recs_at_reply)
-                g_error("The event of the watched root came after AddWatch's answer (record %d, %u at the answer)",
-                        i, a.recs_at_reply);
+                g_error("The event of the watched root came after AddWatch's answer (record %d, %u at the answer)", i,
+                        a.recs_at_reply);
         g_assert_cmpuint(g_array_index(f->a.records, WtRecord, i).id, ==, a.id);
         g_assert_cmpuint(wt_stat(f->proxy2, "kernel_watches"), ==, n);
 
         /* The walk moved the daemon's working directory into the tree
          * (backend_syscall.c) and put it back: it keeps no filesystem busy. */
         {
-                g_autofree char *proc = g_strdup_printf("/proc/%s/cwd",
-                                                        g_subprocess_get_identifier(f->daemon->process));
+                g_autofree char *proc = g_strdup_printf("/proc/%s/cwd", g_subprocess_get_identifier(f->daemon->process));
                 g_autofree char *cwd = g_file_read_link(proc, NULL), *mine = g_get_current_dir();
 
                 g_assert_cmpstr(cwd, ==, mine);
@@ -1081,7 +1082,7 @@ static void test_recursive_big(WtFixture *f, gconstpointer data) {
                 watchd_inotify_call_add_watch(proxy, t, IN_DELETE, 1, NULL, on_add_watch_done, &b);
                 g_assert_true(wt_await_stat(f->proxy2, "subscriptions", 2, TIMEOUT_MS));
                 g_assert_true(g_dbus_connection_close_sync(conn, NULL, NULL));
-                g_assert_true(wt_await_flag(&b.done, TIMEOUT_MS));      /* its call fails: closed */
+                g_assert_true(wt_await_flag(&b.done, TIMEOUT_MS)); /* its call fails: closed */
                 g_clear_error(&b.error);
         }
         g_assert_true(wt_await_stat(f->proxy2, "subscriptions", 1, 600000));
@@ -1116,8 +1117,7 @@ static guint32 add_watch_fd(WatchdInotify *p, int fd, guint32 mask, GError **err
         guint32 id = 0;
 
         g_assert_cmpint(g_unix_fd_list_append(fds, fd, NULL), ==, 0);
-        r = g_dbus_proxy_call_with_unix_fd_list_sync(G_DBUS_PROXY(p), "AddWatchFd",
-                                                     g_variant_new("(huu)", 0, mask, 0),
+        r = g_dbus_proxy_call_with_unix_fd_list_sync(G_DBUS_PROXY(p), "AddWatchFd", g_variant_new("(huu)", 0, mask, 0),
                                                      G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, fds, NULL, NULL, error);
         if (r)
                 g_variant_get(r, "(u)", &id);
@@ -1169,8 +1169,9 @@ static void test_add_watch_fd(WtFixture *f, gconstpointer data) {
         /* A bad index into the (empty) fd list is refused by the bus library or the daemon, loudly. */
         {
                 g_autoptr(GVariant) res = NULL;
-                res = g_dbus_proxy_call_sync(G_DBUS_PROXY(f->proxy), "AddWatchFd", g_variant_new("(huu)", 5, IN_CREATE, 0),
-                                             G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, &error);
+                res = g_dbus_proxy_call_sync(G_DBUS_PROXY(f->proxy), "AddWatchFd",
+                                             g_variant_new("(huu)", 5, IN_CREATE, 0), G_DBUS_CALL_FLAGS_NONE,
+                                             TIMEOUT_MS, NULL, &error);
                 g_assert_null(res);
                 g_assert_nonnull(error);
                 g_clear_error(&error);
@@ -1183,7 +1184,7 @@ static void test_oneshot(WtFixture *f, gconstpointer data) {
         g_autofree char *a = path_in(f, "a"), *b = path_in(f, "b"), *want = NULL;
         guint32 id = wt_add_watch(f->proxy, f->dir, IN_CREATE, 8 /* ONESHOT */, NULL);
 
-        wt_add_watch(f->proxy2, f->dir, IN_CREATE, 0, NULL);       /* shares the kernel watch, keeps it */
+        wt_add_watch(f->proxy2, f->dir, IN_CREATE, 0, NULL); /* shares the kernel watch, keeps it */
         wt_touch(a);
         wt_await_record(&f->a, a, IN_CREATE, TIMEOUT_MS);
         g_assert_true(wt_await_removed(&f->a, id, "oneshot", TIMEOUT_MS));
@@ -1377,7 +1378,7 @@ static void test_kernel_overflow_recursive(WtFixture *f, gconstpointer data) {
 typedef struct Listener {
         GDBusConnection *conn;
         guint filter;
-        gint n_messages;        /* atomic: the filter runs in GDBus's worker thread */
+        gint n_messages; /* atomic: the filter runs in GDBus's worker thread */
         WtCollector heard;
 } Listener;
 
@@ -1407,10 +1408,11 @@ static void listener_start(Listener *l, WtBus *bus, gboolean eavesdrop) {
                  * too. The bus takes the rule; its policy, like the system
                  * bus's, gives no one the right to eavesdrop. */
                 g_autoptr(GVariant) r = bus_call(l->conn, "AddMatch",
-                                                 g_variant_new("(s)", "type='signal',interface='org.example.Inotify',"
-                                                                      "eavesdrop=true"));
+                                                 g_variant_new("(s)",
+                                                               "type='signal',interface='org.example.Inotify',"
+                                                               "eavesdrop=true"));
         }
-        wt_collector_init_listener(&l->heard, l->conn);        /* its match rule holds on return */
+        wt_collector_init_listener(&l->heard, l->conn); /* its match rule holds on return */
 }
 
 static void listener_stop(Listener *l) {
@@ -1480,8 +1482,8 @@ static void test_unicast(WtFixture *f, gconstpointer data) {
 
         if (g_atomic_int_get(&l.n_messages) != 0)
                 g_error("A listener received %d messages of org.example.Inotify (%u records, %u WatchRemoved) "
-                        "sent to another client", g_atomic_int_get(&l.n_messages), l.heard.records->len,
-                        l.heard.removed->len);
+                        "sent to another client",
+                        g_atomic_int_get(&l.n_messages), l.heard.records->len, l.heard.removed->len);
         g_assert_cmpuint(l.heard.n_signals + l.heard.removed->len + l.heard.n_overflows, ==, 0);
         g_assert_cmpuint(f->b.n_signals + f->b.removed->len + f->b.n_overflows, ==, 0);
         listener_stop(&l);
@@ -1518,7 +1520,7 @@ static void test_broadcast(WtFixture *f, gconstpointer data) {
 /* 10,000 calls, 1,000 in flight at any time: eight times what the system
  * bus lets one connection have pending (max_replies_per_connection, 128),
  * so watchd, not the bus, is what limits the flood. */
-#define FLOOD_CALLS 10000u
+#define FLOOD_CALLS  10000u
 #define FLOOD_WINDOW 1000u
 
 typedef struct Flood {
@@ -1600,12 +1602,12 @@ static gint64 cpu_usec(pid_t pid) {
         const char *after;
 
         g_assert_true(g_file_get_contents(path, &s, NULL, NULL));
-        after = strrchr(s, ')');        /* the command name may hold spaces */
+        after = strrchr(s, ')'); /* the command name may hold spaces */
         g_assert_nonnull(after);
         fields = g_strsplit(after + 2, " ", -1);
         /* fields[0] is field 3 (state); utime and stime are fields 14 and 15. */
-        return (g_ascii_strtoll(fields[11], NULL, 10) + g_ascii_strtoll(fields[12], NULL, 10)) *
-               G_USEC_PER_SEC / sysconf(_SC_CLK_TCK);
+        return (g_ascii_strtoll(fields[11], NULL, 10) + g_ascii_strtoll(fields[12], NULL, 10)) * G_USEC_PER_SEC /
+                sysconf(_SC_CLK_TCK);
 }
 
 /* 10,000 AddWatch calls from one client: past the limit, LimitsExceeded; others answered within 1 s. */
@@ -1630,7 +1632,7 @@ static void test_flood(WtFixture *f, gconstpointer data) {
                        (cpu_usec(wt_process_pid(f->daemon->process)) - cpu0) / 1000, p.worst_usec, p.n);
         if (fl.other)
                 g_error("unexpected error in the flood: %s", fl.other_error);
-        g_assert_cmpuint(fl.ok, ==, 8192);      /* max_watches_per_client here (the old default) */
+        g_assert_cmpuint(fl.ok, ==, 8192); /* max_watches_per_client here (the old default) */
         g_assert_cmpuint(fl.limited, ==, FLOOD_CALLS - 8192);
         g_assert_cmpuint(p.n, >, 0);
         if (wt_timing_checked())
@@ -1649,8 +1651,8 @@ static void test_limits(WtFixture *f, gconstpointer data) {
         wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
         wt_add_watch(f->proxy2, f->dir, IN_CREATE, 0, NULL);
         wt_add_watch(f->proxy2, f->dir, IN_CREATE, 0, NULL);
-        wt_add_watch_fails(f->proxy2, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);    /* per user */
-        wt_add_watch_fails(p3, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);           /* a third client of the uid */
+        wt_add_watch_fails(f->proxy2, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED); /* per user */
+        wt_add_watch_fails(p3, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED); /* a third client of the uid */
         g_assert_cmpuint(wt_stat(f->proxy, "clients"), ==, 2);
         g_dbus_connection_close_sync(c3, NULL, NULL);
 }
@@ -1681,8 +1683,8 @@ static void test_reload(WtFixture *f, gconstpointer data) {
         }
         wt_add_watch_fails(f->proxy, f->dir, IN_CREATE, 0, WATCHD_ERROR_LIMITS_EXCEEDED);
 
-        g_assert_true(g_file_set_contents(f->daemon->config_path, "[limits]\nmax_watches_per_client = 1\nbogus = 1\n", -1,
-                                          NULL));
+        g_assert_true(g_file_set_contents(f->daemon->config_path, "[limits]\nmax_watches_per_client = 1\nbogus = 1\n",
+                                          -1, NULL));
         g_assert_cmpint(kill(pid, SIGHUP), ==, 0);
         {
                 gint64 deadline = g_get_monotonic_time() + TIMEOUT_MS * 1000;
@@ -1759,7 +1761,7 @@ static void test_sd_notify(void) {
 
 /* backend=auto with something that is not an inotify device: the syscalls, and the log says why. */
 static void test_backend_auto(void) {
-        const char *const args[] = { "--backend", "auto", NULL };     /* after the harness's --backend syscall */
+        const char *const args[] = { "--backend", "auto", NULL }; /* after the harness's --backend syscall */
         WtBus *bus = wt_bus_start();
         WtDaemon *d = wt_daemon_start_full(bus, "[daemon]\ndevice = /dev/null\n", args);
         g_autoptr(GDBusConnection) c = wt_connect(bus);
@@ -1818,7 +1820,8 @@ static void test_command_line(void) {
         const char *exe = wt_watchd_path();
         int rc;
 
-        g_assert_true(g_file_set_contents(conf, "[daemon]\nbackend = syscall\n[events]\nbatch_max_events = 0\n", -1, NULL));
+        g_assert_true(
+                g_file_set_contents(conf, "[daemon]\nbackend = syscall\n[events]\nbatch_max_events = 0\n", -1, NULL));
         {
                 const char *argv[] = { exe, "--config", conf, "--address", "unix:path=/nonexistent", NULL };
                 g_autofree char *want = g_strdup_printf("%s:4: batch_max_events: 0 is out of range (1-65536)", conf);
@@ -1829,8 +1832,9 @@ static void test_command_line(void) {
         }
         g_assert_true(g_file_set_contents(conf2, "[events]\ndelivery = broadcast\n", -1, NULL));
         {
-                const char *argv[] = { exe, "--config", conf2, NULL };  /* the system bus */
-                g_autofree char *want = g_strdup_printf("%s:2: delivery=broadcast is not allowed on the system bus", conf2);
+                const char *argv[] = { exe, "--config", conf2, NULL }; /* the system bus */
+                g_autofree char *want = g_strdup_printf("%s:2: delivery=broadcast is not allowed on the system bus",
+                                                        conf2);
                 rc = run_watchd(argv, &err);
                 g_assert_cmpint(rc, ==, 78);
                 g_assert_nonnull(strstr(err, want));
@@ -1844,8 +1848,8 @@ static void test_command_line(void) {
         }
         {
                 /* --backend device where there is no device: a clear message, exit 1 */
-                const char *argv2[] = { exe, "--config", "/nonexistent", "--backend", "device",
-                                        "--address", "unix:path=/nonexistent", NULL };
+                const char *argv2[] = { exe,      "--config",  "/nonexistent",           "--backend",
+                                        "device", "--address", "unix:path=/nonexistent", NULL };
                 g_autofree char *err2 = NULL;
                 rc = run_watchd(argv2, &err2);
                 g_assert_cmpint(rc, ==, 1);
@@ -1878,12 +1882,12 @@ static void test_command_line(void) {
 /* A second watchd on the same bus exits with a clear message: the name is taken. */
 static void test_name_taken(WtFixture *f, gconstpointer data) {
         g_autofree char *err = NULL;
-        const char *argv[] = { wt_watchd_path(), "--address", f->bus->address, "--config", f->daemon->config_path,
-                               "--backend", "syscall", NULL };
+        const char *argv[] = { wt_watchd_path(),       "--address", f->bus->address, "--config",
+                               f->daemon->config_path, "--backend", "syscall",       NULL };
         int rc;
 
         rc = run_watchd(argv, &err);
-                g_assert_cmpint(rc, ==, 1);
+        g_assert_cmpint(rc, ==, 1);
         g_assert_nonnull(strstr(err, "The name org.example.Inotify is already taken"));
         assert_responsive(f->proxy);
 }
@@ -1893,8 +1897,7 @@ static void test_name_taken(WtFixture *f, gconstpointer data) {
 /* Runs this test program again as a helper (--helper ARGS...), as nobody if
  * as_nobody. Returns NULL, the test skipped saying why, if nobody cannot
  * run it here. */
-static GSubprocess *spawn_helper(WtFixture *f, gboolean as_nobody, GDataInputStream **ret_out,
-                                 const char *const *args) {
+static GSubprocess *spawn_helper(WtFixture *f, gboolean as_nobody, GDataInputStream **ret_out, const char *const *args) {
         g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
         g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
         g_autoptr(GError) error = NULL;
@@ -1941,7 +1944,7 @@ static void test_sigkill(WtFixture *f, gconstpointer data) {
         const char *args[] = { "hold", f->bus->address, f->dir, file, NULL };
 
         wt_touch(file);
-        wt_add_watch(f->proxy, f->dir, IN_DELETE, 0, NULL);      /* shares the helper's directory watch */
+        wt_add_watch(f->proxy, f->dir, IN_DELETE, 0, NULL); /* shares the helper's directory watch */
         p = spawn_helper(f, FALSE, &out, args);
         line = read_line(out);
         g_assert_true(g_str_has_prefix(line, "id "));
@@ -1949,7 +1952,7 @@ static void test_sigkill(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 2);
         g_assert_cmpuint(wt_stat(f->proxy, "clients"), ==, 2);
 
-        g_subprocess_force_exit(p);     /* SIGKILL */
+        g_subprocess_force_exit(p); /* SIGKILL */
         g_assert_true(g_subprocess_wait(p, NULL, NULL));
         g_assert_true(g_subprocess_get_if_signaled(p));
         /* Its two subscriptions go; the file's kernel watch goes, the shared directory's stays. */
@@ -1999,10 +2002,10 @@ static void test_nobody(WtFixture *f, gconstpointer data) {
         x = g_build_filename(shared, "x", NULL);
         y = g_build_filename(private, "y", NULL);
         done = g_build_filename(shared, "done", NULL);
-        wt_touch(y);       /* root's only */
-        wt_touch(x);       /* both */
-        wt_touch(s_file);  /* inside what nobody may not read */
-        wt_touch(o_file);  /* inside nobody's tree */
+        wt_touch(y);      /* root's only */
+        wt_touch(x);      /* both */
+        wt_touch(s_file); /* inside what nobody may not read */
+        wt_touch(o_file); /* inside nobody's tree */
         wt_touch(done);
         wt_await_record(&f->a, done, IN_CREATE, TIMEOUT_MS);
         wt_await_record(&f->a, y, IN_CREATE, TIMEOUT_MS);
@@ -2020,7 +2023,7 @@ static void test_nobody(WtFixture *f, gconstpointer data) {
                 g_assert_null(strstr(line, "secret"));
                 n_recs++;
         }
-        g_assert_cmpuint(n_recs, ==, 3);        /* x, open/o and done */
+        g_assert_cmpuint(n_recs, ==, 3); /* x, open/o and done */
         g_assert_true(g_subprocess_wait_check(p, NULL, NULL));
 }
 
@@ -2054,7 +2057,7 @@ static int helper_main(int argc, char *argv[]) {
 
         if (strcmp(argv[2], "hold") == 0) {
                 id = wt_add_watch(p, argv[4], IN_CREATE, 0, NULL);
-                wt_add_watch(p, argv[5], IN_MODIFY, 0, NULL);     /* and a kernel watch of its own */
+                wt_add_watch(p, argv[5], IN_MODIFY, 0, NULL); /* and a kernel watch of its own */
                 printf("id %u\n", id);
                 for (;;)
                         pause();

@@ -35,7 +35,7 @@
 #include "watchd-api.h"
 #include "wt-fixture.h"
 
-#define MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE)
+#define MASK       (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE)
 #define TIMEOUT_MS 60000
 
 /* ---------------------------------------------------------------- collecting what a resume sends */
@@ -50,16 +50,16 @@ typedef struct Resumer {
         GDBusConnection *conn;
         WatchdInotify *proxy;
         gulong handler;
-        char *name;                     /* the subscription it collects */
-        GArray *events;                 /* DRec */
-        GPtrArray *log;                 /* one line an entry, in order: "E<events so far>", "R<id> <reason> <dirs>", "C<id>", "S<reason>" */
+        char *name;     /* the subscription it collects */
+        GArray *events; /* DRec */
+        GPtrArray *log; /* one line an entry, in order: "E<events so far>", "R<id> <reason> <dirs>", "C<id>", "S<reason>" */
         gboolean caught_up;
         guint64 caught_up_id;
-        guint n_after_caught_up;        /* events after DurableCaughtUp */
+        guint n_after_caught_up; /* events after DurableCaughtUp */
         char *stopped;
-        guint64 last_id;                /* of the last event or rescan */
-        gboolean ids_grow;              /* every event's id above the last one's */
-        guint64 stop_at;                /* set flag when this many events are in */
+        guint64 last_id;   /* of the last event or rescan */
+        gboolean ids_grow; /* every event's id above the last one's */
+        guint64 stop_at;   /* set flag when this many events are in */
         gboolean stop_flag;
 } Resumer;
 
@@ -97,7 +97,7 @@ static void on_signal(GDBusProxy *proxy, const char *sender, const char *signal,
                         if (r->caught_up)
                                 r->n_after_caught_up++;
                 }
-                g_ptr_array_add(r->log, g_strdup_printf("E%u", r->events->len));      /* events so far */
+                g_ptr_array_add(r->log, g_strdup_printf("E%u", r->events->len)); /* events so far */
                 if (r->stop_at && r->events->len >= r->stop_at)
                         r->stop_flag = TRUE;
         } else if (strcmp(signal, "DurableRescan") == 0) {
@@ -244,7 +244,8 @@ static void create(WatchdInotify *p, const char *name, const char *path, guint32
         g_autofree char *journal = NULL;
         guint64 cursor = 0;
 
-        g_assert_true(watchd_inotify_call_create_durable_sync(p, name, path, mask, flags, &journal, &cursor, NULL, &error));
+        g_assert_true(
+                watchd_inotify_call_create_durable_sync(p, name, path, mask, flags, &journal, &cursor, NULL, &error));
         g_assert_no_error(error);
         g_assert_cmpuint(strlen(journal), ==, 32);
         if (ret_journal)
@@ -400,20 +401,23 @@ static void test_create_list_remove(WtFixture *f, gconstpointer data) {
         }
 
         /* Once per name and uid. */
-        g_assert_false(watchd_inotify_call_create_durable_sync(f->proxy2, "indexer", f->dir, MASK, 0, NULL, NULL, NULL, &error));
+        g_assert_false(watchd_inotify_call_create_durable_sync(f->proxy2, "indexer", f->dir, MASK, 0, NULL, NULL, NULL,
+                                                               &error));
         assert_error(error, WATCHD_ERROR_DURABLE_EXISTS);
         g_clear_error(&error);
-        for (const char *const *bad = (const char *const[]) { "", ".x", "a/b", "0/indexer", "caf\xc3\xa9", NULL }; *bad; bad++) {
-                g_assert_false(watchd_inotify_call_create_durable_sync(f->proxy, *bad, f->dir, MASK, 0, NULL, NULL, NULL, &error));
+        for (const char *const *bad = (const char *const[]) { "", ".x", "a/b", "0/indexer", "caf\xc3\xa9", NULL }; *bad;
+             bad++) {
+                g_assert_false(watchd_inotify_call_create_durable_sync(f->proxy, *bad, f->dir, MASK, 0, NULL, NULL,
+                                                                       NULL, &error));
                 assert_error(error, WATCHD_ERROR_INVALID_ARGS);
                 g_clear_error(&error);
         }
         g_assert_false(watchd_inotify_call_create_durable_sync(f->proxy, "once", f->dir, MASK, WATCHD_FLAG_ONESHOT,
-                                                                NULL, NULL, NULL, &error));
+                                                               NULL, NULL, NULL, &error));
         assert_error(error, WATCHD_ERROR_INVALID_ARGS);
         g_clear_error(&error);
-        g_assert_false(watchd_inotify_call_create_durable_sync(f->proxy, "gone", "/nonexistent/../x", MASK, 0,
-                                                                NULL, NULL, NULL, &error));
+        g_assert_false(watchd_inotify_call_create_durable_sync(f->proxy, "gone", "/nonexistent/../x", MASK, 0, NULL,
+                                                               NULL, NULL, &error));
         g_assert_nonnull(error);
         g_clear_error(&error);
 
@@ -461,7 +465,7 @@ static void test_no_state_dir(WtFixture *f, gconstpointer data) {
 
         g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
         f->daemon = wt_daemon_start_full(f->bus, NULL, args);
-        c = wt_client_new(f->bus);      /* a proxy that knows the new daemon */
+        c = wt_client_new(f->bus); /* a proxy that knows the new daemon */
         g_assert_false(watchd_inotify_call_create_durable_sync(c->proxy, "x", f->dir, MASK, 0, NULL, NULL, NULL, &error));
         assert_error(error, WATCHD_ERROR_NOT_SUPPORTED);
         g_clear_error(&error);
@@ -640,7 +644,8 @@ static void test_cap(WtFixture *f, gconstpointer data) {
 
         g_assert_true(watchd_inotify_call_list_durable_sync(c->proxy, &list, NULL, &error));
         g_assert_no_error(error);
-        g_variant_get_child(list, 0, "(&s&suu&stttb&s)", NULL, NULL, NULL, NULL, NULL, &oldest, &last, &bytes, NULL, NULL);
+        g_variant_get_child(list, 0, "(&s&suu&stttb&s)", NULL, NULL, NULL, NULL, NULL, &oldest, &last, &bytes, NULL,
+                            NULL);
         g_assert_cmpuint(bytes, <=, 64 * 1024);
         g_assert_cmpuint(oldest, >, cursor);
 
@@ -663,7 +668,7 @@ static void test_cap(WtFixture *f, gconstpointer data) {
         g_assert_true(((const char *) r2->log->pdata[0])[0] == 'E');
         g_assert_true(r2->ids_grow);
         g_assert_cmpuint(g_array_index(r2->events, DRec, 0).id, ==, oldest + 1);
-        g_assert_cmpstr(r->stopped, ==, WATCHD_DURABLE_STOPPED_ELSEWHERE);   /* r2 took it over */
+        g_assert_cmpstr(r->stopped, ==, WATCHD_DURABLE_STOPPED_ELSEWHERE); /* r2 took it over */
 }
 
 /*
@@ -696,8 +701,8 @@ static void test_user_limits(WtFixture *f, gconstpointer data) {
         for (gsize i = 0; i < 2; i++) {
                 guint64 bytes;
 
-                g_variant_get_child(list, i, "(&s&suu&stttb&s)", NULL, NULL, NULL, NULL, NULL, NULL, NULL, &bytes,
-                                    NULL, NULL);
+                g_variant_get_child(list, i, "(&s&suu&stttb&s)", NULL, NULL, NULL, NULL, NULL, NULL, NULL, &bytes, NULL,
+                                    NULL);
                 total += bytes;
         }
         g_assert_cmpuint(total, <=, 128 * 1024);
@@ -799,8 +804,9 @@ static void test_corrupt(WtFixture *f, gconstpointer data) {
                 g_assert_cmpuint(run, >, 0);
                 rh = resumed_halves(r, 0, MIN(run, 10u));
                 first = &g_array_index(rh, Half, 0);
-                while (at < lh->len && (g_array_index(lh, Half, at).mask != first->mask ||
-                                        strcmp(g_array_index(lh, Half, at).path, first->path) != 0))
+                while (at < lh->len &&
+                       (g_array_index(lh, Half, at).mask != first->mask ||
+                        strcmp(g_array_index(lh, Half, at).path, first->path) != 0))
                         at++;
                 g_assert_cmpuint(at, <, lh->len);
                 if (at > 0 && ((const char *) r->log->pdata[0])[0] != 'R')
@@ -890,7 +896,8 @@ static void test_path_removed(WtFixture *f, gconstpointer data) {
 
 /* In a child: becomes nobody and calls watchd over sd-bus; one line a call on fd: "ok ..." or "err NAME". */
 _Noreturn static void child_as_nobody(WtBus *bus, const char *dir, int fd) {
-        static const char *const calls[] = { "list", "resume idx", "remove idx", "remove 0/idx", "create idx", "list", NULL };
+        static const char *const calls[] = { "list",       "resume idx", "remove idx", "remove 0/idx",
+                                             "create idx", "list",       NULL };
         sd_bus *b = NULL;
         FILE *out = fdopen(fd, "w");
 
@@ -910,14 +917,14 @@ _Noreturn static void child_as_nobody(WtBus *bus, const char *dir, int fd) {
                         r = sd_bus_call_method(b, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "ListDurable",
                                                &error, &reply, "");
                 else if (g_str_has_prefix(*c, "resume"))
-                        r = sd_bus_call_method(b, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "ResumeDurable",
-                                               &error, &reply, "sst", arg, "", (uint64_t) 0);
+                        r = sd_bus_call_method(b, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE,
+                                               "ResumeDurable", &error, &reply, "sst", arg, "", (uint64_t) 0);
                 else if (g_str_has_prefix(*c, "remove"))
-                        r = sd_bus_call_method(b, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "RemoveDurable",
-                                               &error, &reply, "s", arg);
+                        r = sd_bus_call_method(b, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE,
+                                               "RemoveDurable", &error, &reply, "s", arg);
                 else
-                        r = sd_bus_call_method(b, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "CreateDurable",
-                                               &error, &reply, "ssuu", arg, dir, IN_CREATE, 0);
+                        r = sd_bus_call_method(b, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE,
+                                               "CreateDurable", &error, &reply, "ssuu", arg, dir, IN_CREATE, 0);
                 if (r < 0)
                         fprintf(out, "%s: err %s\n", *c, error.name);
                 else if (g_str_has_prefix(*c, "list")) {
@@ -926,8 +933,8 @@ _Noreturn static void child_as_nobody(WtBus *bus, const char *dir, int fd) {
 
                         fprintf(out, "%s: ok", *c);
                         if (sd_bus_message_enter_container(reply, 'a', "(ssuustttbs)") >= 0)
-                                while (sd_bus_message_read(reply, "(ssuustttbs)", &name, NULL, NULL, NULL, NULL,
-                                                           NULL, NULL, NULL, NULL, NULL) > 0) {
+                                while (sd_bus_message_read(reply, "(ssuustttbs)", &name, NULL, NULL, NULL, NULL, NULL,
+                                                           NULL, NULL, NULL, NULL) > 0) {
                                         fprintf(out, " %s", name);
                                         n++;
                                 }
@@ -1008,7 +1015,7 @@ static void test_kernel_overflow(WtFixture *f, gconstpointer data) {
         g_autoptr(GError) error = NULL;
         pid_t pid = wt_process_pid(f->daemon->process);
         guint64 cursor, ocursor;
-        gint rescan_at = -1, first_at = -1, after_at = -1;     /* indexes in r->events */
+        gint rescan_at = -1, first_at = -1, after_at = -1; /* indexes in r->events */
         guint max;
 
         if (!wt_can_overflow(&max))
@@ -1047,7 +1054,7 @@ static void test_kernel_overflow(WtFixture *f, gconstpointer data) {
                 else if (line[0] == 'R' && rescan_at < 0) {
                         if (!g_str_has_suffix(line, " overflow"))
                                 g_error("not a whole overflow rescan: %s", text);
-                        rescan_at = (gint) n;           /* the events sent before it */
+                        rescan_at = (gint) n; /* the events sent before it */
                 }
         }
         for (guint e = 0; e < r->events->len; e++) {

@@ -42,28 +42,29 @@
 #include "wt-fixture.h"
 
 #define TIMEOUT_MS 30000
-#define ALL 0x7ffu
+#define ALL        0x7ffu
 
 typedef struct Fixture {
         WtBus *bus;
         WtDaemon *daemon;
         GSubprocess *helper;
-        char *sock;             /* the helper's socket */
-        char *mnt;              /* the file system under test, mounted here */
-        char *root;             /* mnt/w: the test's files */
+        char *sock; /* the helper's socket */
+        char *mnt;  /* the file system under test, mounted here */
+        char *root; /* mnt/w: the test's files */
         GDBusConnection *conn;
         WatchdInotify *proxy;
         WtCollector a;
-        bool ok;                /* set up: else the case was skipped */
+        bool ok; /* set up: else the case was skipped */
 } Fixture;
 
 static bool run(const char *const *argv) {
         g_autoptr(GError) error = NULL;
         int status = -1;
 
-        return g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL |
-                            G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL, &status, &error) &&
-               g_spawn_check_wait_status(status, NULL);
+        return g_spawn_sync(NULL, (char **) argv, NULL,
+                            G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                            NULL, NULL, &status, &error) &&
+                g_spawn_check_wait_status(status, NULL);
 }
 
 /* Mounts the file system named by data ("ext4": a loop image; "tmpfs") at f->mnt. */
@@ -409,8 +410,8 @@ typedef struct Nobody {
 } Nobody;
 
 static Nobody *nobody_start(Fixture *f) {
-        g_autoptr(GSubprocessLauncher) l =
-                g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+        g_autoptr(GSubprocessLauncher)
+                l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE);
         g_autoptr(GError) error = NULL;
         g_autofree char *self = g_file_read_link("/proc/self/exe", &error), *prog = NULL;
         Nobody *n;
@@ -607,8 +608,8 @@ static void test_own_events(Fixture *f, gconstpointer data) {
         connect_client(f);
 
         (void) wt_add_watch(f->proxy, f->root, ALL, WATCHD_FLAG_RECURSIVE, NULL);
-        g_assert_true(watchd_inotify_call_create_durable_sync(f->proxy, "d", src, IN_CREATE, 0, &journal, &cursor,
-                                                              NULL, &error));
+        g_assert_true(watchd_inotify_call_create_durable_sync(f->proxy, "d", src, IN_CREATE, 0, &journal, &cursor, NULL,
+                                                              &error));
         g_assert_no_error(error);
         for (int i = 0; i < 20; i++) {
                 g_autofree char *p = g_strdup_printf("%s/f%d", src, i);
@@ -764,8 +765,10 @@ static void test_no_helper(Fixture *f, gconstpointer data) {
         (void) wt_await_record(&f->a, x, IN_CREATE, TIMEOUT_MS);
 
         conf = g_build_filename(f->bus->dir, "required.conf", NULL);
-        g_assert_true(g_file_set_contents(conf, "[daemon]\ntree_backend = fanotify\n"
-                                          "fanotify_helper = /nonexistent.sock\n", -1, NULL));
+        g_assert_true(g_file_set_contents(conf,
+                                          "[daemon]\ntree_backend = fanotify\n"
+                                          "fanotify_helper = /nonexistent.sock\n",
+                                          -1, NULL));
         argv[2] = conf;
         argv[4] = f->bus->address;
         p = g_subprocess_newv(argv, G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
@@ -773,8 +776,9 @@ static void test_no_helper(Fixture *f, gconstpointer data) {
         g_assert_true(g_subprocess_communicate(p, NULL, NULL, NULL, &errb, &error));
         g_assert_cmpint(g_subprocess_get_exit_status(p), ==, 1);
         err = g_strndup(g_bytes_get_data(errb, NULL), g_bytes_get_size(errb));
-        g_assert_nonnull(strstr(err, "tree_backend = fanotify, but the helper at '/nonexistent.sock' gave no "
-                                    "fanotify group"));
+        g_assert_nonnull(strstr(err,
+                                "tree_backend = fanotify, but the helper at '/nonexistent.sock' gave no "
+                                "fanotify group"));
 }
 
 int main(int argc, char **argv) {
@@ -794,8 +798,7 @@ int main(int argc, char **argv) {
         g_test_add("/fanotify/ext4/own-events", Fixture, "ext4", NULL, test_own_events, fixture_teardown);
         g_test_add("/fanotify/ext4/overflow", Fixture, "ext4", fixture_setup, test_overflow, fixture_teardown);
         g_test_add("/fanotify/ext4/nested", Fixture, "ext4", fixture_setup, test_nested, fixture_teardown);
-        g_test_add("/fanotify/ext4/root-deleted", Fixture, "ext4", fixture_setup, test_root_deleted,
-                   fixture_teardown);
+        g_test_add("/fanotify/ext4/root-deleted", Fixture, "ext4", fixture_setup, test_root_deleted, fixture_teardown);
         g_test_add("/fanotify/ext4/oneshot", Fixture, "ext4", fixture_setup, test_oneshot, fixture_teardown);
         g_test_add("/fanotify/ext4/mount-below", Fixture, "ext4", fixture_setup, test_mount_below, fixture_teardown);
         g_test_add("/fanotify/tmpfs/no-helper", Fixture, "tmpfs", NULL, test_no_helper, fixture_teardown);

@@ -38,8 +38,8 @@ static const char *const implemented[] = {
         WATCHD_CAP_REPORT_APPEARANCE,
         WATCHD_CAP_PERSISTENT,
         WATCHD_CAP_STREAM,
-        WATCHD_CAP_DURABLE_STREAM,      /* replays in the stream (issue 22) */
-        WATCHD_CAP_REMOTE_POLLING,      /* the default [poll] config polls (issue 17) */
+        WATCHD_CAP_DURABLE_STREAM, /* replays in the stream (issue 22) */
+        WATCHD_CAP_REMOTE_POLLING, /* the default [poll] config polls (issue 17) */
         NULL,
 };
 
@@ -82,8 +82,8 @@ static GStrv words_of_property(WatchdInotify *proxy) {
 
         r = g_dbus_connection_call_sync(g_dbus_proxy_get_connection(G_DBUS_PROXY(proxy)), WATCHD_BUS_NAME,
                                         WATCHD_OBJECT_PATH, "org.freedesktop.DBus.Properties", "Get",
-                                        g_variant_new("(ss)", WATCHD_INTERFACE, "Capabilities"),
-                                        G_VARIANT_TYPE("(v)"), G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, &error);
+                                        g_variant_new("(ss)", WATCHD_INTERFACE, "Capabilities"), G_VARIANT_TYPE("(v)"),
+                                        G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, NULL, &error);
         g_assert_no_error(error);
         g_variant_get(r, "(v)", &v);
         g_assert_true(g_variant_is_of_type(v, G_VARIANT_TYPE("as")));
@@ -207,7 +207,7 @@ static void test_appearance(WtFixture *f, gconstpointer data) {
         int k;
         WtRecord *r;
 
-        wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL);     /* the sentinels' */
+        wt_add_watch(f->proxy, f->dir, IN_CREATE, 0, NULL); /* the sentinels' */
         id = wt_add_watch(f->proxy, d, IN_CREATE | IN_DELETE, 0, NULL);
         quiet = wt_add_watch(f->proxy, e, IN_DELETE | IN_DELETE_SELF, 0, NULL);
         g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
@@ -547,7 +547,7 @@ static void test_pair_per_subscription(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(r->cookie, ==, wt_collector_record(&f->a, k)->cookie);
         /* Nothing else about it: one record each. */
         g_assert_cmpuint(n_records_for(&f->a, ia, 0), ==, 1);
-        g_assert_cmpuint(n_records_for(&f->a, ib, 0), ==, 2);         /* the pair, the sentinel */
+        g_assert_cmpuint(n_records_for(&f->a, ib, 0), ==, 2); /* the pair, the sentinel */
 }
 
 /* Two clients on A and B: each hears its own half, as before. */

@@ -138,7 +138,8 @@ static void test_unprivileged(void) {
                 return;
         }
         bus = wt_bus_start();
-        d = wt_daemon_start(bus, "[limits]\nmax_watches_per_client = 10\nmax_watches_per_user = 3\nmax_watches_unprivileged = 4\n");
+        d = wt_daemon_start(
+                bus, "[limits]\nmax_watches_per_client = 10\nmax_watches_per_user = 3\nmax_watches_unprivileged = 4\n");
         c = wt_connect(bus);
         root = wt_proxy(c);
 
@@ -168,7 +169,7 @@ static void test_unprivileged(void) {
 
         /* A user that leaves gives its share back. */
         leave(p1);
-        g_assert_true(wt_await_stat(root, "users", 2, 5000));  /* p2 and root */
+        g_assert_true(wt_await_stat(root, "users", 2, 5000)); /* p2 and root */
         r3 = add_watches_as(bus, other, second, &p3);
         g_assert_true(line_is(r3[0], "ok ", NULL));
         g_assert_true(line_is(r3[1], "ok ", NULL));
@@ -221,8 +222,9 @@ static void test_default_sizes(void) {
         g_assert_cmpuint(wt_stat(p, "kernel_watches"), ==, 1 + 100 + 100 * 100);
 
         log = wt_daemon_log(d);
-        want = g_strdup_printf("Watch limits: %" G_GUINT64_FORMAT " a client, %" G_GUINT64_FORMAT " a user, %"
-                               G_GUINT64_FORMAT " for all users but root (the kernel allows %" G_GUINT64_FORMAT ").",
+        want = g_strdup_printf("Watch limits: %" G_GUINT64_FORMAT " a client, %" G_GUINT64_FORMAT
+                               " a user, %" G_GUINT64_FORMAT
+                               " for all users but root (the kernel allows %" G_GUINT64_FORMAT ").",
                                kernel - 2 * reserve, kernel - 2 * reserve, kernel - reserve, kernel);
         g_assert_nonnull(strstr(log, want));
 

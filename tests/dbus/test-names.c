@@ -35,23 +35,23 @@
 
 typedef struct Rec {
         guint32 id, mask, cookie;
-        char *path, *new_path;          /* bytes: unescaped if the record said so */
-        char *wire_path;                /* as it came */
+        char *path, *new_path; /* bytes: unescaped if the record said so */
+        char *wire_path;       /* as it came */
 } Rec;
 
 typedef struct Client {
         GDBusConnection *conn;
         WatchdInotify *proxy;
         guint filter;
-        GArray *recs;                   /* Rec, in arrival order */
-        GArray *overflow_ids;           /* guint32, all Overflow signals together */
+        GArray *recs;         /* Rec, in arrival order */
+        GArray *overflow_ids; /* guint32, all Overflow signals together */
         guint n_signals;
 
         /* Written by the filter, in GDBus's worker thread. */
-        gint hold_pings;                /* keep Pings unanswered, in held */
+        gint hold_pings; /* keep Pings unanswered, in held */
         gint n_pings;
-        gint largest_signal;            /* bytes of the largest Events signal */
-        GAsyncQueue *held;              /* GDBusMessage* Pings not answered yet */
+        gint largest_signal; /* bytes of the largest Events signal */
+        GAsyncQueue *held;   /* GDBusMessage* Pings not answered yet */
 } Client;
 
 static void rec_clear(gpointer p) {
@@ -84,7 +84,9 @@ static void on_events(WatchdInotify *p, GVariant *events, gpointer data) {
                 g_array_set_size(c->recs, c->recs->len + 1);
                 r = &g_array_index(c->recs, Rec, c->recs->len - 1);
                 *r = (Rec) {
-                        .id = id, .mask = mask, .cookie = cookie,
+                        .id = id,
+                        .mask = mask,
+                        .cookie = cookie,
                         .wire_path = g_strdup(path),
                         .path = escaped ? unescape_or_die(path) : g_strdup(path),
                         .new_path = escaped ? unescape_or_die(new_path) : g_strdup(new_path),
@@ -114,7 +116,7 @@ static GDBusMessage *filter(GDBusConnection *conn, GDBusMessage *msg, gboolean i
                 g_atomic_int_inc(&c->n_pings);
                 g_main_context_wakeup(NULL);
                 if (g_atomic_int_get(&c->hold_pings)) {
-                        g_async_queue_push(c->held, msg);       /* answered by release_pings() */
+                        g_async_queue_push(c->held, msg); /* answered by release_pings() */
                         return NULL;
                 }
         }
@@ -150,8 +152,7 @@ static void release_pings(Client *c) {
         while ((ping = g_async_queue_try_pop(c->held))) {
                 g_autoptr(GDBusMessage) reply = g_dbus_message_new_method_reply(ping);
 
-                g_assert_true(g_dbus_connection_send_message(c->conn, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
-                                                             NULL, NULL));
+                g_assert_true(g_dbus_connection_send_message(c->conn, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE, NULL, NULL));
                 g_object_unref(ping);
         }
 }
@@ -186,8 +187,8 @@ static void await_records(Client *c, guint n, int timeout_ms) {
         Count w = { c, n };
 
         if (!wt_await(count_met, &w, timeout_ms) || c->overflow_ids->len > 0)
-                g_error("Got %u records and %u ids in Overflow, wanted %u records within %d ms",
-                        c->recs->len, c->overflow_ids->len, n, timeout_ms);
+                g_error("Got %u records and %u ids in Overflow, wanted %u records within %d ms", c->recs->len,
+                        c->overflow_ids->len, n, timeout_ms);
 }
 
 static gboolean pings_met(gpointer data) {
@@ -216,8 +217,8 @@ static guint32 try_add_watch_fd(Client *c, const char *path, guint32 mask, guint
         g_assert_cmpint(g_unix_fd_list_append(fds, fd, NULL), ==, 0);
         close(fd);
         reply = g_dbus_proxy_call_with_unix_fd_list_sync(G_DBUS_PROXY(c->proxy), "AddWatchFd",
-                                                         g_variant_new("(huu)", 0, mask, flags),
-                                                         G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, fds, NULL, NULL, error);
+                                                         g_variant_new("(huu)", 0, mask, flags), G_DBUS_CALL_FLAGS_NONE,
+                                                         TIMEOUT_MS, fds, NULL, NULL, error);
         if (reply)
                 g_variant_get(reply, "(u)", &id);
         return id;
@@ -234,7 +235,7 @@ static guint32 add_watch_fd(Client *c, const char *path, guint32 mask, guint32 f
 
 typedef struct Listed {
         guint32 id, flags;
-        char *path;             /* bytes */
+        char *path; /* bytes */
 } Listed;
 
 /* ListWatches, with each path in bytes; fails the test if the call fails. */
@@ -286,7 +287,7 @@ typedef struct Fixture {
         WtBus *bus;
         WtDaemon *daemon;
         Client c;
-        char *dir;              /* files for the test */
+        char *dir; /* files for the test */
 } Fixture;
 
 static void fixture_setup(Fixture *f, gconstpointer config) {
@@ -325,13 +326,12 @@ static const struct {
         const char *name;
         bool escaped;
 } odd_names[] = {
-        { "x\xff",              true },         /* not UTF-8 */
-        { "caf\xe9",            true },         /* Latin-1 */
-        { "\xef\xbf\xbe",       true },         /* U+FFFE: UTF-8, but a noncharacter sd-bus refuses */
-        { "back\\slash",        false },        /* goes as it is */
-        { "x\\xff",             false },        /* looks escaped, is not */
-        { "new\nline",          false },
-        { "\xc3\xa9t\xc3\xa9",  false },
+        { "x\xff", true },        /* not UTF-8 */
+        { "caf\xe9", true },      /* Latin-1 */
+        { "\xef\xbf\xbe", true }, /* U+FFFE: UTF-8, but a noncharacter sd-bus refuses */
+        { "back\\slash", false }, /* goes as it is */
+        { "x\\xff", false },      /* looks escaped, is not */
+        { "new\nline", false },   { "\xc3\xa9t\xc3\xa9", false },
 };
 
 #define BURST 100u
@@ -350,8 +350,8 @@ static void test_burst(Fixture *f, gconstpointer data) {
         for (guint i = 0; i < BURST; i++) {
                 guint k = i - BURST / 2;
 
-                g_ptr_array_add(names, k < G_N_ELEMENTS(odd_names) ? g_strdup(odd_names[k].name)
-                                                                 : g_strdup_printf("f%03u", i));
+                g_ptr_array_add(names,
+                                k < G_N_ELEMENTS(odd_names) ? g_strdup(odd_names[k].name) : g_strdup_printf("f%03u", i));
         }
         for (guint i = 0; i < BURST; i++) {
                 g_autofree char *p = g_build_filename(f->dir, names->pdata[i], NULL);
@@ -388,11 +388,8 @@ typedef struct Move {
  * one flag covers both paths. */
 static void test_rename(Fixture *f, gconstpointer data) {
         static const Move moves[] = {
-                { "a",          "x\xff",        true },
-                { "x\xff",      "b",            true },
-                { "b",          "c\\d",         false },
-                { "c\\d",       "caf\xe9",      true },
-                { "caf\xe9",    "\xff\xfe",     true },
+                { "a", "x\xff", true },      { "x\xff", "b", true },          { "b", "c\\d", false },
+                { "c\\d", "caf\xe9", true }, { "caf\xe9", "\xff\xfe", true },
         };
         g_autofree char *first = g_build_filename(f->dir, moves[0].from, NULL);
 
@@ -539,8 +536,8 @@ static void test_add_escaped(Fixture *f, gconstpointer data) {
                 g_autoptr(GError) error = NULL;
                 guint bad_id;
 
-                g_assert_false(watchd_inotify_call_add_watch_sync(f->c.proxy, "x\\xff", IN_CREATE,
-                                                                  WATCHD_PATH_ESCAPED, &bad_id, NULL, &error));
+                g_assert_false(watchd_inotify_call_add_watch_sync(f->c.proxy, "x\\xff", IN_CREATE, WATCHD_PATH_ESCAPED,
+                                                                  &bad_id, NULL, &error));
                 g_assert_true(g_dbus_error_is_remote_error(error));
         }
         /* AddWatchFd has no path to escape. */
@@ -602,10 +599,10 @@ static void test_errors(Fixture *f, gconstpointer data) {
  * as on the system bus by default), and the bus would cut watchd off.
  * They must come in signals the bus accepts, all of them, exact.
  */
-#define LONG_BATCH 1280u
-#define LONG_WARMUP 20u
-#define LONG_CONFIG "[events]\nbatch_max_events = 1280\n"
-#define LONG_MAX_SIGNAL (1024 * 1024 + 64 * 1024)   /* watchd's 1 MiB cut, a record more, headers */
+#define LONG_BATCH      1280u
+#define LONG_WARMUP     20u
+#define LONG_CONFIG     "[events]\nbatch_max_events = 1280\n"
+#define LONG_MAX_SIGNAL (1024 * 1024 + 64 * 1024) /* watchd's 1 MiB cut, a record more, headers */
 
 static char *long_name(char tag, guint i) {
         char *s = g_malloc(256);
@@ -661,8 +658,7 @@ static void test_long_batch(Fixture *f, gconstpointer data) {
         long_renames(deep->str, 2 * LONG_WARMUP, total);
         /* Every rename read (two events each): what is not sent yet is queued. */
         if (!wt_await_stat(f->c.proxy, "events_read", 2 * total, 60000))
-                g_error("watchd read %" G_GUINT64_FORMAT " events of %u", wt_stat(f->c.proxy, "events_read"),
-                        2 * total);
+                g_error("watchd read %" G_GUINT64_FORMAT " events of %u", wt_stat(f->c.proxy, "events_read"), 2 * total);
         release_pings(&f->c);
         await_records(&f->c, total, 60000);
 
@@ -677,8 +673,7 @@ static void test_long_batch(Fixture *f, gconstpointer data) {
                 g_assert_cmpstr(r->new_path, ==, pb);
         }
         g_test_message("%u records of %zu bytes escaped in %u signals, the largest %d bytes", total,
-                       2 * strlen(rec_at(&f->c, 0)->wire_path), f->c.n_signals,
-                       g_atomic_int_get(&f->c.largest_signal));
+                       2 * strlen(rec_at(&f->c, 0)->wire_path), f->c.n_signals, g_atomic_int_get(&f->c.largest_signal));
         g_assert_cmpint(g_atomic_int_get(&f->c.largest_signal), <=, LONG_MAX_SIGNAL);
         g_assert_cmpuint(wt_stat(f->c.proxy, "events_dropped"), ==, 0);
 }

@@ -72,8 +72,8 @@ static int late_ms(void) {
         return wt_timing_checked() ? LATE_MS : 10 * LATE_MS;
 }
 
-#define CONFIG "[poll]\nfuse = 1\n"
-#define CONFIG_OFF "[poll]\nnfs = 0\ncifs = 0\nfuse = 0\n9p = 0\nafs = 0\nceph = 0\ncoda = 0\n"
+#define CONFIG        "[poll]\nfuse = 1\n"
+#define CONFIG_OFF    "[poll]\nnfs = 0\ncifs = 0\nfuse = 0\n9p = 0\nafs = 0\nceph = 0\ncoda = 0\n"
 #define CONFIG_BUDGET "[poll]\nfuse = 1\nmax_polled_dirs_per_user = 2\n"
 
 typedef struct Fixture {
@@ -93,9 +93,9 @@ static void setup(Fixture *x, gconstpointer config) {
         g_assert_cmpint(g_mkdir(x->back, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(x->mnt, 0755), ==, 0);
         x->mounted = bindfs && access("/dev/fuse", R_OK | W_OK) == 0 &&
-                     g_spawn_sync(NULL, (char *[]) { bindfs, x->back, x->mnt, NULL }, NULL, 0, NULL, NULL, NULL,
-                                  NULL, &status, &error) &&
-                     g_spawn_check_wait_status(status, NULL);
+                g_spawn_sync(NULL, (char *[]) { bindfs, x->back, x->mnt, NULL }, NULL, 0, NULL, NULL, NULL, NULL,
+                             &status, &error) &&
+                g_spawn_check_wait_status(status, NULL);
 }
 
 static void teardown(Fixture *x, gconstpointer config) {
@@ -189,9 +189,8 @@ static GVariant *capabilities(Fixture *x) {
         g_autoptr(GVariant) v = NULL;
         GVariant *caps;
 
-        v = g_dbus_connection_call_sync(x->f.conn, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH,
-                                        "org.freedesktop.DBus.Properties", "Get",
-                                        g_variant_new("(ss)", WATCHD_INTERFACE, "Capabilities"),
+        v = g_dbus_connection_call_sync(x->f.conn, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, "org.freedesktop.DBus.Properties",
+                                        "Get", g_variant_new("(ss)", WATCHD_INTERFACE, "Capabilities"),
                                         G_VARIANT_TYPE("(v)"), 0, 5000, NULL, NULL);
         g_assert_nonnull(v);
         g_variant_get(v, "(v)", &caps);
@@ -204,8 +203,7 @@ static void test_capabilities(Fixture *x, gconstpointer data) {
         g_autofree const char **words = g_variant_get_strv(caps, NULL);
 
         /* The other words are issue 14's (test-glib-semantics). */
-        g_assert_cmpint(g_strv_contains(words, WATCHD_CAP_REMOTE_POLLING), ==,
-                        !(data && g_str_equal(data, CONFIG_OFF)));
+        g_assert_cmpint(g_strv_contains(words, WATCHD_CAP_REMOTE_POLLING), ==, !(data && g_str_equal(data, CONFIG_OFF)));
 }
 
 static void test_detected(Fixture *x, gconstpointer data) {
@@ -425,7 +423,10 @@ static void test_root_gone(Fixture *x, gconstpointer data) {
 /* GetStats' poll_syscalls over some intervals: one read of each directory
  * an interval (an open, a statx of it, two getdents64, a statx a name). */
 static void test_io_bounded(Fixture *x, gconstpointer data) {
-        enum { NAMES = 50, INTERVALS = 4 };
+        enum {
+                NAMES = 50,
+                INTERVALS = 4
+        };
         guint64 before, after;
         gint64 t0, elapsed_ms;
         guint64 rounds;
@@ -449,8 +450,8 @@ static void test_io_bounded(Fixture *x, gconstpointer data) {
         /* Reads that began in the window: at most one an interval, and one more at its edge. */
         rounds = (guint64) elapsed_ms / INTERVAL_MS + 1;
         g_test_message("figure: remote: %" G_GUINT64_FORMAT " system calls polling %d names for %" G_GINT64_FORMAT
-                       " ms (at most %" G_GUINT64_FORMAT " allowed)", after - before, NAMES, elapsed_ms,
-                       rounds * (1 + 1 + 2 + NAMES));
+                       " ms (at most %" G_GUINT64_FORMAT " allowed)",
+                       after - before, NAMES, elapsed_ms, rounds * (1 + 1 + 2 + NAMES));
         g_assert_cmpuint(after - before, <=, rounds * (1 + 1 + 2 + NAMES));
         /* And it polls: at least a read an interval but the edges. */
         g_assert_cmpuint(after - before, >=, (INTERVALS - 1) * (1 + 1 + 2 + NAMES));
@@ -524,11 +525,12 @@ static void test_hung(Fixture *x, gconstpointer data) {
         {
                 /* Resumed by a watcher even if this test aborts (a failed assertion runs no atexit). */
                 g_autofree char *script = g_strdup_printf("while kill -0 %d 2>/dev/null; do sleep 1; done; "
-                                                          "kill -CONT %d", (int) getpid(), (int) hung_pid);
+                                                          "kill -CONT %d",
+                                                          (int) getpid(), (int) hung_pid);
                 g_autoptr(GError) error = NULL;
 
-                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL },
-                                            NULL, 0, NULL, NULL, NULL, &error));
+                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL }, NULL,
+                                            0, NULL, NULL, NULL, &error));
         }
         g_assert_cmpint(kill(hung_pid, SIGSTOP), ==, 0);
         g_assert_true(wt_await_overflows(&x->f.a, 1, 30000));
@@ -546,8 +548,9 @@ static void test_hung(Fixture *x, gconstpointer data) {
                 worst_event = MAX(worst_event, g_get_monotonic_time() - t0);
         }
         g_test_message("figure: hung FUSE: GetStats round trip worst of 20 %" G_GINT64_FORMAT " us "
-                       "(%" G_GINT64_FORMAT " us before the hang), another client's event worst of 20 %"
-                       G_GINT64_FORMAT " us", worst_stats, idle_stats, worst_event);
+                       "(%" G_GINT64_FORMAT " us before the hang), another client's event worst of 20 %" G_GINT64_FORMAT
+                       " us",
+                       worst_stats, idle_stats, worst_event);
         /* Bounds that say "not frozen", not how fast: the daemon used to wait for the file system. */
         g_assert_cmpint(worst_stats, <, 2 * G_USEC_PER_SEC);
         g_assert_cmpint(worst_event, <, 2 * G_USEC_PER_SEC);
@@ -594,15 +597,16 @@ static void test_hung_add(Fixture *x, gconstpointer data) {
         hung_pid = bindfs_pid(x->mnt);
         g_assert_cmpint(hung_pid, >, 0);
         g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
-        g_assert_cmpint(g_mkdir(fresh, 0755), ==, 0);   /* never looked up through the mount */
+        g_assert_cmpint(g_mkdir(fresh, 0755), ==, 0); /* never looked up through the mount */
         wt_add_watch(x->f.proxy2, local, IN_CREATE, 0, NULL);
         {
                 g_autofree char *script = g_strdup_printf("while kill -0 %d 2>/dev/null; do sleep 1; done; "
-                                                          "kill -CONT %d", (int) getpid(), (int) hung_pid);
+                                                          "kill -CONT %d",
+                                                          (int) getpid(), (int) hung_pid);
                 g_autoptr(GError) error = NULL;
 
-                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL },
-                                            NULL, 0, NULL, NULL, NULL, &error));
+                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL }, NULL,
+                                            0, NULL, NULL, NULL, &error));
         }
         g_assert_cmpint(kill(hung_pid, SIGSTOP), ==, 0);
 

@@ -54,10 +54,10 @@
 #define CONFIG "[limits]\nmax_pending_events_per_client = 1000\n"
 static const char BYTES_CONFIG[] = "[limits]\nmax_pending_events_per_client = 1000\nmax_pending_bytes_per_client = 64K\n";
 #define JOURNAL_RECORDS 20000u
-#define CHUNK 2000u                     /* files made before the journal is awaited: below the kernel's queue */
-#define KILL_AT 7000u                   /* records printed before a kill */
-#define LIVE_RECORDS 20u
-#define IDLE_MS 30000                   /* no progress for this long: stalled */
+#define CHUNK           2000u /* files made before the journal is awaited: below the kernel's queue */
+#define KILL_AT         7000u /* records printed before a kill */
+#define LIVE_RECORDS    20u
+#define IDLE_MS         30000 /* no progress for this long: stalled */
 #define CALL_TIMEOUT_MS 60000
 
 /* ---------------------------------------------------------------- the fixture */
@@ -65,11 +65,11 @@ static const char BYTES_CONFIG[] = "[limits]\nmax_pending_events_per_client = 10
 typedef struct Fixture {
         WtBus *bus;
         WtDaemon *daemon;
-        char *dir;                      /* on tmpfs: tree/ (journaled) and live/ */
+        char *dir; /* on tmpfs: tree/ (journaled) and live/ */
         char *tree, *live;
         GDBusConnection *conn;
         WatchdInotify *proxy;
-        char *journal;                  /* of "idx" */
+        char *journal; /* of "idx" */
 } Fixture;
 
 static void fixture_setup(Fixture *f, gconstpointer data) {
@@ -117,8 +117,7 @@ static guint64 last_id(Fixture *f) {
         g_assert_true(watchd_inotify_call_list_durable_sync(f->proxy, &list, NULL, &error));
         g_assert_no_error(error);
         g_variant_iter_init(&it, list);
-        while (g_variant_iter_next(&it, "(&s&suu&stttb&s)", &name, NULL, NULL, NULL, NULL, NULL, &last, NULL, NULL,
-                                   NULL))
+        while (g_variant_iter_next(&it, "(&s&suu&stttb&s)", &name, NULL, NULL, NULL, NULL, NULL, &last, NULL, NULL, NULL))
                 if (strcmp(name, "idx") == 0)
                         found = last;
         return found;
@@ -164,24 +163,24 @@ typedef struct Resumer {
         GDBusConnection *conn;
         WatchdInotify *proxy;
         gulong handler;
-        GArray *ids;                    /* guint64: each event's id, in arrival order */
-        GPtrArray *paths;               /* each event's path */
+        GArray *ids;      /* guint64: each event's id, in arrival order */
+        GPtrArray *paths; /* each event's path */
         guint64 caught_up_id;
         gboolean caught_up;
         char *stopped;
         guint rescans;
-        guint n_signals;                /* Durable* signals */
-        guint caught_up_at;             /* ids->len when caught up */
+        guint n_signals;    /* Durable* signals */
+        guint caught_up_at; /* ids->len when caught up */
 
         /* Its stream, if it opened one: live records and, with "durable", its durable frames. */
         int fd;
         guint source;
         StreamFrameReader rd;
-        guint n_live;                   /* EVENT frames */
-        guint live_before_caught_up;    /* of them, before the DURABLE_CAUGHT_UP frame */
+        guint n_live;                /* EVENT frames */
+        guint live_before_caught_up; /* of them, before the DURABLE_CAUGHT_UP frame */
         guint durable_frames;
         gboolean stream_ended;
-        size_t read_size;               /* bytes a read takes at most: small, so that the replay lasts */
+        size_t read_size; /* bytes a read takes at most: small, so that the replay lasts */
 } Resumer;
 
 static void take_event(Resumer *r, guint64 id, const char *path) {
@@ -333,8 +332,7 @@ static void resume(Resumer *r, const char *journal, guint64 cursor) {
         g_autoptr(GError) error = NULL;
         g_autofree char *current = NULL;
 
-        g_assert_true(watchd_inotify_call_resume_durable_sync(r->proxy, "idx", journal, cursor, &current, NULL,
-                                                              &error));
+        g_assert_true(watchd_inotify_call_resume_durable_sync(r->proxy, "idx", journal, cursor, &current, NULL, &error));
         g_assert_no_error(error);
         g_assert_cmpstr(current, ==, journal);
 }
@@ -481,15 +479,15 @@ static void test_stream(Fixture *f, gconstpointer data) {
 typedef struct Watchctl {
         GSubprocess *sp;
         GInputStream *out;
-        GString *partial;               /* a line not ended yet: not printed whole, not handled */
+        GString *partial; /* a line not ended yet: not printed whole, not handled */
         gboolean eof, exited;
         int status;
-        GArray *ids;                    /* guint64: the events printed */
-        GPtrArray *rescans;             /* "ID REASON" */
+        GArray *ids;        /* guint64: the events printed */
+        GPtrArray *rescans; /* "ID REASON" */
         guint64 caught_up_id;
         gboolean caught_up;
         guint caught_up_at;
-        GString *text;                  /* every line but the events' */
+        GString *text; /* every line but the events' */
 } Watchctl;
 
 static void watchctl_read(Watchctl *w);
@@ -521,7 +519,7 @@ static void on_read(GObject *source, GAsyncResult *res, gpointer data) {
         gsize size;
 
         if (!bytes || g_bytes_get_size(bytes) == 0) {
-                w->eof = TRUE;  /* a line cut by a kill stays in partial, not handled */
+                w->eof = TRUE; /* a line cut by a kill stays in partial, not handled */
                 return;
         }
         p = g_bytes_get_data(bytes, &size);
@@ -546,8 +544,8 @@ static void on_watchctl_exit(GObject *source, GAsyncResult *res, gpointer data) 
 
         g_subprocess_wait_finish(w->sp, res, NULL);
         w->exited = TRUE;
-        w->status = g_subprocess_get_if_exited(w->sp) ? g_subprocess_get_exit_status(w->sp)
-                                                      : 128 + g_subprocess_get_term_sig(w->sp);
+        w->status = g_subprocess_get_if_exited(w->sp) ? g_subprocess_get_exit_status(w->sp) :
+                                                        128 + g_subprocess_get_term_sig(w->sp);
 }
 
 /* watchctl --address BUS [--no-stream] durable resume idx [ARGS...] */
@@ -731,8 +729,8 @@ int main(int argc, char *argv[]) {
         g_test_add("/replay/stream", Fixture, NULL, fixture_setup, test_stream, fixture_teardown);
         g_test_add("/replay/client-killed/stream", Fixture, GINT_TO_POINTER(FALSE), fixture_setup, test_client_killed,
                    fixture_teardown);
-        g_test_add("/replay/client-killed/signals", Fixture, GINT_TO_POINTER(TRUE), fixture_setup,
-                   test_client_killed, fixture_teardown);
+        g_test_add("/replay/client-killed/signals", Fixture, GINT_TO_POINTER(TRUE), fixture_setup, test_client_killed,
+                   fixture_teardown);
         g_test_add("/replay/daemon-killed", Fixture, NULL, fixture_setup, test_daemon_killed, fixture_teardown);
         return g_test_run();
 }

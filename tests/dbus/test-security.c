@@ -40,7 +40,7 @@
 #include "watchd-test.h"
 #include "wt-fixture.h"
 
-#define E_INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
+#define E_INVALID_ARGS  "org.freedesktop.DBus.Error.InvalidArgs"
 #define E_ACCESS_DENIED "org.freedesktop.DBus.Error.AccessDenied"
 
 #define TIMEOUT_MS 5000
@@ -51,9 +51,9 @@ typedef struct Fixture {
         WtBus *bus;
         WtDaemon *daemon;
         GDBusConnection *conn;
-        WatchdInotify *proxy;   /* a client as root */
-        char *dir;              /* files for the test, mode 0755 */
-        char *fast;             /* a tmpfs directory for big trees, or NULL */
+        WatchdInotify *proxy; /* a client as root */
+        char *dir;            /* files for the test, mode 0755 */
+        char *fast;           /* a tmpfs directory for big trees, or NULL */
 } Fixture;
 
 static void fixture_setup(Fixture *f, gconstpointer data) {
@@ -121,8 +121,8 @@ typedef struct Attacker {
 
 /* Starts this binary as nobody; NULL (and the test skipped) where that cannot be done. */
 static Attacker *attacker_start(Fixture *f) {
-        g_autoptr(GSubprocessLauncher) l =
-                g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+        g_autoptr(GSubprocessLauncher)
+                l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE);
         g_autoptr(GError) error = NULL;
         g_autofree char *self = NULL, *prog = NULL;
         Attacker *a;
@@ -140,7 +140,8 @@ static Attacker *attacker_start(Fixture *f) {
                 a->process = g_subprocess_launcher_spawn(l, &error, prog, "--helper", f->bus->address, NULL);
         if (!a->process) {
                 g_autofree char *why = g_strdup_printf("nobody cannot run %s (%s): is a parent directory "
-                                                       "closed to others?", self, error->message);
+                                                       "closed to others?",
+                                                       self, error->message);
                 g_free(a);
                 g_test_skip(why);
                 return NULL;
@@ -289,8 +290,7 @@ static int helper_main(int argc, char *argv[]) {
                         guint id;
 
                         if (watchd_inotify_call_add_watch_sync(p, line + (recursive ? 7 : 6), IN_CREATE,
-                                                               recursive ? WATCHD_FLAG_RECURSIVE : 0, &id, NULL,
-                                                               &error))
+                                                               recursive ? WATCHD_FLAG_RECURSIVE : 0, &id, NULL, &error))
                                 printf("ok %u\n", id);
                         else {
                                 g_autofree char *name = g_dbus_error_get_remote_error(error);
@@ -367,7 +367,7 @@ static void test_proc_pid_cwd(Fixture *f, gconstpointer data) {
         answer = attacker_watch(a, cwd);
         touch(name);
         touch(done);
-        g_assert_cmpuint(attacker_await(a, secrets), ==, 1);     /* "done" only */
+        g_assert_cmpuint(attacker_await(a, secrets), ==, 1); /* "done" only */
         assert_refused(answer);
         attacker_stop(a);
 
@@ -392,8 +392,7 @@ static void test_proc_pid_cwd(Fixture *f, gconstpointer data) {
                 close(fd);
                 r = g_dbus_proxy_call_with_unix_fd_list_sync(G_DBUS_PROXY(f->proxy), "AddWatchFd",
                                                              g_variant_new("(huu)", 0, IN_CREATE, 0),
-                                                             G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, fds, NULL, NULL,
-                                                             &error);
+                                                             G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, fds, NULL, NULL, &error);
                 g_assert_no_error(error);
         }
         g_subprocess_force_exit(sleeper);
@@ -472,7 +471,7 @@ static void test_proc_self_fd(Fixture *f, gconstpointer data) {
         answer = attacker_watch(a, shared);
         g_assert_true(g_str_has_prefix(answer, "ok "));
 
-        g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000);      /* under valgrind too */
+        g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000); /* under valgrind too */
         watchd_inotify_call_add_watch(f->proxy, top, IN_CREATE, 1 /* RECURSIVE */, NULL, on_add_watch_done, &add);
         while (!add.done && (fd = daemon_fd_at(f, tree)) < 0) {
                 g_main_context_iteration(NULL, FALSE);
@@ -501,7 +500,7 @@ static void test_proc_self_fd(Fixture *f, gconstpointer data) {
 
         touch(name);
         touch(done);
-        g_assert_cmpuint(attacker_await(a, secrets), ==, 1);     /* "done" only */
+        g_assert_cmpuint(attacker_await(a, secrets), ==, 1); /* "done" only */
         /* The daemon's own fds: the kernel lets it through /proc/self, so
          * only the rule on magic links stops these. */
         g_assert_cmpstr(answers[0], ==, "err " E_INVALID_ARGS);
@@ -524,8 +523,9 @@ static char *add_watch_fd_error(WatchdInotify *p, int fd, guint32 *ret_id, char 
         g_autoptr(GError) error = NULL;
 
         g_assert_cmpint(g_unix_fd_list_append(fds, fd, NULL), ==, 0);
-        r = g_dbus_proxy_call_with_unix_fd_list_sync(G_DBUS_PROXY(p), "AddWatchFd", g_variant_new("(huu)", 0, IN_CREATE, 0),
-                                                     G_DBUS_CALL_FLAGS_NONE, TIMEOUT_MS, fds, NULL, NULL, &error);
+        r = g_dbus_proxy_call_with_unix_fd_list_sync(G_DBUS_PROXY(p), "AddWatchFd",
+                                                     g_variant_new("(huu)", 0, IN_CREATE, 0), G_DBUS_CALL_FLAGS_NONE,
+                                                     TIMEOUT_MS, fds, NULL, NULL, &error);
         if (r) {
                 if (ret_id)
                         g_variant_get(r, "(u)", ret_id);
@@ -652,17 +652,26 @@ static guint64 stat_of(GHashTable *h, const char *key) {
  */
 static void test_stats_scoped(Fixture *f, gconstpointer data) {
         static const char *const totals[] = {
-                "backend", "clients", "users", "subscriptions", "kernel_watches", "streams", "polled_directories",
-                "fanotify_marks", "fanotify_subscriptions",
+                "backend",
+                "clients",
+                "users",
+                "subscriptions",
+                "kernel_watches",
+                "streams",
+                "polled_directories",
+                "fanotify_marks",
+                "fanotify_subscriptions",
         };
         static const char *const own[] = {
-                "own_clients", "own_subscriptions", "own_watches", "own_events_delivered", "own_pending_events",
-                "own_events_dropped", "own_overflows",
+                "own_clients",        "own_subscriptions",  "own_watches",   "own_events_delivered",
+                "own_pending_events", "own_events_dropped", "own_overflows",
         };
         static const char *const root_only[] = {
-                "events_read", "events_delivered", "signals_sent", "pending_events", "events_dropped", "overflows",
-                "kernel_overflows", "bus_queued_messages", "poll_syscalls", "fanotify_events_read",
-                "fanotify_own_events", "fanotify_overflows", "fanotify_lookups",
+                "events_read",          "events_delivered",    "signals_sent",
+                "pending_events",       "events_dropped",      "overflows",
+                "kernel_overflows",     "bus_queued_messages", "poll_syscalls",
+                "fanotify_events_read", "fanotify_own_events", "fanotify_overflows",
+                "fanotify_lookups",
         };
         g_autofree char *busy = path_in(f, "busy"), *shared = path_in(f, "shared"), *a1 = path_in(f, "shared/a");
         g_autofree char *done = path_in(f, "shared/done"), *answer = NULL;
@@ -731,10 +740,10 @@ static void test_stats_scoped(Fixture *f, gconstpointer data) {
 /* ---------------------------------------------------------------- capabilities */
 
 #define CAP_DAC_READ_SEARCH 2
-#define CAP_SETGID 6
-#define CAP_SETUID 7
-#define CAP_SETPCAP 8
-#define KEPT_BY_ROOT ((1u << CAP_DAC_READ_SEARCH) | (1u << CAP_SETGID) | (1u << CAP_SETUID))
+#define CAP_SETGID          6
+#define CAP_SETUID          7
+#define CAP_SETPCAP         8
+#define KEPT_BY_ROOT        ((1u << CAP_DAC_READ_SEARCH) | (1u << CAP_SETGID) | (1u << CAP_SETUID))
 
 /* A "Key:" line of /proc/PID/status as a number (hexadecimal for Cap*). */
 static guint64 status_value(const char *pid, const char *key) {
@@ -767,9 +776,9 @@ static void test_capabilities(Fixture *f, gconstpointer data) {
                 g_test_skip("needs root: a daemon started by root");
                 return;
         }
-        g_test_message("daemon %s: CapEff %" G_GINT64_MODIFIER "x CapPrm %" G_GINT64_MODIFIER "x CapBnd %"
-                       G_GINT64_MODIFIER "x", pid, status_value(pid, "CapEff"), status_value(pid, "CapPrm"),
-                       status_value(pid, "CapBnd"));
+        g_test_message("daemon %s: CapEff %" G_GINT64_MODIFIER "x CapPrm %" G_GINT64_MODIFIER
+                       "x CapBnd %" G_GINT64_MODIFIER "x",
+                       pid, status_value(pid, "CapEff"), status_value(pid, "CapPrm"), status_value(pid, "CapBnd"));
         g_assert_cmphex(status_value(pid, "CapEff"), ==, want);
         g_assert_cmphex(status_value(pid, "CapPrm"), ==, want);
         g_assert_cmphex(status_value(pid, "CapInh"), ==, 0);
@@ -811,8 +820,8 @@ static WtDaemon *daemon_start_as_nobody(Fixture *f) {
         g_subprocess_launcher_set_stderr_file_path(l, d->log_path);
         prog = wt_launcher_as_nobody(l, f->bus, wt_watchd_path(), &error);
         if (prog)
-                d->process = g_subprocess_launcher_spawn(l, &error, prog, "--address", f->bus->address,
-                                                         "--config", d->config_path, "--backend", "syscall", NULL);
+                d->process = g_subprocess_launcher_spawn(l, &error, prog, "--address", f->bus->address, "--config",
+                                                         d->config_path, "--backend", "syscall", NULL);
         if (!d->process) {
                 g_autofree char *why = g_strdup_printf("nobody cannot run %s (%s)", wt_watchd_path(), error->message);
 
@@ -823,11 +832,10 @@ static WtDaemon *daemon_start_as_nobody(Fixture *f) {
                 return NULL;
         }
         for (;;) {
-                g_autoptr(GVariant) r = g_dbus_connection_call_sync(c, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                                                    "org.freedesktop.DBus", "NameHasOwner",
-                                                                    g_variant_new("(s)", "org.example.Inotify"),
-                                                                    G_VARIANT_TYPE("(b)"), G_DBUS_CALL_FLAGS_NONE,
-                                                                    TIMEOUT_MS, NULL, NULL);
+                g_autoptr(GVariant) r = g_dbus_connection_call_sync(
+                        c, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner",
+                        g_variant_new("(s)", "org.example.Inotify"), G_VARIANT_TYPE("(b)"), G_DBUS_CALL_FLAGS_NONE,
+                        TIMEOUT_MS, NULL, NULL);
                 gboolean has = FALSE;
 
                 if (r)
@@ -990,10 +998,13 @@ int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
 
         g_test_add("/security/proc-pid-cwd", Fixture, NULL, fixture_setup, test_proc_pid_cwd, fixture_teardown);
-        g_test_add("/security/proc-self-fd", Fixture, "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n",
-                   fixture_setup, test_proc_self_fd, fixture_teardown);
-        g_test_add("/security/add-watch-fd-nameless", Fixture, NULL, fixture_setup, test_add_watch_fd_nameless, fixture_teardown);
-        g_test_add("/security/stats-scoped", Fixture, "[limits]\nmax_pending_events_per_client = 16\n", fixture_setup, test_stats_scoped, fixture_teardown);
+        g_test_add("/security/proc-self-fd", Fixture,
+                   "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n", fixture_setup,
+                   test_proc_self_fd, fixture_teardown);
+        g_test_add("/security/add-watch-fd-nameless", Fixture, NULL, fixture_setup, test_add_watch_fd_nameless,
+                   fixture_teardown);
+        g_test_add("/security/stats-scoped", Fixture, "[limits]\nmax_pending_events_per_client = 16\n", fixture_setup,
+                   test_stats_scoped, fixture_teardown);
         g_test_add("/security/capabilities", Fixture, NULL, fixture_setup, test_capabilities, fixture_teardown);
         g_test_add("/security/non-root-daemon", Fixture, NULL, fixture_setup, test_non_root_daemon, fixture_teardown);
         g_test_add("/security/lost-permission", Fixture, NULL, fixture_setup, test_lost_permission, fixture_teardown);

@@ -31,26 +31,26 @@
 #include "stream_frame.h"
 #include "wt-fixture.h"
 
-#define TIMEOUT_MS 10000
+#define TIMEOUT_MS     10000
 #define E_INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
-#define E_LIMITS "org.freedesktop.DBus.Error.LimitsExceeded"
+#define E_LIMITS       "org.freedesktop.DBus.Error.LimitsExceeded"
 
 /* ---------------------------------------------------------------- a stream client */
 
 typedef struct Stream {
         int fd;
-        guint source;                   /* reading while set */
+        guint source; /* reading while set */
         StreamFrameReader rd;
         uint16_t version;
-        GArray *records;                /* WtRecord */
+        GArray *records; /* WtRecord */
         guint64 n_records;
-        GArray *overflow_ids;           /* guint32 */
+        GArray *overflow_ids; /* guint32 */
         guint n_overflows;
-        guint64 records_before_overflow;/* n_records when the first OVERFLOW came */
-        GPtrArray *removed;             /* "ID REASON" */
-        gboolean ended;                 /* end of stream read */
-        int error;                      /* -errno of a malformed stream */
-        gboolean keep;                  /* keep records (else count them) */
+        guint64 records_before_overflow; /* n_records when the first OVERFLOW came */
+        GPtrArray *removed;              /* "ID REASON" */
+        gboolean ended;                  /* end of stream read */
+        int error;                       /* -errno of a malformed stream */
+        gboolean keep;                   /* keep records (else count them) */
 } Stream;
 
 static void stream_take(Stream *s, const StreamFrame *f) {
@@ -58,7 +58,9 @@ static void stream_take(Stream *s, const StreamFrame *f) {
         case STREAM_FRAME_EVENT:
                 if (s->keep) {
                         WtRecord r = {
-                                .id = f->id, .mask = f->mask, .cookie = f->cookie,
+                                .id = f->id,
+                                .mask = f->mask,
+                                .cookie = f->cookie,
                                 .path = g_strndup(f->path, f->path_len),
                                 .new_path = g_strndup(f->new_path, f->new_path_len),
                         };
@@ -313,7 +315,7 @@ static void test_records(WtFixture *f, gconstpointer data) {
 
         wt_touch(odd);
         r = await_stream_record(s, odd, IN_CREATE);
-        g_assert_cmpuint(r->mask & 0x00100000u, ==, 0);         /* never PATH_ESCAPED: bytes as they are */
+        g_assert_cmpuint(r->mask & 0x00100000u, ==, 0); /* never PATH_ESCAPED: bytes as they are */
 
         g_assert_cmpint(g_rmdir(sub), ==, 0);
         {
@@ -368,7 +370,7 @@ typedef struct Writer {
         char *dir;
         guint n;
         gint done;
-        gint opened;            /* set once the stream is open: the second half is written after it */
+        gint opened; /* set once the stream is open: the second half is written after it */
 } Writer;
 
 /* Files s000000 ... in order; the second half only once the stream is open,
@@ -459,8 +461,8 @@ static void test_switch(WtFixture *f, gconstpointer data) {
  * overflows however slow the machine; the one that does not read has
  * far more than its limit and its socket's buffer hold. */
 #define SLOW_CONFIG "[limits]\nmax_pending_events_per_client = 1000\n"
-#define SLOW_FILES 20000u
-#define SLOW_ROUND 500u
+#define SLOW_FILES  20000u
+#define SLOW_ROUND  500u
 
 static void test_stopped_reader(WtFixture *f, gconstpointer data) {
         g_autoptr(Stream) slow = stream_open(f->proxy);
@@ -481,8 +483,9 @@ static void test_stopped_reader(WtFixture *f, gconstpointer data) {
                 make_files(dir, prefix, SLOW_ROUND);
                 if (!await_stream_records(fast, k + SLOW_ROUND, TIMEOUT_MS))
                         g_error("the client that reads has %" G_GUINT64_FORMAT " of %u records (%u overflows), "
-                                "ended %d, error %d; watchd has %" G_GUINT64_FORMAT " pending", fast->n_records, k + SLOW_ROUND,
-                                fast->n_overflows, fast->ended, fast->error, wt_stat(f->proxy, "pending_events"));
+                                "ended %d, error %d; watchd has %" G_GUINT64_FORMAT " pending",
+                                fast->n_records, k + SLOW_ROUND, fast->n_overflows, fast->ended, fast->error,
+                                wt_stat(f->proxy, "pending_events"));
                 /* What watchd keeps for the stuck client stays within its limit. */
                 g_assert_cmpuint(wt_stat(f->proxy, "pending_events"), <=, 1000);
         }
@@ -631,7 +634,7 @@ static void test_killed(WtFixture *f, gconstpointer data) {
 }
 
 /* A hundred clients, each with its stream and its subscription of one directory. */
-#define HUNDRED 100
+#define HUNDRED       100
 #define HUNDRED_FILES 300u
 
 static void test_hundred(WtFixture *f, gconstpointer data) {

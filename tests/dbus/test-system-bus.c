@@ -68,11 +68,11 @@
 #define E_ACCESS_DENIED "org.freedesktop.DBus.Error.AccessDenied"
 
 #define TIMEOUT_MS 60000
-#define NOBODY 65534
+#define NOBODY     65534
 
 /* Records a client may have unconfirmed, and its queue's limit (watchd.conf's
  * max_pending_events_per_client): small, so that a storm is many windows long. */
-#define WINDOW 1024u
+#define WINDOW        1024u
 #define WINDOW_CONFIG "[limits]\nmax_pending_events_per_client = 1024\n"
 
 /* A storm: STORM_PAIRS files created and removed (two records each), in
@@ -83,7 +83,7 @@
  * what a deep path would: about 250 bytes. */
 #define STORM_PAIRS 30000u
 #define ROUND_PAIRS 256u
-#define NAME_PAD 200
+#define NAME_PAD    200
 
 /* How much watchd and dbus-daemon may grow (VmRSS) while a client is stuck.
  * The stuck client's share is bounded by the window: WINDOW records on the
@@ -99,19 +99,19 @@
 #define BUS_HELD_MAX (1024u * 1024u)
 
 typedef enum PingMode {
-        PING_ANSWER,    /* GDBus answers, as every D-Bus library does */
-        PING_ERROR,     /* answered with UnknownMethod by the client itself */
+        PING_ANSWER, /* GDBus answers, as every D-Bus library does */
+        PING_ERROR,  /* answered with UnknownMethod by the client itself */
 } PingMode;
 
 typedef struct Params {
-        gboolean system;        /* the system-style bus, else the session-style one */
-        gboolean deny_ping;     /* on it, our policy without its Ping rule */
-        PingMode mode;          /* how the reading client answers Pings */
+        gboolean system;    /* the system-style bus, else the session-style one */
+        gboolean deny_ping; /* on it, our policy without its Ping rule */
+        PingMode mode;      /* how the reading client answers Pings */
         /* sd-bus's default method call timeout in watchd (SYSTEMD_BUS_TIMEOUT),
          * and how long the client stays stuck before the storm. */
         const char *bus_timeout;
         int stuck_ms;
-        const char *config;     /* watchd.conf, else WINDOW_CONFIG */
+        const char *config; /* watchd.conf, else WINDOW_CONFIG */
 } Params;
 
 /* ---------------------------------------------------------------- the reading client */
@@ -122,7 +122,7 @@ typedef struct Reader {
         guint filter;
         PingMode mode;
         guint32 id;
-        gint n_pings;           /* Pings received (GDBus's worker thread) */
+        gint n_pings; /* Pings received (GDBus's worker thread) */
         guint n_records, n_overflows;
 } Reader;
 
@@ -175,7 +175,7 @@ static void reader_init(Reader *r, WtBus *bus, PingMode mode) {
 
 static void reader_done(Reader *r) {
         while (g_main_context_iteration(NULL, FALSE))
-                ;       /* answers still to send, before the connection goes */
+                ; /* answers still to send, before the connection goes */
         g_object_unref(r->proxy);
         g_dbus_connection_remove_filter(r->conn, r->filter);
         g_dbus_connection_close_sync(r->conn, NULL, NULL);
@@ -198,25 +198,25 @@ static void await_records(Reader *r, guint n) {
 
         if (!wt_await(count_met, &w, TIMEOUT_MS) || r->n_overflows > 0)
                 g_error("The reading client got %u records and %u Overflow, wanted %u records within %d ms "
-                        "(%d Pings reached it)", r->n_records, r->n_overflows, n, TIMEOUT_MS,
-                        g_atomic_int_get(&r->n_pings));
+                        "(%d Pings reached it)",
+                        r->n_records, r->n_overflows, n, TIMEOUT_MS, g_atomic_int_get(&r->n_pings));
 }
 
 /* ---------------------------------------------------------------- the client that stops reading */
 
 typedef struct Stuck {
         pid_t pid;
-        int report_fd;          /* the child's lines: its subscription id and name, then its report */
-        int go_fd;              /* one byte: read on */
+        int report_fd; /* the child's lines: its subscription id and name, then its report */
+        int go_fd;     /* one byte: read on */
         guint32 id;
-        char *name;             /* its unique bus name */
+        char *name; /* its unique bus name */
 } Stuck;
 
 typedef struct StuckReport {
         unsigned records, records_after_overflow, overflows, overflow_id;
-        unsigned pings_before_overflow;         /* Pings the bus held for it while it was stuck */
+        unsigned pings_before_overflow; /* Pings the bus held for it while it was stuck */
         bool done;
-        bool until_quiet;       /* no marker will come: stop after a quiet second */
+        bool until_quiet; /* no marker will come: stop after a quiet second */
 } StuckReport;
 
 static int stuck_on_message(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
@@ -248,7 +248,7 @@ static int stuck_on_message(sd_bus_message *m, void *userdata, sd_bus_error *ret
                 s->overflows++;
                 s->overflow_id = id;
         }
-        return 0;       /* and sd-bus answers Peer.Ping by itself, after what came before it */
+        return 0; /* and sd-bus answers Peer.Ping by itself, after what came before it */
 }
 
 /* The child: never returns. Exit status: 0 done, 2 to 6 a step that failed. */
@@ -316,8 +316,8 @@ static void crowd_child(const char *address, const char *dir, unsigned n, int re
                 sd_bus_error error = SD_BUS_ERROR_NULL;
                 sd_bus *bus = NULL;
 
-                if (sd_bus_new(&bus) < 0 || sd_bus_set_address(bus, address) < 0 ||
-                    sd_bus_set_bus_client(bus, 1) < 0 || sd_bus_start(bus) < 0)
+                if (sd_bus_new(&bus) < 0 || sd_bus_set_address(bus, address) < 0 || sd_bus_set_bus_client(bus, 1) < 0 ||
+                    sd_bus_start(bus) < 0)
                         _exit(3);
                 if (sd_bus_call_method(bus, "org.example.Inotify", "/org/example/Inotify", "org.example.Inotify",
                                        "AddWatch", &error, NULL, "suu", dir, (uint32_t) IN_CREATE, (uint32_t) 0) < 0) {
@@ -453,8 +453,8 @@ static guint64 bus_peak_outgoing(GDBusConnection *c, const char *name) {
 
         r = g_dbus_connection_call_sync(c, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                         "org.freedesktop.DBus.Debug.Stats", "GetConnectionStats",
-                                        g_variant_new("(s)", name), G_VARIANT_TYPE("(a{sv})"),
-                                        G_DBUS_CALL_FLAGS_NONE, 5000, NULL, &error);
+                                        g_variant_new("(s)", name), G_VARIANT_TYPE("(a{sv})"), G_DBUS_CALL_FLAGS_NONE,
+                                        5000, NULL, &error);
         g_assert_no_error(error);
         stats = g_variant_get_child_value(r, 0);
         g_assert_true(g_variant_lookup(stats, "PeakOutgoingBytes", "u", &peak));
@@ -480,8 +480,8 @@ static gboolean watchd_rss_meaningful(void) {
 typedef struct Fixture {
         WtBus *bus;
         WtDaemon *daemon;
-        char *dir;              /* the storm's directory: tmpfs, 0755 (nobody watches it) */
-        char *policy;           /* a changed copy of our policy, or NULL */
+        char *dir;    /* the storm's directory: tmpfs, 0755 (nobody watches it) */
+        char *policy; /* a changed copy of our policy, or NULL */
 } Fixture;
 
 /* Our policy without the rule that lets root send Peer.Ping. */
@@ -645,13 +645,14 @@ static void test_stuck_client(Fixture *f, gconstpointer data) {
         }
         s = stuck_finish(&stuck);
         dropped = wt_stat(reader.proxy, "events_dropped");
-        g_test_message("stuck client: %u records (%u after its Overflow), %u Overflow, %u Pings before it; %"
-                       G_GUINT64_FORMAT " records dropped", s.records, s.records_after_overflow, s.overflows,
-                       s.pings_before_overflow, dropped);
+        g_test_message("stuck client: %u records (%u after its Overflow), %u Overflow, %u Pings before it; %" G_GUINT64_FORMAT
+                       " records dropped",
+                       s.records, s.records_after_overflow, s.overflows, s.pings_before_overflow, dropped);
 
         if (!s.done)
                 g_error("The stuck client got no Overflow and marker after it when it read again: "
-                        "%u records, %u Overflow", s.records, s.overflows);
+                        "%u records, %u Overflow",
+                        s.records, s.overflows);
         g_assert_cmpuint(s.overflows, ==, 1);
         g_assert_cmpuint(s.overflow_id, ==, stuck.id);
         /* The bus held one Ping for it, however long it was stuck. */
@@ -711,7 +712,7 @@ static void test_reader(Fixture *f, gconstpointer data) {
  * cannot come: see docs/RELIABILITY.md). watchd's log says why.
  */
 static void test_ping_denied(Fixture *f, gconstpointer data) {
-        const guint pairs = 6 * WINDOW;         /* 12,288 records: below the kernel's queue */
+        const guint pairs = 6 * WINDOW; /* 12,288 records: below the kernel's queue */
         g_autofree char *log = NULL;
         Reader reader;
         Stuck stuck;
@@ -838,8 +839,8 @@ static void test_policy(Fixture *f, gconstpointer data) {
 
 /* The byte caps of memory-crowd: small, so that a storm passes them many times. */
 #define CROWD_CLIENT_BYTES (4u << 20)
-#define CROWD_USER_BYTES (16u << 20)
-#define CROWD_CONFIG "[limits]\nmax_pending_bytes_per_client = 4M\nmax_pending_bytes_per_user = 16M\n"
+#define CROWD_USER_BYTES   (16u << 20)
+#define CROWD_CONFIG       "[limits]\nmax_pending_bytes_per_client = 4M\nmax_pending_bytes_per_user = 16M\n"
 /* What watchd may grow by, past the user's cap: malloc's arenas and free
  * lists, sd-bus's buffers, the reader's traffic. */
 #define CROWD_RSS_CONSTANT_KB (16u * 1024u)
@@ -893,8 +894,8 @@ static void test_memory_crowd(Fixture *f, gconstpointer data) {
         dropped = wt_stat(reader.proxy, "events_dropped");
         (void) held_records;
         g_test_message("figure: memory-crowd: %u clients of nobody that never read, records of %zu-byte paths, "
-                       "%u created: watchd's RSS %" G_GUINT64_FORMAT " -> peak %" G_GUINT64_FORMAT " kB (+%"
-                       G_GUINT64_FORMAT " kB; cap per user %u kB), %" G_GUINT64_FORMAT " records dropped",
+                       "%u created: watchd's RSS %" G_GUINT64_FORMAT " -> peak %" G_GUINT64_FORMAT
+                       " kB (+%" G_GUINT64_FORMAT " kB; cap per user %u kB), %" G_GUINT64_FORMAT " records dropped",
                        crowd, strlen(deep) + 1 + 207, pairs, rss.base, rss.peak, rss.peak - rss.base,
                        CROWD_USER_BYTES / 1024, dropped);
         /* Without the byte caps every client of the crowd held 1024 of them queued and
@@ -1048,7 +1049,7 @@ static void test_hung_fuse(Fixture *f, gconstpointer data) {
         g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
         fresh = g_build_filename(back, "fresh", NULL);
         mfresh = g_build_filename(mnt, "fresh", NULL);
-        g_assert_cmpint(g_mkdir(fresh, 0755), ==, 0);   /* never looked up through the mount */
+        g_assert_cmpint(g_mkdir(fresh, 0755), ==, 0); /* never looked up through the mount */
         g_assert_true(g_spawn_sync(NULL, (char *[]) { bindfs, (char *) "-o", (char *) "allow_other", back, mnt, NULL },
                                    NULL, 0, NULL, NULL, NULL, NULL, &status, &error));
         g_assert_true(g_spawn_check_wait_status(status, NULL));
@@ -1077,10 +1078,11 @@ static void test_hung_fuse(Fixture *f, gconstpointer data) {
         {
                 /* Resumed by a watcher even if this test aborts. */
                 g_autofree char *script = g_strdup_printf("while kill -0 %d 2>/dev/null; do sleep 1; done; "
-                                                          "kill -CONT %d", (int) getpid(), (int) fuse_pid);
+                                                          "kill -CONT %d",
+                                                          (int) getpid(), (int) fuse_pid);
 
-                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL },
-                                            NULL, 0, NULL, NULL, NULL, &error));
+                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL }, NULL,
+                                            0, NULL, NULL, NULL, &error));
         }
         g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
         stuck_go(&st);
@@ -1099,11 +1101,12 @@ static void test_hung_fuse(Fixture *f, gconstpointer data) {
                 worst_event = MAX(worst_event, g_get_monotonic_time() - t0);
         }
         g_test_message("figure: hung-fuse: while nobody's FUSE mount does not answer, root's GetStats round trip "
-                       "worst of 20 %" G_GINT64_FORMAT " us, root's create+delete on tmpfs delivered worst of 20 %"
-                       G_GINT64_FORMAT " us", worst_stats, worst_event);
+                       "worst of 20 %" G_GINT64_FORMAT
+                       " us, root's create+delete on tmpfs delivered worst of 20 %" G_GINT64_FORMAT " us",
+                       worst_stats, worst_event);
         g_assert_cmpint(worst_stats, <, 2 * G_USEC_PER_SEC);
         g_assert_cmpint(worst_event, <, 2 * G_USEC_PER_SEC);
-        g_assert_false(readable(st.report_fd));         /* nobody's AddWatch still waits */
+        g_assert_false(readable(st.report_fd)); /* nobody's AddWatch still waits */
 
         g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
         g_free(line);
@@ -1136,16 +1139,19 @@ int main(int argc, char *argv[]) {
         g_test_add("/system-bus/policy", Fixture, &system_bus, fixture_setup, test_policy, fixture_teardown);
         g_test_add("/session-bus/policy", Fixture, &session_bus, fixture_setup, test_policy, fixture_teardown);
         g_test_add("/system-bus/stuck-client", Fixture, &system_bus, fixture_setup, test_stuck_client, fixture_teardown);
-        g_test_add("/session-bus/stuck-client", Fixture, &session_bus, fixture_setup, test_stuck_client, fixture_teardown);
-        g_test_add("/system-bus/stuck-client-long", Fixture, &system_bus_long, fixture_setup, test_stuck_client, fixture_teardown);
+        g_test_add("/session-bus/stuck-client", Fixture, &session_bus, fixture_setup, test_stuck_client,
+                   fixture_teardown);
+        g_test_add("/system-bus/stuck-client-long", Fixture, &system_bus_long, fixture_setup, test_stuck_client,
+                   fixture_teardown);
         g_test_add("/system-bus/reader", Fixture, &system_bus, fixture_setup, test_reader, fixture_teardown);
-        g_test_add("/system-bus/reader-ping-error", Fixture, &system_bus_error, fixture_setup, test_reader, fixture_teardown);
+        g_test_add("/system-bus/reader-ping-error", Fixture, &system_bus_error, fixture_setup, test_reader,
+                   fixture_teardown);
         g_test_add("/session-bus/reader", Fixture, &session_bus, fixture_setup, test_reader, fixture_teardown);
-        g_test_add("/system-bus/ping-denied", Fixture, &system_bus_denied, fixture_setup, test_ping_denied, fixture_teardown);
+        g_test_add("/system-bus/ping-denied", Fixture, &system_bus_denied, fixture_setup, test_ping_denied,
+                   fixture_teardown);
         g_test_add("/system-bus/crowd", Fixture, &system_bus, fixture_setup, test_crowd, fixture_teardown);
         g_test_add("/system-bus/memory-crowd", Fixture, &system_bus_caps, fixture_setup, test_memory_crowd,
                    fixture_teardown);
-        g_test_add("/system-bus/hung-fuse", Fixture, &system_bus_hung, fixture_setup, test_hung_fuse,
-                   fixture_teardown);
+        g_test_add("/system-bus/hung-fuse", Fixture, &system_bus_hung, fixture_setup, test_hung_fuse, fixture_teardown);
         return g_test_run();
 }

@@ -69,8 +69,8 @@ WtBus *wt_bus_start(void) {
         g_assert_no_error(error);
 
         {
-                g_autoptr(GSubprocessLauncher) l =
-                        g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+                g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                                                             G_SUBPROCESS_FLAGS_STDERR_SILENCE);
                 g_subprocess_launcher_set_child_setup(l, child_die_with_parent, NULL, NULL);
                 bus->process = g_subprocess_launcher_spawn(l, &error, "dbus-daemon", "--nofork", "--print-address",
                                                            "--config-file", conf_path, NULL);
@@ -136,7 +136,7 @@ GDBusConnection *wt_connect(WtBus *bus) {
 
         c = g_dbus_connection_new_for_address_sync(bus->address,
                                                    G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                   G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                           G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
                                                    NULL, NULL, &error);
         if (!c)
                 g_error("Cannot connect to %s: %s", bus->address, error->message);
@@ -148,8 +148,8 @@ WatchdInotify *wt_proxy(GDBusConnection *c) {
         g_autoptr(GError) error = NULL;
         WatchdInotify *p;
 
-        p = watchd_inotify_proxy_new_sync(c, G_DBUS_PROXY_FLAGS_DO_NOT_AUTO_START,
-                                          "org.example.Inotify", "/org/example/Inotify", NULL, &error);
+        p = watchd_inotify_proxy_new_sync(c, G_DBUS_PROXY_FLAGS_DO_NOT_AUTO_START, "org.example.Inotify",
+                                          "/org/example/Inotify", NULL, &error);
         if (!p)
                 g_error("Cannot make the proxy: %s", error->message);
         /* The flood tests keep many calls in flight: no client-side timeout shorter than the test's. */
@@ -192,8 +192,9 @@ WtDaemon *wt_daemon_start_full(WtBus *bus, const char *config, const char *const
          * watchd's): a test of the fanotify backend says tree_backend itself
          * (tests/dbus/test-fanotify.c), and this line comes first. */
         {
-                g_autofree char *text = g_strconcat(config && strstr(config, "tree_backend") ? "" :
-                                                    "[daemon]\ntree_backend = inotify\n", config ? config : "", NULL);
+                g_autofree char *text = g_strconcat(
+                        config && strstr(config, "tree_backend") ? "" : "[daemon]\ntree_backend = inotify\n",
+                        config ? config : "", NULL);
 
                 g_file_set_contents(d->config_path, text, -1, &error);
         }
@@ -469,8 +470,7 @@ WtBus *wt_system_bus_start_with_policy(const char *policy_path) {
         conf_edit(&conf, "<listen>[^<]*</listen>", listen, 1);
         conf_edit(&conf, "^\\s*<standard_system_servicedirs/>\\s*$", "", 1);
         conf_edit(&conf, "^\\s*<servicehelper>[^<]*</servicehelper>\\s*$", "", 1);
-        conf_edit(&conf, "^\\s*<include ignore_missing=\"yes\">/etc/dbus-1/system(-local)?\\.conf</include>\\s*$",
-                  "", 2);
+        conf_edit(&conf, "^\\s*<include ignore_missing=\"yes\">/etc/dbus-1/system(-local)?\\.conf</include>\\s*$", "", 2);
         conf_edit(&conf, "^\\s*<includedir>/etc/dbus-1/system\\.d</includedir>\\s*$", "", 1);
         conf_edit(&conf, "<includedir>system\\.d</includedir>", include, 1);
 

@@ -29,8 +29,8 @@
 #include "watchd-gdbus.h"
 
 typedef struct WtBus {
-        char *dir;              /* temporary directory, removed by wt_bus_stop() */
-        char *address;          /* unix:path=... */
+        char *dir;     /* temporary directory, removed by wt_bus_stop() */
+        char *address; /* unix:path=... */
         GSubprocess *process;
 } WtBus;
 

@@ -123,8 +123,7 @@ void wt_collector_init_listener(WtCollector *c, GDBusConnection *conn) {
         /* GDBus sends AddMatch without awaiting its answer; the bus handles a
          * connection's messages in order, so after this round trip the rule holds. */
         r = g_dbus_connection_call_sync(conn, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                        "GetId", NULL, G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, -1, NULL,
-                                        &error);
+                                        "GetId", NULL, G_VARIANT_TYPE("(s)"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
         g_assert_no_error(error);
 }
 
@@ -351,7 +350,7 @@ static gboolean others_reach(const char *path, mode_t want) {
 
         if (!real || stat(real, &st) < 0 || (st.st_mode & want) != want)
                 return FALSE;
-        for (char *p = g_path_get_dirname(real);; ) {
+        for (char *p = g_path_get_dirname(real);;) {
                 gboolean ok = stat(p, &st) == 0 && (st.st_mode & S_IXOTH);
                 gboolean top = strcmp(p, "/") == 0;
                 char *up = g_path_get_dirname(p);
@@ -383,10 +382,10 @@ static guint copy_unreachable_libraries(const char *program, const char *dir) {
         g_auto(GStrv) lines = NULL;
         guint n = 0;
 
-        p = g_subprocess_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL,
-                             "ldd", program, NULL);
+        p = g_subprocess_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE, NULL, "ldd", program,
+                             NULL);
         if (!p || !g_subprocess_communicate_utf8(p, NULL, NULL, &out, NULL, NULL) || !out)
-                return 0;       /* no ldd, or not a dynamic program: then nothing is loaded from elsewhere */
+                return 0; /* no ldd, or not a dynamic program: then nothing is loaded from elsewhere */
         lines = g_strsplit(out, "\n", -1);
         for (char **line = lines; *line; line++) {
                 /* "\tlibfoo.so.1 => /path/to/libfoo.so.1 (0x...)" */
@@ -411,7 +410,8 @@ char *wt_launcher_as_nobody(GSubprocessLauncher *l, WtBus *bus, const char *prog
         if (!others_reach(bus->dir, S_IXOTH)) {
                 g_set_error(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
                             "nobody cannot enter the test's directory '%s' (is TMPDIR in a directory only its owner "
-                            "may enter?)", bus->dir);
+                            "may enter?)",
+                            bus->dir);
                 return NULL;
         }
         g_assert_nonnull(g_mkdtemp(dir));

@@ -32,18 +32,18 @@
 
 typedef struct WtRecord {
         guint32 id, mask, cookie;
-        char *path, *new_path;          /* new_path "" unless a paired rename */
+        char *path, *new_path; /* new_path "" unless a paired rename */
 } WtRecord;
 
 typedef struct WtCollector {
-        gboolean count_only;            /* set before events come: count records, keep none (storms) */
-        GArray *records;                /* WtRecord, in arrival order */
-        guint64 n_records;              /* records received, kept or not */
-        guint n_signals;                /* Events signals */
-        guint max_batch;                /* most records in one Events signal */
-        GArray *overflow_ids;           /* guint32: the ids of every Overflow signal, together */
-        guint n_overflows;              /* Overflow signals */
-        GPtrArray *removed;             /* "ID REASON" of each WatchRemoved */
+        gboolean count_only;  /* set before events come: count records, keep none (storms) */
+        GArray *records;      /* WtRecord, in arrival order */
+        guint64 n_records;    /* records received, kept or not */
+        guint n_signals;      /* Events signals */
+        guint max_batch;      /* most records in one Events signal */
+        GArray *overflow_ids; /* guint32: the ids of every Overflow signal, together */
+        guint n_overflows;    /* Overflow signals */
+        GPtrArray *removed;   /* "ID REASON" of each WatchRemoved */
 
         /* Where the signals come from: a proxy's GObject signals, or a connection's subscription. */
         WatchdInotify *proxy;
@@ -96,12 +96,12 @@ void wt_add_watch_fails(WatchdInotify *p, const char *path, guint32 mask, guint3
 
 typedef struct WtFixture {
         WtBus *bus;
-        WtDaemon *daemon;               /* a test may stop it and set NULL, or start another */
-        GDBusConnection *conn, *conn2;  /* two clients of the test's uid */
+        WtDaemon *daemon;              /* a test may stop it and set NULL, or start another */
+        GDBusConnection *conn, *conn2; /* two clients of the test's uid */
         WatchdInotify *proxy, *proxy2;
-        WtCollector a, b;               /* what proxy and proxy2 received */
-        char *dir;                      /* BUS_DIR/files, mode 0755: the test's files */
-        char *fast;                     /* wt_fixture_fast_dir(): on tmpfs, made on first use */
+        WtCollector a, b; /* what proxy and proxy2 received */
+        char *dir;        /* BUS_DIR/files, mode 0755: the test's files */
+        char *fast;       /* wt_fixture_fast_dir(): on tmpfs, made on first use */
 } WtFixture;
 
 /* g_test_add()'s setup and teardown; config is watchd.conf's text (NULL: defaults).
@@ -113,9 +113,8 @@ const char *wt_fixture_fast_dir(WtFixture *f);
 /* DIR/name (the caller frees). */
 char *wt_fixture_path(WtFixture *f, const char *name);
 
-#define WT_CASE(path, config, fn) \
-        g_test_add((path), WtFixture, (config), wt_fixture_setup, (fn), wt_fixture_teardown)
-#define WT_CASE_FUNC(path, fn) g_test_add_func((path), (fn))
+#define WT_CASE(path, config, fn) g_test_add((path), WtFixture, (config), wt_fixture_setup, (fn), wt_fixture_teardown)
+#define WT_CASE_FUNC(path, fn)    g_test_add_func((path), (fn))
 
 /* ---------------------------------------------------------------- files and processes */
 

@@ -36,7 +36,7 @@ typedef struct Seen {
         GThread *thread;
 } Seen;
 
-static GPtrArray *seen;         /* Seen* */
+static GPtrArray *seen; /* Seen* */
 static GMutex seen_lock;
 
 static void seen_free(Seen *s) {
@@ -226,10 +226,9 @@ static gboolean name_has_owner(void) {
                 g_getenv("DBUS_SYSTEM_BUS_ADDRESS"),
                 G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL,
                 NULL, NULL);
-        g_autoptr(GVariant) r = g_dbus_connection_call_sync(c, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                                            "org.freedesktop.DBus", "NameHasOwner",
-                                                            g_variant_new("(s)", "org.example.Inotify"),
-                                                            G_VARIANT_TYPE("(b)"), 0, 5000, NULL, NULL);
+        g_autoptr(GVariant) r = g_dbus_connection_call_sync(
+                c, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner",
+                g_variant_new("(s)", "org.example.Inotify"), G_VARIANT_TYPE("(b)"), 0, 5000, NULL, NULL);
         gboolean has = FALSE;
 
         if (r)
@@ -301,7 +300,7 @@ static void test_dir_recreated(void) {
         g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
         m = monitor_dir(dir, NULL);
         g_assert_cmpuint(watchd_log_count(added), ==, 1);
-        g_assert_cmpuint(watchd_log_count(", flags 0x12"), ==, 1);        /* ONLYDIR | PERSIST */
+        g_assert_cmpuint(watchd_log_count(", flags 0x12"), ==, 1); /* ONLYDIR | PERSIST */
         for (int round = 0; round < 2; round++) {
                 g_autofree char *name = g_strdup_printf("x%d", round);
                 g_autofree char *last = g_strdup_printf("%s/x%d", dir, round - 1);
@@ -380,7 +379,7 @@ static void test_dir_recreated_fallback(void) {
         g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
         m = monitor_dir(dir, NULL);
         g_assert_cmpuint(watchd_log_count(added), ==, 1);
-        g_assert_cmpuint(watchd_log_count(", flags 0x2."), ==, 1);        /* ONLYDIR, no PERSIST */
+        g_assert_cmpuint(watchd_log_count(", flags 0x2."), ==, 1); /* ONLYDIR, no PERSIST */
         g_assert_cmpint(g_rmdir(dir), ==, 0);
         await_seen(NULL, G_FILE_MONITOR_EVENT_DELETED, "d");
         /* watchd ended it; the module's new subscription is pending on the path. */
@@ -478,8 +477,8 @@ static GSubprocess *start_watchd_again(void) {
         g_autofree char *conf = g_build_filename(g_getenv("WATCHD_TEST_DIR"), "watchd.conf", NULL);
         g_autoptr(GError) error = NULL;
         GSubprocess *p = g_subprocess_new(G_SUBPROCESS_FLAGS_NONE, &error, g_getenv("WATCHD"), "--address",
-                                          g_getenv("DBUS_SYSTEM_BUS_ADDRESS"), "--backend", "syscall", "--config",
-                                          conf, NULL);
+                                          g_getenv("DBUS_SYSTEM_BUS_ADDRESS"), "--backend", "syscall", "--config", conf,
+                                          NULL);
 
         g_assert_no_error(error);
         return p;
@@ -789,9 +788,11 @@ static void test_hostile(void) {
         client = fake_watchd_dup_last_caller(fake);
         g_test_expect_message("libwatchd", G_LOG_LEVEL_WARNING, "*never made*");
         fake_watchd_signal(fake, client, "WatchRemoved", g_variant_new("(us)", 0, "deleted"));
-        fake_watchd_signal(fake, client, "Events", g_variant_new_parsed("([(uint32 0, uint32 256, uint32 0, %s, '')],)", x));
+        fake_watchd_signal(fake, client, "Events",
+                           g_variant_new_parsed("([(uint32 0, uint32 256, uint32 0, %s, '')],)", x));
         good = monitor_dir(good_dir, NULL);
-        fake_watchd_signal(fake, client, "Events", g_variant_new_parsed("([(uint32 1, uint32 256, uint32 0, %s, '')],)", y));
+        fake_watchd_signal(fake, client, "Events",
+                           g_variant_new_parsed("([(uint32 1, uint32 256, uint32 0, %s, '')],)", y));
         await_seen(NULL, G_FILE_MONITOR_EVENT_CREATED, "y");
         g_test_assert_expected_messages();
         g_assert_null(find_seen(G_FILE_MONITOR_EVENT_CREATED, "x"));

@@ -12,9 +12,9 @@
 #include "fake-watchd.h"
 #include "stream_frame.h"
 
-#define BUS_NAME "org.example.Inotify"
+#define BUS_NAME    "org.example.Inotify"
 #define OBJECT_PATH "/org/example/Inotify"
-#define INTERFACE "org.example.Inotify"
+#define INTERFACE   "org.example.Inotify"
 
 typedef struct FakeReply {
         GVariant *body;
@@ -23,7 +23,7 @@ typedef struct FakeReply {
 
 typedef struct FakeAdd {
         guint32 id;
-        char *path;             /* as it came: escaped if flags say so */
+        char *path; /* as it came: escaped if flags say so */
         guint32 mask, flags;
 } FakeAdd;
 
@@ -32,19 +32,19 @@ struct FakeWatchd {
         guint filter_id;
         char **caps;
 
-        GMutex lock;            /* below */
-        GQueue replies;         /* FakeReply* for the next AddWatch calls */
+        GMutex lock;    /* below */
+        GQueue replies; /* FakeReply* for the next AddWatch calls */
         guint32 next_id;
         guint n_adds;
-        GArray *adds;           /* FakeAdd answered with an id */
-        GArray *removes;        /* guint32 */
+        GArray *adds;    /* FakeAdd answered with an id */
+        GArray *removes; /* guint32 */
         guint n_list_calls;
         GVariant *list_reply;
         GVariant *stream_reply;
-        int stream_fd;          /* our end, or -1 */
+        int stream_fd; /* our end, or -1 */
         gboolean hold_adds, hold_lists;
-        GQueue held_adds;       /* GDBusMessage* of AddWatch calls not answered yet */
-        GQueue held_lists;      /* ListWatches */
+        GQueue held_adds;  /* GDBusMessage* of AddWatch calls not answered yet */
+        GQueue held_lists; /* ListWatches */
         char *last_caller;
 };
 
@@ -186,7 +186,7 @@ static void on_open_stream(FakeWatchd *fw, GDBusMessage *call) {
         g_mutex_unlock(&fw->lock);
         (void) stream_frame_header_encode(header, STREAM_FRAME_VERSION);
         g_assert_cmpint(write(sv[0], header, sizeof header), ==, (gssize) sizeof header);
-        fds = g_unix_fd_list_new_from_array(&sv[1], 1);         /* takes it */
+        fds = g_unix_fd_list_new_from_array(&sv[1], 1); /* takes it */
         g_mutex_lock(&fw->lock);
         if (fw->stream_fd >= 0)
                 close(fw->stream_fd);
@@ -203,8 +203,7 @@ static void on_get_all(FakeWatchd *fw, GDBusMessage *call) {
         g_variant_builder_add(&b, "{sv}", "Backend", g_variant_new_string("syscall"));
         g_mutex_lock(&fw->lock);
         if (fw->caps)
-                g_variant_builder_add(&b, "{sv}", "Capabilities",
-                                      g_variant_new_strv((const char *const *) fw->caps, -1));
+                g_variant_builder_add(&b, "{sv}", "Capabilities", g_variant_new_strv((const char *const *) fw->caps, -1));
         g_mutex_unlock(&fw->lock);
         reply(fw, call, g_variant_new("(a{sv})", &b), NULL);
 }
@@ -273,7 +272,7 @@ void fake_watchd_take_name(FakeWatchd *fw) {
                                         G_VARIANT_TYPE("(u)"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
         g_assert_no_error(error);
         g_variant_get(r, "(u)", &ret);
-        g_assert_cmpuint(ret, ==, 1);   /* PRIMARY_OWNER */
+        g_assert_cmpuint(ret, ==, 1); /* PRIMARY_OWNER */
 }
 
 FakeWatchd *fake_watchd_start(const char *address, const char *const *caps) {
@@ -310,7 +309,7 @@ void fake_watchd_reset(FakeWatchd *fw) {
         g_clear_pointer(&fw->list_reply, g_variant_unref);
         g_clear_pointer(&fw->stream_reply, g_variant_unref);
         g_mutex_unlock(&fw->lock);
-        g_queue_clear_full(&held, g_object_unref);      /* never answered: the client's call fails or times out */
+        g_queue_clear_full(&held, g_object_unref); /* never answered: the client's call fails or times out */
 }
 
 void fake_watchd_hold_adds(FakeWatchd *fw, gboolean hold) {
@@ -365,8 +364,8 @@ void fake_watchd_stop(FakeWatchd *fw) {
         /* Given up before the connection goes, so that a fake started next
          * can take the name at once (the bus sees the close later). */
         r = g_dbus_connection_call_sync(fw->c, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                        "ReleaseName", g_variant_new("(s)", BUS_NAME), NULL, G_DBUS_CALL_FLAGS_NONE,
-                                        -1, NULL, NULL);
+                                        "ReleaseName", g_variant_new("(s)", BUS_NAME), NULL, G_DBUS_CALL_FLAGS_NONE, -1,
+                                        NULL, NULL);
         g_dbus_connection_remove_filter(fw->c, fw->filter_id);
         (void) g_dbus_connection_close_sync(fw->c, NULL, NULL);
         g_object_unref(fw->c);
@@ -477,7 +476,7 @@ void fake_watchd_stream_write(FakeWatchd *fw, const void *buf, size_t n) {
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0)
-                        return;         /* the client closed its end */
+                        return; /* the client closed its end */
                 p += k;
                 n -= (size_t) k;
         }

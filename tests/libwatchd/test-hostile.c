@@ -31,11 +31,11 @@
 #include "watchd-test.h"
 
 #define TIMEOUT_MS 20000
-#define MOVE (WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO)
+#define MOVE       (WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO)
 
 typedef struct Params {
         gboolean stream;
-        guint max_queued_bytes;         /* 0: the default */
+        guint max_queued_bytes; /* 0: the default */
 } Params;
 
 static const Params signals_default = { .stream = FALSE };
@@ -57,8 +57,8 @@ typedef struct Fixture {
         WtBus *bus;
         FakeWatchd *fake;
         WatchdClient *client;
-        char *client_name;              /* the client's unique name: where signals go */
-        WatchdSubscription *sentinel;   /* id 1: its records are the stream's barrier */
+        char *client_name;            /* the client's unique name: where signals go */
+        WatchdSubscription *sentinel; /* id 1: its records are the stream's barrier */
         Rec sentinel_rec;
         guint sentinel_n;
 } Fixture;
@@ -221,8 +221,8 @@ static void barrier(Fixture *f) {
         if (f->p->stream) {
                 g_autofree char *path = g_strdup_printf("/sentinel/%u", ++f->sentinel_n);
 
-                fake_watchd_stream_event(f->fake, watchd_subscription_get_id(f->sentinel), WATCHD_EVENT_CREATE, 0,
-                                         path, NULL);
+                fake_watchd_stream_event(f->fake, watchd_subscription_get_id(f->sentinel), WATCHD_EVENT_CREATE, 0, path,
+                                         NULL);
                 g_assert_true(wt_await(sentinel_seen, f, TIMEOUT_MS));
         }
         /* Signals: answered after what the fake sent before, on the same
@@ -520,8 +520,8 @@ static void test_unclaimed_unknown(Fixture *f, gconstpointer data) {
 static void test_bad_paths(Fixture *f, gconstpointer data) {
         g_autoptr(WatchdSubscription) a = NULL;
         g_autofree char *pad = g_strnfill(PATH_MAX - 3, 'a');
-        g_autofree char *too_long = g_strconcat("/w/", pad, NULL);      /* PATH_MAX bytes, without the NUL */
-        g_autofree char *fits = g_strconcat("/w/", pad + 1, NULL);      /* PATH_MAX - 1 */
+        g_autofree char *too_long = g_strconcat("/w/", pad, NULL); /* PATH_MAX bytes, without the NUL */
+        g_autofree char *fits = g_strconcat("/w/", pad + 1, NULL); /* PATH_MAX - 1 */
         g_autofree char *want_fits = NULL;
         static const char *const bad[] = {
                 "/w/../etc/passwd", "/w/./x", "/w//x", "w/x", "/w/x/", "", "/w/..", NULL,
@@ -543,7 +543,7 @@ static void test_bad_paths(Fixture *f, gconstpointer data) {
         barrier(f);
         g_test_assert_expected_messages();
         want_fits = g_strconcat("E ", fits, NULL);
-        assert_log(&ra, (const char *const[]) { "O 0", want_fits, "E /w/ok", NULL });   /* WATCHD_OVERFLOW_DAEMON */
+        assert_log(&ra, (const char *const[]) { "O 0", want_fits, "E /w/ok", NULL }); /* WATCHD_OVERFLOW_DAEMON */
         watchd_subscription_cancel(a);
         rec_clear(&ra);
 }
@@ -563,10 +563,10 @@ static void test_outside(Fixture *f, gconstpointer data) {
         rid = watchd_subscription_get_id(r);
         expect_warning("*outside the subscription*");
         send_record(f, id, WATCHD_EVENT_CREATE, "/etc/passwd", NULL);
-        send_record(f, id, WATCHD_EVENT_CREATE, "/w/d/x", NULL);        /* two levels down */
+        send_record(f, id, WATCHD_EVENT_CREATE, "/w/d/x", NULL); /* two levels down */
         send_record(f, id, WATCHD_EVENT_CREATE, "/wx", NULL);
         send_record(f, rid, WATCHD_EVENT_CREATE, "/tt/x", NULL);
-        send_record(f, id, WATCHD_EVENT_CREATE, "/w", NULL);            /* the directory itself */
+        send_record(f, id, WATCHD_EVENT_CREATE, "/w", NULL); /* the directory itself */
         send_record(f, id, WATCHD_EVENT_CREATE, "/w/ok", NULL);
         send_record(f, rid, WATCHD_EVENT_CREATE, "/t/a/b/c", NULL);
         /* A rename whose other end is under none of the client's subscriptions. */
@@ -595,9 +595,10 @@ static void test_renamed(Fixture *f, gconstpointer data) {
 
         a = watch(f, &ra, "/w/d", 0);
         id = watchd_subscription_get_id(a);
-        fake_watchd_set_list_reply(f->fake, g_variant_new_parsed("([(uint32 1, '/sentinel', uint32 0, uint32 0), "
-                                                                 "(%u, '/w/e', uint32 0, uint32 0)],)",
-                                                                 id));
+        fake_watchd_set_list_reply(f->fake,
+                                   g_variant_new_parsed("([(uint32 1, '/sentinel', uint32 0, uint32 0), "
+                                                        "(%u, '/w/e', uint32 0, uint32 0)],)",
+                                                        id));
         send_record(f, id, WATCHD_EVENT_CREATE, "/w/e/x", NULL);
         send_record(f, id, WATCHD_EVENT_CREATE, "/w/e/y", NULL);
         barrier(f);
@@ -628,7 +629,7 @@ static void test_deep_rename(Fixture *f, gconstpointer data) {
                 g_string_append(huge, "/a");
         for (int i = 0; i < 2000; i++)
                 g_string_append(long_path, "/a");
-        g_string_append(deep_dir, long_path->str + 2);          /* the new path's directory */
+        g_string_append(deep_dir, long_path->str + 2); /* the new path's directory */
         g_string_append(long_path, "/f");
         g_assert_cmpuint(long_path->len, <, PATH_MAX);
         a = watch(f, &ra, "/w", WATCHD_WATCH_RECURSIVE);
@@ -703,7 +704,8 @@ static void test_signature(Fixture *f, gconstpointer data) {
         a = watch(f, &ra, "/w", 0);
         id = watchd_subscription_get_id(a);
         expect_warning("*with the arguments*");
-        fake_watchd_signal(f->fake, f->client_name, "Events", g_variant_new_parsed("([(%u, uint32 256, uint32 0, '/w/x')],)", id));
+        fake_watchd_signal(f->fake, f->client_name, "Events",
+                           g_variant_new_parsed("([(%u, uint32 256, uint32 0, '/w/x')],)", id));
         fake_watchd_signal(f->fake, f->client_name, "Events", g_variant_new("(s)", "/w/x"));
         fake_watchd_signal(f->fake, f->client_name, "Events", NULL);
         fake_watchd_signal(f->fake, f->client_name, "Overflow", g_variant_new("(u)", id));
@@ -757,9 +759,9 @@ static void test_stream_answer(Fixture *f, gconstpointer data) {
         rec_init(&ra);
         g_signal_connect(a, "events", G_CALLBACK(on_events), &ra);
         g_assert_true(watchd_subscription_start_sync(a, NULL, NULL));
-        fake_watchd_signal(f->fake, g_dbus_connection_get_unique_name(watchd_client_get_connection(c)), "Events",
-                           g_variant_new_parsed("([(%u, uint32 256, uint32 0, '/w/x', '')],)",
-                                                watchd_subscription_get_id(a)));
+        fake_watchd_signal(
+                f->fake, g_dbus_connection_get_unique_name(watchd_client_get_connection(c)), "Events",
+                g_variant_new_parsed("([(%u, uint32 256, uint32 0, '/w/x', '')],)", watchd_subscription_get_id(a)));
         stats = watchd_client_get_stats_sync(c, NULL, &error);
         g_assert_no_error(error);
         drain();
@@ -802,8 +804,8 @@ static void check_flooded(Rec *r, guint last) {
 
         if (r->n_overflows != 1 || !g_str_equal(rec_line(r, 0), "O 1") || r->n_events > 1024 ||
             !g_str_has_suffix(rec_line(r, r->log->len - 1), tail))
-                g_error("%u overflows and %u events (the last record sent: %u):\n%s", r->n_overflows, r->n_events,
-                        last, dump);
+                g_error("%u overflows and %u events (the last record sent: %u):\n%s", r->n_overflows, r->n_events, last,
+                        dump);
 }
 
 static void test_memory(Fixture *f, gconstpointer data) {
@@ -853,8 +855,10 @@ int main(int argc, char **argv) {
         g_test_add("/hostile/stream/unknown-id", Fixture, &stream_default, setup, test_unknown_id, teardown);
         g_test_add("/hostile/signals/cancelled-quiet", Fixture, &signals_default, setup, test_cancelled_quiet, teardown);
         g_test_add("/hostile/stream/cancelled-quiet", Fixture, &stream_default, setup, test_cancelled_quiet, teardown);
-        g_test_add("/hostile/signals/unclaimed-unknown", Fixture, &signals_default, setup, test_unclaimed_unknown, teardown);
-        g_test_add("/hostile/stream/unclaimed-unknown", Fixture, &stream_default, setup, test_unclaimed_unknown, teardown);
+        g_test_add("/hostile/signals/unclaimed-unknown", Fixture, &signals_default, setup, test_unclaimed_unknown,
+                   teardown);
+        g_test_add("/hostile/stream/unclaimed-unknown", Fixture, &stream_default, setup, test_unclaimed_unknown,
+                   teardown);
         g_test_add("/hostile/signals/bad-paths", Fixture, &signals_default, setup, test_bad_paths, teardown);
         g_test_add("/hostile/stream/bad-paths", Fixture, &stream_default, setup, test_bad_paths, teardown);
         g_test_add("/hostile/signals/outside", Fixture, &signals_default, setup, test_outside, teardown);

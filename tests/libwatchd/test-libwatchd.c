@@ -32,18 +32,18 @@
 typedef struct Fixture {
         WtBus *bus;
         WtDaemon *daemon;
-        char *dir;              /* the files the case changes */
+        char *dir; /* the files the case changes */
         WatchdClient *client;
 } Fixture;
 
 /* What one subscription emitted. */
 typedef struct Rec {
-        GPtrArray *events;      /* WatchdEvent* */
-        GArray *overflows;      /* WatchdOverflowReason */
-        int removed;            /* -1, or the WatchdRemovedReason */
+        GPtrArray *events; /* WatchdEvent* */
+        GArray *overflows; /* WatchdOverflowReason */
+        int removed;       /* -1, or the WatchdRemovedReason */
         char *removed_detail;
         GError *removed_error;
-        GThread *thread;        /* where the last signal was emitted */
+        GThread *thread; /* where the last signal was emitted */
 } Rec;
 
 static void rec_init(Rec *r) {
@@ -174,8 +174,7 @@ static gboolean signals_only(void) {
 
 /* A client of the bus at address, with the stream or not as the run says. */
 static WatchdClient *client_for_address(const char *address, GError **error) {
-        return g_initable_new(WATCHD_TYPE_CLIENT, NULL, error, "address", address, "use-stream", !signals_only(),
-                              NULL);
+        return g_initable_new(WATCHD_TYPE_CLIENT, NULL, error, "address", address, "use-stream", !signals_only(), NULL);
 }
 
 static WatchdClient *new_client(Fixture *f) {
@@ -316,7 +315,7 @@ static void test_removed(Fixture *f, gconstpointer data) {
         g_assert_null(r.removed_error);
         await_event(&r, d, WATCHD_EVENT_DELETE_SELF);
         g_assert_false(watchd_subscription_is_active(sub));
-        g_assert_cmpuint(watchd_subscription_get_id(sub), ==, id);       /* kept, for whoever names it */
+        g_assert_cmpuint(watchd_subscription_get_id(sub), ==, id); /* kept, for whoever names it */
         rec_clear(&r);
 }
 
@@ -362,17 +361,16 @@ typedef struct OldDaemon {
         GDBusConnection *c;
         const char *address;
         GMutex lock;
-        GArray *flags;          /* guint32: the flags of each AddWatch */
+        GArray *flags; /* guint32: the flags of each AddWatch */
         gboolean ready;
 } OldDaemon;
 
-static const char old_daemon_xml[] =
-        "<node><interface name='org.example.Inotify'>"
-        "<method name='AddWatch'><arg type='s' direction='in'/><arg type='u' direction='in'/>"
-        "<arg type='u' direction='in'/><arg type='u' direction='out'/></method>"
-        "<method name='RemoveWatch'><arg type='u' direction='in'/></method>"
-        "<property name='Version' type='s' access='read'/>"
-        "</interface></node>";
+static const char old_daemon_xml[] = "<node><interface name='org.example.Inotify'>"
+                                     "<method name='AddWatch'><arg type='s' direction='in'/><arg type='u' direction='in'/>"
+                                     "<arg type='u' direction='in'/><arg type='u' direction='out'/></method>"
+                                     "<method name='RemoveWatch'><arg type='u' direction='in'/></method>"
+                                     "<property name='Version' type='s' access='read'/>"
+                                     "</interface></node>";
 
 static void old_daemon_call(GDBusConnection *c, const char *sender, const char *path, const char *iface,
                             const char *method, GVariant *params, GDBusMethodInvocation *inv, gpointer data) {
@@ -393,7 +391,7 @@ static void old_daemon_call(GDBusConnection *c, const char *sender, const char *
         g_array_append_val(o->flags, flags);
         n = o->flags->len;
         g_mutex_unlock(&o->lock);
-        g_main_context_wakeup(NULL);    /* the test waits in the default context (wt_await()) */
+        g_main_context_wakeup(NULL); /* the test waits in the default context (wt_await()) */
         g_dbus_method_invocation_return_value(inv, g_variant_new("(u)", n));
 }
 
@@ -409,15 +407,16 @@ static gpointer old_daemon_main(gpointer data) {
         OldDaemon *o = data;
 
         g_main_context_push_thread_default(o->context);
-        o->c = g_dbus_connection_new_for_address_sync(
-                o->address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                NULL, NULL, NULL);
+        o->c = g_dbus_connection_new_for_address_sync(o->address,
+                                                      G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                              G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                      NULL, NULL, NULL);
         g_assert_nonnull(o->c);
-        g_assert_cmpuint(g_dbus_connection_register_object(o->c, "/org/example/Inotify", node->interfaces[0], &vtable, o,
-                                                           NULL, NULL), >, 0);
-        reply = g_dbus_connection_call_sync(o->c, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                            "org.freedesktop.DBus", "RequestName",
-                                            g_variant_new("(su)", "org.example.Inotify", 0), NULL,
+        g_assert_cmpuint(g_dbus_connection_register_object(o->c, "/org/example/Inotify", node->interfaces[0], &vtable,
+                                                           o, NULL, NULL),
+                         >, 0);
+        reply = g_dbus_connection_call_sync(o->c, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                            "RequestName", g_variant_new("(su)", "org.example.Inotify", 0), NULL,
                                             G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
         g_assert_nonnull(reply);
         g_mutex_lock(&o->lock);
@@ -481,7 +480,7 @@ static void test_persist_fallback(Fixture *f, gconstpointer data) {
         sub = watch(f, &r, f->dir, WATCHD_EVENT_CREATE | WATCHD_EVENT_DELETE_SELF, WATCHD_WATCH_PERSIST);
         id = watchd_subscription_get_id(sub);
         g_assert_cmpuint(o.flags->len, ==, 1);
-        g_assert_cmpuint(g_array_index(o.flags, guint32, 0), ==, 0);           /* PERSIST not sent */
+        g_assert_cmpuint(g_array_index(o.flags, guint32, 0), ==, 0); /* PERSIST not sent */
 
         g_dbus_connection_emit_signal(o.c, NULL, "/org/example/Inotify", "org.example.Inotify", "WatchRemoved",
                                       g_variant_new("(us)", id, "deleted"), NULL);
@@ -780,7 +779,7 @@ typedef struct AsyncResult {
         gboolean done;
         WatchdSubscription *sub;
         GError *error;
-        Rec *connect;           /* connect this in the callback */
+        Rec *connect; /* connect this in the callback */
         guint64 events_when_done;
 } AsyncResult;
 
@@ -924,8 +923,7 @@ static void test_forged_signal(Fixture *f, gconstpointer data) {
         rec_init(&r);
         sub = watch(f, &r, f->dir, WATCHD_EVENT_CREATE, 0);
         g_variant_builder_init(&b, G_VARIANT_TYPE("a(uuuss)"));
-        g_variant_builder_add(&b, "(uuuss)", watchd_subscription_get_id(sub), WATCHD_EVENT_CREATE, 0, "/etc/forged",
-                              "");
+        g_variant_builder_add(&b, "(uuuss)", watchd_subscription_get_id(sub), WATCHD_EVENT_CREATE, 0, "/etc/forged", "");
         g_dbus_connection_emit_signal(evil, g_dbus_connection_get_unique_name(conn), "/org/example/Inotify",
                                       "org.example.Inotify", "Events", g_variant_new("(a(uuuss))", &b), &error);
         g_assert_no_error(error);
@@ -1005,7 +1003,7 @@ static void test_non_utf8(Fixture *f, gconstpointer data) {
         touch(a);
         e = await_event(&r, a, WATCHD_EVENT_CREATE);
         g_assert_cmpstr(watchd_event_get_path(e), ==, a);
-        g_assert_cmpuint(watchd_event_get_mask(e), ==, WATCHD_EVENT_CREATE);     /* PATH_ESCAPED is not shown */
+        g_assert_cmpuint(watchd_event_get_mask(e), ==, WATCHD_EVENT_CREATE); /* PATH_ESCAPED is not shown */
         g_assert_cmpint(g_rename(a, b), ==, 0);
         e = await_event(&r, a, WATCHD_EVENT_MOVE);
         g_assert_cmpstr(watchd_event_get_new_path(e), ==, b);
@@ -1073,7 +1071,9 @@ static void test_threads(Fixture *f, gconstpointer data) {
         ThreadCase t = { .address = f->bus->address };
         GThread *thread;
         gint64 deadline;
-        enum { N = 20 };
+        enum {
+                N = 20
+        };
         WatchdSubscription *subs[N];
         Rec recs[N];
 
@@ -1303,7 +1303,7 @@ static void test_stream_refused(Fixture *f, gconstpointer data) {
 
 /* Durable subscriptions: made, listed, resumed (records with ids, paths as bytes, caught up, live), removed. */
 typedef struct DurableRec {
-        GPtrArray *lines;       /* "ID MASK PATH[>NEW]", "R ID REASON", "C ID", "S REASON" */
+        GPtrArray *lines; /* "ID MASK PATH[>NEW]", "R ID REASON", "C ID", "S REASON" */
         gboolean caught_up;
         gboolean stopped;
 } DurableRec;
@@ -1312,14 +1312,16 @@ static void on_d_event(WatchdDurable *d, guint64 id, guint mask, guint cookie, c
                        gpointer data) {
         DurableRec *r = data;
 
-        g_ptr_array_add(r->lines, g_strdup_printf("%" G_GUINT64_FORMAT " %x %s%s%s", id, mask, path,
-                                                  new_path ? ">" : "", new_path ?: ""));
+        g_ptr_array_add(r->lines,
+                        g_strdup_printf("%" G_GUINT64_FORMAT " %x %s%s%s", id, mask, path, new_path ? ">" : "",
+                                        new_path ?: ""));
 }
 
 static void on_d_rescan(WatchdDurable *d, guint64 id, const char *reason, GVariant *dirs, gpointer data) {
         DurableRec *r = data;
 
-        g_ptr_array_add(r->lines, g_strdup_printf("R %" G_GUINT64_FORMAT " %s %zu", id, reason, g_variant_n_children(dirs)));
+        g_ptr_array_add(r->lines,
+                        g_strdup_printf("R %" G_GUINT64_FORMAT " %s %zu", id, reason, g_variant_n_children(dirs)));
 }
 
 static void on_d_caught_up(WatchdDurable *d, guint64 id, gpointer data) {
@@ -1337,7 +1339,8 @@ static void on_d_stopped(WatchdDurable *d, const char *reason, gpointer data) {
 }
 
 static void test_durable(Fixture *f, gconstpointer data) {
-        g_autofree char *journal = NULL, *a = g_build_filename(f->dir, "a\xff", NULL), *b = g_build_filename(f->dir, "b", NULL);
+        g_autofree char *journal = NULL, *a = g_build_filename(f->dir, "a\xff", NULL),
+                        *b = g_build_filename(f->dir, "b", NULL);
         g_autofree char *want = NULL;
         g_autoptr(WatchdDurable) d = NULL;
         g_autoptr(GVariant) list = NULL;
@@ -1346,8 +1349,8 @@ static void test_durable(Fixture *f, gconstpointer data) {
         guint64 cursor = 99;
         int fd;
 
-        g_assert_true(watchd_client_create_durable_sync(f->client, "lib", f->dir, WATCHD_EVENT_CREATE | WATCHD_EVENT_MOVE,
-                                                        0, &journal, &cursor, NULL, &error));
+        g_assert_true(watchd_client_create_durable_sync(
+                f->client, "lib", f->dir, WATCHD_EVENT_CREATE | WATCHD_EVENT_MOVE, 0, &journal, &cursor, NULL, &error));
         g_assert_no_error(error);
         g_assert_cmpuint(cursor, ==, 0);
         g_assert_false(watchd_client_create_durable_sync(f->client, "lib", f->dir, WATCHD_EVENT_CREATE, 0, NULL, NULL,
@@ -1375,7 +1378,7 @@ static void test_durable(Fixture *f, gconstpointer data) {
                 g_main_context_iteration(NULL, TRUE);
         g_assert_true(r.caught_up || r.lines->len >= 2);
         want = g_strdup_printf("1 100 %s", a);
-        g_assert_cmpstr(r.lines->pdata[0], ==, want);      /* the bytes, not the escaped form */
+        g_assert_cmpstr(r.lines->pdata[0], ==, want); /* the bytes, not the escaped form */
         g_free(want);
         want = g_strdup_printf("2 c0 %s>%s", a, b);
         g_assert_cmpstr(r.lines->pdata[1], ==, want);
@@ -1402,10 +1405,10 @@ static void test_durable(Fixture *f, gconstpointer data) {
 #define REPLAY_RECORDS 20000u
 
 typedef struct Replay {
-        GArray *ids;            /* guint64 */
+        GArray *ids; /* guint64 */
         guint batches, max_batch;
-        guint idle_turns;       /* of the idle source */
-        guint turns_at_batch;   /* idle_turns at the last batch */
+        guint idle_turns;     /* of the idle source */
+        guint turns_at_batch; /* idle_turns at the last batch */
         guint batches_without_turn;
         gboolean caught_up;
         guint64 caught_up_id;
@@ -1560,7 +1563,8 @@ int main(int argc, char **argv) {
         g_test_add("/libwatchd/removed", Fixture, NULL, setup, test_removed, teardown);
         g_test_add("/libwatchd/persist", Fixture, NULL, setup, test_persist, teardown);
         g_test_add("/libwatchd/persist-fallback", Fixture, NULL, setup, test_persist_fallback, teardown);
-        g_test_add("/libwatchd/overflow-daemon", Fixture, "[limits]\nmax_pending_events_per_client = 16\n", setup, test_overflow_daemon, teardown);
+        g_test_add("/libwatchd/overflow-daemon", Fixture, "[limits]\nmax_pending_events_per_client = 16\n", setup,
+                   test_overflow_daemon, teardown);
         g_test_add("/libwatchd/overflow-client", Fixture, NULL, setup, test_overflow_client, teardown);
         g_test_add("/libwatchd/restart", Fixture, NULL, setup, test_restart, teardown);
         g_test_add("/libwatchd/resync-restart", Fixture, NULL, setup, test_resync_restart, teardown);
@@ -1582,6 +1586,7 @@ int main(int argc, char **argv) {
         g_test_add("/libwatchd/stream-refused", Fixture, NULL, setup, test_stream_refused, teardown);
         g_test_add("/libwatchd/durable", Fixture, NULL, setup, test_durable, teardown);
         g_test_add("/libwatchd/durable-long-paths", Fixture, NULL, setup, test_durable_long_paths, teardown);
-        g_test_add("/libwatchd/durable-replay", Fixture, "[limits]\nmax_pending_events_per_client = 1000\n", setup, test_durable_replay, teardown);
+        g_test_add("/libwatchd/durable-replay", Fixture, "[limits]\nmax_pending_events_per_client = 1000\n", setup,
+                   test_durable_replay, teardown);
         return g_test_run();
 }

@@ -22,22 +22,12 @@ static void test_canonical(void) {
                 const char *path;
                 gboolean ok;
         } table[] = {
-                { "/", TRUE },
-                { "/a", TRUE },
-                { "/a/b.c/..d/.e/e.", TRUE },
-                { "/a/\xff\xfe", TRUE },        /* bytes, not text */
-                { "", FALSE },
-                { "a", FALSE },
-                { "a/b", FALSE },
-                { "//", FALSE },
-                { "//a", FALSE },
-                { "/a//b", FALSE },
-                { "/a/", FALSE },
-                { "/.", FALSE },
-                { "/..", FALSE },
-                { "/a/./b", FALSE },
-                { "/a/../b", FALSE },
-                { "/a/..", FALSE },
+                { "/", TRUE },           { "/a", TRUE },       { "/a/b.c/..d/.e/e.", TRUE },
+                { "/a/\xff\xfe", TRUE }, /* bytes, not text */
+                { "", FALSE },           { "a", FALSE },       { "a/b", FALSE },
+                { "//", FALSE },         { "//a", FALSE },     { "/a//b", FALSE },
+                { "/a/", FALSE },        { "/.", FALSE },      { "/..", FALSE },
+                { "/a/./b", FALSE },     { "/a/../b", FALSE }, { "/a/..", FALSE },
                 { "/a/.", FALSE },
         };
         g_autofree char *max = g_strnfill(PATH_MAX - 1, 'a');
@@ -55,7 +45,7 @@ static void test_canonical(void) {
 
 typedef struct Seen {
         GString *s;
-        int stop_after;         /* 0: never */
+        int stop_after; /* 0: never */
         int n;
 } Seen;
 
@@ -86,7 +76,7 @@ static void test_index(void) {
         path_index_add(ix, "/a", "a2");
         path_index_add(ix, "/a/b", "b");
         path_index_add(ix, "/a/b/c", "c");
-        path_index_add(ix, "/ab", "ab");        /* a prefix as bytes, not as a directory */
+        path_index_add(ix, "/ab", "ab"); /* a prefix as bytes, not as a directory */
         path_index_add(ix, "/a/bc", "bc");
 
         s = walk(ix, "/a/b/c", 0);
@@ -104,7 +94,7 @@ static void test_index(void) {
         s = walk(ix, "/x", 0);
         g_assert_cmpstr(s, ==, "root:parent");
         g_free(s);
-        s = walk(ix, "/a/b/c", 2);              /* the function stops the walk */
+        s = walk(ix, "/a/b/c", 2); /* the function stops the walk */
         g_assert_cmpstr(s, ==, "c:self b:parent");
         g_free(s);
 
@@ -138,7 +128,7 @@ static void test_linear(void) {
         g_assert_cmpuint(path->len, ==, PATH_MAX - 2);
         parent = g_strndup(path->str, path->len - 2);
         for (size_t k = 2; k < path->len; k += 2)
-                naive += k;             /* a copy of each ancestor */
+                naive += k; /* a copy of each ancestor */
         path_index_add(ix, "/", "root");
         path_index_add(ix, parent, "parent");
         path_index_add(ix, "/a/a/a", "shallow");

@@ -126,11 +126,11 @@ static char *rescan_lines(WatchdSnapshot *s, Fixture *f) {
                 guint32 mask = watchd_event_get_mask(e);
                 g_autofree char *names = NULL;
                 const char *path = watchd_event_get_path(e), *new_path = watchd_event_get_new_path(e);
-                const char *bits[] = { "MODIFY", "ATTRIB", "CLOSE_WRITE", "MOVED_FROM", "MOVED_TO", "CREATE",
-                                       "DELETE", "DELETE_SELF", "ISDIR" };
-                const guint32 values[] = { WATCHD_EVENT_MODIFY, WATCHD_EVENT_ATTRIB, WATCHD_EVENT_CLOSE_WRITE,
-                                           WATCHD_EVENT_MOVED_FROM, WATCHD_EVENT_MOVED_TO, WATCHD_EVENT_CREATE,
-                                           WATCHD_EVENT_DELETE, WATCHD_EVENT_DELETE_SELF, WATCHD_EVENT_ISDIR };
+                const char *bits[] = { "MODIFY", "ATTRIB", "CLOSE_WRITE", "MOVED_FROM", "MOVED_TO",
+                                       "CREATE", "DELETE", "DELETE_SELF", "ISDIR" };
+                const guint32 values[] = { WATCHD_EVENT_MODIFY,     WATCHD_EVENT_ATTRIB,      WATCHD_EVENT_CLOSE_WRITE,
+                                           WATCHD_EVENT_MOVED_FROM, WATCHD_EVENT_MOVED_TO,    WATCHD_EVENT_CREATE,
+                                           WATCHD_EVENT_DELETE,     WATCHD_EVENT_DELETE_SELF, WATCHD_EVENT_ISDIR };
                 g_autoptr(GStrvBuilder) b = g_strv_builder_new();
                 g_auto(GStrv) v = NULL;
 

@@ -39,10 +39,22 @@ static void check_one(const char *s) {
 
 static void test_table(void) {
         static const char *const paths[] = {
-                "/plain/ascii", "/with\\backslash", "/x\xff", "/\xc3\xa9t\xc3\xa9", "/tab\there",
-                "/nl\nhere", "/del\x7f", "/c1\xc2\x85", "/nonchar\xef\xb7\x90", "/fffe\xef\xbf\xbe",
-                "/surrogate\xed\xa0\x80", "/overlong\xc0\xaf", "/truncated\xe2\x82", "/\xf4\x90\x80\x80",
-                "/emoji\xf0\x9f\x98\x80", "",
+                "/plain/ascii",
+                "/with\\backslash",
+                "/x\xff",
+                "/\xc3\xa9t\xc3\xa9",
+                "/tab\there",
+                "/nl\nhere",
+                "/del\x7f",
+                "/c1\xc2\x85",
+                "/nonchar\xef\xb7\x90",
+                "/fffe\xef\xbf\xbe",
+                "/surrogate\xed\xa0\x80",
+                "/overlong\xc0\xaf",
+                "/truncated\xe2\x82",
+                "/\xf4\x90\x80\x80",
+                "/emoji\xf0\x9f\x98\x80",
+                "",
         };
 
         for (size_t i = 0; i < G_N_ELEMENTS(paths); i++)

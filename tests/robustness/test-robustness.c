@@ -36,9 +36,9 @@
 #include "watchd-api.h"
 #include "wt-fixture.h"
 
-#define TIMEOUT_MS 20000
-#define STORM_MASK (IN_CREATE | IN_DELETE)
-#define BATCH_PAIRS 500         /* a batch: 500 files created and deleted, 1000 events */
+#define TIMEOUT_MS  20000
+#define STORM_MASK  (IN_CREATE | IN_DELETE)
+#define BATCH_PAIRS 500 /* a batch: 500 files created and deleted, 1000 events */
 
 static guint storm_events(void) {
         const char *s = g_getenv("ROBUSTNESS_STORM");
@@ -128,9 +128,9 @@ static void slow_connect(SlowClient *s, WtBus *bus, const char *dir) {
         g_assert_cmpint(sd_bus_set_bus_client(s->bus, 1), >=, 0);
         g_assert_cmpint(sd_bus_start(s->bus), >=, 0);
         g_assert_cmpint(sd_bus_add_filter(s->bus, NULL, slow_on_message, s), >=, 0);
-        g_assert_cmpint(sd_bus_call_method(s->bus, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH,
-                                           WATCHD_INTERFACE, "AddWatch", &error, &reply, "suu",
-                                           dir, (guint32) STORM_MASK, (guint32) 0), >=, 0);
+        g_assert_cmpint(sd_bus_call_method(s->bus, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "AddWatch",
+                                           &error, &reply, "suu", dir, (guint32) STORM_MASK, (guint32) 0),
+                        >=, 0);
         g_assert_cmpint(sd_bus_message_read(reply, "u", &s->id), >=, 0);
         sd_bus_message_unref(reply);
         sd_bus_error_free(&error);
@@ -197,11 +197,12 @@ static void test_slow_client(WtFixture *f, gconstpointer data) {
                        batches * 2 * BATCH_PAIRS, (g_get_monotonic_time() - t0) / 1e6, a->events.n_records,
                        (guint64) a->events.n_overflows);
         g_test_message("figure: slow-client memory: watchd VmRSS %" G_GUINT64_FORMAT " kB before, %" G_GUINT64_FORMAT
-                       " kB at most during the storm, VmHWM %" G_GUINT64_FORMAT " kB; dbus-daemon VmHWM %"
-                       G_GUINT64_FORMAT " kB", rss0, rss_max, hwm, bus_hwm);
-        g_test_message("figure: slow-client daemon stats: events_read %" G_GUINT64_FORMAT ", events_delivered %"
-                       G_GUINT64_FORMAT ", events_dropped %" G_GUINT64_FORMAT ", overflows %" G_GUINT64_FORMAT
-                       ", pending %" G_GUINT64_FORMAT,
+                       " kB at most during the storm, VmHWM %" G_GUINT64_FORMAT
+                       " kB; dbus-daemon VmHWM %" G_GUINT64_FORMAT " kB",
+                       rss0, rss_max, hwm, bus_hwm);
+        g_test_message("figure: slow-client daemon stats: events_read %" G_GUINT64_FORMAT
+                       ", events_delivered %" G_GUINT64_FORMAT ", events_dropped %" G_GUINT64_FORMAT
+                       ", overflows %" G_GUINT64_FORMAT ", pending %" G_GUINT64_FORMAT,
                        wt_stat(stats, "events_read"), wt_stat(stats, "events_delivered"),
                        wt_stat(stats, "events_dropped"), wt_stat(stats, "overflows"), wt_stat(stats, "pending_events"));
 
@@ -288,8 +289,8 @@ static void test_killed_clients(WtFixture *f, gconstpointer data) {
         g_assert_true(wt_await_stat(stats, "clients", 0, TIMEOUT_MS));
         g_assert_true(wt_await_stat(stats, "kernel_watches", 0, TIMEOUT_MS));
         g_test_message("figure: killed-clients: 4 watchctl killed with SIGKILL after %u of %u events; "
-                       "subscriptions, clients and kernel watches back to 0", batches / 2 * 2 * BATCH_PAIRS,
-                       batches * 2 * BATCH_PAIRS);
+                       "subscriptions, clients and kernel watches back to 0",
+                       batches / 2 * 2 * BATCH_PAIRS, batches * 2 * BATCH_PAIRS);
 
         /* And the daemon serves the next client as before. */
         id = wt_add_watch(a->proxy, f->dir, STORM_MASK, 0, NULL);
@@ -328,7 +329,7 @@ static void test_restart_under_load(WtFixture *f, gconstpointer data) {
         g_autofree char *out = g_build_filename(f->bus->dir, "watchctl.out", NULL);
         g_autofree char *err = g_build_filename(f->bus->dir, "watchctl.err", NULL);
         g_autofree char *marker = g_build_filename(f->dir, "after-restart", NULL);
-        g_autoptr(WtClient) after = NULL;      /* a client of the new daemon */
+        g_autoptr(WtClient) after = NULL; /* a client of the new daemon */
         WatchdInotify *stats = f->proxy;
         guint batches = MAX(storm_events() / 10 / (2 * BATCH_PAIRS), 4);
         GSubprocess *w = watchctl_spawn(f, out, err, f->dir);
@@ -337,20 +338,21 @@ static void test_restart_under_load(WtFixture *f, gconstpointer data) {
         for (guint b = 0; b < batches; b++) {
                 storm_batch(f->dir, b);
                 if (b == batches / 3) {
-                        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);     /* no crash under load */
+                        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0); /* no crash under load */
                         f->daemon = NULL;
                 }
                 if (b == 2 * batches / 3)
                         f->daemon = wt_daemon_start(f->bus, NULL);
         }
         after = wt_client_new(f->bus);
-        g_assert_true(wt_await_stat(after->proxy, "subscriptions", 1, TIMEOUT_MS));    /* re-added by watchctl */
+        g_assert_true(wt_await_stat(after->proxy, "subscriptions", 1, TIMEOUT_MS)); /* re-added by watchctl */
         g_assert_true(await_file_has(err, "watchd restarted"));
 
         wt_touch(marker);
         g_assert_true(await_file_has(out, "after-restart"));
         g_test_message("figure: restart: watchd stopped (exit 0) and started during a storm of %u events; "
-                       "watchctl re-added its watch and warned", batches * 2 * BATCH_PAIRS);
+                       "watchctl re-added its watch and warned",
+                       batches * 2 * BATCH_PAIRS);
 
         g_subprocess_send_signal(w, SIGTERM);
         g_assert_true(g_subprocess_wait(w, NULL, NULL));
@@ -368,7 +370,7 @@ static void test_deleted_in_storm(WtFixture *f, gconstpointer data) {
         char path[PATH_MAX];
 
         g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
-        ida = wt_add_watch(a->proxy, sub, 0x7ff, 0, NULL);        /* the eleven events of the API */
+        ida = wt_add_watch(a->proxy, sub, 0x7ff, 0, NULL); /* the eleven events of the API */
         idb = wt_add_watch(b->proxy, sub, IN_DELETE_SELF, 0, NULL);
         storm_batch(sub, 0);
         for (guint i = 0; i < 64; i++) {
@@ -457,7 +459,7 @@ static void write_sysctl(const char *path, guint64 v) {
 static void test_kernel_overflow(WtFixture *f, gconstpointer data) {
         g_autofree char *d1 = g_build_filename(f->dir, "one", NULL);
         g_autofree char *d2 = g_build_filename(f->dir, "two", NULL);
-        g_autoptr(WtClient) s = NULL;          /* a client of the new daemon, for GetStats */
+        g_autoptr(WtClient) s = NULL; /* a client of the new daemon, for GetStats */
         guint64 saved;
         WtClient *a, *b;
         guint32 ida1, ida2, idb;
@@ -501,7 +503,8 @@ static void test_kernel_overflow(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_stat(s->proxy, "kernel_overflows"), >=, 1);
         g_test_message("figure: kernel-overflow: 2000 events into a 128-event kernel queue; "
                        "%" G_GUINT64_FORMAT " + %" G_GUINT64_FORMAT " events delivered, every client got Overflow "
-                       "naming its own subscriptions", a->events.n_records, b->events.n_records);
+                       "naming its own subscriptions",
+                       a->events.n_records, b->events.n_records);
 
         /* Events flow again (one at a time: the queue is still 128 events). */
         for (guint i = 0; i < 8; i++) {
@@ -609,8 +612,9 @@ static void test_flood_during_storm(WtFixture *f, gconstpointer data) {
         g_subprocess_send_signal(flooder, SIGTERM);
         g_assert_true(g_subprocess_communicate_utf8(flooder, NULL, NULL, &out, NULL, &error));
         g_assert_no_error(error);
-        g_assert_cmpint(sscanf(out, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT
-                               " %" G_GUINT64_FORMAT, &calls, &ok, &limited, &other), ==, 4);
+        g_assert_cmpint(sscanf(out, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT,
+                               &calls, &ok, &limited, &other),
+                        ==, 4);
         g_test_message("figure: flood: %u events in %.1f s while one client made %" G_GUINT64_FORMAT " AddWatch calls "
                        "(%" G_GUINT64_FORMAT " accepted, %" G_GUINT64_FORMAT " LimitsExceeded); the reading client got "
                        "%" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT " Overflow",

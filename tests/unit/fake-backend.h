@@ -30,12 +30,12 @@ typedef struct FakeWatch {
 
 typedef struct FakeBackend {
         Backend backend;
-        FakeWatch watches[FAKE_WATCHES_MAX];    /* index = wd; wd 0 is used, as on the device */
+        FakeWatch watches[FAKE_WATCHES_MAX]; /* index = wd; wd 0 is used, as on the device */
         int next_wd;
         unsigned n_add, n_rm;
-        unsigned n_read;                /* read calls, those that got EAGAIN too */
-        int fail_add;                   /* -errno for the next add, 0 for none */
-        GByteArray *queue;              /* records to read */
+        unsigned n_read;   /* read calls, those that got EAGAIN too */
+        int fail_add;      /* -errno for the next add, 0 for none */
+        GByteArray *queue; /* records to read */
 } FakeBackend;
 
 FakeBackend *fake_backend_new(void);

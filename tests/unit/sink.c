@@ -9,12 +9,13 @@ static int sink_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
         Sink *s = data;
 
         for (size_t i = 0; i < n; i++) {
-                g_array_append_val(s->events, ((SinkRecord) {
-                        .id = recs[i]->id,
-                        .mask = recs[i]->mask,
-                        .path = g_strdup(recs[i]->path),
-                        .new_path = g_strdup(recs[i]->new_path),
-                }));
+                g_array_append_val(s->events,
+                                   ((SinkRecord) {
+                                           .id = recs[i]->id,
+                                           .mask = recs[i]->mask,
+                                           .path = g_strdup(recs[i]->path),
+                                           .new_path = g_strdup(recs[i]->new_path),
+                                   }));
                 record_free(recs[i]);
         }
         delivery_sent(q, n);

@@ -20,8 +20,8 @@ typedef struct SinkRecord {
 } SinkRecord;
 
 typedef struct Sink {
-        GArray *events;                 /* SinkRecord */
-        GPtrArray *notices;             /* char* */
+        GArray *events;     /* SinkRecord */
+        GPtrArray *notices; /* char* */
 } Sink;
 
 extern const DeliveryOps sink_ops;

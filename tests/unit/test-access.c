@@ -23,10 +23,10 @@
 #include "access.h"
 
 typedef struct Case {
-        const char *path;       /* "@" is replaced by the test's directory */
-        int flags;              /* O_DIRECTORY, O_NOFOLLOW */
-        int want;               /* 0: opens, else -errno */
-        mode_t type;            /* if it opens: S_IFDIR, S_IFREG, S_IFLNK (0: any) */
+        const char *path; /* "@" is replaced by the test's directory */
+        int flags;        /* O_DIRECTORY, O_NOFOLLOW */
+        int want;         /* 0: opens, else -errno */
+        mode_t type;      /* if it opens: S_IFDIR, S_IFREG, S_IFLNK (0: any) */
 } Case;
 
 static char *dir;
@@ -144,7 +144,7 @@ static void test_table(void) {
         make("dir", NULL);
         make("dir/sub", NULL);
         make("file", "");
-        make("rel", "dir");                     /* relative */
+        make("rel", "dir"); /* relative */
         {
                 g_autofree char *rel = g_build_filename(dir, "rel", NULL);
                 g_assert_cmpint(unlink(rel), ==, 0);

@@ -60,7 +60,7 @@ static void test_limits(void) {
                 Account x3;
 
                 g_assert_cmpint(account_open(a, 1000, &x3), ==, -WATCHD_E_USER_CLIENTS);
-                account_close(&x1);     /* returns its charge too */
+                account_close(&x1); /* returns its charge too */
                 g_assert_cmpint(account_open(a, 1000, &x3), ==, 0);
                 account_close(&x3);
         }

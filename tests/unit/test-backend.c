@@ -40,8 +40,8 @@ static void test_syscall(void) {
         g_assert_cmpint(fd, >=, 0);
         g_assert_cmpint(backend_add_watch(b, fd, IN_CREATE, &wd), ==, 0);
         g_assert_cmpint(backend_add_watch(b, fd, IN_CREATE | IN_DELETE, &wd2), ==, 0);
-        g_assert_cmpint(wd, ==, wd2);           /* same inode, same wd */
-        close(fd);                              /* the watch does not need the fd */
+        g_assert_cmpint(wd, ==, wd2); /* same inode, same wd */
+        close(fd);                    /* the watch does not need the fd */
 
         g_assert_true(g_file_set_contents(file, "", 0, NULL));
         n = backend_read(b, buf, sizeof(buf));
@@ -66,7 +66,7 @@ static void test_device_refuses_non_devices(void) {
         g_assert_true(g_file_set_contents(file, "", 0, NULL));
         g_assert_cmpint(backend_device_new("/nonexistent/inotify", &b), ==, -ENOENT);
         g_assert_cmpint(backend_device_new(file, &b), ==, -ENOTTY);
-        g_assert_cmpint(backend_device_new("/dev/null", &b), ==, -ENOTTY);     /* a char device, not inotify */
+        g_assert_cmpint(backend_device_new("/dev/null", &b), ==, -ENOTTY); /* a char device, not inotify */
         g_assert_null(b);
 
         g_assert_cmpint(backend_new(BACKEND_AUTO, "/dev/null", &b), ==, 0);

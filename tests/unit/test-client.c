@@ -32,7 +32,10 @@ typedef struct Fixture {
 } Fixture;
 
 static const DeliveryLimits limits = {
-        .max_pending = 8, .max_bytes = UINT64_MAX, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX,
+        .max_pending = 8,
+        .max_bytes = UINT64_MAX,
+        .max_pending_user = UINT32_MAX,
+        .max_bytes_user = UINT64_MAX,
         .batch_max = 64,
         .pair_timeout_usec = 1000000,
         .pair_max_distance = 16,

@@ -18,26 +18,26 @@
 typedef struct Case {
         const char *what;
         const char *text;
-        const char *error;      /* NULL: must parse; else the whole "name:line: message" */
-        size_t offset;          /* a uint32_t field of Config to check, with its value */
+        const char *error; /* NULL: must parse; else the whole "name:line: message" */
+        size_t offset;     /* a uint32_t field of Config to check, with its value */
         uint32_t value;
 } Case;
 
 #define AT(field) offsetof(Config, field)
-#define X10 "xxxxxxxxxx"
-#define X100 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10
+#define X10       "xxxxxxxxxx"
+#define X100      X10 X10 X10 X10 X10 X10 X10 X10 X10 X10
 
 static const Case cases[] = {
         { "empty", "", NULL, AT(batch_max_events), 1024 },
         { "comments only", "# nothing\n; nothing\n\n", NULL, AT(max_watches_per_client), CONFIG_AUTO },
         { "auto", "[limits]\nmax_watches_per_client = 3\nmax_watches_per_client = auto\n", NULL,
           AT(max_watches_per_client), CONFIG_AUTO },
-        { "max_watches_unprivileged", "[limits]\nmax_watches_unprivileged = 7\n", NULL,
-          AT(max_watches_unprivileged), 7 },
+        { "max_watches_unprivileged", "[limits]\nmax_watches_unprivileged = 7\n", NULL, AT(max_watches_unprivileged), 7 },
         { "auto is for watches only", "[limits]\nmax_clients_per_user = auto\n",
           "t.conf:2: max_clients_per_user: 'auto' is not a number" },
         { "max_watches_per_client", "[limits]\nmax_watches_per_client = 3\n", NULL, AT(max_watches_per_client), 3 },
-        { "max_watches_per_user", "[limits]\nmax_watches_per_user=4000000000\n", NULL, AT(max_watches_per_user), 4000000000u },
+        { "max_watches_per_user", "[limits]\nmax_watches_per_user=4000000000\n", NULL, AT(max_watches_per_user),
+          4000000000u },
         { "max_clients_per_user", "[limits]\n  max_clients_per_user = 1  \n", NULL, AT(max_clients_per_user), 1 },
         { "max_pending_events_per_client", "[limits]\nmax_pending_events_per_client = 16\n", NULL,
           AT(max_pending_events_per_client), 16 },
@@ -45,29 +45,29 @@ static const Case cases[] = {
           AT(max_pending_events_per_user), 100 },
         { "move_pair_timeout_ms 0", "[events]\nmove_pair_timeout_ms = 0\n", NULL, AT(move_pair_timeout_ms), 0 },
         { "move_pair_timeout_ms 1000", "[events]\nmove_pair_timeout_ms = 1000\n", NULL, AT(move_pair_timeout_ms), 1000 },
-        { "move_pair_max_distance", "[events]\nmove_pair_max_distance = 10000\n", NULL, AT(move_pair_max_distance), 10000 },
+        { "move_pair_max_distance", "[events]\nmove_pair_max_distance = 10000\n", NULL, AT(move_pair_max_distance),
+          10000 },
         { "batch_max_events", "[events]\nbatch_max_events = 65536\n", NULL, AT(batch_max_events), 65536 },
         { "backend", "[daemon]\nbackend = device\n", NULL, AT(backend), BACKEND_DEVICE },
         { "log_level", "[daemon]\nlog_level = debug\n", NULL, AT(log_level), LOG_DEBUG },
         { "tree_backend", "[daemon]\ntree_backend = inotify\n", NULL, AT(tree_backend), TREE_BACKEND_INOTIFY },
-        { "tree_backend fanotify", "[daemon]\ntree_backend=fanotify\n", NULL, AT(tree_backend),
-          TREE_BACKEND_FANOTIFY },
+        { "tree_backend fanotify", "[daemon]\ntree_backend=fanotify\n", NULL, AT(tree_backend), TREE_BACKEND_FANOTIFY },
         { "delivery", "[events]\n\ndelivery = broadcast\n", NULL, AT(delivery_line), 3 },
         { "poll nfs", "[poll]\nnfs = 30\n", NULL, AT(poll_interval_sec[FS_NFS]), 30 },
         { "poll 9p off", "[poll]\n9p = 0\n", NULL, AT(poll_interval_sec[FS_9P]), 0 },
         { "poll fuse a day", "[poll]\nfuse = 86400\n", NULL, AT(poll_interval_sec[FS_FUSE]), 86400 },
         { "poll defaults", "", NULL, AT(poll_interval_sec[FS_CIFS]), 5 },
         { "local is never polled", "", NULL, AT(poll_interval_sec[FS_LOCAL]), 0 },
-        { "max_polled_dirs_per_user", "[poll]\nmax_polled_dirs_per_user = 7\n", NULL,
-          AT(max_polled_dirs_per_user), 7 },
-        { "max_subscriptions_per_user", "[journal]\nmax_subscriptions_per_user = 3\n", NULL, AT(journal_max_subscriptions_per_user), 3 },
+        { "max_polled_dirs_per_user", "[poll]\nmax_polled_dirs_per_user = 7\n", NULL, AT(max_polled_dirs_per_user), 7 },
+        { "max_subscriptions_per_user", "[journal]\nmax_subscriptions_per_user = 3\n", NULL,
+          AT(journal_max_subscriptions_per_user), 3 },
         { "too many durable", "[journal]\nmax_subscriptions_per_user = 65537\n",
           "t.conf:2: max_subscriptions_per_user: 65537 is out of range (1-65536)" },
         { "the last value wins", "[limits]\nmax_clients_per_user = 5\nmax_clients_per_user = 6\n", NULL,
           AT(max_clients_per_user), 6 },
 
         { "unknown section", "[daemon]\nbackend = syscall\n[nonsense]\nkey = 1\n",
-          "t.conf:3: unknown section [nonsense]" },     /* the section's own line */
+          "t.conf:3: unknown section [nonsense]" }, /* the section's own line */
         { "unknown key", "[limits]\n\n\nmax_watches = 3\n", "t.conf:4: unknown key 'max_watches' in section [limits]" },
         { "key before any section", "backend = auto\n", "t.conf:1: unknown section []" },
         { "syntax error", "[limits]\nthis line has no equals sign\n",
@@ -100,53 +100,49 @@ static const Case cases[] = {
           "t.conf:2: fanotify_helper: path is too long for a socket" },
         { "bad log level", "[daemon]\nlog_level = loud\n",
           "t.conf:2: log_level: 'loud' is not one of err, warning, notice, info, debug" },
-        { "poll interval too long", "[poll]\nceph = 86401\n",
-          "t.conf:2: ceph: 86401 is out of range (0-86400)" },
-        { "poll interval with a unit", "[poll]\nnfs = 5s\n",
-          "t.conf:2: nfs: '5s' is not a number" },
-        { "poll of local", "[poll]\nlocal = 5\n",
-          "t.conf:2: unknown key 'local' in section [poll]" },
-        { "poll of smb", "[poll]\nsmb = 5\n",
-          "t.conf:2: unknown key 'smb' in section [poll]" },
+        { "poll interval too long", "[poll]\nceph = 86401\n", "t.conf:2: ceph: 86401 is out of range (0-86400)" },
+        { "poll interval with a unit", "[poll]\nnfs = 5s\n", "t.conf:2: nfs: '5s' is not a number" },
+        { "poll of local", "[poll]\nlocal = 5\n", "t.conf:2: unknown key 'local' in section [poll]" },
+        { "poll of smb", "[poll]\nsmb = 5\n", "t.conf:2: unknown key 'smb' in section [poll]" },
         { "no polled directory at all", "[poll]\nmax_polled_dirs_per_user = 0\n",
           "t.conf:2: max_polled_dirs_per_user: 0 is out of range (1-4294967295)" },
         { "bad delivery", "[events]\ndelivery = multicast\n",
           "t.conf:2: delivery: 'multicast' is not one of unicast, broadcast" },
         { "the first error is reported", "[limits]\nmax_clients_per_user = 0\nbogus = 1\n",
           "t.conf:2: max_clients_per_user: 0 is out of range (1-4294967295)" },
-        { "no newline at the end", "[limits]\nbogus = 1",
-          "t.conf:2: unknown key 'bogus' in section [limits]" },
+        { "no newline at the end", "[limits]\nbogus = 1", "t.conf:2: unknown key 'bogus' in section [limits]" },
         /* Found by fuzz/fuzz-config: inih ignores what follows ']' and never
          * reports a section without keys, so these passed silently. */
         { "text after a section", "[limits]\n[daemon] junk\nbackend = syscall\n",
           "t.conf:2: unexpected text after [daemon]" },
         { "unknown section without keys", "[events]\n[dents]&devicaemon]\n#naebcd = nope\n",
           "t.conf:2: unexpected text after [dents]" },
-        { "unknown section with comments only", "[dents]\n# backend = device\n",
-          "t.conf:1: unknown section [dents]" },
+        { "unknown section with comments only", "[dents]\n# backend = device\n", "t.conf:1: unknown section [dents]" },
         /* Found by fuzz/fuzz-config: inih parsed the tail of a line past 199
          * characters as a line of its own, so a long comment could set a key. */
-        { "long comment", "[daemon]\n# " X100 "x" X10 X10 X10 X10 X10 X10 X10 X10 X10 "xxxxxx" "backend = device\n",
+        { "long comment",
+          "[daemon]\n# " X100 "x" X10 X10 X10 X10 X10 X10 X10 X10 X10 "xxxxxx"
+          "backend = device\n",
           NULL, AT(backend), BACKEND_AUTO },
         { "continuation line", "[daemon]\nbackend = syscall\n\n    syscall\n",
           "t.conf:4: an indented line continues the value above: not allowed in watchd.conf" },
         { "indented comment", "[daemon]\nbackend = syscall\n  # a comment\n", NULL, AT(backend), BACKEND_SYSCALL },
-        { "long line", "[daemon]\ndevice = /" X100 X100 "\n",
-          "t.conf:2: line is longer than 198 characters" },
+        { "long line", "[daemon]\ndevice = /" X100 X100 "\n", "t.conf:2: line is longer than 198 characters" },
 };
 
 typedef struct SizeCase {
         const char *what;
         const char *text;
         const char *error;
-        size_t offset;          /* a uint64_t field */
+        size_t offset; /* a uint64_t field */
         uint64_t value;
 } SizeCase;
 
 static const SizeCase size_cases[] = {
         { "default per subscription", "", NULL, AT(journal_max_bytes_per_subscription), UINT64_C(64) << 20 },
         { "default per user", "", NULL, AT(journal_max_bytes_per_user), UINT64_C(256) << 20 },
-        { "bytes", "[journal]\nmax_bytes_per_subscription = 65536\n", NULL, AT(journal_max_bytes_per_subscription), 65536 },
+        { "bytes", "[journal]\nmax_bytes_per_subscription = 65536\n", NULL, AT(journal_max_bytes_per_subscription),
+          65536 },
         { "K", "[journal]\nmax_bytes_per_subscription = 100K\n", NULL, AT(journal_max_bytes_per_subscription), 102400 },
         { "G", "[journal]\nmax_bytes_per_user = 3G\n", NULL, AT(journal_max_bytes_per_user), UINT64_C(3) << 30 },
         { "T", "[journal]\nmax_bytes_per_user = 1T\n", NULL, AT(journal_max_bytes_per_user), UINT64_C(1) << 40 },
@@ -170,11 +166,11 @@ static const SizeCase size_cases[] = {
           "t.conf:2: max_bytes_per_user: '3MB' is not a size (bytes, or a number followed by K, M, G or T)" },
         { "negative size", "[journal]\nmax_bytes_per_user = -1M\n",
           "t.conf:2: max_bytes_per_user: '-1M' is not a size (bytes, or a number followed by K, M, G or T)" },
-        { "state_directory", "[journal]\nstate_directory = /srv/watchd\n", NULL, AT(journal_max_bytes_per_user), UINT64_C(256) << 20 },
+        { "state_directory", "[journal]\nstate_directory = /srv/watchd\n", NULL, AT(journal_max_bytes_per_user),
+          UINT64_C(256) << 20 },
         { "relative state_directory", "[journal]\nstate_directory = var/lib\n",
           "t.conf:2: state_directory: 'var/lib' is not an absolute path" },
-        { "unknown journal key", "[journal]\nmax_bytes = 1M\n",
-          "t.conf:2: unknown key 'max_bytes' in section [journal]" },
+        { "unknown journal key", "[journal]\nmax_bytes = 1M\n", "t.conf:2: unknown key 'max_bytes' in section [journal]" },
 };
 
 static void test_size_case(gconstpointer data) {
@@ -203,12 +199,12 @@ static void test_case(gconstpointer data) {
         int r;
 
         g_assert_cmpint(config_init(&config), ==, 0);
-        config.max_watches_per_client = 77;     /* must not survive a load: a load starts from the defaults */
+        config.max_watches_per_client = 77; /* must not survive a load: a load starts from the defaults */
         r = config_load_string("t.conf", c->text, &config, &error);
         if (c->error) {
                 g_assert_cmpint(r, ==, -EINVAL);
                 g_assert_cmpstr(error, ==, c->error);
-                g_assert_cmpuint(config.max_watches_per_client, ==, 77);   /* untouched on failure */
+                g_assert_cmpuint(config.max_watches_per_client, ==, 77); /* untouched on failure */
         } else {
                 g_assert_cmpint(r, ==, 0);
                 g_assert_null(error);
@@ -264,7 +260,7 @@ static void test_shipped(void) {
         uncommented = g_regex_replace(re, text, -1, 0, "\\1", 0, NULL);
         for (const char *p = uncommented; (p = strstr(p, " = ")); p++)
                 n++;
-        g_assert_cmpint(n, ==, 29);     /* every key of the file */
+        g_assert_cmpint(n, ==, 29); /* every key of the file */
         g_assert_cmpint(config_load_string(WATCHD_CONF, uncommented, &c, &error), ==, 0);
         g_assert_null(error);
         assert_defaults(&c);

@@ -11,10 +11,10 @@
 #include "delivery.h"
 
 typedef struct Sink {
-        GPtrArray *batches;             /* GArray of record ids, one per batch */
-        GArray *notices;                /* kinds, in order */
-        GArray *lost;                   /* the ids of the last Overflow */
-        unsigned asked;                 /* confirmation requests */
+        GPtrArray *batches; /* GArray of record ids, one per batch */
+        GArray *notices;    /* kinds, in order */
+        GArray *lost;       /* the ids of the last Overflow */
+        unsigned asked;     /* confirmation requests */
         bool congested;
 } Sink;
 
@@ -92,8 +92,8 @@ static void teardown(Fixture *f, gconstpointer data) {
 
 static void submit(Fixture *f, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t t) {
         /* Cut from the queue's arena, as client.c makes them. */
-        delivery_submit(f->d, &f->q, record_new_in(delivery_queue_arena(&f->q), RECORD_EVENT, id, mask, cookie, t,
-                                                   "/d", "f", 1));
+        delivery_submit(f->d, &f->q,
+                        record_new_in(delivery_queue_arena(&f->q), RECORD_EVENT, id, mask, cookie, t, "/d", "f", 1));
 }
 
 static unsigned sent(const Fixture *f) {
@@ -105,7 +105,10 @@ static unsigned sent(const Fixture *f) {
 }
 
 static const DeliveryLimits limits = {
-        .max_pending = 100, .max_bytes = UINT64_MAX, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX,
+        .max_pending = 100,
+        .max_bytes = UINT64_MAX,
+        .max_pending_user = UINT32_MAX,
+        .max_bytes_user = UINT64_MAX,
         .batch_max = 10,
         .pair_timeout_usec = 1000,
         .pair_max_distance = 100,
@@ -144,7 +147,7 @@ static void test_confirm_lazily(Fixture *f, gconstpointer data) {
         delivery_confirmed(f->d, &f->q, true, 0);
         submit(f, 17, IN_CREATE, 0, 0);
         delivery_flush(f->d, 0);
-        g_assert_cmpuint(sent(f), ==, 17);             /* not held: 1 unconfirmed */
+        g_assert_cmpuint(sent(f), ==, 17); /* not held: 1 unconfirmed */
         g_assert_cmpuint(f->sink.asked, ==, 1);
 }
 
@@ -171,9 +174,9 @@ static void test_hold(Fixture *f, gconstpointer data) {
         for (uint32_t i = 41; i <= 45; i++)
                 submit(f, i, IN_CREATE, 0, 0);
         delivery_flush(f->d, 0);
-        g_assert_cmpuint(sent(f), ==, 40);             /* held: 20 unconfirmed, a request in flight */
+        g_assert_cmpuint(sent(f), ==, 40); /* held: 20 unconfirmed, a request in flight */
         delivery_confirmed(f->d, &f->q, true, 0);
-        g_assert_cmpuint(sent(f), ==, 45);             /* one batch at the answer */
+        g_assert_cmpuint(sent(f), ==, 45); /* one batch at the answer */
         g_assert_cmpuint(((GArray *) f->sink.batches->pdata[f->sink.batches->len - 1])->len, ==, 5);
 
         /* A client that does not answer (a timeout) is not held for. */
@@ -185,7 +188,10 @@ static void test_hold(Fixture *f, gconstpointer data) {
 }
 
 static const DeliveryLimits small = {
-        .max_pending = 4, .max_bytes = UINT64_MAX, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX,
+        .max_pending = 4,
+        .max_bytes = UINT64_MAX,
+        .max_pending_user = UINT32_MAX,
+        .max_bytes_user = UINT64_MAX,
         .batch_max = 10,
         .pair_timeout_usec = 1000,
         .pair_max_distance = 100,
@@ -201,15 +207,15 @@ static void test_backlog(Fixture *f, gconstpointer data) {
         rec->reason = "deleted";
         delivery_submit(f->d, &f->q, rec);
         g_assert_cmpuint(delivery_get_stats(f->d)->events_dropped, ==, 4);
-        submit(f, 5, IN_CREATE, 0, 0);          /* room again: the notices only are queued */
+        submit(f, 5, IN_CREATE, 0, 0); /* room again: the notices only are queued */
         delivery_flush(f->d, 0);
         g_assert_cmpuint(f->sink.notices->len, ==, 2);
         g_assert_cmpint(g_array_index(f->sink.notices, int, 0), ==, RECORD_REMOVED);
         g_assert_cmpint(g_array_index(f->sink.notices, int, 1), ==, RECORD_OVERFLOW);
-        g_assert_cmpuint(f->sink.lost->len, ==, 2);     /* 7 and 8, once each */
+        g_assert_cmpuint(f->sink.lost->len, ==, 2); /* 7 and 8, once each */
         g_assert_cmpuint(g_array_index(f->sink.lost, uint32_t, 0), ==, 7);
         g_assert_cmpuint(g_array_index(f->sink.lost, uint32_t, 1), ==, 8);
-        g_assert_cmpuint(sent(f), ==, 1);       /* after them */
+        g_assert_cmpuint(sent(f), ==, 1); /* after them */
         g_assert_cmpuint(delivery_get_stats(f->d)->overflows, ==, 1);
 
         /* delivery_lost: an Overflow naming one id. */
@@ -221,7 +227,7 @@ static void test_backlog(Fixture *f, gconstpointer data) {
 
 static int journal_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
         keep_batch(data, recs, n);
-        return 0;               /* as a journal: nothing to count, nothing unread */
+        return 0; /* as a journal: nothing to count, nothing unread */
 }
 
 static const DeliveryOps journal_like_ops = {
@@ -283,7 +289,10 @@ static Record *long_record(uint32_t id, size_t len) {
 }
 
 static const DeliveryLimits bytes_small = {
-        .max_pending = 1000, .max_bytes = 64 * 1024, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX,
+        .max_pending = 1000,
+        .max_bytes = 64 * 1024,
+        .max_pending_user = UINT32_MAX,
+        .max_bytes_user = UINT64_MAX,
         .batch_max = 10,
         .pair_timeout_usec = 1000,
         .pair_max_distance = 100,
@@ -294,7 +303,7 @@ static void test_bytes_client(Fixture *f, gconstpointer data) {
         size_t weight;
         Record *rec;
 
-        f->sink.congested = true;       /* it reads nothing */
+        f->sink.congested = true; /* it reads nothing */
         rec = long_record(1, 4000);
         weight = record_bytes(rec);
         delivery_submit(f->d, &f->q, rec);
@@ -315,7 +324,7 @@ static void test_bytes_window(Fixture *f, gconstpointer data) {
         for (uint32_t i = 1; i <= 7; i++)
                 delivery_submit(f->d, &f->q, long_record(1, 8000));
         delivery_flush(f->d, 0);
-        g_assert_cmpuint(sent(f), ==, 7);               /* 56 KB unconfirmed */
+        g_assert_cmpuint(sent(f), ==, 7); /* 56 KB unconfirmed */
         for (uint32_t i = 1; i <= 7; i++)
                 delivery_submit(f->d, &f->q, long_record(1, 8000));
         delivery_flush(f->d, 0);
@@ -329,7 +338,10 @@ static void test_bytes_window(Fixture *f, gconstpointer data) {
 }
 
 static const DeliveryLimits user_small = {
-        .max_pending = 100, .max_bytes = UINT64_MAX, .max_pending_user = 30, .max_bytes_user = 128 * 1024,
+        .max_pending = 100,
+        .max_bytes = UINT64_MAX,
+        .max_pending_user = 30,
+        .max_bytes_user = 128 * 1024,
         .batch_max = 10,
         .pair_timeout_usec = 1000,
         .pair_max_distance = 100,
@@ -360,10 +372,10 @@ static void test_user_caps(Fixture *f, gconstpointer data) {
         for (uint32_t i = 0; i < 10; i++) {
                 delivery_submit(f->d, &q2, record_new(RECORD_EVENT, 2, IN_CREATE, 0, 0, "/d", "f", 1));
                 delivery_user_held(f->d, 1000, &held, &held_bytes);
-                g_assert_cmpuint(held, <=, user_small.max_pending_user + 1);    /* + the Overflow notice */
+                g_assert_cmpuint(held, <=, user_small.max_pending_user + 1); /* + the Overflow notice */
         }
         g_assert_cmpuint(delivery_queue_size(&q2), ==, 10);
-        g_assert_cmpuint(f->q.n_dropped, ==, 25);       /* the largest backlog went */
+        g_assert_cmpuint(f->q.n_dropped, ==, 25); /* the largest backlog went */
 
         /* Bytes: 128 KiB for the user, whatever its clients. */
         for (uint32_t i = 0; i < 100; i++) {

@@ -23,8 +23,17 @@ static void rm_rf(const char *path) {
 }
 
 static void test_names(void) {
-        static const char *const good[] = { "indexer", "a", "Tracker-3.0_miner.fs", "-x", "0123456789012345678901234567890123456789012345678901234567890123" };
-        static const char *const bad[] = { "", ".hidden", ".", "..", "a/b", "a b", "caf\xc3\xa9", "a\n", "01234567890123456789012345678901234567890123456789012345678901234" };
+        static const char *const good[] = { "indexer", "a", "Tracker-3.0_miner.fs", "-x",
+                                            "0123456789012345678901234567890123456789012345678901234567890123" };
+        static const char *const bad[] = { "",
+                                           ".hidden",
+                                           ".",
+                                           "..",
+                                           "a/b",
+                                           "a b",
+                                           "caf\xc3\xa9",
+                                           "a\n",
+                                           "01234567890123456789012345678901234567890123456789012345678901234" };
 
         for (size_t i = 0; i < G_N_ELEMENTS(good); i++)
                 g_assert_true(durable_name_valid(good[i]));
@@ -36,8 +45,15 @@ static void test_roundtrip(void) {
         g_autofree char *state = g_dir_make_tmp("test-durable-store-XXXXXX", NULL);
         gid_t groups[] = { 24, 27, 1000, 4294967294u };
         DurableDef d = {
-                .name = (char *) "indexer", .uid = 1000, .gid = 1000, .gids = groups, .n_gids = G_N_ELEMENTS(groups),
-                .path = (char *) "/home/u/\xff odd\\name=x\n", .mask = 0x3c6, .flags = 0x1, .created = 1733280000,
+                .name = (char *) "indexer",
+                .uid = 1000,
+                .gid = 1000,
+                .gids = groups,
+                .n_gids = G_N_ELEMENTS(groups),
+                .path = (char *) "/home/u/\xff odd\\name=x\n",
+                .mask = 0x3c6,
+                .flags = 0x1,
+                .created = 1733280000,
         };
         DurableDef none = { .name = (char *) "n", .uid = 0, .path = (char *) "/", .mask = 1 };
         DurableDef got = {};
@@ -85,14 +101,17 @@ static void test_roundtrip(void) {
 typedef struct BadCase {
         const char *what;
         const char *text;
-        const char *error;      /* after "<file>:" */
+        const char *error; /* after "<file>:" */
 } BadCase;
 
 #define GOOD_HEAD "name=s\nuid=1000\ngid=1000\ngroups=\n"
 #define GOOD_TAIL "mask=0x2\nflags=0x0\ncreated=0\n"
 
 static const BadCase bad_cases[] = {
-        { "no newline at the end", GOOD_HEAD "path=/\n" "mask=0x2\nflags=0x0\ncreated=0", "8: no newline at the end: a torn write?" },
+        { "no newline at the end",
+          GOOD_HEAD "path=/\n"
+                    "mask=0x2\nflags=0x0\ncreated=0",
+          "8: no newline at the end: a torn write?" },
         { "missing key", GOOD_HEAD GOOD_TAIL, "8: keys missing" },
         { "twice", GOOD_HEAD "path=/\npath=/\n" GOOD_TAIL, "6: 'path' given twice" },
         { "unknown key", GOOD_HEAD "path=/\nwho=me\n" GOOD_TAIL, "6: unknown key 'who'" },
@@ -100,12 +119,16 @@ static const BadCase bad_cases[] = {
         { "relative path", GOOD_HEAD "path=x\n" GOOD_TAIL, "5: path: not an absolute path shorter than PATH_MAX" },
         { "bad escape", GOOD_HEAD "path=/\\x4\n" GOOD_TAIL, "5: path: '/\\x4' is not valid" },
         { "escaped NUL", GOOD_HEAD "path=/\\x00\n" GOOD_TAIL, "5: path: '/\\x00' is not valid" },
-        { "decimal mask", GOOD_HEAD "path=/\nmask=2\nflags=0x0\ncreated=0\n", "6: mask: '2' is not a hexadecimal number (0x...)" },
-        { "mask past 32 bits", GOOD_HEAD "path=/\nmask=0x100000000\nflags=0x0\ncreated=0\n", "6: mask: '0x100000000' is not valid" },
+        { "decimal mask", GOOD_HEAD "path=/\nmask=2\nflags=0x0\ncreated=0\n",
+          "6: mask: '2' is not a hexadecimal number (0x...)" },
+        { "mask past 32 bits", GOOD_HEAD "path=/\nmask=0x100000000\nflags=0x0\ncreated=0\n",
+          "6: mask: '0x100000000' is not valid" },
         { "bad groups", "name=s\nuid=1000\ngid=1000\ngroups=1 x\npath=/\n" GOOD_TAIL, "4: groups: '1 x' is not valid" },
-        { "trailing space in groups", "name=s\nuid=1000\ngid=1000\ngroups=1 \npath=/\n" GOOD_TAIL, "4: groups: '1 ' is not valid" },
+        { "trailing space in groups", "name=s\nuid=1000\ngid=1000\ngroups=1 \npath=/\n" GOOD_TAIL,
+          "4: groups: '1 ' is not valid" },
         { "uid -1", "name=s\nuid=4294967295\ngid=1000\ngroups=\npath=/\n" GOOD_TAIL, "2: uid: '4294967295' is not valid" },
-        { "name of another", "name=t\nuid=1000\ngid=1000\ngroups=\npath=/\n" GOOD_TAIL, "9: name or uid is not those of its directory" },
+        { "name of another", "name=t\nuid=1000\ngid=1000\ngroups=\npath=/\n" GOOD_TAIL,
+          "9: name or uid is not those of its directory" },
         { "bad name", "name=.t\n", "1: name: '.t' is not a valid name" },
 };
 
@@ -139,7 +162,7 @@ static void test_foreach_remove(void) {
         g_autofree char *seg = g_strdup_printf("%s/seg-0000000000000001", journal);
         DurableDef d = { .uid = 1000, .path = (char *) "/tmp", .mask = 2 };
 
-        g_assert_cmpint(durable_store_foreach(state, collect, a), ==, 0);       /* nothing yet */
+        g_assert_cmpint(durable_store_foreach(state, collect, a), ==, 0); /* nothing yet */
         g_assert_cmpuint(a->len, ==, 0);
         d.name = (char *) "a";
         g_assert_cmpint(durable_def_save(state, &d), ==, 0);

@@ -36,12 +36,12 @@ typedef struct Fixture {
         FakeBackend *fake;
         Manager *m;
         Durable *d;
-        Client *reader;                 /* the client that resumes */
-        Sink sink;                      /* its live records (none expected) */
-        GPtrArray *sent;                /* what DurableOps sent it, a line each */
+        Client *reader;  /* the client that resumes */
+        Sink sink;       /* its live records (none expected) */
+        GPtrArray *sent; /* what DurableOps sent it, a line each */
         GString *batch;
         size_t batch_n;
-        unsigned asked;                 /* confirmations asked of it */
+        unsigned asked; /* confirmations asked of it */
         char *dir, *state, *watched;
         Caller caller;
         gid_t gid;
@@ -240,7 +240,7 @@ static void test_create(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(strlen(journal), ==, 32);
         g_assert_cmpint(create(f, "idx", 0, journal), ==, -WATCHD_E_DURABLE_EXISTS);
         g_assert_cmpint(create(f, "two", 0, journal), ==, 0);
-        g_assert_cmpint(create(f, "three", 0, journal), ==, -WATCHD_E_DURABLE_LIMIT);     /* 2 a user here */
+        g_assert_cmpint(create(f, "three", 0, journal), ==, -WATCHD_E_DURABLE_LIMIT); /* 2 a user here */
         names = list(f);
         g_assert_cmpuint(names->len, ==, 2);
         g_assert_true(g_str_equal(names->pdata[0], "idx watching") || g_str_equal(names->pdata[1], "idx watching"));
@@ -251,8 +251,8 @@ static void test_create(Fixture *f, gconstpointer data) {
         f->d = NULL;
         start(f, NULL);
         g_assert_false(durable_enabled(f->d));
-        g_assert_cmpint(durable_create(f->d, &f->caller, "idx", f->watched, IN_CREATE, 0, NULL, NULL, journal,
-                                       &cursor), ==, -WATCHD_E_NO_STATE_DIR);
+        g_assert_cmpint(durable_create(f->d, &f->caller, "idx", f->watched, IN_CREATE, 0, NULL, NULL, journal, &cursor),
+                        ==, -WATCHD_E_NO_STATE_DIR);
         (void) none;
 }
 
@@ -265,14 +265,14 @@ static void test_resume(Fixture *f, gconstpointer data) {
 
         g_assert_cmpint(create(f, "idx", 0, journal), ==, 0);
         kernel_creates(f, "a", 5);
-        g_assert_cmpuint(f->sent->len, ==, 0);          /* no one attached */
+        g_assert_cmpuint(f->sent->len, ==, 0); /* no one attached */
         g_assert_cmpint(resume(f, "idx", journal, 0, current), ==, 0);
         g_assert_cmpstr(current, ==, journal);
         manager_flush(f->m);
         /* Then live: what comes next follows, as it comes. */
         kernel_creates(f, "b", 1);
         assert_sent(f, want);
-        g_assert_cmpuint(f->sink.events->len, ==, 0);   /* none of it as live records */
+        g_assert_cmpuint(f->sink.events->len, ==, 0); /* none of it as live records */
 
         /* Resuming after the fourth record gives only the rest. */
         g_ptr_array_set_size(f->sent, 0);
@@ -302,8 +302,8 @@ static void test_window(Fixture *f, gconstpointer data) {
         kernel_creates(f, "c", 4);
         g_assert_cmpint(resume(f, "idx", journal, 0, current), ==, 0);
         for (int i = 0; i < 5; i++)
-                manager_flush(f->m);            /* nothing more without a confirmation */
-        g_assert_cmpuint(f->sent->len, ==, 2);          /* four records, in two messages (batches of 3) */
+                manager_flush(f->m);           /* nothing more without a confirmation */
+        g_assert_cmpuint(f->sent->len, ==, 2); /* four records, in two messages (batches of 3) */
         g_assert_cmpuint(f->asked, ==, 1);
         g_assert_cmpstr(f->sent->pdata[0], ==, "events /a0 /a1 /a2");
         g_assert_cmpstr(f->sent->pdata[1], ==, "events /a3");
@@ -318,7 +318,7 @@ static void test_window(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->sent->len, ==, 7);
         g_assert_cmpstr(f->sent->pdata[5], ==, "events /c3");
         g_assert_cmpstr(f->sent->pdata[6], ==, "caught-up");
-        g_assert_cmpuint(q->sent, ==, 0);               /* the live queue's window: none of it */
+        g_assert_cmpuint(q->sent, ==, 0); /* the live queue's window: none of it */
         /* Live: caught-up and d0-d2 fill the window again (d3 waits); an answer that
          * confirms nothing (the bus's error) lets nothing more go, the client's own does. */
         kernel_creates(f, "d", 4);
@@ -344,8 +344,7 @@ static void test_window(Fixture *f, gconstpointer data) {
  * overflow gap in their place. */
 static void test_burst(Fixture *f, gconstpointer data) {
         static const char *const want[] = {
-                "events /a0 /a1 /a2", "events /a3", "events /a4 /a5 /a6", "events /a7", "events /a8", "caught-up",
-                NULL,
+                "events /a0 /a1 /a2", "events /a3", "events /a4 /a5 /a6", "events /a7", "events /a8", "caught-up", NULL,
         };
         char journal[JOURNAL_ID_STRING_MAX], current[JOURNAL_ID_STRING_MAX];
 
@@ -386,14 +385,14 @@ static void test_restart(Fixture *f, gconstpointer data) {
         kernel_creates(f, "a", 2);
         durable_free(f->d);
         f->d = NULL;
-        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);     /* its watch went with its owner */
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0); /* its watch went with its owner */
         start(f, f->state);
         names = list(f);
         g_assert_cmpuint(names->len, ==, 1);
         g_assert_cmpstr(names->pdata[0], ==, "idx watching");
         kernel_creates(f, "b", 1);
         g_assert_cmpint(resume(f, "idx", journal, 0, current), ==, 0);
-        g_assert_cmpstr(current, ==, journal);                  /* the same journal */
+        g_assert_cmpstr(current, ==, journal); /* the same journal */
         manager_flush(f->m);
         assert_sent(f, want);
 }

@@ -27,10 +27,10 @@ static void append(GByteArray *b, int32_t wd, uint32_t mask, uint32_t cookie, co
 }
 
 typedef struct Expect {
-        int r;                  /* what event_decode returns */
+        int r; /* what event_decode returns */
         int32_t wd;
         uint32_t mask, cookie;
-        const char *name;       /* NULL: no name */
+        const char *name; /* NULL: no name */
 } Expect;
 
 typedef struct Case {
@@ -42,47 +42,53 @@ typedef struct Case {
                 uint32_t len, len_claimed;
         } in[4];
         size_t n_in;
-        size_t truncate;        /* bytes cut from the end, to make a buffer short */
+        size_t truncate; /* bytes cut from the end, to make a buffer short */
         Expect out[5];
 } Case;
 
 /* NAME_MAX 'a's, filled in by main(). */
 static char long_name[256];
 
-#define REC(wd, mask, cookie, name, len) { wd, mask, cookie, name, len, len }
+#define REC(wd, mask, cookie, name, len) \
+        { wd, mask, cookie, name, len, len }
 
 static const Case cases[] = {
         { "empty buffer", {}, 0, 0, { { 0 } } },
-        { "one record, no name", { REC(1, IN_MODIFY, 0, NULL, 0) }, 1, 0,
-          { { 1, 1, IN_MODIFY, 0, NULL }, { 0 } } },
-        { "wd 0 is a wd (device backend)", { REC(0, IN_CREATE, 0, "a", 16) }, 1, 0,
-          { { 1, 0, IN_CREATE, 0, "a" }, { 0 } } },
-        { "overflow record, wd -1", { REC(-1, IN_Q_OVERFLOW, 0, NULL, 0) }, 1, 0,
+        { "one record, no name", { REC(1, IN_MODIFY, 0, NULL, 0) }, 1, 0, { { 1, 1, IN_MODIFY, 0, NULL }, { 0 } } },
+        { "wd 0 is a wd (device backend)", { REC(0, IN_CREATE, 0, "a", 16) }, 1, 0, { { 1, 0, IN_CREATE, 0, "a" }, { 0 } } },
+        { "overflow record, wd -1",
+          { REC(-1, IN_Q_OVERFLOW, 0, NULL, 0) },
+          1,
+          0,
           { { 1, -1, IN_Q_OVERFLOW, 0, NULL }, { 0 } } },
-        { "rename pair", { REC(3, IN_MOVED_FROM, 7, "old", 16), REC(3, IN_MOVED_TO, 7, "new-name", 16) }, 2, 0,
+        { "rename pair",
+          { REC(3, IN_MOVED_FROM, 7, "old", 16), REC(3, IN_MOVED_TO, 7, "new-name", 16) },
+          2,
+          0,
           { { 1, 3, IN_MOVED_FROM, 7, "old" }, { 1, 3, IN_MOVED_TO, 7, "new-name" }, { 0 } } },
-        { "longest name (255) in 256 bytes", { REC(2, IN_CREATE, 0, long_name, 256) }, 1, 0,
+        { "longest name (255) in 256 bytes",
+          { REC(2, IN_CREATE, 0, long_name, 256) },
+          1,
+          0,
           { { 1, 2, IN_CREATE, 0, long_name }, { 0 } } },
-        { "padding only: no name", { REC(1, IN_ATTRIB, 0, NULL, 16) }, 1, 0,
-          { { 1, 1, IN_ATTRIB, 0, NULL }, { 0 } } },
-        { "unusual padding (not 16) still decodes", { REC(1, IN_CREATE, 0, "x", 5) }, 1, 0,
+        { "padding only: no name", { REC(1, IN_ATTRIB, 0, NULL, 16) }, 1, 0, { { 1, 1, IN_ATTRIB, 0, NULL }, { 0 } } },
+        { "unusual padding (not 16) still decodes",
+          { REC(1, IN_CREATE, 0, "x", 5) },
+          1,
+          0,
           { { 1, 1, IN_CREATE, 0, "x" }, { 0 } } },
-        { "header cut short", { REC(1, IN_CREATE, 0, NULL, 0) }, 1, 1,
-          { { -EBADMSG }, { 0 } } },
-        { "name cut short", { REC(1, IN_CREATE, 0, NULL, 0), REC(1, IN_CREATE, 0, "abc", 16) }, 2, 8,
+        { "header cut short", { REC(1, IN_CREATE, 0, NULL, 0) }, 1, 1, { { -EBADMSG }, { 0 } } },
+        { "name cut short",
+          { REC(1, IN_CREATE, 0, NULL, 0), REC(1, IN_CREATE, 0, "abc", 16) },
+          2,
+          8,
           { { 1, 1, IN_CREATE, 0, NULL }, { -EBADMSG } } },
-        { "len past the buffer", { { 1, IN_CREATE, 0, "abc", 16, 4096 } }, 1, 0,
-          { { -EBADMSG } } },
-        { "len 0xffffffff (no wrap-around)", { { 1, IN_CREATE, 0, NULL, 0, 0xffffffffu } }, 1, 0,
-          { { -EBADMSG } } },
-        { "name without NUL", { REC(1, IN_CREATE, 0, "0123456789abcdef", 16) }, 1, 0,
-          { { -EBADMSG } } },
-        { "name with a slash", { REC(1, IN_CREATE, 0, "../etc", 16) }, 1, 0,
-          { { -EBADMSG } } },
-        { "name '..'", { REC(1, IN_CREATE, 0, "..", 16) }, 1, 0,
-          { { -EBADMSG } } },
-        { "name '.'", { REC(1, IN_CREATE, 0, ".", 16) }, 1, 0,
-          { { -EBADMSG } } },
+        { "len past the buffer", { { 1, IN_CREATE, 0, "abc", 16, 4096 } }, 1, 0, { { -EBADMSG } } },
+        { "len 0xffffffff (no wrap-around)", { { 1, IN_CREATE, 0, NULL, 0, 0xffffffffu } }, 1, 0, { { -EBADMSG } } },
+        { "name without NUL", { REC(1, IN_CREATE, 0, "0123456789abcdef", 16) }, 1, 0, { { -EBADMSG } } },
+        { "name with a slash", { REC(1, IN_CREATE, 0, "../etc", 16) }, 1, 0, { { -EBADMSG } } },
+        { "name '..'", { REC(1, IN_CREATE, 0, "..", 16) }, 1, 0, { { -EBADMSG } } },
+        { "name '.'", { REC(1, IN_CREATE, 0, ".", 16) }, 1, 0, { { -EBADMSG } } },
 };
 
 static void test_table(gconstpointer data) {
@@ -91,8 +97,7 @@ static void test_table(gconstpointer data) {
         size_t off = 0, size;
 
         for (size_t i = 0; i < c->n_in; i++)
-                append(b, c->in[i].wd, c->in[i].mask, c->in[i].cookie, c->in[i].name, c->in[i].len,
-                       c->in[i].len_claimed);
+                append(b, c->in[i].wd, c->in[i].mask, c->in[i].cookie, c->in[i].name, c->in[i].len, c->in[i].len_claimed);
         size = b->len - c->truncate;
 
         for (size_t k = 0;; k++) {
@@ -105,7 +110,7 @@ static void test_table(gconstpointer data) {
                 r = event_decode(b->data, size, &off, &ev);
                 g_assert_cmpint(r, ==, e->r);
                 if (r <= 0) {
-                        g_assert_cmpuint(off, ==, before);      /* not moved on failure or at the end */
+                        g_assert_cmpuint(off, ==, before); /* not moved on failure or at the end */
                         break;
                 }
                 g_assert_cmpint(ev.wd, ==, e->wd);

@@ -22,15 +22,15 @@
 
 typedef struct Out {
         guint32 id, mask;
-        char *path, *new_path;          /* as on the bus */
+        char *path, *new_path; /* as on the bus */
 } Out;
 
 typedef struct Harness {
         sd_bus *bus;
         uint64_t cookie;
-        GPtrArray *signals;             /* GArray of Out, one a signal sent */
-        GArray *lost;                   /* guint32 */
-        guint32 fail_id;                /* append fails for this id (0: none) */
+        GPtrArray *signals; /* GArray of Out, one a signal sent */
+        GArray *lost;       /* guint32 */
+        guint32 fail_id;    /* append fails for this id (0: none) */
         guint n_appends;
         gboolean fail_send;
 } Harness;
@@ -80,8 +80,8 @@ static Harness *current;
 
 /* sd_bus_message_append, except for fail_id: then the string sd-bus refuses,
  * which fails the append and spoils the message, as a bad name once did. */
-static int h_append_failing(sd_bus_message *msg, uint32_t id, uint32_t mask, uint32_t cookie,
-                            const char *path, const char *new_path) {
+static int h_append_failing(sd_bus_message *msg, uint32_t id, uint32_t mask, uint32_t cookie, const char *path,
+                            const char *new_path) {
         current->n_appends++;
         if (id == current->fail_id)
                 return sd_bus_message_append(msg, "(uuuss)", id, mask, cookie, "/x\xff", "");
@@ -122,7 +122,7 @@ static Record *event(guint32 id, guint32 mask, const char *path, const char *new
 
         g_assert_nonnull(rec);
         if (new_path)
-                rec->new_path = strdup(new_path);       /* freed by record_free() */
+                rec->new_path = strdup(new_path); /* freed by record_free() */
         return rec;
 }
 
@@ -149,7 +149,7 @@ static void test_plain(void) {
                 g_assert_cmpint(events_batch_add(&b, event(id, IN_CREATE, p, NULL)), ==, 0);
         }
         g_assert_cmpint(events_batch_send(&b), ==, 5);
-        g_assert_cmpint(events_batch_send(&b), ==, 0);         /* nothing left */
+        g_assert_cmpint(events_batch_send(&b), ==, 0); /* nothing left */
         events_batch_done(&b);
 
         g_assert_cmpuint(h.signals->len, ==, 1);
@@ -257,7 +257,7 @@ static char *not_utf8_path(size_t n) {
 
 /* Signals are cut at max_records and before EVENTS_BATCH_MAX_BYTES. */
 static void test_cuts(void) {
-        g_autofree char *long_path = not_utf8_path(100 * 1024);        /* 400 KiB escaped */
+        g_autofree char *long_path = not_utf8_path(100 * 1024); /* 400 KiB escaped */
         guint total = 0;
         Harness h;
         EventsBatch b;
@@ -293,7 +293,7 @@ static void test_cuts(void) {
 
 /* A record that no signal could carry is dropped alone, named lost. */
 static void test_too_big(void) {
-        g_autofree char *huge = not_utf8_path(300 * 1024);     /* 1.2 MiB escaped */
+        g_autofree char *huge = not_utf8_path(300 * 1024); /* 1.2 MiB escaped */
         Harness h;
         EventsBatch b;
 

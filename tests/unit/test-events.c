@@ -42,7 +42,7 @@ typedef struct Fixture {
         Events *events;
         Client *c;
         Sink sink;
-        GPtrArray *asked;               /* what events.c asked of the layer above, a line each */
+        GPtrArray *asked; /* what events.c asked of the layer above, a line each */
         char *dir;
         gid_t gid;
 } Fixture;
@@ -96,7 +96,12 @@ static void setup(Fixture *f, gconstpointer data) {
                 .max_watches_unprivileged = 1000,
                 .max_clients_per_user = 10,
         };
-        DeliveryLimits dl = { .max_pending = 1000, .max_bytes = UINT64_MAX, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX, .batch_max = 100, .pair_timeout_usec = 1000000,
+        DeliveryLimits dl = { .max_pending = 1000,
+                              .max_bytes = UINT64_MAX,
+                              .max_pending_user = UINT32_MAX,
+                              .max_bytes_user = UINT64_MAX,
+                              .batch_max = 100,
+                              .pair_timeout_usec = 1000000,
                               .pair_max_distance = 100 };
         Caller caller;
 
@@ -107,20 +112,23 @@ static void setup(Fixture *f, gconstpointer data) {
         g_assert_cmpint(delivery_new(&dl, &f->delivery), ==, 0);
         g_assert_cmpint(watch_table_new(&f->fake->backend, &f->table), ==, 0);
         g_assert_cmpint(self_events_new(f->table, &f->fake->backend, &f->self), ==, 0);
-        g_assert_cmpint(tree_new(f->table, &f->fake->backend, f->self, &(TreeOps) { .end = on_tree_end }, f,
-                                 &f->tree), ==, 0);
+        g_assert_cmpint(tree_new(f->table, &f->fake->backend, f->self, &(TreeOps) { .end = on_tree_end }, f, &f->tree),
+                        ==, 0);
         g_assert_cmpint(missing_new(f->table, &(MissingOps) { .appeared = on_appeared, .gone = on_missing_gone }, f,
-                                    &f->missing), ==, 0);
+                                    &f->missing),
+                        ==, 0);
         g_assert_cmpint(moves_new(f->table, &f->moves), ==, 0);
         g_assert_cmpint(remote_new(f->table, f->self, &f->config, NULL,
-                                   &(RemoteOps) { .deliver = on_remote_deliver, .gone = on_remote_gone }, f,
-                                   &f->remote), ==, 0);
+                                   &(RemoteOps) { .deliver = on_remote_deliver, .gone = on_remote_gone }, f, &f->remote),
+                        ==, 0);
         g_assert_cmpint(events_new(&f->fake->backend, f->table, f->tree, f->missing, f->moves, f->remote, f->self,
                                    &(EventsOps) {
                                            .end = on_end,
                                            .object_gone = on_object_gone,
                                            .overflow_all = on_overflow_all,
-                                   }, f, &f->events), ==, 0);
+                                   },
+                                   f, &f->events),
+                        ==, 0);
         f->gid = getgid();
         caller = (Caller) { .uid = getuid(), .gid = f->gid, .gids = &f->gid, .n_gids = 1 };
         g_assert_cmpint(client_new(f->accounting, f->delivery, ":1.1", &caller, &f->c), ==, 0);
@@ -197,7 +205,7 @@ static void test_mask_and_path(Fixture *f, gconstpointer data) {
 
         fake_backend_push(f->fake, wd, IN_CREATE, 0, "x");
         fake_backend_push(f->fake, wd, IN_MODIFY, 0, "x");
-        fake_backend_push(f->fake, wd, IN_ACCESS, 0, "x");     /* no one's */
+        fake_backend_push(f->fake, wd, IN_ACCESS, 0, "x"); /* no one's */
         turn(f);
         g_assert_cmpuint(f->sink.events->len, ==, 2);
         g_assert_cmpuint(sink_event(&f->sink, 0)->id, ==, creates->id);
@@ -214,7 +222,7 @@ static void test_deliver(Fixture *f, gconstpointer data) {
 
         g_assert_true(events_deliver(f->events, s, IN_CREATE | WATCHD_IN_POLLED, 0, f->dir, "n", 1, 1));
         g_assert_false(events_deliver(f->events, s, IN_MODIFY, 0, f->dir, "n", 1, 2));
-        g_assert_true(events_deliver(f->events, s, IN_UNMOUNT, 0, f->dir, NULL, 0, 3));  /* reaches everyone */
+        g_assert_true(events_deliver(f->events, s, IN_UNMOUNT, 0, f->dir, NULL, 0, 3)); /* reaches everyone */
         delivery_flush(f->delivery, UINT64_MAX);
         g_assert_cmpuint(f->sink.events->len, ==, 2);
         g_assert_cmpuint(sink_event(&f->sink, 0)->mask, ==, IN_CREATE | WATCHD_IN_POLLED);
@@ -274,7 +282,7 @@ static void test_move_self(Fixture *f, gconstpointer data) {
         want = g_strdup_printf("gone %u deleted", s->id);
         fake_backend_push(f->fake, wd_of(f, a), IN_MOVE_SELF, 0, NULL);
         turn(f);
-        g_assert_cmpuint(f->sink.events->len, ==, 1);           /* delivered first: it asked for IN_DELETE_SELF */
+        g_assert_cmpuint(f->sink.events->len, ==, 1); /* delivered first: it asked for IN_DELETE_SELF */
         g_assert_cmpuint(sink_event(&f->sink, 0)->mask, ==, IN_MOVE_SELF);
         g_assert_cmpuint(f->asked->len, ==, 1);
         g_assert_cmpstr(f->asked->pdata[0], ==, want);
@@ -327,7 +335,7 @@ static void test_slices(Fixture *f, gconstpointer data) {
                 g_autofree char *want = g_strdup_printf("%s/n%u", f->dir, i);
 
                 g_assert_cmpuint(sink_event(&f->sink, i)->id, ==, s->id);
-                g_assert_cmpstr(sink_event(&f->sink, i)->path, ==, want);     /* kernel order */
+                g_assert_cmpstr(sink_event(&f->sink, i)->path, ==, want); /* kernel order */
         }
 }
 
@@ -386,9 +394,9 @@ static void test_short_read_waits(Fixture *f, gconstpointer data) {
         g_assert_true(g_file_set_contents(subf, "", 0, NULL));
         fake_backend_push(f->fake, wd_of(f, f->dir), IN_CREATE | IN_ISDIR, 0, "sub");
         turn(f);
-        g_assert_cmpuint(f->sink.events->len, ==, 2);           /* sub, and f from the scan */
+        g_assert_cmpuint(f->sink.events->len, ==, 2); /* sub, and f from the scan */
         g_assert_cmpstr(sink_event(&f->sink, 1)->path, ==, subf);
-        g_assert_cmpuint(f->fake->n_read, ==, 2);               /* the second found the queue empty */
+        g_assert_cmpuint(f->fake->n_read, ==, 2); /* the second found the queue empty */
         g_assert_false(tree_waits_read_empty(f->tree));
 }
 

@@ -185,7 +185,7 @@ static void test_malformed(void) {
                 g_autoptr(GByteArray) b = g_byte_array_new();
 
                 g_byte_array_append(b, good->data, good->len);
-                b->data[4] = 2;         /* vers */
+                b->data[4] = 2; /* vers */
                 assert_bad(b, "another metadata version");
         }
         {
@@ -313,14 +313,15 @@ static void test_kernel(void) {
         fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME_TARGET, O_RDONLY);
         if (fd < 0) {
                 g_autofree char *why = g_strdup_printf("fanotify_init(FAN_REPORT_DFID_NAME_TARGET): %s "
-                                                       "(Linux < 5.17, or no privilege)", g_strerror(errno));
+                                                       "(Linux < 5.17, or no privilege)",
+                                                       g_strerror(errno));
 
                 g_test_skip(why);
                 g_rmdir(dir);
                 return;
         }
-        g_assert_cmpint(fanotify_mark(fd, FAN_MARK_ADD, FAN_CREATE | FAN_RENAME | FAN_DELETE | FAN_ONDIR, AT_FDCWD,
-                                      dir), ==, 0);
+        g_assert_cmpint(fanotify_mark(fd, FAN_MARK_ADD, FAN_CREATE | FAN_RENAME | FAN_DELETE | FAN_ONDIR, AT_FDCWD, dir),
+                        ==, 0);
         g_assert_cmpint(g_mkdir(a, 0700), ==, 0);
         g_assert_cmpint(g_rename(a, b), ==, 0);
         g_assert_cmpint(g_rmdir(b), ==, 0);

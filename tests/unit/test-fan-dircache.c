@@ -18,13 +18,13 @@
 
 typedef struct FakeDir {
         bool exists;
-        uint32_t parent;        /* 0: the top */
+        uint32_t parent; /* 0: the top */
         char name[NAME_MAX + 1];
-        uint8_t bits[4];        /* per caller 1..3: FAN_DIR_MAY_* (caller 0 is root) */
+        uint8_t bits[4]; /* per caller 1..3: FAN_DIR_MAY_* (caller 0 is root) */
 } FakeDir;
 
 typedef struct FakeFs {
-        FakeDir dirs[FS_MAX];   /* [0] unused: handle 0 is no handle */
+        FakeDir dirs[FS_MAX]; /* [0] unused: handle 0 is no handle */
         uint32_t n;
         unsigned lookups, accesses;
 } FakeFs;
@@ -52,8 +52,7 @@ static uint32_t id_of(const FanHandle *h) {
         return id;
 }
 
-static int fake_lookup(const FanHandle *h, FanHandle *ret_parent, uint8_t *parent_bytes, char *ret_name,
-                       void *userdata) {
+static int fake_lookup(const FanHandle *h, FanHandle *ret_parent, uint8_t *parent_bytes, char *ret_name, void *userdata) {
         FakeFs *fs = userdata;
         uint32_t id = id_of(h);
         FakeDir *d;
@@ -63,7 +62,7 @@ static int fake_lookup(const FanHandle *h, FanHandle *ret_parent, uint8_t *paren
                 return -ESTALE;
         d = &fs->dirs[id];
         if (id == 1)
-                return 1;       /* the top */
+                return 1; /* the top */
         strcpy(ret_name, d->name);
         memcpy(parent_bytes, &d->parent, 4);
         *ret_parent = (FanHandle) { .fsid = 77, .type = 1, .size = 4, .bytes = parent_bytes };
@@ -161,7 +160,7 @@ static void test_resolve(void) {
         fs->lookups = 0;
         assert_path(c, u, b, "a/b");
         assert_path(c, u, u, "");
-        assert_path(c, u, home, NULL);          /* above the root */
+        assert_path(c, u, home, NULL); /* above the root */
         g_assert_cmpuint(fs->lookups, ==, 0);
 
         /* Gone: -ESTALE, nothing cached. */
@@ -201,7 +200,7 @@ static void test_created(void) {
 
         /* Created where nothing is cached: not kept (nothing to keep right). */
         id = fs_mkdir(fs, 1, "elsewhere");
-        fan_dircache_created(c, HANDLE(1), "elsewhere", 9, HANDLE(id));     /* 1 is cached: kept */
+        fan_dircache_created(c, HANDLE(1), "elsewhere", 9, HANDLE(id)); /* 1 is cached: kept */
         g_assert_nonnull(fan_dircache_get(c, HANDLE(id)));
         {
                 uint32_t other = fs_mkdir(fs, 1, "other"), x = fs_mkdir(fs, other, "x");
@@ -236,7 +235,7 @@ static void test_renames(void) {
         /* Moved out of the root's tree, and back under another name. */
         fs->lookups = 0;
         rename_ev(fs, c, b, out, "b");
-        g_assert_cmpuint(fs->lookups, ==, 1);   /* "out" was not cached: looked up once */
+        g_assert_cmpuint(fs->lookups, ==, 1); /* "out" was not cached: looked up once */
         assert_path(c, w, cc, NULL);
         rename_ev(fs, c, b, w, "bb");
         assert_path(c, w, cc, "bb/c");
@@ -305,7 +304,7 @@ static void test_clear(void) {
         g_assert_true(fan_dircache_get(c, HANDLE(in)) == inner);
         g_assert_null(fan_dircache_get(c, HANDLE(x)));
         assert_path(c, w, x, "x");
-        assert_path(c, w, in, NULL);            /* left with a-out */
+        assert_path(c, w, in, NULL); /* left with a-out */
         assert_path(c, in, x, NULL);
         /* Nested roots find each other. */
         fs_rename(fs, a, w, "a");
@@ -339,7 +338,7 @@ static void test_limit(void) {
         g_assert_true(fan_dircache_get(c, HANDLE(w)) == root);
         assert_path(c, w, last, "d499");
         {
-                uint32_t old = 3;       /* d0, long forgotten: looked up again */
+                uint32_t old = 3; /* d0, long forgotten: looked up again */
 
                 assert_path(c, w, old, "d0");
         }

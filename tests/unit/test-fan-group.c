@@ -25,7 +25,7 @@
 #include "fan_helper.h"
 
 typedef struct Fixture {
-        char *dir;              /* the socket's directory and the tmpfs mount point */
+        char *dir; /* the socket's directory and the tmpfs mount point */
         char *sock;
         char *mnt;
         GPid helper;
@@ -101,8 +101,8 @@ static bool read_until(int fd, uint64_t mask, const char *name) {
                 if (n <= 0)
                         continue;
                 while (fan_decode(buf, (size_t) n, &off, &ev) == 1)
-                        if ((ev.mask & mask) && ev.has_entry && ev.entry.name &&
-                            ev.entry.name_len == strlen(name) && memcmp(ev.entry.name, name, ev.entry.name_len) == 0)
+                        if ((ev.mask & mask) && ev.has_entry && ev.entry.name && ev.entry.name_len == strlen(name) &&
+                            memcmp(ev.entry.name, name, ev.entry.name_len) == 0)
                                 return true;
         }
         return false;

@@ -29,7 +29,7 @@
 typedef struct LineCase {
         const char *what;
         const char *line;
-        int error;              /* 0: found, and the fields below must match; -ENOENT: skipped */
+        int error; /* 0: found, and the fields below must match; -ENOENT: skipped */
         int mount_id, parent_id;
         unsigned major, minor;
         const char *root, *mount_point, *fstype, *source, *super_options;
@@ -37,34 +37,29 @@ typedef struct LineCase {
 
 static const LineCase line_cases[] = {
         { "plain ext4 with a shared peer group",
-          "29 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro\n", 0,
-          29, 1, 8, 1, "/", "/", "ext4", "/dev/sda1", "rw,errors=remount-ro" },
+          "29 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro\n", 0, 29, 1, 8, 1, "/", "/", "ext4",
+          "/dev/sda1", "rw,errors=remount-ro" },
         { "no optional field",
-          "45 26 0:39 / /tmp/b/mnt rw,nosuid,nodev,relatime - fuse /tmp/b/back rw,user_id=0,group_id=0", 0,
-          45, 26, 0, 39, "/", "/tmp/b/mnt", "fuse", "/tmp/b/back", "rw,user_id=0,group_id=0" },
+          "45 26 0:39 / /tmp/b/mnt rw,nosuid,nodev,relatime - fuse /tmp/b/back rw,user_id=0,group_id=0", 0, 45, 26, 0,
+          39, "/", "/tmp/b/mnt", "fuse", "/tmp/b/back", "rw,user_id=0,group_id=0" },
         { "four optional fields",
-          "100 99 0:50 /sub /mnt/x ro shared:7 master:3 propagate_from:2 unbindable - nfs4 srv:/export rw,vers=4.2\n", 0,
-          100, 99, 0, 50, "/sub", "/mnt/x", "nfs4", "srv:/export", "rw,vers=4.2" },
+          "100 99 0:50 /sub /mnt/x ro shared:7 master:3 propagate_from:2 unbindable - nfs4 srv:/export rw,vers=4.2\n",
+          0, 100, 99, 0, 50, "/sub", "/mnt/x", "nfs4", "srv:/export", "rw,vers=4.2" },
         { "escaped space, tab, newline and backslash in the mount point",
-          "50 29 0:60 / /home/a\\040b\\011c\\012d\\134e rw - fuse.sshfs u@h:/x\\040y rw\n", 0,
-          50, 29, 0, 60, "/", "/home/a b\tc\nd\\e", "fuse.sshfs", "u@h:/x y", "rw" },
+          "50 29 0:60 / /home/a\\040b\\011c\\012d\\134e rw - fuse.sshfs u@h:/x\\040y rw\n", 0, 50, 29, 0, 60, "/",
+          "/home/a b\tc\nd\\e", "fuse.sshfs", "u@h:/x y", "rw" },
         { "a dash between escaped spaces is part of the name",
-          "51 29 0:61 / /mnt/a\\040-\\040b rw - cifs //srv/share rw,vers=3.1.1\n", 0,
-          51, 29, 0, 61, "/", "/mnt/a - b", "cifs", "//srv/share", "rw,vers=3.1.1" },
-        { "bytes that are not UTF-8 pass through",
-          "52 29 0:62 / /mnt/\xff\xfe\x80 rw - 9p hostshare rw,trans=virtio\n", 0,
-          52, 29, 0, 62, "/", "/mnt/\xff\xfe\x80", "9p", "hostshare", "rw,trans=virtio" },
-        { "a backslash that is no escape is kept",
-          "53 29 0:63 /a\\b\\9xy /mnt/c\\4 rw - ceph 10.0.0.1:/ rw\n", 0,
-          53, 29, 0, 63, "/a\\b\\9xy", "/mnt/c\\4", "ceph", "10.0.0.1:/", "rw" },
-        { "an escape cut by the end of a field is kept",
-          "54 29 0:64 / /mnt/d\\04 rw - fuse.rclone remote: rw\n", 0,
-          54, 29, 0, 64, "/", "/mnt/d\\04", "fuse.rclone", "remote:", "rw" },
-        { "an escaped dash field is not the separator",
-          "55 29 0:65 / /mnt/e rw \\055 - afs #cell:root.cell. rw\n", 0,
+          "51 29 0:61 / /mnt/a\\040-\\040b rw - cifs //srv/share rw,vers=3.1.1\n", 0, 51, 29, 0, 61, "/", "/mnt/a - b",
+          "cifs", "//srv/share", "rw,vers=3.1.1" },
+        { "bytes that are not UTF-8 pass through", "52 29 0:62 / /mnt/\xff\xfe\x80 rw - 9p hostshare rw,trans=virtio\n",
+          0, 52, 29, 0, 62, "/", "/mnt/\xff\xfe\x80", "9p", "hostshare", "rw,trans=virtio" },
+        { "a backslash that is no escape is kept", "53 29 0:63 /a\\b\\9xy /mnt/c\\4 rw - ceph 10.0.0.1:/ rw\n", 0, 53,
+          29, 0, 63, "/a\\b\\9xy", "/mnt/c\\4", "ceph", "10.0.0.1:/", "rw" },
+        { "an escape cut by the end of a field is kept", "54 29 0:64 / /mnt/d\\04 rw - fuse.rclone remote: rw\n", 0, 54,
+          29, 0, 64, "/", "/mnt/d\\04", "fuse.rclone", "remote:", "rw" },
+        { "an escaped dash field is not the separator", "55 29 0:65 / /mnt/e rw \\055 - afs #cell:root.cell. rw\n", 0,
           55, 29, 0, 65, "/", "/mnt/e", "afs", "#cell:root.cell.", "rw" },
-        { "large ids and device numbers",
-          "2147483647 2147483646 4095:1048575 / /x rw - coda /dev/cfs0 rw\n", 0,
+        { "large ids and device numbers", "2147483647 2147483646 4095:1048575 / /x rw - coda /dev/cfs0 rw\n", 0,
           2147483647, 2147483646, 4095, 1048575, "/", "/x", "coda", "/dev/cfs0", "rw" },
 
         { "no separator", "29 1 8:1 / / rw shared:1 ext4 /dev/sda1 rw\n", -ENOENT },
@@ -123,11 +118,10 @@ static void test_lines(void) {
 
 static void test_find(void) {
         /* The one looked for sits between a broken line and a good one. */
-        static const char text[] =
-                "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
-                "garbage that is no mountinfo line\n"
-                "7 1 0:40 / /mnt/\\040nfs rw shared:3 - nfs srv:/e rw,vers=3\n"
-                "8 1 0:41 / /mnt/fuse rw - fuse.sshfs u@h: rw";
+        static const char text[] = "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                                   "garbage that is no mountinfo line\n"
+                                   "7 1 0:40 / /mnt/\\040nfs rw shared:3 - nfs srv:/e rw,vers=3\n"
+                                   "8 1 0:41 / /mnt/fuse rw - fuse.sshfs u@h: rw";
         g_autofree char *dir = g_dir_make_tmp("test-fstype-XXXXXX", NULL);
         g_autofree char *path = write_mountinfo(dir, text);
         g_autofree char *empty = NULL;
@@ -146,29 +140,28 @@ static void test_find(void) {
         empty = write_mountinfo(dir, "");
         g_assert_cmpint(mountinfo_find(empty, 1, &e), ==, -ENOENT);
         g_unlink(empty);
-        g_assert_cmpint(mountinfo_find(empty, 1, &e), <, 0);       /* no file */
+        g_assert_cmpint(mountinfo_find(empty, 1, &e), <, 0); /* no file */
         g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
 /* Whether another mount is below a directory (fanotify.c serves a tree only if none is). */
 static void test_has_below(void) {
-        static const char text[] =
-                "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
-                "2 1 0:40 / /home rw - ext4 /dev/sda2 rw\n"
-                "3 2 0:41 / /home/u/mnt\\040x rw - tmpfs t rw\n"
-                "4 1 0:42 / /homework rw - tmpfs t rw\n";
+        static const char text[] = "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                                   "2 1 0:40 / /home rw - ext4 /dev/sda2 rw\n"
+                                   "3 2 0:41 / /home/u/mnt\\040x rw - tmpfs t rw\n"
+                                   "4 1 0:42 / /homework rw - tmpfs t rw\n";
         g_autofree char *dir = g_dir_make_tmp("test-fstype-XXXXXX", NULL);
         g_autofree char *path = write_mountinfo(dir, text);
 
         g_assert_cmpint(mountinfo_has_below(path, "/home/u"), ==, 1);
-        g_assert_cmpint(mountinfo_has_below(path, "/home/u/mnt x"), ==, 0);     /* the mount point itself */
+        g_assert_cmpint(mountinfo_has_below(path, "/home/u/mnt x"), ==, 0); /* the mount point itself */
         g_assert_cmpint(mountinfo_has_below(path, "/home/v"), ==, 0);
         g_assert_cmpint(mountinfo_has_below(path, "/home"), ==, 1);
         g_assert_cmpint(mountinfo_has_below(path, "/"), ==, 1);
-        g_assert_cmpint(mountinfo_has_below(path, "/hom"), ==, 0);              /* a prefix, not a parent */
+        g_assert_cmpint(mountinfo_has_below(path, "/hom"), ==, 0); /* a prefix, not a parent */
         g_assert_cmpint(mountinfo_has_below(path, "/homework"), ==, 0);
         g_unlink(path);
-        g_assert_cmpint(mountinfo_has_below(path, "/"), <, 0);                  /* no file */
+        g_assert_cmpint(mountinfo_has_below(path, "/"), <, 0); /* no file */
         g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
@@ -225,7 +218,7 @@ static void test_detect_local(void) {
         if (info.kind != FS_LOCAL)
                 g_test_message("TMPDIR %s is on %s", dir, fs_kind_to_string(info.kind));
         else
-                g_assert_false(info.have_mount);        /* local: mountinfo is not read */
+                g_assert_false(info.have_mount); /* local: mountinfo is not read */
         fs_info_done(&info);
 
         g_assert_cmpint(fs_mount_id(fd, &id), ==, 0);
@@ -250,13 +243,12 @@ static void test_detect_fuse(void) {
 
         g_assert_nonnull(dir);
         back = g_build_filename(dir, "back dir", NULL);
-        mnt = g_build_filename(dir, "mnt\tpoint", NULL);       /* escaped in mountinfo */
+        mnt = g_build_filename(dir, "mnt\tpoint", NULL); /* escaped in mountinfo */
         g_assert_cmpint(g_mkdir(back, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(mnt, 0755), ==, 0);
 
         if (!bindfs || access("/dev/fuse", R_OK | W_OK) < 0 ||
-            !g_spawn_sync(NULL, (char *[]) { bindfs, back, mnt, NULL }, NULL, 0, NULL, NULL,
-                          NULL, NULL, &status, &error) ||
+            !g_spawn_sync(NULL, (char *[]) { bindfs, back, mnt, NULL }, NULL, 0, NULL, NULL, NULL, NULL, &status, &error) ||
             !g_spawn_check_wait_status(status, NULL)) {
                 g_test_skip("no FUSE mount here: bindfs missing, /dev/fuse unusable or not root");
                 (void) rmdir(back);

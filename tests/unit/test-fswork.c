@@ -42,7 +42,7 @@ static void run_quick(void *data) {
         *(int *) data = 1;
 }
 
-static GArray *order;   /* int: the data of each completion, in order */
+static GArray *order; /* int: the data of each completion, in order */
 
 static void done_log(void *data, int error) {
         int v = GPOINTER_TO_INT(data);
@@ -109,7 +109,7 @@ static void test_stall(void) {
         g_assert_cmpint(fswork_submit(w, 8, NULL, run_quick, done_flag, &other), ==, 0);
         dispatch_until(w, &other, 2);
         g_assert_cmpint(hung, ==, 0);
-        g_assert_cmpint(after, ==, 0);          /* behind the hung job, in its lane */
+        g_assert_cmpint(after, ==, 0); /* behind the hung job, in its lane */
 
         g_assert_cmpuint(fswork_next_deadline(w), !=, UINT64_MAX);
         fswork_check(w, fswork_next_deadline(w) - 1);
@@ -120,7 +120,7 @@ static void test_stall(void) {
         g_assert_true(fswork_stalled(w, 7));
         g_assert_false(fswork_stalled(w, 8));
         fswork_check(w, UINT64_MAX - 1);
-        g_assert_cmpint(stalls, ==, 1);         /* told once */
+        g_assert_cmpint(stalls, ==, 1); /* told once */
         fswork_get_stats(w, &st);
         g_assert_cmpuint(st.stalled_lanes, ==, 1);
 
@@ -149,7 +149,7 @@ static void test_turns(void) {
         FsWork *w;
 
         if (getuid() == 0)
-                u2.uid = 65534;         /* a second uid: root can take it on */
+                u2.uid = 65534; /* a second uid: root can take it on */
         else {
                 g_test_skip("needs root for a second uid");
                 return;
@@ -198,7 +198,7 @@ static void run_creds(void *data) {
 
 static void done_creds(void *data, int error) {
         g_assert_cmpint(error, ==, 0);
-        ((CredSeen *) data)[1].fsuid = 1;       /* done */
+        ((CredSeen *) data)[1].fsuid = 1; /* done */
 }
 
 /* The job runs as its caller, groups included; the calling thread stays itself. */

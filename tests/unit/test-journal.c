@@ -30,7 +30,7 @@
 
 #include "journal.h"
 
-#define MB (1024u * 1024u)
+#define MB             (1024u * 1024u)
 #define IN_MODIFY      0x00000002u
 #define IN_CLOSE_WRITE 0x00000008u
 #define IN_MOVED_FROM  0x00000040u
@@ -101,9 +101,10 @@ static char *joined(GPtrArray *a) {
         return s;
 }
 
-#define assert_lines(a, expected) do {                                  \
-                g_autofree char *_got = joined(a);                      \
-                g_assert_cmpstr(_got, ==, expected);                    \
+#define assert_lines(a, expected)                    \
+        do {                                         \
+                g_autofree char *_got = joined(a);   \
+                g_assert_cmpstr(_got, ==, expected); \
         } while (0)
 
 static char *path_of(unsigned i) {
@@ -218,13 +219,13 @@ static const EventCase roundtrip_events[] = {
         { IN_MODIFY, 0, "/home/u/dir/file", NULL },
         { IN_MOVED_FROM | IN_MOVED_TO, 77, "/home/u/dir/file", "/home/u/dir/file.renamed" },
         { IN_MOVED_FROM | IN_MOVED_TO | IN_ISDIR, 78, "/home/u/dir", "/other/place" },
-        { IN_MOVED_FROM, 79, "/home/u/gone", NULL },                    /* moved out alone */
-        { IN_DELETE, 0, "/home/u/\xff\xfe not utf-8 \x80", NULL },     /* names are bytes */
+        { IN_MOVED_FROM, 79, "/home/u/gone", NULL },               /* moved out alone */
+        { IN_DELETE, 0, "/home/u/\xff\xfe not utf-8 \x80", NULL }, /* names are bytes */
         { IN_DELETE, 0, "/", NULL },
-        { 0x00100000u | IN_CREATE, 0, "/home/u/escaped\\x", NULL },     /* other high bits stay */
-        { IN_CLOSE_WRITE, 0, "/home/u/a", NULL },                       /* shares nothing new */
-        { IN_CLOSE_WRITE, 0, "/home/u/ab", NULL },                      /* longer than the previous */
-        { IN_CLOSE_WRITE, 0, "/h", NULL },                              /* shorter */
+        { 0x00100000u | IN_CREATE, 0, "/home/u/escaped\\x", NULL }, /* other high bits stay */
+        { IN_CLOSE_WRITE, 0, "/home/u/a", NULL },                   /* shares nothing new */
+        { IN_CLOSE_WRITE, 0, "/home/u/ab", NULL },                  /* longer than the previous */
+        { IN_CLOSE_WRITE, 0, "/h", NULL },                          /* shorter */
 };
 
 static void test_roundtrip(void) {
@@ -238,16 +239,16 @@ static void test_roundtrip(void) {
         g_assert_cmpint(journal_open(jdir, 64 * MB, &j), ==, 0);
         g_assert_cmpuint(journal_last_id(j), ==, 0);
         g_assert_cmpint(journal_reader_new(j, NULL, 0, &r), ==, 0);
-        g_assert_cmpint(journal_reader_next(r, &e), ==, 0);     /* nothing yet */
+        g_assert_cmpint(journal_reader_next(r, &e), ==, 0); /* nothing yet */
 
         for (size_t i = 0; i < G_N_ELEMENTS(roundtrip_events); i++) {
                 const EventCase *c = &roundtrip_events[i];
 
                 g_assert_cmpint(journal_append_event(j, c->mask, c->cookie, c->path, c->new_path), ==, 0);
                 if (i == 4)
-                        g_assert_cmpint(journal_flush(j), ==, 0);       /* two frames */
+                        g_assert_cmpint(journal_flush(j), ==, 0); /* two frames */
         }
-        long_path = g_strnfill(8000, 'x');        /* longer than PATH_MAX: paths are built by joining */
+        long_path = g_strnfill(8000, 'x'); /* longer than PATH_MAX: paths are built by joining */
         long_path[0] = '/';
         g_assert_cmpint(journal_append_event(j, IN_CREATE, 0, long_path, NULL), ==, 0);
         /* A reader sees what is written: nothing before the flush. */
@@ -310,7 +311,7 @@ static void test_bad_input(void) {
         g_assert_cmpint(journal_append_gap(j, 0, true, NULL, 0), ==, -EINVAL);
         g_assert_cmpint(journal_append_gap(j, JOURNAL_GAP_OVERFLOW, false, &scope, 1), ==, -EINVAL);
         g_assert_cmpint(journal_flush(j), ==, 0);
-        g_assert_cmpuint(journal_last_id(j), ==, 0);    /* nothing was taken */
+        g_assert_cmpuint(journal_last_id(j), ==, 0); /* nothing was taken */
         journal_free(j);
         rm_rf(top);
 }
@@ -330,11 +331,12 @@ static void test_gaps_stored(void) {
         g_assert_cmpint(journal_flush(j), ==, 0);
 
         a = read_from(j, NULL, 0);
-        assert_lines(a, "E1 100 /home/u/a/f\n"
-                        "G2 overflow whole\n"
-                        "G3 access /home/u/a /home/u/a/b+ /x+\n"
-                        "G4 daemon-down whole\n"
-                        "E5 200 /home/u/a/f");
+        assert_lines(a,
+                     "E1 100 /home/u/a/f\n"
+                     "G2 overflow whole\n"
+                     "G3 access /home/u/a /home/u/a/b+ /x+\n"
+                     "G4 daemon-down whole\n"
+                     "E5 200 /home/u/a/f");
         g_ptr_array_unref(a);
         /* A cursor on a gap: what follows it. */
         a = read_from(j, NULL, 3);
@@ -355,7 +357,7 @@ static void test_cursors(void) {
         g_assert_cmpint(journal_open(jdir, 128 * 1024, &j), ==, 0);
         append_n(j, 0, n, 37);
         segs = segment_files(jdir);
-        g_assert_cmpuint(segs->len, >, 2);              /* the cursors cross segments */
+        g_assert_cmpuint(segs->len, >, 2); /* the cursors cross segments */
 
         all = read_from(j, NULL, 0);
         g_assert_cmpuint(all->len, ==, n);
@@ -389,7 +391,7 @@ static void test_reopen_clean(void) {
 
         g_assert_cmpint(journal_open(jdir, 64 * MB, &j), ==, 0);
         g_assert_true(memcmp(&id, journal_identity(j), sizeof(id)) == 0);
-        g_assert_cmpuint(journal_last_id(j), ==, 10);   /* a clean stop skips no id */
+        g_assert_cmpuint(journal_last_id(j), ==, 10); /* a clean stop skips no id */
         append_n(j, 10, 5, 0);
         a = read_from(j, &id, 8);
         g_assert_cmpuint(a->len, ==, 7);
@@ -425,7 +427,7 @@ static void test_ids_never_repeat(void) {
                         if (journal_append_event(j, IN_CREATE, 0, p, NULL) < 0 || journal_flush(j) < 0)
                                 _exit(2);
                 }
-                _exit(0);       /* no journal_free(): a crash */
+                _exit(0); /* no journal_free(): a crash */
         }
         g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
         g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -443,7 +445,7 @@ static void test_ids_never_repeat(void) {
         a = read_from(j, NULL, 0);
         g_assert_cmpuint(a->len, ==, 61);
         assert_events(a, 0, 0, 60);
-        g_assert_cmpuint(id_of(a, 60), >, 100);         /* never 61 again */
+        g_assert_cmpuint(id_of(a, 60), >, 100); /* never 61 again */
         journal_free(j);
         rm_rf(top);
 }
@@ -452,25 +454,25 @@ static void test_ids_never_repeat(void) {
 /* Damage */
 
 typedef enum Damage {
-        DAMAGE_CUT_IN_HEADER,           /* the last frame's header half written */
-        DAMAGE_CUT_IN_PAYLOAD,          /* its payload half written */
-        DAMAGE_ZEROS_AFTER,             /* a power cut left a zeroed block after the end */
+        DAMAGE_CUT_IN_HEADER,  /* the last frame's header half written */
+        DAMAGE_CUT_IN_PAYLOAD, /* its payload half written */
+        DAMAGE_ZEROS_AFTER,    /* a power cut left a zeroed block after the end */
         DAMAGE_GARBAGE_AFTER,
-        DAMAGE_FLIP_LAST_PAYLOAD,       /* the last frame's checksum fails */
+        DAMAGE_FLIP_LAST_PAYLOAD, /* the last frame's checksum fails */
 } Damage;
 
 typedef struct TailCase {
         const char *name;
         Damage damage;
-        unsigned kept;                  /* records still there of 50 (5 frames of 10) */
+        unsigned kept; /* records still there of 50 (5 frames of 10) */
 } TailCase;
 
 static const TailCase tail_cases[] = {
-        { "/journal/torn-tail/cut in a header",   DAMAGE_CUT_IN_HEADER, 40 },
-        { "/journal/torn-tail/cut in a payload",  DAMAGE_CUT_IN_PAYLOAD, 40 },
-        { "/journal/torn-tail/zeros after",       DAMAGE_ZEROS_AFTER, 50 },
-        { "/journal/torn-tail/garbage after",     DAMAGE_GARBAGE_AFTER, 50 },
-        { "/journal/torn-tail/last frame bad",    DAMAGE_FLIP_LAST_PAYLOAD, 40 },
+        { "/journal/torn-tail/cut in a header", DAMAGE_CUT_IN_HEADER, 40 },
+        { "/journal/torn-tail/cut in a payload", DAMAGE_CUT_IN_PAYLOAD, 40 },
+        { "/journal/torn-tail/zeros after", DAMAGE_ZEROS_AFTER, 50 },
+        { "/journal/torn-tail/garbage after", DAMAGE_GARBAGE_AFTER, 50 },
+        { "/journal/torn-tail/last frame bad", DAMAGE_FLIP_LAST_PAYLOAD, 40 },
 };
 
 static void test_torn_tail(gconstpointer data) {
@@ -541,22 +543,22 @@ static void test_torn_tail(gconstpointer data) {
 
 typedef struct MiddleCase {
         const char *name;
-        unsigned segment;               /* which segment file, 0 = oldest */
-        int frame;                      /* which frame of it; -1: the segment header */
-        unsigned offset;                /* byte of the frame to flip */
-        bool reopen;                    /* damage found at open (else by a running journal's reader) */
+        unsigned segment; /* which segment file, 0 = oldest */
+        int frame;        /* which frame of it; -1: the segment header */
+        unsigned offset;  /* byte of the frame to flip */
+        bool reopen;      /* damage found at open (else by a running journal's reader) */
 } MiddleCase;
 
 static const MiddleCase middle_cases[] = {
-        { "/journal/corrupt-middle/payload, closed segment",        0, 3, FRAME_HEADER + 5, false },
-        { "/journal/corrupt-middle/frame magic, closed segment",    0, 3, 0, false },
-        { "/journal/corrupt-middle/frame size, closed segment",     0, 3, 5, false },
-        { "/journal/corrupt-middle/frame id, closed segment",       0, 3, 9, false },
+        { "/journal/corrupt-middle/payload, closed segment", 0, 3, FRAME_HEADER + 5, false },
+        { "/journal/corrupt-middle/frame magic, closed segment", 0, 3, 0, false },
+        { "/journal/corrupt-middle/frame size, closed segment", 0, 3, 5, false },
+        { "/journal/corrupt-middle/frame id, closed segment", 0, 3, 9, false },
         { "/journal/corrupt-middle/last frame of a closed segment", 0, -2, FRAME_HEADER + 1, false },
-        { "/journal/corrupt-middle/payload, active segment",        2, 1, FRAME_HEADER + 2, true },
-        { "/journal/corrupt-middle/payload, found at open",         0, 3, FRAME_HEADER + 5, true },
-        { "/journal/corrupt-middle/segment header, middle",         1, -1, 20, true },
-        { "/journal/corrupt-middle/segment header, running",        1, -1, 20, false },
+        { "/journal/corrupt-middle/payload, active segment", 2, 1, FRAME_HEADER + 2, true },
+        { "/journal/corrupt-middle/payload, found at open", 0, 3, FRAME_HEADER + 5, true },
+        { "/journal/corrupt-middle/segment header, middle", 1, -1, 20, true },
+        { "/journal/corrupt-middle/segment header, running", 1, -1, 20, false },
 };
 
 typedef struct FrameRef {
@@ -621,7 +623,7 @@ static void test_corrupt_middle(gconstpointer data) {
 
         segs = segment_files(jdir);
         g_assert_cmpuint(segs->len, >=, 3);
-        g_assert_cmpuint(segs->len, <=, 7);             /* under the cap: none dropped */
+        g_assert_cmpuint(segs->len, <=, 7); /* under the cap: none dropped */
         seg = segs->pdata[c->segment == 2 ? segs->len - 1 : c->segment];
         frames = frame_refs(seg);
         g_assert_cmpuint(frames->len, >=, 3);
@@ -630,7 +632,7 @@ static void test_corrupt_middle(gconstpointer data) {
                 /* The whole segment is lost. */
                 lost_first = g_array_index(frames, FrameRef, 0).first_id;
                 lost_last = g_array_index(frames, FrameRef, frames->len - 1).first_id +
-                            g_array_index(frames, FrameRef, frames->len - 1).count - 1;
+                        g_array_index(frames, FrameRef, frames->len - 1).count - 1;
                 flip_byte(seg, c->offset);
         } else {
                 FrameRef f = g_array_index(frames, FrameRef, c->frame == -2 ? frames->len - 1 : (unsigned) c->frame);
@@ -702,7 +704,7 @@ static void test_missing_segment(void) {
         middle = frame_refs(segs->pdata[1]);
         lost_first = g_array_index(middle, FrameRef, 0).first_id;
         lost_last = g_array_index(middle, FrameRef, middle->len - 1).first_id +
-                    g_array_index(middle, FrameRef, middle->len - 1).count - 1;
+                g_array_index(middle, FrameRef, middle->len - 1).count - 1;
         g_assert_cmpint(unlink(segs->pdata[1]), ==, 0);
 
         /* Found by a reader of the running journal... */
@@ -891,9 +893,9 @@ static void test_user_cap(void) {
 
                 g_assert_cmpint(journal_open(d, 1 * MB, &j[i]), ==, 0);
         }
-        append_n(j[0], 0, 20000, 100);         /* ~400 KB */
-        append_n(j[1], 0, 5000, 100);          /* ~100 KB */
-        append_n(j[2], 0, 100, 100);           /* ~2 KB */
+        append_n(j[0], 0, 20000, 100); /* ~400 KB */
+        append_n(j[1], 0, 5000, 100);  /* ~100 KB */
+        append_n(j[2], 0, 100, 100);   /* ~2 KB */
         for (unsigned i = 0; i < 3; i++)
                 journal_stats(j[i], &st[i]);
         g_assert_cmpuint(st[0].bytes, >, 300 * 1024);
@@ -905,7 +907,7 @@ static void test_user_cap(void) {
                 journal_stats(j[i], &now);
                 total += now.bytes;
                 if (i > 0)
-                        g_assert_cmpuint(now.bytes, ==, st[i].bytes);   /* the small ones keep all */
+                        g_assert_cmpuint(now.bytes, ==, st[i].bytes); /* the small ones keep all */
                 else
                         g_assert_cmpuint(now.oldest_cursor, >, 0);
         }
@@ -938,8 +940,8 @@ typedef struct LostEvent {
 typedef struct ScopeCase {
         const char *name;
         LostEvent events[8];
-        unsigned many;                  /* and this many files in as many directories */
-        const char *scope;              /* what the gap says */
+        unsigned many;     /* and this many files in as many directories */
+        const char *scope; /* what the gap says */
 } ScopeCase;
 
 /* clang-format off */
@@ -984,7 +986,7 @@ static void test_disk_full_scope(gconstpointer data) {
         uint64_t before;
 
         g_assert_cmpint(journal_open(jdir, 64 * MB, &j), ==, 0);
-        append_n(j, 0, 100, 0);        /* past the meta file's 1 KiB: see below */
+        append_n(j, 0, 100, 0); /* past the meta file's 1 KiB: see below */
         before = journal_last_id(j);
         segs = segment_files(jdir);
 
@@ -995,7 +997,8 @@ static void test_disk_full_scope(gconstpointer data) {
         g_assert_cmpint(setrlimit(RLIMIT_FSIZE, &small), ==, 0);
 
         for (unsigned i = 0; i < G_N_ELEMENTS(c->events) && c->events[i].path; i++) {
-                g_assert_cmpint(journal_append_event(j, c->events[i].mask, 0, c->events[i].path, c->events[i].new_path), ==, 0);
+                g_assert_cmpint(journal_append_event(j, c->events[i].mask, 0, c->events[i].path, c->events[i].new_path),
+                                ==, 0);
                 /* A flush a record: the scope builds up over several failures. */
                 g_assert_cmpint(journal_flush(j), ==, -EFBIG);
                 g_assert_true(journal_is_losing(j));
@@ -1056,7 +1059,7 @@ static void test_disk_full_at_stop(void) {
                 setrlimit(RLIMIT_FSIZE, &small);
                 if (journal_append_event(j, IN_CREATE, 0, "/w/lost", NULL) < 0 || journal_flush(j) >= 0)
                         _exit(2);
-                _exit(0);       /* a crash while losing */
+                _exit(0); /* a crash while losing */
         }
         g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
         g_assert_true(WIFEXITED(status));
@@ -1157,7 +1160,8 @@ static int disk_full_child(const char *top) {
         a = read_from(j, NULL, before);
         {
                 g_autofree char *want = g_strdup_printf("G%" PRIu64 " disk-full /w/d0 /w/d1 /w/d2\n"
-                                                        "E%" PRIu64 " 100 /w/back", before + 1, before + 2);
+                                                        "E%" PRIu64 " 100 /w/back",
+                                                        before + 1, before + 2);
                 assert_lines(a, want);
         }
         journal_free(j);
@@ -1210,8 +1214,8 @@ static void test_bytes_per_event(void) {
         g_assert_cmpint(journal_flush(j), ==, 0);
         journal_stats(j, &st);
         per_event = (double) (st.bytes - 1024) / n;
-        g_test_message("journal: %.2f bytes per event (%" PRIu64 " bytes, %u events, %u segments)",
-                       per_event, st.bytes, n, st.segments);
+        g_test_message("journal: %.2f bytes per event (%" PRIu64 " bytes, %u events, %u segments)", per_event, st.bytes,
+                       n, st.segments);
         /* The paths are 46 bytes: prefix sharing must take most of them away. */
         g_assert_cmpfloat(per_event, <, 12.0);
         journal_free(j);

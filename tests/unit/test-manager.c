@@ -81,7 +81,7 @@ static uint32_t add(Fixture *f, const char *path, uint32_t mask, uint32_t flags)
         uint32_t id = 0;
 
         g_assert_cmpint(manager_add_watch_path(f->m, f->c, path, mask, flags, &id, &walk), ==, 0);
-        g_assert_null(walk);    /* small trees are walked at once */
+        g_assert_null(walk); /* small trees are walked at once */
         return id;
 }
 
@@ -97,7 +97,7 @@ static void test_event(Fixture *f, gconstpointer data) {
         ManagerStats st;
 
         g_assert_cmpint(wd, >=, 0);
-        fake_backend_push(f->fake, wd, IN_MODIFY, 0, "y");     /* not asked for */
+        fake_backend_push(f->fake, wd, IN_MODIFY, 0, "y"); /* not asked for */
         fake_backend_push(f->fake, wd, IN_CREATE, 0, "x");
         turn(f);
         g_assert_cmpuint(f->sink.events->len, ==, 1);
@@ -148,7 +148,7 @@ static void test_ignored(Fixture *f, gconstpointer data) {
                 g_assert_cmpstr(f->sink.notices->pdata[0], ==, da);
                 g_assert_cmpstr(f->sink.notices->pdata[1], ==, ub);
         }
-        g_assert_cmpuint(f->sink.events->len, ==, 1);  /* IN_UNMOUNT reaches everyone */
+        g_assert_cmpuint(f->sink.events->len, ==, 1); /* IN_UNMOUNT reaches everyone */
         g_assert_cmpuint(got(f, 0)->mask & IN_UNMOUNT, !=, 0);
         g_assert_cmpuint(f->c->n_subscriptions, ==, 0);
 }
@@ -183,7 +183,7 @@ static void test_kernel_overflow_pending(Fixture *f, gconstpointer data) {
         turn(f);
         g_assert_false(manager_get_subscription(f->m, id)->pending);
         g_assert_cmpuint(missing_n_waiting(manager_get_missing(f->m)), ==, 0);
-        g_assert_cmpuint(f->sink.notices->len, ==, 1);         /* and the client hears of the loss */
+        g_assert_cmpuint(f->sink.notices->len, ==, 1); /* and the client hears of the loss */
 }
 
 /* The kernel's overflow lost the IN_CREATE of directories of a RECURSIVE tree, one new
@@ -312,9 +312,9 @@ static void test_pair_deadline_reads_first(Fixture *f, gconstpointer data) {
 
         fake_backend_push(f->fake, wd, IN_MOVED_FROM, 7, "a");
         turn(f);
-        g_assert_cmpuint(f->sink.events->len, ==, 0);   /* held for its partner */
+        g_assert_cmpuint(f->sink.events->len, ==, 0); /* held for its partner */
         fake_backend_push(f->fake, wd, IN_MOVED_TO, 7, "b");
-        g_usleep(3 * 10 * 1000);                        /* past move_pair_timeout_ms (10) */
+        g_usleep(3 * 10 * 1000); /* past move_pair_timeout_ms (10) */
         g_assert_cmpuint(manager_next_deadline(f->m), <=, (uint64_t) g_get_monotonic_time());
 
         /* What the loop does when the deadline's timer fires. */
@@ -344,11 +344,11 @@ static void test_read_a_slice(Fixture *f, gconstpointer data) {
         /* A slice has a time budget: on a loaded machine it may end before the
          * read's records are all handled, and another slice goes on with them. */
         do {
-                g_assert_true(manager_on_kernel_readable(f->m));        /* more to read */
+                g_assert_true(manager_on_kernel_readable(f->m)); /* more to read */
                 manager_flush(f->m);
         } while (f->sink.events->len == 0);
         first = f->sink.events->len;
-        g_assert_cmpuint(first, >, 1000);                       /* a read's worth: 65,536 / 48 */
+        g_assert_cmpuint(first, >, 1000); /* a read's worth: 65,536 / 48 */
         g_assert_cmpuint(first, <, 1400);
         g_assert_cmpuint(f->fake->n_read, ==, 1);
         turn(f);
@@ -366,7 +366,7 @@ static void test_appearance(Fixture *f, gconstpointer data) {
         uint32_t id, quiet, file;
 
         id = add(f, d, IN_CREATE | IN_DELETE, 0);
-        quiet = add(f, e, IN_DELETE, 0);                /* no IN_CREATE: nothing for its appearance */
+        quiet = add(f, e, IN_DELETE, 0); /* no IN_CREATE: nothing for its appearance */
         file = add(f, g, IN_CREATE | IN_MODIFY, 0);
         g_assert_true(manager_get_subscription(f->m, id)->pending);
 
@@ -391,7 +391,8 @@ static void test_appearance(Fixture *f, gconstpointer data) {
         g_assert_true(g_str_equal(got(f, 1)->path, dsub) || g_str_equal(got(f, 2)->path, dsub));
         for (guint i = 1; i < 3; i++) {
                 g_assert_cmpuint(got(f, i)->id, ==, id);
-                g_assert_cmpuint(got(f, i)->mask, ==, g_str_equal(got(f, i)->path, dsub) ? IN_CREATE | IN_ISDIR : IN_CREATE);
+                g_assert_cmpuint(got(f, i)->mask, ==,
+                                 g_str_equal(got(f, i)->path, dsub) ? IN_CREATE | IN_ISDIR : IN_CREATE);
         }
         /* Not RECURSIVE: sub is reported, not watched. */
         g_assert_cmpint(fake_backend_wd(f->fake, dsub), ==, -1);
@@ -586,7 +587,7 @@ static void test_persist_moved_away(Fixture *f, gconstpointer data) {
         parent = add(f, f->dir, IN_MOVE, 0);
         wd = fake_backend_wd(f->fake, f->dir);
         id = add(f, d, PERSIST_MASK, WATCHD_FLAG_PERSIST);
-        below = add(f, d2, IN_CREATE, WATCHD_FLAG_PERSIST);     /* no IN_DELETE_SELF: told nothing */
+        below = add(f, d2, IN_CREATE, WATCHD_FLAG_PERSIST); /* no IN_DELETE_SELF: told nothing */
         plain = add(f, d, IN_CREATE, 0);
         g_assert_cmpint(g_rename(d, e), ==, 0);
         fake_backend_push(f->fake, wd, IN_MOVED_FROM | IN_ISDIR, 7, "d");
@@ -649,8 +650,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/manager/ignored", Fixture, NULL, setup, test_ignored, teardown);
         g_test_add("/manager/kernel-overflow", Fixture, NULL, setup, test_kernel_overflow, teardown);
         g_test_add("/manager/kernel-overflow-pending", Fixture, NULL, setup, test_kernel_overflow_pending, teardown);
-        g_test_add("/manager/kernel-overflow-recursive", Fixture, NULL, setup, test_kernel_overflow_recursive,
-                   teardown);
+        g_test_add("/manager/kernel-overflow-recursive", Fixture, NULL, setup, test_kernel_overflow_recursive, teardown);
         g_test_add("/manager/recursive", Fixture, NULL, setup, test_recursive, teardown);
         g_test_add("/manager/missing", Fixture, NULL, setup, test_missing, teardown);
         g_test_add("/manager/pair-deadline-reads-first", Fixture, NULL, setup, test_pair_deadline_reads_first, teardown);

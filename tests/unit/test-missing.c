@@ -26,7 +26,7 @@ typedef struct Fixture {
         Missing *m;
         Caller caller, other;
         gid_t gid, gids2[2];
-        GArray *appeared, *gone;        /* subscription ids */
+        GArray *appeared, *gone; /* subscription ids */
         int gone_error;
         char *dir;
 } Fixture;
@@ -234,7 +234,7 @@ static void test_follow_again(Fixture *f, gconstpointer data) {
         unsigned n = chain_len(f->dir);
 
         g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
-        s = pending(f, "d", WATCHD_FLAG_PERSIST, &f->caller);     /* there already: placed at once */
+        s = pending(f, "d", WATCHD_FLAG_PERSIST, &f->caller); /* there already: placed at once */
         g_assert_false(s->pending);
         g_assert_cmpuint(f->appeared->len, ==, 1);
         g_assert_cmpuint(f->account.n_watches, ==, 1);

@@ -16,12 +16,12 @@
 
 typedef enum Op {
         END,
-        PUSH,           /* id, mask, cookie, path at t */
-        POP,            /* at t, expect id, mask, path, new_path */
-        NONE,           /* at t, nothing may come out */
-        DEADLINE,       /* next deadline is t (0: none) */
-        DROP,           /* drop events; expect id = how many */
-        NOTICE,         /* push a RECORD_REMOVED for id */
+        PUSH,     /* id, mask, cookie, path at t */
+        POP,      /* at t, expect id, mask, path, new_path */
+        NONE,     /* at t, nothing may come out */
+        DEADLINE, /* next deadline is t (0: none) */
+        DROP,     /* drop events; expect id = how many */
+        NOTICE,   /* push a RECORD_REMOVED for id */
 } Op;
 
 typedef struct Step {
@@ -32,8 +32,8 @@ typedef struct Step {
 } Step;
 
 #define MS 1000u
-#define F IN_MOVED_FROM
-#define T IN_MOVED_TO
+#define F  IN_MOVED_FROM
+#define T  IN_MOVED_TO
 
 typedef struct Case {
         const char *what;
@@ -212,8 +212,8 @@ static void test_case(gconstpointer data) {
                 switch (s->op) {
                 case PUSH:
                 case NOTICE:
-                        r = record_new(s->op == PUSH ? RECORD_EVENT : RECORD_REMOVED, s->id, s->mask, s->cookie,
-                                       s->t, s->path, NULL, 0);
+                        r = record_new(s->op == PUSH ? RECORD_EVENT : RECORD_REMOVED, s->id, s->mask, s->cookie, s->t,
+                                       s->path, NULL, 0);
                         g_assert_nonnull(r);
                         g_assert_cmpint(move_pairer_push(&p, r), ==, 0);
                         break;

@@ -34,7 +34,7 @@ typedef struct Fixture {
         char *dir;
 } Fixture;
 
-static Client *const owner = (Client *) 0x1;    /* the table only stores it */
+static Client *const owner = (Client *) 0x1; /* the table only stores it */
 
 static void setup(Fixture *f, gconstpointer data) {
         log_set_max_level(LOG_ERR);
@@ -105,7 +105,7 @@ static void test_rename(Fixture *f, gconstpointer data) {
         other = sub(f, aside, 0);
         g_assert_cmpint(g_rename(a, z), ==, 0);
         g_assert_cmpuint(record(f, watch_of(parent), IN_MOVED_FROM | IN_ISDIR, 5, "a"), ==, 0);
-        g_assert_cmpstr(sa->path, ==, a);                       /* not before its other half */
+        g_assert_cmpstr(sa->path, ==, a); /* not before its other half */
         g_assert_cmpuint(record(f, watch_of(parent), IN_MOVED_TO | IN_ISDIR, 5, "z"), ==, 0);
         g_assert_cmpstr(sa->path, ==, z);
         g_assert_cmpstr(sab->path, ==, zb);
@@ -189,7 +189,7 @@ static void test_spellings(Fixture *f, gconstpointer data) {
         g_assert_cmpint(symlink(real, alias), ==, 0);
         p1 = sub(f, real, 0);
         p2 = sub(f, alias, 0);
-        g_assert_true(watch_of(p1) == watch_of(p2));            /* one kernel watch, two links */
+        g_assert_true(watch_of(p1) == watch_of(p2)); /* one kernel watch, two links */
         s1 = sub(f, rd, 0);
         s2 = sub(f, ad, 0);
         g_assert_cmpint(g_rename(rd, re), ==, 0);

@@ -151,9 +151,8 @@ static char *random_bytes(GRand *rand, size_t max) {
         for (size_t i = 0; i < n; i++) {
                 /* Bias towards the bytes of UTF-8 sequences, so valid
                  * characters, noncharacters and surrogates all turn up. */
-                static const uint8_t interesting[] = { 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbe, 0xbf, 0xb7,
-                                                       0xc2, 0xc3, 0xdf, 0xe0, 0xed, 0xef, 0xf0, 0xf4,
-                                                       0xf5, 0xff, '\\', 'x', '/' };
+                static const uint8_t interesting[] = { 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbe, 0xbf, 0xb7, 0xc2, 0xc3, 0xdf,
+                                                       0xe0, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff, '\\', 'x',  '/' };
 
                 if (g_rand_boolean(rand))
                         s[i] = (char) interesting[g_rand_int_range(rand, 0, G_N_ELEMENTS(interesting))];
@@ -182,8 +181,7 @@ static void test_needs_escape_n(void) {
         unsigned yes = 0;
 
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
-                g_assert_cmpint(path_needs_escape_n(cases[i].bytes, strlen(cases[i].bytes)), ==,
-                                cases[i].needs_escape);
+                g_assert_cmpint(path_needs_escape_n(cases[i].bytes, strlen(cases[i].bytes)), ==, cases[i].needs_escape);
         for (int i = 0; i < 100000; i++) {
                 size_t prefix = (size_t) g_rand_int_range(rand, 0, 34);
                 g_autofree char *tail = random_bytes(rand, 12);
@@ -239,8 +237,8 @@ static void test_agrees_with_sd_bus(void) {
 
                 if (accepted == path_needs_escape(b)) {
                         g_autofree char *e = path_escape(b);
-                        g_error("sd-bus %s \"%s\", path_needs_escape() says %s",
-                                accepted ? "accepts" : "refuses", e, accepted ? "yes" : "no");
+                        g_error("sd-bus %s \"%s\", path_needs_escape() says %s", accepted ? "accepts" : "refuses", e,
+                                accepted ? "yes" : "no");
                 }
                 refused += !accepted;
                 /* And the escaped form always goes. */

@@ -9,11 +9,13 @@
 #include "path.h"
 
 static void test_join(void) {
-        static const struct { const char *dir, *name, *want; } cases[] = {
+        static const struct {
+                const char *dir, *name, *want;
+        } cases[] = {
                 { "/", "a", "/a" },
                 { "/a", "b", "/a/b" },
                 { "/a/b", "c d", "/a/b/c d" },
-                { "/a", "\xff\xfe", "/a/\xff\xfe" },       /* bytes, not text */
+                { "/a", "\xff\xfe", "/a/\xff\xfe" }, /* bytes, not text */
         };
 
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -22,8 +24,7 @@ static void test_join(void) {
 
                 g_assert_cmpstr(p, ==, cases[i].want);
                 g_assert_cmpuint(path_join_len(cases[i].dir, strlen(cases[i].name)), ==, strlen(cases[i].want));
-                g_assert_cmpstr(path_join_to(buf, cases[i].dir, cases[i].name, strlen(cases[i].name)), ==,
-                                cases[i].want);
+                g_assert_cmpstr(path_join_to(buf, cases[i].dir, cases[i].name, strlen(cases[i].name)), ==, cases[i].want);
         }
         /* A name given by its length: what follows it is not part of it. */
         g_autofree char *p = path_join("/d", "abc", 2);
@@ -33,15 +34,12 @@ static void test_join(void) {
 }
 
 static void test_startswith(void) {
-        static const struct { const char *path, *prefix, *rest; } cases[] = {
-                { "/a/b", "/a", "b" },
-                { "/a", "/a", "" },
-                { "/ab", "/a", NULL },          /* component-wise */
-                { "/a", "/a/b", NULL },
-                { "/", "/", "" },
-                { "/x/y", "/", "x/y" },         /* everything is below "/" */
-                { "/a/b/c", "/a/b", "c" },
-                { "/b", "/a", NULL },
+        static const struct {
+                const char *path, *prefix, *rest;
+        } cases[] = {
+                { "/a/b", "/a", "b" },     { "/a", "/a", "" },   { "/ab", "/a", NULL },  /* component-wise */
+                { "/a", "/a/b", NULL },    { "/", "/", "" },     { "/x/y", "/", "x/y" }, /* everything is below "/" */
+                { "/a/b/c", "/a/b", "c" }, { "/b", "/a", NULL },
         };
 
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
@@ -49,7 +47,9 @@ static void test_startswith(void) {
 }
 
 static void test_split(void) {
-        static const struct { const char *path, *dir, *base; } cases[] = {
+        static const struct {
+                const char *path, *dir, *base;
+        } cases[] = {
                 { "/a", "/", "a" },
                 { "/a/b", "/a", "b" },
                 { "/a/b/c", "/a/b", "c" },
@@ -68,11 +68,11 @@ static void test_split(void) {
 }
 
 static void test_simplify(void) {
-        static const struct { const char *in, *out; } cases[] = {
-                { "/", "/" },
-                { "//", "/" },
-                { "//a///b/", "/a/b" },
-                { "/a/./b/../c", "/a/./b/../c" },       /* the kernel resolves those */
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "/", "/" },           { "//", "/" },
+                { "//a///b/", "/a/b" }, { "/a/./b/../c", "/a/./b/../c" }, /* the kernel resolves those */
                 { "/a/", "/a" },
         };
 
@@ -89,7 +89,9 @@ static void test_simplify(void) {
 }
 
 static void test_rebase(void) {
-        static const struct { const char *path, *old, *new, *want; } cases[] = {
+        static const struct {
+                const char *path, *old, *new, *want;
+        } cases[] = {
                 { "/a/b", "/a", "/x", "/x/b" },
                 { "/a", "/a", "/x/y", "/x/y" },
                 { "/ab", "/a", "/x", NULL },

@@ -33,25 +33,31 @@ typedef struct Fixture {
         PollGroup *group;
         PollDir *a, *b;
         uint64_t now;
-        GPtrArray *records;     /* "MASK dir/name[ -> dir/name]" */
-        GArray *begins;         /* uint64_t: when a read began (the fake clock) */
-        GPtrArray *begin_groups;/* the group of each */
-        GPtrArray *begin_dirs;  /* and the directory */
-        GPtrArray *errors;      /* "dir error" */
-        GPtrArray *read_ops;    /* "dir OPEN|ACCESS|CLOSE_NOWRITE" */
-        int held[8];            /* fds kept open by "hold" */
+        GPtrArray *records;      /* "MASK dir/name[ -> dir/name]" */
+        GArray *begins;          /* uint64_t: when a read began (the fake clock) */
+        GPtrArray *begin_groups; /* the group of each */
+        GPtrArray *begin_dirs;   /* and the directory */
+        GPtrArray *errors;       /* "dir error" */
+        GPtrArray *read_ops;     /* "dir OPEN|ACCESS|CLOSE_NOWRITE" */
+        int held[8];             /* fds kept open by "hold" */
         size_t n_held;
         bool free_group_on_record;
 } Fixture;
 
 static const char *mask_name(uint32_t m) {
         switch (m & ~IN_ISDIR) {
-        case IN_CREATE: return "CREATE";
-        case IN_DELETE: return "DELETE";
-        case IN_MODIFY: return "MODIFY";
-        case IN_ATTRIB: return "ATTRIB";
-        case IN_MOVED_FROM | IN_MOVED_TO: return "MOVED";
-        default: return "?";
+        case IN_CREATE:
+                return "CREATE";
+        case IN_DELETE:
+                return "DELETE";
+        case IN_MODIFY:
+                return "MODIFY";
+        case IN_ATTRIB:
+                return "ATTRIB";
+        case IN_MOVED_FROM | IN_MOVED_TO:
+                return "MOVED";
+        default:
+                return "?";
         }
 }
 
@@ -90,9 +96,12 @@ static void on_error(void *group, void *dir, int error, void *userdata) {
 static void on_read_op(void *group, void *dir, uint32_t what, void *userdata) {
         Fixture *f = userdata;
 
-        g_ptr_array_add(f->read_ops, g_strdup_printf("%s %s", (const char *) dir,
-                                                     what == IN_OPEN ? "OPEN" : what == IN_ACCESS ? "ACCESS" :
-                                                     what == IN_CLOSE_NOWRITE ? "CLOSE_NOWRITE" : "?"));
+        g_ptr_array_add(f->read_ops,
+                        g_strdup_printf("%s %s", (const char *) dir,
+                                        what == IN_OPEN                  ? "OPEN" :
+                                                what == IN_ACCESS        ? "ACCESS" :
+                                                what == IN_CLOSE_NOWRITE ? "CLOSE_NOWRITE" :
+                                                                           "?"));
 }
 
 static const PollerCallbacks callbacks = {
@@ -256,32 +265,41 @@ static const Case cases[] = {
         { "a file's mode changed", { "touch A/f" }, { "chmod A/f" }, { "ATTRIB A/f" } },
         { "a directory's mode changed", { "mkdir A/d" }, { "chmod A/d" }, { "ATTRIB,ISDIR A/d" } },
         { "mtime alone reads as a modification", { "touch A/f" }, { "mtime A/f" }, { "MODIFY A/f" } },
-        { "a change inside a subdirectory is not its parent's", { "mkdir A/d" },
-          { "touch A/d/f", "mkdir A/d/e" }, {} },
+        { "a change inside a subdirectory is not its parent's", { "mkdir A/d" }, { "touch A/d/f", "mkdir A/d/e" }, {} },
         { "a rename", { "touch A/a" }, { "mv A/a A/b" }, { "MOVED A/a -> A/b" } },
         { "a directory renamed", { "mkdir A/d" }, { "mv A/d A/e" }, { "MOVED,ISDIR A/d -> A/e" } },
-        { "a rename and a write", { "touch A/a" }, { "mv A/a A/b", "write A/b" },
-          { "MOVED A/a -> A/b", "MODIFY A/b" } },
-        { "a rename over another file", { "touch A/a", "touch A/b" }, { "mv A/a A/b" },
-          { "DELETE A/b", "MOVED A/a -> A/b" } },
-        { "a chain of renames goes in the order that keeps names apart", { "touch A/a", "touch A/b" },
-          { "mv A/b A/c", "mv A/a A/b" }, { "MOVED A/b -> A/c", "MOVED A/a -> A/b" } },
-        { "a swap is two moves", { "touch A/a", "touch A/b" }, { "mv A/a A/t", "mv A/b A/a", "mv A/t A/b" },
+        { "a rename and a write", { "touch A/a" }, { "mv A/a A/b", "write A/b" }, { "MOVED A/a -> A/b", "MODIFY A/b" } },
+        { "a rename over another file", { "touch A/a", "touch A/b" }, { "mv A/a A/b" }, { "DELETE A/b", "MOVED A/a -> A/b" } },
+        { "a chain of renames goes in the order that keeps names apart",
+          { "touch A/a", "touch A/b" },
+          { "mv A/b A/c", "mv A/a A/b" },
+          { "MOVED A/b -> A/c", "MOVED A/a -> A/b" } },
+        { "a swap is two moves",
+          { "touch A/a", "touch A/b" },
+          { "mv A/a A/t", "mv A/b A/a", "mv A/t A/b" },
           { "MOVED A/a -> A/b", "MOVED A/b -> A/a" } },
-        { "a name given to a new inode", { "touch A/f", "hold A/f" }, { "rm A/f", "touch A/f" },
+        { "a name given to a new inode",
+          { "touch A/f", "hold A/f" },
+          { "rm A/f", "touch A/f" },
           { "DELETE A/f", "CREATE A/f" } },
-        { "a move between two directories of the group", { "touch A/x" }, { "mv A/x B/y" },
-          { "MOVED A/x -> B/y" } },
+        { "a move between two directories of the group", { "touch A/x" }, { "mv A/x B/y" }, { "MOVED A/x -> B/y" } },
         { "a directory moved between them", { "mkdir A/d" }, { "mv A/d B/d" }, { "MOVED,ISDIR A/d -> B/d" } },
-        { "a hard link kept, the other name renamed", { "touch A/a", "ln A/a A/l" }, { "mv A/a A/b" },
+        { "a hard link kept, the other name renamed",
+          { "touch A/a", "ln A/a A/l" },
+          { "mv A/a A/b" },
           { "MOVED A/a -> A/b" } },
-        { "a new hard link: a creation, and the link count's change", { "touch A/a" }, { "ln A/a A/l" },
+        { "a new hard link: a creation, and the link count's change",
+          { "touch A/a" },
+          { "ln A/a A/l" },
           { "CREATE A/l", "ATTRIB A/a" } },
-        { "two new names of one inode are no move", { "touch A/a", "hold A/a" }, { "ln A/a A/l", "ln A/a B/m", "rm A/a" },
+        { "two new names of one inode are no move",
+          { "touch A/a", "hold A/a" },
+          { "ln A/a A/l", "ln A/a B/m", "rm A/a" },
           { "DELETE A/a", "CREATE A/l", "CREATE B/m" } },
         { "a name that is not UTF-8", {}, { "touch A/\\xff\\xfe" }, { "CREATE A/\xff\xfe" } },
         { "a name with a newline, renamed", { "touch A/a\\nb" }, { "mv A/a\\nb A/c\\nd" }, { "MOVED A/a\nb -> A/c\nd" } },
-        { "deletions, moves, creations, modifications", { "touch A/z", "touch A/m", "touch A/w" },
+        { "deletions, moves, creations, modifications",
+          { "touch A/z", "touch A/m", "touch A/w" },
           { "touch A/new", "write A/w", "mv A/m A/n", "rm A/z" },
           { "DELETE A/z", "MOVED A/m -> A/n", "CREATE A/new", "MODIFY A/w" } },
 };
@@ -291,7 +309,7 @@ static void run_case(Fixture *f, const Case *c) {
 
         for (size_t i = 0; i < ELEMENTSOF(c->before) && c->before[i]; i++)
                 op(f, c->before[i]);
-        drain(f);       /* the first snapshots */
+        drain(f); /* the first snapshots */
         g_assert_cmpuint(f->records->len, ==, 0);
         for (size_t i = 0; i < ELEMENTSOF(c->changes) && c->changes[i]; i++)
                 op(f, c->changes[i]);
@@ -331,7 +349,7 @@ static void test_note(Fixture *f, gconstpointer data) {
         g_assert_cmpint(poller_dir_note(f->a, "f"), ==, 0);
         g_assert_cmpint(poller_dir_note(f->a, "old"), ==, 0);
         g_assert_cmpint(poller_dir_note(f->b, "moved"), ==, 0);
-        drain(f);       /* the notes are stat'ed at once, before any poll */
+        drain(f); /* the notes are stat'ed at once, before any poll */
         next_poll(f);
         g_assert_cmpuint(f->records->len, ==, 0);
 
@@ -378,7 +396,7 @@ static void test_note_during_read(Fixture *f, gconstpointer data) {
                 r = poller_run(f->poller, f->now);
                 g_assert_cmpint(r, >, 0);
         } while (strcmp(g_ptr_array_index(f->begin_dirs, f->begin_dirs->len - 1), "B") != 0);
-        g_assert_cmpuint(f->records->len, ==, 0);      /* held until B is read */
+        g_assert_cmpuint(f->records->len, ==, 0); /* held until B is read */
         g_assert_cmpint(poller_dir_note(f->a, "late"), ==, 0);
         drain(f);
         g_assert_cmpuint(f->records->len, ==, 1);
@@ -405,7 +423,10 @@ static void test_report_existing(Fixture *f, gconstpointer data) {
 
 /* 100 groups made at once: their rounds spread over the interval. */
 static void test_spread(Fixture *f, gconstpointer data) {
-        enum { N = 100, BUCKETS = 10 };
+        enum {
+                N = 100,
+                BUCKETS = 10
+        };
         PollGroup *groups[N];
         uint64_t first[N], second[N];
         unsigned bucket[BUCKETS] = {};
@@ -414,11 +435,12 @@ static void test_spread(Fixture *f, gconstpointer data) {
         for (int i = 0; i < N; i++) {
                 _cleanup_close_ int fd = open_dir(f, "B");
 
-                g_assert_cmpint(poller_group_new(f->poller, 2000, interval, t0, GINT_TO_POINTER(i + 1), &groups[i]), ==, 0);
+                g_assert_cmpint(poller_group_new(f->poller, 2000, interval, t0, GINT_TO_POINTER(i + 1), &groups[i]), ==,
+                                0);
                 g_assert_cmpint(poller_dir_add(groups[i], fd, false, "B", NULL), ==, 0);
                 first[i] = second[i] = 0;
         }
-        drain(f);       /* first snapshots, all at t0 */
+        drain(f); /* first snapshots, all at t0 */
         g_array_set_size(f->begins, 0);
         g_ptr_array_set_size(f->begin_groups, 0);
 
@@ -431,13 +453,13 @@ static void test_spread(Fixture *f, gconstpointer data) {
                 uint64_t t = g_array_index(f->begins, uint64_t, k);
 
                 if (i < 0 || i >= N)
-                        continue;       /* the fixture's own group */
+                        continue; /* the fixture's own group */
                 if (!first[i])
                         first[i] = t;
                 else if (!second[i])
                         second[i] = t;
                 else
-                        g_assert_not_reached();         /* a third round within 2 intervals: too many */
+                        g_assert_not_reached(); /* a third round within 2 intervals: too many */
         }
         for (int i = 0; i < N; i++) {
                 g_assert_cmpuint(first[i], >, t0);
@@ -462,7 +484,11 @@ static void test_spread(Fixture *f, gconstpointer data) {
  * each directory costs (open, statx of it, getdents64 to the end, a statx a
  * name); each directory read once per interval. */
 static void test_io_bound(Fixture *f, gconstpointer data) {
-        enum { NAMES = 300, BUDGET = 64, INTERVALS = 10 };
+        enum {
+                NAMES = 300,
+                BUDGET = 64,
+                INTERVALS = 10
+        };
         const PollIo *io = poller_io(f->poller);
         uint64_t t0, total_before, opens_before, interval = 5 * SEC;
         uint64_t max_run = 0, getdents_before;
@@ -491,17 +517,16 @@ static void test_io_bound(Fixture *f, gconstpointer data) {
                 } while (r > 0);
         }
 
-        g_test_message("%" G_GUINT64_FORMAT " system calls in %d intervals: %" G_GUINT64_FORMAT
-                       " opens, %" G_GUINT64_FORMAT " getdents64, %" G_GUINT64_FORMAT " statx; at most %"
-                       G_GUINT64_FORMAT " a run", poll_io_total(io) - total_before, INTERVALS,
-                       io->opens - opens_before, io->getdents - getdents_before, io->stats, max_run);
+        g_test_message("%" G_GUINT64_FORMAT " system calls in %d intervals: %" G_GUINT64_FORMAT " opens, %" G_GUINT64_FORMAT
+                       " getdents64, %" G_GUINT64_FORMAT " statx; at most %" G_GUINT64_FORMAT " a run",
+                       poll_io_total(io) - total_before, INTERVALS, io->opens - opens_before,
+                       io->getdents - getdents_before, io->stats, max_run);
         g_assert_cmpuint(max_run, <=, BUDGET);
         /* Two directories, read once an interval each: INTERVALS rounds. */
         g_assert_cmpuint(io->opens - opens_before, ==, 2 * INTERVALS);
         /* 300 short names fit one getdents64 buffer; one more call sees the end. */
         g_assert_cmpuint(io->getdents - getdents_before, ==, 2 * 2 * INTERVALS);
-        g_assert_cmpuint(poll_io_total(io) - total_before, ==,
-                         INTERVALS * ((1 + 1 + 2 + NAMES) + (1 + 1 + 2 + 0)));
+        g_assert_cmpuint(poll_io_total(io) - total_before, ==, INTERVALS * ((1 + 1 + 2 + NAMES) + (1 + 1 + 2 + 0)));
         g_assert_cmpuint(f->records->len, ==, 0);
 }
 
@@ -538,7 +563,10 @@ static void test_user_budget(Fixture *f, gconstpointer data) {
  * due meanwhile, is polled within a few runs, not after the large one.
  */
 static void test_user_turns(Fixture *f, gconstpointer data) {
-        enum { NAMES = 3000, BUDGET = 32 };
+        enum {
+                NAMES = 3000,
+                BUDGET = 32
+        };
         _cleanup_close_ int cfd = -1;
         PollGroup *other;
         PollDir *c;

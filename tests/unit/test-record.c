@@ -111,12 +111,12 @@ static void test_chunk_freed(void) {
                 g_assert_nonnull(r);
                 record_free(r);
         }
-        g_assert_true(a.current != first);              /* the first one filled up */
+        g_assert_true(a.current != first); /* the first one filled up */
         g_assert_true(old->chunk == first);
         g_assert_cmpstr(old->path, ==, "/dir/old");
         /* The emptied ones between went at their last record: the old one's and the current. */
         g_assert_cmpuint(record_arena_n_chunks(&a), ==, 2);
-        record_free(old);                               /* its chunk goes with it */
+        record_free(old); /* its chunk goes with it */
         g_assert_cmpuint(record_arena_n_chunks(&a), ==, 1);
         g_assert_true(a.chunks == a.current);
         record_arena_trim(&a);

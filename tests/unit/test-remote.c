@@ -47,8 +47,8 @@ static bool mount_fuse(Fixture *f) {
         int status = -1;
 
         if (!bindfs || access("/dev/fuse", R_OK | W_OK) < 0 ||
-            !g_spawn_sync(NULL, (char *[]) { bindfs, f->back, f->mnt, NULL }, NULL, 0, NULL, NULL, NULL, NULL,
-                          &status, NULL) ||
+            !g_spawn_sync(NULL, (char *[]) { bindfs, f->back, f->mnt, NULL }, NULL, 0, NULL, NULL, NULL, NULL, &status,
+                          NULL) ||
             !g_spawn_check_wait_status(status, NULL)) {
                 g_test_skip("no FUSE mount here: bindfs missing, /dev/fuse unusable or not root");
                 return false;
@@ -124,7 +124,7 @@ static bool await_records(Fixture *f, guint n) {
                         ;
                 manager_flush(f->m);
                 if (f->sink.events->len < n && f->sink.notices->len == 0)
-                        g_usleep(20 * 1000);   /* till the next round is due */
+                        g_usleep(20 * 1000); /* till the next round is due */
         }
         return true;
 }

@@ -46,10 +46,10 @@ typedef struct Fixture {
         Backend *b;
         WatchTable *t;
         SelfEvents *se;
-        char *top;              /* the parent: P */
-        char *child;            /* P/c */
-        GArray *reported;       /* Rec: what the check let through */
-        unsigned read_total;    /* records read */
+        char *top;           /* the parent: P */
+        char *child;         /* P/c */
+        GArray *reported;    /* Rec: what the check let through */
+        unsigned read_total; /* records read */
 } Fixture;
 
 /* A directory the "daemon" has open. */
@@ -322,7 +322,7 @@ static void test_merged(Fixture *f, gconstpointer data) {
         drain(f);
         got = take(f);
         assert_same(got, ref);
-        g_assert_cmpuint(dropped(f), ==, 3);   /* OPEN, ACCESS (two merged), CLOSE */
+        g_assert_cmpuint(dropped(f), ==, 3); /* OPEN, ACCESS (two merged), CLOSE */
         g_assert_cmpuint(pending(f), ==, 0);
 }
 
@@ -373,8 +373,8 @@ static void test_interleaved(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(r->mask, ==, IN_CREATE);
         g_assert_cmpstr(r->name, ==, "x");
         for (guint i = 1; i < got->len; i++)
-                g_assert_false(g_array_index(got, Rec, i).mask & READS);   /* the rest: x's file events */
-        g_assert_cmpuint(dropped(f), ==, 4);   /* OPEN, ACCESS, ACCESS, CLOSE */
+                g_assert_false(g_array_index(got, Rec, i).mask & READS); /* the rest: x's file events */
+        g_assert_cmpuint(dropped(f), ==, 4);                             /* OPEN, ACCESS, ACCESS, CLOSE */
         g_assert_cmpuint(pending(f), ==, 0);
 }
 
@@ -400,7 +400,7 @@ static void test_window(Fixture *f, gconstpointer data) {
 
         d_open(f, &d, f->child);
         g_assert_cmpint(d_getdents(f, &d), >, 0);
-        g_assert_cmpint(getdents64(ufd, buf, sizeof(buf)), >, 0);     /* the user's, merged */
+        g_assert_cmpint(getdents64(ufd, buf, sizeof(buf)), >, 0); /* the user's, merged */
         g_assert_cmpint(d_getdents(f, &d), ==, 0);
         d_close(f, &d);
         drain(f);

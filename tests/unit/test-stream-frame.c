@@ -27,7 +27,7 @@ typedef struct Case {
         const char *what;
         const uint8_t *bytes;
         size_t len;
-        int r;                          /* frame size, 0 (more bytes) or -errno */
+        int r; /* frame size, 0 (more bytes) or -errno */
         uint16_t type;
         uint32_t id, mask, cookie;
         const char *path, *new_path, *reason;
@@ -36,7 +36,7 @@ typedef struct Case {
         bool has_cursor;
         uint64_t cursor;
         unsigned n_unknown;
-        bool roundtrip;                 /* encoding the decoded frame gives the bytes back */
+        bool roundtrip; /* encoding the decoded frame gives the bytes back */
 } Case;
 
 /* The prefix of a frame: size, type, reserved. */
@@ -229,8 +229,8 @@ static void test_table(void) {
                         g_assert_cmpmem(buf, (size_t) c->r, c->bytes, (size_t) c->r);
                         /* The sizes the encoder's callers use to make room agree. */
                         if (f.type == STREAM_FRAME_EVENT)
-                                g_assert_cmpuint(stream_frame_event_size(f.path_len, f.new_path_len, &f.fields),
-                                                 ==, (size_t) c->r);
+                                g_assert_cmpuint(stream_frame_event_size(f.path_len, f.new_path_len, &f.fields), ==,
+                                                 (size_t) c->r);
                 }
         }
 }
@@ -317,19 +317,19 @@ static void test_encode_refusals(void) {
                 g_assert_cmpint(stream_frame_decode(big, STREAM_FRAME_MAX, &f), ==, (int) STREAM_FRAME_MAX);
                 g_assert_cmpuint(f.path_len, ==, longest);
         }
-        g_assert_cmpint(stream_frame_encode_event(big, STREAM_FRAME_MAX + 64, 1, 2, 3, path, longest + 1, NULL, 0,
-                                                  NULL), ==, -E2BIG);
-        g_assert_cmpint(stream_frame_encode_event(big, STREAM_FRAME_MAX + 64, 1, 2, 3, path, SIZE_MAX - 1, NULL, 0,
-                                                  NULL), ==, -E2BIG);
+        g_assert_cmpint(stream_frame_encode_event(big, STREAM_FRAME_MAX + 64, 1, 2, 3, path, longest + 1, NULL, 0, NULL),
+                        ==, -E2BIG);
+        g_assert_cmpint(stream_frame_encode_event(big, STREAM_FRAME_MAX + 64, 1, 2, 3, path, SIZE_MAX - 1, NULL, 0, NULL),
+                        ==, -E2BIG);
         g_assert_cmpint(stream_frame_encode_removed(big, STREAM_FRAME_MAX + 64, 1, path, STREAM_FRAME_MAX), ==, -E2BIG);
 
         /* The most ids one overflow frame holds, and one more. */
         for (uint32_t i = 0; i <= STREAM_FRAME_OVERFLOW_MAX_IDS; i++)
                 ids[i] = i + 1;
-        g_assert_cmpint(stream_frame_encode_overflow(big, STREAM_FRAME_MAX + 64, ids, STREAM_FRAME_OVERFLOW_MAX_IDS),
-                        >, 0);
-        g_assert_cmpint(stream_frame_encode_overflow(big, STREAM_FRAME_MAX + 64, ids,
-                                                     STREAM_FRAME_OVERFLOW_MAX_IDS + 1), ==, -E2BIG);
+        g_assert_cmpint(stream_frame_encode_overflow(big, STREAM_FRAME_MAX + 64, ids, STREAM_FRAME_OVERFLOW_MAX_IDS), >,
+                        0);
+        g_assert_cmpint(stream_frame_encode_overflow(big, STREAM_FRAME_MAX + 64, ids, STREAM_FRAME_OVERFLOW_MAX_IDS + 1),
+                        ==, -E2BIG);
 }
 
 /* A stream: the header and every well-formed frame of the table, in order. */
@@ -441,8 +441,8 @@ static void test_durable(void) {
         g_assert_cmpstr(f.name, ==, "idx");
         g_assert_cmpstr(f.path, ==, "/a");
         g_assert_cmpstr(f.new_path, ==, "/b");
-        g_assert_cmpint(stream_frame_encode_durable_event(buf, sizeof buf, 42, 0xc0, 5, "idx", 3, "/a", 2, "/b", 2),
-                        ==, (int) sizeof(DURABLE_EVENT_BYTES) - 1);
+        g_assert_cmpint(stream_frame_encode_durable_event(buf, sizeof buf, 42, 0xc0, 5, "idx", 3, "/a", 2, "/b", 2), ==,
+                        (int) sizeof(DURABLE_EVENT_BYTES) - 1);
         g_assert_cmpmem(buf, sizeof(DURABLE_EVENT_BYTES) - 1, DURABLE_EVENT_BYTES, sizeof(DURABLE_EVENT_BYTES) - 1);
         g_assert_cmpuint(stream_frame_durable_event_size(3, 2, 2), ==, sizeof(DURABLE_EVENT_BYTES) - 1);
 
@@ -506,7 +506,7 @@ static void test_durable(void) {
                 b[24] = 0x40;
                 g_assert_cmpint(stream_frame_decode(b, sizeof b - 1, &f), ==, -EBADMSG);
                 memcpy(b, DURABLE_EVENT_BYTES, sizeof b);
-                b[37] = 0;              /* "i\0x" */
+                b[37] = 0; /* "i\0x" */
                 g_assert_cmpint(stream_frame_decode(b, sizeof b - 1, &f), ==, -EBADMSG);
         }
         g_assert_cmpint(stream_frame_encode_durable_event(buf, sizeof buf, 1, 0x100, 0, "i\0x", 3, "/a", 2, NULL, 0),
@@ -549,10 +549,13 @@ static void test_reader_refuses(void) {
 
         stream_frame_reader_init(&rd);
         g_assert_cmpint(stream_frame_reader_space(&rd, 64, &p, &n), ==, 0);
-        memcpy(p, "WDST\x01\x00\x08\x00" "\xff\xff\xff\x7f", 12);
+        memcpy(p,
+               "WDST\x01\x00\x08\x00"
+               "\xff\xff\xff\x7f",
+               12);
         stream_frame_reader_commit(&rd, 12);
         g_assert_cmpint(stream_frame_reader_next(&rd, &f), ==, -EBADMSG);
-        g_assert_cmpuint(rd.cap, <=, 4096);     /* it did not make room for the frame announced */
+        g_assert_cmpuint(rd.cap, <=, 4096); /* it did not make room for the frame announced */
         stream_frame_reader_done(&rd);
 
         stream_frame_reader_init(&rd);

@@ -24,7 +24,10 @@
 #include "stream_frame.h"
 
 static const DeliveryLimits limits = {
-        .max_pending = 64, .max_bytes = UINT64_MAX, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX,
+        .max_pending = 64,
+        .max_bytes = UINT64_MAX,
+        .max_pending_user = UINT32_MAX,
+        .max_bytes_user = UINT64_MAX,
         .batch_max = 16,
         .pair_timeout_usec = 10000,
         .pair_max_distance = 10,
@@ -34,10 +37,10 @@ typedef struct Fixture {
         Delivery *d;
         DeliveryQueue q;
         Stream *s;
-        int peer;                       /* the client's end */
-        int watching;                   /* the last want_writable(): -1 none yet */
+        int peer;     /* the client's end */
+        int watching; /* the last want_writable(): -1 none yet */
         StreamFrameReader rd;
-        GArray *got;                    /* "E<id>", "O<ids>", "R<id>" for each frame read */
+        GArray *got; /* "E<id>", "O<ids>", "R<id>" for each frame read */
 } Fixture;
 
 static void want_writable(bool on, void *userdata) {

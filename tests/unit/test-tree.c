@@ -28,7 +28,7 @@ typedef struct Fixture {
         Client *c;
         Tree *tree;
         SelfEvents *self;
-        GPtrArray *paths;               /* what the sink was sent */
+        GPtrArray *paths; /* what the sink was sent */
         unsigned ended;
         gid_t gid;
         char *dir;
@@ -64,7 +64,13 @@ static void on_end(Subscription *s, void *userdata) {
 
 static void setup(Fixture *f, gconstpointer data) {
         const AccountingLimits *l = data;
-        DeliveryLimits dl = { .max_pending = 1000, .max_bytes = UINT64_MAX, .max_pending_user = UINT32_MAX, .max_bytes_user = UINT64_MAX, .batch_max = 100, .pair_timeout_usec = 0, .pair_max_distance = 1 };
+        DeliveryLimits dl = { .max_pending = 1000,
+                              .max_bytes = UINT64_MAX,
+                              .max_pending_user = UINT32_MAX,
+                              .max_bytes_user = UINT64_MAX,
+                              .batch_max = 100,
+                              .pair_timeout_usec = 0,
+                              .pair_max_distance = 1 };
         Caller caller;
 
         f->fake = fake_backend_new();
@@ -114,7 +120,8 @@ static int subscribe(Fixture *f, Subscription **ret) {
         g_assert_cmpint(fd, >=, 0);
         g_assert_cmpint(fstat(fd, &st), ==, 0);
         g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->dir, f->c, &f->c->account, IN_CREATE,
-                                              WATCHD_FLAG_RECURSIVE, ret), ==, 0);
+                                              WATCHD_FLAG_RECURSIVE, ret),
+                        ==, 0);
         client_link_subscription(f->c, *ret);
         r = tree_walk_below(f->tree, *ret, fd, /* all_or_nothing= */ true, &walk);
         g_assert_null(walk);
@@ -148,9 +155,9 @@ static void test_add(Fixture *f, gconstpointer data) {
         tree_add(f->tree, s, n, /* synthesize= */ true, 0);
         delivery_flush(f->d, 0);
         g_assert_cmpuint(s->n_links, ==, 3);
-        g_assert_cmpuint(f->paths->len, ==, 2);         /* n/f and n/sub */
-        g_assert_true(tree_scanned_check(f->tree, s, n, IN_CREATE, "f", 1));   /* the kernel's own: dropped */
-        g_assert_false(tree_scanned_check(f->tree, s, n, IN_CREATE, "f", 1));  /* once */
+        g_assert_cmpuint(f->paths->len, ==, 2);                               /* n/f and n/sub */
+        g_assert_true(tree_scanned_check(f->tree, s, n, IN_CREATE, "f", 1));  /* the kernel's own: dropped */
+        g_assert_false(tree_scanned_check(f->tree, s, n, IN_CREATE, "f", 1)); /* once */
 }
 
 /* A rename inside the tree keeps the links (no new kernel watch); a move out unlinks. */

@@ -81,13 +81,13 @@ static uint32_t kmask(Fixture *f, const Subscription *s) {
 
 /* A step of a coalescing scenario on the directory a (by two paths) and the file b (by two links). */
 typedef struct Step {
-        char op;                /* '+' subscribe, '-' unsubscribe */
-        int slot;               /* which subscription (0-5) */
-        int path;               /* 0 a, 1 link-a, 2 b, 3 hard-b */
+        char op;  /* '+' subscribe, '-' unsubscribe */
+        int slot; /* which subscription (0-5) */
+        int path; /* 0 a, 1 link-a, 2 b, 3 hard-b */
         uint32_t mask;
         /* after the step: */
         unsigned watches, subscriptions;
-        uint32_t mask_a, mask_b;        /* kernel masks, 0 = no kernel watch */
+        uint32_t mask_a, mask_b; /* kernel masks, 0 = no kernel watch */
 } Step;
 
 typedef struct Scenario {
@@ -133,7 +133,7 @@ static void test_scenario(Fixture *f, gconstpointer data) {
 
                 if (s->op == '+') {
                         slots[s->slot] = sub(f, paths[s->path], NULL, s->mask);
-                        g_assert_cmpuint(slots[s->slot]->id, >, last_id);       /* ids only grow */
+                        g_assert_cmpuint(slots[s->slot]->id, >, last_id); /* ids only grow */
                         last_id = slots[s->slot]->id;
                 } else {
                         watch_table_unsubscribe(f->t, slots[s->slot]);
@@ -189,7 +189,7 @@ static void test_watch_gone(Fixture *f, gconstpointer data) {
         unsigned rm_before = f->fake->n_rm;
 
         g_assert_true(watch_table_get_watch(f->t, wd) == w);
-        f->fake->watches[wd].live = FALSE;      /* the kernel removed it */
+        f->fake->watches[wd].live = FALSE; /* the kernel removed it */
         watch_table_watch_gone(f->t, w);
         g_assert_null(watch_table_get_watch(f->t, wd));
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
@@ -200,7 +200,7 @@ static void test_watch_gone(Fixture *f, gconstpointer data) {
         g_assert_cmpint(s3->links->watch->wd, !=, wd);
 
         watch_table_unsubscribe(f->t, s1);
-        watch_table_unsubscribe(f->t, s2);      /* frees the dead watch; no kernel call for it */
+        watch_table_unsubscribe(f->t, s2); /* frees the dead watch; no kernel call for it */
         g_assert_cmpuint(f->fake->n_rm, ==, rm_before);
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 1);
         g_assert_true(watch_table_get_subscription(f->t, s3->id) == s3);
@@ -248,7 +248,8 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_assert_cmpint(g_mkdir(sub_dir, 0755), ==, 0);
         fd = open(f->a, O_RDONLY | O_CLOEXEC);
         g_assert_cmpint(fstat(fd, &st), ==, 0);
-        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, NULL, NULL, IN_DELETE, WATCHD_FLAG_RECURSIVE, &s), ==, 0);
+        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, NULL, NULL, IN_DELETE, WATCHD_FLAG_RECURSIVE, &s),
+                        ==, 0);
         close(fd);
         g_assert_true(watch_link_is_root(s->links));
         g_assert_cmpuint(kmask(f, s), ==, IN_DELETE | WATCH_TREE_BITS | WATCH_ACCESS_BITS);
@@ -260,7 +261,7 @@ static void test_links(Fixture *f, gconstpointer data) {
         close(fd);
         g_assert_false(watch_link_is_root(l));
         g_assert_true(l->parent == s->links);
-        g_assert_cmpstr(l->name, ==, "sub");                    /* a name, its path built on demand */
+        g_assert_cmpstr(l->name, ==, "sub"); /* a name, its path built on demand */
         {
                 char buf[PATH_MAX];
 
@@ -268,9 +269,9 @@ static void test_links(Fixture *f, gconstpointer data) {
                 g_assert_cmpstr(buf, ==, sub_dir);
                 g_assert_cmpint(watch_link_path(l, buf, strlen(sub_dir)), ==, -ENAMETOOLONG);
         }
-        g_assert_true(watch_link_next(s->links) == l);          /* pre-order: the root, then below */
+        g_assert_true(watch_link_next(s->links) == l); /* pre-order: the root, then below */
         g_assert_null(watch_link_next(l));
-        g_assert_true(watch_link_is_root(s->links));                          /* the root stays first */
+        g_assert_true(watch_link_is_root(s->links)); /* the root stays first */
         g_assert_cmpuint(s->n_links, ==, 2);
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 2);
         g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 1);
@@ -286,13 +287,13 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_assert_false(l->dead);
         g_assert_cmpuint(watch_table_unlink(f->t, l), ==, 1);
         g_assert_true(l->dead);
-        g_assert_cmpstr(l->name, ==, "sub");                    /* not freed: ASan/valgrind would say */
+        g_assert_cmpstr(l->name, ==, "sub"); /* not freed: ASan/valgrind would say */
         watch_link_release(l);
         g_assert_true(l->dead);
-        watch_link_release(l);                           /* the last release frees it */
+        watch_link_release(l); /* the last release frees it */
         g_assert_null(s->links->children);
         g_assert_cmpuint(s->n_links, ==, 1);
-        g_assert_cmpuint(kmask(f, plain), ==, IN_ATTRIB);        /* narrowed to what is left */
+        g_assert_cmpuint(kmask(f, plain), ==, IN_ATTRIB); /* narrowed to what is left */
         watch_table_unsubscribe(f->t, s);
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 1);
         watch_table_unsubscribe(f->t, plain);
@@ -325,7 +326,7 @@ static void test_persist(Fixture *f, gconstpointer data) {
         plain = sub(f, f->a, c, IN_CREATE | IN_DELETE_SELF);
         g_assert_false(kmask(f, plain) & IN_MOVE_SELF);
         persist = sub_flags(f, f->a, c, IN_CREATE | IN_DELETE_SELF, WATCHD_FLAG_PERSIST);
-        g_assert_true(persist->links->watch == plain->links->watch);     /* one kernel watch */
+        g_assert_true(persist->links->watch == plain->links->watch); /* one kernel watch */
         g_assert_true(kmask(f, plain) & IN_MOVE_SELF);
         parent = sub(f, f->dir, c, IN_CREATE);
         g_assert_false(kmask(f, parent) & IN_MOVE_SELF);
@@ -333,11 +334,11 @@ static void test_persist(Fixture *f, gconstpointer data) {
         g_assert_cmpint(watch_table_persist_at(f->t, f->a, ids), ==, 1);
         g_assert_true(has_id(ids, persist->id));
         g_array_set_size(ids, 0);
-        g_assert_cmpint(watch_table_persist_at(f->t, f->dir, ids), ==, 1);     /* a directory above */
+        g_assert_cmpint(watch_table_persist_at(f->t, f->dir, ids), ==, 1); /* a directory above */
         g_assert_true(has_id(ids, persist->id));
         g_array_set_size(ids, 0);
-        g_assert_cmpint(watch_table_persist_at(f->t, below, ids), ==, 0);      /* below it: not its path */
-        g_assert_cmpint(watch_table_persist_at(f->t, f->b, ids), ==, 0);       /* a sibling */
+        g_assert_cmpint(watch_table_persist_at(f->t, below, ids), ==, 0); /* below it: not its path */
+        g_assert_cmpint(watch_table_persist_at(f->t, f->b, ids), ==, 0);  /* a sibling */
         g_assert_cmpuint(ids->len, ==, 0);
 
         /* The parent's watch sees a renamed away: the follower names it. */

@@ -65,9 +65,10 @@ static void test_mask_names(void) {
                 { IN_CLOSE_WRITE, ',', "CLOSE_WRITE" },
                 { IN_DELETE_SELF | IN_IGNORED, ',', "DELETE_SELF,IGNORED" },
                 { IN_UNMOUNT | IN_Q_OVERFLOW, ',', "UNMOUNT,Q_OVERFLOW" },
-                { 0x7ff, ',', "ACCESS,MODIFY,ATTRIB,CLOSE_WRITE,CLOSE_NOWRITE,OPEN,MOVED_FROM,"
-                              "MOVED_TO,CREATE,DELETE,DELETE_SELF" },
-                { 0x1000 | IN_MODIFY, ',', "MODIFY,0x1000" },   /* no name: hex, not dropped */
+                { 0x7ff, ',',
+                  "ACCESS,MODIFY,ATTRIB,CLOSE_WRITE,CLOSE_NOWRITE,OPEN,MOVED_FROM,"
+                  "MOVED_TO,CREATE,DELETE,DELETE_SELF" },
+                { 0x1000 | IN_MODIFY, ',', "MODIFY,0x1000" }, /* no name: hex, not dropped */
                 { 0, ',', "" },
         };
 
@@ -89,37 +90,63 @@ static void test_flags_names(void) {
 }
 
 static const EventRecord create_rec = {
-        .id = 7, .mask = IN_CREATE | IN_ISDIR, .cookie = 0,
-        .path = "/srv/in/sub", .new_path = "", .watch = "/srv/in",
+        .id = 7,
+        .mask = IN_CREATE | IN_ISDIR,
+        .cookie = 0,
+        .path = "/srv/in/sub",
+        .new_path = "",
+        .watch = "/srv/in",
 };
 static const EventRecord move_rec = {
-        .id = 9, .mask = IN_MOVE, .cookie = 4242,
-        .path = "/srv/in/a b", .new_path = "/srv/in/done/b\"c", .watch = "/srv/in",
+        .id = 9,
+        .mask = IN_MOVE,
+        .cookie = 4242,
+        .path = "/srv/in/a b",
+        .new_path = "/srv/in/done/b\"c",
+        .watch = "/srv/in",
 };
 static const EventRecord self_rec = {
-        .id = 3, .mask = IN_DELETE_SELF, .cookie = 0,
-        .path = "/srv/file", .new_path = "", .watch = "/srv/file",
+        .id = 3,
+        .mask = IN_DELETE_SELF,
+        .cookie = 0,
+        .path = "/srv/file",
+        .new_path = "",
+        .watch = "/srv/file",
 };
 static const EventRecord root_rec = {
-        .id = 1, .mask = IN_MODIFY, .cookie = 0,
-        .path = "/etc", .new_path = "", .watch = "/",
+        .id = 1,
+        .mask = IN_MODIFY,
+        .cookie = 0,
+        .path = "/etc",
+        .new_path = "",
+        .watch = "/",
 };
-static const EventRecord sibling_rec = {     /* /srv/inbox is not under /srv/in */
-        .id = 2, .mask = IN_MODIFY, .cookie = 0,
-        .path = "/srv/inbox", .new_path = "", .watch = "/srv/in",
+static const EventRecord sibling_rec = {
+        /* /srv/inbox is not under /srv/in */
+        .id = 2, .mask = IN_MODIFY, .cookie = 0, .path = "/srv/inbox", .new_path = "", .watch = "/srv/in",
 };
 /* File names are bytes: not UTF-8, a backslash, control characters. */
 static const EventRecord bytes_rec = {
-        .id = 5, .mask = IN_MOVE, .cookie = 77,
-        .path = "/srv/in/caf\xe9", .new_path = "/srv/in/a\\b\n", .watch = "/srv/in",
+        .id = 5,
+        .mask = IN_MOVE,
+        .cookie = 77,
+        .path = "/srv/in/caf\xe9",
+        .new_path = "/srv/in/a\\b\n",
+        .watch = "/srv/in",
 };
-static const EventRecord bytes_watch_rec = {     /* the watch is not UTF-8, the name is */
-        .id = 6, .mask = IN_CREATE, .cookie = 0,
-        .path = "/srv/\xff/\xc3\xa9", .new_path = "", .watch = "/srv/\xff",
+static const EventRecord bytes_watch_rec = {
+        /* the watch is not UTF-8, the name is */
+        .id = 6, .mask = IN_CREATE, .cookie = 0, .path = "/srv/\xff/\xc3\xa9", .new_path = "", .watch = "/srv/\xff",
 };
-static const EventRecord terminal_rec = {       /* a name that would drive a terminal */
-        .id = 8, .mask = IN_CREATE, .cookie = 0,
-        .path = "/srv/in/\x1b]0;owned\x07\xc2\x9b" "2J", .new_path = "", .watch = "/srv/in",
+static const EventRecord terminal_rec = {
+        /* a name that would drive a terminal */
+        .id = 8,
+        .mask = IN_CREATE,
+        .cookie = 0,
+        .path = "/srv/in/\x1b]0;owned\x07\xc2\x9b"
+                "2J",
+        .new_path = "",
+        .watch = "/srv/in",
 };
 
 static void test_format(void) {
@@ -175,7 +202,7 @@ static void test_format(void) {
 static JsonObject *parse_object(const char *text, JsonParser *parser) {
         g_autoptr(GError) error = NULL;
 
-        g_assert_null(strchr(text, '\n'));      /* JSON Lines: one line */
+        g_assert_null(strchr(text, '\n')); /* JSON Lines: one line */
         g_assert_true(json_parser_load_from_data(parser, text, -1, &error));
         g_assert_no_error(error);
         g_assert_true(JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser)));
@@ -222,8 +249,9 @@ static void assert_json_paths(JsonObject *o, const EventRecord *r, gboolean esca
 
         g_assert_cmpint(json_object_get_boolean_member(o, "escaped"), ==, escaped);
         for (size_t i = 0; i < G_N_ELEMENTS(members); i++) {
-                const char *got = json_object_get_null_member(o, members[i]) ? ""
-                                  : json_object_get_string_member(o, members[i]);
+                const char *got = json_object_get_null_member(o, members[i]) ?
+                        "" :
+                        json_object_get_string_member(o, members[i]);
                 g_autofree char *bytes = NULL;
 
                 g_assert_true(g_utf8_validate(got, -1, NULL));
@@ -240,18 +268,20 @@ static void assert_json_paths(JsonObject *o, const EventRecord *r, gboolean esca
  * characters) still applies to what goes as it is. */
 static void test_json_bytes(void) {
         static const EventRecord newline_rec = {
-                .id = 4, .mask = IN_CREATE, .cookie = 0,
-                .path = "/srv/in/a\nb\\c", .new_path = "", .watch = "/srv/in",
+                .id = 4,
+                .mask = IN_CREATE,
+                .cookie = 0,
+                .path = "/srv/in/a\nb\\c",
+                .new_path = "",
+                .watch = "/srv/in",
         };
         static const struct {
                 const EventRecord *rec;
                 gboolean escaped;
         } table[] = {
-                { &bytes_rec, TRUE },
-                { &bytes_watch_rec, TRUE },
-                { &terminal_rec, FALSE },       /* UTF-8: JSON escapes the controls itself */
-                { &newline_rec, FALSE },
-                { &move_rec, FALSE },
+                { &bytes_rec, TRUE },     { &bytes_watch_rec, TRUE },
+                { &terminal_rec, FALSE }, /* UTF-8: JSON escapes the controls itself */
+                { &newline_rec, FALSE },  { &move_rec, FALSE },
         };
         g_autoptr(JsonParser) parser = json_parser_new();
 

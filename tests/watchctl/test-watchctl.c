@@ -32,11 +32,11 @@
 
 typedef struct Env {
         const char *watchctl;
-        WtBus *bus;             /* its directory also holds the tests' files */
-        const char *address;    /* of the private bus */
+        WtBus *bus;          /* its directory also holds the tests' files */
+        const char *address; /* of the private bus */
         WtDaemon *daemon;
-        GDBusConnection *conn;  /* the test's own, to see the bus name */
-        char *owner;            /* unique name of org.example.Inotify, or NULL */
+        GDBusConnection *conn; /* the test's own, to see the bus name */
+        char *owner;           /* unique name of org.example.Inotify, or NULL */
         guint counter;
 } Env;
 
@@ -52,7 +52,7 @@ typedef struct Proc {
         GDataInputStream *out_in, *err_in;
         gboolean out_eof, err_eof;
         gboolean exited;
-        int status;             /* exit status, or 128 + signal */
+        int status; /* exit status, or 128 + signal */
 } Proc;
 
 static void read_next_line(Proc *p, GDataInputStream *in);
@@ -95,10 +95,9 @@ static void on_proc_exit(GObject *source, GAsyncResult *res, gpointer userdata) 
 
 /* Starts argv (with var=value in its environment if var is set), as nobody
  * if as_nobody; returns NULL, the test skipped, if nobody cannot run it here. */
-static Proc *proc_start_full(gboolean as_nobody, const char *var, const char *value,
-                             const char *const *argv) {
-        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                                                                     G_SUBPROCESS_FLAGS_STDERR_PIPE);
+static Proc *proc_start_full(gboolean as_nobody, const char *var, const char *value, const char *const *argv) {
+        g_autoptr(GSubprocessLauncher)
+                l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
         g_autoptr(GStrvBuilder) args = g_strv_builder_new();
         g_auto(GStrv) run = NULL;
         g_autoptr(GError) error = NULL;
@@ -161,8 +160,8 @@ static void wait_until(const char *what, gboolean (*cond)(gpointer), gpointer da
         while (!cond(data)) {
                 if (g_get_monotonic_time() > deadline) {
                         if (p)
-                                g_printerr("--- %s stdout:\n%s--- %s stderr:\n%s---\n",
-                                           p->name, p->out->str, p->name, p->err->str);
+                                g_printerr("--- %s stdout:\n%s--- %s stderr:\n%s---\n", p->name, p->out->str, p->name,
+                                           p->err->str);
                         g_error("timed out after %d s waiting for %s", DEADLINE_SECONDS, what);
                 }
                 g_main_context_iteration(NULL, TRUE);
@@ -263,8 +262,8 @@ static void start_bus(void) {
         env.bus = wt_bus_start();
         env.address = env.bus->address;
         env.conn = wt_connect(env.bus);
-        g_bus_watch_name_on_connection(env.conn, WATCHD_BUS_NAME, G_BUS_NAME_WATCHER_FLAGS_NONE,
-                                       on_name_appeared, on_name_vanished, NULL, NULL);
+        g_bus_watch_name_on_connection(env.conn, WATCHD_BUS_NAME, G_BUS_NAME_WATCHER_FLAGS_NONE, on_name_appeared,
+                                       on_name_vanished, NULL, NULL);
 }
 
 /* Starts watchd with conf_text as its config file (NULL: defaults). */
@@ -299,8 +298,8 @@ static Proc *watchctl_as(gboolean as_nobody, const char *const *args) {
         g_ptr_array_add(argv, NULL);
         return proc_start_full(as_nobody, NULL, NULL, (const char *const *) argv->pdata);
 }
-#define WATCHCTL_AS(as, ...) watchctl_as((as), (const char *const []) { __VA_ARGS__, NULL })
-#define WATCHCTL(...) WATCHCTL_AS(FALSE, __VA_ARGS__)
+#define WATCHCTL_AS(as, ...) watchctl_as((as), (const char *const[]) { __VA_ARGS__, NULL })
+#define WATCHCTL(...)        WATCHCTL_AS(FALSE, __VA_ARGS__)
 
 /* A fresh directory for one test, readable by everyone. */
 static char *make_dir(void) {
@@ -374,8 +373,8 @@ static void test_event_filter(void) {
 static void test_format(void) {
         g_autofree char *dir = make_dir();
         g_autofree char *sub = g_build_filename(dir, "sub", NULL);
-        g_autoptr(Proc) p = WATCHCTL("watch", "-e", "create", "--count", "1",
-                                     "--format", "%w|%f|%e|%:e|%c|%p|[%n]|%%|%i", dir);
+        g_autoptr(Proc)
+                p = WATCHCTL("watch", "-e", "create", "--count", "1", "--format", "%w|%f|%e|%:e|%c|%p|[%n]|%%|%i", dir);
         g_autofree char *prefix = g_strdup_printf("%s|sub|CREATE,ISDIR|CREATE:ISDIR|0|%s|[]|%%|", dir, sub);
         const char *id;
         guint64 n;
@@ -415,7 +414,7 @@ static void test_json(void) {
         assert_exit(p, 0);
 
         lines = g_strsplit(p->out->str, "\n", -1);
-        g_assert_cmpuint(g_strv_length(lines), ==, 3);     /* two lines and "" */
+        g_assert_cmpuint(g_strv_length(lines), ==, 3); /* two lines and "" */
         g_assert_cmpstr(lines[2], ==, "");
 
         o = parse_line(parser, lines[0]);
@@ -468,7 +467,8 @@ static void test_non_utf8(void) {
         g_autofree char *nl = g_build_filename(dir, "n\nl", NULL);
         g_autofree char *want = g_strdup_printf("CREATE %s/w\\xff/x\\xff\n"
                                                 "MOVED_FROM,MOVED_TO %s/w\\xff/x\\xff -> %s/w\\xff/a\\\\b\n"
-                                                "CREATE %s/w\\xff/n\\x0al\n", top, top, top, top);
+                                                "CREATE %s/w\\xff/n\\x0al\n",
+                                                top, top, top, top);
         g_autofree char *list_end = g_strdup_printf(" CREATE - %s/w\\xff\n", top);
         g_autoptr(Proc) p = NULL, j = NULL, l = NULL, lj = NULL;
         g_autoptr(JsonParser) parser = json_parser_new();
@@ -576,8 +576,8 @@ static void test_stdout_closed(void) {
         g_autofree char *f = g_build_filename(dir, "f", NULL);
         g_autofree char *want = g_strdup_printf("CREATE %s", f);
         const char *argv[] = { env.watchctl, "--address", env.address, "watch", "-e", "create", dir, NULL };
-        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                                                                     G_SUBPROCESS_FLAGS_STDERR_PIPE);
+        g_autoptr(GSubprocessLauncher)
+                l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
         g_autoptr(GSubprocess) sp = NULL;
         g_autoptr(GDataInputStream) out = NULL, err = NULL;
         g_autofree char *established = NULL, *line = NULL;
@@ -648,8 +648,8 @@ static void child_setup_close_stdout(gpointer userdata) {
 static void test_no_stdout(void) {
         g_autofree char *dir = make_dir();
         g_autofree char *f = g_build_filename(dir, "f", NULL);
-        const char *argv[] = { env.watchctl, "--address", env.address, "watch", "-e", "create", "--count", "1",
-                               dir, NULL };
+        const char *argv[] = { env.watchctl, "--address", env.address, "watch", "-e",
+                               "create",     "--count",   "1",         dir,     NULL };
         g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDERR_PIPE);
         g_autoptr(GSubprocess) sp = NULL;
         g_autoptr(GDataInputStream) err = NULL;
@@ -667,7 +667,7 @@ static void test_no_stdout(void) {
         write_file(f, "");
         rest = g_data_input_stream_read_line_utf8(err, NULL, NULL, &error);
         g_assert_no_error(error);
-        g_assert_cmpstr(rest, ==, NULL);        /* end of stderr: no complaint */
+        g_assert_cmpstr(rest, ==, NULL); /* end of stderr: no complaint */
         g_assert_true(g_subprocess_wait(sp, NULL, &error));
         g_assert_true(g_subprocess_get_if_exited(sp));
         g_assert_cmpint(g_subprocess_get_exit_status(sp), ==, 0);
@@ -789,7 +789,7 @@ static void test_durable(void) {
                 lines = g_strsplit(resume->out->str, "\n", -1);
                 if (g_strv_length(lines) >= 6 || tries > 100)
                         break;
-                g_usleep(20000);        /* the rename may not be journaled yet */
+                g_usleep(20000); /* the rename may not be journaled yet */
         }
         g_assert_cmpuint(g_strv_length(lines), ==, 6);
         o = parse_line(parser, lines[0]);
@@ -850,24 +850,23 @@ static void test_durable(void) {
  * ResumeDurable with one record, then DurableCaughtUp or nothing), so that
  * "not caught up yet" does not hang on timing.
  */
-static const char fake_xml[] =
-        "<node><interface name='" WATCHD_INTERFACE "'>"
-        "<method name='ResumeDurable'><arg type='s' direction='in'/><arg type='s' direction='in'/>"
-        "<arg type='t' direction='in'/><arg type='s' direction='out'/></method>"
-        "<signal name='DurableEvents'><arg type='s'/><arg type='a(tuuss)'/></signal>"
-        "<signal name='DurableCaughtUp'><arg type='s'/><arg type='t'/></signal>"
-        "</interface></node>";
+static const char fake_xml[] = "<node><interface name='" WATCHD_INTERFACE "'>"
+                               "<method name='ResumeDurable'><arg type='s' direction='in'/><arg type='s' direction='in'/>"
+                               "<arg type='t' direction='in'/><arg type='s' direction='out'/></method>"
+                               "<signal name='DurableEvents'><arg type='s'/><arg type='a(tuuss)'/></signal>"
+                               "<signal name='DurableCaughtUp'><arg type='s'/><arg type='t'/></signal>"
+                               "</interface></node>";
 
-static void fake_call(GDBusConnection *c, const char *sender, const char *path, const char *iface,
-                      const char *method, GVariant *params, GDBusMethodInvocation *inv, gpointer userdata) {
+static void fake_call(GDBusConnection *c, const char *sender, const char *path, const char *iface, const char *method,
+                      GVariant *params, GDBusMethodInvocation *inv, gpointer userdata) {
         gboolean catch_up = GPOINTER_TO_INT(userdata);
         const char *name;
 
         g_variant_get(params, "(&s&st)", &name, NULL, NULL);
         g_dbus_method_invocation_return_value(inv, g_variant_new("(s)", "0123456789abcdef0123456789abcdef"));
-        g_assert_true(g_dbus_connection_emit_signal(c, sender, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "DurableEvents",
-                                                    g_variant_new_parsed("(%s, [(@t 1, @u 256, @u 0, '/x/a', '')])",
-                                                                         name), NULL));
+        g_assert_true(g_dbus_connection_emit_signal(
+                c, sender, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "DurableEvents",
+                g_variant_new_parsed("(%s, [(@t 1, @u 256, @u 0, '/x/a', '')])", name), NULL));
         if (catch_up)
                 g_assert_true(g_dbus_connection_emit_signal(c, sender, WATCHD_OBJECT_PATH, WATCHD_INTERFACE,
                                                             "DurableCaughtUp", g_variant_new("(st)", name, 1), NULL));
@@ -883,8 +882,8 @@ static void test_durable_timeout(void) {
                 g_autoptr(Proc) p = NULL;
                 guint reg = g_dbus_connection_register_object(env.conn, WATCHD_OBJECT_PATH, node->interfaces[0],
                                                               &fake_vtable, GINT_TO_POINTER(catch_up), NULL, NULL);
-                guint own = g_bus_own_name_on_connection(env.conn, WATCHD_BUS_NAME, G_BUS_NAME_OWNER_FLAGS_NONE,
-                                                         NULL, NULL, NULL, NULL);
+                guint own = g_bus_own_name_on_connection(env.conn, WATCHD_BUS_NAME, G_BUS_NAME_OWNER_FLAGS_NONE, NULL,
+                                                         NULL, NULL, NULL);
 
                 g_assert_cmpuint(reg, >, 0);
                 wait_until("the test to own the name", name_owned, NULL, NULL);
@@ -921,8 +920,8 @@ static void test_stats(void) {
         g_autoptr(Proc) json = WATCHCTL("stats", "--json");
         g_autoptr(JsonParser) parser = json_parser_new();
         static const char *const keys[] = {
-                "version", "clients", "subscriptions", "kernel_watches",
-                "events_read", "events_delivered", "overflows", "backend",
+                "version",     "clients",          "subscriptions", "kernel_watches",
+                "events_read", "events_delivered", "overflows",     "backend",
         };
         g_autoptr(Proc) version = WATCHCTL("--version");
         JsonObject *o;
@@ -1015,7 +1014,7 @@ static void test_clients(void) {
         }
         other = WATCHCTL_AS(TRUE, "clients");
         if (!other)
-                return;         /* skipped, saying why */
+                return; /* skipped, saying why */
         assert_exit(other, 0);
         g_assert_null(clients_line(other->out->str, pid));
         /* Only nobody's own: that watchctl itself (its stream makes it a
@@ -1046,7 +1045,7 @@ static void test_stats_documented(void) {
                 g_autofree char *item = g_strdup_printf("*%s*", (const char *) m->data);
 
                 if (g_str_equal(m->data, "version"))
-                        continue;       /* the Version property, not a counter */
+                        continue; /* the Version property, not a counter */
                 if (!strstr(text, item))
                         g_error("GetStats reports \"%s\", which %s does not explain", (const char *) m->data, man);
         }
@@ -1076,7 +1075,7 @@ static void test_invalid_args(void) {
         assert_exit(p, 1);
         g_assert_true(g_str_has_prefix(p->err->str, prefix));
         g_assert_true(g_str_has_suffix(p->err->str, " (InvalidArgs)\n"));
-        g_assert_cmpstr(strchr(p->err->str, '\n'), ==, "\n");        /* one line */
+        g_assert_cmpstr(strchr(p->err->str, '\n'), ==, "\n"); /* one line */
 }
 
 static void test_permission_denied(void) {
@@ -1092,15 +1091,15 @@ static void test_permission_denied(void) {
         g_assert_cmpint(mkdir(secret, 0700), ==, 0);
         p = WATCHCTL_AS(TRUE, "watch", secret);
         if (!p)
-                return;         /* skipped, saying why */
+                return; /* skipped, saying why */
         assert_exit(p, 1);
         g_assert_cmpstr(p->err->str, ==, want);
 }
 
 static void test_not_running(void) {
         g_autofree char *want = g_strdup_printf(
-                "watchctl: watchd is not running on the bus at %s: start it with `watchd --address %s`\n",
-                env.address, env.address);
+                "watchctl: watchd is not running on the bus at %s: start it with `watchd --address %s`\n", env.address,
+                env.address);
         const char *system_argv[] = { env.watchctl, "--system", "stats", NULL };
         const char *session_argv[] = { env.watchctl, "stats", "--session", NULL };
         g_autoptr(Proc) p = NULL, system = NULL, session = NULL;
@@ -1131,7 +1130,7 @@ static void test_no_bus(void) {
         assert_exit(p, 1);
         g_assert_true(g_str_has_prefix(p->err->str, "watchctl: cannot connect to the system bus (is dbus running?): "));
         g_assert_nonnull(strchr(p->err->str, '\n'));
-        g_assert_cmpstr(strchr(p->err->str, '\n'), ==, "\n");        /* one line */
+        g_assert_cmpstr(strchr(p->err->str, '\n'), ==, "\n"); /* one line */
 }
 
 static void test_usage_errors(void) {
@@ -1145,7 +1144,7 @@ static void test_usage_errors(void) {
                 { "watch", NULL },
                 { "frobnicate", NULL },
                 { "stats", "--bogus", NULL },
-                { "stats", "--session", NULL },         /* and --address */
+                { "stats", "--session", NULL }, /* and --address */
                 { "stats", "--address", "no-such-transport", NULL },
         };
 
@@ -1165,7 +1164,8 @@ static void test_watch_removed(void) {
         g_autofree char *dir = make_dir();
         g_autofree char *sub = g_build_filename(dir, "sub", NULL);
         g_autofree char *want = g_strdup_printf("watchctl: \"%s\" is no longer watched (deleted)\n"
-                                                "watchctl: no watch left\n", sub);
+                                                "watchctl: no watch left\n",
+                                                sub);
         g_autoptr(Proc) p = NULL;
 
         g_assert_cmpint(mkdir(sub, 0755), ==, 0);
@@ -1197,7 +1197,8 @@ static void test_restart(void) {
         wait_stderr(p, "watchctl: watchd restarted; events between ");
         wait_stderr(j, "watchctl: watchd restarted; events between ");
         g_assert_true(g_regex_match_simple("watchd restarted; events between [0-9:]{8} and [0-9:]{8} "
-                                           "may have been missed\n", p->err->str, 0, 0));
+                                           "may have been missed\n",
+                                           p->err->str, 0, 0));
         write_file(f, "");
         wait_stdout_lines(p, 1);
         wait_stdout_lines(j, 2);

@@ -24,13 +24,11 @@ G_BEGIN_DECLS
 WATCHD_EXPORT G_DECLARE_FINAL_TYPE(WatchdDurable, watchd_durable, WATCHD, DURABLE, GObject)
 
 WATCHD_EXPORT gboolean watchd_client_create_durable_sync(WatchdClient *client, const char *name, const char *path,
-                                                         WatchdEventMask mask, WatchdWatchFlags flags,
-                                                         char **out_journal, guint64 *out_cursor,
-                                                         GCancellable *cancellable, GError **error);
+                                                         WatchdEventMask mask, WatchdWatchFlags flags, char **out_journal,
+                                                         guint64 *out_cursor, GCancellable *cancellable, GError **error);
 WATCHD_EXPORT gboolean watchd_client_remove_durable_sync(WatchdClient *client, const char *name,
                                                          GCancellable *cancellable, GError **error);
-WATCHD_EXPORT GVariant *watchd_client_list_durable_sync(WatchdClient *client, GCancellable *cancellable,
-                                                        GError **error);
+WATCHD_EXPORT GVariant *watchd_client_list_durable_sync(WatchdClient *client, GCancellable *cancellable, GError **error);
 WATCHD_EXPORT WatchdDurable *watchd_client_resume_durable_sync(WatchdClient *client, const char *name,
                                                                const char *journal, guint64 cursor,
                                                                GCancellable *cancellable, GError **error);

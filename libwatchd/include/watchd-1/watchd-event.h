@@ -24,8 +24,7 @@ typedef struct _WatchdEvent WatchdEvent;
 #define WATCHD_TYPE_EVENT (watchd_event_get_type())
 WATCHD_EXPORT GType watchd_event_get_type(void) G_GNUC_CONST;
 
-WATCHD_EXPORT WatchdEvent *watchd_event_new(WatchdEventMask mask, guint32 cookie, const char *path,
-                                            const char *new_path);
+WATCHD_EXPORT WatchdEvent *watchd_event_new(WatchdEventMask mask, guint32 cookie, const char *path, const char *new_path);
 WATCHD_EXPORT WatchdEvent *watchd_event_ref(WatchdEvent *event);
 WATCHD_EXPORT void watchd_event_unref(WatchdEvent *event);
 

@@ -15,14 +15,14 @@ G_BEGIN_DECLS
 #define WATCHD_TYPE_SUBSCRIPTION (watchd_subscription_get_type())
 WATCHD_EXPORT G_DECLARE_FINAL_TYPE(WatchdSubscription, watchd_subscription, WATCHD, SUBSCRIPTION, GObject)
 
-WATCHD_EXPORT WatchdSubscription *watchd_subscription_new(WatchdClient *client, const char *path,
-                                                          WatchdEventMask mask, WatchdWatchFlags flags);
+WATCHD_EXPORT WatchdSubscription *watchd_subscription_new(WatchdClient *client, const char *path, WatchdEventMask mask,
+                                                          WatchdWatchFlags flags);
 WATCHD_EXPORT void watchd_subscription_start(WatchdSubscription *subscription, GCancellable *cancellable,
                                              GAsyncReadyCallback callback, gpointer user_data);
 WATCHD_EXPORT gboolean watchd_subscription_start_finish(WatchdSubscription *subscription, GAsyncResult *result,
                                                         GError **error);
-WATCHD_EXPORT gboolean watchd_subscription_start_sync(WatchdSubscription *subscription,
-                                                      GCancellable *cancellable, GError **error);
+WATCHD_EXPORT gboolean watchd_subscription_start_sync(WatchdSubscription *subscription, GCancellable *cancellable,
+                                                      GError **error);
 WATCHD_EXPORT void watchd_subscription_cancel(WatchdSubscription *subscription);
 
 WATCHD_EXPORT WatchdClient *watchd_subscription_get_client(WatchdSubscription *subscription);

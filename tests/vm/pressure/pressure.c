@@ -62,14 +62,14 @@ static void writer(const char *dir, int id, double seconds) {
                 snprintf(path, sizeof(path), "%s/w%d-%u", dir, id, i++ % 64);
                 fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
                 if (fd >= 0) {
-                        (void)!write(fd, "x", 1);
+                        (void) !write(fd, "x", 1);
                         close(fd);
                         unlink(path);
                 }
                 clock_gettime(CLOCK_MONOTONIC, &ts);
                 if (ts.tv_sec + ts.tv_nsec / 1e9 > end)
                         _exit(0);
-                usleep(500);    /* a steady flow that a reader keeps up with even under TCG */
+                usleep(500); /* a steady flow that a reader keeps up with even under TCG */
         }
 }
 
@@ -80,12 +80,12 @@ static void holder(const char *path) {
         if (fd < 0)
                 _exit(1);
         for (;;) {
-                (void)!pwrite(fd, "y", 1, 0);
+                (void) !pwrite(fd, "y", 1, 0);
                 usleep(500);
         }
 }
 
-#define NINST 4
+#define NINST  4
 #define NWATCH 6
 
 struct inst {
@@ -125,8 +125,7 @@ static int drain_until_ignored(struct inst *ins, int timeout_ms) {
                                 }
                                 k = wd_index(&ins[i], ev->wd);
                                 CHECK(k >= 0, "record for unknown wd %d (mask 0x%x)", ev->wd, ev->mask);
-                                CHECK(!ins[i].ignored[k], "record 0x%x for wd %d after its IN_IGNORED", ev->mask,
-                                      ev->wd);
+                                CHECK(!ins[i].ignored[k], "record 0x%x for wd %d after its IN_IGNORED", ev->mask, ev->wd);
                                 if (ev->mask & IN_UNMOUNT)
                                         ins[i].unmount[k] = true;
                                 if (ev->mask & IN_IGNORED)
@@ -162,7 +161,7 @@ static void *drain_thread(void *p) {
 
 static int unmount_common(bool lazy) {
         static struct inst ins[NINST];
-        const char *paths[NWATCH] = {MNT, MNT "/d", MNT "/f0", MNT "/f1", MNT "/d/g0", MNT "/d/g1"};
+        const char *paths[NWATCH] = { MNT, MNT "/d", MNT "/f0", MNT "/f1", MNT "/d/g0", MNT "/d/g1" };
         pid_t kids[3];
         long records = 0, overflows = 0;
         int nkids = 0;
@@ -184,7 +183,7 @@ static int unmount_common(bool lazy) {
                         CHECK(ins[i].wd[k] >= 0, "watch %s", paths[k]);
                 }
         }
-        struct drainer dr = {.ins = ins};
+        struct drainer dr = { .ins = ins };
         pthread_t reader;
 
         CHECK(pthread_create(&reader, NULL, drain_thread, &dr) == 0, "pthread_create");
@@ -198,7 +197,7 @@ static int unmount_common(bool lazy) {
                 }
                 kids[nkids++] = p;
         }
-        usleep(300000);         /* let events flow */
+        usleep(300000); /* let events flow */
         if (lazy) {
                 CHECK(umount2(MNT, MNT_DETACH) == 0, "umount2 MNT_DETACH");
                 usleep(200000); /* they go on writing into the detached tmpfs */
@@ -250,13 +249,13 @@ static int test_unmount_lazy_held(void) {
 struct blocked {
         int fd;
         pid_t tid;
-        volatile int state;     /* 0 starting, 1 about to read, 2 returned */
+        volatile int state; /* 0 starting, 1 about to read, 2 returned */
         ssize_t n;
         int err;
 };
 
 static void on_usr1(int sig) {
-        (void)sig;
+        (void) sig;
 }
 
 static void *blocked_reader(void *p) {
@@ -277,7 +276,7 @@ static bool sleeping(pid_t tid) {
         int fd;
         ssize_t n;
 
-        snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+        snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int) tid);
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return false;
@@ -291,14 +290,14 @@ static bool sleeping(pid_t tid) {
 }
 
 static int test_close_during_read(void) {
-        struct sigaction sa = {.sa_handler = on_usr1};      /* no SA_RESTART: read() returns EINTR */
+        struct sigaction sa = { .sa_handler = on_usr1 }; /* no SA_RESTART: read() returns EINTR */
         int by_event = 0, by_signal = 0, by_delete = 0;
         const int rounds = 300;
 
         sigaction(SIGUSR1, &sa, NULL);
         mkdir("/tmp/pressure-cdr", 0755);
         for (int round = 0; round < rounds; round++) {
-                struct blocked b = {.state = 0};
+                struct blocked b = { .state = 0 };
                 struct timespec deadline;
                 pthread_t t;
                 char path[64];
@@ -339,13 +338,12 @@ static int test_close_during_read(void) {
                         by_event++;
                         break;
                 case 1:
-                        CHECK(b.n < 0 && b.err == EINTR, "round %d: read gave %zd errno %d, wanted EINTR", round,
-                              b.n, b.err);
+                        CHECK(b.n < 0 && b.err == EINTR, "round %d: read gave %zd errno %d, wanted EINTR", round, b.n,
+                              b.err);
                         by_signal++;
                         break;
                 default:
-                        CHECK(b.n > 0, "round %d: read gave %zd (errno %d), wanted IN_DELETE_SELF", round, b.n,
-                              b.err);
+                        CHECK(b.n > 0, "round %d: read gave %zd (errno %d), wanted IN_DELETE_SELF", round, b.n, b.err);
                         by_delete++;
                 }
                 rmdir("/tmp/pressure-cdr/d");
@@ -427,7 +425,7 @@ static int test_queue_memory(void) {
                 CHECK(i < 1000, "queued_events still %ld", vt_sysfs_get(SYSFS_DIR "/stats/queued_events"));
                 usleep(10000);
         }
-        usleep(200000);         /* RCU-freed marks and slab */
+        usleep(200000); /* RCU-freed marks and slab */
         after = mem_available_kb();
         vt_line("PRESSURE queue_memory: %d instances x %ld events of 200-byte names (%ld queued): MemAvailable %ld kB "
                 "before, %ld kB full, %ld kB after close",
@@ -437,10 +435,10 @@ static int test_queue_memory(void) {
 }
 
 static const struct vt_test tests[] = {
-        {"unmount_flowing", test_unmount_flowing, 60},
-        {"unmount_lazy_held", test_unmount_lazy_held, 60},
-        {"close_during_read", test_close_during_read, 120},
-        {"queue_memory", test_queue_memory, 180},
+        { "unmount_flowing", test_unmount_flowing, 60 },
+        { "unmount_lazy_held", test_unmount_lazy_held, 60 },
+        { "close_during_read", test_close_during_read, 120 },
+        { "queue_memory", test_queue_memory, 180 },
 };
 
 int main(int argc, char **argv) {

@@ -55,8 +55,7 @@ int inotify_init1(int flags) {
                 errno = EINVAL;
                 return -1;
         }
-        return open(device(), O_RDONLY | (flags & IN_CLOEXEC ? O_CLOEXEC : 0) |
-                                      (flags & IN_NONBLOCK ? O_NONBLOCK : 0));
+        return open(device(), O_RDONLY | (flags & IN_CLOEXEC ? O_CLOEXEC : 0) | (flags & IN_NONBLOCK ? O_NONBLOCK : 0));
 }
 
 int inotify_init(void) {
@@ -64,12 +63,13 @@ int inotify_init(void) {
 }
 
 int inotify_add_watch(int fd, const char *path, uint32_t mask) {
-        struct inotify_watch_request req = {.mask = mask};
+        struct inotify_watch_request req = { .mask = mask };
         int wd, e;
 
         /* The lookup inotify_add_watch(2) makes, here: O_PATH opens nothing. */
-        req.fd = open(path, O_PATH | O_CLOEXEC | (mask & IN_DONT_FOLLOW ? O_NOFOLLOW : 0) |
-                                    (mask & IN_ONLYDIR ? O_DIRECTORY : 0));
+        req.fd = open(path,
+                      O_PATH | O_CLOEXEC | (mask & IN_DONT_FOLLOW ? O_NOFOLLOW : 0) |
+                              (mask & IN_ONLYDIR ? O_DIRECTORY : 0));
         if (req.fd < 0)
                 return -1;
         wd = ioctl(fd, INOTIFY_ADD_WATCH, &req);
@@ -120,9 +120,9 @@ static const char *knob(const char *path) {
         static const struct {
                 const char *proc, *sys;
         } map[] = {
-                {"/proc/sys/fs/inotify/max_queued_events", "/sys/class/misc/inotify/max_queued_events"},
-                {"/proc/sys/fs/inotify/max_user_watches", "/sys/class/misc/inotify/max_user_watches"},
-                {"/proc/sys/fs/inotify/max_user_instances", "/sys/class/misc/inotify/max_user_devices"},
+                { "/proc/sys/fs/inotify/max_queued_events", "/sys/class/misc/inotify/max_queued_events" },
+                { "/proc/sys/fs/inotify/max_user_watches", "/sys/class/misc/inotify/max_user_watches" },
+                { "/proc/sys/fs/inotify/max_user_instances", "/sys/class/misc/inotify/max_user_devices" },
         };
 
         for (size_t i = 0; path && i < sizeof(map) / sizeof(map[0]); i++)
@@ -135,7 +135,7 @@ FILE *fopen(const char *path, const char *mode) {
         static FILE *(*real)(const char *, const char *);
 
         if (!real)
-                real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen");
+                real = (FILE * (*) (const char *, const char *) ) dlsym(RTLD_NEXT, "fopen");
         return real(knob(path), mode);
 }
 
@@ -144,15 +144,15 @@ FILE *fopen64(const char *path, const char *mode) {
 }
 
 /* open()'s third argument, there only with O_CREAT or O_TMPFILE. */
-#define OPEN_MODE(flags, mode)                                          \
-        do {                                                            \
-                va_list ap;                                             \
-                                                                        \
-                if ((flags) & (O_CREAT | O_TMPFILE)) {                  \
-                        va_start(ap, flags);                            \
-                        mode = va_arg(ap, mode_t);                      \
-                        va_end(ap);                                     \
-                }                                                       \
+#define OPEN_MODE(flags, mode)                         \
+        do {                                           \
+                va_list ap;                            \
+                                                       \
+                if ((flags) & (O_CREAT | O_TMPFILE)) { \
+                        va_start(ap, flags);           \
+                        mode = va_arg(ap, mode_t);     \
+                        va_end(ap);                    \
+                }                                      \
         } while (0)
 
 int open(const char *path, int flags, ...) {

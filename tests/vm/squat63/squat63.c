@@ -9,13 +9,13 @@
 #include <linux/module.h>
 
 static const struct file_operations squat63_fops = {
-	.owner = THIS_MODULE,
+        .owner = THIS_MODULE,
 };
 
 static struct miscdevice squat63_dev = {
-	.minor = 63,
-	.name = "squat63",
-	.fops = &squat63_fops,
+        .minor = 63,
+        .name = "squat63",
+        .fops = &squat63_fops,
 };
 
 module_misc_device(squat63_dev);

@@ -25,13 +25,13 @@
 #include "vmtest.h"
 
 #define DEV "/dev/inotify"
-#define T 2000 /* ms to wait for an event that must come */
+#define T   2000 /* ms to wait for an event that must come */
 
 static char dir[256];
 
 /* A fresh, empty directory for the test: /tmp/c-<name>-<pid> (a test may run twice). */
 static int setup_dir(const char *name) {
-        snprintf(dir, sizeof(dir), "/tmp/c-%s-%d", name, (int)getpid());
+        snprintf(dir, sizeof(dir), "/tmp/c-%s-%d", name, (int) getpid());
         return mkdir(dir, 0755);
 }
 
@@ -100,10 +100,9 @@ static int expect(struct vt_reader *r, int wd, uint32_t mask, const char *name, 
         const struct inotify_event *ev = vt_next(r, T);
 
         if (!ev)
-                return vt_fail("expected wd=%d mask=%#x name=%s, got nothing (%s)", wd, mask,
-                               name ? name : "-", strerror(errno));
-        if (ev->wd != wd || ev->mask != mask || (name && (!ev->len || strcmp(ev->name, name))) ||
-            (!name && ev->len))
+                return vt_fail("expected wd=%d mask=%#x name=%s, got nothing (%s)", wd, mask, name ? name : "-",
+                               strerror(errno));
+        if (ev->wd != wd || ev->mask != mask || (name && (!ev->len || strcmp(ev->name, name))) || (!name && ev->len))
                 return vt_fail("expected wd=%d mask=%#x name=%s, got wd=%d mask=%#x name=%s", wd, mask,
                                name ? name : "-", ev->wd, ev->mask, ev->len ? ev->name : "-");
         if (cookie)
@@ -124,7 +123,7 @@ struct want {
  * records of different wds may interleave (their order is the kernel's).
  */
 static int expect_set(struct vt_reader *r, const struct want *w, int n) {
-        bool done[16] = {false};
+        bool done[16] = { false };
         int i, k;
 
         for (i = 0; i < n; i++) {
@@ -134,11 +133,11 @@ static int expect_set(struct vt_reader *r, const struct want *w, int n) {
                         return vt_fail("expected %d records, got %d (%s)", n, i, strerror(errno));
                 for (k = 0; k < n && (done[k] || w[k].wd != ev->wd); k++)
                         ;
-                if (k == n || w[k].mask != ev->mask ||
-                    (w[k].name && (!ev->len || strcmp(ev->name, w[k].name))) || (!w[k].name && ev->len))
-                        return vt_fail("record %d: got wd=%d mask=%#x name=%s, want wd=%d mask=%#x name=%s",
-                                       i, ev->wd, ev->mask, ev->len ? ev->name : "-", k < n ? w[k].wd : -2,
-                                       k < n ? w[k].mask : 0, k < n && w[k].name ? w[k].name : "-");
+                if (k == n || w[k].mask != ev->mask || (w[k].name && (!ev->len || strcmp(ev->name, w[k].name))) ||
+                    (!w[k].name && ev->len))
+                        return vt_fail("record %d: got wd=%d mask=%#x name=%s, want wd=%d mask=%#x name=%s", i, ev->wd,
+                                       ev->mask, ev->len ? ev->name : "-", k < n ? w[k].wd : -2, k < n ? w[k].mask : 0,
+                                       k < n && w[k].name ? w[k].name : "-");
                 done[k] = true;
         }
         return 0;
@@ -149,8 +148,7 @@ static int expect_none(struct vt_reader *r) {
         const struct inotify_event *ev = vt_next(r, 0);
 
         if (ev)
-                return vt_fail("unexpected record wd=%d mask=%#x name=%s", ev->wd, ev->mask,
-                               ev->len ? ev->name : "-");
+                return vt_fail("unexpected record wd=%d mask=%#x name=%s", ev->wd, ev->mask, ev->len ? ev->name : "-");
         return 0;
 }
 
@@ -180,9 +178,9 @@ static int t_node(void) {
         CHECK(mode >= 0, "read the dev_mode parameter");
         CHECK(stat(DEV, &st) == 0, "stat " DEV);
         CHECK(S_ISCHR(st.st_mode), "not a character device");
-        CHECK(major(st.st_rdev) == 10 && minor(st.st_rdev) == 63, "device is %u:%u, want 10:63",
-              major(st.st_rdev), minor(st.st_rdev));
-        CHECK((long)(st.st_mode & 07777) == mode, "mode %o, want dev_mode %lo", st.st_mode & 07777, mode);
+        CHECK(major(st.st_rdev) == 10 && minor(st.st_rdev) == 63, "device is %u:%u, want 10:63", major(st.st_rdev),
+              minor(st.st_rdev));
+        CHECK((long) (st.st_mode & 07777) == mode, "mode %o, want dev_mode %lo", st.st_mode & 07777, mode);
         return 0;
 }
 
@@ -199,7 +197,7 @@ static int t_dev_mode_closed(void) {
 
         CHECK(stat(DEV, &st) == 0, "stat " DEV);
         CHECK((st.st_mode & 07777) == 0600 && st.st_uid == 0 && st.st_gid == 0,
-              "mode %o owner %d:%d, want 600 root:root", st.st_mode & 07777, (int)st.st_uid, (int)st.st_gid);
+              "mode %o owner %d:%d, want 600 root:root", st.st_mode & 07777, (int) st.st_uid, (int) st.st_gid);
         pid = fork();
         CHECK(pid >= 0, "fork");
         if (pid == 0) {
@@ -271,7 +269,7 @@ static int t_article_snippets(void) {
         fd = open(dir, O_RDONLY);
         CHECK(fd >= 0, "open dir");
         {
-                struct inotify_request request = {fd, mask};
+                struct inotify_request request = { fd, mask };
                 int watch_desc = ioctl(dev_fd, INOTIFY_WATCH, &request);
 
                 CHECK(watch_desc > 0, "INOTIFY_WATCH returned %d", watch_desc);
@@ -318,13 +316,13 @@ static int t_ignore_efault(void) {
 
         CHECK(dev >= 0, "open");
         /* Above INT_MAX and not readable: neither a pointer nor a wd. */
-        CHECK(ioctl(dev, INOTIFY_IGNORE, (void *)0xffff800000001000UL) < 0 && errno == EFAULT,
+        CHECK(ioctl(dev, INOTIFY_IGNORE, (void *) 0xffff800000001000UL) < 0 && errno == EFAULT,
               "kernel address must be EFAULT");
         /*
          * 64 KiB and up is a pointer, always (no wd is that large): an
          * unmapped one is EFAULT, not a wd by value.
          */
-        CHECK(msync((void *)INOTIFY_IGNORE_PTR_MIN, 4096, MS_ASYNC) < 0 && errno == ENOMEM,
+        CHECK(msync((void *) INOTIFY_IGNORE_PTR_MIN, 4096, MS_ASYNC) < 0 && errno == ENOMEM,
               "the page at 64 KiB must be unmapped for this test");
         CHECK(ioctl(dev, INOTIFY_IGNORE, INOTIFY_IGNORE_PTR_MIN) < 0 && errno == EFAULT,
               "argument 65536 (an unmapped address) must be EFAULT");
@@ -383,8 +381,8 @@ static int t_wd_space(void) {
         CHECK(vt_sysfs_set(SYSFS_DIR "/max_user_watches", "65536") == 0, "restore");
         CHECK(i == INOTIFY_WD_MAX, "watch %d got wd %d, want %d", i + 1, wd, i + 1);
         errno = over_errno;
-        CHECK(over < 0 && over_errno == ENOSPC,
-              "watch %d must be ENOSPC: no wd above %d (got wd %d)", INOTIFY_WD_MAX + 1, INOTIFY_WD_MAX, over);
+        CHECK(over < 0 && over_errno == ENOSPC, "watch %d must be ENOSPC: no wd above %d (got wd %d)",
+              INOTIFY_WD_MAX + 1, INOTIFY_WD_MAX, over);
         CHECK(live == INOTIFY_WD_MAX, "%ld live watches counted, want %d", live, INOTIFY_WD_MAX);
 
         wda = INOTIFY_WD_MAX - 1;
@@ -412,7 +410,7 @@ static int t_wd_space(void) {
 }
 
 static int t_watch_ebadf(void) {
-        struct inotify_watch_request req = {-1, IN_ALL_EVENTS};
+        struct inotify_watch_request req = { -1, IN_ALL_EVENTS };
         int dev = open(DEV, O_RDONLY), fd;
 
         CHECK(dev >= 0, "open");
@@ -483,8 +481,8 @@ static int t_watch_opath_no_open(void) {
         /* The sentinel: a read-only open and close of an entry. */
         CHECK(close(open(p("d/sentinel"), O_RDONLY | O_CLOEXEC)) == 0, "sentinel open/close");
         {
-                const struct want w[] = {{wd, IN_OPEN, "sentinel"}, {wd, IN_CLOSE_NOWRITE, "sentinel"}};
-                const struct want w2[] = {{wd2, IN_OPEN, "sentinel"}, {wd2, IN_CLOSE_NOWRITE, "sentinel"}};
+                const struct want w[] = { { wd, IN_OPEN, "sentinel" }, { wd, IN_CLOSE_NOWRITE, "sentinel" } };
+                const struct want w2[] = { { wd2, IN_OPEN, "sentinel" }, { wd2, IN_CLOSE_NOWRITE, "sentinel" } };
 
                 if (expect_set(&r, w, 2) < 0 || expect_set(&r2, w2, 2) < 0)
                         return -1;
@@ -494,10 +492,10 @@ static int t_watch_opath_no_open(void) {
         /* Contrast: the old way, an fd open for reading, is seen by the others. */
         CHECK(add_watch(r2.fd, sub, IN_OPEN | IN_CLOSE_NOWRITE) == wd2, "re-watch through O_RDONLY");
         {
-                const struct want w[] = {{wd, IN_OPEN | IN_ISDIR, NULL},
-                                         {wd, IN_CLOSE_NOWRITE | IN_ISDIR, NULL},
-                                         {wdp, IN_OPEN | IN_ISDIR, "d"},
-                                         {wdp, IN_CLOSE_NOWRITE | IN_ISDIR, "d"}};
+                const struct want w[] = { { wd, IN_OPEN | IN_ISDIR, NULL },
+                                          { wd, IN_CLOSE_NOWRITE | IN_ISDIR, NULL },
+                                          { wdp, IN_OPEN | IN_ISDIR, "d" },
+                                          { wdp, IN_CLOSE_NOWRITE | IN_ISDIR, "d" } };
 
                 if (expect_set(&r, w, 4) < 0)
                         return -1;
@@ -567,7 +565,7 @@ static int t_watch_efault(void) {
 
         CHECK(dev >= 0, "open");
         CHECK(ioctl(dev, INOTIFY_WATCH, NULL) < 0 && errno == EFAULT, "NULL request");
-        CHECK(ioctl(dev, INOTIFY_WATCH, (void *)8) < 0 && errno == EFAULT, "request at 8");
+        CHECK(ioctl(dev, INOTIFY_WATCH, (void *) 8) < 0 && errno == EFAULT, "request at 8");
         CHECK(ioctl(dev, FIONREAD, NULL) < 0 && errno == EFAULT, "FIONREAD NULL");
         return 0;
 }
@@ -667,10 +665,10 @@ static int t_unmount_ignored(void) {
         CHECK(wdm > 0 && wdf > 0, "watches");
         CHECK(umount(dir) == 0, "umount with watches must succeed (no pinned mount)");
         {
-                const struct want w[] = {{wdm, IN_UNMOUNT | IN_ISDIR, NULL},
-                                         {wdm, IN_IGNORED, NULL},
-                                         {wdf, IN_UNMOUNT, NULL},
-                                         {wdf, IN_IGNORED, NULL}};
+                const struct want w[] = { { wdm, IN_UNMOUNT | IN_ISDIR, NULL },
+                                          { wdm, IN_IGNORED, NULL },
+                                          { wdf, IN_UNMOUNT, NULL },
+                                          { wdf, IN_IGNORED, NULL } };
 
                 if (expect_set(&r, w, 4) < 0)
                         return -1;
@@ -765,9 +763,9 @@ static int event_test(const char *name, uint32_t mask, bool on_self) {
         return expect_none(&r);
 }
 
-#define EVENT_TEST(fname, mask, self)                                                                       \
-        static int t_##fname(void) {                                                                        \
-                return event_test(#fname, mask, self);                                                      \
+#define EVENT_TEST(fname, mask, self)                  \
+        static int t_##fname(void) {                   \
+                return event_test(#fname, mask, self); \
         }
 EVENT_TEST(ev_access, IN_ACCESS, false)
 EVENT_TEST(ev_modify, IN_MODIFY, false)
@@ -810,7 +808,7 @@ static int t_child_and_self(void) {
         CHECK(wdd > 0 && wdf > 0 && wdd != wdf, "watches");
         CHECK(chmod(p("f"), 0600) == 0, "chmod");
         {
-                const struct want w[] = {{wdd, IN_ATTRIB, "f"}, {wdf, IN_ATTRIB, NULL}};
+                const struct want w[] = { { wdd, IN_ATTRIB, "f" }, { wdf, IN_ATTRIB, NULL } };
 
                 if (expect_set(&r, w, 2) < 0)
                         return -1;
@@ -822,10 +820,10 @@ static int t_name_padding(void) {
         static const struct {
                 const char *name;
                 uint32_t len;
-        } cases[] = {{"a", 16},
-                     {"abcdefghijklmno", 16},
-                     {"abcdefghijklmnop", 32},
-                     {"abcdefghijklmnopqrstuvwxyz0123", 32}};
+        } cases[] = { { "a", 16 },
+                      { "abcdefghijklmno", 16 },
+                      { "abcdefghijklmnop", 32 },
+                      { "abcdefghijklmnopqrstuvwxyz0123", 32 } };
         struct vt_reader r;
         unsigned i, k;
         int wd;
@@ -840,8 +838,7 @@ static int t_name_padding(void) {
                 CHECK(touch(p(cases[i].name)) == 0, "create");
                 ev = vt_next(&r, T);
                 CHECK(ev && ev->wd == wd && ev->mask == IN_CREATE, "create record");
-                CHECK(ev->len == cases[i].len, "name %s: len %u, want %u", cases[i].name, ev->len,
-                      cases[i].len);
+                CHECK(ev->len == cases[i].len, "name %s: len %u, want %u", cases[i].name, ev->len, cases[i].len);
                 CHECK(strcmp(ev->name, cases[i].name) == 0, "name %s", ev->name);
                 for (k = strlen(cases[i].name); k < ev->len; k++)
                         CHECK(ev->name[k] == '\0', "padding byte %u not NUL", k);
@@ -884,9 +881,9 @@ static int t_isdir(void) {
         CHECK(rmdir(p("sub")) == 0, "rmdir");
         /* 0.23 marks a removed directory's DELETE_SELF with IN_ISDIR. */
         {
-                const struct want w[] = {{wds, IN_DELETE_SELF | IN_ISDIR, NULL},
-                                         {wds, IN_IGNORED, NULL},
-                                         {wd, IN_DELETE | IN_ISDIR, "sub"}};
+                const struct want w[] = { { wds, IN_DELETE_SELF | IN_ISDIR, NULL },
+                                          { wds, IN_IGNORED, NULL },
+                                          { wd, IN_DELETE | IN_ISDIR, "sub" } };
 
                 if (expect_set(&r, w, 3) < 0)
                         return -1;
@@ -943,7 +940,7 @@ static int t_merge_identical(void) {
 
 static int t_poll_select(void) {
         struct pollfd pfd;
-        struct timeval tv = {0, 0};
+        struct timeval tv = { 0, 0 };
         fd_set rfds;
         int dev = open(DEV, O_RDONLY), wd;
 
@@ -1021,7 +1018,7 @@ static int t_nonblock_eagain(void) {
 
 static int t_read_too_small_einval(void) {
         char buf[4096] __attribute__((aligned(8)));
-        const struct inotify_event *ev = (const void *)buf;
+        const struct inotify_event *ev = (const void *) buf;
         int dev = open(DEV, O_RDONLY), wd;
         ssize_t n;
 
@@ -1050,15 +1047,15 @@ static int t_read_efault(void) {
         CHECK(add_watch(dev, dir, IN_CREATE) > 0, "watch");
         CHECK(touch(p("f")) == 0, "create");
         {
-                struct pollfd pfd = {.fd = dev, .events = POLLIN};
+                struct pollfd pfd = { .fd = dev, .events = POLLIN };
 
                 CHECK(poll(&pfd, 1, T) == 1, "event");
         }
-        CHECK(read(dev, (void *)bad, 64) < 0 && errno == EFAULT, "bad buffer");
+        CHECK(read(dev, (void *) bad, 64) < 0 && errno == EFAULT, "bad buffer");
         /* The record was not lost. */
         {
                 char buf[64] __attribute__((aligned(8)));
-                const struct inotify_event *ev = (const void *)buf;
+                const struct inotify_event *ev = (const void *) buf;
 
                 CHECK(read(dev, buf, sizeof(buf)) == 32 && strcmp(ev->name, "f") == 0,
                       "the record must still be queued after EFAULT");
@@ -1067,12 +1064,12 @@ static int t_read_efault(void) {
 }
 
 static void on_alarm(int sig) {
-        (void)sig;
+        (void) sig;
 }
 
 static int t_read_signal_eintr(void) {
         struct sigaction sa;
-        struct itimerval it = {{0, 0}, {0, 300000}};
+        struct itimerval it = { { 0, 0 }, { 0, 300000 } };
         char buf[4096];
         int dev = open(DEV, O_RDONLY);
         double t0;
@@ -1090,7 +1087,7 @@ static int t_read_signal_eintr(void) {
 }
 
 static int t_fasync_sigio(void) {
-        const struct timespec tmo = {2, 0};
+        const struct timespec tmo = { 2, 0 };
         sigset_t set;
         int dev = open(DEV, O_RDONLY);
 
@@ -1165,7 +1162,7 @@ static int t_overflow_once(void) {
                 CHECK(touch(p(name)) == 0, "create");
         }
         while ((k = read(dev, buf, sizeof(buf))) > 0) {
-                const struct inotify_event *ev = (const void *)buf;
+                const struct inotify_event *ev = (const void *) buf;
 
                 n++;
                 overflows += ev->mask == IN_Q_OVERFLOW;
@@ -1184,7 +1181,7 @@ static int t_limit_watches_enospc(void) {
         CHECK(dev >= 0 && base >= 0, "open");
         snprintf(lim, sizeof(lim), "%ld", base + 2);
         CHECK(vt_sysfs_set(SYSFS_DIR "/max_user_watches", lim) == 0, "set max_user_watches");
-        param = (int)vt_sysfs_get("/sys/module/inotify_dev/parameters/max_user_watches");
+        param = (int) vt_sysfs_get("/sys/module/inotify_dev/parameters/max_user_watches");
         wd1 = add_watch(dev, "/tmp", IN_CREATE);
         wd2 = add_watch(dev, "/", IN_CREATE);
         over = add_watch(dev, "/dev", IN_CREATE);
@@ -1223,7 +1220,7 @@ static int t_limit_devices_emfile(void) {
 }
 
 static int t_limits_sysfs_invalid(void) {
-        static const char *const files[] = {"max_queued_events", "max_user_watches", "max_user_devices"};
+        static const char *const files[] = { "max_queued_events", "max_user_watches", "max_user_devices" };
         char path[128];
         unsigned i;
 
@@ -1236,8 +1233,7 @@ static int t_limits_sysfs_invalid(void) {
                 CHECK(vt_sysfs_set(path, "0") == -EINVAL, "%s: 0 must be refused", files[i]);
                 CHECK(vt_sysfs_set(path, "abc") == -EINVAL, "%s: abc must be refused", files[i]);
                 CHECK(vt_sysfs_set(path, "-5") == -EINVAL, "%s: -5 must be refused", files[i]);
-                CHECK(vt_sysfs_set(path, "4294967295") == -EINVAL, "%s: > INT_MAX must be refused",
-                      files[i]);
+                CHECK(vt_sysfs_set(path, "4294967295") == -EINVAL, "%s: > INT_MAX must be refused", files[i]);
                 CHECK(vt_sysfs_get(path) == v, "%s unchanged", files[i]);
         }
         return 0;
@@ -1255,7 +1251,7 @@ static int t_reported_bits(void) {
         pid = fork();
         CHECK(pid >= 0, "fork");
         if (pid == 0) {
-                execl("/bin/true", "true", (char *)NULL);
+                execl("/bin/true", "true", (char *) NULL);
                 _exit(127);
         }
         CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "exec");
@@ -1294,19 +1290,20 @@ static int t_info(void) {
         CHECK(dev >= 0, "open");
         memset(&info, 0xa5, sizeof(info));
         CHECK(ioctl(dev, INOTIFY_GET_INFO, &info) == 0, "INOTIFY_GET_INFO");
-        CHECK(info.version == INOTIFY_DEV_VERSION && INOTIFY_DEV_VERSION == 2, "version %u, want 2",
-              info.version);
+        CHECK(info.version == INOTIFY_DEV_VERSION && INOTIFY_DEV_VERSION == 2, "version %u, want 2", info.version);
         CHECK(info.mask == 0xb7000fffu && info.mask == INOTIFY_DEV_ADD_WATCH_BITS, "mask %#x, want 0xb7000fff",
               info.mask);
         CHECK(info.flags == INOTIFY_DEV_EXCL_SELF, "flags %#x, want %#x", info.flags, INOTIFY_DEV_EXCL_SELF);
-        CHECK(info.wd_max == INOTIFY_WD_MAX, "wd_max %u, want %u", info.wd_max, (unsigned)INOTIFY_WD_MAX);
+        CHECK(info.wd_max == INOTIFY_WD_MAX, "wd_max %u, want %u", info.wd_max, (unsigned) INOTIFY_WD_MAX);
         CHECK(ioctl(dev, INOTIFY_GET_INFO, NULL) < 0 && errno == EFAULT, "NULL must be EFAULT");
         /* The numbers the header writes beside them, and the merged syscalls' bit values. */
-        CHECK(INOTIFY_ADD_WATCH == 0x40085103u && INOTIFY_GET_INFO == 0x80105104u &&
-              INOTIFY_SET_FLAGS == 0x40045105u && sizeof(info) == 16, "ioctl numbers");
+        CHECK(INOTIFY_ADD_WATCH == 0x40085103u && INOTIFY_GET_INFO == 0x80105104u && INOTIFY_SET_FLAGS == 0x40045105u &&
+                      sizeof(info) == 16,
+              "ioctl numbers");
         CHECK(IN_MOVE_SELF == 0x800 && IN_ONLYDIR == 0x01000000 && IN_DONT_FOLLOW == 0x02000000 &&
-              IN_EXCL_UNLINK == 0x04000000 && IN_MASK_CREATE == 0x10000000 && IN_MASK_ADD == 0x20000000 &&
-              IN_ONESHOT == 0x80000000u, "the syscall ABI's values");
+                      IN_EXCL_UNLINK == 0x04000000 && IN_MASK_CREATE == 0x10000000 && IN_MASK_ADD == 0x20000000 &&
+                      IN_ONESHOT == 0x80000000u,
+              "the syscall ABI's values");
         return 0;
 }
 
@@ -1316,8 +1313,7 @@ static int t_add_watch_einval(void) {
         CHECK(dev >= 0, "open");
         /* Bits the syscall does not know: fsnotify's own. */
         CHECK(add_watch2(dev, "/tmp", O_RDONLY, IN_CREATE | 0x00001000) < 0 && errno == EINVAL, "FS_OPEN_EXEC");
-        CHECK(add_watch2(dev, "/tmp", O_RDONLY, IN_CREATE | 0x08000000) < 0 && errno == EINVAL,
-              "FS_EVENT_ON_CHILD");
+        CHECK(add_watch2(dev, "/tmp", O_RDONLY, IN_CREATE | 0x08000000) < 0 && errno == EINVAL, "FS_EVENT_ON_CHILD");
         CHECK(add_watch2(dev, "/tmp", O_RDONLY, IN_CREATE | 0x00100000) < 0 && errno == EINVAL, "0x00100000");
         CHECK(add_watch2(dev, "/tmp", O_RDONLY, IN_CREATE | IN_MASK_ADD | IN_MASK_CREATE) < 0 && errno == EINVAL,
               "IN_MASK_ADD with IN_MASK_CREATE");
@@ -1329,7 +1325,7 @@ static int t_add_watch_einval(void) {
         wd = add_watch2(dev, "/tmp", O_PATH, IN_CREATE | IN_ISDIR | IN_UNMOUNT | IN_Q_OVERFLOW | IN_IGNORED);
         CHECK(wd > 0, "IN_CREATE with the output bits");
         {
-                struct inotify_watch_request req = {.fd = 1000, .mask = IN_CREATE};
+                struct inotify_watch_request req = { .fd = 1000, .mask = IN_CREATE };
 
                 CHECK(ioctl(dev, INOTIFY_ADD_WATCH, &req) < 0 && errno == EBADF, "EBADF");
                 CHECK(ioctl(dev, INOTIFY_ADD_WATCH, NULL) < 0 && errno == EFAULT, "EFAULT");
@@ -1347,12 +1343,11 @@ static int t_move_self(void) {
         int wdd, wdf, wdold, wds;
 
         CHECK(setup_dir("moveself") == 0, "mkdir");
-        CHECK(mkdir(p("d"), 0755) == 0 && touch(p("f")) == 0 && touch(p("old")) == 0 && touch(p("s")) == 0,
-              "files");
+        CHECK(mkdir(p("d"), 0755) == 0 && touch(p("f")) == 0 && touch(p("old")) == 0 && touch(p("s")) == 0, "files");
         CHECK(open_dev(&r) >= 0, "open");
         wdd = add_watch2(r.fd, p("d"), O_PATH, IN_MOVE_SELF | IN_DELETE_SELF);
         wdf = add_watch2(r.fd, p("f"), O_RDONLY, IN_MOVE_SELF);
-        wdold = add_watch(r.fd, p("old"), IN_MOVE_SELF | IN_DELETE_SELF);  /* 0.23: 0x800 dropped */
+        wdold = add_watch(r.fd, p("old"), IN_MOVE_SELF | IN_DELETE_SELF); /* 0.23: 0x800 dropped */
         wds = add_watch(r.fd, p("s"), IN_ATTRIB);
         CHECK(wdd > 0 && wdf > 0 && wdold > 0 && wds > 0, "watches");
 
@@ -1517,11 +1512,11 @@ static int t_fdinfo(void) {
 
                 if (sscanf(line, "inotify wd:%x ino:%lx sdev:%x mask:%x", &wd, &ino, &sdev, &mask) != 4)
                         continue;
-                st = (int)wd == wd1 ? &std : &stf;
-                CHECK((int)wd == wd1 || (int)wd == wd2, "unknown wd in: %s", line);
-                CHECK(ino == st->st_ino && sdev == ((major(st->st_dev) << 20) | minor(st->st_dev)),
-                      "ino/sdev in: %s", line);
-                CHECK(mask == ((int)wd == wd1 ? (IN_CREATE | IN_DELETE) : (IN_MODIFY | IN_ONESHOT | IN_EXCL_UNLINK)),
+                st = (int) wd == wd1 ? &std : &stf;
+                CHECK((int) wd == wd1 || (int) wd == wd2, "unknown wd in: %s", line);
+                CHECK(ino == st->st_ino && sdev == ((major(st->st_dev) << 20) | minor(st->st_dev)), "ino/sdev in: %s",
+                      line);
+                CHECK(mask == ((int) wd == wd1 ? (IN_CREATE | IN_DELETE) : (IN_MODIFY | IN_ONESHOT | IN_EXCL_UNLINK)),
                       "mask in: %s", line);
                 CHECK(strstr(line, " ignored_mask:0"), "ignored_mask in: %s", line);
                 found++;
@@ -1539,8 +1534,8 @@ static int excl_touch(void) {
 }
 
 static void *excl_thread(void *arg) {
-        (void)arg;
-        return (void *)(long)touch(p("thread"));
+        (void) arg;
+        return (void *) (long) touch(p("thread"));
 }
 
 static int excl_set_here(void) {
@@ -1614,70 +1609,70 @@ static int t_excl_self(void) {
 }
 
 static const struct vt_test tests[] = {
-        {"node", t_node, 0},
-        {"dev_mode_closed", t_dev_mode_closed, 0},
-        {"article_snippets", t_article_snippets, 0},
-        {"ignore_by_pointer", t_ignore_by_pointer, 0},
-        {"ignore_einval", t_ignore_einval, 0},
-        {"ignore_efault", t_ignore_efault, 0},
-        {"watch_ebadf", t_watch_ebadf, 0},
-        {"watch_opath", t_watch_opath, 0},
-        {"watch_opath_no_open", t_watch_opath_no_open, 0},
-        {"watch_opath_eacces", t_watch_opath_eacces, 0},
-        {"watch_einval_mask", t_watch_einval_mask, 0},
-        {"watch_efault", t_watch_efault, 0},
-        {"watch_eacces", t_watch_eacces, 0},
-        {"ioctl_enotty", t_enotty, 0},
-        {"same_wd_mask_replaced", t_same_wd_mask_replaced, 0},
-        {"wd_not_reused", t_wd_not_reused, 0},
-        {"ev_access", t_ev_access, 0},
-        {"ev_modify", t_ev_modify, 0},
-        {"ev_attrib", t_ev_attrib, 0},
-        {"ev_close_write", t_ev_close_write, 0},
-        {"ev_close_nowrite", t_ev_close_nowrite, 0},
-        {"ev_open", t_ev_open, 0},
-        {"ev_moved_from", t_ev_moved_from, 0},
-        {"ev_moved_to", t_ev_moved_to, 0},
-        {"ev_create", t_ev_create, 0},
-        {"ev_delete", t_ev_delete, 0},
-        {"ev_delete_self", t_ev_delete_self, 0},
-        {"self_events_no_name", t_self_events_no_name, 0},
-        {"child_and_self", t_child_and_self, 0},
-        {"name_padding", t_name_padding, 0},
-        {"isdir", t_isdir, 0},
-        {"rename_cookie_two_dirs", t_rename_cookie_two_dirs, 0},
-        {"merge_identical", t_merge_identical, 0},
-        {"unmount_ignored", t_unmount_ignored, 0},
-        {"poll_select", t_poll_select, 0},
-        {"poll_wakeup", t_poll_wakeup, 0},
-        {"fionread", t_fionread, 0},
-        {"nonblock_eagain", t_nonblock_eagain, 0},
-        {"read_too_small_einval", t_read_too_small_einval, 0},
-        {"read_efault", t_read_efault, 0},
-        {"read_signal_eintr", t_read_signal_eintr, 0},
-        {"fasync_sigio", t_fasync_sigio, 0},
-        {"overflow", t_overflow, 0},
-        {"overflow_once", t_overflow_once, 0},
-        {"limit_watches_enospc", t_limit_watches_enospc, 0},
-        {"limit_devices_emfile", t_limit_devices_emfile, 0},
-        {"limits_sysfs_invalid", t_limits_sysfs_invalid, 0},
-        {"reported_bits", t_reported_bits, 0},
-        {"close_destroys_watches", t_close_destroys_watches, 0},
-        {"wd_space", t_wd_space, 120},
-        {"info", t_info, 0},
-        {"add_watch_einval", t_add_watch_einval, 0},
-        {"move_self", t_move_self, 0},
-        {"oneshot", t_oneshot, 0},
-        {"excl_unlink", t_excl_unlink, 0},
-        {"onlydir_dont_follow", t_onlydir_dont_follow, 0},
-        {"mask_add_create", t_mask_add_create, 0},
-        {"fdinfo", t_fdinfo, 0},
-        {"excl_self", t_excl_self, 0},
+        { "node", t_node, 0 },
+        { "dev_mode_closed", t_dev_mode_closed, 0 },
+        { "article_snippets", t_article_snippets, 0 },
+        { "ignore_by_pointer", t_ignore_by_pointer, 0 },
+        { "ignore_einval", t_ignore_einval, 0 },
+        { "ignore_efault", t_ignore_efault, 0 },
+        { "watch_ebadf", t_watch_ebadf, 0 },
+        { "watch_opath", t_watch_opath, 0 },
+        { "watch_opath_no_open", t_watch_opath_no_open, 0 },
+        { "watch_opath_eacces", t_watch_opath_eacces, 0 },
+        { "watch_einval_mask", t_watch_einval_mask, 0 },
+        { "watch_efault", t_watch_efault, 0 },
+        { "watch_eacces", t_watch_eacces, 0 },
+        { "ioctl_enotty", t_enotty, 0 },
+        { "same_wd_mask_replaced", t_same_wd_mask_replaced, 0 },
+        { "wd_not_reused", t_wd_not_reused, 0 },
+        { "ev_access", t_ev_access, 0 },
+        { "ev_modify", t_ev_modify, 0 },
+        { "ev_attrib", t_ev_attrib, 0 },
+        { "ev_close_write", t_ev_close_write, 0 },
+        { "ev_close_nowrite", t_ev_close_nowrite, 0 },
+        { "ev_open", t_ev_open, 0 },
+        { "ev_moved_from", t_ev_moved_from, 0 },
+        { "ev_moved_to", t_ev_moved_to, 0 },
+        { "ev_create", t_ev_create, 0 },
+        { "ev_delete", t_ev_delete, 0 },
+        { "ev_delete_self", t_ev_delete_self, 0 },
+        { "self_events_no_name", t_self_events_no_name, 0 },
+        { "child_and_self", t_child_and_self, 0 },
+        { "name_padding", t_name_padding, 0 },
+        { "isdir", t_isdir, 0 },
+        { "rename_cookie_two_dirs", t_rename_cookie_two_dirs, 0 },
+        { "merge_identical", t_merge_identical, 0 },
+        { "unmount_ignored", t_unmount_ignored, 0 },
+        { "poll_select", t_poll_select, 0 },
+        { "poll_wakeup", t_poll_wakeup, 0 },
+        { "fionread", t_fionread, 0 },
+        { "nonblock_eagain", t_nonblock_eagain, 0 },
+        { "read_too_small_einval", t_read_too_small_einval, 0 },
+        { "read_efault", t_read_efault, 0 },
+        { "read_signal_eintr", t_read_signal_eintr, 0 },
+        { "fasync_sigio", t_fasync_sigio, 0 },
+        { "overflow", t_overflow, 0 },
+        { "overflow_once", t_overflow_once, 0 },
+        { "limit_watches_enospc", t_limit_watches_enospc, 0 },
+        { "limit_devices_emfile", t_limit_devices_emfile, 0 },
+        { "limits_sysfs_invalid", t_limits_sysfs_invalid, 0 },
+        { "reported_bits", t_reported_bits, 0 },
+        { "close_destroys_watches", t_close_destroys_watches, 0 },
+        { "wd_space", t_wd_space, 120 },
+        { "info", t_info, 0 },
+        { "add_watch_einval", t_add_watch_einval, 0 },
+        { "move_self", t_move_self, 0 },
+        { "oneshot", t_oneshot, 0 },
+        { "excl_unlink", t_excl_unlink, 0 },
+        { "onlydir_dont_follow", t_onlydir_dont_follow, 0 },
+        { "mask_add_create", t_mask_add_create, 0 },
+        { "fdinfo", t_fdinfo, 0 },
+        { "excl_self", t_excl_self, 0 },
 };
 
 /* Run only when named: they need the module loaded with other parameters. */
 static const struct vt_test named_only_tests[] = {
-        {"dev_mode_open", t_dev_mode_open, 0},
+        { "dev_mode_open", t_dev_mode_open, 0 },
 };
 
 static unsigned run_tests(const struct vt_test *t, size_t n, bool all, int argc, char **argv) {
@@ -1700,7 +1695,6 @@ int main(int argc, char **argv) {
         unsigned failed;
 
         failed = run_tests(tests, sizeof(tests) / sizeof(tests[0]), argc < 2, argc, argv);
-        failed += run_tests(named_only_tests, sizeof(named_only_tests) / sizeof(named_only_tests[0]), false,
-                            argc, argv);
+        failed += run_tests(named_only_tests, sizeof(named_only_tests) / sizeof(named_only_tests[0]), false, argc, argv);
         return failed ? 1 : 0;
 }

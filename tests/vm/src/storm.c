@@ -27,10 +27,13 @@
 #include "vmtest.h"
 
 #define STORM_MASK (IN_CREATE | IN_OPEN | IN_MODIFY | IN_CLOSE_WRITE)
-#define DIRNAME "/tmp/storm"
+#define DIRNAME    "/tmp/storm"
 
-enum backend { DEVICE, SYSCALL };
-static const char *const backend_name[] = {"dev", "syscall"};
+enum backend {
+        DEVICE,
+        SYSCALL
+};
+static const char *const backend_name[] = { "dev", "syscall" };
 
 static int nfiles = 20000;
 
@@ -102,8 +105,8 @@ static long read_all(int fd, long want) {
 
                 if (n <= 0)
                         return -1;
-                for (off = 0; off < (size_t)n;) {
-                        const struct inotify_event *ev = (const void *)(buf + off);
+                for (off = 0; off < (size_t) n;) {
+                        const struct inotify_event *ev = (const void *) (buf + off);
 
                         if (ev->mask & IN_Q_OVERFLOW)
                                 return -1;
@@ -143,7 +146,7 @@ static double run(enum backend b, bool live, double *queue_rate) {
 
                 if (make_storm() < 0)
                         return -6;
-                *queue_rate = (double)want / (vt_now() - t0);
+                *queue_rate = (double) want / (vt_now() - t0);
                 if (ioctl(fd, FIONREAD, &pending) < 0 || pending <= 0)
                         return -7;
                 t0 = vt_now();
@@ -152,18 +155,18 @@ static double run(enum backend b, bool live, double *queue_rate) {
                 t = vt_now() - t0;
         }
         close(fd);
-        return (double)want / t;
+        return (double) want / t;
 }
 
 static int cmp_double(const void *a, const void *b) {
-        double x = *(const double *)a, y = *(const double *)b;
+        double x = *(const double *) a, y = *(const double *) b;
 
         return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv) {
         int reps = argc > 2 ? atoi(argv[2]) : 3, r, i, mode;
-        static const char *const mode_name[] = {"live", "drain", "queue"};
+        static const char *const mode_name[] = { "live", "drain", "queue" };
         double rate[3][2][16], ratio[3][16], med[3][2], med_ratio[3];
         char lim[32];
 
@@ -188,7 +191,7 @@ int main(int argc, char **argv) {
 
                                 if (v < 0) {
                                         vt_line("FAIL storm: %s %s run %d failed (%d): %s", backend_name[b],
-                                                mode_name[mode], r, (int)v, strerror(errno));
+                                                mode_name[mode], r, (int) v, strerror(errno));
                                         return 1;
                                 }
                                 rate[mode][b][r] = v;
@@ -207,10 +210,10 @@ int main(int argc, char **argv) {
 
         for (mode = 0; mode < 3; mode++) {
                 for (i = 0; i < 2; i++) {
-                        qsort(rate[mode][i], (size_t)reps, sizeof(double), cmp_double);
+                        qsort(rate[mode][i], (size_t) reps, sizeof(double), cmp_double);
                         med[mode][i] = rate[mode][i][reps / 2];
                 }
-                qsort(ratio[mode], (size_t)reps, sizeof(double), cmp_double);
+                qsort(ratio[mode], (size_t) reps, sizeof(double), cmp_double);
                 med_ratio[mode] = ratio[mode][reps / 2];
                 vt_line("STORM %s: %d files, %ld records each run, median of %d: /dev/inotify %.0f "
                         "events/s, "
@@ -226,11 +229,11 @@ int main(int argc, char **argv) {
                         for (b = 0; b < 2; b++) {
                                 runs[b][0] = '\0';
                                 for (r = 0, len = 0; r < reps && len < 200; r++)
-                                        len += snprintf(runs[b] + len, sizeof(runs[b]) - (size_t)len,
-                                                        " %.0f", rate[mode][b][r]);
+                                        len += snprintf(runs[b] + len, sizeof(runs[b]) - (size_t) len, " %.0f",
+                                                        rate[mode][b][r]);
                         }
-                        vt_line("STORM %s runs (sorted, events/s): dev%s; syscall%s", mode_name[mode],
-                                runs[DEVICE], runs[SYSCALL]);
+                        vt_line("STORM %s runs (sorted, events/s): dev%s; syscall%s", mode_name[mode], runs[DEVICE],
+                                runs[SYSCALL]);
                 }
         }
         vt_line("PASS storm");

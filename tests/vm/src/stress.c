@@ -41,9 +41,9 @@
 
 #include "vmtest.h"
 
-#define DEV "/dev/inotify"
-#define TOP "/tmp/stress"
-#define MAXWD 65536
+#define DEV    "/dev/inotify"
+#define TOP    "/tmp/stress"
+#define MAXWD  65536
 #define NFILES 32
 
 struct counts {
@@ -68,16 +68,16 @@ static void die(const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        vt_line("FAIL %s: pid %d: %s", test_name, (int)getpid(), msg);
+        vt_line("FAIL %s: pid %d: %s", test_name, (int) getpid(), msg);
         _exit(1);
 }
 
 static unsigned rnd(unsigned n) {
-        return (unsigned)random() % n;
+        return (unsigned) random() % n;
 }
 
 static void random_path(char *buf, size_t size) {
-        static const char *const dirs[] = {TOP "/a", TOP "/b", TOP "/m"};
+        static const char *const dirs[] = { TOP "/a", TOP "/b", TOP "/m" };
         unsigned d = rnd(3), k = rnd(4);
 
         if (k == 0)
@@ -147,7 +147,7 @@ static void inst_read(struct inst *in, bool block) {
         size_t off;
 
         if (block) {
-                struct pollfd p = {.fd = in->fd, .events = POLLIN};
+                struct pollfd p = { .fd = in->fd, .events = POLLIN };
 
                 if (poll(&p, 1, 10) <= 0)
                         return;
@@ -160,10 +160,10 @@ static void inst_read(struct inst *in, bool block) {
         }
         if (n == 0)
                 die("read returned 0");
-        for (off = 0; off < (size_t)n;) {
-                const struct inotify_event *ev = (const void *)(buf + off);
+        for (off = 0; off < (size_t) n;) {
+                const struct inotify_event *ev = (const void *) (buf + off);
 
-                check_record(in, ev, (size_t)n - off);
+                check_record(in, ev, (size_t) n - off);
                 cnt.records++;
                 off += sizeof(*ev) + ev->len;
         }
@@ -186,7 +186,7 @@ static void inst_add(struct inst *in) {
         v2 = rnd(3) == 0;
         if (v2)
                 req.mask |= IN_MOVE_SELF | (rnd(2) ? IN_ONESHOT : 0) | (rnd(2) ? IN_EXCL_UNLINK : 0) |
-                            (rnd(2) ? IN_MASK_ADD : 0);
+                        (rnd(2) ? IN_MASK_ADD : 0);
         wd = ioctl(in->fd, v2 ? INOTIFY_ADD_WATCH : INOTIFY_WATCH, &req);
         close(fd);
         if (wd < 0) {
@@ -217,7 +217,7 @@ static void inst_remove(struct inst *in) {
         int wd, r, tries;
 
         for (tries = 0; tries < 8 && in->maxwd; tries++) {
-                wd = 1 + (int)rnd((unsigned)in->maxwd);
+                wd = 1 + (int) rnd((unsigned) in->maxwd);
                 if (wd >= MAXWD || in->state[wd] != 1)
                         continue;
                 r = rnd(2) ? ioctl(in->fd, INOTIFY_IGNORE, wd) : ioctl(in->fd, INOTIFY_IGNORE, &wd);
@@ -252,7 +252,7 @@ static void watcher(int id) {
         int flags = id % 2 ? O_NONBLOCK : 0, status;
         pid_t co = -1;
 
-        srandom((unsigned)getpid());
+        srandom((unsigned) getpid());
         inst_open(&in, flags);
         if (id == 1) {
                 co = fork();
@@ -289,9 +289,9 @@ static void watcher(int id) {
 
 static void mutator(void) {
         char a[160], b[160];
-        static const char *const dirs[] = {TOP "/a", TOP "/b", TOP "/m"};
+        static const char *const dirs[] = { TOP "/a", TOP "/b", TOP "/m" };
 
-        srandom((unsigned)getpid());
+        srandom((unsigned) getpid());
         while (vt_now() < deadline) {
                 const char *d1 = dirs[rnd(3)], *d2 = dirs[rnd(3)];
                 unsigned op = rnd(8);
@@ -310,28 +310,28 @@ static void mutator(void) {
                         break;
                 case 2:
                         snprintf(b, sizeof(b), "%s/f%u", d2, rnd(NFILES));
-                        (void)rename(a, b);
+                        (void) rename(a, b);
                         break;
                 case 3:
-                        (void)unlink(a);
+                        (void) unlink(a);
                         break;
                 case 4:
-                        (void)chmod(a, 0600 | rnd(2) * 044);
+                        (void) chmod(a, 0600 | rnd(2) * 044);
                         break;
                 case 5:
                         snprintf(b, sizeof(b), "%s/d%u", d1, rnd(4));
-                        (void)mkdir(b, 0755);
+                        (void) mkdir(b, 0755);
                         break;
                 case 6:
                         snprintf(b, sizeof(b), "%s/d%u", d1, rnd(4));
-                        (void)rmdir(b);
+                        (void) rmdir(b);
                         break;
                 case 7:
                         fd = open(a, O_RDONLY | O_CLOEXEC);
                         if (fd >= 0) {
                                 char c;
 
-                                (void)!read(fd, &c, 1);
+                                (void) !read(fd, &c, 1);
                                 close(fd);
                         }
                         break;
@@ -344,7 +344,7 @@ static void mounter(void) {
         char path[160];
         int i, tries;
 
-        srandom((unsigned)getpid());
+        srandom((unsigned) getpid());
         while (vt_now() < deadline) {
                 if (mount("tmpfs", TOP "/m", "tmpfs", 0, "size=4m") < 0)
                         die("mount: %s", strerror(errno));
@@ -385,8 +385,8 @@ static const char *ko_path;
 
 /* Opens, watches a few files (which the mutator unlinks), reads, closes. */
 static void opener(int arg) {
-        (void)arg;
-        srandom((unsigned)getpid());
+        (void) arg;
+        srandom((unsigned) getpid());
         while (vt_now() < deadline) {
                 char buf[4096], path[64];
                 int dev, i, n;
@@ -401,7 +401,7 @@ static void opener(int arg) {
                         continue;
                 }
                 cnt.opens++;
-                for (i = 0, n = 1 + (int)rnd(4); i < n; i++) {
+                for (i = 0, n = 1 + (int) rnd(4); i < n; i++) {
                         struct inotify_watch_request req;
                         int fd;
 
@@ -429,11 +429,11 @@ static void opener(int arg) {
 static void unlinker(int arg) {
         char path[64];
 
-        (void)arg;
-        srandom((unsigned)getpid());
+        (void) arg;
+        srandom((unsigned) getpid());
         while (vt_now() < deadline) {
                 snprintf(path, sizeof(path), UTOP "/f%u", rnd(8));
-                (void)unlink(path);
+                (void) unlink(path);
                 cnt.mutations++;
         }
 }
@@ -449,8 +449,8 @@ static void load_module(void) {
 }
 
 static void unloader(int arg) {
-        (void)arg;
-        srandom((unsigned)getpid());
+        (void) arg;
+        srandom((unsigned) getpid());
         while (vt_now() < deadline) {
                 if (syscall(SYS_delete_module, "inotify_dev", O_NONBLOCK) == 0) {
                         cnt.unloads++;
@@ -473,7 +473,7 @@ static pid_t spawn(void (*fn)(int), int arg) {
         }
         if (pid == 0) {
                 fn(arg);
-                if (write(report_fd, &cnt, sizeof(cnt)) != (ssize_t)sizeof(cnt))
+                if (write(report_fd, &cnt, sizeof(cnt)) != (ssize_t) sizeof(cnt))
                         _exit(2);
                 _exit(0);
         }
@@ -481,24 +481,24 @@ static pid_t spawn(void (*fn)(int), int arg) {
 }
 
 static void run_mutator(int arg) {
-        (void)arg;
+        (void) arg;
         mutator();
 }
 
 static void run_mounter(int arg) {
-        (void)arg;
+        (void) arg;
         mounter();
 }
 
 static void run_knob(int arg) {
-        (void)arg;
+        (void) arg;
         knob_turner();
 }
 
 int main(int argc, char **argv) {
         bool unload = argc > 3 && strcmp(argv[1], "--unload") == 0;
         int seconds = unload ? atoi(argv[2]) : argc > 1 ? atoi(argv[1]) : 30;
-        struct counts total = {0}, c;
+        struct counts total = { 0 }, c;
         int pipefd[2], i, status, failed = 0, nchild = 0;
         double t0;
         pid_t pid;
@@ -510,8 +510,8 @@ int main(int argc, char **argv) {
         if (seconds <= 0)
                 seconds = 30;
         if ((mkdir(TOP, 0755) < 0 && errno != EEXIST) || (mkdir(TOP "/a", 0755) < 0 && errno != EEXIST) ||
-            (mkdir(TOP "/b", 0755) < 0 && errno != EEXIST) ||
-            (mkdir(TOP "/m", 0755) < 0 && errno != EEXIST) || (mkdir(UTOP, 0755) < 0 && errno != EEXIST)) {
+            (mkdir(TOP "/b", 0755) < 0 && errno != EEXIST) || (mkdir(TOP "/m", 0755) < 0 && errno != EEXIST) ||
+            (mkdir(UTOP, 0755) < 0 && errno != EEXIST)) {
                 vt_line("FAIL %s: mkdir: %s", test_name, strerror(errno));
                 return 1;
         }
@@ -540,16 +540,15 @@ int main(int argc, char **argv) {
         close(pipefd[1]);
 
         /* Children that hang are killed 30 s after the deadline. */
-        alarm((unsigned)seconds + 30);
+        alarm((unsigned) seconds + 30);
         while ((pid = wait(&status)) > 0) {
                 if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                         if (WIFSIGNALED(status))
-                                vt_line("FAIL %s: child %d killed by signal %d", test_name, (int)pid,
-                                        WTERMSIG(status));
+                                vt_line("FAIL %s: child %d killed by signal %d", test_name, (int) pid, WTERMSIG(status));
                         failed++;
                 }
         }
-        while (read(pipefd[0], &c, sizeof(c)) == (ssize_t)sizeof(c)) {
+        while (read(pipefd[0], &c, sizeof(c)) == (ssize_t) sizeof(c)) {
                 total.opens += c.opens;
                 total.adds += c.adds;
                 total.removes += c.removes;
@@ -583,7 +582,7 @@ int main(int argc, char **argv) {
         }
         vt_line("PASS stress: %.0f s, %ld instances, %ld watches added, %ld removed, %ld records read "
                 "(%ld IN_IGNORED, %ld IN_Q_OVERFLOW), %ld file operations, %ld unmounts",
-                vt_now() - t0, total.opens, total.adds, total.removes, total.records, total.ignored,
-                total.overflows, total.mutations, total.unmounts);
+                vt_now() - t0, total.opens, total.adds, total.removes, total.records, total.ignored, total.overflows,
+                total.mutations, total.unmounts);
         return 0;
 }

@@ -39,10 +39,10 @@ static inline void vt_line(const char *fmt, ...) {
         va_end(ap);
         if (n < 0)
                 return;
-        if (n > (int)sizeof(line) - 2)
-                n = (int)sizeof(line) - 2;
+        if (n > (int) sizeof(line) - 2)
+                n = (int) sizeof(line) - 2;
         line[n++] = '\n';
-        if (write(STDOUT_FILENO, line, (size_t)n) < 0)
+        if (write(STDOUT_FILENO, line, (size_t) n) < 0)
                 _exit(3);
 }
 
@@ -60,13 +60,13 @@ static inline int vt_fail(const char *fmt, ...) {
 }
 
 /* Checks a condition; on failure records where and what, and returns -1. */
-#define CHECK(cond, ...)                                                                                    \
-        do {                                                                                                \
-                if (!(cond)) {                                                                              \
-                        char _m[400];                                                                       \
-                        snprintf(_m, sizeof(_m), __VA_ARGS__);                                              \
-                        return vt_fail("line %d: %s (errno %d %s)", __LINE__, _m, errno, strerror(errno));  \
-                }                                                                                           \
+#define CHECK(cond, ...)                                                                                   \
+        do {                                                                                               \
+                if (!(cond)) {                                                                             \
+                        char _m[400];                                                                      \
+                        snprintf(_m, sizeof(_m), __VA_ARGS__);                                             \
+                        return vt_fail("line %d: %s (errno %d %s)", __LINE__, _m, errno, strerror(errno)); \
+                }                                                                                          \
         } while (0)
 
 struct vt_test {
@@ -80,7 +80,7 @@ struct vt_test {
  * result line. Returns true if it passed.
  */
 static inline bool vt_run(const struct vt_test *t) {
-        int pipefd[2], status = 0, limit_ms = (int)(t->timeout_s ? t->timeout_s : 20) * 1000;
+        int pipefd[2], status = 0, limit_ms = (int) (t->timeout_s ? t->timeout_s : 20) * 1000;
         char why[sizeof(vt_why)] = "";
         struct pollfd pfd;
         ssize_t n = 0;
@@ -174,7 +174,7 @@ struct vt_reader {
  */
 static inline const struct inotify_event *vt_next(struct vt_reader *r, int timeout_ms) {
         const struct inotify_event *ev;
-        struct pollfd p = {.fd = r->fd, .events = POLLIN};
+        struct pollfd p = { .fd = r->fd, .events = POLLIN };
         ssize_t n;
 
         if (r->off >= r->len) {
@@ -190,10 +190,10 @@ static inline const struct inotify_event *vt_next(struct vt_reader *r, int timeo
                                 errno = ENODATA;
                         return NULL;
                 }
-                r->len = (size_t)n;
+                r->len = (size_t) n;
                 r->off = 0;
         }
-        ev = (const struct inotify_event *)(r->buf + r->off);
+        ev = (const struct inotify_event *) (r->buf + r->off);
         r->off += sizeof(*ev) + ev->len;
         return ev;
 }
@@ -202,7 +202,7 @@ static inline double vt_now(void) {
         struct timespec ts;
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
 #endif /* VMTEST_H */
