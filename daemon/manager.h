@@ -8,7 +8,9 @@
  * missing-path and rename followers, the event path), wires each lower one
  * to the higher through the callbacks it takes, and serves the API's
  * operations on clients and subscriptions (subscriptions.h). Its struct is
- * its own: the layers above ask through functions. It knows no event loop and no
+ * its own (manager_internal.h, for manager.c, which builds the core, and
+ * manager_calls.c, which serves the calls below): the layers above ask through
+ * functions. It knows no event loop and no
  * bus: the loop glue (loop.c) asks it to handle the kernel's records, to
  * flush, when it next needs a turn, and to run its walks; the bus layer
  * (dbus_iface.c and its bus_*.c) asks it for clients and subscriptions,

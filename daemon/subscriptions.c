@@ -10,11 +10,13 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -363,4 +365,105 @@ int subscriptions_remove(Subscriptions *subs, Client *c, uint32_t id) {
                 return -WATCHD_E_NO_SUCH_WATCH;
         subscriptions_end(subs, s);
         return 0;
+}
+
+/*
+ * A watched directory's mode, owner or ACL changed: may its subscriber still
+ * read it? Checked as the subscriber (in a worker of its file system's lane,
+ * like every open as a caller), by its path, as AddWatch checked it. Until
+ * the answer, nothing from the directory or below it is delivered
+ * (WatchLink.checking); then, if access is gone, nothing more until it comes
+ * back (WatchLink.denied). Each change of state is told with an Overflow
+ * naming the subscription, and so is an event held back by the check; with
+ * access back, a RECURSIVE tree is walked again for what it missed.
+ */
+typedef struct AccessCheck {
+        Subscriptions *subs;
+        uint32_t id;
+        dev_t dev; /* the directory's watch: its link is found again at the end */
+        ino_t ino;
+        char path[PATH_MAX];
+        int result; /* 0: readable, the same directory; -errno */
+} AccessCheck;
+
+static void access_check_run(void *data) {
+        AccessCheck *a = data;
+        struct stat st;
+        int fd;
+
+        fd = access_open_at(AT_FDCWD, a->path, /* only_dir= */ true, /* no_follow= */ false, &st);
+        if (fd < 0) {
+                a->result = fd;
+                return;
+        }
+        safe_close(fd);
+        a->result = st.st_dev == a->dev && st.st_ino == a->ino ? 0 : -ESTALE;
+}
+
+static void access_check_done(void *data, int error) {
+        AccessCheck *a = data;
+        Subscription *s = watch_table_get_subscription(a->subs->table, a->id);
+        Watch *w = s ? watch_table_find_watch(a->subs->table, a->dev, a->ino) : NULL;
+        WatchLink *l = NULL;
+        int r = error < 0 ? error : a->result;
+
+        /* Not held meanwhile (a rename may move it to a new allocation): found again. */
+        if (w)
+                LIST_FOREACH(watch, x, w->links)
+                        if (x->subscription == s)
+                                l = x;
+        if (l && l->checking) {
+                bool was = l->denied;
+                bool denied = r == -EACCES || r == -EPERM ? true : r == 0 ? false : was;
+
+                /* Any other answer (the path leads elsewhere: a rename not read yet) keeps what was. */
+                watch_link_set_access(l, denied, false);
+                if (denied != was)
+                        log_info("Subscription %" PRIu32 " of %s: '%s' %s.", s->id, s->owner->name, a->path,
+                                 denied ? "may no longer be read by its owner: nothing from there is delivered" :
+                                          "may be read by its owner again");
+                /* Lost, found again, or records held back while it was checked: the owner looks again. */
+                if (denied != was || (s->missed && !denied))
+                        client_queue_lost(s);
+                if (s->n_blocked == 0)
+                        s->missed = false;
+                if (was && !denied)
+                        tree_rescan(a->subs->tree, s);
+        }
+        free(a);
+}
+
+void subscriptions_access_changed(Subscriptions *subs, FsWork *fswork, Subscription *s, WatchLink *l) {
+        AccessCheck *a;
+        AccessSaved saved;
+        int r;
+
+        if (!s->owner || l->checking)
+                return; /* one check at a time: it reads the state of when it runs */
+        a = calloc(1, sizeof(AccessCheck));
+        if (!a) {
+                log_warning("Out of memory checking subscription %" PRIu32 "'s access again, ignoring.", s->id);
+                return;
+        }
+        *a = (AccessCheck) { .subs = subs, .id = s->id, .dev = l->watch->dev, .ino = l->watch->ino };
+        {
+                const char *path = watch_link_get_path(l, a->path); /* a root's is its subscription's */
+
+                if (!path || strlen(path) >= sizeof(a->path)) {
+                        free(a);
+                        return;
+                }
+                if (path != a->path)
+                        strcpy(a->path, path);
+        }
+        watch_link_set_access(l, l->denied, true);
+        if (fswork && fswork_submit(fswork, a->dev, &s->owner->caller, access_check_run, access_check_done, a) >= 0)
+                return;
+        /* No worker (unit tests, or none could start): here. */
+        r = access_become(&s->owner->caller, &saved);
+        if (r >= 0) {
+                access_check_run(a);
+                access_restore(&saved);
+        }
+        access_check_done(a, r < 0 ? r : 0);
 }

@@ -25,6 +25,7 @@
 #include "delivery.h"
 #include "events.h"
 #include "fanotify.h"
+#include "fswork.h"
 #include "missing.h"
 #include "tree.h"
 #include "watch_table.h"
@@ -94,3 +95,9 @@ void subscriptions_object_gone(Subscriptions *subs, Subscription *s, const char 
  * watch now, its appearance reported, its tree walked. Return: 0, or
  * -errno (missing.c then ends it). */
 int subscriptions_appeared(Subscriptions *subs, Subscription *s, int fd, const struct stat *st);
+
+/* A watched directory's mode, owner or ACL changed (l, a link of s): may s's
+ * owner still read it? Checked as the owner, by its path, in a worker of
+ * fswork's lane for the directory's file system (here without fswork);
+ * meanwhile, and after if access is gone, nothing from there is delivered. */
+void subscriptions_access_changed(Subscriptions *subs, FsWork *fswork, Subscription *s, WatchLink *l);

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * manager_internal - the manager's struct, shared by manager.c (building
+ * the core and wiring its callbacks) and manager_calls.c (what the loop and
+ * the bus layer ask of it). Nothing else includes it: the Manager is opaque
+ * to the layers above.
+ */
+
+#include "manager.h"
+#include "self_events.h"
+
+/* The kernel's records are handled for at most this long at a time. */
+#define KERNEL_SLICE_USEC 5000u
+
+struct Manager {
+        Config config;
+        uint32_t kernel_watch_limit; /* the kernel's, read at start: "auto" limits are sized from it */
+
+        Backend *backend;
+        WatchTable *table;
+        Accounting *accounting;
+        Delivery *delivery;
+        Tree *tree;              /* RECURSIVE subscriptions */
+        Missing *missing;        /* pending paths */
+        Moves *moves;            /* renamed directories */
+        Remote *remote;          /* directories on remote file systems, polled */
+        SelfEvents *self_events; /* the daemon's own reads of directories, not reported */
+        Events *events;          /* the kernel's records */
+        Fanotify *fanotify;      /* RECURSIVE trees on one mark a filesystem; NULL: inotify only */
+        Subscriptions *subs;     /* the clients and their subscriptions */
+
+        FsWork *fswork;             /* file system work off the loop; NULL: on it (unit tests) */
+        GHashTable *primed_waiters; /* Subscription -> GPtrArray of PrimedWaiter */
+
+        ManagerHooks hooks;
+        void *hooks_userdata;
+};
+
+typedef struct PrimedWaiter {
+        void (*cb)(void *userdata);
+        void *userdata;
+} PrimedWaiter;
