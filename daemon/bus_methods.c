@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "access.h"
@@ -233,9 +234,12 @@ typedef struct OpenJob {
         int fd; /* or -errno */
         struct stat st;
         RemoteHint hint;
+        sd_event_source *timer; /* add_watch_timeout_ms after the submission */
+        bool answered;          /* with Timeout, by the timer: the open's result is thrown away */
 } OpenJob;
 
 static void open_job_free(OpenJob *j) {
+        sd_event_source_disable_unref(j->timer);
         sd_bus_message_unref(j->msg);
         safe_close(j->fd);
         free(j->client);
@@ -253,6 +257,26 @@ static void open_job_run(void *data) {
                 remote_hint_probe(j->fd, &j->st, &j->hint);
 }
 
+/* The open has not returned in add_watch_timeout_ms: the caller is told now,
+ * and whatever the open gives later is closed unused (open_job_done()). */
+static int open_job_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        OpenJob *j = userdata;
+        Client *c = manager_get_client(j->iface->manager, j->client);
+        int r;
+
+        j->timer = sd_event_source_disable_unref(j->timer);
+        j->answered = true;
+        log_info("AddWatch of %s on %s: its file system has not answered in %" PRIu32 " ms, answered with "
+                 "Timeout; nothing will be subscribed.",
+                 j->client, j->sent, manager_get_config(j->iface->manager)->add_watch_timeout_ms);
+        if (!c)
+                return 0; /* gone: its call went with it */
+        r = add_watch_reply(j->iface, j->msg, c, j->sent, -ETIMEDOUT, 0, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer AddWatch of %s, ignoring: %m", c->name);
+        return 0;
+}
+
 static void open_job_done(void *data, int error) {
         OpenJob *j = data;
         Manager *m = j->iface->manager;
@@ -261,6 +285,15 @@ static void open_job_done(void *data, int error) {
         Client *c;
         int r;
 
+        if (j->answered) {
+                log_debug("AddWatch of %s on %s: its open returned after its Timeout (%s), closed unused.", j->client,
+                          j->sent,
+                          error < 0          ? "not run" :
+                                  j->fd >= 0 ? "opened" :
+                                               "failed");
+                open_job_free(j);
+                return;
+        }
         c = manager_get_client(m, j->client);
         if (!c) {
                 open_job_free(j); /* gone meanwhile: its subscriptions went with it */
@@ -316,6 +349,12 @@ static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, con
                 open_job_free(j);
                 return r; /* the caller opens on the loop */
         }
+        /* Without the timer (out of memory) the call waits for the file system, as it did before it. */
+        r = sd_event_add_time_relative(d->event, &j->timer, CLOCK_MONOTONIC,
+                                       (uint64_t) manager_get_config(d->manager)->add_watch_timeout_ms * 1000u, 0,
+                                       open_job_timeout, j);
+        if (r < 0)
+                log_debug_errno(r, "Failed to arm the timeout of an AddWatch of %s, ignoring: %m", c->name);
         return 1;
 }
 

@@ -88,6 +88,7 @@ int config_init(Config *c) {
                 .max_pending_events_per_user = 262144,
                 .max_pending_bytes_per_client = UINT64_C(16) << 20,
                 .max_pending_bytes_per_user = UINT64_C(64) << 20,
+                .add_watch_timeout_ms = 20000,
                 .move_pair_timeout_ms = 10,
                 .move_pair_max_distance = 100,
                 .batch_max_events = 1024,
@@ -276,6 +277,8 @@ static int handler(void *userdata, const char *section, const char *name, const 
                 if (strcmp(name, "max_pending_bytes_per_user") == 0)
                         return parse_size(s, name, value, CONFIG_PENDING_BYTES_MIN, CONFIG_PENDING_BYTES_MAX,
                                           &c->max_pending_bytes_per_user);
+                if (strcmp(name, "add_watch_timeout_ms") == 0)
+                        return parse_uint(s, name, value, 100, 600000, &c->add_watch_timeout_ms);
                 for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
                         uint32_t *v = (uint32_t *) ((char *) c + keys[i].offset);
 

@@ -63,6 +63,7 @@ typedef struct Config {
         uint32_t max_pending_events_per_user;
         uint64_t max_pending_bytes_per_client; /* bytes */
         uint64_t max_pending_bytes_per_user;
+        uint32_t add_watch_timeout_ms; /* an AddWatch's open, as its caller, answered by then */
 
         /* [events] */
         uint32_t move_pair_timeout_ms;

@@ -192,6 +192,14 @@ static bool ref_parse(const uint8_t *data, size_t size, Config *c) {
                         ok = ref_uint(value, 1, UINT32_MAX, &c->max_clients_per_user);
                 else if (!strcmp(section, "limits") && !strcmp(key, "max_pending_events_per_client"))
                         ok = ref_uint(value, 1, UINT32_MAX, &c->max_pending_events_per_client);
+                else if (!strcmp(section, "limits") && !strcmp(key, "max_pending_events_per_user"))
+                        ok = ref_uint(value, 1, UINT32_MAX, &c->max_pending_events_per_user);
+                else if (!strcmp(section, "limits") && !strcmp(key, "max_pending_bytes_per_client"))
+                        ok = ref_size(value, &c->max_pending_bytes_per_client);
+                else if (!strcmp(section, "limits") && !strcmp(key, "max_pending_bytes_per_user"))
+                        ok = ref_size(value, &c->max_pending_bytes_per_user);
+                else if (!strcmp(section, "limits") && !strcmp(key, "add_watch_timeout_ms"))
+                        ok = ref_uint(value, 100, 600000, &c->add_watch_timeout_ms);
                 else if (!strcmp(section, "events") && !strcmp(key, "move_pair_timeout_ms"))
                         ok = ref_uint(value, 0, 1000, &c->move_pair_timeout_ms);
                 else if (!strcmp(section, "events") && !strcmp(key, "move_pair_max_distance"))
@@ -304,6 +312,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(c.max_watches_unprivileged == ref.max_watches_unprivileged);
         CHECK(c.max_clients_per_user == ref.max_clients_per_user);
         CHECK(c.max_pending_events_per_client == ref.max_pending_events_per_client);
+        CHECK(c.max_pending_events_per_user == ref.max_pending_events_per_user);
+        CHECK(c.max_pending_bytes_per_client == ref.max_pending_bytes_per_client);
+        CHECK(c.max_pending_bytes_per_user == ref.max_pending_bytes_per_user);
+        CHECK(c.add_watch_timeout_ms == ref.add_watch_timeout_ms);
         CHECK(c.move_pair_timeout_ms == ref.move_pair_timeout_ms);
         CHECK(c.move_pair_max_distance == ref.move_pair_max_distance);
         CHECK(c.batch_max_events == ref.batch_max_events);

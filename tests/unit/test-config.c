@@ -44,6 +44,8 @@ static const Case cases[] = {
         { "max_pending_events_per_user", "[limits]\nmax_pending_events_per_user = 100\n", NULL,
           AT(max_pending_events_per_user), 100 },
         { "move_pair_timeout_ms 0", "[events]\nmove_pair_timeout_ms = 0\n", NULL, AT(move_pair_timeout_ms), 0 },
+        { "add_watch_timeout_ms default", "", NULL, AT(add_watch_timeout_ms), 20000 },
+        { "add_watch_timeout_ms 100", "[limits]\nadd_watch_timeout_ms = 100\n", NULL, AT(add_watch_timeout_ms), 100 },
         { "move_pair_timeout_ms 1000", "[events]\nmove_pair_timeout_ms = 1000\n", NULL, AT(move_pair_timeout_ms), 1000 },
         { "move_pair_max_distance", "[events]\nmove_pair_max_distance = 10000\n", NULL, AT(move_pair_max_distance),
           10000 },
@@ -82,6 +84,10 @@ static const Case cases[] = {
           "t.conf:2: max_clients_per_user: 0 is out of range (1-4294967295)" },
         { "past 32 bits", "[limits]\nmax_watches_per_user = 4294967296\n",
           "t.conf:2: max_watches_per_user: 4294967296 is out of range (1-4294967295)" },
+        { "add_watch_timeout_ms too short", "[limits]\nadd_watch_timeout_ms = 99\n",
+          "t.conf:2: add_watch_timeout_ms: 99 is out of range (100-600000)" },
+        { "add_watch_timeout_ms too long", "[limits]\nadd_watch_timeout_ms = 600001\n",
+          "t.conf:2: add_watch_timeout_ms: 600001 is out of range (100-600000)" },
         { "timeout too long", "[events]\nmove_pair_timeout_ms = 1001\n",
           "t.conf:2: move_pair_timeout_ms: 1001 is out of range (0-1000)" },
         { "distance 0", "[events]\nmove_pair_max_distance = 0\n",
@@ -230,6 +236,7 @@ static void assert_defaults(const Config *c) {
         g_assert_cmpuint(c->max_pending_events_per_user, ==, d.max_pending_events_per_user);
         g_assert_cmpuint(c->max_pending_bytes_per_client, ==, d.max_pending_bytes_per_client);
         g_assert_cmpuint(c->max_pending_bytes_per_user, ==, d.max_pending_bytes_per_user);
+        g_assert_cmpuint(c->add_watch_timeout_ms, ==, d.add_watch_timeout_ms);
         g_assert_cmpuint(c->move_pair_timeout_ms, ==, d.move_pair_timeout_ms);
         g_assert_cmpuint(c->move_pair_max_distance, ==, d.move_pair_max_distance);
         g_assert_cmpuint(c->batch_max_events, ==, d.batch_max_events);
@@ -260,7 +267,7 @@ static void test_shipped(void) {
         uncommented = g_regex_replace(re, text, -1, 0, "\\1", 0, NULL);
         for (const char *p = uncommented; (p = strstr(p, " = ")); p++)
                 n++;
-        g_assert_cmpint(n, ==, 29); /* every key of the file */
+        g_assert_cmpint(n, ==, 30); /* every key of the file */
         g_assert_cmpint(config_load_string(WATCHD_CONF, uncommented, &c, &error), ==, 0);
         g_assert_null(error);
         assert_defaults(&c);
