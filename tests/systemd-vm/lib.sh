@@ -1,12 +1,26 @@
 # shellcheck shell=bash
-# tests/systemd-vm/lib.sh - what the two systemd VM suites share: run
-# (watchd installed by "meson install") and run-deb (watchd installed from its
-# Debian packages by apt). Source it after tests/vm/lib.sh.
+# tests/systemd-vm/lib.sh - what the systemd VM suites share: run (watchd
+# installed by "meson install"), run-deb and run-desktop (watchd installed
+# from its Debian packages by apt). Source it after tests/vm/lib.sh.
 #
 #   sdvm_add_test_service ROOT GUEST [FILE...]
 #       installs GUEST as /usr/local/lib/watchd-test/guest, with the FILEs
 #       beside it, and enables watchd-vm-test.service, which runs it once the
 #       VM reaches multi-user
+#   sdvm_debs OUT [DEBDIR]
+#       the Debian packages: DEBDIR (what tests/deb/build made: v1/ and v2/)
+#       or, without it, tests/deb/build's output in OUT/debs (its log
+#       OUT/deb-build.log). Sets SDVM_DEBS (DEBDIR's absolute path) and
+#       SDVM_PACKAGES (every package of debian/control); fails, saying
+#       "FAIL setup: ...", unless v1/ and v2/ each hold one .deb of each.
+#   sdvm_deb_image OUT CACHED_ROOT GUEST [FILE...]
+#       the image of run-deb and run-desktop in OUT/rootfs: a copy of
+#       CACHED_ROOT (a build-root "deb" root, or one made from it), the
+#       packages sdvm_debs found in /var/local/watchd-debs/v1 and v2 (not the
+#       -dbgsym ones), the test service running GUEST (sdvm_add_test_service).
+#       Sets SDVM_KERNEL and SDVM_INITRD, the kernel and initrd of
+#       CACHED_ROOT's /boot the VM boots; fails, saying "FAIL setup: ...", if
+#       the root has no initrd or headers for its kernel.
 #   sdvm_boot OUT ROOT KERNEL INITRD TIMEOUT
 #       makes OUT/root.img from the tree ROOT (ext4, 3 GiB sparse) and a
 #       blank OUT/result.img, boots KERNEL and INITRD on them in qemu (TCG,
@@ -45,6 +59,48 @@ StandardError=journal+console
 WantedBy=multi-user.target
 UNIT
     systemctl --root="$r" enable -q watchd-vm-test.service
+}
+
+sdvm_debs() {
+    local out=$1 debs=${2:-} top v p n
+    top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+    if [ -z "$debs" ]; then
+        debs=$out/debs
+        if ! "$top/tests/deb/build" "$debs" > "$out/deb-build.log" 2>&1; then
+            cat "$out/deb-build.log"; echo "FAIL setup: tests/deb/build"; return 1
+        fi
+    fi
+    SDVM_DEBS=$(cd "$debs" && pwd) || { echo "FAIL setup: no directory $debs"; return 1; }
+    # Every package of debian/control, installed, used and purged in the guest.
+    SDVM_PACKAGES=$(sed -n 's/^Package: *//p' "$top/debian/control")
+    for v in v1 v2; do
+        for p in $SDVM_PACKAGES; do
+            n=$(ls "$SDVM_DEBS/$v/${p}_"*.deb 2> /dev/null | wc -l)
+            [ "$n" -eq 1 ] || {
+                echo "FAIL setup: $n $SDVM_DEBS/$v/${p}_*.deb, want one (tests/deb/build $SDVM_DEBS)"; return 1; }
+        done
+    done
+}
+
+sdvm_deb_image() {
+    local out=$1 cached_root=$2 guest=$3 kver r=$1/rootfs v p
+    shift 3
+    SDVM_KERNEL=$(ls "$cached_root"/boot/vmlinuz-* | sort -V | tail -n 1)
+    kver=${SDVM_KERNEL#"$cached_root"/boot/vmlinuz-}
+    SDVM_INITRD=$cached_root/boot/initrd.img-$kver
+    [ -r "$SDVM_INITRD" ] && [ -d "$cached_root/usr/src/linux-headers-$kver" ] || {
+        echo "FAIL setup: $cached_root has no initrd or headers for $kver"; return 1; }
+    # Called in a || list, where set -e does not stop at a failure.
+    rm -rf --one-file-system "$r" && cp -a "$cached_root" "$r" || {
+        echo "FAIL setup: copying $cached_root to $r"; return 1; }
+    for v in v1 v2; do
+        mkdir -p "$r/var/local/watchd-debs/$v"
+        for p in $SDVM_PACKAGES; do
+            cp "$SDVM_DEBS/$v/${p}_"*.deb "$r/var/local/watchd-debs/$v/" || {
+                echo "FAIL setup: copying $p's .deb into the image"; return 1; }
+        done
+    done
+    sdvm_add_test_service "$r" "$guest" "$@" || { echo "FAIL setup: the test service"; return 1; }
 }
 
 sdvm_boot() {
