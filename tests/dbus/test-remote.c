@@ -495,6 +495,19 @@ static void resume_bindfs(void) {
 }
 
 /* The worst of n GetStats round trips of proxy, in microseconds. */
+/* Stops the FUSE daemon (hung_pid): its file system stops answering. A
+ * watcher resumes it when this process ends, even if a failed assertion
+ * aborts it (which runs no atexit). */
+static void stop_bindfs(void) {
+        g_autofree char *script = g_strdup_printf("while kill -0 %d 2>/dev/null; do sleep 1; done; kill -CONT %d",
+                                                  (int) getpid(), (int) hung_pid);
+        g_autoptr(GError) error = NULL;
+
+        g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL }, NULL, 0, NULL,
+                                    NULL, NULL, &error));
+        g_assert_cmpint(kill(hung_pid, SIGSTOP), ==, 0);
+}
+
 static gint64 worst_get_stats(WatchdInotify *proxy, int n) {
         gint64 worst = 0;
 
@@ -527,17 +540,7 @@ static void test_hung(Fixture *x, gconstpointer data) {
         idle_stats = worst_get_stats(x->f.proxy2, 20);
 
         /* The file system stops answering: the next poll waits in the kernel. */
-        {
-                /* Resumed by a watcher even if this test aborts (a failed assertion runs no atexit). */
-                g_autofree char *script = g_strdup_printf("while kill -0 %d 2>/dev/null; do sleep 1; done; "
-                                                          "kill -CONT %d",
-                                                          (int) getpid(), (int) hung_pid);
-                g_autoptr(GError) error = NULL;
-
-                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL }, NULL,
-                                            0, NULL, NULL, NULL, &error));
-        }
-        g_assert_cmpint(kill(hung_pid, SIGSTOP), ==, 0);
+        stop_bindfs();
         g_assert_true(wt_await_overflows(&x->f.a, 1, 30000));
         g_assert_true(wt_collector_has_overflow_id(&x->f.a, id));
         g_assert_cmpuint(wt_stat(x->f.proxy2, "fs_stalled"), ==, 1);
@@ -604,16 +607,7 @@ static void test_hung_add(Fixture *x, gconstpointer data) {
         g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(fresh, 0755), ==, 0); /* never looked up through the mount */
         wt_add_watch(x->f.proxy2, local, IN_CREATE, 0, NULL);
-        {
-                g_autofree char *script = g_strdup_printf("while kill -0 %d 2>/dev/null; do sleep 1; done; "
-                                                          "kill -CONT %d",
-                                                          (int) getpid(), (int) hung_pid);
-                g_autoptr(GError) error = NULL;
-
-                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL }, NULL,
-                                            0, NULL, NULL, NULL, &error));
-        }
-        g_assert_cmpint(kill(hung_pid, SIGSTOP), ==, 0);
+        stop_bindfs();
 
         /* Its lookup goes to the stopped FUSE daemon: the open waits. */
         watchd_inotify_call_add_watch(x->f.proxy, mfresh, IN_CREATE, 0, NULL, on_added, &add);
@@ -667,16 +661,7 @@ static void test_hung_add_timeout(Fixture *x, gconstpointer data) {
         hung_pid = bindfs_pid(x->mnt);
         g_assert_cmpint(hung_pid, >, 0);
         g_assert_cmpint(g_mkdir(fresh, 0755), ==, 0); /* never looked up through the mount */
-        {
-                g_autofree char *script = g_strdup_printf("while kill -0 %d 2>/dev/null; do sleep 1; done; "
-                                                          "kill -CONT %d",
-                                                          (int) getpid(), (int) hung_pid);
-                g_autoptr(GError) error = NULL;
-
-                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL }, NULL,
-                                            0, NULL, NULL, NULL, &error));
-        }
-        g_assert_cmpint(kill(hung_pid, SIGSTOP), ==, 0);
+        stop_bindfs();
 
         t0 = g_get_monotonic_time();
         watchd_inotify_call_add_watch(x->f.proxy, mfresh, IN_CREATE, 0, NULL, on_added, &add);
