@@ -131,6 +131,8 @@ void manager_lane_stalled(Manager *m, dev_t dev, bool stalled);
 /* If c's subscription id waits for first snapshots taken in workers, cb(userdata)
  * is called once they are (or the subscription ended): return 1. Else 0: now. */
 int manager_when_primed(Manager *m, Client *c, uint32_t id, void (*cb)(void *userdata), void *userdata);
+/* The wait of manager_when_primed() given up: cb(userdata) is not called. */
+void manager_when_primed_cancel(Manager *m, uint32_t id, void (*cb)(void *userdata), void *userdata);
 const Backend *manager_get_backend(const Manager *m);
 /* The limits in force ("auto" sized from the kernel's). */
 const AccountingLimits *manager_get_limits(const Manager *m);

@@ -38,6 +38,24 @@ int manager_when_primed(Manager *m, Client *c, uint32_t id, void (*cb)(void *use
         return 1;
 }
 
+void manager_when_primed_cancel(Manager *m, uint32_t id, void (*cb)(void *userdata), void *userdata) {
+        Subscription *s = watch_table_get_subscription(m->table, id);
+        GPtrArray *ws = s && m->primed_waiters ? g_hash_table_lookup(m->primed_waiters, s) : NULL;
+
+        if (!ws)
+                return;
+        for (guint i = 0; i < ws->len; i++) {
+                PrimedWaiter *w = g_ptr_array_index(ws, i);
+
+                if (w->cb == cb && w->userdata == userdata) {
+                        g_ptr_array_remove_index(ws, i);
+                        break;
+                }
+        }
+        if (ws->len == 0)
+                g_hash_table_remove(m->primed_waiters, s);
+}
+
 void manager_set_fswork(Manager *m, FsWork *w) {
         m->fswork = w;
 }

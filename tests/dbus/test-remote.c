@@ -46,6 +46,11 @@
  *                   call is answered with Timeout while the file system is
  *                   still stopped, and when it answers nothing is
  *                   subscribed (ListWatches, kernel watches, no record)
+ *   hung-prime-timeout  the open answers, the first snapshot does not (an
+ *                   entry of the directory is the root of a second bindfs,
+ *                   stopped): past add_watch_timeout_ms the call is answered
+ *                   with Timeout, the subscription made at the open is
+ *                   removed, and nothing of it comes (no record, no Overflow)
  *
  * Without bindfs or a usable /dev/fuse every case is skipped, saying why.
  * Records are awaited, never slept for, but for the cases that show that
@@ -694,6 +699,66 @@ static void test_hung_add_timeout(Fixture *x, gconstpointer data) {
         g_assert_cmpuint(count(&x->f.a, mlate, IN_CREATE), ==, 0);
 }
 
+/* Mounts a second bindfs at mnt/NAME (through the first), over a directory
+ * of its own: its pid. Undone with the first (MNT_DETACH takes submounts). */
+static pid_t mount_inner(Fixture *x, const char *dir, const char *name) {
+        g_autofree char *bindfs = g_find_program_in_path("bindfs"), *src = in(x->f.dir, "inner-src");
+        g_autofree char *at = in(dir, name);
+        g_autoptr(GError) error = NULL;
+        int status = -1;
+
+        g_assert_cmpint(g_mkdir(src, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(at, 0755), ==, 0);
+        g_assert_true(g_spawn_sync(NULL, (char *[]) { bindfs, src, at, NULL }, NULL, 0, NULL, NULL, NULL, NULL, &status,
+                                   &error));
+        g_assert_no_error(error);
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        return bindfs_pid(at);
+}
+
+/* AddWatch of mnt/fresh, whose entry "inner" is the root of another bindfs,
+ * stopped: the open of mnt/fresh and its statfs go to the first bindfs,
+ * which answers; its first snapshot stats "inner" (AT_STATX_FORCE_SYNC
+ * asks the FUSE daemon), which waits. The window between the open and the
+ * first snapshot is so made deterministic: the snapshot cannot end before
+ * SIGCONT. Past add_watch_timeout_ms the call is answered with Timeout,
+ * and the subscription made at the open is removed, nothing of it sent. */
+static void test_hung_prime_timeout(Fixture *x, gconstpointer data) {
+        g_autofree char *fresh = in(x->back, "fresh"), *mfresh = in(x->mnt, "fresh");
+        g_autofree char *mlate = in(mfresh, "late");
+        AsyncAdd add = {};
+        gint64 t0;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        g_assert_cmpint(g_mkdir(fresh, 0755), ==, 0);
+        hung_pid = mount_inner(x, mfresh, "inner");
+        g_assert_cmpint(hung_pid, >, 0);
+        stop_bindfs();
+
+        t0 = g_get_monotonic_time();
+        watchd_inotify_call_add_watch(x->f.proxy, mfresh, IN_CREATE, 0, NULL, on_added, &add);
+        g_assert_true(wt_await_flag(&add.done, 15000));
+        g_test_message("figure: AddWatch whose first snapshot hangs, add_watch_timeout_ms = 1000, answered after "
+                       "%" G_GINT64_FORMAT " ms: %s",
+                       (g_get_monotonic_time() - t0) / 1000, add.error ? add.error->message : "an id");
+        g_assert_error(add.error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
+        g_assert_cmpuint(n_listed(x->f.proxy), ==, 0);
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "polled_directories"), ==, 0);
+
+        /* The snapshot's read returns (into nothing) once the inner file system answers. */
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        /* Nothing of the removed subscription comes: no record, no Overflow. */
+        wt_touch(mlate);
+        g_usleep(2 * INTERVAL_MS * 1000);
+        g_assert_cmpuint(count(&x->f.a, mlate, IN_CREATE), ==, 0);
+        g_assert_cmpuint(x->f.a.n_records, ==, 0);
+        g_assert_cmpuint(x->f.a.n_overflows, ==, 0);
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "kernel_watches"), ==, 0);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/remote/capabilities", Fixture, CONFIG, setup, test_capabilities, teardown);
@@ -710,5 +775,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/hung", Fixture, CONFIG, setup, test_hung, teardown);
         g_test_add("/remote/hung-add", Fixture, CONFIG, setup, test_hung_add, teardown);
         g_test_add("/remote/hung-add-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_add_timeout, teardown);
+        g_test_add("/remote/hung-prime-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_prime_timeout,
+                   teardown);
         return g_test_run();
 }
