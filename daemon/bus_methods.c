@@ -269,94 +269,59 @@ static int add_watch_reply(DbusIface *d, sd_bus_message *msg, Client *c, const c
 }
 
 /*
- * An AddWatch by path whose open, as the caller, is made in a worker: a
- * path on a file system that does not answer holds that worker (in the
- * caller's own lane: one user's opens wait behind each other, no one
- * else's), never the loop. The worker also asks the file system what
- * remote.c would (remote_hint_probe()). The rest is done on the loop when
- * it returns, if the client is still there.
+ * An AddWatch by path whose open, as the caller, is made in a worker
+ * (manager_add_watch_path_async()): a path on a file system that does not
+ * answer holds that worker (in the caller's own lane: one user's opens wait
+ * behind each other, no one else's), never the loop. The rest is done on
+ * the loop when it returns, if the client is still there, and the call is
+ * answered then, or at add_watch_timeout_ms after the submission with
+ * Timeout (the open is given up: what it gives is closed unused).
  */
 typedef struct OpenJob {
         DbusIface *iface;
         sd_bus_message *msg;
-        char *client; /* its unique name: it may be gone at the end */
+        char *client; /* its unique name: it may be gone at the timeout */
         char *sent;   /* the path as sent, for errors */
-        char *path;   /* simplified */
         uint32_t mask, flags;
-        int fd; /* or -errno */
-        struct stat st;
-        RemoteHint hint;
+        ManagerOpen *open;
         uint64_t deadline;      /* CLOCK_MONOTONIC µs: add_watch_timeout_ms after the submission */
         sd_event_source *timer; /* at the deadline */
-        bool answered;          /* with Timeout, by the timer: the open's result is thrown away */
 } OpenJob;
 
 static void open_job_free(OpenJob *j) {
         sd_event_source_disable_unref(j->timer);
         sd_bus_message_unref(j->msg);
-        safe_close(j->fd);
         free(j->client);
         free(j->sent);
-        free(j->path);
         free(j);
 }
 
-static void open_job_run(void *data) {
-        OpenJob *j = data;
-
-        j->fd = access_open_at(AT_FDCWD, j->path, j->flags & WATCHD_FLAG_ONLYDIR, j->flags & WATCHD_FLAG_DONT_FOLLOW,
-                               &j->st);
-        if (j->fd >= 0)
-                remote_hint_probe(j->fd, &j->st, &j->hint);
-}
-
 /* The open has not returned in add_watch_timeout_ms: the caller is told now,
- * and whatever the open gives later is closed unused (open_job_done()). */
+ * and whatever the open gives later is closed unused. */
 static int open_job_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         OpenJob *j = userdata;
         Client *c = manager_get_client(j->iface->manager, j->client);
         int r;
 
-        j->timer = sd_event_source_disable_unref(j->timer);
-        j->answered = true;
+        manager_add_watch_cancel(j->open);
         log_info("AddWatch of %s on %s: its file system has not answered in %" PRIu32 " ms, answered with "
                  "Timeout; nothing will be subscribed.",
                  j->client, j->sent, manager_get_config(j->iface->manager)->add_watch_timeout_ms);
-        if (!c)
-                return 0; /* gone: its call went with it */
-        r = add_watch_reply(j->iface, j->msg, c, j->sent, -ETIMEDOUT, 0, NULL, 0);
-        if (r < 0)
-                log_debug_errno(r, "Failed to answer AddWatch of %s, ignoring: %m", c->name);
+        if (c) { /* else gone: its call went with it */
+                r = add_watch_reply(j->iface, j->msg, c, j->sent, -ETIMEDOUT, 0, NULL, 0);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to answer AddWatch of %s, ignoring: %m", c->name);
+        }
+        open_job_free(j);
         return 0;
 }
 
-static void open_job_done(void *data, int error) {
-        OpenJob *j = data;
-        Manager *m = j->iface->manager;
-        TreeWalk *walk = NULL;
-        uint32_t id = 0;
-        Client *c;
-        int r;
+static void open_job_done(Client *c, int r, uint32_t id, TreeWalk *walk, void *userdata) {
+        OpenJob *j = userdata;
 
-        if (j->answered) {
-                log_debug("AddWatch of %s on %s: its open returned after its Timeout (%s), closed unused.", j->client,
-                          j->sent,
-                          error < 0          ? "not run" :
-                                  j->fd >= 0 ? "opened" :
-                                               "failed");
-                open_job_free(j);
-                return;
-        }
-        c = manager_get_client(m, j->client);
         if (!c) {
                 open_job_free(j); /* gone meanwhile: its subscriptions went with it */
                 return;
-        }
-        if (error < 0)
-                r = error;
-        else {
-                r = manager_add_watch_opened(m, c, j->path, j->fd, &j->st, &j->hint, j->mask, j->flags, &id, &walk);
-                j->fd = -EBADF; /* taken */
         }
         if (r >= 0)
                 /* The same line as on the loop (tests and administrators look for it). */
@@ -368,9 +333,6 @@ static void open_job_done(void *data, int error) {
                 log_debug_errno(r, "Failed to answer AddWatch of %s, ignoring: %m", c->name);
         open_job_free(j);
 }
-
-/* A lane of its own per user for opens by path: the file system is not known before the open. */
-#define OPEN_LANE(uid) ((dev_t) (UINT64_C(1) << 63 | (uint64_t) (uid)))
 
 static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, const char *sent, const char *path,
                                uint32_t mask, uint32_t flags) {
@@ -388,17 +350,14 @@ static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, con
                 .msg = sd_bus_message_ref(msg),
                 .client = strdup(c->name),
                 .sent = strdup(sent),
-                .path = path_simplify(path),
                 .mask = mask,
                 .flags = flags,
-                .fd = -EBADF,
         };
-        if (!j->client || !j->sent || !j->path) {
+        if (!j->client || !j->sent) {
                 open_job_free(j);
                 return -ENOMEM;
         }
-        r = fswork_submit(manager_get_fswork(d->manager), OPEN_LANE(c->caller.uid), &c->caller, open_job_run,
-                          open_job_done, j);
+        r = manager_add_watch_path_async(d->manager, c, path, mask, flags, open_job_done, j, &j->open);
         if (r < 0) {
                 open_job_free(j);
                 return r; /* the caller opens on the loop */

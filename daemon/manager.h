@@ -96,6 +96,19 @@ int manager_add_watch_opened(Manager *m, Client *c, const char *path, int fd, co
                              TreeWalk **ret_walk);
 int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags, uint32_t *ret_id,
                            TreeWalk **ret_walk);
+/*
+ * manager_add_watch_path() with the open, as c, in a worker (a lane of c's
+ * uid), and the rest on the loop: then done(c, r, id, walk, userdata), c NULL
+ * (r -ESRCH) if it went meanwhile. Return: 1 (done comes; *ret, if given,
+ * until then), -EOPNOTSUPP (no workers), -EAGAIN, -ENOMEM (the caller opens
+ * on the loop, or fails).
+ */
+typedef struct ManagerOpen ManagerOpen;
+typedef void (*ManagerOpenDone)(Client *c, int r, uint32_t id, TreeWalk *walk, void *userdata);
+int manager_add_watch_path_async(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
+                                 ManagerOpenDone done, void *userdata, ManagerOpen **ret);
+/* Gives o up: done is not called, and what the open gives is closed unused when it returns. */
+void manager_add_watch_cancel(ManagerOpen *o);
 int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
                          TreeWalk **ret_walk);
 
