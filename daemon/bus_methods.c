@@ -320,7 +320,9 @@ static void open_job_done(Client *c, int r, uint32_t id, TreeWalk *walk, void *u
         OpenJob *j = userdata;
 
         if (!c) {
-                open_job_free(j); /* gone meanwhile: its subscriptions went with it */
+                /* Gone meanwhile (its subscriptions went with it), or at exit
+                 * (-ESHUTDOWN: the bus layer is gone). */
+                open_job_free(j);
                 return;
         }
         if (r >= 0)

@@ -228,9 +228,15 @@ static void token_free(WalkToken *t) {
 /* What the open gave: placed, or walked from the loop (on_walk_done() then). */
 static void on_opened(Client *c, int r, uint32_t id, TreeWalk *walk, void *userdata) {
         WalkToken *t = userdata;
-        DurableSub *s = t->d ? g_hash_table_lookup(t->d->subs, t->key) : NULL;
+        DurableSub *s;
 
         t->open = NULL;
+        if (r == -ESHUTDOWN) {
+                /* At exit: the durable subscriptions went first (and gave their opens up). */
+                token_free(t);
+                return;
+        }
+        s = t->d ? g_hash_table_lookup(t->d->subs, t->key) : NULL;
         if (!s || s->opening != t) {
                 /* Not reached: sub_free() gives its open up. */
                 if (t->done)

@@ -99,7 +99,8 @@ int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mas
 /*
  * manager_add_watch_path() with the open, as c, in a worker (a lane of c's
  * uid), and the rest on the loop: then done(c, r, id, walk, userdata), c NULL
- * (r -ESRCH) if it went meanwhile. Return: 1 (done comes; *ret, if given,
+ * if it went meanwhile (r -ESRCH), or at exit (r -ESHUTDOWN, from
+ * fswork_free(): free the data, touch nothing else). Return: 1 (done comes; *ret, if given,
  * until then), -EOPNOTSUPP (no workers), -EAGAIN, -ENOMEM (the caller opens
  * on the loop, or fails).
  */

@@ -219,6 +219,14 @@ static void manager_open_done(void *data, int error) {
         Client *c;
         int r;
 
+        if (error == -ESHUTDOWN) {
+                /* At exit (fswork_free()): the layers above may be gone. The
+                 * owner frees its data, touching nothing else. */
+                if (!o->cancelled)
+                        o->done(NULL, error, 0, NULL, o->userdata);
+                manager_open_free(o);
+                return;
+        }
         if (o->cancelled) {
                 log_debug("Open of %s for %s returned after it was given up (%s), closed unused.", o->path, o->client,
                           error < 0          ? "not run" :
