@@ -210,6 +210,7 @@ void durable_sub_placed(DurableSub *s, int r, bool down_gap) {
                                   "(an access gap); tried again at the next start.",
                                   s->key, s->def.path);
                 append_gap(s, JOURNAL_GAP_ACCESS);
+                s->d->wake_at = 0; /* an attached client (resumed while it was opening) is sent the gap */
                 return;
         }
         s->state = DURABLE_WATCHING;
