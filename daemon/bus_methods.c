@@ -243,27 +243,24 @@ static int add_watch_reply(DbusIface *d, sd_bus_message *msg, Client *c, const c
         if (manager_get_fswork(m)) {
                 /* A polled directory's first snapshot is taken in a worker: the
                  * answer waits for it, so that what changes after it is found. */
-                _cleanup_(pending_add_freep) PendingAdd *p = calloc(1, sizeof(PendingAdd));
+                PendingAdd *p = calloc(1, sizeof(PendingAdd));
 
                 if (!p)
                         return -ENOMEM;
                 *p = (PendingAdd) { d, sd_bus_message_ref(msg), c, id };
-                if (deadline > 0 && sent) {
-                        p->sent = strdup(sent);
-                        if (!p->sent)
-                                return -ENOMEM;
-                }
                 r = manager_when_primed(m, c, id, add_watch_primed, p);
-                if (r < 0)
-                        return r;
                 if (r > 0) {
-                        /* Without the timer (out of memory) the call waits for the file system, as before it. */
-                        if (p->sent && sd_event_add_time(d->event, &p->timer, CLOCK_MONOTONIC, deadline, 0,
-                                                         add_watch_prime_timeout, p) < 0)
-                                log_debug("Failed to arm the deadline of AddWatch of %s, ignoring.", c->name);
-                        TAKE_PTR(p);
+                        /* Without its copy of the path, or the timer (out of memory), the call
+                         * waits for the file system, as it did before the deadline. */
+                        if (deadline > 0 && sent) {
+                                p->sent = strdup(sent);
+                                if (!p->sent || sd_event_add_time(d->event, &p->timer, CLOCK_MONOTONIC, deadline, 0,
+                                                                  add_watch_prime_timeout, p) < 0)
+                                        log_debug("Failed to arm the deadline of AddWatch of %s, ignoring.", c->name);
+                        }
                         return 1;
                 }
+                pending_add_free(p);
         }
         return sd_bus_reply_method_return(msg, "u", id);
 }
