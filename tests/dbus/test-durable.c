@@ -1148,31 +1148,6 @@ static void test_disk_full(WtFixture *f, gconstpointer data) {
 
 /* ---------------------------------------------------------------- a start with a mount that does not answer */
 
-/* The pid of the bindfs serving mnt (it daemonizes: found by its command line). */
-static pid_t bindfs_pid(const char *mnt) {
-        g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
-        const char *e;
-
-        g_assert_nonnull(proc);
-        while ((e = g_dir_read_name(proc))) {
-                g_autofree char *path = g_build_filename("/proc", e, "cmdline", NULL), *cmd = NULL;
-                gsize len;
-                gboolean is_bindfs = FALSE, has_mnt = FALSE;
-
-                if (!g_ascii_isdigit(e[0]) || !g_file_get_contents(path, &cmd, &len, NULL))
-                        continue;
-                for (gsize off = 0; off < len; off += strlen(cmd + off) + 1) {
-                        if (g_str_has_suffix(cmd + off, "bindfs"))
-                                is_bindfs = TRUE;
-                        if (g_str_equal(cmd + off, mnt))
-                                has_mnt = TRUE;
-                }
-                if (is_bindfs && has_mnt)
-                        return (pid_t) g_ascii_strtoll(e, NULL, 10);
-        }
-        return 0;
-}
-
 /* The state ListDurable gives the caller's subscription name. */
 static char *durable_state(WatchdInotify *p, const char *name) {
         g_autoptr(GVariant) list = NULL;
@@ -1224,7 +1199,7 @@ static void test_hung_start(WtFixture *f, gconstpointer data) {
                 g_test_skip("no FUSE mount here: bindfs missing, or /dev/fuse unusable");
                 return;
         }
-        pid = bindfs_pid(mnt);
+        pid = wt_bindfs_pid(mnt);
         g_assert_cmpint(pid, >, 0);
         create(f->proxy, "hung", mdir, IN_CREATE, 0, &journal, &cursor);
         g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);

@@ -467,31 +467,6 @@ static void test_io_bounded(Fixture *x, gconstpointer data) {
         g_assert_cmpuint(after - before, >=, (INTERVALS - 1) * (1 + 1 + 2 + NAMES));
 }
 
-/* The pid of the bindfs serving mnt (it daemonizes: found by its command line). */
-static pid_t bindfs_pid(const char *mnt) {
-        g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
-        const char *e;
-
-        g_assert_nonnull(proc);
-        while ((e = g_dir_read_name(proc))) {
-                g_autofree char *path = g_build_filename("/proc", e, "cmdline", NULL), *cmd = NULL;
-                gsize len;
-                gboolean is_bindfs = FALSE, has_mnt = FALSE;
-
-                if (!g_ascii_isdigit(e[0]) || !g_file_get_contents(path, &cmd, &len, NULL))
-                        continue;
-                for (gsize off = 0; off < len; off += strlen(cmd + off) + 1) {
-                        if (g_str_has_suffix(cmd + off, "bindfs"))
-                                is_bindfs = TRUE;
-                        if (g_str_equal(cmd + off, mnt))
-                                has_mnt = TRUE;
-                }
-                if (is_bindfs && has_mnt)
-                        return (pid_t) g_ascii_strtoll(e, NULL, 10);
-        }
-        return 0;
-}
-
 static pid_t hung_pid;
 
 static void resume_bindfs(void) {
@@ -533,7 +508,7 @@ static void test_hung(Fixture *x, gconstpointer data) {
 
         if (skip_unless_mounted(x))
                 return;
-        hung_pid = bindfs_pid(x->mnt);
+        hung_pid = wt_bindfs_pid(x->mnt);
         g_assert_cmpint(hung_pid, >, 0);
         atexit(resume_bindfs);
         g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
@@ -604,7 +579,7 @@ static gboolean skip_unless_hung_open_can_run(Fixture *x) {
         }
         if (skip_unless_mounted(x))
                 return TRUE;
-        hung_pid = bindfs_pid(x->mnt);
+        hung_pid = wt_bindfs_pid(x->mnt);
         g_assert_cmpint(hung_pid, >, 0);
         return FALSE;
 }
@@ -713,7 +688,7 @@ static pid_t mount_inner(Fixture *x, const char *dir, const char *name) {
                                    &error));
         g_assert_no_error(error);
         g_assert_true(g_spawn_check_wait_status(status, NULL));
-        return bindfs_pid(at);
+        return wt_bindfs_pid(at);
 }
 
 /* AddWatch of mnt/fresh, whose entry "inner" is the root of another bindfs,
