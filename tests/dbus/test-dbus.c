@@ -738,6 +738,44 @@ static void test_self_scan_user_read(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(n_exact(&f->a, d, IN_CLOSE_NOWRITE | IN_ISDIR), ==, 1);
 }
 
+/* AddWatch's walk of a tree that exists reads its directories in workers
+ * (tree.c, "Walks in workers"): the records of those reads reach no one, the
+ * tree's client nor a watcher of the tree's parent; a user's ls afterwards is
+ * reported, once. */
+static void test_no_self_walk_events(WtFixture *f, gconstpointer data) {
+        g_autofree char *t = path_in(f, "t"), *a = path_in(f, "t/a"), *m = path_in(f, "t/m");
+        const guint32 reads = IN_OPEN | IN_ACCESS | IN_CLOSE_NOWRITE;
+
+        for (int i = 0; i < 5; i++)
+                for (int k = 0; k < 5; k++) {
+                        g_autofree char *d = g_strdup_printf("t/%c/%d", 'a' + i, k);
+
+                        mkdir_p(f, d);
+                }
+        wt_add_watch(f->proxy2, f->dir, reads, 0, NULL);
+        wt_add_watch(f->proxy, t, reads | IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 1 + 1 + 5 + 25); /* dir, t, a-e, their 25 */
+        g_assert_cmpint(g_mkdir(m, 0755), ==, 0); /* a marker after the walk */
+        wt_await_record(&f->a, m, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
+        for (guint i = 0; i < f->a.records->len; i++) {
+                WtRecord *r = &g_array_index(f->a.records, WtRecord, i);
+
+                if ((r->mask & IN_ISDIR) && (r->mask & reads) && !g_str_equal(r->path, m))
+                        g_error("the tree's client got 0x%x for '%s': the walk's own read", r->mask, r->path);
+        }
+        for (guint i = 0; i < f->b.records->len; i++) {
+                WtRecord *r = &g_array_index(f->b.records, WtRecord, i);
+
+                if (r->mask & reads)
+                        g_error("the parent's client got 0x%x for '%s': the walk's own read", r->mask, r->path);
+        }
+        /* The user's: reported, each once. */
+        user_ls(a);
+        wt_await_record(&f->a, a, IN_CLOSE_NOWRITE | IN_ISDIR, TIMEOUT_MS);
+        g_assert_cmpuint(n_exact(&f->a, a, IN_OPEN | IN_ISDIR), ==, 1);
+        g_assert_cmpuint(n_exact(&f->a, a, IN_CLOSE_NOWRITE | IN_ISDIR), ==, 1);
+}
+
 /* RECURSIVE: a kernel watch per directory, new directories followed and
  * scanned (mkdir -p then touch is seen whole), renames followed into the
  * paths, a directory moved out dropped. */
@@ -2103,6 +2141,7 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/no-self-events", NULL, test_no_self_events);
         WT_CASE("/dbus/no-self-scan-events", NULL, test_no_self_scan_events);
         WT_CASE("/dbus/self-scan-user-read", NULL, test_self_scan_user_read);
+        WT_CASE("/dbus/no-self-walk-events", NULL, test_no_self_walk_events);
         WT_CASE("/dbus/recursive", NULL, test_recursive);
         WT_CASE("/dbus/recursive-mkdir-p", NULL, test_recursive_mkdir_p);
         WT_CASE("/dbus/recursive-burst", "[limits]\nmax_pending_events_per_client = 200000\n", test_recursive_burst);
