@@ -558,6 +558,7 @@ struct WalkJob {
         GArray *children; /* JobChild: the subdirectories it opened, in order */
         GArray *crossings; /* JobCross */
         bool overflow;    /* a name it did not follow (too long a path) */
+        bool discarded;   /* fswork_free() called its completion: tree_walks_free() frees it */
         int error;
         uint8_t *buf;     /* TREE_DENTS_BUF */
 };
@@ -858,18 +859,51 @@ static int job_cross(TreeWalk *w, Frame *f, JobCross *x, GArray *pushed) {
 
 static int walk_submit(TreeWalk *w, Subscription *s);
 
+/*
+ * fswork_free() dropped j (-ESHUTDOWN): what only the job holds is closed.
+ * Its frames are its walk's: tree_walks_free() frees them with j, after;
+ * if the tree went first (j->walk NULL, their links let go of), here.
+ */
+static void job_discard(WalkJob *j) {
+        for (guint k = 0; k < j->children->len; k++)
+                safe_close(g_array_index(j->children, JobChild, k).fd);
+        for (guint k = 0; k < j->crossings->len; k++)
+                safe_close(g_array_index(j->crossings, JobCross, k).pfd);
+        g_array_set_size(j->children, 0);
+        g_array_set_size(j->crossings, 0);
+        if (j->walk) {
+                j->discarded = true;
+                return;
+        }
+        for (guint i = 0; i < j->frames->len; i++) {
+                Frame *f = &g_array_index(j->frames, Frame, i);
+
+                if (!f->closed)
+                        safe_close(f->fd);
+                free(f->name);
+                free(f->names);
+        }
+        job_free(j);
+}
+
 /* On the loop, after a job of w. */
 static void walk_job_done(void *data, int error) {
         WalkJob *j = data;
         TreeWalk *w = j->walk;
-        Tree *t = w->tree;
-        Subscription *s = watch_table_get_subscription(t->table, w->id);
+        Tree *t;
+        Subscription *s;
         AccessSaved saved;
         bool become = false;
         g_autoptr(GArray) pushed = g_array_new(FALSE, FALSE, sizeof(Frame));
         guint k = 0, kx = 0;
         int r;
 
+        if (error == -ESHUTDOWN || !w) {
+                job_discard(j);
+                return;
+        }
+        t = w->tree;
+        s = watch_table_get_subscription(t->table, w->id);
         w->job = NULL;
         job_unannounce(t, j);
         if (error < 0 && j->error >= 0)
@@ -1416,9 +1450,16 @@ static void tree_walks_free(Tree *t) {
 
         /* At exit, after the workers (fswork_free()): a job still in one (its
          * file system does not answer) is left to it, with its fds; the links
-         * go before the table. */
+         * go before the table. One fswork_free() dropped was discarded
+         * (job_discard()): freed here. */
         while ((w = LIST_POP(walks, t->working))) {
-                if (w->job) {
+                if (w->job && w->job->discarded) {
+                        /* Its completion came from fswork_free(): the frames are done here. */
+                        for (guint i = 0; i < w->job->frames->len; i++)
+                                frame_done(t, &g_array_index(w->job->frames, Frame, i));
+                        job_free(w->job);
+                        w->job = NULL;
+                } else if (w->job) {
                         for (guint i = 0; i < w->job->frames->len; i++)
                                 g_clear_pointer(&g_array_index(w->job->frames, Frame, i).link, watch_link_release);
                         w->job->walk = NULL;
