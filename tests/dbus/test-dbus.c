@@ -1128,6 +1128,61 @@ static void test_recursive_big(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(f->a.n_overflows, ==, 0);
 }
 
+/* Directories made all over a tree while AddWatch walks it (its reads in
+ * workers): each is watched, whether it was made before its parent was read
+ * (the walk finds it) or after its parent's watch was placed (the kernel
+ * reports it): the walk places a directory's watch before it reads it. A
+ * file made in each once AddWatch is answered is reported. A walk that read
+ * a directory before watching it would miss those made in between. */
+static void test_recursive_walk_race(WtFixture *f, gconstpointer data) {
+        g_autofree char *t = g_build_filename(wt_fixture_fast_dir(f), "t", NULL);
+        g_autofree char *marker = g_build_filename(t, "marker", NULL);
+        g_autoptr(GPtrArray) made = g_ptr_array_new_with_free_func(g_free);
+        g_autoptr(GPtrArray) want = g_ptr_array_new_with_free_func(g_free);
+        AsyncAdd a = { .c = &f->a };
+        guint top = 20, sub = 24, rounds = 20;
+
+        make_tree(t, top, sub);
+        g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000); /* under valgrind too */
+        watchd_inotify_call_add_watch(f->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, on_add_watch_done, &a);
+        /* Until it is answered: a new directory in each leaf in turn, round after
+         * round (at most rounds: a bound on the watches), so that some are made
+         * right as the walk reaches their leaf. */
+        for (guint k = 0; !a.done && k < rounds * top * sub; k++) {
+                guint leaf = k % (top * sub);
+                g_autofree char *d = g_strdup_printf("%s/d%03u/s%03u/n%u", t, leaf / sub, leaf % sub, k / (top * sub));
+
+                g_assert_cmpint(mkdir(d, 0755), ==, 0);
+                g_ptr_array_add(made, g_steal_pointer(&d));
+                while (g_main_context_iteration(NULL, FALSE))
+                        ;
+        }
+        g_assert_true(wt_await_flag(&a.done, 600000));
+        g_assert_no_error(a.error);
+        g_test_message("walk race: %u directories made during the walk", made->len);
+        for (guint i = 0; i < made->len; i++) {
+                g_autofree char *file = g_build_filename(made->pdata[i], "f", NULL);
+
+                wt_touch(file);
+                g_ptr_array_add(want, g_steal_pointer(&file));
+        }
+        wt_touch(marker);
+        wt_await_record(&f->a, marker, IN_CREATE, TIMEOUT_MS);
+        g_assert_cmpuint(f->a.n_overflows, ==, 0);
+        {
+                g_autoptr(GHashTable) h = create_counts(&f->a);
+
+                for (guint i = 0; i < want->len; i++) {
+                        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(h, want->pdata[i]));
+
+                        if (n != 1)
+                                g_error("'%s' reported created %u times (want 1): its directory, made during "
+                                        "the walk, is not watched",
+                                        (const char *) want->pdata[i], n);
+                }
+        }
+}
+
 /* Over the limit part-way through a walk from the loop: AddWatch fails
  * with LimitsExceeded and nothing of the subscription is left. */
 static void test_recursive_big_limit(WtFixture *f, gconstpointer data) {
@@ -2147,6 +2202,7 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/recursive-burst", "[limits]\nmax_pending_events_per_client = 200000\n", test_recursive_burst);
         WT_CASE("/dbus/recursive-limit", "[limits]\nmax_watches_per_client = 3\n", test_recursive_limit);
         WT_CASE("/dbus/recursive-rename-race", NULL, test_recursive_rename_race);
+        WT_CASE("/dbus/recursive-walk-race", NULL, test_recursive_walk_race);
         WT_CASE("/dbus/recursive-rename-big", NULL, test_recursive_rename_big);
         WT_CASE("/dbus/recursive-big", "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n",
                 test_recursive_big);
