@@ -736,9 +736,12 @@ static void test_hung_walk(Fixture *x, gconstpointer data) {
         g_test_message("figure: RECURSIVE walk waiting on a hung FUSE: GetStats round trip worst of 20 %" G_GINT64_FORMAT
                        " us, another client's event worst of 20 %" G_GINT64_FORMAT " us; the AddWatch %s meanwhile",
                        worst_stats, worst_event, add.done ? "was answered" : "waited");
-        /* Bounds that say "not frozen", not how fast: the loop used to wait for the file system. */
-        g_assert_cmpint(worst_stats, <, 1 * G_USEC_PER_SEC);
-        g_assert_cmpint(worst_event, <, 2 * G_USEC_PER_SEC);
+        /* Bounds that say "not frozen", not how fast: the loop used to wait for the
+         * file system (then GetStats times out, under the sanitizers too). */
+        if (wt_timing_checked()) {
+                g_assert_cmpint(worst_stats, <, 1 * G_USEC_PER_SEC);
+                g_assert_cmpint(worst_event, <, 2 * G_USEC_PER_SEC);
+        }
         /* An AddWatch is answered when its walk ends: not before the mount is read. */
         g_assert_false(add.done);
 
