@@ -830,6 +830,7 @@ static int job_link(TreeWalk *w, Subscription *s, Frame *f, JobChild *c, GArray 
 /* A mount point below f, to be opened in its own file system's lane: a frame
  * on f's directory (O_PATH) with that one name, onto pushed. */
 static int job_cross(TreeWalk *w, Frame *f, JobCross *x, GArray *pushed) {
+        Frame cross;
         char *names;
 
         if (f->link->dead) {
@@ -842,18 +843,19 @@ static int job_cross(TreeWalk *w, Frame *f, JobCross *x, GArray *pushed) {
                 return -ENOMEM;
         }
         watch_link_hold(f->link);
-        g_array_append_val(pushed, ((Frame) {
-                                           .link = f->link,
-                                           .fd = x->pfd,
-                                           .quiet = true, /* O_PATH: its close is no event */
-                                           .dir = { .dev = f->dir.dev, .ino = f->dir.ino },
-                                           .names = names,
-                                           .len = strlen(names) + 1,
-                                           .path_len = f->path_len,
-                                           .read = true,
-                                           .cross = true,
-                                           .lane = x->dev,
-                                   }));
+        cross = (Frame) {
+                .link = f->link,
+                .fd = x->pfd,
+                .quiet = true, /* O_PATH: its close is no event */
+                .dir = { .dev = f->dir.dev, .ino = f->dir.ino },
+                .names = names, /* the frame owns it now */
+                .len = strlen(names) + 1,
+                .path_len = f->path_len,
+                .read = true,
+                .cross = true,
+                .lane = x->dev,
+        };
+        g_array_append_val(pushed, cross);
         return 0;
 }
 
