@@ -53,11 +53,9 @@
  * case on the kernel's inotify).
  *
  * Single-threaded: the daemon's system calls are made in the order they are
- * noted, and reads happen between them. A scan moved to a worker thread (see
- * docs/RECURSION.md, "The daemon's own reads (issue 28)") must note from that thread
- * before each system call and mark it done after, keep one order per thread,
- * and count a read as covering a note only if the call was done before the
- * read was issued.
+ * noted, and reads happen between them. The reads of a walk in a worker
+ * thread (tree.c, "Walks in workers") are announced instead, for the time
+ * of their job: self_events_announce() below.
  *
  * The noted records are bounded (SELF_EVENTS_MAX): past that the oldest are
  * forgotten, and their records, if they still come, are reported: never a
