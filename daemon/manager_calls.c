@@ -63,6 +63,8 @@ void manager_when_primed_cancel(Manager *m, uint32_t id, void (*cb)(void *userda
 
 void manager_set_fswork(Manager *m, FsWork *w) {
         m->fswork = w;
+        if (m->tree)
+                tree_set_fswork(m->tree, w);
 }
 
 FsWork *manager_get_fswork(const Manager *m) {
