@@ -835,6 +835,14 @@ static void job_done(void *data, int error) {
                 return;
         }
         m = c->missing;
+        if (error == -ESHUTDOWN) {
+                /* The pool is freed (the follower is not, or chain would be NULL): nothing more is asked of it. */
+                c->job = NULL;
+                m->n_jobs--;
+                job_release(m, j);
+                job_free(j);
+                return;
+        }
         assert(c->job == j);
         c->job = NULL;
         m->n_jobs--;
