@@ -586,6 +586,17 @@ static void waiter_fail(Missing *m, Waiter *w, int error) {
         g_ptr_array_add(m->done, w);
 }
 
+/* Every waiter of node that wants pc cannot go on: error. */
+static void waiters_fail(Missing *m, WatchLink *node, const ProbeComp *pc, int error) {
+        Waiter *w, *n;
+
+        for (w = waiters_at(m, node); w; w = n) {
+                n = w->node_next;
+                if (comp_wanted_by(pc, w))
+                        waiter_fail(m, w, error);
+        }
+}
+
 /*
  * On the loop: what j found, applied to its chain. The walk: a level that is
  * not the link's directory any more is cut off with everything below it (its
@@ -663,11 +674,7 @@ static void job_apply(Missing *m, ProbeJob *j, bool inline_) {
                 if (pc->fd < 0) {
                         /* EACCES: a directory it may not read cannot be watched; it starts
                          * again below it (waiter_start), as the path is looked up afresh. */
-                        for (w = waiters_at(m, node); w; w = n) {
-                                n = w->node_next;
-                                if (comp_wanted_by(pc, w))
-                                        waiter_fail(m, w, pc->fd);
-                        }
+                        waiters_fail(m, node, pc, pc->fd);
                         continue;
                 }
                 child = watch_link_child(node, pc->name, cl);
@@ -681,11 +688,7 @@ static void job_apply(Missing *m, ProbeJob *j, bool inline_) {
                 if (!child) {
                         r = watch_table_link(m->table, c->s, node, pc->fd, &pc->st, pc->name, cl, &child);
                         if (r < 0) {
-                                for (w = waiters_at(m, node); w; w = n) {
-                                        n = w->node_next;
-                                        if (comp_wanted_by(pc, w))
-                                                waiter_fail(m, w, r);
-                                }
+                                waiters_fail(m, node, pc, r);
                                 continue;
                         }
                 }
