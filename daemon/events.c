@@ -104,6 +104,10 @@ Events *events_free(Events *e) {
         return NULL;
 }
 
+uint64_t events_held_until(const Events *e) {
+        return missing_hold_until(e->missing, now_usec());
+}
+
 bool events_backlog(const Events *e, uint64_t *ret_read_time) {
         if (e->off >= e->len)
                 return false;
@@ -351,6 +355,14 @@ void events_read_again(Events *e) {
         e->drained = false;
 }
 
+/* Whether the next record of the read is an IN_MOVED_TO (a rename's second half). */
+static bool next_is_moved_to(const Events *e) {
+        size_t off = e->off;
+        RawEvent ev;
+
+        return e->off < e->len && event_decode(e->buf, e->len, &off, &ev) > 0 && (ev.mask & IN_MOVED_TO);
+}
+
 bool events_slice(Events *e, uint64_t budget_usec) {
         uint64_t deadline = now_usec() + budget_usec;
         /* A read whose records an earlier slice left (its time ran out) counts as
@@ -372,6 +384,13 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         if (now >= deadline || missing_run(e->missing, deadline - now))
                                 return true;
                 }
+                /* The same for a probe in a worker, for a while (MISSING_HOLD_USEC):
+                 * the loop reads again when it is done, or at the end of the hold
+                 * (events_held_until()). Not between a rename's two halves: a
+                 * subscription made meanwhile (AddWatch is served) would be
+                 * taken for one the rename moved. */
+                if (missing_hold_until(e->missing, now_usec()) > 0 && !next_is_moved_to(e))
+                        return false;
                 if (e->off == e->len) {
                         ssize_t n;
 

@@ -260,6 +260,8 @@ int manager_start(Manager *m) {
                                 },
                                 m, &m->missing);
         if (r >= 0)
+                missing_set_fswork(m->missing, m->fswork);
+        if (r >= 0)
                 r = moves_new(m->table, &m->moves);
         if (r >= 0)
                 r = remote_new(m->table, m->self_events, &m->config, m->fswork,

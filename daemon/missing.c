@@ -22,6 +22,26 @@
  * waiter (ops->appeared, once the credentials are back). So one event costs
  * the depth of the node it is about plus the levels that appeared, once for
  * all the waiters that share them.
+ *
+ * Off the loop: with a worker pool (missing_set_fswork()), what an event,
+ * an overflow or a dropped watch sets off runs as jobs (ProbeJob), each in
+ * a worker as the chain's caller on the lane of the st_dev of the directory
+ * it probes from, and its result is applied on the loop: a job walks down
+ * from the top to a node (if asked) and opens the next components its
+ * waiters want; the loop links what was there (its watch placed), moves the
+ * waiters, and queues a job for each new node, so a directory is watched
+ * before anything below it is looked up, as before. A chain has one job at
+ * a time (what else it is asked waits in its queue): its results apply in
+ * the order they were looked up. A result that a change of the chain made
+ * meanwhile on the loop (a directory cut off, a descent of missing_add())
+ * may have made stale is dropped, and the node probed again. A file system
+ * that does not answer so holds its lane and that chain, not the loop.
+ * While a job runs, for MISSING_HOLD_USEC at most, the kernel's later
+ * records wait for it (missing_hold_until()): the kernel's order holds, as
+ * inline, on a file system that answers.
+ * missing_add() still looks its path up on the loop, at once (AddWatch's
+ * answer says whether the path is there, or why it cannot be followed), as
+ * do the restarts of waiters cut off at their chain's top.
  */
 
 #include <assert.h>
@@ -34,6 +54,7 @@
 #include <time.h>
 
 #include "event_bits.h"
+#include "fswork.h"
 #include "list.h"
 #include "log.h"
 #include "macro.h"
@@ -49,6 +70,8 @@
 
 typedef struct Chain Chain;
 typedef struct Waiter Waiter;
+typedef struct Step Step;
+typedef struct ProbeJob ProbeJob;
 
 struct Chain {
         Missing *missing;
@@ -56,6 +79,10 @@ struct Chain {
         Caller caller;   /* whose credentials every open is made with (owns gids) */
         Subscription *s; /* the chain in the watch table; s->links is the top */
         unsigned n_waiters;
+        uint64_t gen;                /* changes made to its links on the loop (cut(), a descent inline) */
+        ProbeJob *job;               /* in a worker (fswork) */
+        LIST_HEAD(Step, steps);      /* descents waiting for a job, deepest first */
+        GPtrArray *todo;             /* nodes to probe from the top (held), in order */
 };
 
 struct Waiter {
@@ -65,15 +92,16 @@ struct Waiter {
         WatchLink *node;           /* the deepest directory of s->path the chain holds */
         size_t rest;               /* s->path + rest: the part below node's directory */
         unsigned charged;          /* watches charged to s's account: the nodes from the top to node */
-        uint64_t looked;           /* the descend() pass that last found its next component missing */
-        bool ready;                /* its path is there: placed once the credentials are back */
+        bool ready;                /* its path is there (fd): placed once the credentials are back */
+        int fd;                    /* ready: its path open (st), checked for its flags */
+        struct stat st;
         int error;                 /* it cannot be followed: gone once the credentials are back */
         LIST_FIELDS(Waiter, node); /* the waiters of node */
 };
 
 /* A directory a descent has reached and will go on from: its node (held)
- * and an fd open on it, made with the chain's credentials. */
-typedef struct Step Step;
+ * and an fd open on it, made with the chain's credentials (or -EBADF: it is
+ * walked to from the top first). */
 struct Step {
         Chain *chain; /* held (n_waiters) */
         WatchLink *node;
@@ -81,9 +109,38 @@ struct Step {
         LIST_FIELDS(Step, steps);
 };
 
+/* A component a node's waiters want next, and what opening it gave. */
+typedef struct ProbeComp {
+        char *name;
+        bool last;              /* the waiter's whole path: opened with its flags */
+        bool only_dir, no_follow;
+        int fd;                 /* the result: open, or -errno */
+        struct stat st;
+} ProbeComp;
+
+/* The file system's part of a probe, made as the chain's caller (in a worker,
+ * or inline), and what it found, applied on the loop (job_apply()). */
+struct ProbeJob {
+        Chain *chain;     /* held (n_waiters); NULL once the follower is gone */
+        WatchLink *node;  /* held */
+        uint64_t gen;     /* chain->gen when it was made */
+        uint64_t hold_until; /* in a worker: the kernel's records wait for it until then (missing_hold_until()) */
+        dev_t lane;
+        /* The walk (n_way > 0): from the top (way[0], absolute) down to node,
+         * each level checked to be the link's directory (devs, inos). */
+        char **way;
+        dev_t *devs;
+        ino_t *inos;
+        size_t n_way, reached; /* the levels found as they were */
+        int fd;                /* the directory descended from: given, or the walk's deepest */
+        ProbeComp *comps;
+        size_t n_comps;
+};
+
 static void step_free(Missing *m, Step *st);
 static bool run(Missing *m, uint64_t deadline);
 static int finish(Missing *m, Waiter *w_sync);
+static void chain_kick(Missing *m, Chain *c);
 
 struct Missing {
         WatchTable *table;
@@ -94,13 +151,17 @@ struct Missing {
         GHashTable *waiters;    /* pending Subscription -> Waiter (owned) */
         GHashTable *at;         /* WatchLink (a node) -> its first Waiter */
         GPtrArray *done;        /* Waiters to place or end after a probe */
-        uint64_t pass;          /* descend() calls so far */
-        LIST_HEAD(Step, steps); /* descents to go on with, deepest first */
+        LIST_HEAD(Step, steps); /* descents inline to go on with, deepest first */
+        FsWork *fswork;         /* NULL: every probe inline, on the loop */
+        unsigned n_jobs;        /* in workers */
 };
 
 static void chain_free(Chain *c) {
         if (!c)
                 return;
+        assert(!c->job && !c->steps && (!c->todo || c->todo->len == 0));
+        if (c->todo)
+                g_ptr_array_unref(c->todo);
         watch_table_chain_free(c->missing->table, c->s);
         free(c->caller.gids);
         free(c->key);
@@ -129,7 +190,17 @@ int missing_new(WatchTable *table, const MissingOps *ops, void *userdata, Missin
         return 0;
 }
 
+static void job_free(ProbeJob *j);
+
+void missing_set_fswork(Missing *m, FsWork *w) {
+        m->fswork = w;
+}
+
 Missing *missing_free(Missing *m) {
+        g_autoptr(GPtrArray) chains = NULL;
+        GHashTableIter i;
+        gpointer v;
+
         if (!m)
                 return NULL;
         while (m->steps) {
@@ -137,6 +208,35 @@ Missing *missing_free(Missing *m) {
 
                 LIST_REMOVE(steps, m->steps, st);
                 step_free(m, st);
+        }
+        /* What the chains wait for: dropped; a job in a worker is left to its
+         * completion, which frees it (if the pool still calls it). */
+        chains = g_ptr_array_new();
+        g_hash_table_iter_init(&i, m->chains);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                ((Chain *) v)->n_waiters++; /* not freed by what follows */
+                g_ptr_array_add(chains, v);
+        }
+        for (guint k = 0; k < chains->len; k++) {
+                Chain *c = chains->pdata[k];
+
+                while (c->steps) {
+                        Step *st = c->steps;
+
+                        LIST_REMOVE(steps, c->steps, st);
+                        step_free(m, st);
+                }
+                for (guint n = 0; n < c->todo->len; n++) {
+                        watch_link_release(c->todo->pdata[n]);
+                        c->n_waiters--;
+                }
+                g_ptr_array_set_size(c->todo, 0);
+                if (c->job) {
+                        watch_link_release(c->job->node);
+                        c->job->node = NULL;
+                        c->job->chain = NULL;
+                        c->job = NULL;
+                }
         }
         g_hash_table_destroy(m->waiters);
         g_hash_table_destroy(m->at);
@@ -159,6 +259,23 @@ bool missing_run(Missing *m, uint64_t budget_usec) {
 
 bool missing_has_work(const Missing *m) {
         return m->steps != NULL;
+}
+
+uint64_t missing_hold_until(const Missing *m, uint64_t now) {
+        GHashTableIter i;
+        gpointer v;
+        uint64_t until = 0;
+
+        if (m->n_jobs == 0)
+                return 0; /* at every kernel record: the common case costs nothing */
+        g_hash_table_iter_init(&i, m->chains);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                const ProbeJob *j = ((const Chain *) v)->job;
+
+                if (j && j->hold_until > now && j->hold_until > until && !fswork_stalled(m->fswork, j->lane))
+                        until = j->hold_until;
+        }
+        return until;
 }
 
 unsigned missing_n_waiting(const Missing *m) {
@@ -212,6 +329,7 @@ static int chain_get(Missing *m, const Caller *caller, const char *top, Chain **
         }
         if (caller->n_gids > 0)
                 memcpy(c->caller.gids, caller->gids, caller->n_gids * sizeof(gid_t));
+        c->todo = g_ptr_array_new();
         r = watch_table_chain_new(m->table, top, &c->s);
         if (r < 0) {
                 chain_free(c);
@@ -315,118 +433,334 @@ static void cut(Missing *m, Chain *c, WatchLink *top, GPtrArray *restart) {
                 }
         }
         (void) watch_table_unlink(m->table, top);
-        (void) c;
+        c->gen++;
 }
 
-static void step_push(Missing *m, Chain *c, WatchLink *node, int fd);
+static void step_push(Missing *m, Chain *c, WatchLink *node, int fd, bool inline_);
+static void restart_all(Missing *m, GPtrArray *restart);
+
+static void job_free(ProbeJob *j) {
+        if (!j)
+                return;
+        for (size_t k = 0; k < j->n_way; k++)
+                free(j->way[k]);
+        free(j->way);
+        free(j->devs);
+        free(j->inos);
+        for (size_t k = 0; k < j->n_comps; k++) {
+                free(j->comps[k].name);
+                safe_close(j->comps[k].fd);
+        }
+        free(j->comps);
+        safe_close(j->fd);
+        free(j);
+}
+
+static bool comp_same(const ProbeComp *pc, const char *name, size_t len, bool last, bool only_dir, bool no_follow) {
+        return pc->last == last && pc->only_dir == only_dir && pc->no_follow == no_follow &&
+                strncmp(pc->name, name, len) == 0 && pc->name[len] == '\0';
+}
+
+/* Whether pc is what w wants next (w still waiting). */
+static bool comp_wanted_by(const ProbeComp *pc, const Waiter *w) {
+        const char *comp = w->s->path + w->rest;
+        size_t cl = component_len(comp);
+        bool last = comp[cl] == '\0';
+
+        if (w->ready || w->error < 0)
+                return false;
+        return last ? comp_same(pc, comp, cl, true, w->s->flags & WATCHD_FLAG_ONLYDIR, w->s->flags & WATCHD_FLAG_DONT_FOLLOW) :
+                      comp_same(pc, comp, cl, false, true, false);
+}
 
 /*
- * One level down from node, open at fd (as the chain's caller): each next
- * component its waiters want is opened once for all the waiters that want
- * it; those that are there are linked, the waiters moved into them, and a
- * step pushed for each, to go on from. Waiters whose path is there are
- * marked ready, those that cannot go on get their error; both are collected
- * in m->done.
+ * A probe of node: what its waiters want next, each once; with walk, the way
+ * down to it from the top too (then fd is -EBADF), else fd (taken) is open on
+ * node. NULL: out of memory.
  */
-static void descend(Missing *m, Chain *c, WatchLink *node, int fd) {
-        uint64_t pass = ++m->pass;
+static ProbeJob *job_new(Missing *m, Chain *c, WatchLink *node, bool walk, int fd) {
+        _cleanup_close_ int dfd = fd;
+        ProbeJob *j;
+        size_t n = 0, cap = 0;
+
+        j = calloc(1, sizeof(ProbeJob));
+        if (!j)
+                return NULL;
+        j->fd = -EBADF;
+        if (walk) {
+                size_t depth = 0;
+
+                for (WatchLink *l = node; l; l = l->parent)
+                        depth++;
+                j->way = calloc(depth, sizeof(char *));
+                j->devs = calloc(depth, sizeof(dev_t));
+                j->inos = calloc(depth, sizeof(ino_t));
+                if (!j->way || !j->devs || !j->inos)
+                        goto oom;
+                j->n_way = depth;
+                for (WatchLink *l = node; l; l = l->parent) {
+                        depth--;
+                        j->way[depth] = strdup(l->name);
+                        if (!j->way[depth])
+                                goto oom;
+                        j->devs[depth] = l->watch->dev;
+                        j->inos[depth] = l->watch->ino;
+                }
+        } else
+                j->fd = TAKE_FD(dfd);
+
+        LIST_FOREACH(node, w, waiters_at(m, node)) {
+                const char *comp = w->s->path + w->rest;
+                size_t cl = component_len(comp);
+                bool last = comp[cl] == '\0';
+                bool only_dir = !last || (w->s->flags & WATCHD_FLAG_ONLYDIR);
+                bool no_follow = last && (w->s->flags & WATCHD_FLAG_DONT_FOLLOW);
+                bool seen = false;
+
+                if (w->ready || w->error < 0)
+                        continue;
+                for (size_t k = 0; k < n && !seen; k++)
+                        seen = comp_same(&j->comps[k], comp, cl, last, only_dir, no_follow);
+                if (seen)
+                        continue;
+                if (n == cap) {
+                        ProbeComp *more = reallocarray(j->comps, cap ? 2 * cap : 4, sizeof(ProbeComp));
+
+                        if (!more)
+                                goto oom;
+                        j->comps = more;
+                        cap = cap ? 2 * cap : 4;
+                }
+                j->comps[n] = (ProbeComp) {
+                        .name = strndup(comp, cl),
+                        .last = last,
+                        .only_dir = only_dir,
+                        .no_follow = no_follow,
+                        .fd = -EBADF,
+                };
+                j->n_comps = ++n;
+                if (!j->comps[n - 1].name)
+                        goto oom;
+        }
+        c->n_waiters++;
+        j->chain = c;
+        watch_link_hold(node);
+        j->node = node;
+        j->gen = c->gen;
+        return j;
+oom:
+        job_free(j);
+        return NULL;
+}
+
+/*
+ * The file system's part, as the chain's caller (in a worker, or inline with
+ * the credentials taken): the walk from the top, each level checked, then one
+ * openat() for each component wanted. Touches nothing but j.
+ */
+static void job_run(void *data) {
+        ProbeJob *j = data;
+        struct stat st;
+
+        for (size_t k = 0; k < j->n_way; k++) {
+                int nfd = access_open_at(k == 0 ? AT_FDCWD : j->fd, j->way[k], /* only_dir= */ true,
+                                         /* no_follow= */ false, &st);
+
+                if (nfd < 0 || st.st_dev != j->devs[k] || st.st_ino != j->inos[k]) {
+                        safe_close(nfd);
+                        return; /* the components are not looked at */
+                }
+                safe_close(j->fd);
+                j->fd = nfd;
+                j->reached = k + 1;
+        }
+        for (size_t k = 0; k < j->n_comps; k++) {
+                ProbeComp *pc = &j->comps[k];
+
+                pc->fd = access_open_at(j->fd, pc->name, pc->only_dir, pc->no_follow, &pc->st);
+        }
+}
+
+static void waiter_fail(Missing *m, Waiter *w, int error) {
+        w->error = error;
+        g_ptr_array_add(m->done, w);
+}
+
+/* Every waiter of node that wants pc cannot go on: error. */
+static void waiters_fail(Missing *m, WatchLink *node, const ProbeComp *pc, int error) {
         Waiter *w, *n;
-        bool again = true;
 
-        /* Each round takes one component (that of the first waiter still
-         * to be looked at); waiters that move down leave the list. */
-        while (again) {
-                again = false;
-                LIST_FOREACH_SAFE(node, i, nn, waiters_at(m, node)) {
-                        const char *comp = i->s->path + i->rest;
-                        size_t cl = component_len(comp);
-                        _cleanup_close_ int cfd = -1;
-                        _cleanup_free_ char *name = NULL;
-                        WatchLink *child;
-                        struct stat st;
-                        int r;
+        for (w = waiters_at(m, node); w; w = n) {
+                n = w->node_next;
+                if (comp_wanted_by(pc, w))
+                        waiter_fail(m, w, error);
+        }
+}
 
-                        if (i->ready || i->error < 0 || i->looked == pass)
-                                continue;
-                        if (comp[cl] == '\0') {
-                                /* The path itself: it is there, checked for the flags, or it is not. */
-                                cfd = access_open_at(fd, comp, i->s->flags & WATCHD_FLAG_ONLYDIR,
-                                                     i->s->flags & WATCHD_FLAG_DONT_FOLLOW, &st);
-                                if (cfd == -ENOENT) {
-                                        i->looked = pass;
-                                        continue;
-                                }
-                                if (cfd < 0)
-                                        i->error = cfd;
-                                else
-                                        i->ready = true;
-                                g_ptr_array_add(m->done, i);
-                                continue;
-                        }
-                        name = strndup(comp, cl);
-                        if (!name) {
-                                i->error = -ENOMEM;
-                                g_ptr_array_add(m->done, i);
-                                continue;
-                        }
-                        cfd = access_open_at(fd, name, /* only_dir= */ true, /* no_follow= */ false, &st);
-                        if (cfd == -ENOENT || cfd == -ENOTDIR) {
-                                i->looked = pass; /* not there (yet): it waits here */
-                                continue;
-                        }
-                        if (cfd < 0) {
-                                /* EACCES: a directory it may not read cannot be watched; it starts
-                                 * again below it (waiter_start), as the path is looked up afresh. */
-                                i->error = cfd;
-                                g_ptr_array_add(m->done, i);
-                                continue;
-                        }
-                        child = watch_link_child(node, name, cl);
-                        if (child && (child->watch->dev != st.st_dev || child->watch->ino != st.st_ino)) {
-                                /* Replaced, and the event not read yet: the new one is what the path leads to. */
-                                GPtrArray *none = g_ptr_array_new();
+/*
+ * On the loop: what j found, applied to its chain. The walk: a level that is
+ * not the link's directory any more is cut off with everything below it (its
+ * waiters climb; cut off at the top, they start again), and the descent goes
+ * on from the level above it. Then each component: a last one that is there
+ * makes its waiters ready (with the fd), one that is a directory is linked
+ * (its watch placed before anything below it is looked up), the waiters that
+ * want it moved down and charged, and a descent queued from it (inline: in
+ * m->steps, else the chain's). Waiters that cannot go on get their error.
+ * Both are collected in m->done.
+ */
+static void job_apply(Missing *m, ProbeJob *j, bool inline_) {
+        Chain *c = j->chain;
+        WatchLink *node = j->node;
 
-                                cut(m, c, child, none);
-                                g_ptr_array_unref(none);
-                                child = NULL;
-                        }
-                        if (!child) {
-                                r = watch_table_link(m->table, c->s, node, cfd, &st, name, cl, &child);
-                                if (r < 0) {
-                                        i->error = r;
-                                        g_ptr_array_add(m->done, i);
-                                        continue;
-                                }
-                        }
-                        /* Every waiter here that wants this component goes down. */
+        if (node->dead)
+                return;
+        if (j->reached < j->n_way) {
+                g_autoptr(GPtrArray) way = g_ptr_array_new(), restart = g_ptr_array_new();
+                WatchLink *bad, *at;
+
+                for (WatchLink *l = node; l; l = l->parent)
+                        g_ptr_array_add(way, l);
+                assert(way->len == j->n_way);
+                bad = way->pdata[way->len - 1 - j->reached];
+                at = j->reached > 0 ? way->pdata[way->len - j->reached] : NULL;
+                if (at)
+                        watch_link_hold(at);
+                cut(m, c, bad, restart);
+                if (at)
+                        step_push(m, c, at, TAKE_FD(j->fd), inline_);
+                restart_all(m, restart);
+                if (at) {
+                        if (!at->dead)
+                                prune(m, at);
+                        watch_link_release(at);
+                }
+                return;
+        }
+        if (inline_)
+                c->gen++;
+
+        for (size_t k = 0; k < j->n_comps && !node->dead; k++) {
+                ProbeComp *pc = &j->comps[k];
+                size_t cl = strlen(pc->name);
+                WatchLink *child;
+                Waiter *w, *n;
+                int r;
+
+                if (pc->last) {
+                        /* The path itself: it is there, checked for the flags, or it is not. */
+                        if (pc->fd == -ENOENT)
+                                continue;
                         for (w = waiters_at(m, node); w; w = n) {
-                                const char *wc = w->s->path + w->rest;
-
                                 n = w->node_next;
-                                if (w->ready || w->error < 0 || strncmp(wc, name, cl) != 0 || wc[cl] != '/')
+                                if (!comp_wanted_by(pc, w))
                                         continue;
-                                r = account_charge(w->s->account, 1);
-                                if (r < 0) {
-                                        w->error = r;
-                                        g_ptr_array_add(m->done, w);
+                                if (pc->fd < 0) {
+                                        waiter_fail(m, w, pc->fd);
                                         continue;
                                 }
-                                w->charged++;
-                                waiter_unplace(m, w);
-                                w->rest += cl + 1;
-                                waiter_place(m, w, child);
+                                w->fd = fcntl(pc->fd, F_DUPFD_CLOEXEC, 3);
+                                if (w->fd < 0) {
+                                        waiter_fail(m, w, -errno);
+                                        continue;
+                                }
+                                w->st = pc->st;
+                                w->ready = true;
+                                g_ptr_array_add(m->done, w);
                         }
-                        if (waiters_at(m, child))
-                                step_push(m, c, child, TAKE_FD(cfd));
-                        else
-                                prune(m, child); /* made for waiters that all failed their charge */
-                        again = true;
-                        break; /* the list changed: look at it again */
+                        continue;
+                }
+                if (pc->fd == -ENOENT || pc->fd == -ENOTDIR)
+                        continue; /* not there (yet): its waiters wait here */
+                if (pc->fd < 0) {
+                        /* EACCES: a directory it may not read cannot be watched; it starts
+                         * again below it (waiter_start), as the path is looked up afresh. */
+                        waiters_fail(m, node, pc, pc->fd);
+                        continue;
+                }
+                child = watch_link_child(node, pc->name, cl);
+                if (child && (child->watch->dev != pc->st.st_dev || child->watch->ino != pc->st.st_ino)) {
+                        /* Replaced, and the event not read yet: the new one is what the path leads to. */
+                        g_autoptr(GPtrArray) none = g_ptr_array_new();
+
+                        cut(m, c, child, none);
+                        child = NULL;
+                }
+                if (!child) {
+                        r = watch_table_link(m->table, c->s, node, pc->fd, &pc->st, pc->name, cl, &child);
+                        if (r < 0) {
+                                waiters_fail(m, node, pc, r);
+                                continue;
+                        }
+                }
+                /* Every waiter here that wants this component goes down. */
+                for (w = waiters_at(m, node); w; w = n) {
+                        n = w->node_next;
+                        if (!comp_wanted_by(pc, w))
+                                continue;
+                        r = account_charge(w->s->account, 1);
+                        if (r < 0) {
+                                waiter_fail(m, w, r);
+                                continue;
+                        }
+                        w->charged++;
+                        waiter_unplace(m, w);
+                        w->rest += cl + 1;
+                        waiter_place(m, w, child);
+                }
+                if (waiters_at(m, child))
+                        step_push(m, c, child, TAKE_FD(pc->fd), inline_);
+                else
+                        prune(m, child); /* made for waiters that all failed their charge */
+        }
+        if (node->dead || inline_)
+                return;
+        /* Waiters that came to node after the job was made: looked at again. */
+        LIST_FOREACH(node, w, waiters_at(m, node)) {
+                bool covered = w->ready || w->error < 0;
+
+                for (size_t k = 0; k < j->n_comps && !covered; k++)
+                        covered = comp_wanted_by(&j->comps[k], w);
+                if (!covered) {
+                        step_push(m, c, node, j->fd >= 0 ? TAKE_FD(j->fd) : -EBADF, false);
+                        break;
                 }
         }
 }
 
-static void step_push(Missing *m, Chain *c, WatchLink *node, int fd) {
+/* j made, run and applied here, with the chain's credentials taken for the run. */
+static void job_inline(Missing *m, ProbeJob *j, bool inline_) {
+        AccessSaved saved;
+        int r;
+
+        r = access_become(&j->chain->caller, &saved);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to take a caller's credentials, not following its paths: %m");
+                return;
+        }
+        job_run(j);
+        access_restore(&saved);
+        job_apply(m, j, inline_);
+}
+
+/* The job is over: the chain's and node's holds given back. */
+static void job_release(Missing *m, ProbeJob *j) {
+        Chain *c = j->chain;
+        WatchLink *node = j->node;
+
+        j->chain = NULL;
+        j->node = NULL;
+        if (node) {
+                if (!node->dead)
+                        prune(m, node);
+                watch_link_release(node);
+        }
+        if (c) {
+                c->n_waiters--;
+                chain_put(m, c);
+        }
+}
+
+static void step_push(Missing *m, Chain *c, WatchLink *node, int fd, bool inline_) {
         Step *st = malloc(sizeof(Step));
 
         if (!st) {
@@ -442,7 +776,10 @@ static void step_push(Missing *m, Chain *c, WatchLink *node, int fd) {
         };
         c->n_waiters++;
         watch_link_hold(node);
-        LIST_PREPEND(steps, m->steps, st);
+        if (inline_)
+                LIST_PREPEND(steps, m->steps, st);
+        else
+                LIST_PREPEND(steps, c->steps, st);
 }
 
 static void step_free(Missing *m, Step *st) {
@@ -459,13 +796,11 @@ static void step_free(Missing *m, Step *st) {
 }
 
 /*
- * Goes on with the descents until deadline (µs, CLOCK_MONOTONIC), deepest
- * first, each under its chain's credentials (switched when the chain
- * changes). Return: whether any is left.
+ * Goes on with the descents inline until deadline (µs, CLOCK_MONOTONIC),
+ * deepest first, each under its chain's credentials. Return: whether any is
+ * left.
  */
 static bool run(Missing *m, uint64_t deadline) {
-        Chain *as = NULL;
-        AccessSaved saved = {};
         Step *st;
 
         while ((st = m->steps)) {
@@ -476,25 +811,137 @@ static bool run(Missing *m, uint64_t deadline) {
                         break;
                 LIST_REMOVE(steps, m->steps, st);
                 if (!st->node->dead && waiters_at(m, st->node)) {
-                        if (as != st->chain) {
-                                if (as)
-                                        access_restore(&saved);
-                                as = access_become(&st->chain->caller, &saved) >= 0 ? st->chain : NULL;
-                        }
-                        if (as)
-                                descend(m, st->chain, st->node, st->fd);
+                        bool walk = st->fd < 0; /* before TAKE_FD(): the arguments' order is unspecified */
+                        ProbeJob *j = job_new(m, st->chain, st->node, walk, TAKE_FD(st->fd));
+
+                        if (j) {
+                                job_inline(m, j, true);
+                                job_release(m, j);
+                                job_free(j);
+                        } else
+                                log_warning("Out of memory following a pending path, ignoring.");
                 }
                 step_free(m, st);
         }
-        if (as)
-                access_restore(&saved);
         return m->steps != NULL;
+}
+
+/* A job of c's is over, in a worker: its result applied, unless the chain
+ * changed meanwhile (then its node is probed again), and c's next one. */
+static void job_done(void *data, int error) {
+        ProbeJob *j = data;
+        Chain *c = j->chain;
+        Missing *m;
+
+        if (!c) {
+                job_free(j); /* the follower is gone */
+                return;
+        }
+        m = c->missing;
+        if (error == -ESHUTDOWN) {
+                /* The pool is freed (the follower is not, or chain would be NULL): nothing more is asked of it. */
+                c->job = NULL;
+                m->n_jobs--;
+                job_release(m, j);
+                job_free(j);
+                return;
+        }
+        assert(c->job == j);
+        c->job = NULL;
+        m->n_jobs--;
+        c->n_waiters++;
+        if (error < 0)
+                log_warning_errno(error, "Failed to take a caller's credentials, not following its paths: %m");
+        else if (j->gen != c->gen) {
+                /* Cut or descended inline meanwhile: what it found may be stale. */
+                if (!j->node->dead && waiters_at(m, j->node))
+                        step_push(m, c, j->node, -EBADF, false);
+        } else
+                job_apply(m, j, false);
+        job_release(m, j);
+        job_free(j);
+        (void) finish(m, NULL);
+        chain_kick(m, c);
+        c->n_waiters--;
+        chain_put(m, c);
+}
+
+/*
+ * c's next probe, if none is in a worker: a descent waiting (deepest first),
+ * else a node to probe from the top. In a worker on the lane of the node's
+ * file system; where no worker can take it, inline.
+ */
+static void chain_kick(Missing *m, Chain *c) {
+        c->n_waiters++;
+        while (!c->job) {
+                WatchLink *node;
+                ProbeJob *j;
+                int fd = -EBADF;
+                dev_t lane;
+                int r;
+
+                if (c->steps) {
+                        Step *st = c->steps;
+
+                        LIST_REMOVE(steps, c->steps, st);
+                        node = st->node;
+                        watch_link_hold(node);
+                        fd = TAKE_FD(st->fd);
+                        step_free(m, st);
+                } else if (c->todo->len > 0) {
+                        node = g_ptr_array_steal_index(c->todo, 0);
+                        c->n_waiters--; /* its hold, ours now */
+                } else
+                        break;
+                j = NULL;
+                if (!node->dead && waiters_at(m, node)) {
+                        bool walk = fd < 0; /* before TAKE_FD(): the arguments' order is unspecified */
+
+                        j = job_new(m, c, node, walk, TAKE_FD(fd));
+                        if (!j)
+                                log_warning("Out of memory following a pending path, ignoring.");
+                }
+                safe_close(fd);
+                if (!node->dead)
+                        prune(m, node);
+                watch_link_release(node);
+                if (!j)
+                        continue;
+                lane = j->node->watch->dev;
+                r = m->fswork ? fswork_submit(m->fswork, lane, &c->caller, job_run, job_done, j) : -EAGAIN;
+                if (r >= 0) {
+                        /* On a lane that does not answer already, it holds nothing up. */
+                        j->hold_until = fswork_stalled(m->fswork, lane) ? 0 : now_usec() + MISSING_HOLD_USEC;
+                        j->lane = lane;
+                        c->job = j;
+                        m->n_jobs++;
+                        continue;
+                }
+                /* No worker: here, as before there were any. */
+                job_inline(m, j, false);
+                job_release(m, j);
+                job_free(j);
+                (void) finish(m, NULL);
+        }
+        c->n_waiters--;
+        chain_put(m, c);
+}
+
+/* node to be probed from the top (after an event about it), once c can. */
+static void chain_request(Missing *m, Chain *c, WatchLink *node) {
+        if (!g_ptr_array_find(c->todo, node, NULL)) {
+                watch_link_hold(node);
+                c->n_waiters++;
+                g_ptr_array_add(c->todo, node);
+        }
+        chain_kick(m, c);
 }
 
 static void waiter_free(Missing *m, Waiter *w) {
         Chain *c = w->chain;
 
         waiter_unplace(m, w);
+        w->fd = safe_close(w->fd);
         if (w->charged > 0)
                 account_uncharge(w->s->account, w->charged);
         w->charged = 0;
@@ -614,7 +1061,7 @@ static int waiter_start(Missing *m, Waiter *w) {
                 w->charged = 1;
                 w->rest = path_prefix_len(top) + 1;
                 waiter_place(m, w, c->s->links);
-                step_push(m, c, c->s->links, TAKE_FD(fd));
+                step_push(m, c, c->s->links, TAKE_FD(fd), /* inline_= */ true);
                 return 0;
         }
         return -EACCES; /* no directory of the path may be read */
@@ -655,17 +1102,10 @@ static int finish(Missing *m, Waiter *w_sync) {
                 caller = w->caller;
                 r = w->error;
                 if (w->ready) {
-                        /* Opened again, now by its whole path: descend()'s directory fd is gone,
-                         * and this is once per placement. */
-                        fd = access_open_as(caller, s->path, s->flags & WATCHD_FLAG_ONLYDIR,
-                                            s->flags & WATCHD_FLAG_DONT_FOLLOW, &st);
+                        /* What the probe opened, as its caller, from the directory above it. */
+                        fd = TAKE_FD(w->fd);
+                        st = w->st;
                         r = fd;
-                }
-                if (r == -ENOENT) {
-                        /* Gone again meanwhile: it waits on. */
-                        w->ready = false;
-                        w->error = 0;
-                        continue;
                 }
                 waiter_destroy(m, w);
                 if (r == -EACCES && !sync) {
@@ -697,6 +1137,7 @@ static int waiter_add(Missing *m, Subscription *s, const Caller *caller, bool sy
                         return -ENOMEM;
                 w->s = s;
                 w->caller = caller;
+                w->fd = -EBADF;
                 g_hash_table_insert(m->waiters, s, w);
                 r = waiter_start(m, w);
                 if (r >= 0) {
@@ -726,57 +1167,20 @@ void missing_remove(Missing *m, Subscription *s) {
 
 /*
  * Brings the chain's nodes from the top to node up to date, as the chain's
- * caller, and descends from node: see the top of the file. A node on the
- * way that is not what its path leads to now is cut off (its waiters climb,
- * and the descent starts from its parent instead).
+ * caller, and descends from node, inline: see the top of the file. A node on
+ * the way that is not what its path leads to now is cut off (its waiters
+ * climb, and the descent starts from its parent instead).
  */
 static void probe(Missing *m, Chain *c, WatchLink *node) {
-        g_autoptr(GPtrArray) way = g_ptr_array_new(), restart = g_ptr_array_new();
-        _cleanup_close_ int fd = -1;
-        AccessSaved saved;
-        WatchLink *at;
-        struct stat st;
-        int r;
+        ProbeJob *j = job_new(m, c, node, /* walk= */ true, -EBADF);
 
-        for (WatchLink *l = node; l; l = l->parent)
-                g_ptr_array_add(way, l);
-        at = way->pdata[way->len - 1]; /* the top */
-
-        r = access_become(&c->caller, &saved);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to take a caller's credentials, not following its paths: %m");
+        if (!j) {
+                log_warning("Out of memory following a pending path, ignoring.");
                 return;
         }
-        fd = access_open_at(AT_FDCWD, at->name, /* only_dir= */ true, /* no_follow= */ false, &st);
-        if (fd < 0 || st.st_dev != at->watch->dev || st.st_ino != at->watch->ino) {
-                cut(m, c, at, restart); /* the top itself is gone: all start again */
-                at = NULL;
-        }
-        for (guint k = way->len - 1; at && k > 0; k--) {
-                WatchLink *next = way->pdata[k - 1];
-                int nfd = access_open_at(fd, next->name, /* only_dir= */ true, /* no_follow= */ false, &st);
-
-                if (nfd < 0 || st.st_dev != next->watch->dev || st.st_ino != next->watch->ino) {
-                        safe_close(nfd);
-                        cut(m, c, next, restart);
-                        break;
-                }
-                safe_close(fd);
-                fd = nfd;
-                at = next;
-        }
-        access_restore(&saved);
-        if (at)
-                step_push(m, c, at, TAKE_FD(fd));
-
-        if (at)
-                watch_link_hold(at);
-        restart_all(m, restart);
-        if (at) {
-                if (!at->dead)
-                        prune(m, at);
-                watch_link_release(at);
-        }
+        job_inline(m, j, true);
+        job_release(m, j);
+        job_free(j);
 }
 
 /* Whether a waiter of node wants name next. */
@@ -790,9 +1194,14 @@ static bool wanted(Missing *m, WatchLink *node, const char *name, size_t name_le
         return false;
 }
 
-/* probe() from node, then place or end what it found. The caller holds c
- * (n_waiters), which may lose its last waiter meanwhile. */
+/* probe() from node, then place or end what it found; with workers, queued
+ * for one (done in its completion). The caller holds c (n_waiters), which
+ * may lose its last waiter meanwhile. */
 static void probe_and_finish(Missing *m, Chain *c, WatchLink *node) {
+        if (m->fswork) {
+                chain_request(m, c, node);
+                return;
+        }
         watch_link_hold(node);
         probe(m, c, node);
         run_slice(m, EVENT_SLICE_USEC);

@@ -24,7 +24,10 @@
  * link (a rename not read yet) is found by walking down from the top, one
  * level at a time. What the follower finds it tells the layer above through
  * the callbacks it was made with: a path that appeared, a subscription that
- * cannot be followed any further.
+ * cannot be followed any further. The probes an event sets off run in
+ * worker threads (fswork.h), as the chain's caller, and what they find is
+ * applied on the loop: a file system that does not answer holds its lane,
+ * not the daemon.
  */
 
 #include <stdbool.h>
@@ -32,6 +35,7 @@
 #include <sys/stat.h>
 
 #include "access.h"
+#include "fswork.h"
 #include "watch_table.h"
 
 typedef struct Missing Missing;
@@ -48,6 +52,9 @@ typedef struct MissingOps {
 
 int missing_new(WatchTable *table, const MissingOps *ops, void *userdata, Missing **ret);
 Missing *missing_free(Missing *m);
+/* The worker pool that probes after events run in (NULL, and without it:
+ * inline, on the loop's thread). */
+void missing_set_fswork(Missing *m, FsWork *w);
 
 /*
  * Follows pending s (no link of its own) for caller. Looks its path up at
@@ -72,6 +79,16 @@ void missing_recheck(Missing *m);
 bool missing_run(Missing *m, uint64_t budget_usec);
 /* Whether descents are left (for missing_run()). */
 bool missing_has_work(const Missing *m);
+
+/* How long the kernel's later records wait for a probe in a worker: the
+ * kernel's order holds (a record after the one that made a path appear finds
+ * its watch placed, the appearance reported before it) unless the file system
+ * takes longer; then they go on, and the probe's result comes when it comes. */
+#define MISSING_HOLD_USEC (500u * 1000u)
+/* Until when (CLOCK_MONOTONIC µs) the kernel's records wait for probes in
+ * workers, or 0: none does now (none runs, all are past MISSING_HOLD_USEC,
+ * or on a lane that stalled). */
+uint64_t missing_hold_until(const Missing *m, uint64_t now);
 
 /* Pending subscriptions followed, and the directories their chains hold. */
 unsigned missing_n_waiting(const Missing *m);

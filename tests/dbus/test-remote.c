@@ -59,6 +59,12 @@
  *                   (< 1 s) and events go on, the AddWatch waits; when the
  *                   file system answers the walk ends, the AddWatch is
  *                   answered and what is made below the mount is reported
+ *   hung-pending    a PERSIST path waiting for a name that appears as a
+ *                   symbolic link into the stopped FUSE mount: following it
+ *                   waits in a worker (the lane stalls), another client's
+ *                   GetStats goes on (figure: its worst round trip), and
+ *                   once the file system answers the path is followed down
+ *                   and found when it is created
  *
  * Without bindfs or a usable /dev/fuse every case is skipped, saying why.
  * Records are awaited, never slept for, but for the cases that show that
@@ -743,6 +749,42 @@ static void test_hung_prime_timeout(Fixture *x, gconstpointer data) {
         g_assert_cmpuint(wt_stat(x->f.proxy2, "kernel_watches"), ==, 0);
 }
 
+/* A pending path that leads into the stopped mount: the probe that follows it
+ * there waits in a worker, not on the loop. */
+static void test_hung_pending(Fixture *x, gconstpointer data) {
+        g_autofree char *link = in(x->f.dir, "link"), *sub = in(x->back, "sub"), *msub = in(x->mnt, "sub");
+        g_autofree char *pending = g_build_filename(link, "sub", "x", NULL), *mx = in(msub, "x");
+        gint64 worst_stats, idle_stats;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0); /* never looked up through the mount */
+        /* link does not exist: the path waits in x->f.dir, for "link". */
+        wt_add_watch(x->f.proxy, pending, IN_CREATE, WATCHD_FLAG_PERSIST, NULL);
+        idle_stats = worst_get_stats(x->f.proxy2, 20);
+        stop_bindfs();
+
+        /* "link" appears, a symbolic link to the mount: following the path
+         * opens the mount's root, and that waits for the stopped FUSE daemon. */
+        g_assert_cmpint(symlink(x->mnt, link), ==, 0);
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
+        worst_stats = worst_get_stats(x->f.proxy2, 20);
+        g_test_message("figure: pending path probe waiting on a hung FUSE: GetStats round trip worst of 20 %" G_GINT64_FORMAT
+                       " us (%" G_GINT64_FORMAT " us before the hang)",
+                       worst_stats, idle_stats);
+        /* A bound that says "not frozen": the daemon used to wait for the file system. */
+        g_assert_cmpint(worst_stats, <, G_USEC_PER_SEC);
+        g_assert_cmpuint(count(&x->f.a, pending, IN_CREATE), ==, 0);
+
+        /* It answers: the probe goes on down to sub, where x is awaited, and
+         * x made through the mount (the kernel hears of it) is found. */
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        wt_touch(mx);
+        wt_await_record(&x->f.a, pending, IN_CREATE, 30000);
+}
+
 static void test_hung_walk(Fixture *x, gconstpointer data) {
         g_autofree char *local = in(x->f.dir, "local"), *deep = in(x->back, "a/b"), *ldeep = in(x->f.dir, "l/m");
         g_autofree char *made = in(x->mnt, "a/b/made"), *lmade = in(x->f.dir, "l/m/made");
@@ -818,6 +860,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/hung-add-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_add_timeout, teardown);
         g_test_add("/remote/hung-prime-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_prime_timeout,
                    teardown);
+        g_test_add("/remote/hung-pending", Fixture, CONFIG, setup, test_hung_pending, teardown);
         g_test_add("/remote/hung-walk", Fixture, CONFIG_INOTIFY, setup, test_hung_walk, teardown);
         return g_test_run();
 }
