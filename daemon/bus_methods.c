@@ -319,8 +319,6 @@ static void open_job_done(void *data, int error) {
         open_job_free(j);
 }
 
-/* A lane of its own per user for opens by path: the file system is not known before the open. */
-#define OPEN_LANE(uid) ((dev_t) (UINT64_C(1) << 63 | (uint64_t) (uid)))
 
 static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, const char *sent, const char *path,
                                uint32_t mask, uint32_t flags) {
@@ -347,7 +345,7 @@ static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, con
                 open_job_free(j);
                 return -ENOMEM;
         }
-        r = fswork_submit(manager_get_fswork(d->manager), OPEN_LANE(c->caller.uid), &c->caller, open_job_run,
+        r = fswork_submit(manager_get_fswork(d->manager), FSWORK_USER_LANE(c->caller.uid), &c->caller, open_job_run,
                           open_job_done, j);
         if (r < 0) {
                 open_job_free(j);
