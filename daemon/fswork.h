@@ -79,6 +79,12 @@ void fswork_check(FsWork *w, uint64_t now_usec);
  */
 int fswork_submit(FsWork *w, dev_t dev, const Caller *caller, FsJobRun run, FsJobDone done, void *data);
 
+/* A lane of its own per user, for work whose file system is not known before it
+ * runs (an open by path, a probe that may cross a symlink or a mount point into
+ * any file system): a file system that stops answering there holds that user's
+ * lane, not the lane of a file system others use. */
+#define FSWORK_USER_LANE(uid) ((dev_t) (UINT64_C(1) << 63 | (uint64_t) (uid)))
+
 /* Whether dev's lane is stalled now. */
 bool fswork_stalled(FsWork *w, dev_t dev);
 

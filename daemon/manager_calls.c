@@ -203,9 +203,6 @@ struct ManagerOpen {
         bool cancelled; /* done is not called: what the open gives is closed unused */
 };
 
-/* A lane of its own per user for opens by path. */
-#define OPEN_LANE(uid) ((dev_t) (UINT64_C(1) << 63 | (uint64_t) (uid)))
-
 static void manager_open_free(ManagerOpen *o) {
         safe_close(o->fd);
         free(o->client);
@@ -283,7 +280,7 @@ int manager_add_watch_path_async(Manager *m, Client *c, const char *path, uint32
                 manager_open_free(o);
                 return -ENOMEM;
         }
-        r = fswork_submit(m->fswork, OPEN_LANE(c->caller.uid), &c->caller, manager_open_run, manager_open_done, o);
+        r = fswork_submit(m->fswork, FSWORK_USER_LANE(c->caller.uid), &c->caller, manager_open_run, manager_open_done, o);
         if (r < 0) {
                 manager_open_free(o);
                 return r;

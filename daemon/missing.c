@@ -25,8 +25,9 @@
  *
  * Off the loop: with a worker pool (missing_set_fswork()), what an event,
  * an overflow or a dropped watch sets off runs as jobs (ProbeJob), each in
- * a worker as the chain's caller on the lane of the st_dev of the directory
- * it probes from, and its result is applied on the loop: a job walks down
+ * a worker as the chain's caller on that user's own lane
+ * (FSWORK_USER_LANE: a walk down may cross a symlink or a mount point into
+ * any file system), and its result is applied on the loop: a job walks down
  * from the top to a node (if asked) and opens the next components its
  * waiters want; the loop links what was there (its watch placed), moves the
  * waiters, and queues a job for each new node, so a directory is watched
@@ -38,7 +39,8 @@
  * that does not answer so holds its lane and that chain, not the loop.
  * While a job runs, for MISSING_HOLD_USEC at most, the kernel's later
  * records wait for it (missing_hold_until()): the kernel's order holds, as
- * inline, on a file system that answers.
+ * inline, on a file system that answers. A user whose probe outlasted that
+ * holds no records for MISSING_SLOW_USEC after.
  * missing_add() still looks its path up on the loop, at once (AddWatch's
  * answer says whether the path is there, or why it cannot be followed), as
  * do the restarts of waiters cut off at their chain's top.
@@ -79,21 +81,21 @@ struct Chain {
         Caller caller;   /* whose credentials every open is made with (owns gids) */
         Subscription *s; /* the chain in the watch table; s->links is the top */
         unsigned n_waiters;
-        uint64_t gen;                /* changes made to its links on the loop (cut(), a descent inline) */
-        ProbeJob *job;               /* in a worker (fswork) */
-        LIST_HEAD(Step, steps);      /* descents waiting for a job, deepest first */
-        GPtrArray *todo;             /* nodes to probe from the top (held), in order */
+        uint64_t gen;           /* changes made to its links on the loop (cut(), a descent inline) */
+        ProbeJob *job;          /* in a worker (fswork) */
+        LIST_HEAD(Step, steps); /* descents waiting for a job, deepest first */
+        GPtrArray *todo;        /* nodes to probe from the top (held), in order */
 };
 
 struct Waiter {
         Subscription *s;
         const Caller *caller; /* its owner's (which outlives s) */
         Chain *chain;
-        WatchLink *node;           /* the deepest directory of s->path the chain holds */
-        size_t rest;               /* s->path + rest: the part below node's directory */
-        unsigned charged;          /* watches charged to s's account: the nodes from the top to node */
-        bool ready;                /* its path is there (fd): placed once the credentials are back */
-        int fd;                    /* ready: its path open (st), checked for its flags */
+        WatchLink *node;  /* the deepest directory of s->path the chain holds */
+        size_t rest;      /* s->path + rest: the part below node's directory */
+        unsigned charged; /* watches charged to s's account: the nodes from the top to node */
+        bool ready;       /* its path is there (fd): placed once the credentials are back */
+        int fd;           /* ready: its path open (st), checked for its flags */
         struct stat st;
         int error;                 /* it cannot be followed: gone once the credentials are back */
         LIST_FIELDS(Waiter, node); /* the waiters of node */
@@ -112,18 +114,18 @@ struct Step {
 /* A component a node's waiters want next, and what opening it gave. */
 typedef struct ProbeComp {
         char *name;
-        bool last;              /* the waiter's whole path: opened with its flags */
+        bool last; /* the waiter's whole path: opened with its flags */
         bool only_dir, no_follow;
-        int fd;                 /* the result: open, or -errno */
+        int fd; /* the result: open, or -errno */
         struct stat st;
 } ProbeComp;
 
 /* The file system's part of a probe, made as the chain's caller (in a worker,
  * or inline), and what it found, applied on the loop (job_apply()). */
 struct ProbeJob {
-        Chain *chain;     /* held (n_waiters); NULL once the follower is gone */
-        WatchLink *node;  /* held */
-        uint64_t gen;     /* chain->gen when it was made */
+        Chain *chain;        /* held (n_waiters); NULL once the follower is gone */
+        WatchLink *node;     /* held */
+        uint64_t gen;        /* chain->gen when it was made */
         uint64_t hold_until; /* in a worker: the kernel's records wait for it until then (missing_hold_until()) */
         dev_t lane;
         /* The walk (n_way > 0): from the top (way[0], absolute) down to node,
@@ -154,6 +156,7 @@ struct Missing {
         LIST_HEAD(Step, steps); /* descents inline to go on with, deepest first */
         FsWork *fswork;         /* NULL: every probe inline, on the loop */
         unsigned n_jobs;        /* in workers */
+        GHashTable *slow;       /* uid -> until when (µs) its probes hold no one's records */
 };
 
 static void chain_free(Chain *c) {
@@ -186,6 +189,7 @@ int missing_new(WatchTable *table, const MissingOps *ops, void *userdata, Missin
         m->waiters = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, free);
         m->at = g_hash_table_new(g_direct_hash, g_direct_equal);
         m->done = g_ptr_array_new();
+        m->slow = g_hash_table_new(g_direct_hash, g_direct_equal);
         *ret = m;
         return 0;
 }
@@ -203,6 +207,7 @@ Missing *missing_free(Missing *m) {
 
         if (!m)
                 return NULL;
+        g_hash_table_destroy(m->slow);
         while (m->steps) {
                 Step *st = m->steps;
 
@@ -469,8 +474,9 @@ static bool comp_wanted_by(const ProbeComp *pc, const Waiter *w) {
 
         if (w->ready || w->error < 0)
                 return false;
-        return last ? comp_same(pc, comp, cl, true, w->s->flags & WATCHD_FLAG_ONLYDIR, w->s->flags & WATCHD_FLAG_DONT_FOLLOW) :
-                      comp_same(pc, comp, cl, false, true, false);
+        return last ?
+                comp_same(pc, comp, cl, true, w->s->flags & WATCHD_FLAG_ONLYDIR, w->s->flags & WATCHD_FLAG_DONT_FOLLOW) :
+                comp_same(pc, comp, cl, false, true, false);
 }
 
 /*
@@ -850,6 +856,13 @@ static void job_done(void *data, int error) {
         c->job = NULL;
         m->n_jobs--;
         c->n_waiters++;
+        if (j->hold_until > 0 && now_usec() > j->hold_until) {
+                /* It outlasted its hold: this user's probes hold no one's records for a while. */
+                log_debug("A probe of uid %" PRIu32 " took longer than %u ms: its probes hold no records for %u s.",
+                          (uint32_t) c->caller.uid, MISSING_HOLD_USEC / 1000u, MISSING_SLOW_USEC / 1000000u);
+                g_hash_table_insert(m->slow, GUINT_TO_POINTER(c->caller.uid),
+                                    (gpointer) (uintptr_t) (now_usec() + MISSING_SLOW_USEC));
+        }
         if (error < 0)
                 log_warning_errno(error, "Failed to take a caller's credentials, not following its paths: %m");
         else if (j->gen != c->gen) {
@@ -868,9 +881,21 @@ static void job_done(void *data, int error) {
 
 /*
  * c's next probe, if none is in a worker: a descent waiting (deepest first),
- * else a node to probe from the top. In a worker on the lane of the node's
- * file system; where no worker can take it, inline.
+ * else a node to probe from the top. In a worker on the caller's lane;
+ * where no worker can take it, inline.
  */
+/* Whether uid's probes hold records: not for MISSING_SLOW_USEC after one outlasted its hold. */
+static bool user_slow(Missing *m, uid_t uid) {
+        uint64_t until = (uintptr_t) g_hash_table_lookup(m->slow, GUINT_TO_POINTER(uid));
+
+        if (until == 0)
+                return false;
+        if (now_usec() < until)
+                return true;
+        g_hash_table_remove(m->slow, GUINT_TO_POINTER(uid));
+        return false;
+}
+
 static void chain_kick(Missing *m, Chain *c) {
         c->n_waiters++;
         while (!c->job) {
@@ -907,11 +932,16 @@ static void chain_kick(Missing *m, Chain *c) {
                 watch_link_release(node);
                 if (!j)
                         continue;
-                lane = j->node->watch->dev;
+                /* The caller's own lane: the walk down may cross a symlink or a
+                 * mount point into a file system that does not answer (a FUSE
+                 * mount of the caller's), which must hold no one else's probes. */
+                lane = FSWORK_USER_LANE(c->caller.uid);
                 r = m->fswork ? fswork_submit(m->fswork, lane, &c->caller, job_run, job_done, j) : -EAGAIN;
                 if (r >= 0) {
                         /* On a lane that does not answer already, it holds nothing up. */
-                        j->hold_until = fswork_stalled(m->fswork, lane) ? 0 : now_usec() + MISSING_HOLD_USEC;
+                        j->hold_until = fswork_stalled(m->fswork, lane) || user_slow(m, c->caller.uid) ?
+                                0 :
+                                now_usec() + MISSING_HOLD_USEC;
                         j->lane = lane;
                         c->job = j;
                         m->n_jobs++;

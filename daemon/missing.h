@@ -85,6 +85,10 @@ bool missing_has_work(const Missing *m);
  * its watch placed, the appearance reported before it) unless the file system
  * takes longer; then they go on, and the probe's result comes when it comes. */
 #define MISSING_HOLD_USEC (500u * 1000u)
+/* A user whose probe outlasted its hold (a file system that answers, slowly)
+ * holds no one's records with its probes for so long after: such a user can
+ * delay the others' records by MISSING_HOLD_USEC once in so long, not at will. */
+#define MISSING_SLOW_USEC (60u * 1000000u)
 /* Until when (CLOCK_MONOTONIC µs) the kernel's records wait for probes in
  * workers, or 0: none does now (none runs, all are past MISSING_HOLD_USEC,
  * or on a lane that stalled). */
