@@ -127,22 +127,62 @@ int bus_client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_
 }
 
 /* A RECURSIVE AddWatch whose walk goes on from the loop, or one whose polled
- * directories' first snapshots are taken in workers: answered when they end. */
+ * directories' first snapshots are taken in workers: answered when they end.
+ * A first snapshot waited for after an open in a worker has the rest of the
+ * open's add_watch_timeout_ms (timer): past it the call is answered with
+ * Timeout and the subscription removed, nothing of it sent. */
 typedef struct PendingAdd {
         DbusIface *iface;
         sd_bus_message *msg;
         Client *client;
         uint32_t id;
+        char *sent;             /* the path as sent, for the Timeout's message; NULL: no timer */
+        sd_event_source *timer; /* the call's deadline */
 } PendingAdd;
 
+static PendingAdd *pending_add_free(PendingAdd *p) {
+        if (!p)
+                return NULL;
+        sd_event_source_disable_unref(p->timer);
+        sd_bus_message_unref(p->msg);
+        free(p->sent);
+        free(p);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(PendingAdd *, pending_add_free);
+
 static void add_watch_primed(void *userdata) {
-        _cleanup_free_ PendingAdd *p = userdata;
-        _cleanup_(message_unrefp) sd_bus_message *msg = p->msg;
+        _cleanup_(pending_add_freep) PendingAdd *p = userdata;
         int r;
 
-        r = sd_bus_reply_method_return(msg, "u", p->id);
+        r = sd_bus_reply_method_return(p->msg, "u", p->id);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", p->id);
+}
+
+/* The first snapshot has not been taken by the call's deadline: its file
+ * system stopped answering after the open. The caller is told, and the
+ * subscription it would have had goes, before anything of it is sent. */
+static int add_watch_prime_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        _cleanup_(pending_add_freep) PendingAdd *p = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *what = bus_what_of(p->sent);
+        Manager *m = p->iface->manager;
+        int r;
+
+        /* The waiter goes first: the removal below ends the wait, which would call it. */
+        manager_when_primed_cancel(m, p->id, add_watch_primed, p);
+        log_info("AddWatch of %s on %s: its file system has not given the first snapshot in %" PRIu32
+                 " ms, answered with Timeout; subscription %" PRIu32 " removed.",
+                 p->client->name, p->sent, manager_get_config(m)->add_watch_timeout_ms, p->id);
+        (void) bus_error_for(m, -ETIMEDOUT, what ?: "the path", &error);
+        r = sd_bus_reply_method_error(p->msg, &error);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer AddWatch of %s, ignoring: %m", p->client->name);
+        r = manager_remove_watch(m, p->client, p->id);
+        if (r < 0)
+                log_debug_errno(r, "Failed to remove subscription %" PRIu32 " after its Timeout, ignoring: %m", p->id);
+        return 0;
 }
 
 static void add_watch_done(uint32_t id, int r, void *userdata) {
@@ -176,9 +216,10 @@ static void add_watch_done(uint32_t id, int r, void *userdata) {
                 log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", id);
 }
 
-/* The answer of an AddWatch whose subscription exists (id) or failed (r). */
+/* The answer of an AddWatch whose subscription exists (id) or failed (r);
+ * deadline: when it must be answered (CLOCK_MONOTONIC µs), 0: none. */
 static int add_watch_reply(DbusIface *d, sd_bus_message *msg, Client *c, const char *sent, int r, uint32_t id,
-                           TreeWalk *walk) {
+                           TreeWalk *walk, uint64_t deadline) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         Manager *m = d->manager;
 
@@ -202,123 +243,95 @@ static int add_watch_reply(DbusIface *d, sd_bus_message *msg, Client *c, const c
         if (manager_get_fswork(m)) {
                 /* A polled directory's first snapshot is taken in a worker: the
                  * answer waits for it, so that what changes after it is found. */
-                PendingAdd *p = malloc(sizeof(PendingAdd));
+                PendingAdd *p = calloc(1, sizeof(PendingAdd));
 
                 if (!p)
                         return -ENOMEM;
                 *p = (PendingAdd) { d, sd_bus_message_ref(msg), c, id };
                 r = manager_when_primed(m, c, id, add_watch_primed, p);
-                if (r > 0)
+                if (r > 0) {
+                        /* Without its copy of the path, or the timer (out of memory), the call
+                         * waits for the file system, as it did before the deadline. */
+                        if (deadline > 0 && sent) {
+                                p->sent = strdup(sent);
+                                if (!p->sent || sd_event_add_time(d->event, &p->timer, CLOCK_MONOTONIC, deadline, 0,
+                                                                  add_watch_prime_timeout, p) < 0)
+                                        log_debug("Failed to arm the deadline of AddWatch of %s, ignoring.", c->name);
+                        }
                         return 1;
-                sd_bus_message_unref(p->msg);
-                free(p);
+                }
+                pending_add_free(p);
         }
         return sd_bus_reply_method_return(msg, "u", id);
 }
 
 /*
- * An AddWatch by path whose open, as the caller, is made in a worker: a
- * path on a file system that does not answer holds that worker (in the
- * caller's own lane: one user's opens wait behind each other, no one
- * else's), never the loop. The worker also asks the file system what
- * remote.c would (remote_hint_probe()). The rest is done on the loop when
- * it returns, if the client is still there.
+ * An AddWatch by path whose open, as the caller, is made in a worker
+ * (manager_add_watch_path_async()): a path on a file system that does not
+ * answer holds that worker (in the caller's own lane: one user's opens wait
+ * behind each other, no one else's), never the loop. The rest is done on
+ * the loop when it returns, if the client is still there, and the call is
+ * answered then, or at add_watch_timeout_ms after the submission with
+ * Timeout (the open is given up: what it gives is closed unused).
  */
 typedef struct OpenJob {
         DbusIface *iface;
         sd_bus_message *msg;
-        char *client; /* its unique name: it may be gone at the end */
+        char *client; /* its unique name: it may be gone at the timeout */
         char *sent;   /* the path as sent, for errors */
-        char *path;   /* simplified */
         uint32_t mask, flags;
-        int fd; /* or -errno */
-        struct stat st;
-        RemoteHint hint;
-        sd_event_source *timer; /* add_watch_timeout_ms after the submission */
-        bool answered;          /* with Timeout, by the timer: the open's result is thrown away */
+        ManagerOpen *open;
+        uint64_t deadline;      /* CLOCK_MONOTONIC µs: add_watch_timeout_ms after the submission */
+        sd_event_source *timer; /* at the deadline */
 } OpenJob;
 
 static void open_job_free(OpenJob *j) {
         sd_event_source_disable_unref(j->timer);
         sd_bus_message_unref(j->msg);
-        safe_close(j->fd);
         free(j->client);
         free(j->sent);
-        free(j->path);
         free(j);
 }
 
-static void open_job_run(void *data) {
-        OpenJob *j = data;
-
-        j->fd = access_open_at(AT_FDCWD, j->path, j->flags & WATCHD_FLAG_ONLYDIR, j->flags & WATCHD_FLAG_DONT_FOLLOW,
-                               &j->st);
-        if (j->fd >= 0)
-                remote_hint_probe(j->fd, &j->st, &j->hint);
-}
-
 /* The open has not returned in add_watch_timeout_ms: the caller is told now,
- * and whatever the open gives later is closed unused (open_job_done()). */
+ * and whatever the open gives later is closed unused. */
 static int open_job_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         OpenJob *j = userdata;
         Client *c = manager_get_client(j->iface->manager, j->client);
         int r;
 
-        j->timer = sd_event_source_disable_unref(j->timer);
-        j->answered = true;
+        manager_add_watch_cancel(j->open);
         log_info("AddWatch of %s on %s: its file system has not answered in %" PRIu32 " ms, answered with "
                  "Timeout; nothing will be subscribed.",
                  j->client, j->sent, manager_get_config(j->iface->manager)->add_watch_timeout_ms);
-        if (!c)
-                return 0; /* gone: its call went with it */
-        r = add_watch_reply(j->iface, j->msg, c, j->sent, -ETIMEDOUT, 0, NULL);
-        if (r < 0)
-                log_debug_errno(r, "Failed to answer AddWatch of %s, ignoring: %m", c->name);
+        if (c) { /* else gone: its call went with it */
+                r = add_watch_reply(j->iface, j->msg, c, j->sent, -ETIMEDOUT, 0, NULL, 0);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to answer AddWatch of %s, ignoring: %m", c->name);
+        }
+        open_job_free(j);
         return 0;
 }
 
-static void open_job_done(void *data, int error) {
-        OpenJob *j = data;
-        Manager *m = j->iface->manager;
-        TreeWalk *walk = NULL;
-        uint32_t id = 0;
-        Client *c;
-        int r;
+static void open_job_done(Client *c, int r, uint32_t id, TreeWalk *walk, void *userdata) {
+        OpenJob *j = userdata;
 
-        if (error == -ESHUTDOWN) {
-                open_job_free(j); /* at exit: the bus layer is gone */
-                return;
-        }
-        if (j->answered) {
-                log_debug("AddWatch of %s on %s: its open returned after its Timeout (%s), closed unused.", j->client,
-                          j->sent,
-                          error < 0          ? "not run" :
-                                  j->fd >= 0 ? "opened" :
-                                               "failed");
+        if (!c) {
+                /* Gone meanwhile (its subscriptions went with it), or at exit
+                 * (-ESHUTDOWN: the bus layer is gone). */
                 open_job_free(j);
                 return;
-        }
-        c = manager_get_client(m, j->client);
-        if (!c) {
-                open_job_free(j); /* gone meanwhile: its subscriptions went with it */
-                return;
-        }
-        if (error < 0)
-                r = error;
-        else {
-                r = manager_add_watch_opened(m, c, j->path, j->fd, &j->st, &j->hint, j->mask, j->flags, &id, &walk);
-                j->fd = -EBADF; /* taken */
         }
         if (r >= 0)
                 /* The same line as on the loop (tests and administrators look for it). */
                 log_debug("%s: subscription %" PRIu32 " on %s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.", c->name, id,
                           j->sent, j->mask, j->flags, walk ? ", its tree walked from the loop" : "");
-        r = add_watch_reply(j->iface, j->msg, c, j->sent, r, id, walk);
+        /* The first snapshot has what is left of the call's add_watch_timeout_ms. */
+        r = add_watch_reply(j->iface, j->msg, c, j->sent, r, id, walk, j->deadline);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer AddWatch of %s, ignoring: %m", c->name);
         open_job_free(j);
 }
-
 
 static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, const char *sent, const char *path,
                                uint32_t mask, uint32_t flags) {
@@ -327,7 +340,7 @@ static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, con
 
         r = account_check(&c->account, 1); /* a client over its limits costs no open */
         if (r < 0)
-                return add_watch_reply(d, msg, c, sent, r, 0, NULL);
+                return add_watch_reply(d, msg, c, sent, r, 0, NULL, 0);
         j = calloc(1, sizeof(OpenJob));
         if (!j)
                 return -ENOMEM;
@@ -336,25 +349,24 @@ static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, con
                 .msg = sd_bus_message_ref(msg),
                 .client = strdup(c->name),
                 .sent = strdup(sent),
-                .path = path_simplify(path),
                 .mask = mask,
                 .flags = flags,
-                .fd = -EBADF,
         };
-        if (!j->client || !j->sent || !j->path) {
+        if (!j->client || !j->sent) {
                 open_job_free(j);
                 return -ENOMEM;
         }
-        r = fswork_submit(manager_get_fswork(d->manager), FSWORK_USER_LANE(c->caller.uid), &c->caller, open_job_run,
-                          open_job_done, j);
+        r = manager_add_watch_path_async(d->manager, c, path, mask, flags, open_job_done, j, &j->open);
         if (r < 0) {
                 open_job_free(j);
                 return r; /* the caller opens on the loop */
         }
         /* Without the timer (out of memory) the call waits for the file system, as it did before it. */
-        r = sd_event_add_time_relative(d->event, &j->timer, CLOCK_MONOTONIC,
-                                       (uint64_t) manager_get_config(d->manager)->add_watch_timeout_ms * 1000u, 0,
-                                       open_job_timeout, j);
+        r = sd_event_now(d->event, CLOCK_MONOTONIC, &j->deadline);
+        if (r >= 0) {
+                j->deadline += (uint64_t) manager_get_config(d->manager)->add_watch_timeout_ms * 1000u;
+                r = sd_event_add_time(d->event, &j->timer, CLOCK_MONOTONIC, j->deadline, 0, open_job_timeout, j);
+        }
         if (r < 0)
                 log_debug_errno(r, "Failed to arm the timeout of an AddWatch of %s, ignoring: %m", c->name);
         return 1;
@@ -424,7 +436,7 @@ static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd
 
         log_debug("%s: subscription %" PRIu32 " on %s%s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.", c->name, id,
                   by_fd ? "fd " : "", by_fd ? "" : sent, mask, flags, walk ? ", its tree walked from the loop" : "");
-        return add_watch_reply(d, msg, c, sent, 0, id, walk);
+        return add_watch_reply(d, msg, c, sent, 0, id, walk, 0);
 }
 
 int bus_method_add_watch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

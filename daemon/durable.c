@@ -43,9 +43,11 @@
 #include "macro.h"
 #include "path.h"
 
-/* A walk that may outlive what it was for: looked up again when it ends. */
+/* An open in a worker, then maybe a walk, that may outlive what it was for:
+ * looked up again when it ends. */
 typedef struct WalkToken {
         Durable *d; /* NULL once d is freed */
+        ManagerOpen *open; /* while the open is in a worker */
         char *key;
         bool down_gap;       /* append a daemon-down gap once it is done */
         DurableCreated done; /* a creation's answer */
@@ -69,6 +71,8 @@ static const char *state_name(const DurableSub *s) {
                 return "walking";
         case DURABLE_NO_ACCESS:
                 return "no-access";
+        case DURABLE_OPENING:
+                return "opening";
         default:
                 sub = s->sub_id ? manager_get_subscription(s->d->m, s->sub_id) : NULL;
                 return sub && sub->pending ? "pending" : "watching";
@@ -206,6 +210,7 @@ void durable_sub_placed(DurableSub *s, int r, bool down_gap) {
                                   "(an access gap); tried again at the next start.",
                                   s->key, s->def.path);
                 append_gap(s, JOURNAL_GAP_ACCESS);
+                s->d->wake_at = 0; /* an attached client (resumed while it was opening) is sent the gap */
                 return;
         }
         s->state = DURABLE_WATCHING;
@@ -214,9 +219,49 @@ void durable_sub_placed(DurableSub *s, int r, bool down_gap) {
         s->d->wake_at = 0; /* an attached client may be caught up now */
 }
 
+static void token_free(WalkToken *t) {
+        if (t->d)
+                LIST_REMOVE(tokens, t->d->tokens, t);
+        free(t->key);
+        free(t);
+}
+
+/* What the open gave: placed, or walked from the loop (on_walk_done() then). */
+static void on_opened(Client *c, int r, uint32_t id, TreeWalk *walk, void *userdata) {
+        WalkToken *t = userdata;
+        DurableSub *s;
+
+        t->open = NULL;
+        if (r == -ESHUTDOWN) {
+                /* At exit: the durable subscriptions went first (and gave their opens up). */
+                token_free(t);
+                return;
+        }
+        s = t->d ? g_hash_table_lookup(t->d->subs, t->key) : NULL;
+        if (!s || s->opening != t) {
+                /* Not reached: sub_free() gives its open up. */
+                if (t->done)
+                        t->done(-ECANCELED, NULL, 0, t->userdata);
+                token_free(t);
+                return;
+        }
+        s->opening = NULL;
+        s->sub_id = r >= 0 ? id : 0;
+        if (r >= 0 && walk) {
+                s->state = DURABLE_WALKING;
+                tree_walk_set_done(walk, on_walk_done, t);
+                return;
+        }
+        on_walk_done(s->sub_id, r, t);
+}
+
 /*
- * Watches s's path as its owner. Return: 0 placed (or pending), 1 walked
- * from the loop (token->done then), -errno.
+ * Watches s's path as its owner: the open in a worker, as the owner (a
+ * durable subscription on a file system that does not answer holds that
+ * worker, not the daemon's start), the rest on the loop when it returns;
+ * on the loop itself without workers (unit tests). Return: 0 placed (or
+ * pending), 1 opening in a worker or walked from the loop (placed, and
+ * token->done called, when that ends), -errno.
  */
 int durable_sub_watch(DurableSub *s, bool down_gap, DurableCreated done, void *userdata) {
         Durable *d = s->d;
@@ -225,25 +270,42 @@ int durable_sub_watch(DurableSub *s, bool down_gap, DurableCreated done, void *u
         uint32_t id;
         int r;
 
-        r = manager_add_watch_path(d->m, s->owner, s->def.path, s->def.mask, s->def.flags, &id, &walk);
-        if (r < 0)
-                return r;
-        s->sub_id = id;
-        if (!walk)
-                return 0;
-
         t = calloc(1, sizeof(WalkToken));
-        if (t)
-                t->key = strdup(s->key);
-        if (!t || !t->key) {
+        if (!t)
+                return -ENOMEM;
+        t->key = strdup(s->key);
+        if (!t->key) {
                 free(t);
-                return 0; /* the walk goes on; its end is simply not waited for */
+                return -ENOMEM;
         }
         t->d = d;
         t->down_gap = down_gap;
         t->done = done;
         t->userdata = userdata;
         LIST_PREPEND(tokens, d->tokens, t);
+
+        r = manager_add_watch_path_async(d->m, s->owner, s->def.path, s->def.mask, s->def.flags, on_opened, t,
+                                         &t->open);
+        if (r > 0) {
+                s->sub_id = 0;
+                s->opening = t;
+                s->state = DURABLE_OPENING;
+                return 1;
+        }
+        if (r != -EOPNOTSUPP && r != -EAGAIN && r != -ENOMEM) {
+                token_free(t);
+                return r;
+        }
+        /* No worker: on the loop. */
+        r = manager_add_watch_path(d->m, s->owner, s->def.path, s->def.mask, s->def.flags, &id, &walk);
+        if (r < 0 || !walk) {
+                token_free(t);
+                if (r < 0)
+                        return r;
+                s->sub_id = id;
+                return 0;
+        }
+        s->sub_id = id;
         s->state = DURABLE_WALKING;
         tree_walk_set_done(walk, on_walk_done, t);
         return 1;
@@ -259,7 +321,6 @@ static void on_walk_done(uint32_t id, int r, void *userdata) {
         uint64_t cursor = 0;
 
         if (d) {
-                LIST_REMOVE(tokens, d->tokens, t);
                 s = g_hash_table_lookup(d->subs, t->key);
                 if (s && s->sub_id != id)
                         s = NULL; /* removed, or watched again since */
@@ -290,8 +351,7 @@ static void on_walk_done(uint32_t id, int r, void *userdata) {
         }
         durable_sub_placed(s, r, t->down_gap);
 out:
-        free(t->key);
-        free(t);
+        token_free(t);
 }
 
 /* Makes s's owner, with caller's credentials, and watches. */
@@ -315,6 +375,15 @@ static int sub_start(DurableSub *s, const Caller *caller, bool down_gap, Durable
 static void sub_free(DurableSub *s) {
         if (!s)
                 return;
+        if (s->opening) {
+                /* Its open is given up: what it gives is closed unused; a creation is told. */
+                WalkToken *t = TAKE_PTR(s->opening);
+
+                manager_add_watch_cancel(t->open);
+                if (t->done)
+                        t->done(-ECANCELED, NULL, 0, t->userdata);
+                token_free(t);
+        }
         if (s->attach)
                 durable_attach_free(s->d, s->attach);
         if (s->owner) {

@@ -26,6 +26,7 @@ typedef enum DurableState {
         DURABLE_WATCHING,
         DURABLE_WALKING,
         DURABLE_NO_ACCESS,
+        DURABLE_OPENING, /* its path's open waits in a worker */
 } DurableState;
 
 typedef struct DurableSub DurableSub;
@@ -56,6 +57,7 @@ struct DurableSub {
         uint32_t sub_id; /* its subscription in the watch table; 0: none */
         DurableState state;
         bool readd; /* its watch ended: placed again at the next pump */
+        WalkToken *opening; /* its open in a worker, until it returns */
         Attach *attach;
 };
 
@@ -73,7 +75,7 @@ struct Durable {
 
 /* Flushes s's journal (a loss is the journal's to log), and marks its user's cap to check. */
 void durable_journal_flush_logged(DurableSub *s);
-/* Watches s's path as its owner. Return: 0 placed (or pending), 1 walked, -errno. */
+/* Watches s's path as its owner. Return: 0 placed (or pending), 1 opened in a worker or walked, -errno. */
 int durable_sub_watch(DurableSub *s, bool down_gap, DurableCreated done, void *userdata);
 /* What follows placing s: its state, and a gap if it cannot be watched (or down_gap). */
 void durable_sub_placed(DurableSub *s, int r, bool down_gap);

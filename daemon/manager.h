@@ -100,6 +100,20 @@ int manager_add_watch_opened(Manager *m, Client *c, const char *path, int fd, co
                              TreeWalk **ret_walk);
 int manager_add_watch_path(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags, uint32_t *ret_id,
                            TreeWalk **ret_walk);
+/*
+ * manager_add_watch_path() with the open, as c, in a worker (a lane of c's
+ * uid), and the rest on the loop: then done(c, r, id, walk, userdata), c NULL
+ * if it went meanwhile (r -ESRCH), or at exit (r -ESHUTDOWN, from
+ * fswork_free(): free the data, touch nothing else). Return: 1 (done comes; *ret, if given,
+ * until then), -EOPNOTSUPP (no workers), -EAGAIN, -ENOMEM (the caller opens
+ * on the loop, or fails).
+ */
+typedef struct ManagerOpen ManagerOpen;
+typedef void (*ManagerOpenDone)(Client *c, int r, uint32_t id, TreeWalk *walk, void *userdata);
+int manager_add_watch_path_async(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
+                                 ManagerOpenDone done, void *userdata, ManagerOpen **ret);
+/* Gives o up: done is not called, and what the open gives is closed unused when it returns. */
+void manager_add_watch_cancel(ManagerOpen *o);
 int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
                          TreeWalk **ret_walk);
 
@@ -135,6 +149,8 @@ void manager_lane_stalled(Manager *m, dev_t dev, bool stalled);
 /* If c's subscription id waits for first snapshots taken in workers, cb(userdata)
  * is called once they are (or the subscription ended): return 1. Else 0: now. */
 int manager_when_primed(Manager *m, Client *c, uint32_t id, void (*cb)(void *userdata), void *userdata);
+/* The wait of manager_when_primed() given up: cb(userdata) is not called. */
+void manager_when_primed_cancel(Manager *m, uint32_t id, void (*cb)(void *userdata), void *userdata);
 const Backend *manager_get_backend(const Manager *m);
 /* The limits in force ("auto" sized from the kernel's). */
 const AccountingLimits *manager_get_limits(const Manager *m);

@@ -9,11 +9,16 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "event_bits.h"
+#include "fswork.h"
+#include "log.h"
 #include "macro.h"
 #include "manager_internal.h"
+#include "path.h"
 
 int manager_when_primed(Manager *m, Client *c, uint32_t id, void (*cb)(void *userdata), void *userdata) {
         Subscription *s = watch_table_get_subscription(m->table, id);
@@ -36,6 +41,24 @@ int manager_when_primed(Manager *m, Client *c, uint32_t id, void (*cb)(void *use
         }
         g_ptr_array_add(ws, w);
         return 1;
+}
+
+void manager_when_primed_cancel(Manager *m, uint32_t id, void (*cb)(void *userdata), void *userdata) {
+        Subscription *s = watch_table_get_subscription(m->table, id);
+        GPtrArray *ws = s && m->primed_waiters ? g_hash_table_lookup(m->primed_waiters, s) : NULL;
+
+        if (!ws)
+                return;
+        for (guint i = 0; i < ws->len; i++) {
+                PrimedWaiter *w = g_ptr_array_index(ws, i);
+
+                if (w->cb == cb && w->userdata == userdata) {
+                        g_ptr_array_remove_index(ws, i);
+                        break;
+                }
+        }
+        if (ws->len == 0)
+                g_hash_table_remove(m->primed_waiters, s);
 }
 
 void manager_set_fswork(Manager *m, FsWork *w) {
@@ -156,6 +179,120 @@ int manager_add_watch_opened(Manager *m, Client *c, const char *path, int fd, co
         r = subscriptions_add_opened(m->subs, c, path, fd, st, mask, flags, ret_id, ret_walk);
         remote_set_hint(m->remote, NULL);
         return r;
+}
+
+/*
+ * manager_add_watch_path() with its open in a worker: the open of the path
+ * as the client, and what remote.c asks of its file system
+ * (remote_hint_probe()), in a lane of the client's uid (the file system is
+ * not known before the open: one user's opens wait behind each other, no
+ * one else's); the rest on the loop, if the client is still there. AddWatch
+ * (bus_methods.c) and the durable subscriptions' opens (durable.c) go
+ * through it.
+ */
+struct ManagerOpen {
+        Manager *m;
+        char *client; /* its name: it may be gone at the end */
+        char *path;   /* simplified */
+        uint32_t mask, flags;
+        int fd; /* or -errno */
+        struct stat st;
+        RemoteHint hint;
+        ManagerOpenDone done;
+        void *userdata;
+        bool cancelled; /* done is not called: what the open gives is closed unused */
+};
+
+static void manager_open_free(ManagerOpen *o) {
+        safe_close(o->fd);
+        free(o->client);
+        free(o->path);
+        free(o);
+}
+
+static void manager_open_run(void *data) {
+        ManagerOpen *o = data;
+
+        o->fd = access_open_at(AT_FDCWD, o->path, o->flags & WATCHD_FLAG_ONLYDIR, o->flags & WATCHD_FLAG_DONT_FOLLOW,
+                               &o->st);
+        if (o->fd >= 0)
+                remote_hint_probe(o->fd, &o->st, &o->hint);
+}
+
+static void manager_open_done(void *data, int error) {
+        ManagerOpen *o = data;
+        TreeWalk *walk = NULL;
+        uint32_t id = 0;
+        Client *c;
+        int r;
+
+        if (error == -ESHUTDOWN) {
+                /* At exit (fswork_free()): the layers above may be gone. The
+                 * owner frees its data, touching nothing else. */
+                if (!o->cancelled)
+                        o->done(NULL, error, 0, NULL, o->userdata);
+                manager_open_free(o);
+                return;
+        }
+        if (o->cancelled) {
+                log_debug("Open of %s for %s returned after it was given up (%s), closed unused.", o->path, o->client,
+                          error < 0          ? "not run" :
+                                  o->fd >= 0 ? "opened" :
+                                               "failed");
+                manager_open_free(o);
+                return;
+        }
+        c = subscriptions_get_client(o->m->subs, o->client);
+        if (!c)
+                r = -ESRCH; /* gone meanwhile: its subscriptions went with it */
+        else if (error < 0)
+                r = error;
+        else {
+                r = manager_add_watch_opened(o->m, c, o->path, o->fd, &o->st, &o->hint, o->mask, o->flags, &id,
+                                             &walk);
+                o->fd = -EBADF; /* taken */
+        }
+        o->done(c, r, id, walk, o->userdata);
+        manager_open_free(o);
+}
+
+int manager_add_watch_path_async(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
+                                 ManagerOpenDone done, void *userdata, ManagerOpen **ret) {
+        ManagerOpen *o;
+        int r;
+
+        if (!m->fswork)
+                return -EOPNOTSUPP;
+        o = calloc(1, sizeof(ManagerOpen));
+        if (!o)
+                return -ENOMEM;
+        *o = (ManagerOpen) {
+                .m = m,
+                .client = strdup(c->name),
+                .path = path_simplify(path),
+                .mask = mask,
+                .flags = flags,
+                .fd = -EBADF,
+                .done = done,
+                .userdata = userdata,
+        };
+        if (!o->client || !o->path) {
+                manager_open_free(o);
+                return -ENOMEM;
+        }
+        r = fswork_submit(m->fswork, FSWORK_USER_LANE(c->caller.uid), &c->caller, manager_open_run, manager_open_done, o);
+        if (r < 0) {
+                manager_open_free(o);
+                return r;
+        }
+        if (ret)
+                *ret = o;
+        return 1;
+}
+
+void manager_add_watch_cancel(ManagerOpen *o) {
+        if (o)
+                o->cancelled = true;
 }
 
 Client *manager_get_client(Manager *m, const char *name) {

@@ -770,29 +770,124 @@ static void on_error(void *group, void *dir, int error, void *userdata) {
         }
 }
 
-/* A directory found created by polling in a RECURSIVE tree: linked, and
- * polled from its first snapshot on, which reports what it holds. */
-static void link_found(Remote *r, RemoteDir *d, WatchLink *parent, const char *name) {
-        Subscription *s = d->s;
-        _cleanup_close_ int fd = -1;
+/* Links the directory fd (opened as s's owner) at name under parent, and
+ * polls it from its first snapshot on, which reports what it holds. */
+static void link_found_opened(Remote *r, Subscription *s, WatchLink *parent, const char *name, int fd,
+                              const struct stat *st) {
         WatchLink *child;
-        struct stat st;
         int e;
 
         e = access_become(&s->owner->caller, &r->saved);
         if (e < 0)
                 return;
-        fd = access_open_at(poller_dir_fd(d->pd), name, /* only_dir= */ true, /* no_follow= */ true, &st);
-        if (fd >= 0) {
-                r->linking_found = true;
-                e = watch_table_link(r->table, s, parent, fd, &st, name, strlen(name), &child);
-                r->linking_found = false;
-        } else
-                e = fd;
+        r->linking_found = true;
+        e = watch_table_link(r->table, s, parent, fd, st, name, strlen(name), &child);
+        r->linking_found = false;
         access_restore(&r->saved);
         if (e == -WATCHD_E_CLIENT_WATCHES || e == -WATCHD_E_USER_WATCHES || e == -WATCHD_E_UNPRIVILEGED_WATCHES ||
             e == -ENOSPC)
                 client_queue_lost(s); /* a part of the tree it cannot see */
+}
+
+/*
+ * The open of a directory found created, made in a worker of its file
+ * system's lane as the subscriber (as the poller's reads are): a file
+ * system that stops answering holds that worker, not the loop. The parent
+ * is found again on the loop by its subscription's id and its watch (it may
+ * have gone meanwhile); the open's IN_OPEN on the parent's watch (with ISDIR,
+ * under name) is announced as the reads' records are (OwnRead), so it
+ * reaches no one. What is created in the directory before
+ * it is watched is reported by its first snapshot, taken after the watch.
+ */
+typedef struct FoundJob {
+        Remote *remote;
+        uint32_t id;     /* the subscription */
+        dev_t pdev;      /* the parent's watch */
+        ino_t pino;
+        int parent_wd;   /* announced on, -1: nothing announced */
+        int pfd;         /* the parent, dup'ed: its PollDir may go meanwhile */
+        int fd;          /* the directory, or -errno */
+        struct stat st;
+        char name[];
+} FoundJob;
+
+static void found_job_run(void *data) {
+        FoundJob *j = data;
+
+        j->fd = access_open_at(j->pfd, j->name, /* only_dir= */ true, /* no_follow= */ true, &j->st);
+}
+
+static void found_job_done(void *data, int error) {
+        _cleanup_free_ FoundJob *j = data;
+        Remote *r = j->remote;
+        Subscription *s;
+        WatchLink *parent = NULL;
+        Watch *pw;
+
+        safe_close(j->pfd);
+        if (error == -ESHUTDOWN) {
+                safe_close(j->fd); /* at exit: the tables may be gone */
+                return;
+        }
+        s = watch_table_get_subscription(r->table, j->id);
+        pw = s ? watch_table_find_watch(r->table, j->pdev, j->pino) : NULL;
+        if (pw)
+                LIST_FOREACH(watch, l, pw->links)
+                        if (l->subscription == s) {
+                                parent = l;
+                                break;
+                        }
+        /* Not if its parent went meanwhile, or the name was linked since. */
+        if (error >= 0 && j->fd >= 0 && parent && !watch_link_child(parent, j->name, strlen(j->name)))
+                link_found_opened(r, s, parent, j->name, j->fd, &j->st);
+        /* The PollDir keeps a dup: the close that ends the open comes when its polling ends. */
+        safe_close(j->fd);
+        if (j->parent_wd >= 0)
+                own_read_pin(own_read_get(r, j->parent_wd, j->name, strlen(j->name), false), -1);
+}
+
+/* A directory found created by polling in a RECURSIVE tree: opened in a
+ * worker (FoundJob), or here without workers, then linked. */
+static void link_found(Remote *r, RemoteDir *d, WatchLink *parent, const char *name) {
+        Subscription *s = d->s;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        FoundJob *j;
+        int e;
+
+        if (r->fswork && (j = calloc(1, sizeof(FoundJob) + strlen(name) + 1))) {
+                *j = (FoundJob) {
+                        .remote = r,
+                        .id = s->id,
+                        .pdev = parent->watch->dev,
+                        .pino = parent->watch->ino,
+                        .parent_wd = -1,
+                        .pfd = fcntl(poller_dir_fd(d->pd), F_DUPFD_CLOEXEC, 3),
+                        .fd = -EBADF,
+                };
+                strcpy(j->name, name);
+                if (j->pfd >= 0 &&
+                    fswork_submit(r->fswork, d->group->dev, &s->owner->caller, found_job_run, found_job_done, j) >= 0) {
+                        if (parent->watch->wd >= 0 && !(r->self && !self_events_enabled(r->self))) {
+                                OwnRead *o = own_read_get(r, parent->watch->wd, name, strlen(name), true);
+
+                                if (o) {
+                                        own_read_pin(o, +1);
+                                        j->parent_wd = parent->watch->wd;
+                                }
+                        }
+                        return;
+                }
+                safe_close(j->pfd);
+                free(j); /* then on the loop, as without workers */
+        }
+        e = access_become(&s->owner->caller, &r->saved);
+        if (e < 0)
+                return;
+        fd = access_open_at(poller_dir_fd(d->pd), name, /* only_dir= */ true, /* no_follow= */ true, &st);
+        access_restore(&r->saved);
+        if (fd >= 0)
+                link_found_opened(r, s, parent, name, fd, &st);
 }
 
 static void on_record(void *group, const PollRecord *rec, void *userdata) {

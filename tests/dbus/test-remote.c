@@ -46,6 +46,11 @@
  *                   call is answered with Timeout while the file system is
  *                   still stopped, and when it answers nothing is
  *                   subscribed (ListWatches, kernel watches, no record)
+ *   hung-prime-timeout  the open answers, the first snapshot does not (an
+ *                   entry of the directory is the root of a second bindfs,
+ *                   stopped): past add_watch_timeout_ms the call is answered
+ *                   with Timeout, the subscription made at the open is
+ *                   removed, and nothing of it comes (no record, no Overflow)
  *   hung-walk       [poll] fuse = 0 (the FUSE mount is watched with inotify
  *                   only, so a RECURSIVE walk reads it): a RECURSIVE AddWatch
  *                   of a local tree with the stopped mount inside it; the
@@ -477,31 +482,6 @@ static void test_io_bounded(Fixture *x, gconstpointer data) {
         g_assert_cmpuint(after - before, >=, (INTERVALS - 1) * (1 + 1 + 2 + NAMES));
 }
 
-/* The pid of the bindfs serving mnt (it daemonizes: found by its command line). */
-static pid_t bindfs_pid(const char *mnt) {
-        g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
-        const char *e;
-
-        g_assert_nonnull(proc);
-        while ((e = g_dir_read_name(proc))) {
-                g_autofree char *path = g_build_filename("/proc", e, "cmdline", NULL), *cmd = NULL;
-                gsize len;
-                gboolean is_bindfs = FALSE, has_mnt = FALSE;
-
-                if (!g_ascii_isdigit(e[0]) || !g_file_get_contents(path, &cmd, &len, NULL))
-                        continue;
-                for (gsize off = 0; off < len; off += strlen(cmd + off) + 1) {
-                        if (g_str_has_suffix(cmd + off, "bindfs"))
-                                is_bindfs = TRUE;
-                        if (g_str_equal(cmd + off, mnt))
-                                has_mnt = TRUE;
-                }
-                if (is_bindfs && has_mnt)
-                        return (pid_t) g_ascii_strtoll(e, NULL, 10);
-        }
-        return 0;
-}
-
 static pid_t hung_pid;
 
 static void resume_bindfs(void) {
@@ -543,7 +523,7 @@ static void test_hung(Fixture *x, gconstpointer data) {
 
         if (skip_unless_mounted(x))
                 return;
-        hung_pid = bindfs_pid(x->mnt);
+        hung_pid = wt_bindfs_pid(x->mnt);
         g_assert_cmpint(hung_pid, >, 0);
         atexit(resume_bindfs);
         g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
@@ -614,7 +594,7 @@ static gboolean skip_unless_hung_open_can_run(Fixture *x) {
         }
         if (skip_unless_mounted(x))
                 return TRUE;
-        hung_pid = bindfs_pid(x->mnt);
+        hung_pid = wt_bindfs_pid(x->mnt);
         g_assert_cmpint(hung_pid, >, 0);
         return FALSE;
 }
@@ -707,6 +687,66 @@ static void test_hung_add_timeout(Fixture *x, gconstpointer data) {
         wt_touch(mlate);
         g_usleep(1500 * 1000);
         g_assert_cmpuint(count(&x->f.a, mlate, IN_CREATE), ==, 0);
+}
+
+/* Mounts a second bindfs at mnt/NAME (through the first), over a directory
+ * of its own: its pid. Undone with the first (MNT_DETACH takes submounts). */
+static pid_t mount_inner(Fixture *x, const char *dir, const char *name) {
+        g_autofree char *bindfs = g_find_program_in_path("bindfs"), *src = in(x->f.dir, "inner-src");
+        g_autofree char *at = in(dir, name);
+        g_autoptr(GError) error = NULL;
+        int status = -1;
+
+        g_assert_cmpint(g_mkdir(src, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(at, 0755), ==, 0);
+        g_assert_true(g_spawn_sync(NULL, (char *[]) { bindfs, src, at, NULL }, NULL, 0, NULL, NULL, NULL, NULL, &status,
+                                   &error));
+        g_assert_no_error(error);
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        return wt_bindfs_pid(at);
+}
+
+/* AddWatch of mnt/fresh, whose entry "inner" is the root of another bindfs,
+ * stopped: the open of mnt/fresh and its statfs go to the first bindfs,
+ * which answers; its first snapshot stats "inner" (AT_STATX_FORCE_SYNC
+ * asks the FUSE daemon), which waits. The window between the open and the
+ * first snapshot is so made deterministic: the snapshot cannot end before
+ * SIGCONT. Past add_watch_timeout_ms the call is answered with Timeout,
+ * and the subscription made at the open is removed, nothing of it sent. */
+static void test_hung_prime_timeout(Fixture *x, gconstpointer data) {
+        g_autofree char *fresh = in(x->back, "fresh"), *mfresh = in(x->mnt, "fresh");
+        g_autofree char *mlate = in(mfresh, "late");
+        AsyncAdd add = {};
+        gint64 t0;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        g_assert_cmpint(g_mkdir(fresh, 0755), ==, 0);
+        hung_pid = mount_inner(x, mfresh, "inner");
+        g_assert_cmpint(hung_pid, >, 0);
+        stop_bindfs();
+
+        t0 = g_get_monotonic_time();
+        watchd_inotify_call_add_watch(x->f.proxy, mfresh, IN_CREATE, 0, NULL, on_added, &add);
+        g_assert_true(wt_await_flag(&add.done, 15000));
+        g_test_message("figure: AddWatch whose first snapshot hangs, add_watch_timeout_ms = 1000, answered after "
+                       "%" G_GINT64_FORMAT " ms: %s",
+                       (g_get_monotonic_time() - t0) / 1000, add.error ? add.error->message : "an id");
+        g_assert_error(add.error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
+        g_assert_cmpuint(n_listed(x->f.proxy), ==, 0);
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "polled_directories"), ==, 0);
+
+        /* The snapshot's read returns (into nothing) once the inner file system answers. */
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        /* Nothing of the removed subscription comes: no record, no Overflow. */
+        wt_touch(mlate);
+        g_usleep(2 * INTERVAL_MS * 1000);
+        g_assert_cmpuint(count(&x->f.a, mlate, IN_CREATE), ==, 0);
+        g_assert_cmpuint(x->f.a.n_records, ==, 0);
+        g_assert_cmpuint(x->f.a.n_overflows, ==, 0);
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "kernel_watches"), ==, 0);
 }
 
 /* A pending path that leads into the stopped mount: the probe that follows it
@@ -818,6 +858,8 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/hung", Fixture, CONFIG, setup, test_hung, teardown);
         g_test_add("/remote/hung-add", Fixture, CONFIG, setup, test_hung_add, teardown);
         g_test_add("/remote/hung-add-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_add_timeout, teardown);
+        g_test_add("/remote/hung-prime-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_prime_timeout,
+                   teardown);
         g_test_add("/remote/hung-pending", Fixture, CONFIG, setup, test_hung_pending, teardown);
         g_test_add("/remote/hung-walk", Fixture, CONFIG_INOTIFY, setup, test_hung_walk, teardown);
         return g_test_run();

@@ -336,6 +336,30 @@ pid_t wt_process_pid(GSubprocess *p) {
         return (pid_t) g_ascii_strtoll(id, NULL, 10);
 }
 
+pid_t wt_bindfs_pid(const char *mnt) {
+        g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
+        const char *e;
+
+        g_assert_nonnull(proc);
+        while ((e = g_dir_read_name(proc))) {
+                g_autofree char *path = g_build_filename("/proc", e, "cmdline", NULL), *cmd = NULL;
+                gsize len;
+                gboolean is_bindfs = FALSE, has_mnt = FALSE;
+
+                if (!g_ascii_isdigit(e[0]) || !g_file_get_contents(path, &cmd, &len, NULL))
+                        continue;
+                for (gsize off = 0; off < len; off += strlen(cmd + off) + 1) {
+                        if (g_str_has_suffix(cmd + off, "bindfs"))
+                                is_bindfs = TRUE;
+                        if (g_str_equal(cmd + off, mnt))
+                                has_mnt = TRUE;
+                }
+                if (is_bindfs && has_mnt)
+                        return (pid_t) g_ascii_strtoll(e, NULL, 10);
+        }
+        return 0;
+}
+
 void wt_child_die_with_parent(gpointer user_data) {
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
 }

@@ -123,6 +123,8 @@ void wt_touch(const char *path);
 /* The pid of a running child (watchd, dbus-daemon, a helper). */
 pid_t wt_process_pid(GSubprocess *p);
 /* A GSubprocessLauncher child setup (user_data NULL): the child dies with the test. */
+/* The pid of the bindfs serving mnt (it daemonizes: found by its command line), 0 if none. */
+pid_t wt_bindfs_pid(const char *mnt);
 void wt_child_die_with_parent(gpointer user_data);
 
 /*
