@@ -254,8 +254,9 @@ static int add_watch_reply(DbusIface *d, sd_bus_message *msg, Client *c, const c
                          * waits for the file system, as it did before the deadline. */
                         if (deadline > 0 && sent) {
                                 p->sent = strdup(sent);
-                                if (!p->sent || sd_event_add_time(d->event, &p->timer, CLOCK_MONOTONIC, deadline, 0,
-                                                                  add_watch_prime_timeout, p) < 0)
+                                if (!p->sent ||
+                                    sd_event_add_time(d->event, &p->timer, CLOCK_MONOTONIC, deadline, 0,
+                                                      add_watch_prime_timeout, p) < 0)
                                         log_debug("Failed to arm the deadline of AddWatch of %s, ignoring.", c->name);
                         }
                         return 1;

@@ -46,7 +46,7 @@
 /* An open in a worker, then maybe a walk, that may outlive what it was for:
  * looked up again when it ends. */
 typedef struct WalkToken {
-        Durable *d; /* NULL once d is freed */
+        Durable *d;        /* NULL once d is freed */
         ManagerOpen *open; /* while the open is in a worker */
         char *key;
         bool down_gap;       /* append a daemon-down gap once it is done */
@@ -284,8 +284,7 @@ int durable_sub_watch(DurableSub *s, bool down_gap, DurableCreated done, void *u
         t->userdata = userdata;
         LIST_PREPEND(tokens, d->tokens, t);
 
-        r = manager_add_watch_path_async(d->m, s->owner, s->def.path, s->def.mask, s->def.flags, on_opened, t,
-                                         &t->open);
+        r = manager_add_watch_path_async(d->m, s->owner, s->def.path, s->def.mask, s->def.flags, on_opened, t, &t->open);
         if (r > 0) {
                 s->sub_id = 0;
                 s->opening = t;

@@ -56,7 +56,7 @@ struct DurableSub {
         Client *owner;
         uint32_t sub_id; /* its subscription in the watch table; 0: none */
         DurableState state;
-        bool readd; /* its watch ended: placed again at the next pump */
+        bool readd;         /* its watch ended: placed again at the next pump */
         WalkToken *opening; /* its open in a worker, until it returns */
         Attach *attach;
 };

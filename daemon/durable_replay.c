@@ -109,8 +109,7 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
                         /* Caught up means watching too: not while its path is opened in a
                          * worker or its tree walked (after a start, the daemon-down gap comes
                          * when that ends). */
-                        if (!a->caught_up && a->sub->state != DURABLE_WALKING &&
-                            a->sub->state != DURABLE_OPENING) {
+                        if (!a->caught_up && a->sub->state != DURABLE_WALKING && a->sub->state != DURABLE_OPENING) {
                                 if (in_batch > 0)
                                         r = ops->events_end(a->client, a->data);
                                 in_batch = 0;

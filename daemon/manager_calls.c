@@ -248,8 +248,7 @@ static void manager_open_done(void *data, int error) {
         else if (error < 0)
                 r = error;
         else {
-                r = manager_add_watch_opened(o->m, c, o->path, o->fd, &o->st, &o->hint, o->mask, o->flags, &id,
-                                             &walk);
+                r = manager_add_watch_opened(o->m, c, o->path, o->fd, &o->st, &o->hint, o->mask, o->flags, &id, &walk);
                 o->fd = -EBADF; /* taken */
         }
         o->done(c, r, id, walk, o->userdata);

@@ -801,12 +801,12 @@ static void link_found_opened(Remote *r, Subscription *s, WatchLink *parent, con
  */
 typedef struct FoundJob {
         Remote *remote;
-        uint32_t id;     /* the subscription */
-        dev_t pdev;      /* the parent's watch */
+        uint32_t id; /* the subscription */
+        dev_t pdev;  /* the parent's watch */
         ino_t pino;
-        int parent_wd;   /* announced on, -1: nothing announced */
-        int pfd;         /* the parent, dup'ed: its PollDir may go meanwhile */
-        int fd;          /* the directory, or -errno */
+        int parent_wd; /* announced on, -1: nothing announced */
+        int pfd;       /* the parent, dup'ed: its PollDir may go meanwhile */
+        int fd;        /* the directory, or -errno */
         struct stat st;
         char name[];
 } FoundJob;

@@ -1193,8 +1193,7 @@ static void test_hung_start(WtFixture *f, gconstpointer data) {
         g_assert_cmpint(g_mkdir(back_dir, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(mnt, 0755), ==, 0);
         if (!bindfs || access("/dev/fuse", R_OK | W_OK) != 0 ||
-            !g_spawn_sync(NULL, (char *[]) { bindfs, back, mnt, NULL }, NULL, 0, NULL, NULL, NULL, NULL, &status,
-                          NULL) ||
+            !g_spawn_sync(NULL, (char *[]) { bindfs, back, mnt, NULL }, NULL, 0, NULL, NULL, NULL, NULL, &status, NULL) ||
             !g_spawn_check_wait_status(status, NULL)) {
                 g_test_skip("no FUSE mount here: bindfs missing, or /dev/fuse unusable");
                 return;

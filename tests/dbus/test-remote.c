@@ -858,8 +858,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/hung", Fixture, CONFIG, setup, test_hung, teardown);
         g_test_add("/remote/hung-add", Fixture, CONFIG, setup, test_hung_add, teardown);
         g_test_add("/remote/hung-add-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_add_timeout, teardown);
-        g_test_add("/remote/hung-prime-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_prime_timeout,
-                   teardown);
+        g_test_add("/remote/hung-prime-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_prime_timeout, teardown);
         g_test_add("/remote/hung-pending", Fixture, CONFIG, setup, test_hung_pending, teardown);
         g_test_add("/remote/hung-walk", Fixture, CONFIG_INOTIFY, setup, test_hung_walk, teardown);
         return g_test_run();
