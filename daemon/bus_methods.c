@@ -285,6 +285,10 @@ static void open_job_done(void *data, int error) {
         Client *c;
         int r;
 
+        if (error == -ESHUTDOWN) {
+                open_job_free(j); /* at exit: the bus layer is gone */
+                return;
+        }
         if (j->answered) {
                 log_debug("AddWatch of %s on %s: its open returned after its Timeout (%s), closed unused.", j->client,
                           j->sent,

@@ -88,6 +88,12 @@ static void job_free(FsJob *j) {
         free(j);
 }
 
+/* At fswork_free(): the completion is told the loop is gone, to free the job's data. */
+static void job_discard(FsJob *j) {
+        j->done(j->data, -ESHUTDOWN);
+        job_free(j);
+}
+
 static void lane_user_free(gpointer p) {
         LaneUser *u = p;
 
@@ -148,11 +154,11 @@ FsWork *fswork_free(FsWork *w) {
                 (void) pthread_cond_timedwait(&w->cond, &w->lock, &ts);
         }
         pthread_mutex_unlock(&w->lock);
-        /* What never ran, and what ended without its completion. */
+        /* What ended without its completion, and what never ran: their owners free their data. */
         for (GList *l = w->done.head; l;) {
                 GList *next = l->next;
 
-                job_free(l->data);
+                job_discard(l->data);
                 l = next;
         }
         {
@@ -172,7 +178,7 @@ FsWork *fswork_free(FsWork *w) {
 
                                 while ((j = g_queue_peek_head(&u->jobs))) {
                                         g_queue_unlink(&u->jobs, &j->link);
-                                        job_free(j);
+                                        job_discard(j);
                                 }
                         }
                 }

@@ -54,12 +54,15 @@ typedef struct FsWorkOps {
 /* In a worker, as the job's caller (or as the daemon: caller NULL). */
 typedef void (*FsJobRun)(void *data);
 /* On the loop's thread, after run; error: 0, or why run was not called (the
- * caller's credentials could not be taken: -EPERM...). */
+ * caller's credentials could not be taken: -EPERM...). -ESHUTDOWN: called from
+ * fswork_free() for a job that ended or never ran, after the layers above may
+ * be gone: free data, touch nothing else. */
 typedef void (*FsJobDone)(void *data, int error);
 
 int fswork_new(const FsWorkOps *ops, void *userdata, FsWork **ret);
-/* Waits for the jobs running to return (their completions are not called); a
- * job still running after FSWORK_DEADLINE_USEC is left, with w (at exit). */
+/* Waits for the jobs running to return, then calls the completions of those
+ * that ended and of those that never ran with -ESHUTDOWN; a job still running
+ * after FSWORK_DEADLINE_USEC is left, with w (at exit). */
 FsWork *fswork_free(FsWork *w);
 
 /* Readable when completions wait: the loop calls fswork_dispatch(). */

@@ -645,6 +645,8 @@ void poller_dir_job_done(void *data, int error) {
                 dir_destroy(d);
                 return;
         }
+        if (error == -ESHUTDOWN)
+                return; /* at exit: d is freed with its group */
         p = d->group->poller;
         u = d->group->user;
         io_add(&p->io, &d->job_io);

@@ -402,7 +402,13 @@ static void access_check_run(void *data) {
 
 static void access_check_done(void *data, int error) {
         AccessCheck *a = data;
-        Subscription *s = watch_table_get_subscription(a->subs->table, a->id);
+        Subscription *s;
+
+        if (error == -ESHUTDOWN) {
+                free(a); /* at exit: the tables may be gone */
+                return;
+        }
+        s = watch_table_get_subscription(a->subs->table, a->id);
         Watch *w = s ? watch_table_find_watch(a->subs->table, a->dev, a->ino) : NULL;
         WatchLink *l = NULL;
         int r = error < 0 ? error : a->result;

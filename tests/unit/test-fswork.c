@@ -6,6 +6,7 @@
  * turns in a lane, and credentials that are the worker's own
  */
 
+#include <errno.h>
 #include <glib.h>
 #include <poll.h>
 #include <pthread.h>
@@ -238,11 +239,40 @@ static void test_credentials(void) {
         fswork_free(w);
 }
 
+static int discarded;
+
+static void done_discarded(void *data, int error) {
+        g_assert_cmpint(error, ==, -ESHUTDOWN);
+        discarded++;
+}
+
+/* Freed with jobs ended but not dispatched, one running and one queued: each
+ * completion is called once, with -ESHUTDOWN, so its owner frees its data
+ * (a poll's directory leaked at exit before). */
+static void test_shutdown(void) {
+        FsWork *w;
+        int a = 0, b = 0, c = 0;
+
+        gate_set(false);
+        discarded = 0;
+        g_assert_cmpint(fswork_new(&ops, NULL, &w), ==, 0);
+        g_assert_cmpint(fswork_submit(w, 1, NULL, run_quick, done_discarded, &a), ==, 0);
+        g_assert_cmpint(fswork_submit(w, 2, NULL, run_blocked, done_discarded, &b), ==, 0);
+        g_assert_cmpint(fswork_submit(w, 2, NULL, run_quick, done_discarded, &c), ==, 0);
+        for (int i = 0; i < 6000 && !a; i++)
+                g_usleep(1000);
+        g_assert_cmpint(a, ==, 1);
+        gate_set(true);
+        fswork_free(w);
+        g_assert_cmpint(discarded, ==, 3);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/fswork/run", test_run);
         g_test_add_func("/fswork/stall", test_stall);
         g_test_add_func("/fswork/turns", test_turns);
         g_test_add_func("/fswork/credentials", test_credentials);
+        g_test_add_func("/fswork/shutdown", test_shutdown);
         return g_test_run();
 }
