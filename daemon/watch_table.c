@@ -29,13 +29,14 @@
 #include "log.h"
 #include "macro.h"
 #include "path.h"
+#include "ptr_set.h"
 #include "watch_table.h"
 
 struct WatchTable {
         Backend *backend;
-        GHashTable *by_wd;         /* wd -> Watch (a set keyed by the Watch itself; owned) */
+        PtrSet by_wd;              /* wd -> Watch (owned) */
         Watch *last;               /* the last found by wd: a storm's records are mostly of one watch */
-        GHashTable *by_inode;      /* (dev, ino) -> Watch (a set, not stale ones) */
+        PtrSet by_inode;           /* (dev, ino) -> Watch (not stale ones) */
         GHashTable *subscriptions; /* id -> Subscription (owned) */
         uint32_t next_id;
         WatchTableOps ops; /* told of links made and removed */
@@ -43,24 +44,33 @@ struct WatchTable {
         unsigned n_persist; /* subscriptions with PERSIST: none, no search at a rename */
 };
 
-/* Both maps are sets of Watch pointers hashed on the fields they map from,
- * looked up with a Watch on the stack: no key allocated per watch. */
-static guint watch_wd_hash(gconstpointer p) {
-        return (guint) ((const Watch *) p)->wd;
+/* Both maps are sets of Watch pointers (ptr_set.h: 8 bytes a slot) hashed
+ * on the fields they map from, looked up with a Watch on the stack: no key
+ * allocated per watch. A wd's hash keeps the wd itself in its low bits (the
+ * slot): the kernel hands out wds in sequence, so they fill the slots in
+ * order without colliding. */
+static uint64_t wd_hash(int wd) {
+        return ptr_set_mix((uint32_t) wd) << 32 | (uint32_t) wd;
 }
 
-static gboolean watch_wd_equal(gconstpointer a, gconstpointer b) {
+static uint64_t watch_wd_hash(const void *p) {
+        return wd_hash(((const Watch *) p)->wd);
+}
+
+static bool watch_wd_equal(const void *a, const void *b) {
         return ((const Watch *) a)->wd == ((const Watch *) b)->wd;
 }
 
-static guint watch_inode_hash(gconstpointer p) {
-        const Watch *w = p;
-        uint64_t h = (uint64_t) w->ino * UINT64_C(0x9e3779b97f4a7c15) ^ (uint64_t) w->dev;
-
-        return (guint) (h ^ (h >> 32));
+static uint64_t inode_hash(dev_t dev, ino_t ino) {
+        return ptr_set_mix((uint64_t) ino * UINT64_C(0x9e3779b97f4a7c15) ^ (uint64_t) dev);
 }
 
-static gboolean watch_inode_equal(gconstpointer a, gconstpointer b) {
+static uint64_t watch_inode_hash(const void *p) {
+        const Watch *w = p;
+        return inode_hash(w->dev, w->ino);
+}
+
+static bool watch_inode_equal(const void *a, const void *b) {
         const Watch *x = a, *y = b;
         return x->dev == y->dev && x->ino == y->ino;
 }
@@ -114,8 +124,8 @@ int watch_table_new(Backend *backend, WatchTable **ret) {
                 return -ENOMEM;
         t->backend = backend;
         t->next_id = 1;
-        t->by_wd = g_hash_table_new(watch_wd_hash, watch_wd_equal);
-        t->by_inode = g_hash_table_new(watch_inode_hash, watch_inode_equal);
+        ptr_set_init(&t->by_wd, watch_wd_hash, watch_wd_equal);
+        ptr_set_init(&t->by_inode, watch_inode_hash, watch_inode_equal);
         t->subscriptions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, subscription_free);
         *ret = t;
         return 0;
@@ -222,6 +232,7 @@ static void links_free_all(Subscription *s) {
 WatchTable *watch_table_free(WatchTable *t) {
         GHashTableIter i;
         gpointer v;
+        Watch *w;
 
         if (!t)
                 return NULL;
@@ -230,11 +241,10 @@ WatchTable *watch_table_free(WatchTable *t) {
         while (g_hash_table_iter_next(&i, NULL, &v))
                 links_free_all(v);
         g_hash_table_destroy(t->subscriptions);
-        g_hash_table_destroy(t->by_inode);
-        g_hash_table_iter_init(&i, t->by_wd);
-        while (g_hash_table_iter_next(&i, &v, NULL))
-                watch_free(v);
-        g_hash_table_destroy(t->by_wd);
+        ptr_set_done(&t->by_inode);
+        PTR_SET_FOREACH(w, &t->by_wd)
+                watch_free(w);
+        ptr_set_done(&t->by_wd);
         free(t);
         return NULL;
 }
@@ -245,7 +255,7 @@ void watch_table_set_ops(WatchTable *t, const WatchTableOps *ops, void *userdata
 }
 
 Watch *watch_table_find_watch(WatchTable *t, dev_t dev, ino_t ino) {
-        return g_hash_table_lookup(t->by_inode, &(Watch) { .dev = dev, .ino = ino });
+        return ptr_set_find(&t->by_inode, inode_hash(dev, ino), watch_inode_equal, &(Watch) { .dev = dev, .ino = ino });
 }
 
 Watch *watch_table_get_watch(WatchTable *t, int wd) {
@@ -253,7 +263,7 @@ Watch *watch_table_get_watch(WatchTable *t, int wd) {
 
         if (t->last && t->last->wd == wd)
                 return t->last;
-        w = g_hash_table_lookup(t->by_wd, &(Watch) { .wd = wd });
+        w = ptr_set_find(&t->by_wd, wd_hash(wd), watch_wd_equal, &(Watch) { .wd = wd });
         if (w)
                 t->last = w;
         return w;
@@ -264,7 +274,7 @@ Subscription *watch_table_get_subscription(WatchTable *t, uint32_t id) {
 }
 
 unsigned watch_table_n_watches(const WatchTable *t) {
-        return g_hash_table_size(t->by_wd);
+        return ptr_set_size(&t->by_wd);
 }
 
 unsigned watch_table_n_subscriptions(const WatchTable *t) {
@@ -303,8 +313,7 @@ static uint32_t union_mask(const Watch *w) {
 static void watch_make_stale(WatchTable *t, Watch *w) {
         if (w->stale)
                 return;
-        if (g_hash_table_lookup(t->by_inode, w) == w)
-                g_hash_table_remove(t->by_inode, w);
+        (void) ptr_set_remove(&t->by_inode, w);
         w->stale = true;
 }
 
@@ -328,8 +337,15 @@ static int watch_new(WatchTable *t, int wd, const struct stat *st, uint32_t mask
         old = watch_table_get_watch(t, wd);
         if (old)
                 watch_table_watch_gone(t, old);
-        g_hash_table_add(t->by_wd, w);
-        g_hash_table_add(t->by_inode, w);
+        if (ptr_set_add(&t->by_wd, w) < 0) {
+                free(w);
+                return -ENOMEM;
+        }
+        if (ptr_set_add(&t->by_inode, w) < 0) {
+                (void) ptr_set_remove(&t->by_wd, w);
+                free(w);
+                return -ENOMEM;
+        }
         *ret = w;
         return 0;
 }
@@ -339,7 +355,7 @@ static int watch_get(WatchTable *t, int fd, const struct stat *st, uint32_t mask
         Watch *w;
         int wd, r;
 
-        w = g_hash_table_lookup(t->by_inode, &(Watch) { .dev = st->st_dev, .ino = st->st_ino });
+        w = watch_table_find_watch(t, st->st_dev, st->st_ino);
         if (w && (w->kernel_mask | mask) == w->kernel_mask) {
                 *ret = w;
                 return 0;
@@ -586,8 +602,8 @@ static void watch_detach_wd(WatchTable *t, Watch *w) {
         if (t->last == w)
                 t->last = NULL;
         watch_make_stale(t, w);
-        if (w->wd >= 0 && g_hash_table_lookup(t->by_wd, w) == w)
-                g_hash_table_remove(t->by_wd, w);
+        if (w->wd >= 0)
+                (void) ptr_set_remove(&t->by_wd, w);
         w->wd = -1;
 }
 
