@@ -40,6 +40,8 @@ int manager_when_primed(Manager *m, Client *c, uint32_t id, void (*cb)(void *use
 
 void manager_set_fswork(Manager *m, FsWork *w) {
         m->fswork = w;
+        if (m->tree)
+                tree_set_fswork(m->tree, w);
 }
 
 FsWork *manager_get_fswork(const Manager *m) {

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,8 +51,24 @@ struct SelfEvents {
         uint64_t last_base;    /* where the last read's bytes start in the stream */
         uint64_t end;          /* where the kernel's queue ended at the last look */
         uint64_t end_read;     /* ... and how many reads had been issued then */
+        GArray *announced;     /* Announced: what workers' reads may make the kernel queue */
         SelfEventsStats stats;
 };
+
+/* What a worker's job (token) may make the kernel queue on wd (-1: any
+ * watch), under name (NULL: none; any_name: any), until it is withdrawn and
+ * the queue read empty. */
+typedef struct Announced {
+        uint64_t token;
+        int wd;
+        char *name;
+        size_t name_len;
+        bool any_name;
+        bool pinned;                  /* its job has not ended */
+        uint64_t gen, after;          /* as Expect's: its records come in later reads, past after */
+        uint64_t until;               /* ... and before until, where the queue ended when its job ended */
+        unsigned open, access, close; /* records of each kind still taken as the daemon's */
+} Announced;
 
 static guint key_hash(gconstpointer p) {
         const ExpectKey *k = p;
@@ -87,6 +104,7 @@ int self_events_new(WatchTable *table, Backend *backend, SelfEvents **ret) {
         se->end_read = UINT64_MAX; /* the first self_events_before() looks */
         g_queue_init(&se->order);
         se->keys = g_hash_table_new_full(key_hash, key_equal, key_free, NULL);
+        se->announced = g_array_new(FALSE, FALSE, sizeof(Announced));
         *ret = se;
         return 0;
 }
@@ -119,6 +137,9 @@ SelfEvents *self_events_free(SelfEvents *se) {
         while (!g_queue_is_empty(&se->order))
                 forget_oldest(se);
         g_hash_table_destroy(se->keys);
+        for (guint i = 0; i < se->announced->len; i++)
+                free(g_array_index(se->announced, Announced, i).name);
+        g_array_unref(se->announced);
         free(se);
         return NULL;
 }
@@ -231,9 +252,25 @@ void self_events_read(SelfEvents *se) {
         se->reads++;
 }
 
+/* Every record of the workers' reads that ended was queued before they
+ * returned: read now. What they announced and was not met (the kernel merges
+ * identical records in a row) is done with. */
+static void announced_drained(SelfEvents *se) {
+        for (guint i = se->announced->len; i > 0; i--) {
+                Announced *a = &g_array_index(se->announced, Announced, i - 1);
+
+                if (!a->pinned) {
+                        free(a->name);
+                        g_array_remove_index_fast(se->announced, i - 1);
+                }
+        }
+}
+
 void self_events_read_done(SelfEvents *se, ssize_t n, size_t size) {
-        if (n == -EAGAIN)
+        if (n == -EAGAIN) {
                 forget_before(se, se->reads);
+                announced_drained(se);
+        }
         if (n <= 0)
                 return;
         se->last_base = se->stream;
@@ -245,7 +282,78 @@ void self_events_read_done(SelfEvents *se, ssize_t n, size_t size) {
         }
 }
 
-bool self_events_check(SelfEvents *se, const RawEvent *ev, size_t off) {
+void self_events_announce(SelfEvents *se, uint64_t token, int wd, const char *name, size_t name_len,
+                          bool any_name, unsigned open, unsigned access, unsigned close) {
+        Announced a = {
+                .token = token,
+                .wd = wd,
+                .any_name = any_name,
+                .pinned = true,
+                .until = UINT64_MAX,
+                .open = open,
+                .access = access,
+                .close = close,
+        };
+
+        if (!se->enabled)
+                return;
+        if (name && !any_name) {
+                a.name = strndup(name, name_len);
+                if (!a.name)
+                        return; /* its records are reported: nothing of anyone's lost */
+                a.name_len = name_len;
+        }
+        /* Where the queue ends now: the job's system calls come after. */
+        self_events_before(se);
+        a.gen = se->reads;
+        a.after = se->end;
+        g_array_append_val(se->announced, a);
+}
+
+void self_events_unannounce(SelfEvents *se, uint64_t token) {
+        uint64_t until = UINT64_MAX;
+        size_t n;
+
+        /* Every record of the job is queued by now: what comes after is someone else's. */
+        if (se->announced->len > 0 && backend_pending(se->backend, &n) >= 0)
+                until = se->stream + n;
+        for (guint i = 0; i < se->announced->len; i++) {
+                Announced *a = &g_array_index(se->announced, Announced, i);
+
+                if (a->token == token) {
+                        a->pinned = false;
+                        a->until = until;
+                }
+        }
+}
+
+/* Whether ev, at offset off of the last read, is a record a worker
+ * announced: then one of its kind is used up. */
+static bool announced_check(SelfEvents *se, const RawEvent *ev, size_t off, uint32_t what) {
+        for (guint i = 0; i < se->announced->len; i++) {
+                Announced *a = &g_array_index(se->announced, Announced, i);
+                unsigned *n;
+
+                if ((a->wd >= 0 && a->wd != ev->wd) || (!a->any_name && !a->name != !ev->name))
+                        continue;
+                /* Read by a read issued before the job, or queued before it: someone else's. */
+                if (a->gen >= se->reads || se->last_base + off < a->after || se->last_base + off >= a->until)
+                        continue;
+                if (a->name && (a->name_len != ev->name_len || memcmp(a->name, ev->name, a->name_len) != 0))
+                        continue;
+                if (a->any_name && !ev->name)
+                        continue;
+                n = what == IN_OPEN ? &a->open : what == IN_ACCESS ? &a->access : &a->close;
+                if (*n == 0)
+                        continue;
+                (*n)--;
+                se->stats.dropped++;
+                return true;
+        }
+        return false;
+}
+
+static bool check_noted(SelfEvents *se, const RawEvent *ev, size_t off) {
         uint32_t what = ev->mask & ~IN_ISDIR;
         ExpectKey lookup, *k;
         Expect *e;
@@ -277,6 +385,17 @@ bool self_events_check(SelfEvents *se, const RawEvent *ev, size_t off) {
         forget_oldest(se);
         se->stats.dropped++;
         return true;
+}
+
+bool self_events_check(SelfEvents *se, const RawEvent *ev, size_t off) {
+        uint32_t what = ev->mask & ~IN_ISDIR;
+
+        if (check_noted(se, ev, off))
+                return true;
+        if (se->announced->len == 0 || !(ev->mask & IN_ISDIR) ||
+            (what != IN_OPEN && what != IN_ACCESS && what != IN_CLOSE_NOWRITE))
+                return false;
+        return announced_check(se, ev, off, what);
 }
 
 void self_events_get_stats(const SelfEvents *se, SelfEventsStats *ret) {

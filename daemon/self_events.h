@@ -53,11 +53,9 @@
  * case on the kernel's inotify).
  *
  * Single-threaded: the daemon's system calls are made in the order they are
- * noted, and reads happen between them. A scan moved to a worker thread (see
- * docs/RECURSION.md, "The daemon's own reads (issue 28)") must note from that thread
- * before each system call and mark it done after, keep one order per thread,
- * and count a read as covering a note only if the call was done before the
- * read was issued.
+ * noted, and reads happen between them. The reads of a walk in a worker
+ * thread (tree.c, "Walks in workers") are announced instead, for the time
+ * of their job: self_events_announce() below.
  *
  * The noted records are bounded (SELF_EVENTS_MAX): past that the oldest are
  * forgotten, and their records, if they still come, are reported: never a
@@ -126,6 +124,25 @@ void self_events_root(SelfEvents *se, SelfDir *ret, int fd, dev_t dev, ino_t ino
  * -errno: -EAGAIN, the queue was empty) into a buffer of size bytes. */
 void self_events_read(SelfEvents *se);
 void self_events_read_done(SelfEvents *se, ssize_t n, size_t size);
+
+/*
+ * A worker thread reads directories (tree.c's walks): its system calls make
+ * their records at any time until the job returns, so they cannot be noted
+ * as above (the notes are the loop's thread's). They are announced on the
+ * loop before the job (token) is submitted: on the watch wd (-1: any watch), under
+ * name (NULL: the directory's own records; any_name: any name), that many
+ * IN_OPEN, IN_ACCESS and IN_CLOSE_NOWRITE records (with IN_ISDIR) are the
+ * daemon's own if they lie past where the queue ended at the announcement.
+ * self_events_unannounce() at the job's completion; what is not met by then
+ * is forgotten when the kernel queue is next read empty. While announced, a
+ * user's identical record queued after the announcement is taken for the
+ * daemon's: the window is the job's run, not one system call
+ * (docs/RECURSION.md).
+ */
+void self_events_announce(SelfEvents *se, uint64_t token, int wd, const char *name, size_t name_len,
+                          bool any_name, unsigned open, unsigned access, unsigned close);
+/* The job token announced for has ended. */
+void self_events_unannounce(SelfEvents *se, uint64_t token);
 
 /* Whether ev, the record at offset off of the last read, is the daemon's
  * own: then no one gets it. IN_Q_OVERFLOW: forgets what the overflow may

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "fswork.h"
 #include "self_events.h"
 #include "watch_table.h"
 
@@ -58,7 +59,11 @@ typedef struct TreeOps {
 typedef void (*TreeWalkDone)(uint32_t id, int r, void *userdata);
 
 int tree_new(WatchTable *table, Backend *backend, SelfEvents *self, const TreeOps *ops, void *userdata, Tree **ret);
-/* Ends every walk (done gets -ECANCELED): at exit. */
+/* The workers the walks' reads run in, by the directories' file system
+ * (tree.c, "Walks in workers"); without (NULL, or none to be had), they
+ * run on the loop, in slices. */
+void tree_set_fswork(Tree *t, FsWork *fswork);
+/* Ends every walk (done gets -ECANCELED): at exit, after the workers are freed. */
 Tree *tree_free(Tree *t);
 
 /*

@@ -738,6 +738,44 @@ static void test_self_scan_user_read(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(n_exact(&f->a, d, IN_CLOSE_NOWRITE | IN_ISDIR), ==, 1);
 }
 
+/* AddWatch's walk of a tree that exists reads its directories in workers
+ * (tree.c, "Walks in workers"): the records of those reads reach no one, the
+ * tree's client nor a watcher of the tree's parent; a user's ls afterwards is
+ * reported, once. */
+static void test_no_self_walk_events(WtFixture *f, gconstpointer data) {
+        g_autofree char *t = path_in(f, "t"), *a = path_in(f, "t/a"), *m = path_in(f, "t/m");
+        const guint32 reads = IN_OPEN | IN_ACCESS | IN_CLOSE_NOWRITE;
+
+        for (int i = 0; i < 5; i++)
+                for (int k = 0; k < 5; k++) {
+                        g_autofree char *d = g_strdup_printf("t/%c/%d", 'a' + i, k);
+
+                        mkdir_p(f, d);
+                }
+        wt_add_watch(f->proxy2, f->dir, reads, 0, NULL);
+        wt_add_watch(f->proxy, t, reads | IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
+        g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 1 + 1 + 5 + 25); /* dir, t, a-e, their 25 */
+        g_assert_cmpint(g_mkdir(m, 0755), ==, 0); /* a marker after the walk */
+        wt_await_record(&f->a, m, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
+        for (guint i = 0; i < f->a.records->len; i++) {
+                WtRecord *r = &g_array_index(f->a.records, WtRecord, i);
+
+                if ((r->mask & IN_ISDIR) && (r->mask & reads) && !g_str_equal(r->path, m))
+                        g_error("the tree's client got 0x%x for '%s': the walk's own read", r->mask, r->path);
+        }
+        for (guint i = 0; i < f->b.records->len; i++) {
+                WtRecord *r = &g_array_index(f->b.records, WtRecord, i);
+
+                if (r->mask & reads)
+                        g_error("the parent's client got 0x%x for '%s': the walk's own read", r->mask, r->path);
+        }
+        /* The user's: reported, each once. */
+        user_ls(a);
+        wt_await_record(&f->a, a, IN_CLOSE_NOWRITE | IN_ISDIR, TIMEOUT_MS);
+        g_assert_cmpuint(n_exact(&f->a, a, IN_OPEN | IN_ISDIR), ==, 1);
+        g_assert_cmpuint(n_exact(&f->a, a, IN_CLOSE_NOWRITE | IN_ISDIR), ==, 1);
+}
+
 /* RECURSIVE: a kernel watch per directory, new directories followed and
  * scanned (mkdir -p then touch is seen whole), renames followed into the
  * paths, a directory moved out dropped. */
@@ -1088,6 +1126,61 @@ static void test_recursive_big(WtFixture *f, gconstpointer data) {
         g_assert_true(wt_await_stat(f->proxy2, "subscriptions", 1, 600000));
         g_assert_cmpuint(wt_stat(f->proxy2, "kernel_watches"), ==, n);
         g_assert_cmpuint(f->a.n_overflows, ==, 0);
+}
+
+/* Directories made all over a tree while AddWatch walks it (its reads in
+ * workers): each is watched, whether it was made before its parent was read
+ * (the walk finds it) or after its parent's watch was placed (the kernel
+ * reports it): the walk places a directory's watch before it reads it. A
+ * file made in each once AddWatch is answered is reported. A walk that read
+ * a directory before watching it would miss those made in between. */
+static void test_recursive_walk_race(WtFixture *f, gconstpointer data) {
+        g_autofree char *t = g_build_filename(wt_fixture_fast_dir(f), "t", NULL);
+        g_autofree char *marker = g_build_filename(t, "marker", NULL);
+        g_autoptr(GPtrArray) made = g_ptr_array_new_with_free_func(g_free);
+        g_autoptr(GPtrArray) want = g_ptr_array_new_with_free_func(g_free);
+        AsyncAdd a = { .c = &f->a };
+        guint top = 20, sub = 24, rounds = 20;
+
+        make_tree(t, top, sub);
+        g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000); /* under valgrind too */
+        watchd_inotify_call_add_watch(f->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, on_add_watch_done, &a);
+        /* Until it is answered: a new directory in each leaf in turn, round after
+         * round (at most rounds: a bound on the watches), so that some are made
+         * right as the walk reaches their leaf. */
+        for (guint k = 0; !a.done && k < rounds * top * sub; k++) {
+                guint leaf = k % (top * sub);
+                g_autofree char *d = g_strdup_printf("%s/d%03u/s%03u/n%u", t, leaf / sub, leaf % sub, k / (top * sub));
+
+                g_assert_cmpint(mkdir(d, 0755), ==, 0);
+                g_ptr_array_add(made, g_steal_pointer(&d));
+                while (g_main_context_iteration(NULL, FALSE))
+                        ;
+        }
+        g_assert_true(wt_await_flag(&a.done, 600000));
+        g_assert_no_error(a.error);
+        g_test_message("walk race: %u directories made during the walk", made->len);
+        for (guint i = 0; i < made->len; i++) {
+                g_autofree char *file = g_build_filename(made->pdata[i], "f", NULL);
+
+                wt_touch(file);
+                g_ptr_array_add(want, g_steal_pointer(&file));
+        }
+        wt_touch(marker);
+        wt_await_record(&f->a, marker, IN_CREATE, TIMEOUT_MS);
+        g_assert_cmpuint(f->a.n_overflows, ==, 0);
+        {
+                g_autoptr(GHashTable) h = create_counts(&f->a);
+
+                for (guint i = 0; i < want->len; i++) {
+                        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(h, want->pdata[i]));
+
+                        if (n != 1)
+                                g_error("'%s' reported created %u times (want 1): its directory, made during "
+                                        "the walk, is not watched",
+                                        (const char *) want->pdata[i], n);
+                }
+        }
 }
 
 /* Over the limit part-way through a walk from the loop: AddWatch fails
@@ -2103,11 +2196,13 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/no-self-events", NULL, test_no_self_events);
         WT_CASE("/dbus/no-self-scan-events", NULL, test_no_self_scan_events);
         WT_CASE("/dbus/self-scan-user-read", NULL, test_self_scan_user_read);
+        WT_CASE("/dbus/no-self-walk-events", NULL, test_no_self_walk_events);
         WT_CASE("/dbus/recursive", NULL, test_recursive);
         WT_CASE("/dbus/recursive-mkdir-p", NULL, test_recursive_mkdir_p);
         WT_CASE("/dbus/recursive-burst", "[limits]\nmax_pending_events_per_client = 200000\n", test_recursive_burst);
         WT_CASE("/dbus/recursive-limit", "[limits]\nmax_watches_per_client = 3\n", test_recursive_limit);
         WT_CASE("/dbus/recursive-rename-race", NULL, test_recursive_rename_race);
+        WT_CASE("/dbus/recursive-walk-race", NULL, test_recursive_walk_race);
         WT_CASE("/dbus/recursive-rename-big", NULL, test_recursive_rename_big);
         WT_CASE("/dbus/recursive-big", "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n",
                 test_recursive_big);

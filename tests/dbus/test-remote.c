@@ -46,6 +46,14 @@
  *                   call is answered with Timeout while the file system is
  *                   still stopped, and when it answers nothing is
  *                   subscribed (ListWatches, kernel watches, no record)
+ *   hung-walk       [poll] fuse = 0 (the FUSE mount is watched with inotify
+ *                   only, so a RECURSIVE walk reads it): a RECURSIVE AddWatch
+ *                   of a local tree with the stopped mount inside it; the
+ *                   walk's open of the mount point waits in a worker of the
+ *                   mount's lane (fs_stalled), another client's GetStats
+ *                   (< 1 s) and events go on, the AddWatch waits; when the
+ *                   file system answers the walk ends, the AddWatch is
+ *                   answered and what is made below the mount is reported
  *
  * Without bindfs or a usable /dev/fuse every case is skipped, saying why.
  * Records are awaited, never slept for, but for the cases that show that
@@ -80,6 +88,7 @@ static int late_ms(void) {
 #define CONFIG_OFF         "[poll]\nnfs = 0\ncifs = 0\nfuse = 0\n9p = 0\nafs = 0\nceph = 0\ncoda = 0\n"
 #define CONFIG_BUDGET      "[poll]\nfuse = 1\nmax_polled_dirs_per_user = 2\n"
 #define CONFIG_ADD_TIMEOUT "[limits]\nadd_watch_timeout_ms = 1000\n[poll]\nfuse = 1\n"
+#define CONFIG_INOTIFY     "[poll]\nfuse = 0\n"
 
 typedef struct Fixture {
         WtFixture f;
@@ -694,6 +703,63 @@ static void test_hung_add_timeout(Fixture *x, gconstpointer data) {
         g_assert_cmpuint(count(&x->f.a, mlate, IN_CREATE), ==, 0);
 }
 
+static void test_hung_walk(Fixture *x, gconstpointer data) {
+        g_autofree char *local = in(x->f.dir, "local"), *deep = in(x->back, "a/b"), *ldeep = in(x->f.dir, "l/m");
+        g_autofree char *made = in(x->mnt, "a/b/made"), *lmade = in(x->f.dir, "l/m/made");
+        gint64 worst_stats, worst_event = 0, t0;
+        AsyncAdd add = {};
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir_with_parents(deep, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir_with_parents(ldeep, 0755), ==, 0);
+        wt_add_watch(x->f.proxy2, local, IN_CREATE, 0, NULL);
+        stop_bindfs();
+
+        /* The tree holds back (local), l (local) and mnt, the stopped mount:
+         * its open, in the walk, waits. */
+        t0 = g_get_monotonic_time();
+        watchd_inotify_call_add_watch(x->f.proxy, x->f.dir, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, on_added, &add);
+        /* The walk has reached the mount: a job on its lane waits past the deadline
+         * (on the loop, as before, GetStats would not answer). */
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
+        worst_stats = worst_get_stats(x->f.proxy2, 20);
+        for (int i = 0; i < 20; i++) {
+                g_autofree char *name = g_strdup_printf("f%d", i), *path = in(local, name);
+                gint64 t1 = g_get_monotonic_time();
+
+                wt_touch(path);
+                wt_await_record(&x->f.b, path, IN_CREATE, 5000);
+                worst_event = MAX(worst_event, g_get_monotonic_time() - t1);
+        }
+        g_test_message("figure: RECURSIVE walk waiting on a hung FUSE: GetStats round trip worst of 20 %" G_GINT64_FORMAT
+                       " us, another client's event worst of 20 %" G_GINT64_FORMAT " us; the AddWatch %s meanwhile",
+                       worst_stats, worst_event, add.done ? "was answered" : "waited");
+        /* Bounds that say "not frozen", not how fast: the loop used to wait for the
+         * file system (then GetStats times out, under the sanitizers too). */
+        if (wt_timing_checked()) {
+                g_assert_cmpint(worst_stats, <, 1 * G_USEC_PER_SEC);
+                g_assert_cmpint(worst_event, <, 2 * G_USEC_PER_SEC);
+        }
+        /* An AddWatch is answered when its walk ends: not before the mount is read. */
+        g_assert_false(add.done);
+
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_flag(&add.done, 30000));
+        g_assert_no_error(add.error);
+        g_assert_cmpuint(add.id, >, 0);
+        g_test_message("figure: the AddWatch was answered %" G_GINT64_FORMAT " ms after it was sent",
+                       (g_get_monotonic_time() - t0) / 1000);
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        /* The whole tree is watched: below the mount and beside it. */
+        wt_touch(made);
+        wt_await_record(&x->f.a, made, IN_CREATE, 5000);
+        wt_touch(lmade);
+        wt_await_record(&x->f.a, lmade, IN_CREATE, 5000);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/remote/capabilities", Fixture, CONFIG, setup, test_capabilities, teardown);
@@ -710,5 +776,6 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/hung", Fixture, CONFIG, setup, test_hung, teardown);
         g_test_add("/remote/hung-add", Fixture, CONFIG, setup, test_hung_add, teardown);
         g_test_add("/remote/hung-add-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_add_timeout, teardown);
+        g_test_add("/remote/hung-walk", Fixture, CONFIG_INOTIFY, setup, test_hung_walk, teardown);
         return g_test_run();
 }
