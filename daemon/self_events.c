@@ -282,8 +282,8 @@ void self_events_read_done(SelfEvents *se, ssize_t n, size_t size) {
         }
 }
 
-void self_events_announce(SelfEvents *se, uint64_t token, int wd, const char *name, size_t name_len,
-                          bool any_name, unsigned open, unsigned access, unsigned close) {
+void self_events_announce(SelfEvents *se, uint64_t token, int wd, const char *name, size_t name_len, bool any_name,
+                          unsigned open, unsigned access, unsigned close) {
         Announced a = {
                 .token = token,
                 .wd = wd,

@@ -139,8 +139,8 @@ void self_events_read_done(SelfEvents *se, ssize_t n, size_t size);
  * daemon's: the window is the job's run, not one system call
  * (docs/RECURSION.md).
  */
-void self_events_announce(SelfEvents *se, uint64_t token, int wd, const char *name, size_t name_len,
-                          bool any_name, unsigned open, unsigned access, unsigned close);
+void self_events_announce(SelfEvents *se, uint64_t token, int wd, const char *name, size_t name_len, bool any_name,
+                          unsigned open, unsigned access, unsigned close);
 /* The job token announced for has ended. */
 void self_events_unannounce(SelfEvents *se, uint64_t token);
 

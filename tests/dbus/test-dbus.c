@@ -755,7 +755,7 @@ static void test_no_self_walk_events(WtFixture *f, gconstpointer data) {
         wt_add_watch(f->proxy2, f->dir, reads, 0, NULL);
         wt_add_watch(f->proxy, t, reads | IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
         g_assert_cmpuint(wt_stat(f->proxy, "kernel_watches"), ==, 1 + 1 + 5 + 25); /* dir, t, a-e, their 25 */
-        g_assert_cmpint(g_mkdir(m, 0755), ==, 0); /* a marker after the walk */
+        g_assert_cmpint(g_mkdir(m, 0755), ==, 0);                                  /* a marker after the walk */
         wt_await_record(&f->a, m, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
         for (guint i = 0; i < f->a.records->len; i++) {
                 WtRecord *r = &g_array_index(f->a.records, WtRecord, i);

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * tree_internal - what tree.c (walks on the loop) and tree_jobs.c (walks in
+ * workers) share: the tree, a walk, its frames. For those two files only.
+ */
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "list.h"
+#include "self_events.h"
+#include "tree.h"
+
+/* Steps between looks at the clock. */
+#define STEPS_PER_CLOCK 32u
+/* The first slice, inside the AddWatch call or the event that found the directory. */
+#define FIRST_SLICE_USEC 2000u
+/* A job in a worker: the directories it takes from the top of a walk's
+ * stack, and the subdirectories it opens at most. A directory costs a
+ * worker's round trip only once in so many. */
+#define JOB_FRAMES 64u
+#define JOB_OPENS  256u
+/* What a job's reads of a directory announce (self_events.h): its getdents64
+ * calls, as many as they are. */
+#define JOB_ACCESS_MANY 65536u
+
+typedef struct WalkJob WalkJob;
+
+struct Tree {
+        WatchTable *table;
+        Backend *backend;
+        SelfEvents *self;
+        TreeOps ops;
+        void *userdata;
+        LIST_HEAD(TreeWalk, walks);   /* going on from the loop, round robin */
+        LIST_HEAD(TreeWalk, working); /* going on in workers: a job of each in a worker's lane */
+        FsWork *fswork;               /* NULL: the walks run on the loop */
+        uint64_t jobs;                /* jobs submitted */
+        GArray *moves;                /* TreeMove: directories moved out of their place, until their IN_MOVED_TO */
+        GArray *retries;              /* TreeRetry: new directories to walk once the kernel queue is read empty */
+        /* "id:path" of each entry a scan of a new directory reported as
+         * IN_CREATE, until the kernel queue is next read empty (tree.h). NULL
+         * until first used. */
+        GHashTable *scanned;
+        uint8_t *dents_buf; /* getdents64 buffer of the walks */
+};
+
+typedef struct Frame {
+        WatchLink *link; /* the directory (a reference is held) */
+        int fd;          /* open on it (for openat) */
+        bool quiet;      /* fd is O_PATH: closing it is no event */
+        SelfDir dir;     /* the directory as the kernel reports it; dir.name is name */
+        char *name;
+        char *names; /* its subdirectories: "a\0b\0" */
+        size_t len, pos;
+        size_t path_len; /* of its path, to stop below PATH_MAX */
+        bool read;       /* names holds its subdirectories (else it is linked and not read yet) */
+        bool reopen;     /* fd is the root's (a dup, quiet): a job opens "." through it */
+        bool any_parent; /* its parent's watch is unknown: a job announces on any watch under its name */
+        bool closed;     /* a job closed fd: nothing is left to do with it */
+        bool cross;      /* its one name is a mount point: opened in a job of lane, that file system's */
+        dev_t lane;
+} Frame;
+
+struct TreeWalk {
+        Tree *tree;
+        uint32_t id;     /* the subscription, looked up at each slice: it may have ended */
+        bool synthesize; /* report what the directories hold (they were just created) */
+        bool one_level;  /* the root's entries only: a scan, not a walk (not RECURSIVE) */
+        bool initial;    /* AddWatch's walk: a limit ends the subscription */
+        bool rescan;     /* after a kernel overflow: go down the directories linked already too */
+        uint64_t now;
+        GArray *frames; /* Frame, the deepest last */
+        WalkJob *job;   /* in a worker (the walk is on Tree.working) */
+        int error;
+        TreeWalkDone done;
+        void *userdata;
+        LIST_FIELDS(TreeWalk, walks); /* the walks going on from the loop */
+};
+
+/* tree.c */
+void tree_dir_close(Tree *t, int fd, const SelfDir *d);
+void tree_frame_done(Tree *t, Frame *f);
+void tree_frame_pop(TreeWalk *w);
+int tree_walk_end(TreeWalk *w);
+void tree_overflow(Tree *t, Subscription *s);
+
+/* tree_jobs.c: return 1 when w went to a worker (it is on t->working), else 0 (it goes on from the loop). */
+int tree_walk_start_in_worker(TreeWalk *w, Subscription *s);
+int tree_walk_below_in_worker(TreeWalk *w, Subscription *s, int fd);
+void tree_jobs_free(Tree *t);
+/* The frames a job took from its walk. */
+GArray *tree_job_frames(WalkJob *j);

@@ -1,0 +1,652 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "access.h"
+#include "client.h"
+#include "event_bits.h"
+#include "fswork.h"
+#include "list.h"
+#include "log.h"
+#include "macro.h"
+#include "path.h"
+#include "tree_internal.h"
+
+/*
+ * tree_jobs - a RECURSIVE walk's reads in workers (tree.c's walks, split out)
+ *
+ * With a worker pool (tree_set_fswork()), what enters the file system runs
+ * in a job on the lane of the directories' file system, as the owner: the
+ * opens, the getdents64 calls, the fstatat of entries of unknown type, the
+ * closes. The loop keeps what touches its tables: linking (placing a watch
+ * through an fd already open looks nothing up; the kernel checks the
+ * owner's right to read, which a FUSE file system with default_permissions
+ * may answer from its attributes: a request when they are stale).
+ *
+ * A job takes up to JOB_FRAMES frames from the top of the walk's stack (one
+ * file system), and, the deepest first, reads those not read yet and opens
+ * their subdirectories, up to JOB_OPENS in all; a frame whose names are all
+ * opened is closed there. Its completion links what was opened and pushes
+ * those, not read: the next job reads them, after their watches are in
+ * place, so nothing made in them meanwhile is missed (the order of a walk on
+ * the loop). One job of a walk at a time.
+ *
+ * A subdirectory that is a mount point (openat2 RESOLVE_NO_XDEV says so) is
+ * not opened in the job: its open waits for the file system mounted there,
+ * so a job of that file system's lane opens it, through an O_PATH fd on its
+ * parent. A stopped FUSE daemon or NFS server inside a tree holds its own
+ * lane, not the lane of the tree around it.
+ *
+ * Walks that report what they find (a scan of new directories: tree_add()
+ * with synthesize, tree_appeared() with report) stay on the loop: their
+ * records must come before the kernel's records read after them, which a
+ * job's completion, later, would not keep. Neither do the opens of a
+ * directory by its path (add_at()'s parent, tree_rescan()'s root):
+ * access_open_as() on the loop, as before.
+ *
+ * The records the kernel queues for the job's opens, reads and closes are
+ * announced to self_events.h before it is submitted, and withdrawn at its
+ * completion.
+ */
+
+typedef struct JobChild {
+        guint frame;      /* its parent: an index in WalkJob.frames */
+        const char *name; /* in its parent's names */
+        int fd;
+        struct stat st;
+} JobChild;
+
+/* A subdirectory that is a mount point: a job of its own file system's lane opens it. */
+typedef struct JobCross {
+        guint frame;
+        const char *name;
+        int pfd; /* O_PATH on the parent */
+        dev_t dev;
+} JobCross;
+
+struct WalkJob {
+        TreeWalk *walk;
+        uint64_t token; /* its announcements (self_events.h) */
+        bool one_level;
+        GArray *frames;    /* Frame: taken from the top of the walk's stack, the deepest last */
+        GArray *children;  /* JobChild: the subdirectories it opened, in order */
+        GArray *crossings; /* JobCross */
+        bool overflow;     /* a name it did not follow (too long a path) */
+        bool discarded;    /* fswork_free() called its completion: tree_walks_free() frees it */
+        int error;
+        uint8_t *buf; /* TREE_DENTS_BUF */
+};
+
+/* What j's opens, reads and closes may make the kernel queue: on each
+ * directory's own watch, on its parent's under its name, and (the opens of
+ * its subdirectories) on its own under any name. */
+static void job_announce(Tree *t, WalkJob *j) {
+        if (!self_events_enabled(t->self))
+                return;
+        for (guint i = 0; i < j->frames->len; i++) {
+                Frame *f = &g_array_index(j->frames, Frame, i);
+                const Watch *own = f->link->watch, *pw;
+                bool reads = !f->quiet || f->reopen;
+                unsigned open = f->reopen ? 1 : 0;
+
+                if (own->wd >= 0) {
+                        if (reads)
+                                self_events_announce(t->self, j->token, own->wd, NULL, 0, false, open, JOB_ACCESS_MANY,
+                                                     1);
+                        self_events_announce(t->self, j->token, own->wd, NULL, 0, true, JOB_OPENS, 0, 0);
+                }
+                if (!reads || f->dir.name_len == 0)
+                        continue;
+                if (f->any_parent)
+                        self_events_announce(t->self, j->token, -1, f->dir.name, f->dir.name_len, false, open,
+                                             JOB_ACCESS_MANY, 1);
+                else if (f->dir.has_parent) {
+                        pw = watch_table_find_watch(t->table, f->dir.pdev, f->dir.pino);
+                        if (pw && pw->wd >= 0 && pw->is_dir)
+                                self_events_announce(t->self, j->token, pw->wd, f->dir.name, f->dir.name_len, false,
+                                                     open, JOB_ACCESS_MANY, 1);
+                }
+        }
+}
+
+static void job_unannounce(Tree *t, WalkJob *j) {
+        self_events_unannounce(t->self, j->token);
+}
+
+/* Frees j; its frames and children are handed on or let go of already. */
+static void job_free(WalkJob *j) {
+        g_array_unref(j->frames);
+        g_array_unref(j->children);
+        g_array_unref(j->crossings);
+        free(j->buf);
+        free(j);
+}
+
+/* In the worker: reads f's directory (names: its subdirectories). */
+static int job_read(WalkJob *j, Frame *f) {
+        g_autoptr(GByteArray) names = NULL;
+        size_t len;
+
+        for (;;) {
+                ssize_t n = getdents64(f->fd, j->buf, TREE_DENTS_BUF);
+
+                if (n < 0)
+                        return negative_errno();
+                if (n == 0)
+                        break;
+                for (ssize_t off = 0; off < n;) {
+                        struct dirent64 *de = (struct dirent64 *) (j->buf + off);
+                        size_t nl = strlen(de->d_name);
+                        bool is_dir = de->d_type == DT_DIR;
+
+                        off += de->d_reclen;
+                        if (de->d_name[0] == '.' && (nl == 1 || (nl == 2 && de->d_name[1] == '.')))
+                                continue;
+                        if (de->d_type == DT_UNKNOWN) {
+                                struct stat st;
+
+                                is_dir = fstatat(f->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
+                        }
+                        if (!is_dir || j->one_level)
+                                continue;
+                        if (!names)
+                                names = g_byte_array_new();
+                        g_byte_array_append(names, (const guint8 *) de->d_name, (guint) nl + 1);
+                }
+        }
+        f->read = true;
+        if (names) {
+                f->names = (char *) g_byte_array_steal(names, &len);
+                f->len = len;
+        }
+        return 0;
+}
+
+#define OPEN_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+
+/* Whether openat2() is there (not filtered out, not too old a kernel). */
+static int openat2_ok = 1;
+
+/*
+ * Opens the subdirectory name of dfd without crossing into another mount:
+ * -EXDEV if name is a mount point (its open would wait for that other file
+ * system, in this file system's lane). Return: an fd, or -errno.
+ */
+static int open_below(int dfd, const char *name) {
+        struct open_how how = { .flags = OPEN_FLAGS, .resolve = RESOLVE_NO_XDEV };
+        struct statx stx;
+        int fd;
+
+        if (__atomic_load_n(&openat2_ok, __ATOMIC_RELAXED)) {
+                fd = (int) syscall(SYS_openat2, dfd, name, &how, sizeof(how));
+                if (fd >= 0)
+                        return fd;
+                if (errno != ENOSYS && errno != EPERM)
+                        return -errno;
+                __atomic_store_n(&openat2_ok, 0, __ATOMIC_RELAXED);
+        }
+        /* Without it: a mount point's root has another file system, or is its own
+         * parent; what the kernel has at hand says so (AT_STATX_DONT_SYNC: no
+         * request to the file system). */
+        if (statx(dfd, name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_INO, &stx) >= 0 &&
+            (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+                return -EXDEV;
+        fd = openat(dfd, name, OPEN_FLAGS);
+        return fd < 0 ? -errno : fd;
+}
+
+/* In a worker of the frames' file system, as the walk's owner. */
+static void walk_job_run(void *data) {
+        WalkJob *j = data;
+        unsigned opens = 0;
+
+        for (guint i = j->frames->len; i > 0 && j->error >= 0; i--) {
+                Frame *f = &g_array_index(j->frames, Frame, i - 1);
+                int r;
+
+                if (f->reopen) {
+                        /* The root, through an fd of our own: the subscription's may be
+                         * O_PATH, or the client's (whose offset is not ours to move). */
+                        int fd = openat(f->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+                        r = fd < 0 ? negative_errno() : 0;
+                        safe_close(f->fd); /* a dup: the file stays open, no event */
+                        f->fd = fd;
+                        f->reopen = false;
+                        f->quiet = false;
+                        if (r < 0) {
+                                f->closed = true;
+                                j->error = r;
+                                break;
+                        }
+                }
+                if (!f->read) {
+                        r = job_read(j, f);
+                        if (r < 0) {
+                                safe_close(f->fd);
+                                f->closed = true;
+                                /* Gone while being read: its deletion is reported by its parent. */
+                                if (r != -ENOENT)
+                                        j->error = r;
+                                continue;
+                        }
+                }
+                while (f->pos < f->len && opens < JOB_OPENS) {
+                        const char *name = f->names + f->pos;
+                        size_t nl = strlen(name);
+                        JobChild c = { .frame = i - 1, .name = name };
+
+                        f->pos += nl + 1;
+                        if (f->path_len + 1 + nl >= PATH_MAX) {
+                                j->overflow = true; /* a part of the tree it cannot see */
+                                continue;
+                        }
+                        /* One name from a listing, O_NOFOLLOW: no link of any kind is
+                         * followed, so not a magic one either (/proc/PID/cwd, access.h). */
+                        if (f->cross) {
+                                c.fd = openat(f->fd, name, OPEN_FLAGS);
+                                if (c.fd < 0)
+                                        c.fd = negative_errno();
+                        } else
+                                c.fd = open_below(f->fd, name);
+                        if (c.fd == -EXDEV) {
+                                /* A mount point: opened in a job of its own file system. */
+                                JobCross x = { .frame = i - 1, .name = name, .dev = f->dir.dev };
+                                struct statx stx;
+
+                                if (statx(f->fd, name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, 0,
+                                          &stx) >= 0)
+                                        x.dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+                                x.pfd = openat(f->fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                                if (x.pfd < 0) {
+                                        j->error = negative_errno();
+                                        break;
+                                }
+                                g_array_append_val(j->crossings, x);
+                                continue;
+                        }
+                        if (c.fd < 0) {
+                                r = c.fd;
+                                if (r == -EMFILE || r == -ENFILE || r == -ENOMEM) {
+                                        j->error = r;
+                                        break;
+                                }
+                                continue; /* gone already, replaced, or not the owner's to read */
+                        }
+                        if (fstat(c.fd, &c.st) < 0) {
+                                j->error = negative_errno();
+                                safe_close(c.fd);
+                                break;
+                        }
+                        opens++;
+                        g_array_append_val(j->children, c);
+                }
+                if (j->error >= 0 && f->pos >= f->len) {
+                        safe_close(f->fd);
+                        f->closed = true;
+                }
+        }
+}
+
+/* Links the subdirectory c of f, opened by a job: a frame of it, not read yet, onto pushed. */
+static int job_link(TreeWalk *w, Subscription *s, Frame *f, JobChild *c, GArray *pushed) {
+        Tree *t = w->tree;
+        size_t nl = strlen(c->name);
+        SelfDir d = {
+                .dev = c->st.st_dev,
+                .ino = c->st.st_ino,
+                .has_parent = c->st.st_dev == f->dir.dev,
+                .pdev = f->dir.dev,
+                .pino = f->dir.ino,
+                .name = c->name,
+                .name_len = nl,
+        };
+        WatchLink *l = NULL;
+        char *name;
+        int r;
+
+        if (f->link->dead) {
+                tree_dir_close(t, c->fd, &d); /* left the tree meanwhile */
+                return 0;
+        }
+        r = watch_table_link(t->table, s, f->link, c->fd, &c->st, c->name, nl, &l);
+        if (r == -EEXIST && w->rescan) {
+                /* Linked already at this very place: what is below it may not be (step()). */
+                LIST_FOREACH(sib, x, f->link->children)
+                        if (strcmp(x->name, c->name) == 0 && x->watch->dev == c->st.st_dev &&
+                            x->watch->ino == c->st.st_ino) {
+                                l = x;
+                                r = 0;
+                                break;
+                        }
+        }
+        if (r < 0) {
+                tree_dir_close(t, c->fd, &d);
+                /* -EEXIST: seen already (a loop, or linked by an event's walk first). */
+                return r == -EEXIST ? 0 : r;
+        }
+        name = strndup(c->name, nl);
+        if (!name) {
+                tree_dir_close(t, c->fd, &d);
+                return -ENOMEM;
+        }
+        watch_link_hold(l);
+        d.name = name;
+        g_array_append_val(pushed,
+                           ((Frame) {
+                                   .link = l,
+                                   .fd = c->fd,
+                                   .dir = d,
+                                   .name = name,
+                                   .path_len = f->path_len + 1 + nl,
+                           }));
+        return 0;
+}
+
+/* A mount point below f, to be opened in its own file system's lane: a frame
+ * on f's directory (O_PATH) with that one name, onto pushed. */
+static int job_cross(TreeWalk *w, Frame *f, JobCross *x, GArray *pushed) {
+        Frame cross;
+        char *names;
+
+        if (f->link->dead) {
+                safe_close(x->pfd);
+                return 0;
+        }
+        names = strdup(x->name);
+        if (!names) {
+                safe_close(x->pfd);
+                return -ENOMEM;
+        }
+        watch_link_hold(f->link);
+        cross = (Frame) {
+                .link = f->link,
+                .fd = x->pfd,
+                .quiet = true, /* O_PATH: its close is no event */
+                .dir = { .dev = f->dir.dev, .ino = f->dir.ino },
+                .names = names, /* the frame owns it now */
+                .len = strlen(names) + 1,
+                .path_len = f->path_len,
+                .read = true,
+                .cross = true,
+                .lane = x->dev,
+        };
+        g_array_append_val(pushed, cross);
+        return 0;
+}
+
+static int walk_submit(TreeWalk *w, Subscription *s);
+
+/*
+ * fswork_free() dropped j (-ESHUTDOWN): what only the job holds is closed.
+ * Its frames are its walk's: tree_walks_free() frees them with j, after;
+ * if the tree went first (j->walk NULL, their links let go of), here.
+ */
+static void job_discard(WalkJob *j) {
+        for (guint k = 0; k < j->children->len; k++)
+                safe_close(g_array_index(j->children, JobChild, k).fd);
+        for (guint k = 0; k < j->crossings->len; k++)
+                safe_close(g_array_index(j->crossings, JobCross, k).pfd);
+        g_array_set_size(j->children, 0);
+        g_array_set_size(j->crossings, 0);
+        if (j->walk) {
+                j->discarded = true;
+                return;
+        }
+        for (guint i = 0; i < j->frames->len; i++) {
+                Frame *f = &g_array_index(j->frames, Frame, i);
+
+                if (!f->closed)
+                        safe_close(f->fd);
+                free(f->name);
+                free(f->names);
+        }
+        job_free(j);
+}
+
+/* On the loop, after a job of w. */
+static void walk_job_done(void *data, int error) {
+        WalkJob *j = data;
+        TreeWalk *w = j->walk;
+        Tree *t;
+        Subscription *s;
+        AccessSaved saved;
+        bool become = false;
+        g_autoptr(GArray) pushed = g_array_new(FALSE, FALSE, sizeof(Frame));
+        guint k = 0, kx = 0;
+        int r;
+
+        if (error == -ESHUTDOWN || !w) {
+                job_discard(j);
+                return;
+        }
+        t = w->tree;
+        s = watch_table_get_subscription(t->table, w->id);
+        w->job = NULL;
+        job_unannounce(t, j);
+        if (error < 0 && j->error >= 0)
+                j->error = error; /* not run: the owner's credentials could not be taken */
+        if (s && j->overflow)
+                tree_overflow(t, s);
+        if (s && j->error >= 0 && j->children->len > 0) {
+                /* The kernel checks the owner's right to read at each watch placed. */
+                r = access_become(&s->owner->caller, &saved);
+                if (r < 0)
+                        j->error = r;
+                else {
+                        become = true;
+                        backend_batch(t->backend, true);
+                }
+        }
+        /* In the order the job read them: the deepest first. */
+        for (guint i = j->frames->len; i > 0; i--) {
+                Frame *f = &g_array_index(j->frames, Frame, i - 1);
+
+                for (; k < j->children->len && g_array_index(j->children, JobChild, k).frame == i - 1; k++) {
+                        JobChild *c = &g_array_index(j->children, JobChild, k);
+
+                        if (!s || j->error < 0) {
+                                SelfDir d = { .dev = c->st.st_dev, .ino = c->st.st_ino };
+
+                                tree_dir_close(t, c->fd, &d);
+                                continue;
+                        }
+                        r = job_link(w, s, f, c, pushed);
+                        if (r < 0)
+                                j->error = r;
+                }
+                for (; kx < j->crossings->len && g_array_index(j->crossings, JobCross, kx).frame == i - 1; kx++) {
+                        JobCross *x = &g_array_index(j->crossings, JobCross, kx);
+
+                        if (!s || j->error < 0) {
+                                safe_close(x->pfd);
+                                continue;
+                        }
+                        r = job_cross(w, f, x, pushed);
+                        if (r < 0)
+                                j->error = r;
+                }
+        }
+        if (become) {
+                backend_batch(t->backend, false);
+                access_restore(&saved);
+        }
+        /* Back on the stack as they were, what they hold on top; the frames
+         * the job closed are done. */
+        for (guint i = 0; i < j->frames->len; i++) {
+                Frame *f = &g_array_index(j->frames, Frame, i);
+
+                if (f->closed)
+                        tree_frame_done(t, f);
+                else
+                        g_array_append_val(w->frames, *f);
+        }
+        g_array_append_vals(w->frames, pushed->data, pushed->len);
+        if (j->error < 0 && w->error >= 0)
+                w->error = j->error;
+        job_free(j);
+
+        LIST_REMOVE(walks, t->working, w);
+        if (s && w->error >= 0) {
+                r = walk_submit(w, s);
+                if (r > 0) {
+                        LIST_APPEND(walks, t->working, w);
+                        return;
+                }
+                if (r < 0 && w->frames->len > 0) {
+                        /* No worker to be had: it goes on from the loop. */
+                        LIST_APPEND(walks, t->walks, w);
+                        return;
+                }
+        }
+        (void) tree_walk_end(w);
+}
+
+/* The file system a job on f waits for. */
+static dev_t frame_lane(const Frame *f) {
+        return f->cross ? f->lane : f->dir.dev;
+}
+
+/*
+ * Hands the top of w's stack to a worker. Return: 1 (w->job), 0 if nothing
+ * is left to do, or an error of fswork_submit() (the frames stay).
+ */
+static int walk_submit(TreeWalk *w, Subscription *s) {
+        Tree *t = w->tree;
+        WalkJob *j;
+        dev_t dev;
+        guint n;
+        int r;
+
+        while (w->frames->len > 0 && g_array_index(w->frames, Frame, w->frames->len - 1).link->dead)
+                tree_frame_pop(w); /* left the tree meanwhile */
+        if (w->frames->len == 0)
+                return 0;
+        dev = frame_lane(&g_array_index(w->frames, Frame, w->frames->len - 1));
+        for (n = 0; n < w->frames->len && n < JOB_FRAMES; n++) {
+                Frame *f = &g_array_index(w->frames, Frame, w->frames->len - 1 - n);
+
+                if (frame_lane(f) != dev || f->link->dead)
+                        break;
+        }
+        j = calloc(1, sizeof(WalkJob));
+        if (!j)
+                return -ENOMEM;
+        *j = (WalkJob) {
+                .walk = w,
+                .token = ++t->jobs,
+                .one_level = w->one_level,
+                .frames = g_array_sized_new(FALSE, FALSE, sizeof(Frame), n),
+                .children = g_array_new(FALSE, FALSE, sizeof(JobChild)),
+                .crossings = g_array_new(FALSE, FALSE, sizeof(JobCross)),
+                .buf = malloc(TREE_DENTS_BUF),
+        };
+        if (!j->buf) {
+                job_free(j);
+                return -ENOMEM;
+        }
+        g_array_append_vals(j->frames, &g_array_index(w->frames, Frame, w->frames->len - n), n);
+        g_array_set_size(w->frames, w->frames->len - n);
+        job_announce(t, j);
+        r = fswork_submit(t->fswork, dev, &s->owner->caller, walk_job_run, walk_job_done, j);
+        if (r < 0) {
+                job_unannounce(t, j);
+                g_array_append_vals(w->frames, j->frames->data, j->frames->len);
+                job_free(j);
+                return r;
+        }
+        w->job = j;
+        return 1;
+}
+
+/* w starts in workers (w->frames ready). Return: 1, or 0 and w goes on from the loop. */
+int tree_walk_start_in_worker(TreeWalk *w, Subscription *s) {
+        Tree *t = w->tree;
+
+        /* A scan of new directories reports what it finds before the
+         * records the kernel queued after it: on the loop, in step with them. */
+        if (!t->fswork || w->synthesize || walk_submit(w, s) <= 0)
+                return 0;
+        LIST_APPEND(walks, t->working, w);
+        return 1;
+}
+
+/* The root of s, open at fd, read in a worker. Return: 1 (the walk is
+ * under way), or 0: w is as it was, for the loop. */
+int tree_walk_below_in_worker(TreeWalk *w, Subscription *s, int fd) {
+        const char *name = path_basename(s->path, NULL);
+        char *n = NULL;
+        int dfd;
+
+        if (!w->tree->fswork || w->synthesize)
+                return 0;
+        dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (dfd < 0)
+                return 0;
+        if (*name) {
+                n = strdup(name);
+                if (!n) {
+                        safe_close(dfd);
+                        return 0;
+                }
+        }
+        watch_link_hold(s->links);
+        g_array_append_val(w->frames,
+                           ((Frame) {
+                                   .link = s->links,
+                                   .fd = dfd,
+                                   .quiet = true,
+                                   .reopen = true,
+                                   .any_parent = n != NULL,
+                                   .dir = { .dev = s->links->watch->dev,
+                                            .ino = s->links->watch->ino,
+                                            .name = n,
+                                            .name_len = n ? strlen(n) : 0 },
+                                   .name = n,
+                                   .path_len = strlen(s->path),
+                           }));
+        if (tree_walk_start_in_worker(w, s) > 0)
+                return 1;
+        tree_frame_pop(w);
+        return 0;
+}
+
+
+GArray *tree_job_frames(WalkJob *j) {
+        return j->frames;
+}
+
+/* At exit, after the workers (fswork_free()): the walks in workers go back
+ * to the loop's list, to be ended with it (tree_walks_free()). */
+void tree_jobs_free(Tree *t) {
+        TreeWalk *w;
+
+        /* A job still in a worker (its file system does not answer) is left
+         * to it, with its fds; the links go before the table. One
+         * fswork_free() dropped was discarded (job_discard()): freed here. */
+        while ((w = LIST_POP(walks, t->working))) {
+                if (w->job && w->job->discarded) {
+                        /* Its completion came from fswork_free(): the frames are done here. */
+                        for (guint i = 0; i < w->job->frames->len; i++)
+                                tree_frame_done(t, &g_array_index(w->job->frames, Frame, i));
+                        job_free(w->job);
+                        w->job = NULL;
+                } else if (w->job) {
+                        for (guint i = 0; i < w->job->frames->len; i++)
+                                g_clear_pointer(&g_array_index(w->job->frames, Frame, i).link, watch_link_release);
+                        w->job->walk = NULL;
+                        w->job = NULL;
+                }
+                LIST_APPEND(walks, t->walks, w);
+        }
+}
