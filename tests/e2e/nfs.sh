@@ -6,8 +6,9 @@
 #   e2e_nfs_add ROOT OUT  adds the kernel modules (sunrpc ... nfsd, nfsv4), the
 #                      server's and client's programs (rpc.nfsd, rpc.mountd,
 #                      exportfs, mount.nfs, rpcbind) with their libraries,
-#                      inotifywait, /etc/netconfig and /etc/services, and the
-#                      guest script as /nfs.
+#                      inotifywait, tests/e2e/bus-probe.c (built here, as
+#                      /usr/lib/e2e/bus-probe), /etc/netconfig and
+#                      /etc/services, and the guest script as /nfs.
 #
 # The programs come from Debian's nfs-kernel-server, nfs-common and rpcbind
 # packages, fetched with "apt-get download" and unpacked in OUT/nfs-root (once:
@@ -42,6 +43,10 @@ e2e_nfs_add() {
         vm_add_binary "$root" "$out/nfs-root/$p" "/$p"
     done
     vm_add_binary "$root" /usr/bin/inotifywait
+    # The timed clients of the hang checks (tests/e2e/bus-probe.c).
+    gcc -std=gnu11 -O2 -Wall -Wextra -Werror -I"$top/shared" "$top/tests/e2e/bus-probe.c" -o "$out/bus-probe" \
+        -lsystemd || return 1
+    vm_add_binary "$root" "$out/bus-probe" /usr/lib/e2e/bus-probe
     ln -sf mount.nfs "$root/sbin/mount.nfs4"
     vm_add_file "$root" /etc/netconfig /etc/netconfig
     vm_add_file "$root" /etc/services /etc/services
