@@ -138,6 +138,16 @@ void tree_queue_read_empty(Tree *t) {
 }
 
 
+int tree_dirent_kind(int dfd, const struct dirent64 *de, size_t name_len) {
+        struct stat st;
+
+        if (de->d_name[0] == '.' && (name_len == 1 || (name_len == 2 && de->d_name[1] == '.')))
+                return -1;
+        if (de->d_type != DT_UNKNOWN)
+                return de->d_type == DT_DIR;
+        return fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
+}
+
 /* Closes fd, open for reading on the directory d: the kernel's records of
  * that close are the daemon's own. */
 void tree_dir_close(Tree *t, int fd, const SelfDir *d) {
@@ -197,16 +207,12 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const 
                 for (ssize_t off = 0; off < n;) {
                         struct dirent64 *de = (struct dirent64 *) (t->dents_buf + off);
                         size_t nl = strlen(de->d_name);
-                        bool is_dir = de->d_type == DT_DIR;
+                        int kind = tree_dirent_kind(fd, de, nl);
+                        bool is_dir = kind > 0;
 
                         off += de->d_reclen;
-                        if (de->d_name[0] == '.' && (nl == 1 || (nl == 2 && de->d_name[1] == '.')))
+                        if (kind < 0)
                                 continue;
-                        if (de->d_type == DT_UNKNOWN) {
-                                struct stat st;
-
-                                is_dir = fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
-                        }
                         if (report) {
                                 client_queue_event(s, IN_CREATE | (is_dir ? IN_ISDIR : 0), 0, path, de->d_name, nl,
                                                    w->now);

@@ -6,6 +6,7 @@
  * workers) share: the tree, a walk, its frames. For those two files only.
  */
 
+#include <dirent.h>
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -82,6 +83,8 @@ struct TreeWalk {
 };
 
 /* tree.c */
+/* An entry read from the directory open at dfd: 1 a directory, 0 not, -1 "." or ".." (skipped). */
+int tree_dirent_kind(int dfd, const struct dirent64 *de, size_t name_len);
 void tree_dir_close(Tree *t, int fd, const SelfDir *d);
 void tree_frame_done(Tree *t, Frame *f);
 void tree_frame_pop(TreeWalk *w);

@@ -147,17 +147,10 @@ static int job_read(WalkJob *j, Frame *f) {
                 for (ssize_t off = 0; off < n;) {
                         struct dirent64 *de = (struct dirent64 *) (j->buf + off);
                         size_t nl = strlen(de->d_name);
-                        bool is_dir = de->d_type == DT_DIR;
+                        int kind = tree_dirent_kind(f->fd, de, nl);
 
                         off += de->d_reclen;
-                        if (de->d_name[0] == '.' && (nl == 1 || (nl == 2 && de->d_name[1] == '.')))
-                                continue;
-                        if (de->d_type == DT_UNKNOWN) {
-                                struct stat st;
-
-                                is_dir = fstatat(f->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
-                        }
-                        if (!is_dir || j->one_level)
+                        if (kind <= 0 || j->one_level)
                                 continue;
                         if (!names)
                                 names = g_byte_array_new();

@@ -515,6 +515,21 @@ static gint64 worst_get_stats(WatchdInotify *proxy, int n) {
         return worst;
 }
 
+/* The worst of 20 files made in dir, each awaited in collector c's records. */
+static gint64 worst_event_of_20(WtCollector *c, const char *dir) {
+        gint64 worst = 0;
+
+        for (int i = 0; i < 20; i++) {
+                g_autofree char *name = g_strdup_printf("f%d", i), *path = in(dir, name);
+                gint64 t0 = g_get_monotonic_time();
+
+                wt_touch(path);
+                wt_await_record(c, path, IN_CREATE, 5000);
+                worst = MAX(worst, g_get_monotonic_time() - t0);
+        }
+        return worst;
+}
+
 static void test_hung(Fixture *x, gconstpointer data) {
         g_autofree char *local = in(x->f.dir, "local"), *before = in(x->back, "before"), *mbefore = in(x->mnt, "before");
         g_autofree char *after = in(x->back, "after"), *mafter = in(x->mnt, "after");
@@ -542,14 +557,7 @@ static void test_hung(Fixture *x, gconstpointer data) {
 
         /* Everyone else is served meanwhile: the bus and the kernel's events. */
         worst_stats = worst_get_stats(x->f.proxy2, 20);
-        for (int i = 0; i < 20; i++) {
-                g_autofree char *name = g_strdup_printf("f%d", i), *path = in(local, name);
-                gint64 t0 = g_get_monotonic_time();
-
-                wt_touch(path);
-                wt_await_record(&x->f.b, path, IN_CREATE, 5000);
-                worst_event = MAX(worst_event, g_get_monotonic_time() - t0);
-        }
+        worst_event = worst_event_of_20(&x->f.b, local);
         g_test_message("figure: hung FUSE: GetStats round trip worst of 20 %" G_GINT64_FORMAT " us "
                        "(%" G_GINT64_FORMAT " us before the hang), another client's event worst of 20 %" G_GINT64_FORMAT
                        " us",
@@ -614,14 +622,7 @@ static void test_hung_add(Fixture *x, gconstpointer data) {
         /* Its lookup goes to the stopped FUSE daemon: the open waits. */
         watchd_inotify_call_add_watch(x->f.proxy, mfresh, IN_CREATE, 0, NULL, on_added, &add);
         worst_stats = worst_get_stats(x->f.proxy2, 20);
-        for (int i = 0; i < 20; i++) {
-                g_autofree char *name = g_strdup_printf("f%d", i), *path = in(local, name);
-                gint64 t0 = g_get_monotonic_time();
-
-                wt_touch(path);
-                wt_await_record(&x->f.b, path, IN_CREATE, 5000);
-                worst_event = MAX(worst_event, g_get_monotonic_time() - t0);
-        }
+        worst_event = worst_event_of_20(&x->f.b, local);
         g_test_message("figure: AddWatch waiting on a hung FUSE: GetStats round trip worst of 20 %" G_GINT64_FORMAT
                        " us, another client's event worst of 20 %" G_GINT64_FORMAT " us; the AddWatch %s meanwhile",
                        worst_stats, worst_event, add.done ? "was answered" : "waited");
@@ -807,14 +808,7 @@ static void test_hung_walk(Fixture *x, gconstpointer data) {
          * (on the loop, as before, GetStats would not answer). */
         g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
         worst_stats = worst_get_stats(x->f.proxy2, 20);
-        for (int i = 0; i < 20; i++) {
-                g_autofree char *name = g_strdup_printf("f%d", i), *path = in(local, name);
-                gint64 t1 = g_get_monotonic_time();
-
-                wt_touch(path);
-                wt_await_record(&x->f.b, path, IN_CREATE, 5000);
-                worst_event = MAX(worst_event, g_get_monotonic_time() - t1);
-        }
+        worst_event = worst_event_of_20(&x->f.b, local);
         g_test_message("figure: RECURSIVE walk waiting on a hung FUSE: GetStats round trip worst of 20 %" G_GINT64_FORMAT
                        " us, another client's event worst of 20 %" G_GINT64_FORMAT " us; the AddWatch %s meanwhile",
                        worst_stats, worst_event, add.done ? "was answered" : "waited");

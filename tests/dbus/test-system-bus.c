@@ -64,6 +64,7 @@
 #include <unistd.h>
 
 #include "watchd-test.h"
+#include "wt-fixture.h"
 
 #define E_ACCESS_DENIED "org.freedesktop.DBus.Error.AccessDenied"
 
@@ -911,31 +912,6 @@ static void test_memory_crowd(Fixture *f, gconstpointer data) {
 
 #define HUNG_CONFIG "[poll]\nfuse = 1\n"
 
-/* The pid of the bindfs serving mnt (it daemonizes: found by its command line). */
-static pid_t bindfs_pid(const char *mnt) {
-        g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
-        const char *e;
-
-        g_assert_nonnull(proc);
-        while ((e = g_dir_read_name(proc))) {
-                g_autofree char *path = g_build_filename("/proc", e, "cmdline", NULL), *cmd = NULL;
-                gsize len;
-                gboolean is_bindfs = FALSE, has_mnt = FALSE;
-
-                if (!g_ascii_isdigit(e[0]) || !g_file_get_contents(path, &cmd, &len, NULL))
-                        continue;
-                for (gsize off = 0; off < len; off += strlen(cmd + off) + 1) {
-                        if (g_str_has_suffix(cmd + off, "bindfs"))
-                                is_bindfs = TRUE;
-                        if (g_str_equal(cmd + off, mnt))
-                                has_mnt = TRUE;
-                }
-                if (is_bindfs && has_mnt)
-                        return (pid_t) g_ascii_strtoll(e, NULL, 10);
-        }
-        return 0;
-}
-
 /*
  * The child, as nobody: subscribes to mnt (polled), says "ID NAME"; told to
  * go on, asks for a watch of fresh (a path on mnt never looked up, so its
@@ -1053,7 +1029,7 @@ static void test_hung_fuse(Fixture *f, gconstpointer data) {
         g_assert_true(g_spawn_sync(NULL, (char *[]) { bindfs, (char *) "-o", (char *) "allow_other", back, mnt, NULL },
                                    NULL, 0, NULL, NULL, NULL, NULL, &status, &error));
         g_assert_true(g_spawn_check_wait_status(status, NULL));
-        fuse_pid = bindfs_pid(mnt);
+        fuse_pid = wt_bindfs_pid(mnt);
         g_assert_cmpint(fuse_pid, >, 0);
 
         g_assert_cmpint(pipe2(report, O_CLOEXEC), ==, 0);
