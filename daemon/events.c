@@ -361,6 +361,9 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                 }
         }
         e->in_event = false;
+        /* What the probes find goes after this record, which waits with them. */
+        if (trigger)
+                hold_mark(trigger);
         run_followups(e, ev, now);
         if (trigger)
                 holds_set_trigger(e->holds, NULL); /* the probes it set off took their references */

@@ -6,7 +6,8 @@
  * starts at the number the next one will get, so what waits for it is what
  * has a number from its start on. A client held by several holds sends on
  * what is numbered below the earliest start of those left. What a hold's
- * probe finds is put before the first record numbered from its start on.
+ * probe finds is put before the first record numbered from its place on
+ * (Hold.at: its start, or after the record that set it off, hold_mark()).
  */
 
 #include <assert.h>
@@ -27,16 +28,17 @@ typedef struct Waiting {
 struct Holds {
         HoldsOps ops;
         void *userdata;
-        uint64_t seq;     /* the next waiting record's number */
-        GPtrArray *live;  /* Hold: not ended yet */
-        Hold *trigger;    /* the record being handled's */
-        Hold *applying;   /* what is queued now goes before what waits for it */
+        uint64_t seq;    /* the next waiting record's number */
+        GPtrArray *live; /* Hold: not ended yet */
+        Hold *trigger;   /* the record being handled's */
+        Hold *applying;  /* what is queued now goes before what waits for it */
 };
 
 struct Hold {
         Holds *holds; /* NULL once the holds are freed */
         unsigned n_ref;
         uint64_t start, until;
+        uint64_t at;        /* what the probe finds goes before the records numbered from here on */
         GPtrArray *clients; /* ClientHold, while it has not ended */
         GArray *subs;       /* uint32_t: Overflow if it outlasts its time */
         bool over;
@@ -92,6 +94,7 @@ Hold *hold_new(Holds *hs, uint64_t now_usec) {
                 .holds = hs,
                 .n_ref = 1,
                 .start = hs->seq,
+                .at = hs->seq,
                 .until = now_usec + HOLD_USEC,
                 .clients = g_ptr_array_new(),
                 .subs = g_array_new(FALSE, FALSE, sizeof(uint32_t)),
@@ -184,6 +187,8 @@ void hold_add(Hold *h, ClientHold **slot, Delivery *d, DeliveryQueue *q, const c
 void hold_merge(Hold *into, Hold *from) {
         if (hold_over(into) || hold_over(from) || into == from)
                 return;
+        /* What into's probes find goes after from's record too: never before what set it off. */
+        into->at = MAX(into->at, from->at);
         for (guint k = 0; k < from->clients->len; k++) {
                 ClientHold *ch = from->clients->pdata[k];
 
@@ -191,6 +196,11 @@ void hold_merge(Hold *into, Hold *from) {
         }
         for (guint k = 0; k < from->subs->len; k++)
                 hold_note_subscription(into, g_array_index(from->subs, uint32_t, k));
+}
+
+void hold_mark(Hold *h) {
+        if (!hold_over(h) && h->holds)
+                h->at = h->holds->seq;
 }
 
 void hold_note_subscription(Hold *h, uint32_t id) {
@@ -298,9 +308,9 @@ bool client_hold_defer(ClientHold *ch, Record *rec) {
                 return false; /* delivery_submit() logs it */
         if (hs->applying) {
                 /* What the probe found: before what came after its record. */
-                w.seq = hs->applying->start - 1;
+                w.seq = hs->applying->at - 1;
                 for (at = 0; at < ch->waiting->len; at++)
-                        if (g_array_index(ch->waiting, Waiting, at).seq >= hs->applying->start)
+                        if (g_array_index(ch->waiting, Waiting, at).seq >= hs->applying->at)
                                 break;
         } else
                 w.seq = hs->seq++;

@@ -11,8 +11,8 @@
  * waiters, and those that heard the record itself) have every record queued
  * for them after that wait, in order, in a side queue of theirs
  * (ClientHold) instead of their delivery queue. What the probe finds is
- * queued while the hold is applied (holds_apply_begin()): it goes before
- * what waits. When the last reference goes (the chain has no more work set
+ * queued while the hold is applied (holds_apply_begin()): it goes after the
+ * record that set it off (hold_mark()) and before what came after. When the last reference goes (the chain has no more work set
  * off by it), the waiting records go on to the delivery queue, up to where
  * another hold of the client starts. Every other client's records flow on.
  *
@@ -58,7 +58,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Hold *, hold_unref);
  * the client's (NULL while it is not held), d and q its delivery, name its
  * name for logs. client_hold() (client.h) says it for a Client. */
 void hold_add(Hold *h, ClientHold **slot, Delivery *d, DeliveryQueue *q, const char *name);
-/* The clients of from wait for into too. */
+/* What the probe finds goes after the records queued so far for h's
+ * clients (the record that set it off), not before them; they still wait. */
+void hold_mark(Hold *h);
+/* The clients of from wait for into too, and what into's probes find goes
+ * after from's mark (never before the record that set a probe off). */
 void hold_merge(Hold *into, Hold *from);
 /* s is what h waits for: if h outlasts HOLD_USEC, s gets Overflow. */
 void hold_note_subscription(Hold *h, uint32_t id);

@@ -5,8 +5,8 @@
  * Two clients with sink transports, pending subscriptions of the watch
  * table (the fake backend's): what a held client is queued waits, another
  * client's goes on; what the probe finds (queued between
- * holds_apply_begin() and _end()) goes before what waited, at the place of
- * its own hold among several; a hold past its time lets its records go and
+ * holds_apply_begin() and _end()) goes before what waited, after the record
+ * that set it off (hold_mark()), at the place of its own hold among several; a hold past its time lets its records go and
  * names what it waited for in an Overflow; a side queue past the client's
  * limit drops its events with an Overflow; a client that goes while held
  * takes its records with it.
@@ -159,6 +159,42 @@ static void test_order(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->sink1.notices->len, ==, 0);
 }
 
+/* A hold marked after the record that set it off: what the probe finds
+ * goes after that record, before what came later; all of it waits. A hold
+ * merged into another moves that one's mark after its own record. */
+static void test_mark(Fixture *f, gconstpointer data) {
+        Hold *h = hold_new(f->holds, 0), *t = NULL, *previous;
+
+        client_hold(f->c1, h);
+        event(f->s1, "trigger");
+        hold_mark(h);
+        event(f->s1, "later");
+        previous = holds_apply_begin(f->holds, h);
+        event(f->s2, "found");
+        holds_apply_end(f->holds, previous);
+        flush(f);
+        assert_names(&f->sink1, "");
+
+        t = hold_new(f->holds, 0);
+        client_hold(f->c2, t);
+        event(f->s3, "trigger2");
+        hold_mark(t);
+        hold_merge(h, t);
+        t = hold_unref(t);
+        event(f->s3, "later2");
+        previous = holds_apply_begin(f->holds, h);
+        event(f->s2, "found2");
+        holds_apply_end(f->holds, previous);
+        flush(f);
+        assert_names(&f->sink1, "");
+        assert_names(&f->sink2, "");
+
+        hold_unref(h);
+        flush(f);
+        assert_names(&f->sink1, "trigger found later found2");
+        assert_names(&f->sink2, "trigger2 later2");
+}
+
 /* Two holds of one client: each probe's findings at its own place; nothing
  * goes before the earlier one ends, and its own go first then. */
 static void test_two(Fixture *f, gconstpointer data) {
@@ -264,6 +300,7 @@ static void test_client_gone(Fixture *f, gconstpointer data) {
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/hold/order", Fixture, NULL, setup, test_order, teardown);
+        g_test_add("/hold/mark", Fixture, NULL, setup, test_mark, teardown);
         g_test_add("/hold/two", Fixture, NULL, setup, test_two, teardown);
         g_test_add("/hold/expire", Fixture, NULL, setup, test_expire, teardown);
         g_test_add("/hold/limit", Fixture, NULL, setup, test_limit, teardown);
