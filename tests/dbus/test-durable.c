@@ -1323,6 +1323,55 @@ static void test_hung_create(WtFixture *f, gconstpointer data) {
         g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
 }
 
+/* A RECURSIVE CreateDurable of a local tree that holds the stopped bindfs
+ * ([poll] fuse = 0: the walk reads the mount): the open answers, the walk
+ * waits in a worker of the mount's lane; past add_watch_timeout_ms the call
+ * is answered with Timeout and the subscription removed while its walk
+ * still waits; the walk ends into nothing when the file system answers,
+ * and the name can be created again. */
+static void test_hung_create_walk(WtFixture *f, gconstpointer data) {
+        g_autofree char *tree = g_build_filename(f->dir, "tree", NULL), *back = g_build_filename(f->dir, "back", NULL);
+        g_autofree char *mnt = g_build_filename(tree, "mnt", NULL), *back_dir = g_build_filename(back, "a", NULL);
+        g_autofree char *local = g_build_filename(tree, "l", "m", NULL), *state = NULL;
+        g_autoptr(GError) error = NULL;
+        gint64 t0;
+        pid_t pid;
+
+        g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir_with_parents(local, 0755), ==, 0);
+        pid = mount_hung_bindfs(back, mnt, back_dir);
+        if (pid <= 0)
+                return;
+        stop_until_exit(pid);
+
+        t0 = g_get_monotonic_time();
+        watchd_inotify_call_create_durable(f->proxy, "walk", tree, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, on_created,
+                                           &error);
+        for (gint64 deadline = t0 + 15 * G_USEC_PER_SEC; !error;) {
+                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                g_main_context_iteration(NULL, FALSE);
+                g_usleep(1000);
+        }
+        g_test_message("figure: RECURSIVE CreateDurable whose walk hangs, add_watch_timeout_ms = 1000, answered after "
+                       "%" G_GINT64_FORMAT " ms: %s",
+                       (g_get_monotonic_time() - t0) / 1000, error->message);
+        g_assert_error(error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
+        state = durable_state(f->proxy, "walk");
+        g_assert_null(state);
+        g_assert_cmpuint(wt_stat(f->proxy2, "subscriptions"), ==, 0);
+        /* The walk's job still waits on the mount's lane. */
+        g_assert_true(wt_await_stat(f->proxy2, "fs_stalled", 1, 30000));
+
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_stat(f->proxy2, "fs_stalled", 0, 30000));
+        g_assert_true(wt_await_stat(f->proxy2, "kernel_watches", 0, 30000));
+        create(f->proxy, "walk", tree, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, NULL);
+        state = durable_state(f->proxy, "walk");
+        g_assert_cmpstr(state, ==, "watching");
+        g_assert_cmpuint(wt_stat(f->proxy2, "subscriptions"), ==, 1);
+        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         WT_CASE("/durable/create-list-remove", NULL, test_create_list_remove);
@@ -1339,5 +1388,7 @@ int main(int argc, char *argv[]) {
         WT_CASE("/durable/disk-full", NULL, test_disk_full);
         WT_CASE("/durable/hung-start", NULL, test_hung_start);
         WT_CASE("/durable/hung-create", "[limits]\nadd_watch_timeout_ms = 1000\n", test_hung_create);
+        WT_CASE("/durable/hung-create-walk", "[limits]\nadd_watch_timeout_ms = 1000\n[poll]\nfuse = 0\n",
+                test_hung_create_walk);
         return g_test_run();
 }
