@@ -150,6 +150,25 @@ static void assert_interleaved(WtCollector *c, guint32 plain, guint32 packed) {
         g_assert_cmpint(ahead, ==, 0);
 }
 
+/* 14 levels of 250-byte names below top, made; deep is the bottom's path
+ * (~3,550 bytes): with odd, each name holds a byte that is not UTF-8. */
+static void make_deep(GString *deep, const char *top, gboolean odd) {
+        g_string_assign(deep, top);
+        for (int i = 0; i < 14; i++) {
+                char name[251];
+
+                memset(name, 'd', 250);
+                name[250] = '\0';
+                if (odd) {
+                        name[0] = (char) ('0' + i % 10);
+                        name[1] = '\xff';
+                }
+                g_string_append_c(deep, '/');
+                g_string_append(deep, name);
+                g_assert_cmpint(g_mkdir(deep->str, 0755), ==, 0);
+        }
+}
+
 static void test_capability(WtFixture *f, gconstpointer data) {
         const char *const *caps = watchd_inotify_get_capabilities(f->proxy);
 
@@ -170,19 +189,7 @@ static void test_same_records(WtFixture *f, gconstpointer data) {
 
         g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
-        /* 14 levels of 250-byte names (with a byte that is not UTF-8 in each). */
-        g_string_assign(deep, dir);
-        for (int i = 0; i < 14; i++) {
-                char name[251];
-
-                memset(name, 'd', 250);
-                name[0] = '0' + i % 10;
-                name[1] = '\xff';
-                name[250] = '\0';
-                g_string_append_c(deep, '/');
-                g_string_append(deep, name);
-                g_assert_cmpint(g_mkdir(deep->str, 0755), ==, 0);
-        }
+        make_deep(deep, dir, TRUE);
         long_file = g_strdup_printf("%s/%0200d\xfe", deep->str, 7);
         g_assert_cmpuint(strlen(long_file), >, 3700);
         g_assert_cmpuint(strlen(long_file), <, 4000);
@@ -351,16 +358,7 @@ static void test_cut(WtFixture *f, gconstpointer data) {
         guint32 packed, plain;
 
         g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
-        g_string_assign(deep, dir);
-        for (int i = 0; i < 14; i++) {
-                char name[251];
-
-                memset(name, 'd', 250);
-                name[250] = '\0';
-                g_string_append_c(deep, '/');
-                g_string_append(deep, name);
-                g_assert_cmpint(g_mkdir(deep->str, 0755), ==, 0);
-        }
+        make_deep(deep, dir, FALSE);
         packed = wt_add_watch(f->proxy, deep->str, IN_CREATE, WATCHD_FLAG_PACKED, NULL);
         plain = wt_add_watch(f->proxy, deep->str, IN_CREATE, 0, NULL);
 
