@@ -105,7 +105,9 @@ Events *events_free(Events *e) {
 }
 
 uint64_t events_held_until(const Events *e) {
-        return missing_hold_until(e->missing, now_usec());
+        uint64_t now = now_usec();
+
+        return MAX(missing_hold_until(e->missing, now), tree_hold_until(e->tree, now));
 }
 
 bool events_backlog(const Events *e, uint64_t *ret_read_time) {
@@ -384,12 +386,12 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         if (now >= deadline || missing_run(e->missing, deadline - now))
                                 return true;
                 }
-                /* The same for a probe in a worker, for a while (MISSING_HOLD_USEC):
+                /* The same for a probe or a new directory's open in a worker, for a while (MISSING_HOLD_USEC):
                  * the loop reads again when it is done, or at the end of the hold
                  * (events_held_until()). Not between a rename's two halves: a
                  * subscription made meanwhile (AddWatch is served) would be
                  * taken for one the rename moved. */
-                if (missing_hold_until(e->missing, now_usec()) > 0 && !next_is_moved_to(e))
+                if (events_held_until(e) > 0 && !next_is_moved_to(e))
                         return false;
                 if (e->off == e->len) {
                         ssize_t n;

@@ -59,6 +59,20 @@
  *                   (< 1 s) and events go on, the AddWatch waits; when the
  *                   file system answers the walk ends, the AddWatch is
  *                   answered and what is made below the mount is reported
+ *   hung-new-dir    [poll] fuse = 0: a RECURSIVE subscription of a directory
+ *                   in the mount; a directory made there while watchd is
+ *                   stopped (SIGSTOP), then the FUSE daemon stopped: the
+ *                   open of the new directory's parent by its path waits in
+ *                   a worker (fs_stalled), the directory's IN_CREATE is
+ *                   delivered, another client's GetStats and events go on;
+ *                   once the file system answers the directory is watched
+ *                   (a file made in it is reported)
+ *   hung-rescan     the same subscription, the kernel's queue overflowed
+ *                   while the FUSE daemon is stopped: the open of the tree's
+ *                   root for its walk after the overflow waits in a worker,
+ *                   everyone gets Overflow and GetStats goes on; once the
+ *                   file system answers, a directory whose record the
+ *                   overflow lost is watched
  *   hung-pending    a PERSIST path waiting for a name that appears as a
  *                   symbolic link into the stopped FUSE mount: following it
  *                   waits in a worker (the lane stalls), another client's
@@ -836,6 +850,102 @@ static void test_hung_walk(Fixture *x, gconstpointer data) {
         wt_await_record(&x->f.a, lmade, IN_CREATE, 5000);
 }
 
+/* The kernel revalidates a name of a FUSE mount once its entry timeout (1 s,
+ * libfuse's default, which bindfs keeps) is over: a path walk through it then
+ * asks the FUSE daemon. Slept after stopping it, so that watchd's open of a
+ * path there waits (a shorter wait would let the open answer from the cache:
+ * the test would pass without showing anything, never fail wrongly). */
+#define ENTRY_TIMEOUT_US (1500 * 1000)
+
+/* Bounds that say "not frozen", not how fast: the loop used to wait for the
+ * file system (GetStats then timed out). */
+static void assert_served(Fixture *x, const char *local, const char *what) {
+        gint64 worst_stats = worst_get_stats(x->f.proxy2, 20);
+        gint64 worst_event = worst_event_of_20(&x->f.b, local);
+
+        g_test_message("figure: %s waiting on a hung FUSE: GetStats round trip worst of 20 %" G_GINT64_FORMAT
+                       " us, another client's event worst of 20 %" G_GINT64_FORMAT " us",
+                       what, worst_stats, worst_event);
+        if (wt_timing_checked()) {
+                g_assert_cmpint(worst_stats, <, 1 * G_USEC_PER_SEC);
+                g_assert_cmpint(worst_event, <, 2 * G_USEC_PER_SEC);
+        }
+}
+
+static void test_hung_new_dir(Fixture *x, gconstpointer data) {
+        g_autofree char *local = in(x->f.dir, "local"), *a = in(x->back, "a"), *ma = in(x->mnt, "a");
+        g_autofree char *mnew = in(ma, "new"), *made = in(mnew, "made");
+        pid_t pid;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        pid = wt_process_pid(x->f.daemon->process);
+        g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        wt_add_watch(x->f.proxy2, local, IN_CREATE, 0, NULL);
+        wt_add_watch(x->f.proxy, ma, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
+
+        /* The directory's IN_CREATE waits in the kernel until the FUSE daemon is stopped. */
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(g_mkdir(mnew, 0755), ==, 0);
+        stop_bindfs();
+        g_usleep(ENTRY_TIMEOUT_US);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+
+        /* Its parent's open (a lookup of "a") waits for the FUSE daemon, in a worker. */
+        wt_await_record(&x->f.a, mnew, IN_CREATE | IN_ISDIR, 30000);
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
+        assert_served(x, local, "a new directory's parent open");
+
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        /* The new directory is watched (local, a, new): what is made in it is reported. */
+        g_assert_true(wt_await_stat(x->f.proxy2, "kernel_watches", 3, 30000));
+        wt_touch(made);
+        wt_await_record(&x->f.a, made, IN_CREATE, 30000);
+}
+
+static void test_hung_rescan(Fixture *x, gconstpointer data) {
+        g_autofree char *local = in(x->f.dir, "local"), *a = in(x->back, "a"), *ma = in(x->mnt, "a");
+        g_autofree char *mlost = in(ma, "lost"), *made = in(mlost, "made");
+        guint32 id;
+        guint max;
+        pid_t pid;
+
+        if (skip_unless_hung_open_can_run(x) || !wt_can_overflow(&max))
+                return;
+        pid = wt_process_pid(x->f.daemon->process);
+        g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        wt_add_watch(x->f.proxy2, local, IN_CREATE | IN_DELETE, 0, NULL); /* two records a file made */
+        id = wt_add_watch(x->f.proxy, ma, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
+
+        /* watchd stopped, its kernel queue overflowed by files made in local;
+         * then a directory made in the tree, whose record the overflow loses. */
+        wt_stop_and_overflow(pid, local, max);
+        g_assert_cmpint(g_mkdir(mlost, 0755), ==, 0);
+        stop_bindfs();
+        g_usleep(ENTRY_TIMEOUT_US);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+
+        /* Told; the walk after the overflow opens the tree's root by its path: it waits, in a worker. */
+        g_assert_true(wt_await_overflows(&x->f.a, 1, 30000));
+        g_assert_true(wt_collector_has_overflow_id(&x->f.a, id));
+        g_assert_true(wt_await_overflows(&x->f.b, 1, 30000));
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
+        assert_served(x, local, "a walk after an overflow");
+
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        /* The walk (in workers: awaited) found the directory the overflow hid:
+         * it is watched (local, a, lost). */
+        g_assert_true(wt_await_stat(x->f.proxy2, "kernel_watches", 3, 30000));
+        wt_touch(made);
+        wt_await_record(&x->f.a, made, IN_CREATE, 30000);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/remote/capabilities", Fixture, CONFIG, setup, test_capabilities, teardown);
@@ -855,5 +965,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/hung-prime-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_prime_timeout, teardown);
         g_test_add("/remote/hung-pending", Fixture, CONFIG, setup, test_hung_pending, teardown);
         g_test_add("/remote/hung-walk", Fixture, CONFIG_INOTIFY, setup, test_hung_walk, teardown);
+        g_test_add("/remote/hung-new-dir", Fixture, CONFIG_INOTIFY, setup, test_hung_new_dir, teardown);
+        g_test_add("/remote/hung-rescan", Fixture, CONFIG_INOTIFY, setup, test_hung_rescan, teardown);
         return g_test_run();
 }
