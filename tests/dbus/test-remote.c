@@ -73,6 +73,15 @@
  *                   everyone gets Overflow and GetStats goes on; once the
  *                   file system answers, a directory whose record the
  *                   overflow lost is watched
+ *   hung-pending-add  AddWatch PERSIST of a path missing below a directory
+ *                   of the mount, the FUSE daemon stopped after the path's
+ *                   own open (in a worker) and before the look-up that
+ *                   follows it (by stopping watchd meanwhile): that look-up
+ *                   must wait in a worker too, GetStats going on. Not done
+ *                   (issue 24 item 2): the look-up is on the loop and waits
+ *                   in the fstat() of the mount's root, so the case is
+ *                   skipped unless WATCHD_TEST_KNOWN_HANGS=1 (then it fails:
+ *                   GetStats times out)
  *   hung-pending    a PERSIST path waiting for a name that appears as a
  *                   symbolic link into the stopped FUSE mount: following it
  *                   waits in a worker (the lane stalls), another client's
@@ -946,6 +955,56 @@ static void test_hung_rescan(Fixture *x, gconstpointer data) {
         wt_await_record(&x->f.a, made, IN_CREATE, 30000);
 }
 
+/* The look-up of a pending path that AddWatch starts on the loop, after the
+ * path's own open in a worker: made to reach the stopped FUSE daemon by
+ * stopping watchd while that open waits, letting the FUSE daemon answer it,
+ * stopping the FUSE daemon again and letting its entries and attributes age
+ * past libfuse's timeouts before watchd goes on. */
+static void test_hung_pending_add(Fixture *x, gconstpointer data) {
+        g_autofree char *local = in(x->f.dir, "local"), *sub = in(x->back, "sub"), *msub = in(x->mnt, "sub");
+        g_autofree char *pending = in(msub, "missing");
+        AsyncAdd add = {};
+        pid_t pid;
+
+        if (g_strcmp0(g_getenv("WATCHD_TEST_KNOWN_HANGS"), "1") != 0) {
+                g_test_skip("a pending path's look-up at AddWatch is still on the loop (issue 24 item 2): "
+                            "WATCHD_TEST_KNOWN_HANGS=1 runs it");
+                return;
+        }
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        pid = wt_process_pid(x->f.daemon->process);
+        g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0); /* never looked up through the mount */
+        wt_add_watch(x->f.proxy2, local, IN_CREATE, 0, NULL);
+        stop_bindfs();
+
+        /* The path's own open waits in a worker (its lane stalls)... */
+        watchd_inotify_call_add_watch(x->f.proxy, pending, IN_CREATE, WATCHD_FLAG_PERSIST, NULL, on_added, &add);
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalls", 1, 30000));
+        /* ...is answered (ENOENT) while watchd is stopped, then the FUSE
+         * daemon is stopped again, and its cache let age. */
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        g_usleep(300 * 1000);
+        g_assert_cmpint(kill(hung_pid, SIGSTOP), ==, 0);
+        g_usleep(ENTRY_TIMEOUT_US);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+
+        /* The look-up that follows waits for the FUSE daemon: in a worker, its lane stalled again. */
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalls", 2, 30000));
+        assert_served(x, local, "a pending path's look-up at AddWatch");
+        g_assert_false(add.done);
+
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_flag(&add.done, 30000));
+        g_assert_no_error(add.error);
+        g_assert_cmpuint(add.id, >, 0);
+        wt_touch(pending);
+        wt_await_record(&x->f.a, pending, IN_CREATE, 30000);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/remote/capabilities", Fixture, CONFIG, setup, test_capabilities, teardown);
@@ -966,6 +1025,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/hung-pending", Fixture, CONFIG, setup, test_hung_pending, teardown);
         g_test_add("/remote/hung-walk", Fixture, CONFIG_INOTIFY, setup, test_hung_walk, teardown);
         g_test_add("/remote/hung-new-dir", Fixture, CONFIG_INOTIFY, setup, test_hung_new_dir, teardown);
+        g_test_add("/remote/hung-pending-add", Fixture, CONFIG_INOTIFY, setup, test_hung_pending_add, teardown);
         g_test_add("/remote/hung-rescan", Fixture, CONFIG_INOTIFY, setup, test_hung_rescan, teardown);
         return g_test_run();
 }
