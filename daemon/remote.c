@@ -32,7 +32,7 @@
 #include "log.h"
 #include "macro.h"
 #include "path.h"
-#include "remote.h"
+#include "remote_internal.h"
 
 /* System calls per poller_run(): small, so that the time budget is kept to within a few. */
 #define OPS_PER_STEP 32u
@@ -42,83 +42,6 @@
 #define PRIME_OPS 1024u
 /* The poller's moves: cookies the kernel (a counter from 1) does not reach in practice. */
 #define COOKIE_BASE 0xC0000000u
-
-typedef struct RemoteGroup {
-        Remote *remote;
-        Subscription *s;
-        dev_t dev;
-        FsKind kind;
-        PollGroup *pg;
-        unsigned n_dirs;
-} RemoteGroup;
-
-typedef struct RemoteDir {
-        Remote *remote;
-        RemoteGroup *group;
-        Subscription *s;
-        Watch *w;
-        PollDir *pd;
-        /* A root's parent directory, where its own reads show up too (under
-         * the last component of its path); a tree's directory finds it
-         * through its link's parent. */
-        dev_t pdev;
-        ino_t pino;
-        bool have_parent;
-        bool overflowed; /* the owner was told this one cannot be read */
-        bool priming;    /* its first snapshot is taken in a worker */
-        /* Read in a worker: the own-read keys announced for it (OwnRead.pinned). */
-        bool announced;
-        int own_wd, parent_wd;
-        char *parent_name;
-} RemoteDir;
-
-/* Records the poller's reads in a worker may make the kernel queue, not yet
- * seen. Reads made on the loop are self_events.h's; a worker's cannot be
- * (its notes are single-threaded): they are announced here instead. */
-typedef struct OwnRead {
-        int wd;
-        char *name; /* NULL: the directory's own watch */
-        unsigned open, access, close;
-        /* Reads of it in a worker: they make their records at any time until they end, so
-         * what they announced is kept past the kernel queue being read empty. */
-        unsigned pinned;
-} OwnRead;
-
-/* What a read in a worker announces on each watch: one open and one close,
- * and the getdents64 calls, as many as they are (the kernel merges the
- * IN_ACCESS of calls in a row: counted as one each, some are never met). */
-#define OWN_ACCESS_MANY 65536u
-
-typedef struct Key {
-        const void *a;
-        uintptr_t b;
-} Key;
-
-struct Remote {
-        WatchTable *table;
-        RemoteOps ops;
-        void *userdata;
-        Poller *poller;
-        uint32_t interval_sec[_FS_KIND_MAX];
-
-        GHashTable *dirs;        /* Key{Subscription, Watch} -> RemoteDir (owned) */
-        GHashTable *groups;      /* Key{Subscription, dev} -> RemoteGroup (owned) */
-        GHashTable *by_watch;    /* Watch -> GPtrArray of RemoteDir on it */
-        GHashTable *subs;        /* Subscription -> directories of it polled */
-        GHashTable *unpolled;    /* Key{Subscription, Watch} -> FsKind: remote directories not polled
-                                  * (NO_POLL, an interval of 0, over the budget) */
-        GHashTable *remote_subs; /* Subscription -> directories of it on remote file systems, polled or not */
-        SelfEvents *self;        /* the poller's own reads of directories */
-        GArray *own_reads;       /* OwnRead: those of reads in workers */
-        unsigned n_dirs;
-        FsWork *fswork;      /* NULL: reads in poller_run() */
-        GHashTable *priming; /* Subscription -> its directories' first snapshots in workers */
-
-        RemoteHint hint;    /* remote_set_hint() */
-        AccessSaved saved;  /* between begin and end */
-        bool linking_found; /* remote_link_added() for a directory found by polling */
-        uint32_t cookie;
-};
 
 static guint key_hash(gconstpointer p) {
         const Key *k = p;
@@ -139,19 +62,13 @@ static Key *key_new(const void *a, uintptr_t b) {
         return k;
 }
 
-static void own_read_clear(gpointer p) {
-        free(((OwnRead *) p)->name);
-}
-
 static int on_begin(void *group, void *dir, void *userdata);
 static void on_end(void *group, void *dir, void *userdata);
 static int on_submit(void *group, void *dir, PollDir *pd, void *userdata);
 static void on_job_end(void *group, void *dir, void *userdata);
 static void on_primed(void *group, void *dir, void *userdata);
-static void own_read_unannounce(Remote *r, RemoteDir *d);
 static void on_record(void *group, const PollRecord *rec, void *userdata);
 static void on_error(void *group, void *dir, int error, void *userdata);
-static void on_read_op(void *group, void *dir, uint32_t what, void *userdata);
 
 static const PollerCallbacks poller_callbacks = {
         .begin = on_begin,
@@ -161,7 +78,7 @@ static const PollerCallbacks poller_callbacks = {
         .primed = on_primed,
         .record = on_record,
         .error = on_error,
-        .read_op = on_read_op,
+        .read_op = remote_on_read_op,
 };
 
 static void config_apply(Remote *r, const Config *config) {
@@ -194,7 +111,7 @@ int remote_new(WatchTable *table, SelfEvents *self, const Config *config, FsWork
                 .fswork = fswork,
                 .priming = g_hash_table_new(g_direct_hash, g_direct_equal),
         };
-        g_array_set_clear_func(r->own_reads, own_read_clear);
+        g_array_set_clear_func(r->own_reads, remote_own_read_clear);
         k = poller_new(&poller_callbacks, r, config->max_polled_dirs_per_user, &r->poller);
         if (k < 0) {
                 remote_free(r);
@@ -245,7 +162,7 @@ static RemoteDir *dir_get(const Remote *r, const Subscription *s, const Watch *w
         return g_hash_table_lookup(r->dirs, &k);
 }
 
-static WatchLink *dir_link(const RemoteDir *d) {
+WatchLink *remote_dir_link(const RemoteDir *d) {
         LIST_FOREACH(watch, l, d->w->links)
                 if (l->subscription == d->s)
                         return l;
@@ -477,7 +394,7 @@ void remote_link_gone(Remote *r, WatchLink *l) {
                 if (on_watch->len == 0)
                         g_hash_table_remove(r->by_watch, d->w);
         }
-        own_read_unannounce(r, d);
+        remote_own_read_unannounce(r, d);
         poller_dir_remove(d->pd);
         dir_primed(r, d);
         sub_count(r->subs, d->s, -1);
@@ -516,177 +433,6 @@ void remote_get_stats(const Remote *r, RemoteStats *ret) {
         };
 }
 
-/* ---- the kernel's records ---- */
-
-void remote_on_event(Remote *r, const Watch *w, const RawEvent *ev) {
-        GPtrArray *on_watch;
-        _cleanup_free_ char *name = NULL;
-
-        /* Only what changes a snapshot: opens, reads and closes without
-         * writing of the directory's files change nothing a poll compares. */
-        if (!ev->name || g_hash_table_size(r->by_watch) == 0 ||
-            !(ev->mask & (IN_CREATE | IN_DELETE | IN_MOVE | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE)))
-                return;
-        on_watch = g_hash_table_lookup(r->by_watch, w);
-        if (!on_watch)
-                return;
-        name = strndup(ev->name, ev->name_len);
-        if (!name)
-                return; /* then the poll may tell it again, marked POLLED: no loss */
-        for (guint i = 0; i < on_watch->len; i++) {
-                RemoteDir *d = on_watch->pdata[i];
-
-                (void) poller_dir_note(d->pd, name);
-        }
-}
-
-/* The poller opened, listed or closed d's directory: the kernel queued what
- * that makes on its watch, and on its parent's under its name; those
- * records are nobody's (self_events.h). */
-static void on_read_op(void *group, void *dir, uint32_t what, void *userdata) {
-        Remote *r = userdata;
-        RemoteDir *d = dir;
-        WatchLink *l = dir_link(d);
-        SelfDir sd = { .dev = d->w->dev, .ino = d->w->ino };
-        const char *name;
-
-        if (l && l->parent) {
-                /* Its parent's directory, unless it is a mount's root (its own parent then). */
-                sd.has_parent = l->parent->watch->dev == d->w->dev;
-                sd.pdev = l->parent->watch->dev;
-                sd.pino = l->parent->watch->ino;
-                sd.name = l->name;
-        } else if (d->have_parent) {
-                name = strrchr(d->s->path, '/');
-                sd.has_parent = name && name[1];
-                sd.pdev = d->pdev;
-                sd.pino = d->pino;
-                sd.name = sd.has_parent ? name + 1 : NULL;
-        }
-        sd.name_len = sd.name ? strlen(sd.name) : 0;
-        self_events_did(r->self, what, &sd);
-}
-
-static OwnRead *own_read_get(Remote *r, int wd, const char *name, size_t name_len, bool add) {
-        OwnRead o = { .wd = wd };
-
-        for (guint i = 0; i < r->own_reads->len; i++) {
-                OwnRead *x = &g_array_index(r->own_reads, OwnRead, i);
-
-                if (x->wd != wd || !x->name != !name)
-                        continue;
-                if (!name || (strncmp(x->name, name, name_len) == 0 && x->name[name_len] == '\0'))
-                        return x;
-        }
-        if (!add)
-                return NULL;
-        if (name) {
-                o.name = strndup(name, name_len);
-                if (!o.name)
-                        return NULL;
-        }
-        g_array_append_val(r->own_reads, o);
-        return &g_array_index(r->own_reads, OwnRead, r->own_reads->len - 1);
-}
-
-
-/* The watch of d's parent, and d's name there, where its reads show up too. */
-static const Watch *dir_parent_watch(Remote *r, RemoteDir *d, const char **ret_name) {
-        WatchLink *l = dir_link(d);
-        const Watch *pw = NULL;
-        const char *name = NULL;
-
-        if (l && l->parent) {
-                pw = l->parent->watch;
-                name = l->name;
-        } else if (d->have_parent) {
-                pw = watch_table_find_watch(r->table, d->pdev, d->pino);
-                name = strrchr(d->s->path, '/');
-                name = name && name[1] ? name + 1 : NULL;
-        }
-        *ret_name = name;
-        return pw && pw->wd >= 0 && name ? pw : NULL;
-}
-
-static void own_read_pin(OwnRead *o, int delta) {
-        if (!o)
-                return;
-        if (delta > 0) {
-                o->open++;
-                o->access += OWN_ACCESS_MANY;
-                o->close++;
-                o->pinned++;
-        } else if (o->pinned > 0)
-                o->pinned--;
-}
-
-/* d is read in a worker from now until on_job_end(): its records may come
- * at any time in between, on its watch and its parent's. */
-static void own_read_announce(Remote *r, RemoteDir *d) {
-        const Watch *pw;
-        const char *name;
-
-        /* The kernel leaves out every event of the daemon's threads (the device's
-         * INOTIFY_DEV_EXCL_SELF): nothing to announce, nothing of anyone's dropped. */
-        if (d->announced || (r->self && !self_events_enabled(r->self)))
-                return;
-        d->announced = true;
-        d->own_wd = d->w->wd;
-        pw = dir_parent_watch(r, d, &name);
-        d->parent_wd = pw ? pw->wd : -1;
-        d->parent_name = pw ? strdup(name) : NULL;
-        if (pw && !d->parent_name)
-                d->parent_wd = -1;
-        if (d->own_wd >= 0)
-                own_read_pin(own_read_get(r, d->own_wd, NULL, 0, true), +1);
-        if (d->parent_wd >= 0)
-                own_read_pin(own_read_get(r, d->parent_wd, d->parent_name, strlen(d->parent_name), true), +1);
-}
-
-/* Its reads are over: what they announced and was not met goes at the next
- * empty read of the kernel queue, as for reads made here. */
-static void own_read_unannounce(Remote *r, RemoteDir *d) {
-        if (!d->announced)
-                return;
-        d->announced = false;
-        if (d->own_wd >= 0)
-                own_read_pin(own_read_get(r, d->own_wd, NULL, 0, false), -1);
-        if (d->parent_wd >= 0)
-                own_read_pin(own_read_get(r, d->parent_wd, d->parent_name, strlen(d->parent_name), false), -1);
-        free(d->parent_name);
-        d->parent_name = NULL;
-}
-
-bool remote_own_read(Remote *r, const Watch *w, const RawEvent *ev) {
-        uint32_t what = ev->mask & ~IN_ISDIR;
-        unsigned *n;
-        OwnRead *o;
-
-        if (r->own_reads->len == 0 || !(ev->mask & IN_ISDIR) ||
-            (what != IN_OPEN && what != IN_ACCESS && what != IN_CLOSE_NOWRITE))
-                return false;
-        o = own_read_get(r, ev->wd, ev->name, ev->name_len, false);
-        if (!o)
-                return false;
-        n = what == IN_OPEN ? &o->open : what == IN_ACCESS ? &o->access : &o->close;
-        if (*n == 0)
-                return false;
-        (*n)--;
-        return true;
-}
-
-void remote_queue_read_empty(Remote *r) {
-        /* Every record the reads of workers that ended made was queued before
-         * their system calls returned: all read now. What was announced and not
-         * met (the kernel merges identical records in a row) is done with. */
-        for (guint i = r->own_reads->len; i > 0; i--) {
-                OwnRead *o = &g_array_index(r->own_reads, OwnRead, i - 1);
-
-                if (o->pinned == 0)
-                        g_array_remove_index_fast(r->own_reads, i - 1);
-        }
-}
-
 /* ---- the poller's callbacks ---- */
 
 static int on_begin(void *group, void *dir, void *userdata) {
@@ -715,12 +461,12 @@ static int on_submit(void *group, void *dir, PollDir *pd, void *userdata) {
         e = fswork_submit(r->fswork, g->dev, &g->s->owner->caller, poller_dir_job_run, poller_dir_job_done, pd);
         if (e < 0)
                 return e;
-        own_read_announce(r, dir);
+        remote_own_read_announce(r, dir);
         return 0;
 }
 
 static void on_job_end(void *group, void *dir, void *userdata) {
-        own_read_unannounce(userdata, dir);
+        remote_own_read_unannounce(userdata, dir);
 }
 
 static void on_primed(void *group, void *dir, void *userdata) {
@@ -745,7 +491,7 @@ void remote_lane_stalled(Remote *r, dev_t dev, bool stalled) {
 static void on_error(void *group, void *dir, int error, void *userdata) {
         Remote *r = userdata;
         RemoteDir *d = dir;
-        WatchLink *l = dir_link(d);
+        WatchLink *l = remote_dir_link(d);
         Subscription *s = d->s;
 
         if (error == 0) {
@@ -843,7 +589,7 @@ static void found_job_done(void *data, int error) {
         /* The PollDir keeps a dup: the close that ends the open comes when its polling ends. */
         safe_close(j->fd);
         if (j->parent_wd >= 0)
-                own_read_pin(own_read_get(r, j->parent_wd, j->name, strlen(j->name), false), -1);
+                remote_own_read_pin(remote_own_read_get(r, j->parent_wd, j->name, strlen(j->name), false), -1);
 }
 
 /* A directory found created by polling in a RECURSIVE tree: opened in a
@@ -869,10 +615,10 @@ static void link_found(Remote *r, RemoteDir *d, WatchLink *parent, const char *n
                 if (j->pfd >= 0 &&
                     fswork_submit(r->fswork, d->group->dev, &s->owner->caller, found_job_run, found_job_done, j) >= 0) {
                         if (parent->watch->wd >= 0 && !(r->self && !self_events_enabled(r->self))) {
-                                OwnRead *o = own_read_get(r, parent->watch->wd, name, strlen(name), true);
+                                OwnRead *o = remote_own_read_get(r, parent->watch->wd, name, strlen(name), true);
 
                                 if (o) {
-                                        own_read_pin(o, +1);
+                                        remote_own_read_pin(o, +1);
                                         j->parent_wd = parent->watch->wd;
                                 }
                         }
@@ -894,7 +640,7 @@ static void on_record(void *group, const PollRecord *rec, void *userdata) {
         Remote *r = userdata;
         RemoteDir *d = rec->dir, *nd = rec->new_dir;
         Subscription *s = d->s;
-        WatchLink *l = dir_link(d), *nl = nd ? dir_link(nd) : NULL;
+        WatchLink *l = remote_dir_link(d), *nl = nd ? remote_dir_link(nd) : NULL;
         char buf[PATH_MAX], nbuf[PATH_MAX];
         const char *dir, *ndir = NULL;
         uint32_t id = s->id, isdir = rec->mask & IN_ISDIR;
