@@ -621,13 +621,13 @@ static int add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *n
 static void add_result(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
                        uint64_t now_usec, int r) {
         if (r == -ESTALE && !retry && (!t->retries || t->retries->len < TREE_RETRIES_MAX)) {
-                char *n = strdup(name);
+                TreeRetry rt = { s->id, parent, strdup(name), synthesize, now_usec };
 
-                if (n) {
+                if (rt.name) {
                         if (!t->retries)
                                 t->retries = g_array_new(FALSE, FALSE, sizeof(TreeRetry));
                         watch_link_hold(parent);
-                        g_array_append_val(t->retries, ((TreeRetry) { s->id, parent, n, synthesize, now_usec }));
+                        g_array_append_val(t->retries, rt);
                         return;
                 }
         }
@@ -702,12 +702,19 @@ void tree_retries_run(Tree *t) {
  *
  * A new directory's scan (synthesize) reports what it finds before the
  * kernel's records read after it: while its open runs, for
- * MISSING_HOLD_USEC at most, the kernel's records wait (tree_hold_until(),
+ * TREE_HOLD_USEC at most, the kernel's records wait (tree_hold_until(),
  * as for a pending path's probe), so a file system that answers keeps that
  * order; one that does not lets them go on (its lane stalled, or the hold
  * over), and a user whose open outlasted its hold holds no one's records
  * for MISSING_SLOW_USEC after.
  */
+/* Until its lane would be marked stalled: an open that answers, on a machine
+ * however loaded, keeps the order (a shorter hold, MISSING_HOLD_USEC's, made
+ * /dbus/recursive-rename-race fail under load: a scan's records came after
+ * later ones); one that does not delays the others' records by this once in
+ * MISSING_SLOW_USEC a user. */
+#define TREE_HOLD_USEC FSWORK_DEADLINE_USEC
+
 struct TreeOpen {
         Tree *tree; /* NULL: the tree went first (tree_free()): the completion frees */
         uint32_t id;
@@ -772,7 +779,7 @@ static void open_done(void *data, int error) {
         if (o->hold_until > 0 && !held) {
                 log_debug("An open by path of uid %" PRIu32
                           " took longer than %u ms: its opens hold no records for %u s.",
-                          (uint32_t) o->uid, MISSING_HOLD_USEC / 1000u, MISSING_SLOW_USEC / 1000000u);
+                          (uint32_t) o->uid, TREE_HOLD_USEC / 1000u, MISSING_SLOW_USEC / 1000000u);
                 if (!t->slow)
                         t->slow = g_hash_table_new(g_direct_hash, g_direct_equal);
                 g_hash_table_insert(t->slow, GUINT_TO_POINTER(o->uid),
@@ -840,7 +847,7 @@ static int open_submit(Tree *t, Subscription *s, WatchLink *link, const char *na
         }
         /* On a lane that does not answer already, it holds nothing up. */
         if (synthesize && !fswork_stalled(t->fswork, o->lane) && !user_slow(t, o->uid))
-                o->hold_until = now_usec() + MISSING_HOLD_USEC;
+                o->hold_until = now_usec() + TREE_HOLD_USEC;
         watch_link_hold(link);
         LIST_APPEND(opens, t->opens, o);
         return 0;
