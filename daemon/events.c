@@ -396,6 +396,8 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                 if (e->off == e->len) {
                         ssize_t n;
 
+                        self_events_handled(e->self);
+
                         /* A read that left room for the longest record took all
                          * there was: a record queued since makes the fd readable
                          * again, so the read that would get EAGAIN is not made (a

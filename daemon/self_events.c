@@ -48,6 +48,7 @@ struct SelfEvents {
         bool drained;          /* the last read left the queue empty: its records handled, */
         uint64_t drained_read; /* what was noted before it is done with at the next read */
         uint64_t stream;       /* bytes read from the kernel so far */
+        uint64_t handled;      /* ... of which handled: the read that took them is done with */
         uint64_t last_base;    /* where the last read's bytes start in the stream */
         uint64_t end;          /* where the kernel's queue ended at the last look */
         uint64_t end_read;     /* ... and how many reads had been issued then */
@@ -243,12 +244,36 @@ void self_events_root(SelfEvents *se, SelfDir *ret, int fd, dev_t dev, ino_t ino
         }
 }
 
+/* Announcements of jobs that ended whose records are all read and handled:
+ * those before where the queue ended when the job did (until). Without this
+ * they would wait for a read that finds the queue empty (EAGAIN), which the
+ * loop does not make after a short read, nor at all while nothing is queued
+ * (a walk of directories whose watches do not ask for opens and reads): a
+ * long walk's announcements piled up, ~60,000 (4 MB) for 10,001 directories. */
+static void announced_handled(SelfEvents *se) {
+        for (guint i = se->announced->len; i > 0; i--) {
+                Announced *a = &g_array_index(se->announced, Announced, i - 1);
+
+                if (!a->pinned && a->until <= se->handled) {
+                        free(a->name);
+                        g_array_remove_index_fast(se->announced, i - 1);
+                }
+        }
+}
+
+void self_events_handled(SelfEvents *se) {
+        se->handled = se->stream;
+        if (se->announced->len > 0)
+                announced_handled(se);
+}
+
 void self_events_read(SelfEvents *se) {
         if (se->drained) {
                 /* The records of that read are handled: those noted before it are all in. */
                 forget_before(se, se->drained_read);
                 se->drained = false;
         }
+        self_events_handled(se);
         se->reads++;
 }
 
@@ -325,6 +350,7 @@ void self_events_unannounce(SelfEvents *se, uint64_t token) {
                         a->until = until;
                 }
         }
+        announced_handled(se);
 }
 
 /* Whether ev, at offset off of the last read, is a record a worker
@@ -401,4 +427,5 @@ bool self_events_check(SelfEvents *se, const RawEvent *ev, size_t off) {
 void self_events_get_stats(const SelfEvents *se, SelfEventsStats *ret) {
         *ret = se->stats;
         ret->pending = se->order.length;
+        ret->announced = se->announced->len;
 }

@@ -124,6 +124,9 @@ void self_events_root(SelfEvents *se, SelfDir *ret, int fd, dev_t dev, ino_t ino
  * -errno: -EAGAIN, the queue was empty) into a buffer of size bytes. */
 void self_events_read(SelfEvents *se);
 void self_events_read_done(SelfEvents *se, ssize_t n, size_t size);
+/* events.c: every record read so far is handled (the last read's buffer is
+ * used up). */
+void self_events_handled(SelfEvents *se);
 
 /*
  * A worker thread reads directories (tree.c's walks): its system calls make
@@ -150,7 +153,8 @@ void self_events_unannounce(SelfEvents *se, uint64_t token);
 bool self_events_check(SelfEvents *se, const RawEvent *ev, size_t off);
 
 typedef struct SelfEventsStats {
-        uint64_t dropped; /* records dropped as the daemon's own */
-        unsigned pending; /* noted, not met yet */
+        uint64_t dropped;   /* records dropped as the daemon's own */
+        unsigned pending;   /* noted, not met yet */
+        unsigned announced; /* workers' announcements kept (self_events_announce()) */
 } SelfEventsStats;
 void self_events_get_stats(const SelfEvents *se, SelfEventsStats *ret);
