@@ -52,14 +52,46 @@ static int check_durable_name(const char *name, bool allow_uid, sd_bus_error *er
                                  bus_quote_len(name, BUS_QUOTE_MAX), name, DURABLE_NAME_MAX);
 }
 
+/* A CreateDurable whose path is opened in a worker, or whose tree is walked:
+ * answered when that ends, or at add_watch_timeout_ms after the call with
+ * Timeout, the subscription removed (all or nothing, as any creation). */
 typedef struct PendingCreate {
         DbusIface *iface;
         sd_bus_message *msg;
+        sd_event_source *timer; /* the call's deadline; NULL: none (out of memory) */
 } PendingCreate;
 
+static void pending_create_free(PendingCreate *p) {
+        sd_event_source_disable_unref(p->timer);
+        sd_bus_message_unref(p->msg);
+        free(p);
+}
+
+static void create_durable_done(int r, const char *journal, uint64_t cursor, void *userdata);
+
+static int create_durable_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        PendingCreate *p = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *what = NULL;
+        const char *path = NULL;
+        int r;
+
+        (void) sd_bus_message_rewind(p->msg, true);
+        (void) sd_bus_message_skip(p->msg, "s");
+        (void) sd_bus_message_read(p->msg, "s", &path);
+        what = bus_what_of(path);
+        (void) bus_error_for(p->iface->manager, -ETIMEDOUT, what ?: "the path", &error);
+        r = sd_bus_reply_method_error(p->msg, &error);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer CreateDurable, ignoring: %m");
+        durable_create_abandon(p->iface->durable, create_durable_done, p);
+        pending_create_free(p);
+        return 0;
+}
+
 static void create_durable_done(int r, const char *journal, uint64_t cursor, void *userdata) {
-        _cleanup_free_ PendingCreate *p = userdata;
-        _cleanup_(message_unrefp) sd_bus_message *msg = p->msg;
+        PendingCreate *p = userdata;
+        _cleanup_(message_unrefp) sd_bus_message *msg = TAKE_PTR(p->msg);
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         const char *path = NULL;
 
@@ -79,6 +111,7 @@ static void create_durable_done(int r, const char *journal, uint64_t cursor, voi
                 r = sd_bus_reply_method_return(msg, "st", journal, cursor);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer CreateDurable, ignoring: %m");
+        pending_create_free(p);
 }
 
 int method_create_durable(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -121,7 +154,7 @@ int method_create_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
         p = malloc(sizeof(PendingCreate));
         if (!p)
                 return -ENOMEM;
-        *p = (PendingCreate) { d, msg };
+        *p = (PendingCreate) { d, msg, NULL };
         r = durable_create(d->durable, &c->caller, name, path, mask, flags, create_durable_done, p, journal, &cursor);
         if (r < 0) {
                 _cleanup_free_ char *what = bus_what_of(sent);
@@ -134,8 +167,18 @@ int method_create_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 return bus_error_for(d->manager, r, what ?: "the path", error);
         }
         if (r > 0) {
-                /* A big tree: answered when its walk ends. */
+                /* Answered when its open and walk end, or at the deadline (without
+                 * the timer, out of memory: when they end, as before the deadline). */
+                uint64_t now;
+
                 sd_bus_message_ref(msg);
+                r = sd_event_now(d->event, CLOCK_MONOTONIC, &now);
+                if (r >= 0)
+                        r = sd_event_add_time(d->event, &p->timer, CLOCK_MONOTONIC,
+                                              now + (uint64_t) manager_get_config(d->manager)->add_watch_timeout_ms * 1000u,
+                                              0, create_durable_timeout, p);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to arm the deadline of CreateDurable, ignoring: %m");
                 return 1;
         }
         free(p);

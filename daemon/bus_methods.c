@@ -126,18 +126,21 @@ int bus_client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_
         return 0;
 }
 
-/* A RECURSIVE AddWatch whose walk goes on from the loop, or one whose polled
- * directories' first snapshots are taken in workers: answered when they end.
- * A first snapshot waited for after an open in a worker has the rest of the
- * open's add_watch_timeout_ms (timer): past it the call is answered with
- * Timeout and the subscription removed, nothing of it sent. */
+/*
+ * An AddWatch whose subscription is made but not whole yet: a RECURSIVE
+ * walk that goes on from the loop or in workers, then the first snapshots
+ * of its polled directories, taken in workers. Answered when they end, or
+ * at the call's deadline (add_watch_timeout_ms after it came) with Timeout:
+ * the walk is left to end (its reads in workers cannot be taken back) and
+ * discarded, and the subscription goes before anything more of it is sent.
+ */
 typedef struct PendingAdd {
         DbusIface *iface;
-        sd_bus_message *msg;
-        Client *client;
+        sd_bus_message *msg; /* its sender names the client: it may be gone at the deadline */
         uint32_t id;
-        char *sent;             /* the path as sent, for the Timeout's message; NULL: no timer */
-        sd_event_source *timer; /* the call's deadline */
+        TreeWalk *walk;         /* while the walk runs: it calls add_watch_done() */
+        char *sent;             /* the path as sent (NULL: a descriptor), for the Timeout's message */
+        sd_event_source *timer; /* the call's deadline; NULL: none (out of memory) */
 } PendingAdd;
 
 static PendingAdd *pending_add_free(PendingAdd *p) {
@@ -160,58 +163,68 @@ static void add_watch_primed(void *userdata) {
                 log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", p->id);
 }
 
-/* The first snapshot has not been taken by the call's deadline: its file
- * system stopped answering after the open. The caller is told, and the
- * subscription it would have had goes, before anything of it is sent. */
-static int add_watch_prime_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+/* The walk or the first snapshot has not ended by the call's deadline: its
+ * file system stopped answering, or the tree is too big for the bound. The
+ * caller is told, and the subscription it would have had goes. */
+static int add_watch_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         _cleanup_(pending_add_freep) PendingAdd *p = userdata;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_free_ char *what = bus_what_of(p->sent);
+        _cleanup_free_ char *what = p->sent ? bus_what_of(p->sent) : NULL;
         Manager *m = p->iface->manager;
+        const char *sender = sd_bus_message_get_sender(p->msg);
+        Client *c = manager_get_client(m, sender);
         int r;
 
-        /* The waiter goes first: the removal below ends the wait, which would call it. */
-        manager_when_primed_cancel(m, p->id, add_watch_primed, p);
-        log_info("AddWatch of %s on %s: its file system has not given the first snapshot in %" PRIu32
-                 " ms, answered with Timeout; subscription %" PRIu32 " removed.",
-                 p->client->name, p->sent, manager_get_config(m)->add_watch_timeout_ms, p->id);
-        (void) bus_error_for(m, -ETIMEDOUT, what ?: "the path", &error);
+        /* The waiter goes first: the removal below ends the walk or the wait, which would call it. */
+        if (p->walk)
+                tree_walk_set_done(p->walk, NULL, NULL);
+        else
+                manager_when_primed_cancel(m, p->id, add_watch_primed, p);
+        log_info("AddWatch of %s on %s: %s in %" PRIu32 " ms, answered with Timeout; subscription %" PRIu32 " removed.",
+                 sender, p->sent ?: "a descriptor",
+                 p->walk ? "its walk has not ended" : "its file system has not given the first snapshot",
+                 manager_get_config(m)->add_watch_timeout_ms, p->id);
+        (void) bus_error_for(m, -ETIMEDOUT, what ?: (p->sent ? "the path" : "the descriptor"), &error);
         r = sd_bus_reply_method_error(p->msg, &error);
         if (r < 0)
-                log_debug_errno(r, "Failed to answer AddWatch of %s, ignoring: %m", p->client->name);
-        r = manager_remove_watch(m, p->client, p->id);
+                log_debug_errno(r, "Failed to answer AddWatch of %s, ignoring: %m", sender);
+        if (!c)
+                return 0; /* gone: its subscriptions went with it */
+        r = manager_remove_watch(m, c, p->id);
         if (r < 0)
                 log_debug_errno(r, "Failed to remove subscription %" PRIu32 " after its Timeout, ignoring: %m", p->id);
         return 0;
 }
 
 static void add_watch_done(uint32_t id, int r, void *userdata) {
-        _cleanup_free_ PendingAdd *p = userdata;
-        _cleanup_(message_unrefp) sd_bus_message *msg = p->msg;
+        _cleanup_(pending_add_freep) PendingAdd *p = userdata;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *what = NULL;
+        Manager *m = p->iface->manager;
         const char *path = NULL;
+        Client *c;
 
+        p->walk = NULL; /* it ends */
         if (r >= 0) {
                 p->id = id;
-                if (manager_when_primed(p->iface->manager, p->client, id, add_watch_primed, p) > 0) {
+                c = manager_get_client(m, sd_bus_message_get_sender(p->msg));
+                if (c && manager_when_primed(m, c, id, add_watch_primed, p) > 0) {
                         TAKE_PTR(p);
-                        TAKE_PTR(msg);
-                        return; /* answered when its first snapshots are taken */
+                        return; /* answered when its first snapshots are taken, or at the deadline */
                 }
         }
         if (r == -ECANCELED)
-                r = sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_FAILED, "The daemon is exiting.");
+                r = sd_bus_reply_method_errorf(p->msg, SD_BUS_ERROR_FAILED, "The daemon is exiting.");
         else if (r < 0) {
-                if (strcmp(sd_bus_message_get_signature(msg, true), "suu") == 0) {
-                        (void) sd_bus_message_rewind(msg, true);
-                        (void) sd_bus_message_read(msg, "s", &path);
+                if (strcmp(sd_bus_message_get_signature(p->msg, true), "suu") == 0) {
+                        (void) sd_bus_message_rewind(p->msg, true);
+                        (void) sd_bus_message_read(p->msg, "s", &path);
                 }
                 what = bus_what_of(path);
-                (void) bus_error_for(p->iface->manager, r, what ?: "the path", &error);
-                r = sd_bus_reply_method_error(msg, &error);
+                (void) bus_error_for(m, r, what ?: "the path", &error);
+                r = sd_bus_reply_method_error(p->msg, &error);
         } else
-                r = sd_bus_reply_method_return(msg, "u", id);
+                r = sd_bus_reply_method_return(p->msg, "u", id);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", id);
 }
@@ -222,6 +235,7 @@ static int add_watch_reply(DbusIface *d, sd_bus_message *msg, Client *c, const c
                            TreeWalk *walk, uint64_t deadline) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         Manager *m = d->manager;
+        PendingAdd *p;
 
         if (r < 0) {
                 _cleanup_free_ char *what = bus_what_of(sent);
@@ -229,41 +243,44 @@ static int add_watch_reply(DbusIface *d, sd_bus_message *msg, Client *c, const c
                 (void) bus_error_for(m, r, what ?: "the path", &error);
                 return sd_bus_reply_method_error(msg, &error);
         }
-        if (walk) {
+        if (!walk && !manager_get_fswork(m))
+                return sd_bus_reply_method_return(msg, "u", id);
+        p = calloc(1, sizeof(PendingAdd));
+        if (!p) {
+                if (walk)
+                        return -ENOMEM; /* the walk goes on; its subscription stays, unanswered: rare enough */
+                return sd_bus_reply_method_return(msg, "u", id);
+        }
+        *p = (PendingAdd) { d, sd_bus_message_ref(msg), id, walk };
+        if (walk)
                 /* A big tree: answered when its walk ends (add_watch_done), its
                  * events already flowing for the part watched so far. */
-                PendingAdd *p = malloc(sizeof(PendingAdd));
-
-                if (!p)
-                        return -ENOMEM; /* the walk goes on; its subscription stays, unanswered: rare enough */
-                *p = (PendingAdd) { d, sd_bus_message_ref(msg), c, id };
                 tree_walk_set_done(walk, add_watch_done, p);
-                return 1;
-        }
-        if (manager_get_fswork(m)) {
+        else {
                 /* A polled directory's first snapshot is taken in a worker: the
                  * answer waits for it, so that what changes after it is found. */
-                PendingAdd *p = calloc(1, sizeof(PendingAdd));
-
-                if (!p)
-                        return -ENOMEM;
-                *p = (PendingAdd) { d, sd_bus_message_ref(msg), c, id };
                 r = manager_when_primed(m, c, id, add_watch_primed, p);
-                if (r > 0) {
-                        /* Without its copy of the path, or the timer (out of memory), the call
-                         * waits for the file system, as it did before the deadline. */
-                        if (deadline > 0 && sent) {
-                                p->sent = strdup(sent);
-                                if (!p->sent ||
-                                    sd_event_add_time(d->event, &p->timer, CLOCK_MONOTONIC, deadline, 0,
-                                                      add_watch_prime_timeout, p) < 0)
-                                        log_debug("Failed to arm the deadline of AddWatch of %s, ignoring.", c->name);
-                        }
-                        return 1;
+                if (r <= 0) {
+                        pending_add_free(p);
+                        return sd_bus_reply_method_return(msg, "u", id);
                 }
-                pending_add_free(p);
         }
-        return sd_bus_reply_method_return(msg, "u", id);
+        /* Without its copy of the path, or the timer (out of memory), the call
+         * waits for the walk and the file system, as it did before the deadline. */
+        if (deadline > 0 && (!sent || (p->sent = strdup(sent))) &&
+            sd_event_add_time(d->event, &p->timer, CLOCK_MONOTONIC, deadline, 0, add_watch_timeout, p) >= 0)
+                return 1;
+        log_debug("Failed to arm the deadline of AddWatch of %s, ignoring.", c->name);
+        return 1;
+}
+
+/* When a call that came now must be answered: add_watch_timeout_ms on (CLOCK_MONOTONIC µs), 0 if unknown. */
+static uint64_t add_watch_deadline(DbusIface *d) {
+        uint64_t now;
+
+        if (sd_event_now(d->event, CLOCK_MONOTONIC, &now) < 0)
+                return 0;
+        return now + (uint64_t) manager_get_config(d->manager)->add_watch_timeout_ms * 1000u;
 }
 
 /*
@@ -327,7 +344,7 @@ static void open_job_done(Client *c, int r, uint32_t id, TreeWalk *walk, void *u
                 /* The same line as on the loop (tests and administrators look for it). */
                 log_debug("%s: subscription %" PRIu32 " on %s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.", c->name, id,
                           j->sent, j->mask, j->flags, walk ? ", its tree walked from the loop" : "");
-        /* The first snapshot has what is left of the call's add_watch_timeout_ms. */
+        /* The walk and the first snapshot have what is left of the call's add_watch_timeout_ms. */
         r = add_watch_reply(j->iface, j->msg, c, j->sent, r, id, walk, j->deadline);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer AddWatch of %s, ignoring: %m", c->name);
@@ -363,11 +380,10 @@ static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, con
                 return r; /* the caller opens on the loop */
         }
         /* Without the timer (out of memory) the call waits for the file system, as it did before it. */
-        r = sd_event_now(d->event, CLOCK_MONOTONIC, &j->deadline);
-        if (r >= 0) {
-                j->deadline += (uint64_t) manager_get_config(d->manager)->add_watch_timeout_ms * 1000u;
-                r = sd_event_add_time(d->event, &j->timer, CLOCK_MONOTONIC, j->deadline, 0, open_job_timeout, j);
-        }
+        j->deadline = add_watch_deadline(d);
+        r = j->deadline > 0 ?
+                sd_event_add_time(d->event, &j->timer, CLOCK_MONOTONIC, j->deadline, 0, open_job_timeout, j) :
+                -EINVAL;
         if (r < 0)
                 log_debug_errno(r, "Failed to arm the timeout of an AddWatch of %s, ignoring: %m", c->name);
         return 1;
@@ -380,6 +396,7 @@ static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd
         uint32_t mask, flags, id;
         TreeWalk *walk = NULL;
         Client *c = NULL;
+        uint64_t deadline = add_watch_deadline(d);
         bool escaped;
         int fd = -1, r;
 
@@ -437,7 +454,7 @@ static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd
 
         log_debug("%s: subscription %" PRIu32 " on %s%s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.", c->name, id,
                   by_fd ? "fd " : "", by_fd ? "" : sent, mask, flags, walk ? ", its tree walked from the loop" : "");
-        return add_watch_reply(d, msg, c, sent, 0, id, walk, 0);
+        return add_watch_reply(d, msg, c, sent, 0, id, walk, deadline);
 }
 
 int bus_method_add_watch(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

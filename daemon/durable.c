@@ -50,8 +50,9 @@ typedef struct WalkToken {
         ManagerOpen *open; /* while the open is in a worker */
         char *key;
         bool down_gap;       /* append a daemon-down gap once it is done */
-        DurableCreated done; /* a creation's answer */
+        DurableCreated done; /* a creation's answer; NULL once its caller is answered */
         void *userdata;
+        uint32_t walk_id; /* the subscription its walk is of, while it walks */
         LIST_FIELDS(struct WalkToken, tokens);
 } WalkToken;
 
@@ -249,6 +250,7 @@ static void on_opened(Client *c, int r, uint32_t id, TreeWalk *walk, void *userd
         s->sub_id = r >= 0 ? id : 0;
         if (r >= 0 && walk) {
                 s->state = DURABLE_WALKING;
+                t->walk_id = id;
                 tree_walk_set_done(walk, on_walk_done, t);
                 return;
         }
@@ -306,6 +308,7 @@ int durable_sub_watch(DurableSub *s, bool down_gap, DurableCreated done, void *u
         }
         s->sub_id = id;
         s->state = DURABLE_WALKING;
+        t->walk_id = id;
         tree_walk_set_done(walk, on_walk_done, t);
         return 1;
 }
@@ -641,6 +644,33 @@ int durable_create(Durable *d, const Caller *caller, const char *name, const cha
         journal_id_to_string(journal_identity(s->journal), ret_journal);
         *ret_cursor = journal_last_id(s->journal);
         return 0;
+}
+
+void durable_create_abandon(Durable *d, DurableCreated done, void *userdata) {
+        WalkToken *t = NULL;
+        DurableSub *s;
+        uid_t uid;
+        char *name;
+
+        LIST_FOREACH(tokens, i, d->tokens)
+                if (i->done == done && i->userdata == userdata) {
+                        t = i;
+                        break;
+                }
+        if (!t)
+                return;
+        t->done = NULL; /* its caller is answered */
+        s = g_hash_table_lookup(d->subs, t->key);
+        if (!s || (s->opening != t && !(s->state == DURABLE_WALKING && s->sub_id == t->walk_id)))
+                return; /* not reached: a creation ends with its token */
+        uid = s->def.uid;
+        name = strdupa(s->def.name);
+        log_info("Durable subscription %s not watched within %" PRIu32 " ms (add_watch_timeout_ms): its creation "
+                 "is answered with Timeout, and it is removed.",
+                 s->key, manager_get_config(d->m)->add_watch_timeout_ms);
+        /* Its open is given up (what it gives is closed unused), or its walk left to end, discarded. */
+        g_hash_table_remove(d->subs, s->key);
+        (void) durable_store_remove(d->state_dir, uid, name);
 }
 
 int durable_remove(Durable *d, uid_t caller, const char *name) {

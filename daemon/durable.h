@@ -97,14 +97,18 @@ typedef void (*DurableCreated)(int r, const char *journal, uint64_t cursor, void
 /*
  * Makes a durable subscription name for caller: watched as caller, its
  * definition saved, its journal new. Return: 0 and the journal identity and
- * the cursor to resume from; 1 if its tree is walked from the loop (done
- * is called with them later); or -errno: -EINVAL (a bad name, ONESHOT),
+ * the cursor to resume from; 1 if its path is opened in a worker or its
+ * tree walked (done is called with them later); or -errno: -EINVAL (a bad name, ONESHOT),
  * -WATCHD_E_NO_STATE_DIR, -WATCHD_E_DURABLE_EXISTS, -WATCHD_E_DURABLE_LIMIT,
  * and those of manager_add_watch_path().
  */
 int durable_create(Durable *d, const Caller *caller, const char *name, const char *path, uint32_t mask, uint32_t flags,
                    DurableCreated done, void *userdata, char ret_journal[static JOURNAL_ID_STRING_MAX],
                    uint64_t *ret_cursor);
+/* A creation not done by its deadline (add_watch_timeout_ms), whose caller
+ * was told so: the subscription it made is removed (its open given up, its
+ * walk left to end and discarded), and done(userdata) is not called. */
+void durable_create_abandon(Durable *d, DurableCreated done, void *userdata);
 
 /*
  * Removes it, journal and all; an attached client is told (stopped).

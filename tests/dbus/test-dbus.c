@@ -2204,9 +2204,12 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/recursive-rename-race", NULL, test_recursive_rename_race);
         WT_CASE("/dbus/recursive-walk-race", NULL, test_recursive_walk_race);
         WT_CASE("/dbus/recursive-rename-big", NULL, test_recursive_rename_big);
-        WT_CASE("/dbus/recursive-big", "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n",
+        /* Their walks, under valgrind too, may take longer than the default add_watch_timeout_ms. */
+        WT_CASE("/dbus/recursive-big",
+                "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\nadd_watch_timeout_ms = 600000\n",
                 test_recursive_big);
-        WT_CASE("/dbus/recursive-big-limit", "[limits]\nmax_watches_per_client = 20000\n", test_recursive_big_limit);
+        WT_CASE("/dbus/recursive-big-limit",
+                "[limits]\nmax_watches_per_client = 20000\nadd_watch_timeout_ms = 600000\n", test_recursive_big_limit);
         WT_CASE("/dbus/oneshot", NULL, test_oneshot);
         WT_CASE("/dbus/deleted", NULL, test_deleted);
         WT_CASE("/dbus/unmounted", NULL, test_unmounted);

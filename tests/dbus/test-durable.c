@@ -1166,50 +1166,67 @@ static char *durable_state(WatchdInotify *p, const char *name) {
         return NULL;
 }
 
+/* bindfs of back (made, with dir in it) at mnt (made): the FUSE daemon's
+ * pid, or 0 and the case skipped (no bindfs, no /dev/fuse, or under
+ * valgrind, where the hang stops watchd's loop too, as in /remote/hung-add). */
+static pid_t mount_hung_bindfs(const char *back, const char *mnt, const char *dir) {
+        g_autofree char *bindfs = g_find_program_in_path("bindfs");
+        int status = -1;
+        pid_t pid;
+
+        if (g_getenv("WATCHD_TEST_WRAPPER") && *g_getenv("WATCHD_TEST_WRAPPER")) {
+                g_test_skip("under a wrapper (valgrind) the hang stops watchd's loop too: not understood yet");
+                return 0;
+        }
+        g_assert_cmpint(g_mkdir(back, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(mnt, 0755), ==, 0);
+        if (!bindfs || access("/dev/fuse", R_OK | W_OK) != 0 ||
+            !g_spawn_sync(NULL, (char *[]) { bindfs, (char *) back, (char *) mnt, NULL }, NULL, 0, NULL, NULL, NULL,
+                          NULL, &status, NULL) ||
+            !g_spawn_check_wait_status(status, NULL)) {
+                g_test_skip("no FUSE mount here: bindfs missing, or /dev/fuse unusable");
+                return 0;
+        }
+        pid = wt_bindfs_pid(mnt);
+        g_assert_cmpint(pid, >, 0);
+        return pid;
+}
+
+/* The FUSE daemon pid stopped; resumed when this process ends, even if an assertion aborts it. */
+static void stop_until_exit(pid_t pid) {
+        g_autofree char *script = g_strdup_printf("while kill -0 %d 2>/dev/null; do sleep 1; done; kill -CONT %d",
+                                                  (int) getpid(), (int) pid);
+        g_autoptr(GError) error = NULL;
+
+        g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL }, NULL, 0, NULL,
+                                    NULL, NULL, &error));
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+}
+
 /* A durable subscription on a bindfs mount whose FUSE daemon is stopped
  * while watchd is restarted: the re-open at start waits in a worker, not
  * the daemon's start. watchd takes its name and answers at once, the
  * subscription is "opening"; after SIGCONT it is watched again (a file made
  * then is journaled), after a daemon-down rescan. */
 static void test_hung_start(WtFixture *f, gconstpointer data) {
-        g_autofree char *bindfs = g_find_program_in_path("bindfs");
         g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
         g_autofree char *mdir = g_build_filename(mnt, "dir", NULL), *back_dir = g_build_filename(back, "dir", NULL);
         g_autofree char *after = g_build_filename(mdir, "after", NULL), *journal = NULL, *state = NULL, *text = NULL;
-        g_autofree char *script = NULL;
         g_autoptr(Resumer) r = NULL;
         g_autoptr(GError) error = NULL;
         gint64 t0, started, worst = 0;
         guint64 cursor;
-        int status = -1;
         pid_t pid;
 
-        if (g_getenv("WATCHD_TEST_WRAPPER") && *g_getenv("WATCHD_TEST_WRAPPER")) {
-                /* As /remote/hung-add: under valgrind the hang stops watchd's loop too. */
-                g_test_skip("under a wrapper (valgrind) the hang stops watchd's loop too: not understood yet");
+        pid = mount_hung_bindfs(back, mnt, back_dir);
+        if (pid <= 0)
                 return;
-        }
-        g_assert_cmpint(g_mkdir(back, 0755), ==, 0);
-        g_assert_cmpint(g_mkdir(back_dir, 0755), ==, 0);
-        g_assert_cmpint(g_mkdir(mnt, 0755), ==, 0);
-        if (!bindfs || access("/dev/fuse", R_OK | W_OK) != 0 ||
-            !g_spawn_sync(NULL, (char *[]) { bindfs, back, mnt, NULL }, NULL, 0, NULL, NULL, NULL, NULL, &status, NULL) ||
-            !g_spawn_check_wait_status(status, NULL)) {
-                g_test_skip("no FUSE mount here: bindfs missing, or /dev/fuse unusable");
-                return;
-        }
-        pid = wt_bindfs_pid(mnt);
-        g_assert_cmpint(pid, >, 0);
         create(f->proxy, "hung", mdir, IN_CREATE, 0, &journal, &cursor);
         g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
         f->daemon = NULL;
 
-        /* Stopped; resumed when this process ends, even if an assertion aborts it. */
-        script = g_strdup_printf("while kill -0 %d 2>/dev/null; do sleep 1; done; kill -CONT %d", (int) getpid(),
-                                 (int) pid);
-        g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL }, NULL, 0, NULL,
-                                    NULL, NULL, &error));
-        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        stop_until_exit(pid);
 
         /* Its re-open waits for the FUSE daemon; the start does not. */
         t0 = g_get_monotonic_time();
@@ -1253,6 +1270,108 @@ static void test_hung_start(WtFixture *f, gconstpointer data) {
         g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
 }
 
+static void on_created(GObject *source, GAsyncResult *res, gpointer data) {
+        GError **error = data;
+        g_autofree char *journal = NULL;
+
+        if (!watchd_inotify_call_create_durable_finish(WATCHD_INOTIFY(source), &journal, NULL, res, error))
+                g_assert_nonnull(*error);
+        else
+                *error = g_error_new_literal(G_IO_ERROR, G_IO_ERROR_FAILED, "created");
+}
+
+/* CreateDurable of a path on the stopped bindfs (never looked up through the
+ * mount): its open waits in a worker; past add_watch_timeout_ms (1 s here)
+ * the call is answered with Timeout and nothing is created (all or nothing,
+ * as any creation that fails): not listed, and once the file system answers
+ * the same name can be created again. */
+static void test_hung_create(WtFixture *f, gconstpointer data) {
+        g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
+        g_autofree char *mdir = g_build_filename(mnt, "dir", NULL), *back_dir = g_build_filename(back, "dir", NULL);
+        g_autofree char *state = NULL;
+        g_autoptr(GError) error = NULL;
+        gint64 t0;
+        pid_t pid;
+
+        pid = mount_hung_bindfs(back, mnt, back_dir);
+        if (pid <= 0)
+                return;
+        stop_until_exit(pid);
+
+        t0 = g_get_monotonic_time();
+        watchd_inotify_call_create_durable(f->proxy, "hung", mdir, IN_CREATE, 0, NULL, on_created, &error);
+        for (gint64 deadline = t0 + 15 * G_USEC_PER_SEC; !error;) {
+                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                g_main_context_iteration(NULL, FALSE);
+                g_usleep(1000);
+        }
+        g_test_message("figure: CreateDurable on a stopped bindfs, add_watch_timeout_ms = 1000, answered after "
+                       "%" G_GINT64_FORMAT " ms: %s",
+                       (g_get_monotonic_time() - t0) / 1000, error->message);
+        g_assert_error(error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
+        state = durable_state(f->proxy, "hung");
+        g_assert_null(state);
+        g_assert_cmpuint(wt_stat(f->proxy2, "subscriptions"), ==, 0);
+
+        /* The file system answers: the open returns into nothing, and the name is free. */
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_stat(f->proxy2, "fs_stalled", 0, 30000));
+        create(f->proxy, "hung", mdir, IN_CREATE, 0, NULL, NULL);
+        state = durable_state(f->proxy, "hung");
+        g_assert_cmpstr(state, ==, "watching");
+        g_assert_cmpuint(wt_stat(f->proxy2, "subscriptions"), ==, 1);
+        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+}
+
+/* A RECURSIVE CreateDurable of a local tree that holds the stopped bindfs
+ * ([poll] fuse = 0: the walk reads the mount): the open answers, the walk
+ * waits in a worker of the mount's lane; past add_watch_timeout_ms the call
+ * is answered with Timeout and the subscription removed while its walk
+ * still waits; the walk ends into nothing when the file system answers,
+ * and the name can be created again. */
+static void test_hung_create_walk(WtFixture *f, gconstpointer data) {
+        g_autofree char *tree = g_build_filename(f->dir, "tree", NULL), *back = g_build_filename(f->dir, "back", NULL);
+        g_autofree char *mnt = g_build_filename(tree, "mnt", NULL), *back_dir = g_build_filename(back, "a", NULL);
+        g_autofree char *local = g_build_filename(tree, "l", "m", NULL), *state = NULL;
+        g_autoptr(GError) error = NULL;
+        gint64 t0;
+        pid_t pid;
+
+        g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir_with_parents(local, 0755), ==, 0);
+        pid = mount_hung_bindfs(back, mnt, back_dir);
+        if (pid <= 0)
+                return;
+        stop_until_exit(pid);
+
+        t0 = g_get_monotonic_time();
+        watchd_inotify_call_create_durable(f->proxy, "walk", tree, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, on_created,
+                                           &error);
+        for (gint64 deadline = t0 + 15 * G_USEC_PER_SEC; !error;) {
+                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                g_main_context_iteration(NULL, FALSE);
+                g_usleep(1000);
+        }
+        g_test_message("figure: RECURSIVE CreateDurable whose walk hangs, add_watch_timeout_ms = 1000, answered after "
+                       "%" G_GINT64_FORMAT " ms: %s",
+                       (g_get_monotonic_time() - t0) / 1000, error->message);
+        g_assert_error(error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
+        state = durable_state(f->proxy, "walk");
+        g_assert_null(state);
+        g_assert_cmpuint(wt_stat(f->proxy2, "subscriptions"), ==, 0);
+        /* The walk's job still waits on the mount's lane. */
+        g_assert_true(wt_await_stat(f->proxy2, "fs_stalled", 1, 30000));
+
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_stat(f->proxy2, "fs_stalled", 0, 30000));
+        g_assert_true(wt_await_stat(f->proxy2, "kernel_watches", 0, 30000));
+        create(f->proxy, "walk", tree, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, NULL);
+        state = durable_state(f->proxy, "walk");
+        g_assert_cmpstr(state, ==, "watching");
+        g_assert_cmpuint(wt_stat(f->proxy2, "subscriptions"), ==, 1);
+        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         WT_CASE("/durable/create-list-remove", NULL, test_create_list_remove);
@@ -1268,5 +1387,8 @@ int main(int argc, char *argv[]) {
         WT_CASE("/durable/kernel-overflow", NULL, test_kernel_overflow);
         WT_CASE("/durable/disk-full", NULL, test_disk_full);
         WT_CASE("/durable/hung-start", NULL, test_hung_start);
+        WT_CASE("/durable/hung-create", "[limits]\nadd_watch_timeout_ms = 1000\n", test_hung_create);
+        WT_CASE("/durable/hung-create-walk", "[limits]\nadd_watch_timeout_ms = 1000\n[poll]\nfuse = 0\n",
+                test_hung_create_walk);
         return g_test_run();
 }

@@ -59,6 +59,13 @@
  *                   (< 1 s) and events go on, the AddWatch waits; when the
  *                   file system answers the walk ends, the AddWatch is
  *                   answered and what is made below the mount is reported
+ *   hung-walk-timeout  the same past add_watch_timeout_ms (1 s here): the
+ *                   AddWatch is answered with Timeout while the mount is
+ *                   still stopped, its subscription removed; once the file
+ *                   system answers the walk ends into nothing (no record,
+ *                   no Overflow, no kernel watch of it)
+ *   hung-fd-prime-timeout  hung-prime-timeout through AddWatchFd (the
+ *                   descriptor opened by the test before the stop)
  *   hung-new-dir    [poll] fuse = 0: a RECURSIVE subscription of a directory
  *                   in the mount; a directory made there while watchd is
  *                   stopped (SIGSTOP), then the FUSE daemon stopped: the
@@ -96,6 +103,8 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
+#include <gio/gunixfdlist.h>
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
@@ -118,11 +127,12 @@ static int late_ms(void) {
         return wt_timing_checked() ? LATE_MS : 10 * LATE_MS;
 }
 
-#define CONFIG             "[poll]\nfuse = 1\n"
-#define CONFIG_OFF         "[poll]\nnfs = 0\ncifs = 0\nfuse = 0\n9p = 0\nafs = 0\nceph = 0\ncoda = 0\n"
-#define CONFIG_BUDGET      "[poll]\nfuse = 1\nmax_polled_dirs_per_user = 2\n"
-#define CONFIG_ADD_TIMEOUT "[limits]\nadd_watch_timeout_ms = 1000\n[poll]\nfuse = 1\n"
-#define CONFIG_INOTIFY     "[poll]\nfuse = 0\n"
+#define CONFIG              "[poll]\nfuse = 1\n"
+#define CONFIG_OFF          "[poll]\nnfs = 0\ncifs = 0\nfuse = 0\n9p = 0\nafs = 0\nceph = 0\ncoda = 0\n"
+#define CONFIG_BUDGET       "[poll]\nfuse = 1\nmax_polled_dirs_per_user = 2\n"
+#define CONFIG_ADD_TIMEOUT  "[limits]\nadd_watch_timeout_ms = 1000\n[poll]\nfuse = 1\n"
+#define CONFIG_INOTIFY      "[poll]\nfuse = 0\n"
+#define CONFIG_WALK_TIMEOUT "[limits]\nadd_watch_timeout_ms = 1000\n[poll]\nfuse = 0\n"
 
 typedef struct Fixture {
         WtFixture f;
@@ -773,6 +783,62 @@ static void test_hung_prime_timeout(Fixture *x, gconstpointer data) {
         g_assert_cmpuint(wt_stat(x->f.proxy2, "kernel_watches"), ==, 0);
 }
 
+static void on_added_fd(GObject *source, GAsyncResult *res, gpointer data) {
+        g_autoptr(GVariant) v = NULL;
+        AsyncAdd *a = data;
+
+        v = g_dbus_proxy_call_with_unix_fd_list_finish(G_DBUS_PROXY(source), NULL, res, &a->error);
+        if (v)
+                g_variant_get(v, "(u)", &a->id);
+        a->done = TRUE;
+}
+
+/* /remote/hung-prime-timeout through AddWatchFd: the caller opened mnt/fresh
+ * itself, so nothing of the call waits in an open; the first snapshot (the
+ * statx of "inner", the root of the stopped bindfs) waits. Past
+ * add_watch_timeout_ms: Timeout, the subscription removed, nothing of it sent. */
+static void test_hung_fd_prime_timeout(Fixture *x, gconstpointer data) {
+        g_autofree char *fresh = in(x->back, "fresh"), *mfresh = in(x->mnt, "fresh");
+        g_autofree char *mlate = in(mfresh, "late");
+        g_autoptr(GUnixFDList) fds = g_unix_fd_list_new();
+        AsyncAdd add = {};
+        gint64 t0;
+        int fd;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        g_assert_cmpint(g_mkdir(fresh, 0755), ==, 0);
+        hung_pid = mount_inner(x, mfresh, "inner");
+        g_assert_cmpint(hung_pid, >, 0);
+        fd = open(mfresh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(g_unix_fd_list_append(fds, fd, NULL), ==, 0);
+        g_assert_cmpint(close(fd), ==, 0);
+        stop_bindfs();
+
+        t0 = g_get_monotonic_time();
+        g_dbus_proxy_call_with_unix_fd_list(G_DBUS_PROXY(x->f.proxy), "AddWatchFd",
+                                            g_variant_new("(huu)", 0, (guint32) IN_CREATE, 0u), G_DBUS_CALL_FLAGS_NONE,
+                                            60000, fds, NULL, on_added_fd, &add);
+        g_assert_true(wt_await_flag(&add.done, 15000));
+        g_test_message("figure: AddWatchFd whose first snapshot hangs, add_watch_timeout_ms = 1000, answered after "
+                       "%" G_GINT64_FORMAT " ms: %s",
+                       (g_get_monotonic_time() - t0) / 1000, add.error ? add.error->message : "an id");
+        g_assert_error(add.error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
+        g_assert_cmpuint(n_listed(x->f.proxy), ==, 0);
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "polled_directories"), ==, 0);
+
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        wt_touch(mlate);
+        g_usleep(2 * INTERVAL_MS * 1000);
+        g_assert_cmpuint(count(&x->f.a, mlate, IN_CREATE), ==, 0);
+        g_assert_cmpuint(x->f.a.n_records, ==, 0);
+        g_assert_cmpuint(x->f.a.n_overflows, ==, 0);
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "kernel_watches"), ==, 0);
+}
+
 /* A pending path that leads into the stopped mount: the probe that follows it
  * there waits in a worker, not on the loop. */
 static void test_hung_pending(Fixture *x, gconstpointer data) {
@@ -857,6 +923,49 @@ static void test_hung_walk(Fixture *x, gconstpointer data) {
         wt_await_record(&x->f.a, made, IN_CREATE, 5000);
         wt_touch(lmade);
         wt_await_record(&x->f.a, lmade, IN_CREATE, 5000);
+}
+
+/* /remote/hung-walk past add_watch_timeout_ms: the AddWatch is answered
+ * with Timeout while the walk's job on the mount's lane still waits, and its
+ * subscription goes; the walk ends into nothing when the file system answers. */
+static void test_hung_walk_timeout(Fixture *x, gconstpointer data) {
+        g_autofree char *local = in(x->f.dir, "local"), *deep = in(x->back, "a/b"), *ldeep = in(x->f.dir, "l/m");
+        g_autofree char *made = in(x->mnt, "a/b/made"), *lmade = in(x->f.dir, "l/m/made");
+        AsyncAdd add = {};
+        gint64 t0;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir_with_parents(deep, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir_with_parents(ldeep, 0755), ==, 0);
+        wt_add_watch(x->f.proxy2, local, IN_CREATE, 0, NULL);
+        stop_bindfs();
+
+        t0 = g_get_monotonic_time();
+        watchd_inotify_call_add_watch(x->f.proxy, x->f.dir, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, on_added, &add);
+        g_assert_true(wt_await_flag(&add.done, 15000));
+        g_test_message("figure: RECURSIVE AddWatch whose walk hangs, add_watch_timeout_ms = 1000, answered after "
+                       "%" G_GINT64_FORMAT " ms: %s",
+                       (g_get_monotonic_time() - t0) / 1000, add.error ? add.error->message : "an id");
+        g_assert_error(add.error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
+        g_assert_cmpuint(n_listed(x->f.proxy), ==, 0);
+        /* The walk's job still waits on the mount's lane. */
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "subscriptions"), ==, 1);
+
+        /* The file system answers: the job returns into a walk whose subscription
+         * is gone; what it opened is closed, nothing linked. */
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        g_assert_true(wt_await_stat(x->f.proxy2, "kernel_watches", 1, 30000)); /* proxy2's local only */
+        wt_touch(made);
+        wt_touch(lmade);
+        g_usleep(1500 * 1000);
+        g_assert_cmpuint(x->f.a.n_records, ==, 0);
+        g_assert_cmpuint(x->f.a.n_overflows, ==, 0);
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "kernel_watches"), ==, 1);
 }
 
 /* The kernel revalidates a name of a FUSE mount once its entry timeout (1 s,
@@ -1022,10 +1131,13 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/hung-add", Fixture, CONFIG, setup, test_hung_add, teardown);
         g_test_add("/remote/hung-add-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_add_timeout, teardown);
         g_test_add("/remote/hung-prime-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_prime_timeout, teardown);
+        g_test_add("/remote/hung-fd-prime-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_fd_prime_timeout,
+                   teardown);
         g_test_add("/remote/hung-pending", Fixture, CONFIG, setup, test_hung_pending, teardown);
         g_test_add("/remote/hung-walk", Fixture, CONFIG_INOTIFY, setup, test_hung_walk, teardown);
         g_test_add("/remote/hung-new-dir", Fixture, CONFIG_INOTIFY, setup, test_hung_new_dir, teardown);
         g_test_add("/remote/hung-pending-add", Fixture, CONFIG_INOTIFY, setup, test_hung_pending_add, teardown);
         g_test_add("/remote/hung-rescan", Fixture, CONFIG_INOTIFY, setup, test_hung_rescan, teardown);
+        g_test_add("/remote/hung-walk-timeout", Fixture, CONFIG_WALK_TIMEOUT, setup, test_hung_walk_timeout, teardown);
         return g_test_run();
 }

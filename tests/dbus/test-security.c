@@ -999,8 +999,9 @@ int main(int argc, char *argv[]) {
 
         g_test_add("/security/proc-pid-cwd", Fixture, NULL, fixture_setup, test_proc_pid_cwd, fixture_teardown);
         g_test_add("/security/proc-self-fd", Fixture,
-                   "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n", fixture_setup,
-                   test_proc_self_fd, fixture_teardown);
+                   "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\n"
+                   "add_watch_timeout_ms = 600000\n", /* its walk, under valgrind too */
+                   fixture_setup, test_proc_self_fd, fixture_teardown);
         g_test_add("/security/add-watch-fd-nameless", Fixture, NULL, fixture_setup, test_add_watch_fd_nameless,
                    fixture_teardown);
         g_test_add("/security/stats-scoped", Fixture, "[limits]\nmax_pending_events_per_client = 16\n", fixture_setup,

@@ -40,7 +40,17 @@
  *     (bindfs, SIGSTOP), and nobody's AddWatch of a path there: root's
  *     GetStats and root's events go on, nobody's AddWatch waits, nobody is
  *     told (Overflow) and answered once the file system answers
- *     (hung-fuse).
+ *     (hung-fuse);
+ *   - the other hung cases, each with a bindfs nobody mounts itself
+ *     (allow_other, which fusermount grants where /etc/fuse.conf says
+ *     user_allow_other: the test binds such a file over it in a mount
+ *     namespace of its own, and restarts watchd there) and stops: nobody's
+ *     RECURSIVE walk into it (hung-walk), nobody's pending path that a
+ *     symbolic link leads into it (hung-pending), nobody's durable
+ *     subscription there while watchd restarts (hung-durable); root's
+ *     GetStats and root's events go on (figures: worst of 20), and nobody's
+ *     call is answered, its path followed, its subscription watched once
+ *     the file system answers.
  *
  * The client that stops reading is a child process (fork, no exec) that
  * becomes nobody, connects with sd-bus, subscribes, tells the parent, and
@@ -53,8 +63,10 @@
 #include <glib/gstdio.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/mount.h>
@@ -63,6 +75,7 @@
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
+#include "watchd-api.h"
 #include "watchd-test.h"
 #include "wt-fixture.h"
 
@@ -1102,13 +1115,414 @@ static void test_hung_fuse(Fixture *f, gconstpointer data) {
         g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
 }
 
+/* ---------------------------------------------------------------- nobody's own FUSE mount */
+
+#define HUNG_INOTIFY_CONFIG "[poll]\nfuse = 0\n"
+
+/* As a GSpawnChildSetupFunc too. */
+static void become_nobody(gpointer unused) {
+        if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+                _exit(2);
+}
+
+/*
+ * Issue 24's attacker mounts the file system itself: nobody runs bindfs -o
+ * allow_other, which fusermount grants only where /etc/fuse.conf says
+ * user_allow_other. This machine's does not, and a test does not change
+ * /etc: the test moves into a mount namespace of its own, binds such a
+ * fuse.conf over /etc/fuse.conf there, and restarts watchd in it (the bus
+ * stays) so that it sees the mount. back and mnt (made here) become
+ * nobody's. Returns the FUSE daemon's pid, or 0 with the case skipped.
+ */
+static pid_t nobody_mounts_bindfs(Fixture *f, const char *config, const char *back, const char *mnt) {
+        g_autofree char *bindfs = g_find_program_in_path("bindfs");
+        g_autofree char *conf = g_build_filename(f->dir, "fuse.conf", NULL);
+        g_autoptr(GError) error = NULL;
+        pid_t pid;
+        int status = -1;
+
+        if (watchd_wrapped()) {
+                g_test_skip("under a wrapper (valgrind) the hang stops watchd's loop too: not understood yet");
+                return 0;
+        }
+        if (!f->bus)
+                return 0;
+        if (!bindfs || access("/dev/fuse", R_OK | W_OK) != 0 || access("/etc/fuse.conf", F_OK) != 0) {
+                g_test_skip("no FUSE mount here: bindfs or /etc/fuse.conf missing, or /dev/fuse unusable");
+                return 0;
+        }
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                g_test_skip("no mount namespace of its own here");
+                return 0;
+        }
+        g_assert_true(g_file_set_contents(conf, "user_allow_other\n", -1, NULL));
+        g_assert_cmpint(mount(conf, "/etc/fuse.conf", NULL, MS_BIND, NULL), ==, 0);
+        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
+        f->daemon = wt_daemon_start(f->bus, config);
+
+        g_assert_cmpint(g_mkdir_with_parents(back, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir_with_parents(mnt, 0755), ==, 0);
+        g_assert_cmpint(chown(back, NOBODY, NOBODY), ==, 0);
+        g_assert_cmpint(chown(mnt, NOBODY, NOBODY), ==, 0);
+        g_assert_true(g_spawn_sync(
+                NULL, (char *[]) { bindfs, (char *) "-o", (char *) "allow_other", (char *) back, (char *) mnt, NULL },
+                NULL, 0, become_nobody, NULL, NULL, NULL, &status, &error));
+        g_assert_no_error(error);
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+        pid = wt_bindfs_pid(mnt);
+        g_assert_cmpint(pid, >, 0);
+        {
+                /* Resumed by a watcher even if this test aborts, and ended if still
+                 * there: its mount is in this process's namespace, gone with it. */
+                g_autofree char *script = g_strdup_printf(
+                        "while kill -0 %d 2>/dev/null; do sleep 1; done; kill -CONT %d; "
+                        "[ \"$(cat /proc/%d/comm 2>/dev/null)\" = bindfs ] && kill -TERM %d",
+                        (int) getpid(), (int) pid, (int) pid, (int) pid);
+
+                g_assert_true(g_spawn_async(NULL, (char *[]) { (char *) "/bin/sh", (char *) "-c", script, NULL }, NULL,
+                                            0, NULL, NULL, NULL, &error));
+        }
+        return pid;
+}
+
+typedef struct Seen {
+        const char *path;
+        bool seen;
+} Seen;
+
+static int seen_on_message(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Seen *w = userdata;
+        const char *path, *new_path;
+        uint32_t id, mask, cookie;
+        int r;
+
+        if (!sd_bus_message_is_signal(m, "org.example.Inotify", "Events"))
+                return 0;
+        r = sd_bus_message_enter_container(m, 'a', "(uuuss)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(m, "(uuuss)", &id, &mask, &cookie, &path, &new_path)) > 0)
+                if (strcmp(path, w->path) == 0 && (mask & IN_CREATE))
+                        w->seen = true;
+        return r < 0 ? r : 0;
+}
+
+/*
+ * The child, as nobody, runs steps (argv-like, NULL-terminated) and says
+ * how each went, a line each:
+ *   "watch PATH FLAGS"    AddWatch (IN_CREATE): "id N" or "failed MESSAGE"
+ *   "durable NAME PATH"   CreateDurable (IN_CREATE): "created" or "failed MESSAGE"
+ *   "go"                  waits for the test's byte
+ *   "await PATH"          reads its bus until a CREATE of PATH comes (30 s):
+ *                         "seen" or "not seen"
+ * Calls wait far past the test's bounds: they are answered when watchd answers.
+ */
+static void nobody_child(const char *address, const char *const *steps, int report_fd, int go_fd) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        sd_bus *bus = NULL;
+        const uint64_t timeout = (uint64_t) 10 * TIMEOUT_MS * 1000;
+        char c;
+
+        become_nobody(NULL);
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+                _exit(2);
+        if (sd_bus_new(&bus) < 0 || sd_bus_set_address(bus, address) < 0 || sd_bus_set_bus_client(bus, 1) < 0 ||
+            sd_bus_start(bus) < 0)
+                _exit(3);
+        for (; *steps; steps++) {
+                g_auto(GStrv) w = g_strsplit(*steps, " ", 3);
+                sd_bus_message *call = NULL;
+                uint32_t id;
+
+                if (strcmp(w[0], "go") == 0) {
+                        if (read(go_fd, &c, 1) != 1)
+                                _exit(4);
+                } else if (strcmp(w[0], "watch") == 0 || strcmp(w[0], "durable") == 0) {
+                        bool watch = strcmp(w[0], "watch") == 0;
+
+                        if (sd_bus_message_new_method_call(bus, &call, "org.example.Inotify", "/org/example/Inotify",
+                                                           "org.example.Inotify",
+                                                           watch ? "AddWatch" : "CreateDurable") < 0 ||
+                            (watch ? sd_bus_message_append(call, "suu", w[1], (uint32_t) IN_CREATE,
+                                                           (uint32_t) strtoul(w[2], NULL, 0)) :
+                                     sd_bus_message_append(call, "ssuu", w[1], w[2], (uint32_t) IN_CREATE,
+                                                           (uint32_t) 0)) < 0)
+                                _exit(5);
+                        if (sd_bus_call(bus, call, timeout, &error, &reply) < 0)
+                                dprintf(report_fd, "failed %s\n", error.message ? error.message : "?");
+                        else if (!watch)
+                                dprintf(report_fd, "created\n");
+                        else if (sd_bus_message_read(reply, "u", &id) >= 0)
+                                dprintf(report_fd, "id %u\n", id);
+                        else
+                                _exit(6);
+                        sd_bus_error_free(&error);
+                        reply = sd_bus_message_unref(reply);
+                        sd_bus_message_unref(call);
+                } else if (strcmp(w[0], "await") == 0) {
+                        Seen seen = { .path = w[1] };
+                        uint64_t end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+                        sd_bus_slot *slot = NULL;
+
+                        if (sd_bus_add_filter(bus, &slot, seen_on_message, &seen) < 0)
+                                _exit(7);
+                        while (!seen.seen && (uint64_t) g_get_monotonic_time() < end) {
+                                int r = sd_bus_process(bus, NULL);
+
+                                if (r < 0)
+                                        _exit(8);
+                                if (r == 0)
+                                        (void) sd_bus_wait(bus, 100000);
+                        }
+                        dprintf(report_fd, "%s\n", seen.seen ? "seen" : "not seen");
+                        sd_bus_slot_unref(slot);
+                } else
+                        _exit(9);
+        }
+        _exit(0);
+}
+
+static void nobody_start(Stuck *st, Fixture *f, const char *const *steps) {
+        int report[2], go[2];
+
+        g_assert_cmpint(pipe2(report, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(pipe2(go, O_CLOEXEC), ==, 0);
+        st->pid = fork();
+        g_assert_cmpint(st->pid, >=, 0);
+        if (st->pid == 0) {
+                close(report[0]);
+                close(go[1]);
+                nobody_child(f->bus->address, steps, report[1], go[0]);
+        }
+        close(report[1]);
+        close(go[0]);
+        st->report_fd = report[0];
+        st->go_fd = go[1];
+}
+
+static void nobody_end(Stuck *st) {
+        int status = -1;
+
+        g_assert_cmpint(waitpid(st->pid, &status, 0), ==, st->pid);
+        g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        close(st->report_fd);
+        close(st->go_fd);
+}
+
+/* Root's GetStats round trips and root's create+delete on f->dir/local, worst
+ * of 20 each, with the bounds that say "not frozen" (the daemon used to wait
+ * for the file system: seconds, or for ever). */
+static void root_goes_on(Fixture *f, Reader *reader, const char *what) {
+        gint64 worst_stats = 0, worst_event = 0;
+        g_autofree char *prefix = g_strconcat("local/", what, NULL);
+
+        for (guint i = 0; i < 20; i++) {
+                gint64 t0 = g_get_monotonic_time();
+
+                (void) wt_stat(reader->proxy, "clients");
+                worst_stats = MAX(worst_stats, g_get_monotonic_time() - t0);
+                t0 = g_get_monotonic_time();
+                create_remove(f, prefix, i);
+                await_records(reader, reader->n_records + 2);
+                worst_event = MAX(worst_event, g_get_monotonic_time() - t0);
+        }
+        g_test_message("figure: %s: while nobody's FUSE mount does not answer, root's GetStats round trip worst of 20 "
+                       "%" G_GINT64_FORMAT " us, root's create+delete on tmpfs delivered worst of 20 %" G_GINT64_FORMAT
+                       " us",
+                       what, worst_stats, worst_event);
+        g_assert_cmpint(worst_stats, <, 2 * G_USEC_PER_SEC);
+        g_assert_cmpint(worst_event, <, 2 * G_USEC_PER_SEC);
+}
+
+static void reader_on_local(Fixture *f, Reader *reader) {
+        g_autofree char *local = g_build_filename(f->dir, "local", NULL);
+
+        g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
+        reader_init(reader, f->bus, PING_ANSWER);
+        reader->id = add_watch(reader->proxy, local);
+}
+
+/* Issue 24 item 1 as nobody: its RECURSIVE AddWatch of its tree, which holds
+ * its own stopped FUSE mount (watched by inotify, [poll] fuse = 0, so the
+ * walk reads it): the walk waits in a worker of the mount's lane, root goes
+ * on, nobody's call is answered with an id once the file system answers. */
+static void test_hung_walk(Fixture *f, gconstpointer data) {
+        g_autofree char *tree = g_build_filename(f->dir, "tree", NULL), *back = g_build_filename(f->dir, "back", NULL);
+        g_autofree char *mnt = g_build_filename(tree, "mnt", NULL), *deep = g_build_filename(back, "a", "b", NULL);
+        g_autofree char *ldeep = g_build_filename(tree, "l", "m", NULL), *step = NULL, *line = NULL;
+        Reader reader;
+        Stuck st = {};
+        guint id = 0;
+        pid_t fuse_pid;
+
+        if (!f->bus)
+                return;
+        g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
+        g_assert_cmpint(chown(tree, NOBODY, NOBODY), ==, 0);
+        fuse_pid = nobody_mounts_bindfs(f, HUNG_INOTIFY_CONFIG, back, mnt);
+        if (fuse_pid <= 0)
+                return;
+        g_assert_cmpint(g_mkdir_with_parents(deep, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir_with_parents(ldeep, 0755), ==, 0);
+        reader_on_local(f, &reader);
+        step = g_strdup_printf("watch %s %u", tree, (unsigned) WATCHD_FLAG_RECURSIVE);
+        nobody_start(&st, f, (const char *const[]) { "go", step, NULL });
+
+        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
+        stuck_go(&st);
+        /* The walk has reached the mount: its job waits past the lane's deadline. */
+        if (!wt_await_stat(reader.proxy, "fs_stalled", 1, TIMEOUT_MS))
+                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader.proxy, "fs_stalled"));
+        root_goes_on(f, &reader, "hung-walk");
+        g_assert_false(readable(st.report_fd)); /* nobody's AddWatch waits for its walk */
+
+        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
+        line = stuck_read_line(&st);
+        if (sscanf(line, "id %u", &id) != 1)
+                g_error("nobody's RECURSIVE AddWatch: %s", line);
+        g_assert_cmpuint(id, >, 0);
+        nobody_end(&st);
+        reader_done(&reader);
+        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+}
+
+/* As nobody: a PERSIST path waits for "link" in nobody's tree; link appears,
+ * a symbolic link into nobody's stopped FUSE mount: the probe that follows it
+ * waits in a worker of nobody's lane, root goes on, and once the file system
+ * answers the path is followed down and its file reported to nobody. */
+static void test_hung_pending(Fixture *f, gconstpointer data) {
+        g_autofree char *tree = g_build_filename(f->dir, "tree", NULL), *back = g_build_filename(f->dir, "back", NULL);
+        g_autofree char *mnt = g_build_filename(f->dir, "mnt", NULL), *link = g_build_filename(tree, "link", NULL);
+        g_autofree char *sub = g_build_filename(back, "sub", NULL), *mx = g_build_filename(mnt, "sub", "x", NULL);
+        g_autofree char *pending = g_build_filename(link, "sub", "x", NULL), *step = NULL, *await = NULL;
+        g_autofree char *line = NULL;
+        Reader reader;
+        Stuck st = {};
+        pid_t fuse_pid;
+
+        if (!f->bus)
+                return;
+        g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
+        g_assert_cmpint(chown(tree, NOBODY, NOBODY), ==, 0);
+        fuse_pid = nobody_mounts_bindfs(f, HUNG_CONFIG, back, mnt);
+        if (fuse_pid <= 0)
+                return;
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0); /* never looked up through the mount */
+        g_assert_cmpint(chown(sub, NOBODY, NOBODY), ==, 0);
+        reader_on_local(f, &reader);
+        step = g_strdup_printf("watch %s %u", pending, (unsigned) WATCHD_FLAG_PERSIST);
+        await = g_strconcat("await ", pending, NULL);
+        nobody_start(&st, f, (const char *const[]) { step, "go", await, NULL });
+        line = stuck_read_line(&st);
+        if (!g_str_has_prefix(line, "id "))
+                g_error("nobody's pending AddWatch: %s", line);
+
+        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
+        /* link appears: following the path opens the mount's root, which waits. */
+        g_assert_cmpint(symlink(mnt, link), ==, 0);
+        if (!wt_await_stat(reader.proxy, "fs_stalled", 1, TIMEOUT_MS))
+                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader.proxy, "fs_stalled"));
+        root_goes_on(f, &reader, "hung-pending");
+
+        /* It answers: the probe goes down to sub, where x is awaited, and x made
+         * through the mount (the kernel hears of it) is reported to nobody. */
+        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
+        {
+                int fd = open(mx, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+                if (fd < 0)
+                        g_error("Failed to create '%s': %s", mx, g_strerror(errno));
+                close(fd);
+        }
+        stuck_go(&st);
+        g_free(line);
+        line = stuck_read_line(&st);
+        g_assert_cmpstr(line, ==, "seen");
+        nobody_end(&st);
+        reader_done(&reader);
+        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+}
+
+/* The state of root's ListDurable entry NAME ("UID/NAME" for another user's), or NULL. */
+static char *durable_state_of(WatchdInotify *p, const char *name) {
+        g_autoptr(GVariant) list = NULL;
+        g_autoptr(GError) error = NULL;
+
+        g_assert_true(watchd_inotify_call_list_durable_sync(p, &list, NULL, &error));
+        for (gsize i = 0; i < g_variant_n_children(list); i++) {
+                const char *n, *state;
+
+                g_variant_get_child(list, i, "(&s&suu&stttb&s)", &n, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                    &state);
+                if (g_str_equal(n, name))
+                        return g_strdup(state);
+        }
+        return NULL;
+}
+
+/* As nobody, whom our policy lets call CreateDurable on the system bus: a
+ * durable subscription on nobody's FUSE mount, stopped while watchd
+ * restarts. The new watchd takes its name and root goes on; the
+ * subscription is "opening" until the file system answers, then watched. */
+static void test_hung_durable(Fixture *f, gconstpointer data) {
+        g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
+        g_autofree char *dir = g_build_filename(back, "dir", NULL), *mdir = g_build_filename(mnt, "dir", NULL);
+        g_autofree char *step = NULL, *line = NULL, *state = NULL;
+        g_autofree char *name = g_strdup_printf("%u/hung", (unsigned) NOBODY);
+        Reader reader;
+        Stuck st = {};
+        pid_t fuse_pid;
+        gint64 t0, started;
+
+        if (!f->bus)
+                return;
+        fuse_pid = nobody_mounts_bindfs(f, HUNG_CONFIG, back, mnt);
+        if (fuse_pid <= 0)
+                return;
+        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+        g_assert_cmpint(chown(dir, NOBODY, NOBODY), ==, 0);
+        step = g_strconcat("durable hung ", mdir, NULL);
+        nobody_start(&st, f, (const char *const[]) { step, NULL });
+        line = stuck_read_line(&st);
+        g_assert_cmpstr(line, ==, "created");
+        nobody_end(&st);
+
+        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
+        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
+        t0 = g_get_monotonic_time();
+        f->daemon = wt_daemon_start(f->bus, HUNG_CONFIG);
+        started = g_get_monotonic_time() - t0;
+        g_test_message("figure: hung-durable: watchd restarted with nobody's durable subscription on its stopped "
+                       "FUSE mount: name owned after %" G_GINT64_FORMAT " ms",
+                       started / 1000);
+        reader_on_local(f, &reader);
+        root_goes_on(f, &reader, "hung-durable");
+        state = durable_state_of(reader.proxy, name);
+        g_assert_cmpstr(state, ==, "opening");
+
+        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
+        for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;;) {
+                g_free(state);
+                state = durable_state_of(reader.proxy, name);
+                if (g_strcmp0(state, "watching") == 0)
+                        break;
+                g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+                g_usleep(20000);
+        }
+        reader_done(&reader);
+        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+}
+
 int main(int argc, char *argv[]) {
         static const Params system_bus = { .system = TRUE }, session_bus = { .system = FALSE },
                             system_bus_error = { .system = TRUE, .mode = PING_ERROR },
                             system_bus_denied = { .system = TRUE, .deny_ping = TRUE },
                             system_bus_long = { .system = TRUE, .bus_timeout = "250ms", .stuck_ms = 3000 },
                             system_bus_caps = { .system = TRUE, .config = CROWD_CONFIG },
-                            system_bus_hung = { .system = TRUE, .config = HUNG_CONFIG };
+                            system_bus_hung = { .system = TRUE, .config = HUNG_CONFIG },
+                            system_bus_hung_inotify = { .system = TRUE, .config = HUNG_INOTIFY_CONFIG };
 
         g_test_init(&argc, &argv, NULL);
 
@@ -1129,5 +1543,11 @@ int main(int argc, char *argv[]) {
         g_test_add("/system-bus/memory-crowd", Fixture, &system_bus_caps, fixture_setup, test_memory_crowd,
                    fixture_teardown);
         g_test_add("/system-bus/hung-fuse", Fixture, &system_bus_hung, fixture_setup, test_hung_fuse, fixture_teardown);
+        g_test_add("/system-bus/hung-walk", Fixture, &system_bus_hung_inotify, fixture_setup, test_hung_walk,
+                   fixture_teardown);
+        g_test_add("/system-bus/hung-pending", Fixture, &system_bus_hung, fixture_setup, test_hung_pending,
+                   fixture_teardown);
+        g_test_add("/system-bus/hung-durable", Fixture, &system_bus_hung, fixture_setup, test_hung_durable,
+                   fixture_teardown);
         return g_test_run();
 }
