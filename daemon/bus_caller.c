@@ -201,8 +201,8 @@ int bus_error_for(const Manager *m, int r, const char *what, sd_bus_error *error
                 return sd_bus_error_setf(error, SD_BUS_ERROR_TIMEOUT,
                                          "The file system of %s, or of a directory below it, did not answer within "
                                          "%" PRIu32 " ms (add_watch_timeout_ms in watchd.conf): nothing is "
-                                         "subscribed. It may be hung (a stopped FUSE daemon, an NFS server gone), or "
-                                         "a RECURSIVE tree too big to walk in that time; try again later.",
+                                         "subscribed. It may be hung (a stopped FUSE daemon, an NFS server gone); "
+                                         "try again later.",
                                          what, config->add_watch_timeout_ms);
         case -WATCHD_E_NOT_WATCHABLE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,

@@ -53,12 +53,14 @@ static int check_durable_name(const char *name, bool allow_uid, sd_bus_error *er
 }
 
 /* A CreateDurable whose path is opened in a worker, or whose tree is walked:
- * answered when that ends, or at add_watch_timeout_ms after the call with
- * Timeout, the subscription removed (all or nothing, as any creation). */
+ * answered when that ends, or at add_watch_timeout_ms after the call (pushed
+ * back while its walk links directories) with Timeout, the subscription
+ * removed (all or nothing, as any creation). */
 typedef struct PendingCreate {
         DbusIface *iface;
         sd_bus_message *msg;
         sd_event_source *timer; /* the call's deadline; NULL: none (out of memory) */
+        unsigned progress;      /* its walk's links when the deadline was last armed */
 } PendingCreate;
 
 static void pending_create_free(PendingCreate *p) {
@@ -74,8 +76,20 @@ static int create_durable_timeout(sd_event_source *s, uint64_t usec, void *userd
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *what = NULL;
         const char *path = NULL;
+        unsigned n;
         int r;
 
+        /* A walk that linked directories since the deadline was armed goes
+         * on: the bound is on a file system that stops answering, not on the
+         * size of a tree (as AddWatch's, bus_methods.c). */
+        n = durable_create_progress(p->iface->durable, create_durable_done, p);
+        if (n != p->progress &&
+            sd_event_source_set_time_relative(
+                    s, (uint64_t) manager_get_config(p->iface->manager)->add_watch_timeout_ms * 1000u) >= 0 &&
+            sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) >= 0) {
+                p->progress = n;
+                return 0;
+        }
         (void) sd_bus_message_rewind(p->msg, true);
         (void) sd_bus_message_skip(p->msg, "s");
         (void) sd_bus_message_read(p->msg, "s", &path);
@@ -154,7 +168,7 @@ int method_create_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
         p = malloc(sizeof(PendingCreate));
         if (!p)
                 return -ENOMEM;
-        *p = (PendingCreate) { d, msg, NULL };
+        *p = (PendingCreate) { d, msg, NULL, 0 };
         r = durable_create(d->durable, &c->caller, name, path, mask, flags, create_durable_done, p, journal, &cursor);
         if (r < 0) {
                 _cleanup_free_ char *what = bus_what_of(sent);
@@ -172,6 +186,7 @@ int method_create_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 uint64_t now;
 
                 sd_bus_message_ref(msg);
+                p->progress = durable_create_progress(d->durable, create_durable_done, p);
                 r = sd_event_now(d->event, CLOCK_MONOTONIC, &now);
                 if (r >= 0)
                         r = sd_event_add_time(d->event, &p->timer, CLOCK_MONOTONIC,

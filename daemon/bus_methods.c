@@ -130,8 +130,10 @@ int bus_client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_
  * An AddWatch whose subscription is made but not whole yet: a RECURSIVE
  * walk that goes on from the loop or in workers, then the first snapshots
  * of its polled directories, taken in workers. Answered when they end, or
- * at the call's deadline (add_watch_timeout_ms after it came) with Timeout:
- * the walk is left to end (its reads in workers cannot be taken back) and
+ * at the call's deadline with Timeout (add_watch_timeout_ms after it came,
+ * pushed back by as much each time the walk has linked directories since:
+ * a big tree is not refused, a walk that stops going on is): the walk is
+ * left to end (its reads in workers cannot be taken back) and
  * discarded, and the subscription goes before anything more of it is sent.
  */
 typedef struct PendingAdd {
@@ -139,6 +141,7 @@ typedef struct PendingAdd {
         sd_bus_message *msg; /* its sender names the client: it may be gone at the deadline */
         uint32_t id;
         TreeWalk *walk;         /* while the walk runs: it calls add_watch_done() */
+        unsigned progress;      /* the subscription's links when the deadline was last armed */
         char *sent;             /* the path as sent (NULL: a descriptor), for the Timeout's message */
         sd_event_source *timer; /* the call's deadline; NULL: none (out of memory) */
 } PendingAdd;
@@ -163,9 +166,9 @@ static void add_watch_primed(void *userdata) {
                 log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", p->id);
 }
 
-/* The walk or the first snapshot has not ended by the call's deadline: its
- * file system stopped answering, or the tree is too big for the bound. The
- * caller is told, and the subscription it would have had goes. */
+/* The walk has linked nothing in add_watch_timeout_ms, or the first snapshot
+ * has not ended by the call's deadline: its file system stopped answering.
+ * The caller is told, and the subscription it would have had goes. */
 static int add_watch_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         _cleanup_(pending_add_freep) PendingAdd *p = userdata;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -175,6 +178,22 @@ static int add_watch_timeout(sd_event_source *s, uint64_t usec, void *userdata) 
         Client *c = manager_get_client(m, sender);
         int r;
 
+        /* A walk that linked directories since the deadline was armed is not
+         * stuck: a big tree. It gets another add_watch_timeout_ms, so the
+         * bound is on a file system that stops answering, not on the size of
+         * a tree (plain inotify watches any size, however long it takes). */
+        if (p->walk) {
+                const Subscription *sub = manager_get_subscription(m, p->id);
+
+                if (sub && sub->n_links != p->progress &&
+                    sd_event_source_set_time_relative(
+                            s, (uint64_t) manager_get_config(m)->add_watch_timeout_ms * 1000u) >= 0 &&
+                    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) >= 0) {
+                        p->progress = sub->n_links;
+                        TAKE_PTR(p);
+                        return 0;
+                }
+        }
         /* The waiter goes first: the removal below ends the walk or the wait, which would call it. */
         if (p->walk)
                 tree_walk_set_done(p->walk, NULL, NULL);
@@ -252,11 +271,14 @@ static int add_watch_reply(DbusIface *d, sd_bus_message *msg, Client *c, const c
                 return sd_bus_reply_method_return(msg, "u", id);
         }
         *p = (PendingAdd) { d, sd_bus_message_ref(msg), id, walk };
-        if (walk)
+        if (walk) {
+                const Subscription *sub = manager_get_subscription(m, id);
+
                 /* A big tree: answered when its walk ends (add_watch_done), its
                  * events already flowing for the part watched so far. */
                 tree_walk_set_done(walk, add_watch_done, p);
-        else {
+                p->progress = sub ? sub->n_links : 0;
+        } else {
                 /* A polled directory's first snapshot is taken in a worker: the
                  * answer waits for it, so that what changes after it is found. */
                 r = manager_when_primed(m, c, id, add_watch_primed, p);

@@ -646,6 +646,20 @@ int durable_create(Durable *d, const Caller *caller, const char *name, const cha
         return 0;
 }
 
+unsigned durable_create_progress(Durable *d, DurableCreated done, void *userdata) {
+        LIST_FOREACH(tokens, i, d->tokens)
+                if (i->done == done && i->userdata == userdata) {
+                        DurableSub *s = g_hash_table_lookup(d->subs, i->key);
+                        const Subscription *sub;
+
+                        if (!s || s->state != DURABLE_WALKING || s->sub_id != i->walk_id)
+                                return 0;
+                        sub = manager_get_subscription(d->m, s->sub_id);
+                        return sub ? sub->n_links : 0;
+                }
+        return 0;
+}
+
 void durable_create_abandon(Durable *d, DurableCreated done, void *userdata) {
         WalkToken *t = NULL;
         DurableSub *s;

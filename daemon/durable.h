@@ -108,6 +108,9 @@ int durable_create(Durable *d, const Caller *caller, const char *name, const cha
 /* A creation not done by its deadline (add_watch_timeout_ms), whose caller
  * was told so: the subscription it made is removed (its open given up, its
  * walk left to end and discarded), and done(userdata) is not called. */
+/* How far the creation answered by done(userdata) has gone: the links its
+ * walk has made so far (0: not walking). */
+unsigned durable_create_progress(Durable *d, DurableCreated done, void *userdata);
 void durable_create_abandon(Durable *d, DurableCreated done, void *userdata);
 
 /*
