@@ -11,6 +11,10 @@
  * (OpenStream, watchd(8)) and reads its records from that socket instead,
  * frames decoded in place (shared/stream_frame.h); the bus is then used only
  * for the calls.
+ *
+ * With --extra packed:ADDRESS its subscriptions are PACKED (watchd(8)): the
+ * records come as signals still, in EventsPacked, the stream's frames in one
+ * ay, decoded in place.
  */
 
 #include <errno.h>
@@ -63,6 +67,33 @@ static int on_events(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 on_record(s, mask, path, new_path);
         }
         return r < 0 ? r : 0;
+}
+
+/* EventsPacked: the frames read in place from the message. */
+static int on_events_packed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Sink *s = userdata;
+        const void *p;
+        size_t size;
+        int r;
+
+        r = sd_bus_message_read_array(m, 'y', &p, &size);
+        if (r < 0)
+                return r;
+        while (size > 0) {
+                StreamFrame f;
+                int k = stream_frame_decode(p, size, &f);
+
+                if (k <= 0) {
+                        fprintf(stderr, "malformed EventsPacked\n");
+                        sink_lost(s);
+                        return 0;
+                }
+                if (f.type == STREAM_FRAME_EVENT)
+                        on_record(s, f.mask, f.path, f.new_path);
+                p = (const uint8_t *) p + k;
+                size -= (size_t) k;
+        }
+        return 0;
 }
 
 /* OpenStream: the client's end of its record stream. */
@@ -149,6 +180,9 @@ static int on_overflow(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         return 0;
 }
 
+/* PACKED with --extra packed:ADDRESS. */
+static uint32_t extra_flags;
+
 static int add_watch(sd_bus *bus, const char *path, uint32_t mask, uint32_t flags) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         sd_bus_message *call = NULL, *reply = NULL;
@@ -158,7 +192,7 @@ static int add_watch(sd_bus *bus, const char *path, uint32_t mask, uint32_t flag
         /* A recursive watch of a large tree may take longer than sd-bus's default 25 s. */
         r = sd_bus_message_new_method_call(bus, &call, WATCHD_BUS_NAME, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "AddWatch");
         if (r >= 0)
-                r = sd_bus_message_append(call, "suu", path, mask, flags);
+                r = sd_bus_message_append(call, "suu", path, mask, flags | extra_flags);
         if (r >= 0)
                 r = sd_bus_call(bus, call, 300u * 1000000u, &error, &reply);
         sd_bus_message_unref(call);
@@ -181,10 +215,14 @@ int main(int argc, char **argv) {
 
         sink_parse(&s, argc, argv);
         if (!s.extra) {
-                fprintf(stderr, "the bus address is given with --extra [stream:]ADDRESS\n");
+                fprintf(stderr, "the bus address is given with --extra [stream:|packed:]ADDRESS\n");
                 return 2;
         }
         address = strncmp(s.extra, "stream:", 7) == 0 ? s.extra + 7 : s.extra;
+        if (strncmp(s.extra, "packed:", 7) == 0) {
+                address = s.extra + 7;
+                extra_flags = WATCHD_FLAG_PACKED;
+        }
 
         r = sd_bus_new(&bus);
         if (r >= 0)
@@ -196,6 +234,9 @@ int main(int argc, char **argv) {
         if (r >= 0)
                 r = sd_bus_match_signal(bus, NULL, NULL, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "Events", on_events, &s);
         if (r >= 0)
+                r = sd_bus_match_signal(bus, NULL, NULL, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "EventsPacked",
+                                        on_events_packed, &s);
+        if (r >= 0)
                 r = sd_bus_match_signal(bus, NULL, NULL, WATCHD_OBJECT_PATH, WATCHD_INTERFACE, "Overflow", on_overflow,
                                         &s);
         if (r < 0) {
@@ -204,7 +245,7 @@ int main(int argc, char **argv) {
         }
 
         s.t_start = sink_now();
-        if (address != s.extra && open_stream(bus, &stream) < 0)
+        if (strncmp(s.extra, "stream:", 7) == 0 && open_stream(bus, &stream) < 0)
                 return 1;
         switch (s.mode) {
         case SINK_STORM:

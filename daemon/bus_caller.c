@@ -294,7 +294,7 @@ int bus_check_mask_flags(uint32_t mask, uint32_t flags, sd_bus_error *error) {
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Unknown flags 0x%" PRIx32
                                          " (RECURSIVE 0x1, ONLYDIR 0x2, DONT_FOLLOW 0x4, ONESHOT 0x8, "
-                                         "PERSIST 0x10, NO_POLL 0x40).",
+                                         "PERSIST 0x10, NO_POLL 0x40, PACKED 0x80).",
                                          flags & ~WATCHD_FLAGS_VALID);
         return 0;
 }

@@ -150,10 +150,11 @@ int method_create_durable(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = check_durable_name(name, false, error);
         if (r < 0)
                 return r;
-        if (flags & WATCHD_FLAG_ONESHOT)
+        if (flags & (WATCHD_FLAG_ONESHOT | WATCHD_FLAG_PACKED))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "ONESHOT (0x%x) makes no sense for a durable subscription.",
-                                         WATCHD_FLAG_ONESHOT);
+                                         "%s (0x%x) makes no sense for a durable subscription.",
+                                         flags & WATCHD_FLAG_ONESHOT ? "ONESHOT" : "PACKED",
+                                         flags & WATCHD_FLAG_ONESHOT ? WATCHD_FLAG_ONESHOT : WATCHD_FLAG_PACKED);
         r = bus_check_mask_flags(mask, flags & ~WATCHD_FLAG_PATH_ESCAPED, error);
         if (r < 0)
                 return r;

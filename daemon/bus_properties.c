@@ -31,7 +31,7 @@ int bus_property_get_capabilities(sd_bus *bus, const char *path, const char *int
         static const char *const words[] = {
                 WATCHD_CAP_REPORT_APPEARANCE,     WATCHD_CAP_PERSISTENT,
                 WATCHD_CAP_PAIR_PER_SUBSCRIPTION, WATCHD_CAP_STREAM,
-                WATCHD_CAP_DURABLE_STREAM,
+                WATCHD_CAP_DURABLE_STREAM,        WATCHD_CAP_PACKED_EVENTS,
         };
         DbusIface *d = userdata;
         int r;

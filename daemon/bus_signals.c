@@ -29,6 +29,7 @@
 #include "events_batch.h"
 #include "log.h"
 #include "macro.h"
+#include "stream_frame.h"
 #include "watchd-api.h"
 
 /* Messages sd-bus may hold unsent before we stop handing it more. Past it
@@ -101,8 +102,7 @@ static const EventsBatchOps batch_ops = {
 };
 
 /* Events signals, unicast unless delivery=broadcast: as many as the batch needs. */
-static int bus_send_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
-        BusClient *bc = data;
+static void send_structs(BusClient *bc, Record **recs, size_t n) {
         EventsBatch batch;
 
         events_batch_init(&batch, &batch_ops, bc, manager_get_config(bc->iface->manager)->batch_max_events);
@@ -110,6 +110,103 @@ static int bus_send_events(DeliveryQueue *q, Record **recs, size_t n, void *data
                 (void) events_batch_add(&batch, recs[i]);
         (void) events_batch_send(&batch);
         events_batch_done(&batch);
+}
+
+static size_t packed_size(const Record *rec) {
+        return stream_frame_event_size(rec->path_len, rec->new_path ? strlen(rec->new_path) : 0, NULL);
+}
+
+/* One EventsPacked signal: recs[0..n), whose frames take size bytes, written
+ * in place in the space sd-bus makes for the array. Return: 0, or -errno
+ * (nothing was sent). */
+static int packed_signal(BusClient *bc, Record **recs, size_t n, size_t size) {
+        _cleanup_(message_unrefp) sd_bus_message *msg = NULL;
+        DbusIface *d = bc->iface;
+        uint8_t *p;
+        size_t off = 0;
+        int r;
+
+        r = bus_signal_new(d, bc->client, "EventsPacked", manager_get_config(d->manager)->delivery == DELIVERY_UNICAST,
+                           &msg);
+        if (r >= 0)
+                r = sd_bus_message_append_array_space(msg, 'y', size, (void **) &p);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const Record *rec = recs[i];
+
+                r = stream_frame_encode_event(p + off, size - off, rec->id, rec->mask, rec->cookie, rec->path,
+                                              rec->path_len, rec->new_path, rec->new_path ? strlen(rec->new_path) : 0,
+                                              NULL);
+                if (r >= 0)
+                        off += (size_t) r;
+        }
+        if (r >= 0 && off != size)
+                r = -EPROTO; /* packed_size() and the encoder disagree: never sent as it is */
+        if (r >= 0)
+                r = sd_bus_send(d->bus, msg, NULL);
+        return r < 0 ? r : 0;
+}
+
+/*
+ * EventsPacked signals for records of PACKED subscriptions: the stream's
+ * EVENT frames (shared/stream_frame.h) in one ay, paths as bytes. Cut as
+ * Events are, at batch_max_events records and EVENTS_BATCH_MAX_BYTES of
+ * frames. A frame is a few integers and the paths' bytes, where a (uuuss)
+ * structure is seven sd-bus calls, each checking signature and alignment
+ * (bench/analysis.md, issue 27): the same records for a fraction of the
+ * instructions, in watchd and in dbus-daemon. A signal that cannot be
+ * built or sent names its records' subscriptions in the next Overflow.
+ */
+static void send_packed(BusClient *bc, Record **recs, size_t n) {
+        DeliveryQueue *q = &bc->client->queue;
+        size_t max = manager_get_config(bc->iface->manager)->batch_max_events;
+        size_t i = 0;
+
+        while (i < n) {
+                size_t k = 0, size = 0;
+                int r;
+
+                while (i + k < n && k < MAX(max, (size_t) 1)) {
+                        size_t f = packed_size(recs[i + k]);
+
+                        /* STREAM_FRAME_MAX (1 MiB) is far beyond a path of PATH_MAX: one record cannot fill a signal. */
+                        if (k > 0 && size + f > EVENTS_BATCH_MAX_BYTES)
+                                break;
+                        size += f;
+                        k++;
+                }
+                r = packed_signal(bc, recs + i, k, size);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to send %zu events to %s, naming them in an Overflow: %m", k,
+                                          bc->client->name);
+                else
+                        delivery_sent(q, k);
+                for (size_t j = i; j < i + k; j++) {
+                        if (r < 0)
+                                delivery_dropped(q, recs[j]->id);
+                        record_free(recs[j]);
+                }
+                i += k;
+        }
+}
+
+/* The records in order, each run of one kind in the signals of its kind:
+ * a client's records keep their order across Events and EventsPacked. */
+static int bus_send_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
+        BusClient *bc = data;
+        size_t i = 0;
+
+        while (i < n) {
+                bool packed = recs[i]->packed;
+                size_t k = 1;
+
+                while (i + k < n && recs[i + k]->packed == packed)
+                        k++;
+                if (packed)
+                        send_packed(bc, recs + i, k);
+                else
+                        send_structs(bc, recs + i, k);
+                i += k;
+        }
         return 0;
 }
 

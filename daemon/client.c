@@ -11,6 +11,7 @@
 #include "client.h"
 #include "log.h"
 #include "macro.h"
+#include "watchd-api.h"
 
 int client_new(Accounting *a, Delivery *d, const char *name, const Caller *caller, Client **ret) {
         Client *c;
@@ -73,10 +74,12 @@ void client_unlink_subscription(Client *c, Subscription *s) {
 void client_queue_event(Subscription *s, uint32_t mask, uint32_t cookie, const char *dir, const char *name,
                         size_t name_len, uint64_t now_usec) {
         Client *c = s->owner;
+        Record *rec = record_new_in(delivery_queue_arena(&c->queue), RECORD_EVENT, s->id, mask, cookie, now_usec, dir,
+                                    name, name_len);
 
-        delivery_submit(c->delivery, &c->queue,
-                        record_new_in(delivery_queue_arena(&c->queue), RECORD_EVENT, s->id, mask, cookie, now_usec, dir,
-                                      name, name_len));
+        if (rec)
+                rec->packed = (s->flags & WATCHD_FLAG_PACKED) != 0;
+        delivery_submit(c->delivery, &c->queue, rec);
 }
 
 void client_queue_removed(Subscription *s, const char *reason, uint64_t now_usec) {

@@ -84,6 +84,7 @@ static const sd_bus_vtable watchd_vtable[] = {
                                 method_list_durable,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("Events", SD_BUS_ARGS("a(uuuss)", events), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("EventsPacked", SD_BUS_ARGS("ay", frames), 0),
         SD_BUS_SIGNAL_WITH_ARGS("Overflow", SD_BUS_ARGS("au", ids), 0),
         SD_BUS_SIGNAL_WITH_ARGS("WatchRemoved", SD_BUS_ARGS("u", id, "s", reason), 0),
         SD_BUS_SIGNAL_WITH_ARGS("DurableEvents", SD_BUS_ARGS("s", name, "a(tuuss)", events), 0),

@@ -135,8 +135,10 @@ static int pair_moved_to(MovePairer *p, Record *rec, Record **ret_pair) {
          * after the IN_MOVED_FROM side's. */
         *ret_pair = record_new_in(&p->arena, RECORD_EVENT, rec->id, rec->mask | IN_MOVED_FROM, rec->cookie,
                                   rec->time_usec, latest->path, NULL, 0);
-        if (*ret_pair)
+        if (*ret_pair) {
+                (*ret_pair)->packed = rec->packed; /* its subscription's, as its id */
                 (*ret_pair)->new_path = strdup(rec->path);
+        }
         if (!*ret_pair || !(*ret_pair)->new_path) {
                 *ret_pair = record_free(*ret_pair);
                 record_free(rec);

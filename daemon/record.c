@@ -47,6 +47,7 @@ static size_t record_size(const char *dir, const char *name, size_t name_len, si
 static void record_fill(Record *r, RecordKind kind, uint32_t id, uint32_t mask, uint32_t cookie, uint64_t time_usec,
                         const char *dir, const char *name, size_t name_len, size_t l) {
         r->kind = kind;
+        r->packed = false;
         r->id = id;
         r->mask = mask;
         r->cookie = cookie;

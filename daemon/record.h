@@ -16,6 +16,7 @@
  * for records that belong to no queue.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,7 +31,8 @@ typedef enum RecordKind {
 typedef struct RecordChunk RecordChunk;
 
 typedef struct Record {
-        RecordKind kind;
+        uint8_t kind; /* RecordKind */
+        bool packed;  /* RECORD_EVENT of a PACKED subscription: an EventsPacked frame as a signal */
         uint32_t id;
         uint32_t mask;
         uint32_t cookie;

@@ -738,8 +738,9 @@ GVariant *watchd_client_list_watches_sync(WatchdClient *client, GCancellable *ca
                         g_variant_builder_clear(&b);
                         return NULL;
                 }
-                g_variant_builder_add(&b, "(u@ayuu)", id, g_variant_new_bytestring(bytes), mask,
-                                      flags & ~WATCHD_WIRE_PATH_ESCAPED);
+                g_variant_builder_add(
+                        &b, "(u@ayuu)", id, g_variant_new_bytestring(bytes), mask,
+                        flags & ~(WATCHD_WIRE_PATH_ESCAPED | WATCHD_WIRE_PACKED)); /* the library's, not the caller's */
         }
         return g_variant_ref_sink(g_variant_builder_end(&b));
 }

@@ -36,6 +36,8 @@ static void core_on_props(gpointer userdata, const char *sender, GVariant *body,
                                 core->caps |= WATCHD_CAPABILITY_STREAM;
                         else if (g_str_equal(name, "durable-stream"))
                                 core->caps |= WATCHD_CAPABILITY_DURABLE_STREAM;
+                        else if (g_str_equal(name, "packed-events"))
+                                core->caps |= WATCHD_CAPABILITY_PACKED_EVENTS;
                 }
                 core_open_stream(core);
         }

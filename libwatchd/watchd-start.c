@@ -62,8 +62,11 @@ static gboolean error_means_gone(const GError *error) {
  * form with PATH_ESCAPED when a D-Bus string cannot hold it (watchd(8),
  * FILE NAMES). PERSIST goes only to a watchd that says "persistent" (an
  * older one refuses the flag): for another the library follows the path
- * itself (core_follow_again()). Needs no lock: a subscription's path,
- * mask and flags never change; caps is the daemon's. */
+ * itself (core_follow_again()). PACKED goes to a watchd that says
+ * "packed-events", whether records come in the stream or not: if the stream
+ * ends they come as signals, and packed ones cost it and the bus less.
+ * Needs no lock: a subscription's path, mask and flags never change; caps
+ * is the daemon's. */
 static GVariant *add_watch_params(WatchdSubscription *sub, WatchdCapabilities caps) {
         const char *path = sub->path;
         guint32 mask = sub->mask, flags = sub->flags;
@@ -71,6 +74,8 @@ static GVariant *add_watch_params(WatchdSubscription *sub, WatchdCapabilities ca
 
         if (!(caps & WATCHD_CAPABILITY_PERSISTENT))
                 flags &= ~(guint32) WATCHD_WATCH_PERSIST;
+        if (caps & WATCHD_CAPABILITY_PACKED_EVENTS)
+                flags |= WATCHD_WIRE_PACKED;
         if (!watchd_wire_path_needs_escape(path))
                 return g_variant_new("(suu)", path, mask, flags);
         escaped = watchd_wire_path_escape(path);

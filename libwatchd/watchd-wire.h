@@ -18,6 +18,9 @@
 #include <glib.h>
 
 #define WATCHD_WIRE_PATH_ESCAPED 0x00100000u
+/* AddWatch's flag PACKED: the subscription's records as signals come in
+ * EventsPacked, the stream's frames, paths as bytes (watchd(8)). */
+#define WATCHD_WIRE_PACKED 0x80u
 
 /* Whether path cannot go in a D-Bus string as it is. */
 gboolean watchd_wire_path_needs_escape(const char *path);

@@ -38,7 +38,8 @@
 #define WATCHD_FLAG_ONESHOT     0x8u  /* end after the first event */
 #define WATCHD_FLAG_PERSIST     0x10u /* follow the path: pending again when the object goes (AddWatch only) */
 #define WATCHD_FLAG_NO_POLL     0x40u /* do not poll its directories on remote file systems */
-#define WATCHD_FLAGS_VALID      0x5fu
+#define WATCHD_FLAG_PACKED      0x80u /* as signals, its records go in EventsPacked (packed-events) */
+#define WATCHD_FLAGS_VALID      0xdfu
 
 /* Event bits: what a mask may ask for (the eleven events of /dev/inotify 0.23). */
 #define WATCHD_IN_ACCESS        0x00000001u
@@ -113,6 +114,7 @@
 #define WATCHD_CAP_PERSISTENT            "persistent"            /* AddWatch takes WATCHD_FLAG_PERSIST */
 #define WATCHD_CAP_STREAM                "stream"                /* OpenStream (watchd-stream(5)) */
 #define WATCHD_CAP_DURABLE_STREAM        "durable-stream" /* OpenStream's option "durable": replays in the stream */
+#define WATCHD_CAP_PACKED_EVENTS         "packed-events"  /* AddWatch takes PACKED: records in EventsPacked */
 #define WATCHD_CAP_REMOTE_POLLING \
         "remote-polling" /* remote and FUSE file systems are polled
                           * (some [poll] interval is not 0) */

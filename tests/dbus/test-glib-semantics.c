@@ -39,6 +39,7 @@ static const char *const implemented[] = {
         WATCHD_CAP_PERSISTENT,
         WATCHD_CAP_STREAM,
         WATCHD_CAP_DURABLE_STREAM, /* replays in the stream (issue 22) */
+        WATCHD_CAP_PACKED_EVENTS,  /* PACKED, EventsPacked (issue 27) */
         WATCHD_CAP_REMOTE_POLLING, /* the default [poll] config polls (issue 17) */
         NULL,
 };

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "stream_frame.h"
 #include "wt-fixture.h"
 
 #define WATCHD_INTERFACE "org.example.Inotify"
@@ -49,6 +50,43 @@ static void collector_add_events(WtCollector *c, GVariant *events) {
         c->max_batch = MAX(c->max_batch, n);
 }
 
+/* EventsPacked: the stream's EVENT frames in an ay (shared/stream_frame.h); a
+ * frame that does not decode fails the test. */
+static void collector_add_packed(WtCollector *c, GVariant *frames) {
+        gsize size = 0;
+        const guint8 *p = g_variant_get_fixed_array(frames, &size, 1);
+        guint n = 0;
+
+        c->max_packed_bytes = MAX(c->max_packed_bytes, size);
+        while (size > 0) {
+                StreamFrame f;
+                int k = stream_frame_decode(p, size, &f);
+
+                g_assert_cmpint(k, >, 0);
+                if (f.type == STREAM_FRAME_EVENT) {
+                        if (!c->count_only) {
+                                WtRecord *r;
+
+                                g_array_set_size(c->records, c->records->len + 1);
+                                r = &g_array_index(c->records, WtRecord, c->records->len - 1);
+                                *r = (WtRecord) { f.id,
+                                                  f.mask,
+                                                  f.cookie,
+                                                  g_strndup(f.path, f.path_len),
+                                                  g_strndup(f.new_path, f.new_path_len),
+                                                  TRUE };
+                        }
+                        n++;
+                }
+                p += k;
+                size -= (gsize) k;
+        }
+        c->n_records += n;
+        c->n_signals++;
+        c->n_packed++;
+        c->max_batch = MAX(c->max_batch, n);
+}
+
 static void collector_add_overflow(WtCollector *c, GVariant *ids) {
         GVariantIter it;
         guint32 id;
@@ -67,6 +105,10 @@ static void on_proxy_events(WatchdInotify *p, GVariant *events, gpointer data) {
         collector_add_events(data, events);
 }
 
+static void on_proxy_events_packed(WatchdInotify *p, GVariant *frames, gpointer data) {
+        collector_add_packed(data, frames);
+}
+
 static void on_proxy_overflow(WatchdInotify *p, GVariant *ids, gpointer data) {
         collector_add_overflow(data, ids);
 }
@@ -82,6 +124,9 @@ static void on_listener_signal(GDBusConnection *conn, const char *sender, const 
         if (g_str_equal(member, "Events") && g_variant_is_of_type(params, G_VARIANT_TYPE("(a(uuuss))"))) {
                 g_autoptr(GVariant) events = g_variant_get_child_value(params, 0);
                 collector_add_events(c, events);
+        } else if (g_str_equal(member, "EventsPacked") && g_variant_is_of_type(params, G_VARIANT_TYPE("(ay)"))) {
+                g_autoptr(GVariant) frames = g_variant_get_child_value(params, 0);
+                collector_add_packed(c, frames);
         } else if (g_str_equal(member, "Overflow") && g_variant_is_of_type(params, G_VARIANT_TYPE("(au)"))) {
                 g_autoptr(GVariant) ids = g_variant_get_child_value(params, 0);
                 collector_add_overflow(c, ids);
@@ -110,6 +155,7 @@ void wt_collector_init(WtCollector *c, WatchdInotify *proxy) {
         c->handlers[0] = g_signal_connect(proxy, "events", G_CALLBACK(on_proxy_events), c);
         c->handlers[1] = g_signal_connect(proxy, "overflow", G_CALLBACK(on_proxy_overflow), c);
         c->handlers[2] = g_signal_connect(proxy, "watch-removed", G_CALLBACK(on_proxy_removed), c);
+        c->handlers[3] = g_signal_connect(proxy, "events-packed", G_CALLBACK(on_proxy_events_packed), c);
 }
 
 void wt_collector_init_listener(WtCollector *c, GDBusConnection *conn) {

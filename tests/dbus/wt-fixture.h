@@ -33,21 +33,24 @@
 typedef struct WtRecord {
         guint32 id, mask, cookie;
         char *path, *new_path; /* new_path "" unless a paired rename */
+        gboolean packed;       /* came in EventsPacked (paths as bytes), not Events */
 } WtRecord;
 
 typedef struct WtCollector {
-        gboolean count_only;  /* set before events come: count records, keep none (storms) */
-        GArray *records;      /* WtRecord, in arrival order */
-        guint64 n_records;    /* records received, kept or not */
-        guint n_signals;      /* Events signals */
-        guint max_batch;      /* most records in one Events signal */
-        GArray *overflow_ids; /* guint32: the ids of every Overflow signal, together */
-        guint n_overflows;    /* Overflow signals */
-        GPtrArray *removed;   /* "ID REASON" of each WatchRemoved */
+        gboolean count_only;    /* set before events come: count records, keep none (storms) */
+        GArray *records;        /* WtRecord, in arrival order */
+        guint64 n_records;      /* records received, kept or not */
+        guint n_signals;        /* Events and EventsPacked signals */
+        guint n_packed;         /* EventsPacked signals of them */
+        gsize max_packed_bytes; /* the most frames' bytes in one EventsPacked */
+        guint max_batch;        /* most records in one Events signal */
+        GArray *overflow_ids;   /* guint32: the ids of every Overflow signal, together */
+        guint n_overflows;      /* Overflow signals */
+        GPtrArray *removed;     /* "ID REASON" of each WatchRemoved */
 
         /* Where the signals come from: a proxy's GObject signals, or a connection's subscription. */
         WatchdInotify *proxy;
-        gulong handlers[3];
+        gulong handlers[4];
         GDBusConnection *conn;
         guint subscription;
 } WtCollector;

@@ -1216,6 +1216,89 @@ static WatchdClient *client_on(GDBusConnection *connection) {
         return c;
 }
 
+static void count_signal(GDBusConnection *conn, const char *sender, const char *path, const char *iface,
+                         const char *member, GVariant *params, gpointer data) {
+        guint *n = data; /* [0] Events, [1] EventsPacked */
+
+        if (g_str_equal(member, "Events"))
+                n[0]++;
+        else if (g_str_equal(member, "EventsPacked"))
+                n[1]++;
+}
+
+static gboolean packed_seen(gpointer data) {
+        const guint *n = data;
+
+        return n[1] > 0;
+}
+
+/* On signals (a connection of the program's), the library asks watchd for
+ * packed records (it says "packed-events"): the events come in EventsPacked,
+ * none in Events, and are what the files did: names that are not UTF-8,
+ * a path of ~3,800 bytes, a rename paired. (With a watchd that does not
+ * say it, /libwatchd/persist-fallback: AddWatch's flags are 0, and Events.) */
+static void test_packed(Fixture *f, gconstpointer data) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GDBusConnection) connection = g_dbus_connection_new_for_address_sync(
+                f->bus->address,
+                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION, NULL,
+                NULL, &error);
+        g_autofree char *odd = path_in(f, "caf\xe9"), *moved = path_in(f, "moved\xff"), *end = path_in(f, "end");
+        g_autoptr(GString) deep = g_string_new(f->dir);
+        g_autofree char *longf = NULL;
+        guint counts[2] = { 0, 0 };
+        WatchdSubscription *sub;
+        WatchdClient *c;
+        WatchdEvent *e;
+        guint watch;
+        Rec r;
+
+        g_assert_no_error(error);
+        for (int i = 0; i < 14; i++) {
+                char name[251];
+
+                memset(name, 'd', 250);
+                name[0] = '\xfe';
+                name[250] = '\0';
+                g_string_append_c(deep, '/');
+                g_string_append(deep, name);
+                g_assert_cmpint(g_mkdir(deep->str, 0755), ==, 0);
+        }
+        longf = g_strdup_printf("%s/%0200d\xe9", deep->str, 1);
+        watch = g_dbus_connection_signal_subscribe(connection, NULL, "org.example.Inotify", NULL, NULL, NULL,
+                                                   G_DBUS_SIGNAL_FLAGS_NONE, count_signal, counts, NULL);
+        c = client_on(connection);
+        g_assert_true(watchd_client_get_capabilities(c) & WATCHD_CAPABILITY_PACKED_EVENTS);
+        rec_init(&r);
+        sub = watchd_subscription_new(c, f->dir, WATCHD_EVENT_CREATE | WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO,
+                                      WATCHD_WATCH_RECURSIVE);
+        rec_connect(&r, sub);
+        watchd_subscription_start_sync(sub, NULL, &error);
+        g_assert_no_error(error);
+
+        touch(odd);
+        g_assert_cmpint(rename(odd, moved), ==, 0);
+        touch(longf);
+        touch(end);
+        (void) await_event(&r, odd, WATCHD_EVENT_CREATE);
+        e = await_event(&r, odd, WATCHD_EVENT_MOVED_FROM | WATCHD_EVENT_MOVED_TO);
+        g_assert_cmpstr(watchd_event_get_new_path(e), ==, moved);
+        (void) await_event(&r, longf, WATCHD_EVENT_CREATE);
+        (void) await_event(&r, end, WATCHD_EVENT_CREATE);
+        g_assert_cmpuint(r.events->len, ==, 4);
+        g_assert_cmpuint(r.overflows->len, ==, 0);
+        /* The subscription's signals are dispatched here, the library's in its own thread: await them. */
+        g_assert_true(wt_await(packed_seen, counts, TIMEOUT_MS));
+        g_assert_cmpuint(counts[0], ==, 0);
+
+        g_dbus_connection_signal_unsubscribe(connection, watch);
+        watchd_subscription_cancel(sub);
+        g_object_unref(sub);
+        watchd_client_close(c);
+        g_object_unref(c);
+        rec_clear(&r);
+}
+
 static void test_shared_connection(Fixture *f, gconstpointer data) {
         g_autoptr(GError) error = NULL;
         g_autoptr(GDBusConnection) connection = g_dbus_connection_new_for_address_sync(
@@ -1583,6 +1666,7 @@ int main(int argc, char **argv) {
         g_test_add("/libwatchd/transport", Fixture, NULL, setup, test_transport, teardown);
         g_test_add("/libwatchd/restart-stream", Fixture, NULL, setup, test_restart_stream, teardown);
         g_test_add("/libwatchd/shared-connection", Fixture, NULL, setup, test_shared_connection, teardown);
+        g_test_add("/libwatchd/packed", Fixture, NULL, setup, test_packed, teardown);
         g_test_add("/libwatchd/stream-refused", Fixture, NULL, setup, test_stream_refused, teardown);
         g_test_add("/libwatchd/durable", Fixture, NULL, setup, test_durable, teardown);
         g_test_add("/libwatchd/durable-long-paths", Fixture, NULL, setup, test_durable_long_paths, teardown);

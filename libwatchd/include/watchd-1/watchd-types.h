@@ -183,6 +183,9 @@ typedef enum {
  * @WATCHD_CAPABILITY_DURABLE_STREAM: the stream takes the replays of
  *   durable subscriptions too (#WatchdDurable), which then need no round
  *   trip through the bus
+ * @WATCHD_CAPABILITY_PACKED_EVENTS: records read as signals may come packed
+ *   (the flag PACKED, the EventsPacked signal, watchd(8)), which costs the
+ *   daemon and the bus less an event; the client asks for it by itself
  *
  * What the running watchd offers beyond its first API, as it says in its
  * Capabilities property (see watchd_client_get_capabilities()).
@@ -195,6 +198,7 @@ typedef enum /*< flags,prefix=WATCHD_CAPABILITY >*/ {
         WATCHD_CAPABILITY_REMOTE_POLLING = 1 << 3,
         WATCHD_CAPABILITY_STREAM = 1 << 4,
         WATCHD_CAPABILITY_DURABLE_STREAM = 1 << 5,
+        WATCHD_CAPABILITY_PACKED_EVENTS = 1 << 6,
 } WatchdCapabilities;
 
 /**
