@@ -83,7 +83,9 @@ void tree_walk_set_done(TreeWalk *w, TreeWalkDone done, void *userdata);
  * may be among the records lost, and that directory would never be watched.
  * So the tree is walked again from its root (in slices, like any walk),
  * going down the directories linked already as well, and what is not linked
- * is linked. Nothing is reported: s's client gets Overflow and looks itself.
+ * is linked. The root is opened by its path as the owner in a worker, in a
+ * lane of the owner's uid (tree_set_fswork()), the walk started on the loop
+ * when it returns. Nothing is reported: s's client gets Overflow and looks itself.
  * Does nothing for a subscription that is not RECURSIVE, is pending, is
  * served by fanotify (fanotify.h), or whose root path no longer leads to
  * its root.
@@ -104,9 +106,12 @@ void tree_appeared(Tree *t, Subscription *s, int fd, bool report, uint64_t now_u
 
 /* A directory appeared at path (below s's root): link it and what is
  * below; if synthesize, report what it holds. A limit met on the way gives
- * the owner Overflow. If the parent's path does not lead to the parent (a
- * rename of it is still in the kernel queue), it is tried again once the
- * queue is read empty, and only then Overflow. */
+ * the owner Overflow. Its parent is opened by its path as the owner, in a
+ * worker (as tree_rescan()'s root), but with synthesize on the loop (its
+ * scan's records keep their order with the kernel's). If the parent's path does not lead to
+ * the parent (a rename of it is still in the kernel queue), it is tried
+ * again once the queue is read empty (at once if the records were read
+ * meanwhile), and only then Overflow. */
 void tree_add(Tree *t, Subscription *s, const char *path, bool synthesize, uint64_t now_usec);
 
 /*

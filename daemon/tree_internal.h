@@ -29,6 +29,7 @@
 #define JOB_ACCESS_MANY 65536u
 
 typedef struct WalkJob WalkJob;
+typedef struct TreeOpen TreeOpen;
 
 struct Tree {
         WatchTable *table;
@@ -42,6 +43,7 @@ struct Tree {
         uint64_t jobs;                /* jobs submitted */
         GArray *moves;                /* TreeMove: directories moved out of their place, until their IN_MOVED_TO */
         GArray *retries;              /* TreeRetry: new directories to walk once the kernel queue is read empty */
+        LIST_HEAD(TreeOpen, opens);   /* opens by path in workers (add_at(), tree_rescan()) */
         /* "id:path" of each entry a scan of a new directory reported as
          * IN_CREATE, until the kernel queue is next read empty (tree.h). NULL
          * until first used. */

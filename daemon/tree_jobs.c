@@ -50,9 +50,9 @@
  * Walks that report what they find (a scan of new directories: tree_add()
  * with synthesize, tree_appeared() with report) stay on the loop: their
  * records must come before the kernel's records read after them, which a
- * job's completion, later, would not keep. Neither do the opens of a
- * directory by its path (add_at()'s parent, tree_rescan()'s root):
- * access_open_as() on the loop, as before.
+ * job's completion, later, would not keep. The opens of a directory by its
+ * path (add_at()'s parent, tree_rescan()'s root) are jobs of tree.c's
+ * (TreeOpen), in a lane of the owner's uid.
  *
  * The records the kernel queues for the job's opens, reads and closes are
  * announced to self_events.h before it is submitted, and withdrawn at its
