@@ -687,6 +687,31 @@ static guint n_listed(WatchdInotify *p) {
         return (guint) g_variant_n_children(list);
 }
 
+/* An AddWatch(Fd) of the hung tests, started at t0, was answered Timeout
+ * and left nothing listed. */
+static void assert_add_timed_out(Fixture *x, AsyncAdd *add, gint64 t0, const char *what) {
+        g_test_message("figure: %s, add_watch_timeout_ms = 1000, answered after %" G_GINT64_FORMAT " ms: %s", what,
+                       (g_get_monotonic_time() - t0) / 1000, add->error ? add->error->message : "an id");
+        g_assert_error(add->error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
+        g_assert_cmpuint(n_listed(x->f.proxy), ==, 0);
+}
+
+/* The hung file system answers (SIGCONT): nothing of the subscription its
+ * Timeout removed comes, no record and no Overflow, for a file made at late;
+ * kernel_watches is what is left then. */
+static void assert_nothing_after_timeout(Fixture *x, const char *late, guint kernel_watches) {
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        g_assert_true(wt_await_stat(x->f.proxy2, "kernel_watches", kernel_watches, 30000));
+        wt_touch(late);
+        g_usleep(2 * INTERVAL_MS * 1000);
+        g_assert_cmpuint(count(&x->f.a, late, IN_CREATE), ==, 0);
+        g_assert_cmpuint(x->f.a.n_records, ==, 0);
+        g_assert_cmpuint(x->f.a.n_overflows, ==, 0);
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "kernel_watches"), ==, kernel_watches);
+}
+
 static void test_hung_add_timeout(Fixture *x, gconstpointer data) {
         g_autofree char *fresh = in(x->back, "fresh"), *mfresh = in(x->mnt, "fresh");
         g_autofree char *mlate = in(mfresh, "late");
@@ -769,24 +794,11 @@ static void test_hung_prime_timeout(Fixture *x, gconstpointer data) {
         t0 = g_get_monotonic_time();
         watchd_inotify_call_add_watch(x->f.proxy, mfresh, IN_CREATE, 0, NULL, on_added, &add);
         g_assert_true(wt_await_flag(&add.done, 15000));
-        g_test_message("figure: AddWatch whose first snapshot hangs, add_watch_timeout_ms = 1000, answered after "
-                       "%" G_GINT64_FORMAT " ms: %s",
-                       (g_get_monotonic_time() - t0) / 1000, add.error ? add.error->message : "an id");
-        g_assert_error(add.error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
-        g_assert_cmpuint(n_listed(x->f.proxy), ==, 0);
+        assert_add_timed_out(x, &add, t0, "AddWatch whose first snapshot hangs");
         g_assert_cmpuint(wt_stat(x->f.proxy2, "polled_directories"), ==, 0);
 
         /* The snapshot's read returns (into nothing) once the inner file system answers. */
-        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
-        hung_pid = 0;
-        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
-        /* Nothing of the removed subscription comes: no record, no Overflow. */
-        wt_touch(mlate);
-        g_usleep(2 * INTERVAL_MS * 1000);
-        g_assert_cmpuint(count(&x->f.a, mlate, IN_CREATE), ==, 0);
-        g_assert_cmpuint(x->f.a.n_records, ==, 0);
-        g_assert_cmpuint(x->f.a.n_overflows, ==, 0);
-        g_assert_cmpuint(wt_stat(x->f.proxy2, "kernel_watches"), ==, 0);
+        assert_nothing_after_timeout(x, mlate, 0);
 }
 
 static void on_added_fd(GObject *source, GAsyncResult *res, gpointer data) {
@@ -827,22 +839,9 @@ static void test_hung_fd_prime_timeout(Fixture *x, gconstpointer data) {
                                             g_variant_new("(huu)", 0, (guint32) IN_CREATE, 0u), G_DBUS_CALL_FLAGS_NONE,
                                             60000, fds, NULL, on_added_fd, &add);
         g_assert_true(wt_await_flag(&add.done, 15000));
-        g_test_message("figure: AddWatchFd whose first snapshot hangs, add_watch_timeout_ms = 1000, answered after "
-                       "%" G_GINT64_FORMAT " ms: %s",
-                       (g_get_monotonic_time() - t0) / 1000, add.error ? add.error->message : "an id");
-        g_assert_error(add.error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
-        g_assert_cmpuint(n_listed(x->f.proxy), ==, 0);
+        assert_add_timed_out(x, &add, t0, "AddWatchFd whose first snapshot hangs");
         g_assert_cmpuint(wt_stat(x->f.proxy2, "polled_directories"), ==, 0);
-
-        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
-        hung_pid = 0;
-        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
-        wt_touch(mlate);
-        g_usleep(2 * INTERVAL_MS * 1000);
-        g_assert_cmpuint(count(&x->f.a, mlate, IN_CREATE), ==, 0);
-        g_assert_cmpuint(x->f.a.n_records, ==, 0);
-        g_assert_cmpuint(x->f.a.n_overflows, ==, 0);
-        g_assert_cmpuint(wt_stat(x->f.proxy2, "kernel_watches"), ==, 0);
+        assert_nothing_after_timeout(x, mlate, 0);
 }
 
 /* A pending path that leads into the stopped mount: the probe that follows it
@@ -1014,11 +1013,7 @@ static void test_hung_walk_timeout(Fixture *x, gconstpointer data) {
         t0 = g_get_monotonic_time();
         watchd_inotify_call_add_watch(x->f.proxy, x->f.dir, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, on_added, &add);
         g_assert_true(wt_await_flag(&add.done, 15000));
-        g_test_message("figure: RECURSIVE AddWatch whose walk hangs, add_watch_timeout_ms = 1000, answered after "
-                       "%" G_GINT64_FORMAT " ms: %s",
-                       (g_get_monotonic_time() - t0) / 1000, add.error ? add.error->message : "an id");
-        g_assert_error(add.error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
-        g_assert_cmpuint(n_listed(x->f.proxy), ==, 0);
+        assert_add_timed_out(x, &add, t0, "RECURSIVE AddWatch whose walk hangs");
         /* The walk's job still waits on the mount's lane. */
         g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
         g_assert_cmpuint(wt_stat(x->f.proxy2, "subscriptions"), ==, 1);
