@@ -52,9 +52,6 @@
 
 static void tree_walks_free(Tree *t);
 static void tree_retries_free(Tree *t);
-static void tree_opens_free(Tree *t);
-static int open_submit(Tree *t, Subscription *s, WatchLink *link, const char *name, bool synthesize, bool retry,
-                       uint64_t now);
 
 int tree_new(WatchTable *table, Backend *backend, SelfEvents *self, const TreeOps *ops, void *userdata, Tree **ret) {
         Tree *t = calloc(1, sizeof(Tree));
@@ -490,7 +487,7 @@ int tree_walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, TreeW
 }
 
 /* After an overflow, s's root open at fd (as its owner, by its path): walked again. */
-static void rescan_opened(Tree *t, Subscription *s, int fd, const struct stat *st) {
+void tree_rescan_opened(Tree *t, Subscription *s, int fd, const struct stat *st) {
         int r;
 
         if (fd < 0 || st->st_dev != s->links->watch->dev || st->st_ino != s->links->watch->ino)
@@ -507,10 +504,10 @@ void tree_rescan(Tree *t, Subscription *s) {
 
         if (!(s->flags & WATCHD_FLAG_RECURSIVE) || s->pending || !s->links || s->fanotify)
                 return;
-        if (open_submit(t, s, s->links, NULL, /* synthesize= */ false, /* retry= */ false, 0) >= 0)
+        if (tree_open_submit(t, s, s->links, NULL, /* synthesize= */ false, /* retry= */ false, 0) >= 0)
                 return;
         fd = access_open_as(&s->owner->caller, s->path, /* only_dir= */ true, /* no_follow= */ false, &st);
-        rescan_opened(t, s, fd, &st);
+        tree_rescan_opened(t, s, fd, &st);
 }
 
 void tree_appeared(Tree *t, Subscription *s, int fd, bool report, uint64_t now_usec) {
@@ -568,8 +565,8 @@ typedef struct TreeRetry {
  * or -ESTALE if parent's path does not lead to parent's directory now (a
  * rename not yet read), or another error (the caller gives Overflow).
  */
-static int add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, uint64_t now_usec,
-                      int pfd, const struct stat *st) {
+int tree_add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, uint64_t now_usec,
+                    int pfd, const struct stat *st) {
         _cleanup_close_ int fd = pfd;
         char pathbuf[PATH_MAX];
         const char *ppath;
@@ -612,11 +609,11 @@ static int add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *n
         return 0;
 }
 
-/* What add_opened() returned for name below parent: -ESTALE is tried again
+/* What tree_add_opened() returned for name below parent: -ESTALE is tried again
  * once the kernel queue is read empty (unless this was that retry), another
  * error gives Overflow. */
-static void add_result(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
-                       uint64_t now_usec, int r) {
+void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
+                     uint64_t now_usec, int r) {
         if (r == -ESTALE && !retry && (!t->retries || t->retries->len < TREE_RETRIES_MAX)) {
                 TreeRetry rt = { s->id, parent, strdup(name), synthesize, now_usec };
 
@@ -635,23 +632,23 @@ static void add_result(Tree *t, Subscription *s, WatchLink *parent, const char *
 }
 
 /* name appeared below parent (a link of s): parent opened by its path as
- * the owner, in a job (open_submit()), or here for a directory just created
- * (synthesize: see "opens by path" below) and where no job can be had. */
-static void add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
-                   uint64_t now_usec) {
+ * the owner, in a job (tree_open_submit()), or here for a directory just created
+ * (synthesize: see "opens by path" in tree_jobs.c) and where no job can be had. */
+void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
+                 uint64_t now_usec) {
         char pathbuf[PATH_MAX];
         const char *ppath;
         struct stat st;
         int pfd;
 
-        if (!synthesize && open_submit(t, s, parent, name, synthesize, retry, now_usec) >= 0)
+        if (!synthesize && tree_open_submit(t, s, parent, name, synthesize, retry, now_usec) >= 0)
                 return;
         ppath = watch_link_get_path(parent, pathbuf);
         if (!ppath)
-                return add_result(t, s, parent, name, synthesize, retry, now_usec, -ENAMETOOLONG);
+                return tree_add_result(t, s, parent, name, synthesize, retry, now_usec, -ENAMETOOLONG);
         pfd = access_open_as(&s->owner->caller, ppath, /* only_dir= */ true, /* no_follow= */ false, &st);
-        add_result(t, s, parent, name, synthesize, retry, now_usec,
-                   add_opened(t, s, parent, name, synthesize, now_usec, pfd, &st));
+        tree_add_result(t, s, parent, name, synthesize, retry, now_usec,
+                        tree_add_opened(t, s, parent, name, synthesize, now_usec, pfd, &st));
 }
 
 void tree_add(Tree *t, Subscription *s, const char *path, bool synthesize, uint64_t now_usec) {
@@ -668,7 +665,7 @@ void tree_add(Tree *t, Subscription *s, const char *path, bool synthesize, uint6
         parent = tree_find(s, dir);
         if (!parent)
                 return; /* its parent left the tree meanwhile */
-        add_at(t, s, parent, name, synthesize, /* retry= */ false, now_usec);
+        tree_add_at(t, s, parent, name, synthesize, /* retry= */ false, now_usec);
 }
 
 void tree_retries_run(Tree *t) {
@@ -683,150 +680,9 @@ void tree_retries_run(Tree *t) {
 
                 /* A parent that left the tree, or a subscription that ended, takes the directory along. */
                 if (s && !rt->parent->dead)
-                        add_at(t, s, rt->parent, rt->name, rt->synthesize, /* retry= */ true, rt->now);
+                        tree_add_at(t, s, rt->parent, rt->name, rt->synthesize, /* retry= */ true, rt->now);
                 watch_link_release(rt->parent);
                 free(rt->name);
-        }
-}
-
-/*
- * The opens by path (add_at()'s parent, tree_rescan()'s root) in a job: as
- * the owner, in a lane of the owner's uid (FSWORK_USER_LANE: the path may
- * cross a symbolic link or a mount point into any file system, and one that
- * does not answer then holds that user's lane, not the loop); the rest on
- * the loop, in the completion, if the subscription and the link are still
- * there (the link is held meanwhile). The open is O_PATH: it queues no
- * record, so nothing is announced to self_events.h.
- *
- * A directory just created (synthesize: its scan reports what it holds)
- * is not opened here but on the loop, in add_at(): its scan's records must
- * come before the kernel's records read after it, and holding those for an
- * open in a worker needs the subscription's owner held (hold.h), not done
- * yet. A directory moved in from outside the tree, and a tree's root after
- * an overflow, are walked without reporting: no order to keep.
- */
-
-struct TreeOpen {
-        Tree *tree; /* NULL: the tree went first (tree_free()): the completion frees */
-        uint32_t id;
-        WatchLink *link; /* the parent (add_at()) or the root (tree_rescan()), held */
-        char *name;      /* the new directory's name in link; NULL: a rescan of the root */
-        char *path;      /* link's path */
-        bool synthesize, retry;
-        uint64_t now;
-        uid_t uid;
-        dev_t lane;
-        int fd; /* or -errno */
-        struct stat st;
-        bool discarded; /* fswork_free() called its completion: tree_opens_free() frees it */
-        LIST_FIELDS(TreeOpen, opens);
-};
-
-static void open_free(TreeOpen *o) {
-        safe_close(o->fd);
-        free(o->name);
-        free(o->path);
-        free(o);
-}
-
-static void open_run(void *data) {
-        TreeOpen *o = data;
-
-        o->fd = access_open_at(AT_FDCWD, o->path, /* only_dir= */ true, /* no_follow= */ false, &o->st);
-}
-
-static void open_done(void *data, int error) {
-        TreeOpen *o = data;
-        Tree *t = o->tree;
-        Subscription *s;
-        int fd, r;
-
-        if (error == -ESHUTDOWN || !t) {
-                /* At exit: the link is the tree's to let go of, before its table. */
-                o->fd = safe_close(o->fd);
-                if (t)
-                        o->discarded = true;
-                else
-                        open_free(o);
-                return;
-        }
-        LIST_REMOVE(opens, t->opens, o);
-        s = watch_table_get_subscription(t->table, o->id);
-        fd = error < 0 ? error : TAKE_FD(o->fd);
-        if (!s || o->link->dead)
-                safe_close(fd); /* ended, or the link left the tree: nothing to follow */
-        else if (!o->name) {
-                if (s->links == o->link && !s->pending)
-                        rescan_opened(t, s, fd, &o->st);
-                safe_close(fd);
-        } else {
-                r = add_opened(t, s, o->link, o->name, o->synthesize, o->now, fd, &o->st);
-                if (r == -ESTALE && !o->retry)
-                        /* The records were read meanwhile: a rename that made it stale may be among them. */
-                        add_at(t, s, o->link, o->name, o->synthesize, /* retry= */ true, o->now);
-                else
-                        add_result(t, s, o->link, o->name, o->synthesize, o->retry, o->now, r);
-        }
-        watch_link_release(o->link);
-        open_free(o);
-}
-
-/* link's path opened as s's owner in a job, then add_opened() (name) or
- * rescan_opened() (name NULL) on the loop. Return: 0, or -errno: no job (the
- * caller opens it itself). */
-static int open_submit(Tree *t, Subscription *s, WatchLink *link, const char *name, bool synthesize, bool retry,
-                       uint64_t now) {
-        char pathbuf[PATH_MAX];
-        const char *path;
-        TreeOpen *o;
-        int r;
-
-        if (!t->fswork)
-                return -EOPNOTSUPP;
-        path = name ? watch_link_get_path(link, pathbuf) : s->path;
-        if (!path)
-                return -ENAMETOOLONG;
-        o = calloc(1, sizeof(TreeOpen));
-        if (!o)
-                return -ENOMEM;
-        *o = (TreeOpen) {
-                .tree = t,
-                .id = s->id,
-                .link = link,
-                .name = name ? strdup(name) : NULL,
-                .path = strdup(path),
-                .synthesize = synthesize,
-                .retry = retry,
-                .now = now,
-                .uid = s->owner->caller.uid,
-                .lane = FSWORK_USER_LANE(s->owner->caller.uid),
-                .fd = -EBADF,
-        };
-        if ((name && !o->name) || !o->path) {
-                open_free(o);
-                return -ENOMEM;
-        }
-        r = fswork_submit(t->fswork, o->lane, &s->owner->caller, open_run, open_done, o);
-        if (r < 0) {
-                open_free(o);
-                return r;
-        }
-        watch_link_hold(link);
-        LIST_APPEND(opens, t->opens, o);
-        return 0;
-}
-
-/* At exit: the links let go of before the table; an open still in a worker
- * frees itself in its completion, one fswork_free() dropped is freed here. */
-static void tree_opens_free(Tree *t) {
-        TreeOpen *o;
-
-        while ((o = LIST_POP(opens, t->opens))) {
-                watch_link_release(o->link);
-                if (o->discarded)
-                        open_free(o);
-                else
-                        o->tree = NULL;
         }
 }
 

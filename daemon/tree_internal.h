@@ -10,6 +10,7 @@
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "list.h"
 #include "self_events.h"
@@ -84,6 +85,23 @@ struct TreeWalk {
         LIST_FIELDS(TreeWalk, walks); /* the walks going on from the loop */
 };
 
+/* An open by path in a worker (tree_jobs.c, "opens by path"). */
+struct TreeOpen {
+        Tree *tree; /* NULL: the tree went first (tree_free()): the completion frees */
+        uint32_t id;
+        WatchLink *link; /* the parent (add_at()) or the root (tree_rescan()), held */
+        char *name;      /* the new directory's name in link; NULL: a rescan of the root */
+        char *path;      /* link's path */
+        bool synthesize, retry;
+        uint64_t now;
+        uid_t uid;
+        dev_t lane;
+        int fd; /* or -errno */
+        struct stat st;
+        bool discarded; /* fswork_free() called its completion: tree_opens_free() frees it */
+        LIST_FIELDS(TreeOpen, opens);
+};
+
 /* tree.c */
 /* An entry read from the directory open at dfd: 1 a directory, 0 not, -1 "." or ".." (skipped). */
 int tree_dirent_kind(int dfd, const struct dirent64 *de, size_t name_len);
@@ -92,6 +110,16 @@ void tree_frame_done(Tree *t, Frame *f);
 void tree_frame_pop(TreeWalk *w);
 int tree_walk_end(TreeWalk *w);
 void tree_overflow(Tree *t, Subscription *s);
+/* What follows an open by path: s's root open at fd for its walk after an
+ * overflow; name below parent, parent open at pfd (or its -errno), then what
+ * that gave (tree_add_result()); tree_add_at() opens parent again. */
+void tree_rescan_opened(Tree *t, Subscription *s, int fd, const struct stat *st);
+int tree_add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, uint64_t now_usec,
+                    int pfd, const struct stat *st);
+void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
+                     uint64_t now_usec, int r);
+void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
+                 uint64_t now_usec);
 
 /* tree_jobs.c: return 1 when w went to a worker (it is on t->working), else 0 (it goes on from the loop). */
 int tree_walk_start_in_worker(TreeWalk *w, Subscription *s);
@@ -99,3 +127,10 @@ int tree_walk_below_in_worker(TreeWalk *w, Subscription *s, int fd);
 void tree_jobs_free(Tree *t);
 /* The frames a job took from its walk. */
 GArray *tree_job_frames(WalkJob *j);
+/* link's path opened as s's owner in a job, then tree_add_opened() (name)
+ * or tree_rescan_opened() (name NULL) on the loop. Return: 0, or -errno: no
+ * job (the caller opens it itself). */
+int tree_open_submit(Tree *t, Subscription *s, WatchLink *link, const char *name, bool synthesize, bool retry,
+                     uint64_t now);
+/* At exit, before the table: the opens' links let go of. */
+void tree_opens_free(Tree *t);

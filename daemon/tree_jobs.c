@@ -23,7 +23,8 @@
 #include "tree_internal.h"
 
 /*
- * tree_jobs - a RECURSIVE walk's reads in workers (tree.c's walks, split out)
+ * tree_jobs - a RECURSIVE walk's reads, and the opens of a tree's
+ * directories by path, in workers (split out of tree.c)
  *
  * With a worker pool (tree_set_fswork()), what enters the file system runs
  * in a job on the lane of the directories' file system, as the owner: the
@@ -51,8 +52,8 @@
  * with synthesize, tree_appeared() with report) stay on the loop: their
  * records must come before the kernel's records read after them, which a
  * job's completion, later, would not keep. The opens of a directory by its
- * path (add_at()'s parent, tree_rescan()'s root) are jobs of tree.c's
- * (TreeOpen), in a lane of the owner's uid.
+ * path (tree_add_at()'s parent, tree_rescan()'s root) are jobs too
+ * (TreeOpen, "opens by path" below), in a lane of the owner's uid.
  *
  * The records the kernel queues for the job's opens, reads and closes are
  * announced to self_events.h before it is submitted, and withdrawn at its
@@ -641,5 +642,130 @@ void tree_jobs_free(Tree *t) {
                         w->job = NULL;
                 }
                 LIST_APPEND(walks, t->walks, w);
+        }
+}
+
+/*
+ * The opens by path (tree_add_at()'s parent, tree_rescan()'s root) in a job: as
+ * the owner, in a lane of the owner's uid (FSWORK_USER_LANE: the path may
+ * cross a symbolic link or a mount point into any file system, and one that
+ * does not answer then holds that user's lane, not the loop); the rest on
+ * the loop, in the completion, if the subscription and the link are still
+ * there (the link is held meanwhile). The open is O_PATH: it queues no
+ * record, so nothing is announced to self_events.h.
+ *
+ * A directory just created (synthesize: its scan reports what it holds)
+ * is not opened here but on the loop, in tree_add_at(): its scan's records must
+ * come before the kernel's records read after it, and holding those for an
+ * open in a worker needs the subscription's owner held (hold.h), not done
+ * yet. A directory moved in from outside the tree, and a tree's root after
+ * an overflow, are walked without reporting: no order to keep.
+ */
+
+static void open_free(TreeOpen *o) {
+        safe_close(o->fd);
+        free(o->name);
+        free(o->path);
+        free(o);
+}
+
+static void open_run(void *data) {
+        TreeOpen *o = data;
+
+        o->fd = access_open_at(AT_FDCWD, o->path, /* only_dir= */ true, /* no_follow= */ false, &o->st);
+}
+
+static void open_done(void *data, int error) {
+        TreeOpen *o = data;
+        Tree *t = o->tree;
+        Subscription *s;
+        int fd, r;
+
+        if (error == -ESHUTDOWN || !t) {
+                /* At exit: the link is the tree's to let go of, before its table. */
+                o->fd = safe_close(o->fd);
+                if (t)
+                        o->discarded = true;
+                else
+                        open_free(o);
+                return;
+        }
+        LIST_REMOVE(opens, t->opens, o);
+        s = watch_table_get_subscription(t->table, o->id);
+        fd = error < 0 ? error : TAKE_FD(o->fd);
+        if (!s || o->link->dead)
+                safe_close(fd); /* ended, or the link left the tree: nothing to follow */
+        else if (!o->name) {
+                if (s->links == o->link && !s->pending)
+                        tree_rescan_opened(t, s, fd, &o->st);
+                safe_close(fd);
+        } else {
+                r = tree_add_opened(t, s, o->link, o->name, o->synthesize, o->now, fd, &o->st);
+                if (r == -ESTALE && !o->retry)
+                        /* The records were read meanwhile: a rename that made it stale may be among them. */
+                        tree_add_at(t, s, o->link, o->name, o->synthesize, /* retry= */ true, o->now);
+                else
+                        tree_add_result(t, s, o->link, o->name, o->synthesize, o->retry, o->now, r);
+        }
+        watch_link_release(o->link);
+        open_free(o);
+}
+
+/* link's path opened as s's owner in a job, then tree_add_opened() (name) or
+ * tree_rescan_opened() (name NULL) on the loop. Return: 0, or -errno: no job (the
+ * caller opens it itself). */
+int tree_open_submit(Tree *t, Subscription *s, WatchLink *link, const char *name, bool synthesize, bool retry,
+                     uint64_t now) {
+        char pathbuf[PATH_MAX];
+        const char *path;
+        TreeOpen *o;
+        int r;
+
+        if (!t->fswork)
+                return -EOPNOTSUPP;
+        path = name ? watch_link_get_path(link, pathbuf) : s->path;
+        if (!path)
+                return -ENAMETOOLONG;
+        o = calloc(1, sizeof(TreeOpen));
+        if (!o)
+                return -ENOMEM;
+        *o = (TreeOpen) {
+                .tree = t,
+                .id = s->id,
+                .link = link,
+                .name = name ? strdup(name) : NULL,
+                .path = strdup(path),
+                .synthesize = synthesize,
+                .retry = retry,
+                .now = now,
+                .uid = s->owner->caller.uid,
+                .lane = FSWORK_USER_LANE(s->owner->caller.uid),
+                .fd = -EBADF,
+        };
+        if ((name && !o->name) || !o->path) {
+                open_free(o);
+                return -ENOMEM;
+        }
+        r = fswork_submit(t->fswork, o->lane, &s->owner->caller, open_run, open_done, o);
+        if (r < 0) {
+                open_free(o);
+                return r;
+        }
+        watch_link_hold(link);
+        LIST_APPEND(opens, t->opens, o);
+        return 0;
+}
+
+/* At exit: the links let go of before the table; an open still in a worker
+ * frees itself in its completion, one fswork_free() dropped is freed here. */
+void tree_opens_free(Tree *t) {
+        TreeOpen *o;
+
+        while ((o = LIST_POP(opens, t->opens))) {
+                watch_link_release(o->link);
+                if (o->discarded)
+                        open_free(o);
+                else
+                        o->tree = NULL;
         }
 }
