@@ -368,9 +368,13 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
         if (trigger)
                 holds_set_trigger(e->holds, NULL); /* the probes it set off took their references */
 
-        /* Its IN_MOVED_TO was this record: what it did not take into a tree left it. */
-        if (ev->mask & IN_MOVED_TO)
+        /* Its IN_MOVED_TO was this record: what it did not take into a tree
+         * left it, and the new directories whose parent's path it made stale
+         * are scanned now. */
+        if (ev->mask & IN_MOVED_TO) {
                 tree_moves_end(e->tree);
+                tree_retries_try(e->tree);
+        }
 }
 
 void events_read_again(Events *e) {

@@ -686,6 +686,50 @@ void tree_retries_run(Tree *t) {
         }
 }
 
+void tree_retries_try(Tree *t) {
+        /* A rename was just read (its IN_MOVED_TO): the scans of new
+         * directories that waited for their parent's path to lead to it again
+         * (-ESTALE) go now if it does, right after the rename's record, not
+         * after the later records the queue holds until it is read empty (a
+         * client that heard of those, a marker of its own, would find the
+         * new directory's files not reported yet). Those whose path still
+         * leads elsewhere keep waiting for the read-empty retry. Opened on
+         * the loop, as every scan of a new directory is. */
+        if (!t->retries || t->retries->len == 0)
+                return;
+        for (guint k = 0; t->retries && k < t->retries->len;) {
+                TreeRetry *rt = &g_array_index(t->retries, TreeRetry, k);
+                Subscription *s = watch_table_get_subscription(t->table, rt->id);
+                TreeRetry r = *rt;
+                char pathbuf[PATH_MAX];
+                const char *ppath;
+                struct stat st;
+                int pfd;
+
+                if (!rt->synthesize || !s || rt->parent->dead) {
+                        k++;
+                        continue;
+                }
+                ppath = watch_link_get_path(rt->parent, pathbuf);
+                if (!ppath) {
+                        k++;
+                        continue;
+                }
+                pfd = access_open_as(&s->owner->caller, ppath, /* only_dir= */ true, /* no_follow= */ false, &st);
+                if (pfd == -ENOENT || pfd == -ENOTDIR ||
+                    (pfd >= 0 && (st.st_dev != rt->parent->watch->dev || st.st_ino != rt->parent->watch->ino))) {
+                        safe_close(pfd);
+                        k++;
+                        continue;
+                }
+                g_array_remove_index(t->retries, k); /* the array may grow in what follows: r is a copy */
+                tree_add_result(t, s, r.parent, r.name, r.synthesize, /* retry= */ true, r.now,
+                                tree_add_opened(t, s, r.parent, r.name, r.synthesize, r.now, pfd, &st));
+                watch_link_release(r.parent);
+                free(r.name);
+        }
+}
+
 static void tree_retries_free(Tree *t) {
         if (!t->retries)
                 return;

@@ -131,6 +131,9 @@ void tree_moved_to(Tree *t, Subscription *s, const char *path, uint32_t cookie, 
 bool tree_moves_pending(Tree *t, uint32_t cookie);
 void tree_moves_end(Tree *t);
 void tree_retries_run(Tree *t);
+/* A rename was read: the scans waiting for their parent's path (tree_add())
+ * that lead to it now go at once, in order with the kernel's records. */
+void tree_retries_try(Tree *t);
 
 /* The kernel queue was read empty: what waited for that (the scanned names,
  * the set-aside moves, the retries) is settled. */
