@@ -219,11 +219,21 @@ static void add_watch_done(uint32_t id, int r, void *userdata) {
         _cleanup_(pending_add_freep) PendingAdd *p = userdata;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *what = NULL;
-        Manager *m = p->iface->manager;
         const char *path = NULL;
+        Manager *m;
         Client *c;
 
         p->walk = NULL; /* it ends */
+        if (r == -ECANCELED) {
+                /* The daemon exits: the bus layer (p->iface) is gone already (watchd.c frees it before the
+                 * manager, whose tree ends its walks), and the bus may be closed: the caller then has
+                 * NoReply from the bus, an error either way. */
+                r = sd_bus_reply_method_errorf(p->msg, SD_BUS_ERROR_FAILED, "The daemon is exiting.");
+                if (r < 0)
+                        log_debug_errno(r, "Failed to answer AddWatch, ignoring: %m");
+                return;
+        }
+        m = p->iface->manager;
         if (r >= 0) {
                 p->id = id;
                 c = manager_get_client(m, sd_bus_message_get_sender(p->msg));
@@ -232,9 +242,7 @@ static void add_watch_done(uint32_t id, int r, void *userdata) {
                         return; /* answered when its first snapshots are taken, or at the deadline */
                 }
         }
-        if (r == -ECANCELED)
-                r = sd_bus_reply_method_errorf(p->msg, SD_BUS_ERROR_FAILED, "The daemon is exiting.");
-        else if (r < 0) {
+        if (r < 0) {
                 if (strcmp(sd_bus_message_get_signature(p->msg, true), "suu") == 0) {
                         (void) sd_bus_message_rewind(p->msg, true);
                         (void) sd_bus_message_read(p->msg, "s", &path);

@@ -1153,6 +1153,28 @@ static void test_recursive_big(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(f->a.n_overflows, ==, 0);
 }
 
+/* The daemon is stopped (SIGTERM) while a RECURSIVE walk goes on: the call
+ * is answered with an error (NoReply, from the bus, if the daemon closed its
+ * connection first), and the daemon exits cleanly (0). Its walks end
+ * with the manager, after the bus layer: a walk's end that read the bus
+ * layer was a use after free (found by valgrind in recursive-big's end). */
+static void test_recursive_exit(WtFixture *f, gconstpointer data) {
+        g_autofree char *t = g_build_filename(wt_fixture_fast_dir(f), "t", NULL);
+        AsyncAdd a = {};
+        guint n = make_tree(t, 300, 99);
+
+        g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000); /* under valgrind too */
+        watchd_inotify_call_add_watch(f->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, on_add_watch_done, &a);
+        while (wt_stat(f->proxy2, "kernel_watches") < 2 && !a.done)
+                ;
+        if (a.done)
+                g_error("AddWatch of %u directories answered before the daemon could be stopped during its walk", n);
+        g_assert_cmpint(wt_daemon_stop(g_steal_pointer(&f->daemon)), ==, 0);
+        g_assert_true(wt_await_flag(&a.done, TIMEOUT_MS));
+        g_assert_nonnull(a.error);
+        g_test_message("exit during a walk: answered \"%s\"", a.error->message);
+}
+
 /* Directories made all over a tree while AddWatch walks it (its reads in
  * workers): each is watched, whether it was made before its parent was read
  * (the walk finds it) or after its parent's watch was placed (the kernel
@@ -2233,6 +2255,9 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/recursive-big",
                 "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\nadd_watch_timeout_ms = 600000\n",
                 test_recursive_big);
+        WT_CASE("/dbus/recursive-exit",
+                "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\nadd_watch_timeout_ms = 600000\n",
+                test_recursive_exit);
         WT_CASE("/dbus/recursive-past-bound",
                 "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\nadd_watch_timeout_ms = 200\n",
                 test_recursive_past_bound);
