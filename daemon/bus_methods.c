@@ -182,6 +182,7 @@ static void add_watch_looked_up(int r, void *userdata) {
 
         /* Never at exit (-ESHUTDOWN): bus_pending_adds_end() took the wait back before. */
         m = p->iface->manager;
+        p->looking_up = false;
         if (r >= 0) {
                 c = manager_get_client(m, sd_bus_message_get_sender(p->msg));
                 if (c && manager_when_primed(m, c, p->id, add_watch_primed, p) > 0) {
