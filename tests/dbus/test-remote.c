@@ -97,6 +97,10 @@
  *                   GetStats goes on (figure: its worst round trip), and
  *                   once the file system answers the path is followed down
  *                   and found when it is created
+ *   hung-pending-others  the same, and another client's event in a local
+ *                   directory, made right after the link: it arrives well
+ *                   under 0.5 s (250 ms): only the clients the probe
+ *                   concerns wait for it (hold.h)
  *
  * Without bindfs or a usable /dev/fuse every case is skipped, saying why.
  * Records are awaited, never slept for, but for the cases that show that
@@ -876,6 +880,69 @@ static void test_hung_pending(Fixture *x, gconstpointer data) {
         wt_await_record(&x->f.a, pending, IN_CREATE, 30000);
 }
 
+/* While one user's probe waits in a worker on the stopped mount, another
+ * client's records flow: only the clients the probe concerns wait for it
+ * (hold.h). The first event after the probe started is timed: with every
+ * client's records held for the probe (as before), it waited 0.5 s. */
+static void test_hung_pending_others(Fixture *x, gconstpointer data) {
+        g_autofree char *link = in(x->f.dir, "link"), *sub = in(x->back, "sub"), *msub = in(x->mnt, "sub");
+        g_autofree char *pending = g_build_filename(link, "sub", "x", NULL), *mx = in(msub, "x");
+        g_autofree char *other = in(x->f.dir, "other"), *first = in(other, "first"), *warm = in(other, "warm");
+        g_autofree char *mine = in(x->f.dir, "mine"), *late = in(mine, "late");
+        gint64 t_link, t0, first_event, worst_event, held_event;
+        guint32 id;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0); /* never looked up through the mount */
+        g_assert_cmpint(g_mkdir(other, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(mine, 0755), ==, 0);
+        id = wt_add_watch(x->f.proxy, pending, IN_CREATE, WATCHD_FLAG_PERSIST, NULL);
+        wt_add_watch(x->f.proxy, mine, IN_CREATE, 0, NULL);
+        wt_add_watch(x->f.proxy2, other, IN_CREATE, 0, NULL);
+        wt_touch(warm);
+        wt_await_record(&x->f.b, warm, IN_CREATE, 30000);
+        stop_bindfs();
+
+        /* "link" appears: the probe follows it into the stopped mount. The other
+         * client's record is queued by the kernel after it, so it is handled
+         * after the probe started. */
+        t_link = g_get_monotonic_time();
+        g_assert_cmpint(symlink(x->mnt, link), ==, 0);
+        t0 = g_get_monotonic_time();
+        wt_touch(first);
+        wt_touch(late);
+        wt_await_record(&x->f.b, first, IN_CREATE, 30000);
+        first_event = g_get_monotonic_time() - t0;
+        /* The probe's owner waits for it, a while (HOLD_USEC): then its
+         * records go on, and the pending subscription gets Overflow (what the
+         * probe finds will come after records made after it). */
+        wt_await_record(&x->f.a, late, IN_CREATE, 30000);
+        held_event = g_get_monotonic_time() - t_link;
+        g_assert_true(wt_await_overflows(&x->f.a, 1, 30000));
+        g_assert_true(wt_collector_has_overflow_id(&x->f.a, id));
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
+        worst_event = worst_event_of_20(&x->f.b, other);
+        g_test_message("figure: pending path probe waiting on a hung FUSE: another client's first event %" G_GINT64_FORMAT
+                       " us after the probe started, worst of 20 once the lane stalled %" G_GINT64_FORMAT
+                       " us; the probe owner's own event, held, %" G_GINT64_FORMAT " us after the link",
+                       first_event, worst_event, held_event);
+        /* Well under the 0.5 s every client's records waited for a probe before. */
+        if (wt_timing_checked())
+                g_assert_cmpint(first_event, <, 250 * 1000);
+        /* It waited for the probe, which started after the link was made: a
+         * bound that slowness cannot break. */
+        g_assert_cmpint(held_event, >=, 500 * 1000);
+        g_assert_cmpuint(count(&x->f.a, pending, IN_CREATE), ==, 0);
+
+        /* It answers: the path is followed down, and found when it is made. */
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        wt_touch(mx);
+        wt_await_record(&x->f.a, pending, IN_CREATE, 30000);
+}
+
 static void test_hung_walk(Fixture *x, gconstpointer data) {
         g_autofree char *local = in(x->f.dir, "local"), *deep = in(x->back, "a/b"), *ldeep = in(x->f.dir, "l/m");
         g_autofree char *made = in(x->mnt, "a/b/made"), *lmade = in(x->f.dir, "l/m/made");
@@ -1134,6 +1201,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/hung-fd-prime-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_fd_prime_timeout,
                    teardown);
         g_test_add("/remote/hung-pending", Fixture, CONFIG, setup, test_hung_pending, teardown);
+        g_test_add("/remote/hung-pending-others", Fixture, CONFIG, setup, test_hung_pending_others, teardown);
         g_test_add("/remote/hung-walk", Fixture, CONFIG_INOTIFY, setup, test_hung_walk, teardown);
         g_test_add("/remote/hung-moved-in", Fixture, CONFIG_INOTIFY, setup, test_hung_moved_in, teardown);
         g_test_add("/remote/hung-pending-add", Fixture, CONFIG_INOTIFY, setup, test_hung_pending_add, teardown);
