@@ -145,6 +145,10 @@ bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, 
          * after it waits for what the probe finds (hold.h), as it did inline. */
         if (e->holds && holds_get_trigger(e->holds))
                 client_hold(s->owner, holds_get_trigger(e->holds));
+        /* A record read before the chain that will find its path linked its
+         * directory: its hearers wait for that chain's probes too. */
+        if (e->holds && name && (mask & WATCH_PENDING_BITS))
+                missing_hold_hearer(e->missing, s->owner, dir, name, name_len);
         client_queue_event(s, mask, cookie, dir, name, name_len, now_usec);
         /* ONESHOT is the daemon's (an older device has none, and a shared kernel
          * watch must outlive one subscriber's first event). */

@@ -878,6 +878,88 @@ static void job_done(void *data, int error) {
  * else a node to probe from the top. In a worker on the caller's lane;
  * where no worker can take it, inline.
  */
+/* Whether p (components, no leading "/") starts with the components of
+ * prefix (n bytes, no trailing "/"). */
+static bool components_start_with(const char *p, const char *prefix, size_t n) {
+        return strncmp(p, prefix, n) == 0 && (p[n] == '/' || p[n] == '\0');
+}
+
+/*
+ * Whether dir/name is on the way of a waiter of c: a directory of c's, or
+ * below the deepest one of c's that it goes through (node), the start of a
+ * path that a waiter of node wants next. A path string, as the waiters'
+ * are: a client that names the directory by another path (a symlink, a
+ * bind mount) is not matched.
+ */
+static bool chain_on_way(Missing *m, Chain *c, const char *dir, const char *name, size_t name_len) {
+        WatchLink *node = c->s->links;
+        const char *top, *p = dir;
+        size_t tl, dl;
+
+        if (!node || node->dead)
+                return false;
+        top = node->name;
+        tl = strlen(top);
+        while (tl > 1 && top[tl - 1] == '/')
+                tl--;
+        if (!(tl == 1 && top[0] == '/')) {
+                if (strncmp(p, top, tl) != 0 || (p[tl] != '/' && p[tl] != '\0'))
+                        return false;
+                p += tl;
+        }
+        /* Down c's links, a component of dir at a time. */
+        for (;;) {
+                WatchLink *child;
+                size_t cl;
+
+                while (*p == '/')
+                        p++;
+                if (*p == '\0')
+                        break;
+                cl = component_len(p);
+                child = watch_link_child(node, p, cl);
+                if (!child || child->dead)
+                        break;
+                node = child;
+                p += cl;
+        }
+        dl = strlen(p);
+        while (dl > 0 && p[dl - 1] == '/')
+                dl--;
+        if (dl == 0) {
+                /* dir is c's node: name is one of its children, or a waiter's next component. */
+                if (watch_link_child(node, name, name_len))
+                        return true;
+                LIST_FOREACH(node, w, waiters_at(m, node))
+                        if (components_start_with(w->s->path + w->rest, name, name_len))
+                                return true;
+                return false;
+        }
+        /* dir is below node, not linked yet: what node's waiters want next starts with it and name. */
+        LIST_FOREACH(node, w, waiters_at(m, node)) {
+                const char *rest = w->s->path + w->rest;
+
+                if (strncmp(rest, p, dl) == 0 && rest[dl] == '/' && components_start_with(rest + dl + 1, name, name_len))
+                        return true;
+        }
+        return false;
+}
+
+void missing_hold_hearer(Missing *m, Client *hearer, const char *dir, const char *name, size_t name_len) {
+        GHashTableIter i;
+        gpointer v;
+
+        if (!m->holds || m->n_jobs == 0 || !hearer || !dir)
+                return;
+        g_hash_table_iter_init(&i, m->chains);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Chain *c = v;
+
+                if (c->job && !hold_over(c->hold) && chain_on_way(m, c, dir, name, name_len))
+                        client_hold(hearer, c->hold);
+        }
+}
+
 /* c has a job in a worker: the records of the clients it concerns wait for
  * its jobs (hold.h): its waiters' owners, and those that heard the event that
  * set it off (holds_get_trigger()). Not on a lane that does not answer

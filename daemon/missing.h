@@ -89,6 +89,13 @@ bool missing_in_workers(const Missing *m);
  * a probe an event set off, those that heard that event
  * (holds_get_trigger()). */
 void missing_set_holds(Missing *m, Holds *holds);
+/* A record about dir/name (its name came or went) goes to hearer: if a
+ * chain whose probes run in workers follows a path through dir/name (or to
+ * it) from a directory it has not linked yet, hearer waits for that chain's
+ * probes too. The record may be what made the path appear, read before the
+ * chain's watch on dir was placed: a client that heard it may count on the
+ * path's subscription being placed, as it did inline. */
+void missing_hold_hearer(Missing *m, Client *hearer, const char *dir, const char *name, size_t name_len);
 
 /* Pending subscriptions followed, and the directories their chains hold. */
 unsigned missing_n_waiting(const Missing *m);

@@ -101,6 +101,12 @@
  *                   directory, made right after the link: it arrives well
  *                   under 0.5 s (250 ms): only the clients the probe
  *                   concerns wait for it (hold.h)
+ *   hung-pending-heard  a client that hears of a file that appeared on a
+ *                   pending path, before the path's chain (its probe hung
+ *                   in the mount) got to its directory, waits for that
+ *                   chain's probes (hold.h's bound, 0.5 s), and the path's
+ *                   subscription gets Overflow; it is found and watched once
+ *                   the mount answers
  *
  * Without bindfs or a usable /dev/fuse every case is skipped, saying why.
  * Records are awaited, never slept for, but for the cases that show that
@@ -943,6 +949,82 @@ static void test_hung_pending_others(Fixture *x, gconstpointer data) {
         wt_await_record(&x->f.a, pending, IN_CREATE, 30000);
 }
 
+/* AddWatchFd of path for p, made on the loop: no open by path in the caller's lane. */
+static guint32 add_watch_fd_sync(WatchdInotify *p, const char *path, guint32 mask) {
+        g_autoptr(GUnixFDList) fds = g_unix_fd_list_new();
+        g_autoptr(GVariant) v = NULL;
+        g_autoptr(GError) error = NULL;
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        guint32 id = 0;
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(g_unix_fd_list_append(fds, fd, NULL), ==, 0);
+        g_assert_cmpint(close(fd), ==, 0);
+        v = g_dbus_proxy_call_with_unix_fd_list_sync(G_DBUS_PROXY(p), "AddWatchFd", g_variant_new("(huu)", 0, mask, 0u),
+                                                     G_DBUS_CALL_FLAGS_NONE, 30000, fds, NULL, NULL, &error);
+        g_assert_no_error(error);
+        g_variant_get(v, "(u)", &id);
+        return id;
+}
+
+/* A client that hears of the record that made a pending path appear, before
+ * the path's chain linked its directory (the chain's probe still in a
+ * worker): it waits for that chain's probes, as if it had heard the record
+ * that set them off. Here the chain's probe hangs in the stopped mount, so
+ * it waits the hold's bound (HOLD_USEC), and the pending subscription gets
+ * Overflow; before, it heard the record at once, while the path was not
+ * watched and its subscription told nothing (/dbus/missing-path lost its
+ * MODIFY so, under load). */
+static void test_hung_pending_heard(Fixture *x, gconstpointer data) {
+        g_autofree char *link = in(x->f.dir, "link"), *sub = in(x->back, "sub");
+        g_autofree char *pending = g_build_filename(link, "sub", "x", NULL);
+        g_autofree char *top = in(x->f.dir, "top"), *d = in(top, "d"), *file = in(d, "file");
+        gint64 t_link, heard;
+        guint32 id;
+        FILE *fp;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(top, 0755), ==, 0);
+        /* One chain (the same credentials): it waits in f.dir for "link", in top for "d". */
+        wt_add_watch(x->f.proxy, pending, IN_CREATE, WATCHD_FLAG_PERSIST, NULL);
+        id = wt_add_watch(x->f.proxy, file, IN_CREATE | IN_MODIFY, 0, NULL);
+        stop_bindfs();
+
+        /* "link" appears: the chain's probe follows it into the stopped mount
+         * and waits there; "d" appears behind it (the chain's next probe). */
+        t_link = g_get_monotonic_time();
+        g_assert_cmpint(symlink(x->mnt, link), ==, 0);
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        /* The other client watches d (by a descriptor: no open in a worker) and hears "file" appear. */
+        add_watch_fd_sync(x->f.proxy2, d, IN_CREATE);
+        wt_touch(file);
+        wt_await_record(&x->f.b, file, IN_CREATE, 30000);
+        heard = g_get_monotonic_time() - t_link;
+        g_test_message("figure: a record that made a pending path appear, its chain's probe hung: heard %" G_GINT64_FORMAT
+                       " us after the probe's link was made",
+                       heard);
+        /* It waited for the chain's probe (which started after the link was
+         * made) until the hold's bound: a bound that slowness cannot break. */
+        g_assert_cmpint(heard, >=, 500 * 1000);
+        /* What the path's subscription may have missed, it is told. */
+        g_assert_true(wt_await_overflows(&x->f.a, 1, 30000));
+        g_assert_true(wt_collector_has_overflow_id(&x->f.a, id));
+
+        /* It answers: the chain goes on, and the path is found and watched. */
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        /* Placed: its appearance is a record of its own (it asks for IN_CREATE). */
+        g_assert_cmpuint(wt_await_record(&x->f.a, file, IN_CREATE, 30000)->id, ==, id);
+        fp = fopen(file, "a");
+        g_assert_nonnull(fp);
+        fputs("x\n", fp);
+        g_assert_cmpint(fclose(fp), ==, 0);
+        g_assert_cmpuint(wt_await_record(&x->f.a, file, IN_MODIFY, 30000)->id, ==, id);
+}
+
 static void test_hung_walk(Fixture *x, gconstpointer data) {
         g_autofree char *local = in(x->f.dir, "local"), *deep = in(x->back, "a/b"), *ldeep = in(x->f.dir, "l/m");
         g_autofree char *made = in(x->mnt, "a/b/made"), *lmade = in(x->f.dir, "l/m/made");
@@ -1202,6 +1284,7 @@ int main(int argc, char *argv[]) {
                    teardown);
         g_test_add("/remote/hung-pending", Fixture, CONFIG, setup, test_hung_pending, teardown);
         g_test_add("/remote/hung-pending-others", Fixture, CONFIG, setup, test_hung_pending_others, teardown);
+        g_test_add("/remote/hung-pending-heard", Fixture, CONFIG, setup, test_hung_pending_heard, teardown);
         g_test_add("/remote/hung-walk", Fixture, CONFIG_INOTIFY, setup, test_hung_walk, teardown);
         g_test_add("/remote/hung-moved-in", Fixture, CONFIG_INOTIFY, setup, test_hung_moved_in, teardown);
         g_test_add("/remote/hung-pending-add", Fixture, CONFIG_INOTIFY, setup, test_hung_pending_add, teardown);
