@@ -385,6 +385,14 @@ void events_read_again(Events *e) {
         e->drained = false;
 }
 
+/* Whether the next record of the read is an IN_MOVED_TO (a rename's second half). */
+static bool next_is_moved_to(const Events *e) {
+        size_t off = e->off;
+        RawEvent ev;
+
+        return e->off < e->len && event_decode(e->buf, e->len, &off, &ev) > 0 && (ev.mask & IN_MOVED_TO);
+}
+
 bool events_slice(Events *e, uint64_t budget_usec) {
         uint64_t deadline = now_usec() + budget_usec;
         /* A read whose records an earlier slice left (its time ran out) counts as
@@ -461,7 +469,10 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         continue;
                 }
                 handle_event(e, &ev, at, e->read_time);
-                if (now_usec() >= deadline)
+                /* Not between a rename's two halves: a subscription made
+                 * meanwhile (AddWatch is served) would be taken for one the
+                 * rename moved. */
+                if (now_usec() >= deadline && !next_is_moved_to(e))
                         return true;
         }
 }
