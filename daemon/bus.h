@@ -27,6 +27,7 @@
 
 typedef struct DbusIface DbusIface;
 typedef struct BusClient BusClient;
+typedef struct PendingAdd PendingAdd;
 
 static inline void message_unrefp(sd_bus_message **m) {
         sd_bus_message_unref(*m);
@@ -37,11 +38,12 @@ struct DbusIface {
         sd_bus *bus;
         sd_event *event;
         sd_bus_slot *vtable_slot;
-        bool stalled;                  /* the bus was congested at the last look */
-        GHashTable *pings;             /* uid -> Peer.Pings in flight to its clients (see bus_ask_confirm()) */
-        unsigned n_streams;            /* clients reading a stream (OpenStream) */
-        Durable *durable;              /* durable subscriptions (durable.h) */
-        LIST_HEAD(BusClient, clients); /* the manager's clients that are bus connections */
+        bool stalled;                        /* the bus was congested at the last look */
+        GHashTable *pings;                   /* uid -> Peer.Pings in flight to its clients (see bus_ask_confirm()) */
+        unsigned n_streams;                  /* clients reading a stream (OpenStream) */
+        Durable *durable;                    /* durable subscriptions (durable.h) */
+        LIST_HEAD(BusClient, clients);       /* the manager's clients that are bus connections */
+        LIST_HEAD(PendingAdd, pending_adds); /* AddWatch calls answered later (bus_methods.c) */
 };
 
 /* A client on the bus: its connection's tracking and its outstanding Ping;

@@ -136,19 +136,21 @@ int bus_client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_
  * left to end (its reads in workers cannot be taken back) and
  * discarded, and the subscription goes before anything more of it is sent.
  */
-typedef struct PendingAdd {
+struct PendingAdd {
         DbusIface *iface;
         sd_bus_message *msg; /* its sender names the client: it may be gone at the deadline */
         uint32_t id;
-        TreeWalk *walk;         /* while the walk runs: it calls add_watch_done() */
-        unsigned progress;      /* the subscription's links when the deadline was last armed */
-        char *sent;             /* the path as sent (NULL: a descriptor), for the Timeout's message */
-        sd_event_source *timer; /* the call's deadline; NULL: none (out of memory) */
-} PendingAdd;
+        TreeWalk *walk;                        /* while the walk runs: it calls add_watch_done() */
+        unsigned progress;                     /* the subscription's links when the deadline was last armed */
+        char *sent;                            /* the path as sent (NULL: a descriptor), for the Timeout's message */
+        sd_event_source *timer;                /* the call's deadline; NULL: none (out of memory) */
+        LIST_FIELDS(PendingAdd, pending_adds); /* in iface's, from its making to its free */
+};
 
 static PendingAdd *pending_add_free(PendingAdd *p) {
         if (!p)
                 return NULL;
+        LIST_REMOVE(pending_adds, p->iface->pending_adds, p);
         sd_event_source_disable_unref(p->timer);
         sd_bus_message_unref(p->msg);
         free(p->sent);
@@ -219,21 +221,11 @@ static void add_watch_done(uint32_t id, int r, void *userdata) {
         _cleanup_(pending_add_freep) PendingAdd *p = userdata;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_free_ char *what = NULL;
+        Manager *m = p->iface->manager;
         const char *path = NULL;
-        Manager *m;
         Client *c;
 
         p->walk = NULL; /* it ends */
-        if (r == -ECANCELED) {
-                /* The daemon exits: the bus layer (p->iface) is gone already (watchd.c frees it before the
-                 * manager, whose tree ends its walks), and the bus may be closed: the caller then has
-                 * NoReply from the bus, an error either way. */
-                r = sd_bus_reply_method_errorf(p->msg, SD_BUS_ERROR_FAILED, "The daemon is exiting.");
-                if (r < 0)
-                        log_debug_errno(r, "Failed to answer AddWatch, ignoring: %m");
-                return;
-        }
-        m = p->iface->manager;
         if (r >= 0) {
                 p->id = id;
                 c = manager_get_client(m, sd_bus_message_get_sender(p->msg));
@@ -254,6 +246,21 @@ static void add_watch_done(uint32_t id, int r, void *userdata) {
                 r = sd_bus_reply_method_return(p->msg, "u", id);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", id);
+}
+
+void bus_pending_adds_end(DbusIface *d) {
+        while (d->pending_adds) {
+                _cleanup_(pending_add_freep) PendingAdd *p = d->pending_adds;
+                int r;
+
+                if (p->walk)
+                        tree_walk_set_done(p->walk, NULL, NULL);
+                else
+                        manager_when_primed_cancel(d->manager, p->id, add_watch_primed, p);
+                r = sd_bus_reply_method_errorf(p->msg, SD_BUS_ERROR_FAILED, "The daemon is exiting.");
+                if (r < 0)
+                        log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", p->id);
+        }
 }
 
 /* The answer of an AddWatch whose subscription exists (id) or failed (r);
@@ -279,6 +286,7 @@ static int add_watch_reply(DbusIface *d, sd_bus_message *msg, Client *c, const c
                 return sd_bus_reply_method_return(msg, "u", id);
         }
         *p = (PendingAdd) { d, sd_bus_message_ref(msg), id, walk };
+        LIST_PREPEND(pending_adds, d->pending_adds, p);
         if (walk) {
                 const Subscription *sub = manager_get_subscription(m, id);
 

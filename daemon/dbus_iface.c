@@ -107,6 +107,7 @@ DbusIface *dbus_iface_free(DbusIface *d) {
                 return NULL;
         /* The durable subscriptions went first (watchd.c): their owners, their journals closed cleanly.
          * The clients stay the manager's; what the bus held for them goes. */
+        bus_pending_adds_end(d);
         while (d->clients) {
                 BusClient *bc = d->clients;
                 Client *c = bc->client;

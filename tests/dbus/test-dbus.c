@@ -1154,10 +1154,10 @@ static void test_recursive_big(WtFixture *f, gconstpointer data) {
 }
 
 /* The daemon is stopped (SIGTERM) while a RECURSIVE walk goes on: the call
- * is answered with an error (NoReply, from the bus, if the daemon closed its
- * connection first), and the daemon exits cleanly (0). Its walks end
- * with the manager, after the bus layer: a walk's end that read the bus
- * layer was a use after free (found by valgrind in recursive-big's end). */
+ * fails (NoReply: sd-bus closes the daemon's connection when its loop
+ * exits), and the daemon exits cleanly (0). Its walks end with the manager,
+ * after the bus layer: the walk's end that answered the call read the freed
+ * bus layer (found by valgrind in recursive-big's end). */
 static void test_recursive_exit(WtFixture *f, gconstpointer data) {
         g_autofree char *t = g_build_filename(wt_fixture_fast_dir(f), "t", NULL);
         AsyncAdd a = {};

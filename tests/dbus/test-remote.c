@@ -1136,6 +1136,18 @@ static void assert_served(Fixture *x, const char *local, const char *what) {
         }
 }
 
+/* The FUSE daemon goes on: the lane recovers, the tree's new directory is
+ * watched (watches in all: the other client's local one, the tree's root
+ * and the new one), and a file made in it is reported. */
+static void assert_new_dir_followed(Fixture *x, const char *made) {
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        g_assert_true(wt_await_stat(x->f.proxy2, "kernel_watches", 3, 30000));
+        wt_touch(made);
+        wt_await_record(&x->f.a, made, IN_CREATE, 30000);
+}
+
 static void test_hung_moved_in(Fixture *x, gconstpointer data) {
         g_autofree char *local = in(x->f.dir, "local"), *a = in(x->back, "a"), *ma = in(x->mnt, "a");
         g_autofree char *out = in(x->back, "out"), *outnew = in(out, "new"), *mout = in(x->mnt, "out");
@@ -1163,14 +1175,7 @@ static void test_hung_moved_in(Fixture *x, gconstpointer data) {
         wt_await_record(&x->f.a, mnew, IN_MOVED_TO | IN_ISDIR, 30000);
         g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
         assert_served(x, local, "a moved-in directory's parent open");
-
-        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
-        hung_pid = 0;
-        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
-        /* The new directory is watched (local, a, new): what is made in it is reported. */
-        g_assert_true(wt_await_stat(x->f.proxy2, "kernel_watches", 3, 30000));
-        wt_touch(made);
-        wt_await_record(&x->f.a, made, IN_CREATE, 30000);
+        assert_new_dir_followed(x, made);
 }
 
 static void test_hung_rescan(Fixture *x, gconstpointer data) {
@@ -1202,15 +1207,8 @@ static void test_hung_rescan(Fixture *x, gconstpointer data) {
         g_assert_true(wt_await_overflows(&x->f.b, 1, 30000));
         g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
         assert_served(x, local, "a walk after an overflow");
-
-        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
-        hung_pid = 0;
-        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
-        /* The walk (in workers: awaited) found the directory the overflow hid:
-         * it is watched (local, a, lost). */
-        g_assert_true(wt_await_stat(x->f.proxy2, "kernel_watches", 3, 30000));
-        wt_touch(made);
-        wt_await_record(&x->f.a, made, IN_CREATE, 30000);
+        /* The walk (in workers: awaited) finds the directory the overflow hid. */
+        assert_new_dir_followed(x, made);
 }
 
 /* The look-up of a pending path that AddWatch starts on the loop, after the

@@ -1185,6 +1185,16 @@ static pid_t nobody_mounts_bindfs(Fixture *f, const char *config, const char *ba
         return pid;
 }
 
+/* nobody's tree (made here, nobody's) beside nobody's bindfs mount, as
+ * nobody_mounts_bindfs(); 0 with the case skipped (no bus, no bindfs). */
+static pid_t nobody_tree_and_mount(Fixture *f, const char *config, const char *tree, const char *back, const char *mnt) {
+        if (!f->bus)
+                return 0;
+        g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
+        g_assert_cmpint(chown(tree, NOBODY, NOBODY), ==, 0);
+        return nobody_mounts_bindfs(f, config, back, mnt);
+}
+
 typedef struct Seen {
         const char *path;
         bool seen;
@@ -1356,11 +1366,7 @@ static void test_hung_walk(Fixture *f, gconstpointer data) {
         guint id = 0;
         pid_t fuse_pid;
 
-        if (!f->bus)
-                return;
-        g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
-        g_assert_cmpint(chown(tree, NOBODY, NOBODY), ==, 0);
-        fuse_pid = nobody_mounts_bindfs(f, HUNG_INOTIFY_CONFIG, back, mnt);
+        fuse_pid = nobody_tree_and_mount(f, HUNG_INOTIFY_CONFIG, tree, back, mnt);
         if (fuse_pid <= 0)
                 return;
         g_assert_cmpint(g_mkdir_with_parents(deep, 0755), ==, 0);
@@ -1401,11 +1407,7 @@ static void test_hung_pending(Fixture *f, gconstpointer data) {
         Stuck st = {};
         pid_t fuse_pid;
 
-        if (!f->bus)
-                return;
-        g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
-        g_assert_cmpint(chown(tree, NOBODY, NOBODY), ==, 0);
-        fuse_pid = nobody_mounts_bindfs(f, HUNG_CONFIG, back, mnt);
+        fuse_pid = nobody_tree_and_mount(f, HUNG_CONFIG, tree, back, mnt);
         if (fuse_pid <= 0)
                 return;
         g_assert_cmpint(g_mkdir(sub, 0755), ==, 0); /* never looked up through the mount */
