@@ -298,7 +298,10 @@ static int run(int argc, char *argv[]) {
                 return log_error_errno(r, "Failed to set up the file system workers: %m"), EXIT_FAILURE;
         manager_set_fswork(m, fswork);
 
-        r = sd_event_default(&event);
+        /* Not sd_event_default(): sd-event checks a default loop's thread with a
+         * gettid() system call in every sd_event_prepare(), that is on the path of
+         * every notification (bench/analysis.md, "Issue 27, item 3"). */
+        r = sd_event_new(&event);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the event loop: %m"), EXIT_FAILURE;
 
