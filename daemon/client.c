@@ -53,6 +53,8 @@ int client_new(Accounting *a, Delivery *d, const char *name, const Caller *calle
 Client *client_free(Client *c) {
         if (!c)
                 return NULL;
+        if (c->hold)
+                client_hold_detach(c->hold);
         delivery_queue_done(c->delivery, &c->queue);
         account_close(&c->account);
         free(c->caller.gids);
@@ -74,22 +76,33 @@ void client_unlink_subscription(Client *c, Subscription *s) {
 void client_queue_event(Subscription *s, uint32_t mask, uint32_t cookie, const char *dir, const char *name,
                         size_t name_len, uint64_t now_usec) {
         Client *c = s->owner;
-        Record *rec = record_new_in(delivery_queue_arena(&c->queue), RECORD_EVENT, s->id, mask, cookie, now_usec, dir,
-                                    name, name_len);
+        /* Waiting for a probe: a block of its own, not cut from the queue's arena. */
+        Record *rec = c->hold ? record_new(RECORD_EVENT, s->id, mask, cookie, now_usec, dir, name, name_len) :
+                                record_new_in(delivery_queue_arena(&c->queue), RECORD_EVENT, s->id, mask, cookie,
+                                              now_usec, dir, name, name_len);
 
         if (rec)
                 rec->packed = (s->flags & WATCHD_FLAG_PACKED) != 0;
+        if (c->hold && client_hold_defer(c->hold, rec))
+                return;
         delivery_submit(c->delivery, &c->queue, rec);
 }
 
 void client_queue_removed(Subscription *s, const char *reason, uint64_t now_usec) {
         Client *c = s->owner;
-        Record *rec = record_new_in(delivery_queue_arena(&c->queue), RECORD_REMOVED, s->id, 0, 0, now_usec, NULL, NULL,
-                                    0);
+        Record *rec = c->hold ?
+                record_new(RECORD_REMOVED, s->id, 0, 0, now_usec, NULL, NULL, 0) :
+                record_new_in(delivery_queue_arena(&c->queue), RECORD_REMOVED, s->id, 0, 0, now_usec, NULL, NULL, 0);
 
         if (rec)
                 rec->reason = reason;
+        if (c->hold && client_hold_defer(c->hold, rec))
+                return;
         delivery_submit(c->delivery, &c->queue, rec);
+}
+
+void client_hold(Client *c, Hold *h) {
+        hold_add(h, &c->hold, c->delivery, &c->queue, c->name);
 }
 
 void client_queue_lost(Subscription *s) {

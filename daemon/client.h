@@ -18,6 +18,7 @@
 #include "access.h"
 #include "accounting.h"
 #include "delivery.h"
+#include "hold.h"
 #include "list.h"
 #include "watch_table.h"
 
@@ -30,6 +31,7 @@ struct Client {
         unsigned n_subscriptions;
         DeliveryQueue queue; /* its records, to its transport */
         Delivery *delivery;
+        ClientHold *hold; /* its records wait for a probe (hold.h); NULL: they go to its queue */
 };
 
 /* Copies name and caller; opens its account (-WATCHD_E_USER_CLIENTS: the limit). */
@@ -51,6 +53,8 @@ void client_queue_event(Subscription *s, uint32_t mask, uint32_t cookie, const c
                         size_t name_len, uint64_t now_usec);
 /* WatchRemoved(s's id, reason): the daemon ended s (reason: a static string, WATCHD_REASON_*). */
 void client_queue_removed(Subscription *s, const char *reason, uint64_t now_usec);
+/* c's records from now on wait for h (hold.h), until it ends. */
+void client_hold(Client *c, Hold *h);
 /* Overflow naming s: it lost records, or part of what it watches is not followed. */
 void client_queue_lost(Subscription *s);
 /* One Overflow naming every subscription of c (the kernel lost records, or all of c's were on a stream that went). */

@@ -35,6 +35,10 @@ struct Delivery {
         Record **batch; /* limits.batch_max slots */
 };
 
+const DeliveryLimits *delivery_get_limits(const Delivery *d) {
+        return &d->limits;
+}
+
 int delivery_new(const DeliveryLimits *limits, Delivery **ret) {
         Delivery *d = calloc(1, sizeof(Delivery));
 

@@ -132,6 +132,8 @@ struct DeliveryQueue {
 };
 
 int delivery_new(const DeliveryLimits *limits, Delivery **ret);
+/* Its limits (the current ones, after a reload). */
+const DeliveryLimits *delivery_get_limits(const Delivery *d);
 Delivery *delivery_free(Delivery *d);
 /* New limits apply at once; the pairing limits to queues set up from now on and to q by delivery_queue_update(). */
 void delivery_set_limits(Delivery *d, const DeliveryLimits *limits);

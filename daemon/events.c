@@ -52,6 +52,7 @@ struct Events {
         Moves *moves;
         Remote *remote;
         SelfEvents *self;
+        Holds *holds; /* NULL: no records wait for probes */
         EventsOps ops;
         void *userdata;
         EventsStats stats;
@@ -104,8 +105,8 @@ Events *events_free(Events *e) {
         return NULL;
 }
 
-uint64_t events_held_until(const Events *e) {
-        return missing_hold_until(e->missing, now_usec());
+void events_set_holds(Events *e, Holds *holds) {
+        e->holds = holds;
 }
 
 bool events_backlog(const Events *e, uint64_t *ret_read_time) {
@@ -140,6 +141,14 @@ bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, 
                 return false;
         if (tree_scanned_check(e->tree, s, dir, mask, name, name_len))
                 return false;
+        /* A record that sets off a pending path's probe: what its hearers get
+         * after it waits for what the probe finds (hold.h), as it did inline. */
+        if (e->holds && holds_get_trigger(e->holds))
+                client_hold(s->owner, holds_get_trigger(e->holds));
+        /* A record read before the chain that will find its path linked its
+         * directory: its hearers wait for that chain's probes too. */
+        if (e->holds && name && (mask & WATCH_PENDING_BITS))
+                missing_hold_hearer(e->missing, s->owner, dir, name, name_len);
         client_queue_event(s, mask, cookie, dir, name, name_len, now_usec);
         /* ONESHOT is the daemon's (an older device has none, and a shared kernel
          * watch must outlive one subscriber's first event). */
@@ -241,6 +250,7 @@ static void run_followups(Events *e, const RawEvent *ev, uint64_t now) {
 }
 
 static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now) {
+        _cleanup_(hold_unrefp) Hold *trigger = NULL;
         char buf[PATH_MAX];
         Watch *w;
 
@@ -281,6 +291,17 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                         followup_add(e, FOLLOW_MOVED_AWAY, g_array_index(e->left, uint32_t, k), 0, NULL, NULL);
                 g_array_set_size(e->left, 0);
         }
+
+        /* A name that comes or goes in a directory of pending paths, whose
+         * probe runs in a worker: the record's hearers are held for it. */
+        if (e->holds && ev->name && (ev->mask & WATCH_PENDING_BITS) && missing_in_workers(e->missing))
+                LIST_FOREACH(watch, l, w->links)
+                        if (l->subscription->chain) {
+                                trigger = hold_new(e->holds, now);
+                                break;
+                        }
+        if (trigger)
+                holds_set_trigger(e->holds, trigger);
 
         e->in_event = true;
         LIST_FOREACH(watch, l, w->links) {
@@ -344,7 +365,12 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                 }
         }
         e->in_event = false;
+        /* What the probes find goes after this record, which waits with them. */
+        if (trigger)
+                hold_mark(trigger);
         run_followups(e, ev, now);
+        if (trigger)
+                holds_set_trigger(e->holds, NULL); /* the probes it set off took their references */
 
         /* Its IN_MOVED_TO was this record: what it did not take into a tree
          * left it, and the new directories whose parent's path it made stale
@@ -388,13 +414,6 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         if (now >= deadline || missing_run(e->missing, deadline - now))
                                 return true;
                 }
-                /* The same for a probe in a worker, for a while (MISSING_HOLD_USEC):
-                 * the loop reads again when it is done, or at the end of the hold
-                 * (events_held_until()). Not between a rename's two halves: a
-                 * subscription made meanwhile (AddWatch is served) would be
-                 * taken for one the rename moved. */
-                if (missing_hold_until(e->missing, now_usec()) > 0 && !next_is_moved_to(e))
-                        return false;
                 if (e->off == e->len) {
                         ssize_t n;
 
@@ -450,7 +469,10 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         continue;
                 }
                 handle_event(e, &ev, at, e->read_time);
-                if (now_usec() >= deadline)
+                /* Not between a rename's two halves: a subscription made
+                 * meanwhile (AddWatch is served) would be taken for one the
+                 * rename moved. */
+                if (now_usec() >= deadline && !next_is_moved_to(e))
                         return true;
         }
 }

@@ -91,9 +91,8 @@ bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, 
 /* Whether records of the last read are still to be handled (a slice ended
  * in it), and when it was read. */
 bool events_backlog(const Events *e, uint64_t *ret_read_time);
-/* Until when the kernel's records wait for a pending path's probe in a
- * worker (missing_hold_until()), 0 if they do not: the loop stops reading
- * the kernel meanwhile, and reads again at that time or when it is done. */
-uint64_t events_held_until(const Events *e);
+/* A record that sets off a pending path's probe in a worker holds the
+ * clients that hear it (hold.h: holds_get_trigger() while it is handled). */
+void events_set_holds(Events *e, Holds *holds);
 
 const EventsStats *events_get_stats(const Events *e);

@@ -42,7 +42,6 @@ struct Loop {
         sd_event_source *fswork;       /* completions of file system work in workers */
         sd_event_source *fswork_timer; /* a job's deadline */
         uint64_t fswork_armed;
-        bool held; /* the kernel not read: its records wait for a probe (events_held_until()) */
 };
 
 static int on_fswork(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
@@ -196,18 +195,6 @@ static int on_prepare(sd_event_source *source, void *userdata) {
                         log_warning_errno(r, "Failed to start the walker, ignoring: %m");
         }
         fswork_arm(l);
-        /* A probe of a pending path in a worker holds the kernel's records a
-         * while: the kernel's fd is not listened to meanwhile (it would wake us
-         * for nothing), and what is left of a read goes on after. */
-        if (manager_events_held(l->manager) != l->held) {
-                l->held = !l->held;
-                r = sd_event_source_set_enabled(l->kernel, l->held ? SD_EVENT_OFF : SD_EVENT_ON);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to %s the kernel's source, ignoring: %m",
-                                          l->held ? "pause" : "resume");
-                if (!l->held)
-                        backlog_set(l, true);
-        }
         return 0;
 }
 

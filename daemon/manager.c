@@ -79,6 +79,8 @@ Manager *manager_free(Manager *m) {
         /* Clients before the table's links are freed without being unlinked:
          * their accounts return what is charged. */
         m->subs = subscriptions_free(m->subs);
+        /* After the clients (their records waiting) and the chains (their holds). */
+        m->holds = holds_free(m->holds);
         m->table = watch_table_free(m->table);
         m->delivery = delivery_free(m->delivery);
         m->accounting = accounting_free(m->accounting);
@@ -98,6 +100,15 @@ static void on_end_with_notice(Subscription *s, const char *reason, uint64_t now
 
 static void on_object_gone(Subscription *s, const char *reason, void *userdata) {
         subscriptions_object_gone(((Manager *) userdata)->subs, s, reason);
+}
+
+/* A probe outlasted its hold (hold.h): what it waited for may come after later records. */
+static void on_hold_lost(uint32_t id, void *userdata) {
+        Manager *m = userdata;
+        Subscription *s = watch_table_get_subscription(m->table, id);
+
+        if (s && s->owner)
+                client_queue_lost(s);
 }
 
 static void on_overflow_all(void *userdata) {
@@ -288,6 +299,8 @@ int manager_start(Manager *m) {
                 r = delivery_new(&dl, &m->delivery);
         if (r >= 0)
                 r = watch_table_new(m->backend, &m->table);
+        if (r >= 0)
+                r = holds_new(&(HoldsOps) { .lost = on_hold_lost }, m, &m->holds);
         if (r >= 0) {
                 r = self_events_new(m->table, m->backend, &m->self_events);
                 if (r >= 0)
@@ -305,8 +318,10 @@ int manager_start(Manager *m) {
                                         .found = on_missing_found,
                                 },
                                 m, &m->missing);
-        if (r >= 0)
+        if (r >= 0) {
                 missing_set_fswork(m->missing, m->fswork);
+                missing_set_holds(m->missing, m->holds);
+        }
         if (r >= 0)
                 r = moves_new(m->table, &m->moves);
         if (r >= 0)
@@ -328,6 +343,8 @@ int manager_start(Manager *m) {
                                        .access_changed = on_access_changed,
                                },
                                m, &m->events);
+        if (r >= 0)
+                events_set_holds(m->events, m->holds);
         if (r >= 0)
                 r = subscriptions_new(m->table, m->accounting, m->delivery, m->tree, m->missing, m->events, &m->subs);
         if (r < 0)

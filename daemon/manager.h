@@ -66,10 +66,6 @@ void manager_set_hooks(Manager *m, const ManagerHooks *hooks, void *userdata);
 int manager_kernel_fd(const Manager *m);
 /* A turn of the kernel: a slice of its records. Return: whether some are left (read, or to read). */
 bool manager_on_kernel_readable(Manager *m);
-/* Whether the kernel's records wait for a pending path's probe in a worker
- * now (events_held_until()): the loop does not read the kernel meanwhile;
- * manager_next_deadline() includes the end of the wait. */
-bool manager_events_held(const Manager *m);
 /* The fanotify group's fd, -1 without one; a turn of it, as the kernel's. */
 int manager_fanotify_fd(const Manager *m);
 bool manager_on_fanotify_readable(Manager *m);

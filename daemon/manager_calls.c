@@ -120,10 +120,6 @@ int manager_kernel_fd(const Manager *m) {
         return backend_get_fd(m->backend);
 }
 
-bool manager_events_held(const Manager *m) {
-        return events_held_until(m->events) > 0;
-}
-
 bool manager_on_kernel_readable(Manager *m) {
         return events_slice(m->events, KERNEL_SLICE_USEC);
 }
@@ -161,26 +157,25 @@ bool manager_on_deadline(Manager *m) {
 void manager_flush(Manager *m) {
         uint64_t t;
 
-        /* Nor while a probe holds the kernel's records: the record that set it
-         * off goes out with what the probe found (its appearance, its watch placed). */
-        if (events_backlog(m->events, &t) || events_held_until(m->events) > 0)
+        if (events_backlog(m->events, &t))
                 return;
+        /* A probe that outlasted its hold: the records that waited for it go on. */
+        holds_expire(m->holds, now_usec());
         delivery_flush(m->delivery, now_usec());
         if (m->hooks.after_flush)
                 m->hooks.after_flush(m->hooks_userdata);
 }
 
 uint64_t manager_next_deadline(const Manager *m) {
-        uint64_t t, poll, held = events_held_until(m->events);
+        uint64_t t, poll;
 
-        if (held > 0)
-                return held; /* nothing is read nor flushed before it ends */
         if (events_backlog(m->events, &t))
                 return UINT64_MAX; /* the flush after the read's last slice sets it */
         /* A poll due already is the walker's work (manager_has_walks()), not the timer's:
          * a timer in the past would be dispatched before the walker, for ever. */
         poll = remote_next(m->remote);
         t = MIN(delivery_next_deadline(m->delivery), poll > now_usec() ? poll : UINT64_MAX);
+        t = MIN(t, holds_next_deadline(m->holds));
         if (m->hooks.next_deadline)
                 t = MIN(t, m->hooks.next_deadline(m->hooks_userdata));
         return t;

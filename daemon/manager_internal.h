@@ -28,6 +28,7 @@ struct Manager {
         Remote *remote;          /* directories on remote file systems, polled */
         SelfEvents *self_events; /* the daemon's own reads of directories, not reported */
         Events *events;          /* the kernel's records */
+        Holds *holds;            /* records waiting for probes of pending paths in workers */
         Fanotify *fanotify;      /* RECURSIVE trees on one mark a filesystem; NULL: inotify only */
         Subscriptions *subs;     /* the clients and their subscriptions */
 

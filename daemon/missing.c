@@ -37,10 +37,11 @@
  * meanwhile on the loop (a directory cut off, a descent of missing_add())
  * may have made stale is dropped, and the node probed again. A file system
  * that does not answer so holds its lane and that chain, not the loop.
- * While a job runs, for MISSING_HOLD_USEC at most, the kernel's later
- * records wait for it (missing_hold_until()): the kernel's order holds, as
- * inline, on a file system that answers. A user whose probe outlasted that
- * holds no records for MISSING_SLOW_USEC after.
+ * While a chain's jobs run, the records of the clients they concern (its
+ * waiters' owners, and those that heard the event that set them off) wait
+ * for them, HOLD_USEC at most (Chain.hold, hold.h): what a job finds goes
+ * before those clients' later records, as inline, on a file system that
+ * answers; every other client's records go on.
  * The look-up of a new waiter (missing_start(), for AddWatch), and of one
  * cut off at its chain's top (restart_all()), runs so too: a StartJob opens
  * the prefixes of its path from "/" as its caller, in a worker on its lane,
@@ -61,6 +62,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "client.h"
 #include "event_bits.h"
 #include "fswork.h"
 #include "list.h"
@@ -92,6 +94,7 @@ struct Chain {
         ProbeJob *job;          /* in a worker (fswork) */
         LIST_HEAD(Step, steps); /* descents waiting for a job, deepest first */
         GPtrArray *todo;        /* nodes to probe from the top (held), in order */
+        Hold *hold;             /* while it has jobs in workers: what waits for them (a reference) */
 };
 
 struct Waiter {
@@ -145,11 +148,9 @@ typedef struct ProbeComp {
 /* The file system's part of a probe, made as the chain's caller (in a worker,
  * or inline), and what it found, applied on the loop (job_apply()). */
 struct ProbeJob {
-        Chain *chain;        /* held (n_waiters); NULL once the follower is gone */
-        WatchLink *node;     /* held */
-        uint64_t gen;        /* chain->gen when it was made */
-        uint64_t hold_until; /* in a worker: the kernel's records wait for it until then (missing_hold_until()) */
-        dev_t lane;
+        Chain *chain;    /* held (n_waiters); NULL once the follower is gone */
+        WatchLink *node; /* held */
+        uint64_t gen;    /* chain->gen when it was made */
         /* The walk (n_way > 0): from the top (way[0], absolute) down to node,
          * each level checked to be the link's directory (devs, inos). */
         char **way;
@@ -178,7 +179,7 @@ struct Missing {
         LIST_HEAD(Step, steps);      /* descents inline to go on with, deepest first */
         FsWork *fswork;              /* NULL: every probe inline, on the loop */
         unsigned n_jobs;             /* in workers */
-        GHashTable *slow;            /* uid -> until when (µs) its probes hold no one's records */
+        Holds *holds;                /* NULL: no records wait for probes */
         LIST_HEAD(StartJob, starts); /* in workers */
 };
 
@@ -188,6 +189,7 @@ static void chain_free(Chain *c) {
         assert(!c->job && !c->steps && (!c->todo || c->todo->len == 0));
         if (c->todo)
                 g_ptr_array_unref(c->todo);
+        hold_unref(c->hold);
         watch_table_chain_free(c->missing->table, c->s);
         free(c->caller.gids);
         free(c->key);
@@ -212,7 +214,6 @@ int missing_new(WatchTable *table, const MissingOps *ops, void *userdata, Missin
         m->waiters = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, free);
         m->at = g_hash_table_new(g_direct_hash, g_direct_equal);
         m->done = g_ptr_array_new();
-        m->slow = g_hash_table_new(g_direct_hash, g_direct_equal);
         *ret = m;
         return 0;
 }
@@ -223,6 +224,14 @@ void missing_set_fswork(Missing *m, FsWork *w) {
         m->fswork = w;
 }
 
+void missing_set_holds(Missing *m, Holds *holds) {
+        m->holds = holds;
+}
+
+bool missing_in_workers(const Missing *m) {
+        return m->fswork != NULL;
+}
+
 Missing *missing_free(Missing *m) {
         g_autoptr(GPtrArray) chains = NULL;
         GHashTableIter i;
@@ -230,7 +239,6 @@ Missing *missing_free(Missing *m) {
 
         if (!m)
                 return NULL;
-        g_hash_table_destroy(m->slow);
         while (m->steps) {
                 Step *st = m->steps;
 
@@ -295,23 +303,6 @@ bool missing_run(Missing *m, uint64_t budget_usec) {
 
 bool missing_has_work(const Missing *m) {
         return m->steps != NULL;
-}
-
-uint64_t missing_hold_until(const Missing *m, uint64_t now) {
-        GHashTableIter i;
-        gpointer v;
-        uint64_t until = 0;
-
-        if (m->n_jobs == 0)
-                return 0; /* at every kernel record: the common case costs nothing */
-        g_hash_table_iter_init(&i, m->chains);
-        while (g_hash_table_iter_next(&i, NULL, &v)) {
-                const ProbeJob *j = ((const Chain *) v)->job;
-
-                if (j && j->hold_until > now && j->hold_until > until && !fswork_stalled(m->fswork, j->lane))
-                        until = j->hold_until;
-        }
-        return until;
 }
 
 unsigned missing_n_waiting(const Missing *m) {
@@ -881,6 +872,7 @@ static bool run(Missing *m, uint64_t deadline) {
 static void job_done(void *data, int error) {
         ProbeJob *j = data;
         Chain *c = j->chain;
+        Hold *previous;
         Missing *m;
 
         if (!c) {
@@ -891,6 +883,7 @@ static void job_done(void *data, int error) {
         if (error == -ESHUTDOWN) {
                 /* The pool is freed (the follower is not, or chain would be NULL): nothing more is asked of it. */
                 c->job = NULL;
+                c->hold = hold_unref(c->hold);
                 m->n_jobs--;
                 job_release(m, j);
                 job_free(j);
@@ -900,13 +893,9 @@ static void job_done(void *data, int error) {
         c->job = NULL;
         m->n_jobs--;
         c->n_waiters++;
-        if (j->hold_until > 0 && now_usec() > j->hold_until) {
-                /* It outlasted its hold: this user's probes hold no one's records for a while. */
-                log_debug("A probe of uid %" PRIu32 " took longer than %u ms: its probes hold no records for %u s.",
-                          (uint32_t) c->caller.uid, MISSING_HOLD_USEC / 1000u, MISSING_SLOW_USEC / 1000000u);
-                g_hash_table_insert(m->slow, GUINT_TO_POINTER(c->caller.uid),
-                                    (gpointer) (uintptr_t) (now_usec() + MISSING_SLOW_USEC));
-        }
+        /* What it finds goes before the records that wait for it, and so does
+         * what the next job finds (set off by this one: the same moment). */
+        previous = m->holds ? holds_apply_begin(m->holds, c->hold) : NULL;
         if (error < 0)
                 log_warning_errno(error, "Failed to take a caller's credentials, not following its paths: %m");
         else if (j->gen != c->gen) {
@@ -919,6 +908,11 @@ static void job_done(void *data, int error) {
         job_free(j);
         (void) finish(m, NULL);
         chain_kick(m, c);
+        if (m->holds)
+                holds_apply_end(m->holds, previous);
+        /* Nothing more of c's in a worker: the records that waited for it go on. */
+        if (!c->job)
+                c->hold = hold_unref(c->hold);
         c->n_waiters--;
         chain_put(m, c);
 }
@@ -928,16 +922,120 @@ static void job_done(void *data, int error) {
  * else a node to probe from the top. In a worker on the caller's lane;
  * where no worker can take it, inline.
  */
-/* Whether uid's probes hold records: not for MISSING_SLOW_USEC after one outlasted its hold. */
-static bool user_slow(Missing *m, uid_t uid) {
-        uint64_t until = (uintptr_t) g_hash_table_lookup(m->slow, GUINT_TO_POINTER(uid));
+/* Whether p (components, no leading "/") starts with the components of
+ * prefix (n bytes, no trailing "/"). */
+static bool components_start_with(const char *p, const char *prefix, size_t n) {
+        return strncmp(p, prefix, n) == 0 && (p[n] == '/' || p[n] == '\0');
+}
 
-        if (until == 0)
+/*
+ * Whether dir/name is on the way of a waiter of c: a directory of c's, or
+ * below the deepest one of c's that it goes through (node), the start of a
+ * path that a waiter of node wants next. A path string, as the waiters'
+ * are: a client that names the directory by another path (a symlink, a
+ * bind mount) is not matched.
+ */
+static bool chain_on_way(Missing *m, Chain *c, const char *dir, const char *name, size_t name_len) {
+        WatchLink *node = c->s->links;
+        const char *top, *p = dir;
+        size_t tl, dl;
+
+        if (!node || node->dead)
                 return false;
-        if (now_usec() < until)
-                return true;
-        g_hash_table_remove(m->slow, GUINT_TO_POINTER(uid));
+        top = node->name;
+        tl = strlen(top);
+        while (tl > 1 && top[tl - 1] == '/')
+                tl--;
+        if (!(tl == 1 && top[0] == '/')) {
+                if (strncmp(p, top, tl) != 0 || (p[tl] != '/' && p[tl] != '\0'))
+                        return false;
+                p += tl;
+        }
+        /* Down c's links, a component of dir at a time. */
+        for (;;) {
+                WatchLink *child;
+                size_t cl;
+
+                while (*p == '/')
+                        p++;
+                if (*p == '\0')
+                        break;
+                cl = component_len(p);
+                child = watch_link_child(node, p, cl);
+                if (!child || child->dead)
+                        break;
+                node = child;
+                p += cl;
+        }
+        dl = strlen(p);
+        while (dl > 0 && p[dl - 1] == '/')
+                dl--;
+        if (dl == 0) {
+                /* dir is c's node: name is one of its children, or a waiter's next component. */
+                if (watch_link_child(node, name, name_len))
+                        return true;
+                LIST_FOREACH(node, w, waiters_at(m, node))
+                        if (components_start_with(w->s->path + w->rest, name, name_len))
+                                return true;
+                return false;
+        }
+        /* dir is below node, not linked yet: what node's waiters want next starts with it and name. */
+        LIST_FOREACH(node, w, waiters_at(m, node)) {
+                const char *rest = w->s->path + w->rest;
+
+                if (strncmp(rest, p, dl) == 0 && rest[dl] == '/' && components_start_with(rest + dl + 1, name, name_len))
+                        return true;
+        }
         return false;
+}
+
+void missing_hold_hearer(Missing *m, Client *hearer, const char *dir, const char *name, size_t name_len) {
+        GHashTableIter i;
+        gpointer v;
+
+        if (!m->holds || m->n_jobs == 0 || !hearer || !dir)
+                return;
+        g_hash_table_iter_init(&i, m->chains);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                Chain *c = v;
+
+                if (c->job && !hold_over(c->hold) && chain_on_way(m, c, dir, name, name_len))
+                        client_hold(hearer, c->hold);
+        }
+}
+
+/* c has a job in a worker: the records of the clients it concerns wait for
+ * its jobs (hold.h): its waiters' owners, and those that heard the event that
+ * set it off (holds_get_trigger()). Not on a lane that does not answer
+ * already: there it would hold them for nothing. */
+static void chain_hold(Missing *m, Chain *c) {
+        GHashTableIter i;
+        Hold *trigger;
+        gpointer v;
+
+        if (!m->holds)
+                return;
+        if (hold_over(c->hold) || fswork_stalled(m->fswork, FSWORK_USER_LANE(c->caller.uid))) {
+                c->hold = hold_unref(c->hold);
+                if (fswork_stalled(m->fswork, FSWORK_USER_LANE(c->caller.uid)))
+                        return;
+        }
+        trigger = holds_get_trigger(m->holds);
+        if (!c->hold)
+                c->hold = trigger ? hold_ref(trigger) : hold_new(m->holds, now_usec());
+        else if (trigger)
+                hold_merge(c->hold, trigger);
+        if (!c->hold)
+                return;
+        g_hash_table_iter_init(&i, m->waiters);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                const Waiter *w = v;
+
+                if (w->chain != c || !w->s->owner)
+                        continue;
+                client_hold(w->s->owner, c->hold);
+                hold_note_subscription(c->hold, w->s->id);
+        }
 }
 
 static void chain_kick(Missing *m, Chain *c) {
@@ -982,11 +1080,6 @@ static void chain_kick(Missing *m, Chain *c) {
                 lane = FSWORK_USER_LANE(c->caller.uid);
                 r = m->fswork ? fswork_submit(m->fswork, lane, &c->caller, job_run, job_done, j) : -EAGAIN;
                 if (r >= 0) {
-                        /* On a lane that does not answer already, it holds nothing up. */
-                        j->hold_until = fswork_stalled(m->fswork, lane) || user_slow(m, c->caller.uid) ?
-                                0 :
-                                now_usec() + MISSING_HOLD_USEC;
-                        j->lane = lane;
                         c->job = j;
                         m->n_jobs++;
                         continue;
@@ -997,6 +1090,8 @@ static void chain_kick(Missing *m, Chain *c) {
                 job_free(j);
                 (void) finish(m, NULL);
         }
+        if (c->job)
+                chain_hold(m, c);
         c->n_waiters--;
         chain_put(m, c);
 }

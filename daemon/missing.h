@@ -36,6 +36,7 @@
 
 #include "access.h"
 #include "fswork.h"
+#include "hold.h"
 #include "watch_table.h"
 
 typedef struct Missing Missing;
@@ -100,19 +101,21 @@ bool missing_run(Missing *m, uint64_t budget_usec);
 /* Whether descents are left (for missing_run()). */
 bool missing_has_work(const Missing *m);
 
-/* How long the kernel's later records wait for a probe in a worker: the
- * kernel's order holds (a record after the one that made a path appear finds
- * its watch placed, the appearance reported before it) unless the file system
- * takes longer; then they go on, and the probe's result comes when it comes. */
-#define MISSING_HOLD_USEC (500u * 1000u)
-/* A user whose probe outlasted its hold (a file system that answers, slowly)
- * holds no one's records with its probes for so long after: such a user can
- * delay the others' records by MISSING_HOLD_USEC once in so long, not at will. */
-#define MISSING_SLOW_USEC (60u * 1000000u)
-/* Until when (CLOCK_MONOTONIC µs) the kernel's records wait for probes in
- * workers, or 0: none does now (none runs, all are past MISSING_HOLD_USEC,
- * or on a lane that stalled). */
-uint64_t missing_hold_until(const Missing *m, uint64_t now);
+/* Whether probes run in workers: the records of the clients they concern
+ * wait for them (hold.h), from the record that sets them off. */
+bool missing_in_workers(const Missing *m);
+/* While a chain's probes run in workers, what they find goes before the
+ * later records of the clients they concern: its waiters' owners and, for
+ * a probe an event set off, those that heard that event
+ * (holds_get_trigger()). */
+void missing_set_holds(Missing *m, Holds *holds);
+/* A record about dir/name (its name came or went) goes to hearer: if a
+ * chain whose probes run in workers follows a path through dir/name (or to
+ * it) from a directory it has not linked yet, hearer waits for that chain's
+ * probes too. The record may be what made the path appear, read before the
+ * chain's watch on dir was placed: a client that heard it may count on the
+ * path's subscription being placed, as it did inline. */
+void missing_hold_hearer(Missing *m, Client *hearer, const char *dir, const char *name, size_t name_len);
 
 /* Pending subscriptions followed, and the directories their chains hold. */
 unsigned missing_n_waiting(const Missing *m);

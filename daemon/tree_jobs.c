@@ -657,7 +657,7 @@ void tree_jobs_free(Tree *t) {
  * A directory just created (synthesize: its scan reports what it holds)
  * is not opened here but on the loop, in tree_add_at(): its scan's records must
  * come before the kernel's records read after it, and holding those for an
- * open in a worker needs the subscription's owner held (a per-client hold), not done
+ * open in a worker needs the subscription's owner held (hold.h), not done
  * yet. A directory moved in from outside the tree, and a tree's root after
  * an overflow, are walked without reporting: no order to keep.
  */

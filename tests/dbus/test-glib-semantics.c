@@ -279,6 +279,9 @@ static void test_appearance_file(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(wt_collector_record(&f->a, k)->mask, ==, IN_CREATE);
         k = wt_collector_find(&f->a, y, IN_CREATE);
         g_assert_cmpuint(wt_collector_record(&f->a, k)->mask, ==, IN_CREATE);
+        /* Their directory's creation, which set off the look that found them, comes first. */
+        g_assert_cmpint(wt_collector_find(&f->a, sub, IN_CREATE | IN_ISDIR), >=, 0);
+        g_assert_cmpint(wt_collector_find(&f->a, sub, IN_CREATE | IN_ISDIR), <, wt_collector_find(&f->a, x, IN_CREATE));
 }
 
 /* ---------------------------------------------------------------- persistent */

@@ -102,6 +102,16 @@
  *                   GetStats goes on (figure: its worst round trip), and
  *                   once the file system answers the path is followed down
  *                   and found when it is created
+ *   hung-pending-others  the same, and another client's event in a local
+ *                   directory, made right after the link: it arrives well
+ *                   under 0.5 s (250 ms): only the clients the probe
+ *                   concerns wait for it (hold.h)
+ *   hung-pending-heard  a client that hears of a file that appeared on a
+ *                   pending path, before the path's chain (its probe hung
+ *                   in the mount) got to its directory, waits for that
+ *                   chain's probes (hold.h's bound, 0.5 s), and the path's
+ *                   subscription gets Overflow; it is found and watched once
+ *                   the mount answers
  *
  * Without bindfs or a usable /dev/fuse every case is skipped, saying why.
  * Records are awaited, never slept for, but for the cases that show that
@@ -882,6 +892,145 @@ static void test_hung_pending(Fixture *x, gconstpointer data) {
         wt_await_record(&x->f.a, pending, IN_CREATE, 30000);
 }
 
+/* While one user's probe waits in a worker on the stopped mount, another
+ * client's records flow: only the clients the probe concerns wait for it
+ * (hold.h). The first event after the probe started is timed: with every
+ * client's records held for the probe (as before), it waited 0.5 s. */
+static void test_hung_pending_others(Fixture *x, gconstpointer data) {
+        g_autofree char *link = in(x->f.dir, "link"), *sub = in(x->back, "sub"), *msub = in(x->mnt, "sub");
+        g_autofree char *pending = g_build_filename(link, "sub", "x", NULL), *mx = in(msub, "x");
+        g_autofree char *other = in(x->f.dir, "other"), *first = in(other, "first"), *warm = in(other, "warm");
+        g_autofree char *mine = in(x->f.dir, "mine"), *late = in(mine, "late");
+        gint64 t_link, t0, first_event, worst_event, held_event;
+        guint32 id;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0); /* never looked up through the mount */
+        g_assert_cmpint(g_mkdir(other, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(mine, 0755), ==, 0);
+        id = wt_add_watch(x->f.proxy, pending, IN_CREATE, WATCHD_FLAG_PERSIST, NULL);
+        wt_add_watch(x->f.proxy, mine, IN_CREATE, 0, NULL);
+        wt_add_watch(x->f.proxy2, other, IN_CREATE, 0, NULL);
+        wt_touch(warm);
+        wt_await_record(&x->f.b, warm, IN_CREATE, 30000);
+        stop_bindfs();
+
+        /* "link" appears: the probe follows it into the stopped mount. The other
+         * client's record is queued by the kernel after it, so it is handled
+         * after the probe started. */
+        t_link = g_get_monotonic_time();
+        g_assert_cmpint(symlink(x->mnt, link), ==, 0);
+        t0 = g_get_monotonic_time();
+        wt_touch(first);
+        wt_touch(late);
+        wt_await_record(&x->f.b, first, IN_CREATE, 30000);
+        first_event = g_get_monotonic_time() - t0;
+        /* The probe's owner waits for it, a while (HOLD_USEC): then its
+         * records go on, and the pending subscription gets Overflow (what the
+         * probe finds will come after records made after it). */
+        wt_await_record(&x->f.a, late, IN_CREATE, 30000);
+        held_event = g_get_monotonic_time() - t_link;
+        g_assert_true(wt_await_overflows(&x->f.a, 1, 30000));
+        g_assert_true(wt_collector_has_overflow_id(&x->f.a, id));
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
+        worst_event = worst_event_of_20(&x->f.b, other);
+        g_test_message("figure: pending path probe waiting on a hung FUSE: another client's first event %" G_GINT64_FORMAT
+                       " us after the probe started, worst of 20 once the lane stalled %" G_GINT64_FORMAT
+                       " us; the probe owner's own event, held, %" G_GINT64_FORMAT " us after the link",
+                       first_event, worst_event, held_event);
+        /* Well under the 0.5 s every client's records waited for a probe before. */
+        if (wt_timing_checked())
+                g_assert_cmpint(first_event, <, 250 * 1000);
+        /* It waited for the probe, which started after the link was made: a
+         * bound that slowness cannot break. */
+        g_assert_cmpint(held_event, >=, 500 * 1000);
+        g_assert_cmpuint(count(&x->f.a, pending, IN_CREATE), ==, 0);
+
+        /* It answers: the path is followed down, and found when it is made. */
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        wt_touch(mx);
+        wt_await_record(&x->f.a, pending, IN_CREATE, 30000);
+}
+
+/* AddWatchFd of path for p, made on the loop: no open by path in the caller's lane. */
+static guint32 add_watch_fd_sync(WatchdInotify *p, const char *path, guint32 mask) {
+        g_autoptr(GUnixFDList) fds = g_unix_fd_list_new();
+        g_autoptr(GVariant) v = NULL;
+        g_autoptr(GError) error = NULL;
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        guint32 id = 0;
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(g_unix_fd_list_append(fds, fd, NULL), ==, 0);
+        g_assert_cmpint(close(fd), ==, 0);
+        v = g_dbus_proxy_call_with_unix_fd_list_sync(G_DBUS_PROXY(p), "AddWatchFd", g_variant_new("(huu)", 0, mask, 0u),
+                                                     G_DBUS_CALL_FLAGS_NONE, 30000, fds, NULL, NULL, &error);
+        g_assert_no_error(error);
+        g_variant_get(v, "(u)", &id);
+        return id;
+}
+
+/* A client that hears of the record that made a pending path appear, before
+ * the path's chain linked its directory (the chain's probe still in a
+ * worker): it waits for that chain's probes, as if it had heard the record
+ * that set them off. Here the chain's probe hangs in the stopped mount, so
+ * it waits the hold's bound (HOLD_USEC), and the pending subscription gets
+ * Overflow; before, it heard the record at once, while the path was not
+ * watched and its subscription told nothing (/dbus/missing-path lost its
+ * MODIFY so, under load). */
+static void test_hung_pending_heard(Fixture *x, gconstpointer data) {
+        g_autofree char *link = in(x->f.dir, "link"), *sub = in(x->back, "sub");
+        g_autofree char *pending = g_build_filename(link, "sub", "x", NULL);
+        g_autofree char *top = in(x->f.dir, "top"), *d = in(top, "d"), *file = in(d, "file");
+        gint64 t_link, heard;
+        guint32 id;
+        FILE *fp;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(top, 0755), ==, 0);
+        /* One chain (the same credentials): it waits in f.dir for "link", in top for "d". */
+        wt_add_watch(x->f.proxy, pending, IN_CREATE, WATCHD_FLAG_PERSIST, NULL);
+        id = wt_add_watch(x->f.proxy, file, IN_CREATE | IN_MODIFY, 0, NULL);
+        stop_bindfs();
+
+        /* "link" appears: the chain's probe follows it into the stopped mount
+         * and waits there; "d" appears behind it (the chain's next probe). */
+        t_link = g_get_monotonic_time();
+        g_assert_cmpint(symlink(x->mnt, link), ==, 0);
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        /* The other client watches d (by a descriptor: no open in a worker) and hears "file" appear. */
+        add_watch_fd_sync(x->f.proxy2, d, IN_CREATE);
+        wt_touch(file);
+        wt_await_record(&x->f.b, file, IN_CREATE, 30000);
+        heard = g_get_monotonic_time() - t_link;
+        g_test_message("figure: a record that made a pending path appear, its chain's probe hung: heard %" G_GINT64_FORMAT
+                       " us after the probe's link was made",
+                       heard);
+        /* It waited for the chain's probe (which started after the link was
+         * made) until the hold's bound: a bound that slowness cannot break. */
+        g_assert_cmpint(heard, >=, 500 * 1000);
+        /* What the path's subscription may have missed, it is told. */
+        g_assert_true(wt_await_overflows(&x->f.a, 1, 30000));
+        g_assert_true(wt_collector_has_overflow_id(&x->f.a, id));
+
+        /* It answers: the chain goes on, and the path is found and watched. */
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        /* Placed: its appearance is a record of its own (it asks for IN_CREATE). */
+        g_assert_cmpuint(wt_await_record(&x->f.a, file, IN_CREATE, 30000)->id, ==, id);
+        fp = fopen(file, "a");
+        g_assert_nonnull(fp);
+        fputs("x\n", fp);
+        g_assert_cmpint(fclose(fp), ==, 0);
+        g_assert_cmpuint(wt_await_record(&x->f.a, file, IN_MODIFY, 30000)->id, ==, id);
+}
+
 static void test_hung_walk(Fixture *x, gconstpointer data) {
         g_autofree char *local = in(x->f.dir, "local"), *deep = in(x->back, "a/b"), *ldeep = in(x->f.dir, "l/m");
         g_autofree char *made = in(x->mnt, "a/b/made"), *lmade = in(x->f.dir, "l/m/made");
@@ -1175,6 +1324,8 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/hung-fd-prime-timeout", Fixture, CONFIG_ADD_TIMEOUT, setup, test_hung_fd_prime_timeout,
                    teardown);
         g_test_add("/remote/hung-pending", Fixture, CONFIG, setup, test_hung_pending, teardown);
+        g_test_add("/remote/hung-pending-others", Fixture, CONFIG, setup, test_hung_pending_others, teardown);
+        g_test_add("/remote/hung-pending-heard", Fixture, CONFIG, setup, test_hung_pending_heard, teardown);
         g_test_add("/remote/hung-walk", Fixture, CONFIG_INOTIFY, setup, test_hung_walk, teardown);
         g_test_add("/remote/hung-moved-in", Fixture, CONFIG_INOTIFY, setup, test_hung_moved_in, teardown);
         g_test_add("/remote/hung-pending-add", Fixture, CONFIG_INOTIFY, setup, test_hung_pending_add, teardown);
