@@ -1031,7 +1031,9 @@ static void chain_hold(Missing *m, Chain *c) {
         while (g_hash_table_iter_next(&i, NULL, &v)) {
                 const Waiter *w = v;
 
-                if (w->chain != c || !w->s->owner)
+                /* One whose AddWatch is not answered yet has no record to
+                 * order, and its id is not its client's yet: no Overflow. */
+                if (w->chain != c || !w->s->owner || w->answer)
                         continue;
                 client_hold(w->s->owner, c->hold);
                 hold_note_subscription(c->hold, w->s->id);
