@@ -128,8 +128,10 @@ int bus_client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_
 
 /*
  * An AddWatch whose subscription is made but not whole yet: a RECURSIVE
- * walk that goes on from the loop or in workers, then the first snapshots
- * of its polled directories, taken in workers. Answered when they end, or
+ * walk that goes on from the loop or in workers, or a pending path's look-up
+ * in workers (its chain of directories from "/" opened as the caller), then
+ * the first snapshots of its polled directories, taken in workers. Answered
+ * when they end, or
  * at the call's deadline with Timeout (add_watch_timeout_ms after it came,
  * pushed back by as much each time the walk has linked directories since:
  * a big tree is not refused, a walk that stops going on is): the walk is
@@ -142,6 +144,7 @@ struct PendingAdd {
         uint32_t id;
         TreeWalk *walk;                        /* while the walk runs: it calls add_watch_done() */
         unsigned progress;                     /* the subscription's links when the deadline was last armed */
+        bool looking_up;                       /* its pending path's look-up was waited for (for the log) */
         char *sent;                            /* the path as sent (NULL: a descriptor), for the Timeout's message */
         sd_event_source *timer;                /* the call's deadline; NULL: none (out of memory) */
         LIST_FIELDS(PendingAdd, pending_adds); /* in iface's, from its making to its free */
@@ -168,6 +171,38 @@ static void add_watch_primed(void *userdata) {
                 log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", p->id);
 }
 
+/* The pending path's look-up is over: the answer, or the first snapshot's
+ * wait if it was placed on a polled directory. */
+static void add_watch_looked_up(int r, void *userdata) {
+        _cleanup_(pending_add_freep) PendingAdd *p = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *what = NULL;
+        Manager *m;
+        Client *c;
+
+        /* Never at exit (-ESHUTDOWN): bus_pending_adds_end() took the wait back before. */
+        m = p->iface->manager;
+        p->looking_up = false;
+        if (r >= 0) {
+                c = manager_get_client(m, sd_bus_message_get_sender(p->msg));
+                if (c && manager_when_primed(m, c, p->id, add_watch_primed, p) > 0) {
+                        TAKE_PTR(p);
+                        return; /* answered when its first snapshots are taken, or at the deadline */
+                }
+                r = sd_bus_reply_method_return(p->msg, "u", p->id);
+        } else if (r == -ECANCELED)
+                /* Removed (RemoveWatch of an id not answered yet), or its client gone. */
+                r = sd_bus_reply_method_errorf(p->msg, SD_BUS_ERROR_FAILED,
+                                               "The subscription was removed before its path was looked up.");
+        else {
+                what = p->sent ? bus_what_of(p->sent) : NULL;
+                (void) bus_error_for(m, r, what ?: "the path", &error);
+                r = sd_bus_reply_method_error(p->msg, &error);
+        }
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", p->id);
+}
+
 /* The walk has linked nothing in add_watch_timeout_ms, or the first snapshot
  * has not ended by the call's deadline: its file system stopped answering.
  * The caller is told, and the subscription it would have had goes. */
@@ -178,6 +213,7 @@ static int add_watch_timeout(sd_event_source *s, uint64_t usec, void *userdata) 
         Manager *m = p->iface->manager;
         const char *sender = sd_bus_message_get_sender(p->msg);
         Client *c = manager_get_client(m, sender);
+        bool looking_up = false;
         int r;
 
         /* A walk that linked directories since the deadline was armed is not
@@ -199,11 +235,16 @@ static int add_watch_timeout(sd_event_source *s, uint64_t usec, void *userdata) 
         /* The waiter goes first: the removal below ends the walk or the wait, which would call it. */
         if (p->walk)
                 tree_walk_set_done(p->walk, NULL, NULL);
-        else
+        else {
+                looking_up = p->looking_up;
+                manager_when_looked_up_cancel(m, p->id, add_watch_looked_up, p);
                 manager_when_primed_cancel(m, p->id, add_watch_primed, p);
+        }
         log_info("AddWatch of %s on %s: %s in %" PRIu32 " ms, answered with Timeout; subscription %" PRIu32 " removed.",
                  sender, p->sent ?: "a descriptor",
-                 p->walk ? "its walk has not ended" : "its file system has not given the first snapshot",
+                 p->walk            ? "its walk has not ended" :
+                         looking_up ? "its pending path's look-up has not ended" :
+                                      "its file system has not given the first snapshot",
                  manager_get_config(m)->add_watch_timeout_ms, p->id);
         (void) bus_error_for(m, -ETIMEDOUT, what ?: (p->sent ? "the path" : "the descriptor"), &error);
         r = sd_bus_reply_method_error(p->msg, &error);
@@ -255,8 +296,10 @@ void bus_pending_adds_end(DbusIface *d) {
 
                 if (p->walk)
                         tree_walk_set_done(p->walk, NULL, NULL);
-                else
+                else {
+                        manager_when_looked_up_cancel(d->manager, p->id, add_watch_looked_up, p);
                         manager_when_primed_cancel(d->manager, p->id, add_watch_primed, p);
+                }
                 r = sd_bus_reply_method_errorf(p->msg, SD_BUS_ERROR_FAILED, "The daemon is exiting.");
                 if (r < 0)
                         log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", p->id);
@@ -295,9 +338,15 @@ static int add_watch_reply(DbusIface *d, sd_bus_message *msg, Client *c, const c
                 tree_walk_set_done(walk, add_watch_done, p);
                 p->progress = sub ? sub->n_links : 0;
         } else {
-                /* A polled directory's first snapshot is taken in a worker: the
-                 * answer waits for it, so that what changes after it is found. */
-                r = manager_when_primed(m, c, id, add_watch_primed, p);
+                /* A pending path is looked up in workers: the answer waits for
+                 * it (its chain in place, placed, or an error), as it came at
+                 * once when the look-up was made on the loop. A polled
+                 * directory's first snapshot is taken in a worker: the answer
+                 * waits for it, so that what changes after it is found. */
+                r = manager_when_looked_up(m, c, id, add_watch_looked_up, p);
+                p->looking_up = r > 0;
+                if (r <= 0)
+                        r = manager_when_primed(m, c, id, add_watch_primed, p);
                 if (r <= 0) {
                         pending_add_free(p);
                         return sd_bus_reply_method_return(msg, "u", id);

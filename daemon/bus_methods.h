@@ -21,8 +21,8 @@ int bus_client_for_call(DbusIface *d, sd_bus_message *msg, Client **ret, sd_bus_
 void bus_client_end(DbusIface *d, Client *c);
 /* What the bus holds for a client (its Client stays the manager's). */
 BusClient *bus_client_free(BusClient *bc);
-/* The daemon exits: every AddWatch still waiting for its walk or its first
- * snapshots is let go of (its walk and its waiter told nothing more), before
+/* The daemon exits: every AddWatch still waiting for its walk, its pending
+ * path's look-up or its first snapshots is let go of (its walk and its waiter told nothing more), before
  * the manager ends them. Its answer is tried; sd-bus has closed the
  * connection at the loop's exit, so the caller has NoReply from the bus. */
 void bus_pending_adds_end(DbusIface *d);

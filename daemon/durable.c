@@ -227,7 +227,19 @@ static void token_free(WalkToken *t) {
         free(t);
 }
 
-/* What the open gave: placed, or walked from the loop (on_walk_done() then). */
+/* A pending path's look-up in workers is over (manager_when_looked_up()): as a walk's end. */
+static void on_looked_up(int r, void *userdata) {
+        WalkToken *t = userdata;
+
+        if (r == -ESHUTDOWN) {
+                token_free(t); /* at exit */
+                return;
+        }
+        on_walk_done(t->walk_id, r, t);
+}
+
+/* What the open gave: placed, or walked from the loop, or its pending path
+ * looked up in workers (on_walk_done() then). */
 static void on_opened(Client *c, int r, uint32_t id, TreeWalk *walk, void *userdata) {
         WalkToken *t = userdata;
         DurableSub *s;
@@ -252,6 +264,12 @@ static void on_opened(Client *c, int r, uint32_t id, TreeWalk *walk, void *userd
                 s->state = DURABLE_WALKING;
                 t->walk_id = id;
                 tree_walk_set_done(walk, on_walk_done, t);
+                return;
+        }
+        if (r >= 0 && manager_when_looked_up(t->d->m, c, id, on_looked_up, t) > 0) {
+                /* A walk of a kind: a creation is answered, and a removal gives it up, alike. */
+                s->state = DURABLE_WALKING;
+                t->walk_id = id;
                 return;
         }
         on_walk_done(s->sub_id, r, t);

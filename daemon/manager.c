@@ -61,6 +61,20 @@ Manager *manager_free(Manager *m) {
         m->remote = remote_free(m->remote);
         if (m->primed_waiters)
                 g_hash_table_unref(m->primed_waiters);
+        if (m->lookup_waiters) {
+                /* At exit: whoever waits frees what it holds, touching nothing else. */
+                GHashTableIter i;
+                gpointer v;
+
+                g_hash_table_iter_init(&i, m->lookup_waiters);
+                while (g_hash_table_iter_next(&i, NULL, &v))
+                        for (guint k = 0; k < ((GPtrArray *) v)->len; k++) {
+                                LookupWaiter *w = g_ptr_array_index((GPtrArray *) v, k);
+
+                                w->cb(-ESHUTDOWN, w->userdata);
+                        }
+                g_hash_table_unref(m->lookup_waiters);
+        }
         m->self_events = self_events_free(m->self_events);
         /* Clients before the table's links are freed without being unlinked:
          * their accounts return what is charged. */
@@ -113,6 +127,37 @@ static void on_missing_gone(Subscription *s, int r, void *userdata) {
 
         log_debug_errno(r, "Pending subscription %" PRIu32 " cannot be followed (%m), ending it.", s->id);
         subscriptions_end_with_notice(m->subs, s, WATCHD_REASON_DELETED, now_usec());
+}
+
+/* The look-up of s's pending path in workers (missing_start()) is over:
+ * whoever waits for it (an AddWatch's answer) goes on. Failed (r < 0), s
+ * ends: with no notice if its AddWatch waits (answered with r), else as a
+ * path that cannot be followed. */
+static void on_missing_found(uint32_t id, int r, void *userdata) {
+        Manager *m = userdata;
+        Subscription *s = watch_table_get_subscription(m->table, id);
+        GPtrArray *ws = NULL;
+
+        if (m->lookup_waiters)
+                (void) g_hash_table_steal_extended(m->lookup_waiters, GUINT_TO_POINTER(id), NULL, (gpointer *) &ws);
+        if (r < 0 && r != -ECANCELED && s) { /* -ECANCELED: it ends already */
+                if (ws) {
+                        log_debug_errno(r,
+                                        "Pending subscription %" PRIu32 " cannot be followed (%m): its AddWatch "
+                                        "is answered so.",
+                                        id);
+                        subscriptions_end(m->subs, s);
+                } else
+                        on_missing_gone(s, r, m);
+        }
+        if (!ws)
+                return;
+        for (guint i = 0; i < ws->len; i++) {
+                LookupWaiter *w = g_ptr_array_index(ws, i);
+
+                w->cb(r, w->userdata);
+        }
+        g_ptr_array_unref(ws);
 }
 
 /* A change found by polling, delivered as the kernel's are. */
@@ -270,6 +315,7 @@ int manager_start(Manager *m) {
                                 &(MissingOps) {
                                         .appeared = on_missing_appeared,
                                         .gone = on_missing_gone,
+                                        .found = on_missing_found,
                                 },
                                 m, &m->missing);
         if (r >= 0) {

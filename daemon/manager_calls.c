@@ -61,6 +61,46 @@ void manager_when_primed_cancel(Manager *m, uint32_t id, void (*cb)(void *userda
                 g_hash_table_remove(m->primed_waiters, s);
 }
 
+int manager_when_looked_up(Manager *m, Client *c, uint32_t id, void (*cb)(int r, void *userdata), void *userdata) {
+        Subscription *s = watch_table_get_subscription(m->table, id);
+        LookupWaiter *w;
+        GPtrArray *ws;
+
+        if (!s || s->owner != c || !s->pending || !missing_looking_up(m->missing, s))
+                return 0;
+        if (!m->lookup_waiters)
+                m->lookup_waiters = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                                          (GDestroyNotify) g_ptr_array_unref);
+        w = malloc(sizeof(LookupWaiter));
+        if (!w)
+                return -ENOMEM;
+        *w = (LookupWaiter) { cb, userdata };
+        ws = g_hash_table_lookup(m->lookup_waiters, GUINT_TO_POINTER(id));
+        if (!ws) {
+                ws = g_ptr_array_new_with_free_func(free);
+                g_hash_table_insert(m->lookup_waiters, GUINT_TO_POINTER(id), ws);
+        }
+        g_ptr_array_add(ws, w);
+        return 1;
+}
+
+void manager_when_looked_up_cancel(Manager *m, uint32_t id, void (*cb)(int r, void *userdata), void *userdata) {
+        GPtrArray *ws = m->lookup_waiters ? g_hash_table_lookup(m->lookup_waiters, GUINT_TO_POINTER(id)) : NULL;
+
+        if (!ws)
+                return;
+        for (guint i = 0; i < ws->len; i++) {
+                LookupWaiter *w = g_ptr_array_index(ws, i);
+
+                if (w->cb == cb && w->userdata == userdata) {
+                        g_ptr_array_remove_index(ws, i);
+                        break;
+                }
+        }
+        if (ws->len == 0)
+                g_hash_table_remove(m->lookup_waiters, GUINT_TO_POINTER(id));
+}
+
 void manager_set_fswork(Manager *m, FsWork *w) {
         m->fswork = w;
         if (m->tree)

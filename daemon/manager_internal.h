@@ -34,6 +34,7 @@ struct Manager {
 
         FsWork *fswork;             /* file system work off the loop; NULL: on it (unit tests) */
         GHashTable *primed_waiters; /* Subscription -> GPtrArray of PrimedWaiter */
+        GHashTable *lookup_waiters; /* subscription id -> GPtrArray of LookupWaiter */
 
         ManagerHooks hooks;
         void *hooks_userdata;
@@ -43,3 +44,8 @@ typedef struct PrimedWaiter {
         void (*cb)(void *userdata);
         void *userdata;
 } PrimedWaiter;
+
+typedef struct LookupWaiter {
+        void (*cb)(int r, void *userdata);
+        void *userdata;
+} LookupWaiter;

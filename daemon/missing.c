@@ -42,9 +42,15 @@
  * for them, HOLD_USEC at most (Chain.hold, hold.h): what a job finds goes
  * before those clients' later records, as inline, on a file system that
  * answers; every other client's records go on.
- * missing_add() still looks its path up on the loop, at once (AddWatch's
- * answer says whether the path is there, or why it cannot be followed), as
- * do the restarts of waiters cut off at their chain's top.
+ * The look-up of a new waiter (missing_start(), for AddWatch), and of one
+ * cut off at its chain's top (restart_all()), runs so too: a StartJob opens
+ * the prefixes of its path from "/" as its caller, in a worker on its lane,
+ * until one may be read; on the loop, the waiter joins (or makes) the chain
+ * of that top and its descent is queued as the chain's. A waiter whose
+ * AddWatch waits (w->answer) is answered through ops->found once it is at
+ * rest: waiting where the next component is not there, placed, or failed.
+ * missing_add() (a PERSIST subscription whose object left, and without
+ * workers) still looks its path up on the loop, at once.
  */
 
 #include <assert.h>
@@ -76,6 +82,7 @@ typedef struct Chain Chain;
 typedef struct Waiter Waiter;
 typedef struct Step Step;
 typedef struct ProbeJob ProbeJob;
+typedef struct StartJob StartJob;
 
 struct Chain {
         Missing *missing;
@@ -101,7 +108,22 @@ struct Waiter {
         int fd;           /* ready: its path open (st), checked for its flags */
         struct stat st;
         int error;                 /* it cannot be followed: gone once the credentials are back */
+        StartJob *start;           /* its top looked up in a worker: in no chain yet */
+        bool answer;               /* ops->found is owed (missing_start()), once it is at rest */
+        unsigned rounds;           /* its look-ups begun again (a top replaced meanwhile) */
         LIST_FIELDS(Waiter, node); /* the waiters of node */
+};
+
+/* The look-up of a waiter's top, as its caller in a worker: the prefixes of
+ * its path from "/" opened until one may be read (waiter_start()'s loop). */
+struct StartJob {
+        Missing *missing; /* NULL once the follower is gone */
+        Waiter *w;        /* NULL once it is no longer followed */
+        char *path;       /* the waiter's (a copy) */
+        size_t end;       /* the top found: path[0, end) */
+        int fd;           /* the top open, or -errno: what the look-up ends with */
+        struct stat st;
+        LIST_FIELDS(StartJob, starts);
 };
 
 /* A directory a descent has reached and will go on from: its node (held)
@@ -149,15 +171,16 @@ struct Missing {
         WatchTable *table;
         MissingOps ops;
         void *userdata;
-        GHashTable *chains;     /* key -> Chain (owned) */
-        GHashTable *by_chain;   /* chain Subscription -> Chain */
-        GHashTable *waiters;    /* pending Subscription -> Waiter (owned) */
-        GHashTable *at;         /* WatchLink (a node) -> its first Waiter */
-        GPtrArray *done;        /* Waiters to place or end after a probe */
-        LIST_HEAD(Step, steps); /* descents inline to go on with, deepest first */
-        FsWork *fswork;         /* NULL: every probe inline, on the loop */
-        unsigned n_jobs;        /* in workers */
-        Holds *holds;           /* NULL: no records wait for probes */
+        GHashTable *chains;          /* key -> Chain (owned) */
+        GHashTable *by_chain;        /* chain Subscription -> Chain */
+        GHashTable *waiters;         /* pending Subscription -> Waiter (owned) */
+        GHashTable *at;              /* WatchLink (a node) -> its first Waiter */
+        GPtrArray *done;             /* Waiters to place or end after a probe */
+        LIST_HEAD(Step, steps);      /* descents inline to go on with, deepest first */
+        FsWork *fswork;              /* NULL: every probe inline, on the loop */
+        unsigned n_jobs;             /* in workers */
+        Holds *holds;                /* NULL: no records wait for probes */
+        LIST_HEAD(StartJob, starts); /* in workers */
 };
 
 static void chain_free(Chain *c) {
@@ -250,6 +273,14 @@ Missing *missing_free(Missing *m) {
                         c->job->chain = NULL;
                         c->job = NULL;
                 }
+        }
+        /* Look-ups still in a worker (past the pool's deadline at exit): left to it. */
+        while (m->starts) {
+                StartJob *j = m->starts;
+
+                LIST_REMOVE(starts, m->starts, j);
+                j->missing = NULL;
+                j->w = NULL;
         }
         g_hash_table_destroy(m->waiters);
         g_hash_table_destroy(m->at);
@@ -583,6 +614,14 @@ static void waiter_fail(Missing *m, Waiter *w, int error) {
         g_ptr_array_add(m->done, w);
 }
 
+/* The waiters of node that want pc wait there (it is not there yet), at rest:
+ * those whose AddWatch waits are answered (finish()). pc NULL: every one. */
+static void waiters_settle(Missing *m, WatchLink *node, const ProbeComp *pc) {
+        LIST_FOREACH(node, w, waiters_at(m, node))
+                if (w->answer && !w->ready && w->error >= 0 && (!pc || comp_wanted_by(pc, w)))
+                        g_ptr_array_add(m->done, w);
+}
+
 /* Every waiter of node that wants pc cannot go on: error. */
 static void waiters_fail(Missing *m, WatchLink *node, const ProbeComp *pc, int error) {
         Waiter *w, *n;
@@ -645,8 +684,10 @@ static void job_apply(Missing *m, ProbeJob *j, bool inline_) {
 
                 if (pc->last) {
                         /* The path itself: it is there, checked for the flags, or it is not. */
-                        if (pc->fd == -ENOENT)
+                        if (pc->fd == -ENOENT) {
+                                waiters_settle(m, node, pc);
                                 continue;
+                        }
                         for (w = waiters_at(m, node); w; w = n) {
                                 n = w->node_next;
                                 if (!comp_wanted_by(pc, w))
@@ -666,8 +707,10 @@ static void job_apply(Missing *m, ProbeJob *j, bool inline_) {
                         }
                         continue;
                 }
-                if (pc->fd == -ENOENT || pc->fd == -ENOTDIR)
-                        continue; /* not there (yet): its waiters wait here */
+                if (pc->fd == -ENOENT || pc->fd == -ENOTDIR) {
+                        waiters_settle(m, node, pc); /* not there (yet): its waiters wait here */
+                        continue;
+                }
                 if (pc->fd < 0) {
                         /* EACCES: a directory it may not read cannot be watched; it starts
                          * again below it (waiter_start), as the path is looked up afresh. */
@@ -764,6 +807,7 @@ static void step_push(Missing *m, Chain *c, WatchLink *node, int fd, bool inline
                 /* The waiters stay where they are, until the next event there. */
                 log_warning("Out of memory following a pending path, ignoring.");
                 safe_close(fd);
+                waiters_settle(m, node, NULL);
                 return;
         }
         *st = (Step) {
@@ -987,7 +1031,9 @@ static void chain_hold(Missing *m, Chain *c) {
         while (g_hash_table_iter_next(&i, NULL, &v)) {
                 const Waiter *w = v;
 
-                if (w->chain != c || !w->s->owner)
+                /* One whose AddWatch is not answered yet has no record to
+                 * order, and its id is not its client's yet: no Overflow. */
+                if (w->chain != c || !w->s->owner || w->answer)
                         continue;
                 client_hold(w->s->owner, c->hold);
                 hold_note_subscription(c->hold, w->s->id);
@@ -1083,6 +1129,8 @@ static void waiter_destroy(Missing *m, Waiter *w) {
 
         if (node)
                 watch_link_hold(node);
+        if (w->start)
+                w->start->w = NULL; /* its completion closes what it opened */
         g_hash_table_steal(m->waiters, w->s);
         while (g_ptr_array_remove(m->done, w))
                 ;
@@ -1104,18 +1152,45 @@ static void run_slice(Missing *m, uint64_t budget_usec) {
         (void) run(m, (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u + budget_usec);
 }
 
+/* What became of s told: to whoever waits for its look-up (answer), else an end. */
+static void tell(Missing *m, Subscription *s, uint32_t id, int r, bool answer) {
+        if (answer)
+                m->ops.found(id, r, m->userdata);
+        else if (r < 0)
+                m->ops.gone(s, r, m->userdata);
+}
+
+static int waiter_add_async(Missing *m, Subscription *s, const Caller *caller, bool answer, unsigned rounds);
+
+/* s (no longer followed) looked up afresh: in a worker, or here if none can
+ * take it. A failure is told. */
+static void waiter_restart(Missing *m, Subscription *s, const Caller *caller, bool answer, unsigned rounds) {
+        int r = m->fswork ? waiter_add_async(m, s, caller, answer, rounds) : -EAGAIN;
+
+        if (r == -EAGAIN) {
+                /* With answer, its own outcome is returned here, and told. */
+                uint32_t id = s->id; /* an appearance may end it (ONESHOT) */
+
+                r = waiter_add(m, s, caller, answer);
+                if (answer) {
+                        m->ops.found(id, r, m->userdata);
+                        return;
+                }
+        }
+        if (r < 0)
+                tell(m, s, s->id, r, answer);
+}
+
 /* Waiters that were cut off at their chain's top: each looked up afresh. */
 static void restart_all(Missing *m, GPtrArray *restart) {
         for (guint k = 0; k < restart->len; k++) {
                 Waiter *w = restart->pdata[k];
                 Subscription *s = w->s;
                 const Caller *caller = w->caller;
-                int r;
+                bool answer = w->answer;
 
                 waiter_destroy(m, w);
-                r = waiter_add(m, s, caller, false);
-                if (r < 0)
-                        m->ops.gone(s, r, m->userdata);
+                waiter_restart(m, s, caller, answer, 0);
         }
 }
 
@@ -1133,63 +1208,205 @@ static size_t next_prefix(const char *path, size_t end) {
  * Return: 0, -ESTALE (the chain's top was replaced: try again), or -errno
  * (w is in no chain then).
  */
-static int waiter_start(Missing *m, Waiter *w) {
-        Subscription *s = w->s;
-
-        for (size_t end = 1; s->path[end] != '\0'; end = next_prefix(s->path, end)) {
-                _cleanup_free_ char *top = strndup(s->path, end);
-                _cleanup_close_ int fd = -1;
-                struct stat st;
-                Chain *c;
-                int r;
+/*
+ * Opens the first prefix of path from "/" that the caller (whose
+ * credentials are taken) may read: its length in *ret_end. Return: the fd
+ * (st), -EACCES (no directory of the path may be read), or -errno.
+ */
+static int top_open(const char *path, size_t *ret_end, struct stat *st) {
+        for (size_t end = 1; path[end] != '\0'; end = next_prefix(path, end)) {
+                _cleanup_free_ char *top = strndup(path, end);
+                int fd;
 
                 if (!top)
                         return -ENOMEM;
-                fd = access_open_as(w->caller, top, /* only_dir= */ true, /* no_follow= */ false, &st);
+                fd = access_open_at(AT_FDCWD, top, /* only_dir= */ true, /* no_follow= */ false, st);
                 if (fd == -ENOENT || fd == -ENOTDIR)
                         break; /* nothing above it could be watched */
                 if (fd == -EACCES)
                         continue; /* not readable: the chain starts below it; renames above are not seen */
-                if (fd < 0)
-                        return fd;
-
-                r = chain_get(m, w->caller, top, &c);
-                if (r < 0)
-                        return r;
-                if (!c->s->links) {
-                        WatchLink *l;
-
-                        r = watch_table_link_pending(m->table, c->s, fd, &st, top, &l);
-                        if (r < 0) {
-                                chain_put(m, c);
-                                return r;
-                        }
-                } else if (c->s->links->watch->dev != st.st_dev || c->s->links->watch->ino != st.st_ino) {
-                        /* The top itself was replaced: every waiter of the chain starts again. */
-                        g_autoptr(GPtrArray) restart = g_ptr_array_new();
-
-                        c->n_waiters++;
-                        cut(m, c, c->s->links, restart);
-                        restart_all(m, restart);
-                        c->n_waiters--;
-                        chain_put(m, c);
-                        return -ESTALE;
-                }
-                r = account_charge(s->account, 1);
-                if (r < 0) {
-                        prune(m, c->s->links);
-                        chain_put(m, c);
-                        return r;
-                }
-                w->chain = c;
-                c->n_waiters++;
-                w->charged = 1;
-                w->rest = path_prefix_len(top) + 1;
-                waiter_place(m, w, c->s->links);
-                step_push(m, c, c->s->links, TAKE_FD(fd), /* inline_= */ true);
-                return 0;
+                if (fd >= 0)
+                        *ret_end = end;
+                return fd;
         }
         return -EACCES; /* no directory of the path may be read */
+}
+
+/*
+ * w joins the chain of its top (the first end bytes of its path, open at fd,
+ * taken), made if need be: placed at the top, charged, and its descent from
+ * there queued (inline_: in m->steps, for run(); else the chain's, kicked).
+ * Return: 0, -ESTALE (the chain's top was replaced: its waiters start again,
+ * and so must w), or -errno (w is in no chain then).
+ */
+static int waiter_join(Missing *m, Waiter *w, size_t end, int fd_in, const struct stat *st, bool inline_) {
+        _cleanup_close_ int fd = fd_in;
+        _cleanup_free_ char *top = strndup(w->s->path, end);
+        Subscription *s = w->s;
+        Chain *c;
+        int r;
+
+        if (!top)
+                return -ENOMEM;
+        r = chain_get(m, w->caller, top, &c);
+        if (r < 0)
+                return r;
+        if (!c->s->links) {
+                WatchLink *l;
+
+                r = watch_table_link_pending(m->table, c->s, fd, st, top, &l);
+                if (r < 0) {
+                        chain_put(m, c);
+                        return r;
+                }
+        } else if (c->s->links->watch->dev != st->st_dev || c->s->links->watch->ino != st->st_ino) {
+                /* The top itself was replaced: every waiter of the chain starts again. */
+                g_autoptr(GPtrArray) restart = g_ptr_array_new();
+
+                c->n_waiters++;
+                cut(m, c, c->s->links, restart);
+                restart_all(m, restart);
+                c->n_waiters--;
+                chain_put(m, c);
+                return -ESTALE;
+        }
+        r = account_charge(s->account, 1);
+        if (r < 0) {
+                prune(m, c->s->links);
+                chain_put(m, c);
+                return r;
+        }
+        w->chain = c;
+        c->n_waiters++;
+        w->charged = 1;
+        w->rest = path_prefix_len(top) + 1;
+        waiter_place(m, w, c->s->links);
+        step_push(m, c, c->s->links, TAKE_FD(fd), inline_);
+        if (!inline_)
+                chain_kick(m, c); /* may place or end w: not touched after */
+        return 0;
+}
+
+/*
+ * Looks w's path up from the top, as its caller, here: the first directory
+ * of it that may be read is its chain's top (normally "/"), and w descends
+ * from there. Runs with the daemon's credentials (it switches for itself).
+ * Return: 0, -ESTALE (the chain's top was replaced: try again), or -errno
+ * (w is in no chain then).
+ */
+static int waiter_start(Missing *m, Waiter *w) {
+        AccessSaved saved;
+        struct stat st;
+        size_t end = 0;
+        int fd, r;
+
+        r = access_become(w->caller, &saved);
+        if (r < 0)
+                return r;
+        fd = top_open(w->s->path, &end, &st);
+        access_restore(&saved);
+        if (fd < 0)
+                return fd;
+        return waiter_join(m, w, end, fd, &st, /* inline_= */ true);
+}
+
+/* In a worker, as the waiter's caller. Touches nothing but j. */
+static void start_run(void *data) {
+        StartJob *j = data;
+
+        j->fd = top_open(j->path, &j->end, &j->st);
+}
+
+static void start_free(StartJob *j) {
+        safe_close(j->fd);
+        free(j->path);
+        free(j);
+}
+
+/* On the loop: the waiter (if still followed) joins the chain of the top
+ * found, or starts again (its top replaced meanwhile), or is told it fails. */
+static void start_done(void *data, int error) {
+        StartJob *j = data;
+        Missing *m = j->missing;
+        Waiter *w = j->w;
+        Subscription *s;
+        const Caller *caller;
+        bool answer;
+        unsigned rounds;
+        int r;
+
+        if (m)
+                LIST_REMOVE(starts, m->starts, j);
+        if (w)
+                w->start = NULL;
+        if (!m || !w || error == -ESHUTDOWN) {
+                /* No longer followed (its fd closed unused), or at exit: nothing more is asked. */
+                start_free(j);
+                return;
+        }
+        r = error < 0 ? error : j->fd;
+        if (r >= 0)
+                r = waiter_join(m, w, j->end, TAKE_FD(j->fd), &j->st, /* inline_= */ false);
+        start_free(j);
+        if (r >= 0) {
+                (void) finish(m, NULL); /* what an inline descent (no worker) found */
+                return;
+        }
+        s = w->s;
+        caller = w->caller;
+        answer = w->answer;
+        rounds = w->rounds + 1;
+        waiter_destroy(m, w);
+        if (r == -ESTALE && rounds < PROBE_ROUNDS)
+                waiter_restart(m, s, caller, answer, rounds);
+        else
+                tell(m, s, s->id, r == -ESTALE ? -ELOOP : r, answer);
+}
+
+/* A waiter for s whose top is looked up in a worker. Return: 0, -EAGAIN (no
+ * worker could take it: nothing made), -errno. */
+static int waiter_add_async(Missing *m, Subscription *s, const Caller *caller, bool answer, unsigned rounds) {
+        StartJob *j;
+        Waiter *w;
+        int r;
+
+        assert(s->pending && !s->links);
+        w = calloc(1, sizeof(Waiter));
+        j = calloc(1, sizeof(StartJob));
+        if (!w || !j) {
+                free(w);
+                free(j);
+                return -ENOMEM;
+        }
+        *j = (StartJob) {
+                .missing = m,
+                .w = w,
+                .path = strdup(s->path),
+                .fd = -EBADF,
+        };
+        if (!j->path) {
+                free(w);
+                start_free(j);
+                return -ENOMEM;
+        }
+        /* The caller's own lane: a prefix may cross a symlink or a mount point
+         * into a file system that does not answer (a FUSE mount of the
+         * caller's), which must hold no one else's work. */
+        r = fswork_submit(m->fswork, FSWORK_USER_LANE(caller->uid), caller, start_run, start_done, j);
+        if (r < 0) {
+                free(w);
+                start_free(j);
+                return r;
+        }
+        w->s = s;
+        w->caller = caller;
+        w->fd = -EBADF;
+        w->start = j;
+        w->answer = answer;
+        w->rounds = rounds;
+        g_hash_table_insert(m->waiters, s, w);
+        LIST_PREPEND(starts, m->starts, j);
+        return 0;
 }
 
 /* What descend() left in m->done: placed, or ended. w_sync's result is
@@ -1219,12 +1436,24 @@ static int finish(Missing *m, Waiter *w_sync) {
                 _cleanup_close_ int fd = -1;
                 const Caller *caller;
                 struct stat st;
+                bool answer;
+                uint32_t id;
                 int r;
 
                 /* An earlier one's callback may have ended it, or started it again. */
-                if (w != done->pdata[k] || (!w->ready && w->error >= 0))
+                if (w != done->pdata[k])
                         continue;
+                if (!w->ready && w->error >= 0) {
+                        /* At rest, waiting (waiters_settle()): its AddWatch is answered. */
+                        if (w->answer) {
+                                w->answer = false;
+                                m->ops.found(s->id, 0, m->userdata);
+                        }
+                        continue;
+                }
                 caller = w->caller;
+                answer = w->answer;
+                id = s->id; /* its appearance may end it (ONESHOT) */
                 r = w->error;
                 if (w->ready) {
                         /* What the probe opened, as its caller, from the directory above it. */
@@ -1233,19 +1462,18 @@ static int finish(Missing *m, Waiter *w_sync) {
                         r = fd;
                 }
                 waiter_destroy(m, w);
-                if (r == -EACCES && !sync) {
+                if (r == -EACCES && !sync && !answer) {
                         /* A directory of the path it may not read: looked up afresh (the chain starts below it). */
-                        r = waiter_add(m, s, caller, false);
-                        if (r < 0)
-                                m->ops.gone(s, r, m->userdata);
+                        waiter_restart(m, s, caller, false, 0);
                         continue;
                 }
+                /* Whose AddWatch waits is answered with EACCES, as at once. */
                 if (r >= 0)
                         r = m->ops.appeared(s, fd, &st, m->userdata);
                 if (sync)
                         ret = r;
-                else if (r < 0)
-                        m->ops.gone(s, r, m->userdata);
+                else
+                        tell(m, s, id, r, answer);
         }
         return ret;
 }
@@ -1283,11 +1511,33 @@ int missing_add(Missing *m, Subscription *s, const Caller *caller) {
         return waiter_add(m, s, caller, true);
 }
 
+int missing_start(Missing *m, Subscription *s, const Caller *caller) {
+        int r;
+
+        if (!m->fswork || !m->ops.found)
+                return missing_add(m, s, caller);
+        r = waiter_add_async(m, s, caller, /* answer= */ true, 0);
+        if (r == -EAGAIN)
+                return missing_add(m, s, caller); /* no worker: here, as before there were any */
+        return r < 0 ? r : 1;
+}
+
+bool missing_looking_up(const Missing *m, const Subscription *s) {
+        const Waiter *w = g_hash_table_lookup(m->waiters, s);
+
+        return w && w->answer;
+}
+
 void missing_remove(Missing *m, Subscription *s) {
         Waiter *w = g_hash_table_lookup(m->waiters, s);
+        bool answer;
 
-        if (w)
-                waiter_destroy(m, w);
+        if (!w)
+                return;
+        answer = w->answer;
+        waiter_destroy(m, w);
+        if (answer)
+                m->ops.found(s->id, -ECANCELED, m->userdata); /* ended before its look-up did */
 }
 
 /*

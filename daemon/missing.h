@@ -49,6 +49,14 @@ typedef struct MissingOps {
         /* s cannot be followed any more (r: a limit, or what appeared cannot
          * be watched): the layer above ends it. s is no longer followed. */
         void (*gone)(Subscription *s, int r, void *userdata);
+        /* The look-up missing_start() began in a worker for subscription id
+         * is over: it waits in the deepest directory of its path, or was
+         * placed (r 0, ops->appeared called before: the appearance may have
+         * ended it, ONESHOT), or cannot be followed (r -errno, as
+         * missing_add() returns: it is no longer followed, the layer above
+         * ends it), or it was ended first (-ECANCELED, from
+         * missing_remove()). Called once. */
+        void (*found)(uint32_t id, int r, void *userdata);
 } MissingOps;
 
 int missing_new(WatchTable *table, const MissingOps *ops, void *userdata, Missing **ret);
@@ -66,6 +74,18 @@ void missing_set_fswork(Missing *m, FsWork *w);
  * is not followed, and ops->gone is not called.
  */
 int missing_add(Missing *m, Subscription *s, const Caller *caller);
+/*
+ * missing_add() with the look-up in workers (AddWatch): the prefixes of the
+ * path opened as caller in a job on caller's lane (FSWORK_USER_LANE), the
+ * descent from the first that may be read in the chain's jobs, the rest on
+ * the loop. Return: 1 (ops->found tells the outcome later; s is followed
+ * meanwhile: missing_remove() as for any), or what missing_add() returns
+ * (no worker pool, no found callback, or no worker could take it: looked
+ * up here, at once).
+ */
+int missing_start(Missing *m, Subscription *s, const Caller *caller);
+/* Whether s's look-up begun by missing_start() is still going on (ops->found not called yet). */
+bool missing_looking_up(const Missing *m, const Subscription *s);
 /* s ended (RemoveWatch, its client gone): it is no longer followed. */
 void missing_remove(Missing *m, Subscription *s);
 

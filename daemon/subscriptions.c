@@ -274,9 +274,11 @@ static int subscribe_pending(Subscriptions *subs, Client *c, const char *path, u
                 return r;
         client_link_subscription(c, s);
         /* Its id now: if the path appears meanwhile, the appearance may be its
-         * ONESHOT event, which ends it (the client hears WatchRemoved). */
+         * ONESHOT event, which ends it (the client hears WatchRemoved). Its
+         * look-up runs in workers (missing_start() returns 1): the layer above
+         * waits for its outcome (manager_when_looked_up()). */
         *ret_id = s->id;
-        r = missing_add(subs->missing, s, &c->caller);
+        r = missing_start(subs->missing, s, &c->caller);
         if (r < 0) {
                 subscriptions_end(subs, s);
                 return r;

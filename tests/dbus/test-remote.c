@@ -86,11 +86,16 @@
  *                   of the mount, the FUSE daemon stopped after the path's
  *                   own open (in a worker) and before the look-up that
  *                   follows it (by stopping watchd meanwhile): that look-up
- *                   must wait in a worker too, GetStats going on. Not done
- *                   (issue 24 item 2): the look-up is on the loop and waits
- *                   in the fstat() of the mount's root, so the case is
- *                   skipped unless WATCHD_TEST_KNOWN_HANGS=1 (then it fails:
- *                   GetStats times out)
+ *                   waits in a worker too (its lane stalls again), another
+ *                   client's GetStats and events go on, the AddWatch waits;
+ *                   once the file system answers (within the bound) it is
+ *                   answered with an id, and the path's file, created, is
+ *                   reported
+ *   hung-pending-add-timeout  the same past add_watch_timeout_ms (10 s here):
+ *                   the AddWatch is answered with Timeout while the look-up
+ *                   still waits, its subscription removed; when the file
+ *                   system answers nothing of it is left (no record, no
+ *                   Overflow, its directories unwatched)
  *   hung-pending    a PERSIST path waiting for a name that appears as a
  *                   symbolic link into the stopped FUSE mount: following it
  *                   waits in a worker (the lane stalls), another client's
@@ -145,6 +150,7 @@ static int late_ms(void) {
 #define CONFIG_ADD_TIMEOUT  "[limits]\nadd_watch_timeout_ms = 1000\n[poll]\nfuse = 1\n"
 #define CONFIG_INOTIFY      "[poll]\nfuse = 0\n"
 #define CONFIG_WALK_TIMEOUT "[limits]\nadd_watch_timeout_ms = 1000\n[poll]\nfuse = 0\n"
+#define CONFIG_PEND_TIMEOUT "[limits]\nadd_watch_timeout_ms = 10000\n[poll]\nfuse = 0\n"
 
 typedef struct Fixture {
         WtFixture f;
@@ -1211,32 +1217,25 @@ static void test_hung_rescan(Fixture *x, gconstpointer data) {
         assert_new_dir_followed(x, made);
 }
 
-/* The look-up of a pending path that AddWatch starts on the loop, after the
- * path's own open in a worker: made to reach the stopped FUSE daemon by
- * stopping watchd while that open waits, letting the FUSE daemon answer it,
- * stopping the FUSE daemon again and letting its entries and attributes age
- * past libfuse's timeouts before watchd goes on. */
-static void test_hung_pending_add(Fixture *x, gconstpointer data) {
-        g_autofree char *local = in(x->f.dir, "local"), *sub = in(x->back, "sub"), *msub = in(x->mnt, "sub");
-        g_autofree char *pending = in(msub, "missing");
-        AsyncAdd add = {};
-        pid_t pid;
+/* The look-up of a pending path that AddWatch starts after the path's own
+ * open in a worker (missing_start(): in workers too), made to reach the
+ * stopped FUSE daemon by stopping watchd while that open waits, letting the
+ * FUSE daemon answer it, stopping the FUSE daemon again and letting its
+ * entries and attributes age past libfuse's timeouts before watchd goes on.
+ * AddWatch PERSIST of mnt/sub/missing, sent at *t0; returns once the look-up
+ * waits (its lane stalled a second time), the AddWatch not answered. */
+static void start_hung_pending_add(Fixture *x, const char *local, const char *pending, AsyncAdd *add, gint64 *t0) {
+        g_autofree char *sub = in(x->back, "sub");
+        pid_t pid = wt_process_pid(x->f.daemon->process);
 
-        if (g_strcmp0(g_getenv("WATCHD_TEST_KNOWN_HANGS"), "1") != 0) {
-                g_test_skip("a pending path's look-up at AddWatch is still on the loop (issue 24 item 2): "
-                            "WATCHD_TEST_KNOWN_HANGS=1 runs it");
-                return;
-        }
-        if (skip_unless_hung_open_can_run(x))
-                return;
-        pid = wt_process_pid(x->f.daemon->process);
         g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
         g_assert_cmpint(g_mkdir(sub, 0755), ==, 0); /* never looked up through the mount */
         wt_add_watch(x->f.proxy2, local, IN_CREATE, 0, NULL);
         stop_bindfs();
 
         /* The path's own open waits in a worker (its lane stalls)... */
-        watchd_inotify_call_add_watch(x->f.proxy, pending, IN_CREATE, WATCHD_FLAG_PERSIST, NULL, on_added, &add);
+        *t0 = g_get_monotonic_time();
+        watchd_inotify_call_add_watch(x->f.proxy, pending, IN_CREATE, WATCHD_FLAG_PERSIST, NULL, on_added, add);
         g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalls", 1, 30000));
         /* ...is answered (ENOENT) while watchd is stopped, then the FUSE
          * daemon is stopped again, and its cache let age. */
@@ -1249,6 +1248,21 @@ static void test_hung_pending_add(Fixture *x, gconstpointer data) {
 
         /* The look-up that follows waits for the FUSE daemon: in a worker, its lane stalled again. */
         g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalls", 2, 30000));
+        while (g_main_context_iteration(NULL, FALSE))
+                ;
+        g_assert_false(add->done);
+}
+
+/* The FUSE daemon answers within add_watch_timeout_ms (20 s, the default):
+ * the AddWatch is answered with an id, and the pending path works. */
+static void test_hung_pending_add(Fixture *x, gconstpointer data) {
+        g_autofree char *local = in(x->f.dir, "local"), *pending = in(x->mnt, "sub/missing");
+        AsyncAdd add = {};
+        gint64 t0;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        start_hung_pending_add(x, local, pending, &add, &t0);
         assert_served(x, local, "a pending path's look-up at AddWatch");
         g_assert_false(add.done);
 
@@ -1257,8 +1271,37 @@ static void test_hung_pending_add(Fixture *x, gconstpointer data) {
         g_assert_true(wt_await_flag(&add.done, 30000));
         g_assert_no_error(add.error);
         g_assert_cmpuint(add.id, >, 0);
+        g_test_message("figure: the AddWatch of a pending path whose look-up waited was answered %" G_GINT64_FORMAT
+                       " ms after it was sent",
+                       (g_get_monotonic_time() - t0) / 1000);
         wt_touch(pending);
         wt_await_record(&x->f.a, pending, IN_CREATE, 30000);
+}
+
+/* /remote/hung-pending-add, the FUSE daemon still stopped past
+ * add_watch_timeout_ms (10 s here: the path's own open and the dance above
+ * take ~4 s of it): the AddWatch is answered with Timeout while the look-up
+ * still waits, its subscription removed; once the file system answers,
+ * nothing of it is left (no record of the path made then, no Overflow, the
+ * chain of directories it had watched unwatched). */
+static void test_hung_pending_add_timeout(Fixture *x, gconstpointer data) {
+        g_autofree char *local = in(x->f.dir, "local"), *pending = in(x->mnt, "sub/missing");
+        AsyncAdd add = {};
+        gint64 t0;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        start_hung_pending_add(x, local, pending, &add, &t0);
+        g_assert_true(wt_await_flag(&add.done, 30000));
+        g_test_message("figure: AddWatch of a pending path whose look-up hangs, add_watch_timeout_ms = 10000, answered "
+                       "after %" G_GINT64_FORMAT " ms: %s",
+                       (g_get_monotonic_time() - t0) / 1000, add.error ? add.error->message : "an id");
+        g_assert_error(add.error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
+        g_assert_cmpuint(n_listed(x->f.proxy), ==, 0);
+        /* The look-up's job still waits on the user's lane. */
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "fs_stalled"), ==, 1);
+        g_assert_cmpuint(wt_stat(x->f.proxy2, "subscriptions"), ==, 1);
+        assert_nothing_after_timeout(x, pending, 1); /* proxy2's local only */
 }
 
 int main(int argc, char *argv[]) {
@@ -1286,6 +1329,8 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/hung-walk", Fixture, CONFIG_INOTIFY, setup, test_hung_walk, teardown);
         g_test_add("/remote/hung-moved-in", Fixture, CONFIG_INOTIFY, setup, test_hung_moved_in, teardown);
         g_test_add("/remote/hung-pending-add", Fixture, CONFIG_INOTIFY, setup, test_hung_pending_add, teardown);
+        g_test_add("/remote/hung-pending-add-timeout", Fixture, CONFIG_PEND_TIMEOUT, setup,
+                   test_hung_pending_add_timeout, teardown);
         g_test_add("/remote/hung-rescan", Fixture, CONFIG_INOTIFY, setup, test_hung_rescan, teardown);
         g_test_add("/remote/hung-walk-timeout", Fixture, CONFIG_WALK_TIMEOUT, setup, test_hung_walk_timeout, teardown);
         return g_test_run();

@@ -46,7 +46,9 @@
  *     user_allow_other: the test binds such a file over it in a mount
  *     namespace of its own, and restarts watchd there) and stops: nobody's
  *     RECURSIVE walk into it (hung-walk), nobody's pending path that a
- *     symbolic link leads into it (hung-pending), nobody's durable
+ *     symbolic link leads into it (hung-pending), nobody's AddWatch of a
+ *     pending path whose look-up waits for it (hung-pending-add, as
+ *     /remote/hung-pending-add), nobody's durable
  *     subscription there while watchd restarts (hung-durable); root's
  *     GetStats and root's events go on (figures: worst of 20), and nobody's
  *     call is answered, its path followed, its subscription watched once
@@ -1447,6 +1449,73 @@ static void test_hung_pending(Fixture *f, gconstpointer data) {
         g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
 }
 
+/* As nobody: AddWatch PERSIST of a path missing below a directory of
+ * nobody's FUSE mount ([poll] fuse = 0), the look-up after the path's own
+ * open made to reach the stopped FUSE daemon (watchd stopped while that open
+ * waits in a worker, the FUSE daemon let answer it, stopped again, its
+ * caches let age, watchd resumed, as /remote/hung-pending-add): the look-up
+ * waits in a worker of nobody's lane (stalled a second time), root goes on,
+ * nobody's AddWatch waits; once the file system answers, it is answered
+ * with an id and the path, created, is reported to nobody. */
+static void test_hung_pending_add(Fixture *f, gconstpointer data) {
+        g_autofree char *tree = g_build_filename(f->dir, "tree", NULL), *back = g_build_filename(f->dir, "back", NULL);
+        g_autofree char *mnt = g_build_filename(f->dir, "mnt", NULL), *sub = g_build_filename(back, "sub", NULL);
+        g_autofree char *pending = g_build_filename(mnt, "sub", "missing", NULL), *step = NULL, *await = NULL;
+        g_autofree char *line = NULL;
+        Reader reader;
+        Stuck st = {};
+        pid_t fuse_pid, pid;
+
+        fuse_pid = nobody_tree_and_mount(f, HUNG_INOTIFY_CONFIG, tree, back, mnt);
+        if (fuse_pid <= 0)
+                return;
+        pid = wt_process_pid(f->daemon->process);
+        g_assert_cmpint(g_mkdir(sub, 0755), ==, 0); /* never looked up through the mount */
+        g_assert_cmpint(chown(sub, NOBODY, NOBODY), ==, 0);
+        reader_on_local(f, &reader);
+        step = g_strdup_printf("watch %s %u", pending, (unsigned) WATCHD_FLAG_PERSIST);
+        await = g_strconcat("await ", pending, NULL);
+        nobody_start(&st, f, (const char *const[]) { "go", step, await, NULL });
+
+        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
+        stuck_go(&st);
+        /* The path's own open waits in a worker of nobody's lane... */
+        if (!wt_await_stat(reader.proxy, "fs_stalls", 1, TIMEOUT_MS))
+                g_error("fs_stalls is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader.proxy, "fs_stalls"));
+        /* ...is answered (ENOENT) while watchd is stopped; the FUSE daemon is
+         * stopped again, and its entries and attributes let age (1 s in libfuse). */
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
+        g_usleep(300 * 1000);
+        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
+        g_usleep(1500 * 1000);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        /* The look-up that follows waits for the FUSE daemon, in a worker. */
+        if (!wt_await_stat(reader.proxy, "fs_stalls", 2, TIMEOUT_MS))
+                g_error("fs_stalls is %" G_GUINT64_FORMAT ", not 2", wt_stat(reader.proxy, "fs_stalls"));
+        root_goes_on(f, &reader, "hung-pending-add");
+        g_assert_false(readable(st.report_fd)); /* nobody's AddWatch waits for its look-up */
+
+        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
+        line = stuck_read_line(&st);
+        if (!g_str_has_prefix(line, "id "))
+                g_error("nobody's pending AddWatch: %s", line);
+        {
+                g_autofree char *mx = g_strdup(pending);
+                int fd = open(mx, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+                if (fd < 0)
+                        g_error("Failed to create '%s': %s", mx, g_strerror(errno));
+                close(fd);
+        }
+        g_free(line);
+        line = stuck_read_line(&st);
+        g_assert_cmpstr(line, ==, "seen");
+        nobody_end(&st);
+        reader_done(&reader);
+        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+}
+
 /* The state of root's ListDurable entry NAME ("UID/NAME" for another user's), or NULL. */
 static char *durable_state_of(WatchdInotify *p, const char *name) {
         g_autoptr(GVariant) list = NULL;
@@ -1551,5 +1620,7 @@ int main(int argc, char *argv[]) {
                    fixture_teardown);
         g_test_add("/system-bus/hung-durable", Fixture, &system_bus_hung, fixture_setup, test_hung_durable,
                    fixture_teardown);
+        g_test_add("/system-bus/hung-pending-add", Fixture, &system_bus_hung_inotify, fixture_setup,
+                   test_hung_pending_add, fixture_teardown);
         return g_test_run();
 }

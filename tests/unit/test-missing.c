@@ -3,13 +3,16 @@
  * test-missing - the missing-path follower alone, on the watch table and
  * the fake backend (fake-backend.h), its callbacks recorded: chains shared
  * by credentials, a path followed down when it appears, what cannot be
- * watched appearing, a directory of a chain going. Real directories in a
+ * watched appearing, a directory of a chain going, and a look-up begun in
+ * worker threads (missing_start(), with a real FsWork): answered through
+ * ops->found once at rest, taken back by a removal. Real directories in a
  * temporary directory; the test calls missing_on_event() and
  * missing_on_watch_gone() as the event path would.
  */
 
 #include <errno.h>
 #include <glib.h>
+#include <poll.h>
 #include <glib/gstdio.h>
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -26,9 +29,10 @@ typedef struct Fixture {
         Missing *m;
         Caller caller, other;
         gid_t gid, gids2[2];
-        GArray *appeared, *gone; /* subscription ids */
-        int gone_error;
+        GArray *appeared, *gone, *found; /* subscription ids */
+        int gone_error, found_error;
         char *dir;
+        FsWork *w; /* missing_start()'s workers, if the case has them */
 } Fixture;
 
 static int on_appeared(Subscription *s, int fd, const struct stat *st, void *userdata) {
@@ -47,6 +51,13 @@ static void on_gone(Subscription *s, int r, void *userdata) {
         watch_table_unsubscribe(f->t, s);
 }
 
+static void on_found(uint32_t id, int r, void *userdata) {
+        Fixture *f = userdata;
+
+        g_array_append_val(f->found, id);
+        f->found_error = r;
+}
+
 static void setup(Fixture *f, gconstpointer data) {
         AccountingLimits l = { 1000000, 1000000, 1000000, 100 };
 
@@ -54,7 +65,9 @@ static void setup(Fixture *f, gconstpointer data) {
         g_assert_cmpint(watch_table_new(&f->fake->backend, &f->t), ==, 0);
         g_assert_cmpint(accounting_new(&l, &f->a), ==, 0);
         g_assert_cmpint(account_open(f->a, getuid(), &f->account), ==, 0);
-        g_assert_cmpint(missing_new(f->t, &(MissingOps) { .appeared = on_appeared, .gone = on_gone }, f, &f->m), ==, 0);
+        g_assert_cmpint(missing_new(f->t, &(MissingOps) { .appeared = on_appeared, .gone = on_gone, .found = on_found },
+                                    f, &f->m),
+                        ==, 0);
         f->gid = getgid();
         f->caller = (Caller) { .uid = getuid(), .gid = f->gid, .gids = &f->gid, .n_gids = 1 };
         /* The same uid with one group more: other credentials, another chain. */
@@ -63,6 +76,7 @@ static void setup(Fixture *f, gconstpointer data) {
         f->other = (Caller) { .uid = getuid(), .gid = f->gid, .gids = f->gids2, .n_gids = 2 };
         f->appeared = g_array_new(FALSE, FALSE, sizeof(uint32_t));
         f->gone = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+        f->found = g_array_new(FALSE, FALSE, sizeof(uint32_t));
         f->dir = g_dir_make_tmp("test-missing-XXXXXX", NULL);
         g_assert_nonnull(f->dir);
 }
@@ -70,6 +84,8 @@ static void setup(Fixture *f, gconstpointer data) {
 static void teardown(Fixture *f, gconstpointer data) {
         g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", f->dir);
 
+        /* As in the daemon: the pool first (its completions with -ESHUTDOWN). */
+        fswork_free(f->w);
         missing_free(f->m);
         watch_table_free(f->t);
         account_close(&f->account);
@@ -77,6 +93,7 @@ static void teardown(Fixture *f, gconstpointer data) {
         fake_backend_free(f->fake);
         g_array_unref(f->appeared);
         g_array_unref(f->gone);
+        g_array_unref(f->found);
         g_assert_cmpint(system(cmd), ==, 0);
         g_free(f->dir);
 }
@@ -265,6 +282,109 @@ static void test_follow_again(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(f->gone->len, ==, 0);
 }
 
+static const FsWorkOps no_ops = {};
+
+static void start_workers(Fixture *f) {
+        g_assert_cmpint(fswork_new(&no_ops, NULL, &f->w), ==, 0);
+        missing_set_fswork(f->m, f->w);
+}
+
+/* Completions dispatched until n look-ups were answered and no job is left, within a generous bound. */
+static void dispatch_until_found(Fixture *f, guint n) {
+        for (int i = 0; i < 6000; i++) {
+                struct pollfd p = { .fd = fswork_fd(f->w), .events = POLLIN };
+                FsWorkStats st;
+
+                fswork_get_stats(f->w, &st);
+                if (f->found->len >= n && st.running == 0 && st.queued == 0 && poll(&p, 1, 0) == 0)
+                        break;
+                (void) poll(&p, 1, 10);
+                fswork_dispatch(f->w);
+        }
+        g_assert_cmpuint(f->found->len, ==, n);
+}
+
+static Subscription *start(Fixture *f, const char *rel, const Caller *caller) {
+        g_autofree char *path = g_build_filename(f->dir, rel, NULL);
+        Subscription *s = NULL;
+
+        g_assert_cmpint(watch_table_subscribe_pending(f->t, path, NULL, &f->account, IN_MODIFY, 0, &s), ==, 0);
+        g_assert_cmpint(missing_start(f->m, s, caller), ==, 1);
+        return s;
+}
+
+/* With workers, nothing of the look-up is done inside missing_start(): its
+ * answer comes once the waiter is at rest, waiting where its path stops
+ * (its chain in place, charged) or placed (ops->appeared before). */
+static void test_start_in_worker(Fixture *f, gconstpointer data) {
+        g_autofree char *e = g_build_filename(f->dir, "e", NULL);
+        unsigned n = chain_len(f->dir);
+        Subscription *s, *s2;
+
+        start_workers(f);
+        s = start(f, "a/x", &f->caller);
+        g_assert_true(missing_looking_up(f->m, s));
+        g_assert_cmpuint(missing_n_links(f->m), ==, 0);
+        g_assert_cmpuint(missing_n_waiting(f->m), ==, 1);
+        dispatch_until_found(f, 1);
+        g_assert_cmpuint(g_array_index(f->found, uint32_t, 0), ==, s->id);
+        g_assert_cmpint(f->found_error, ==, 0);
+        g_assert_false(missing_looking_up(f->m, s));
+        g_assert_true(s->pending);
+        g_assert_cmpuint(missing_n_links(f->m), ==, n); /* it waits in f->dir, for "a" */
+        g_assert_cmpuint(f->account.n_watches, ==, n);
+
+        g_assert_true(g_file_set_contents(e, "", 0, NULL));
+        s2 = start(f, "e", &f->caller);
+        dispatch_until_found(f, 2);
+        g_assert_cmpint(f->found_error, ==, 0);
+        g_assert_cmpuint(f->appeared->len, ==, 1);
+        g_assert_cmpuint(g_array_index(f->appeared, uint32_t, 0), ==, s2->id);
+        g_assert_false(s2->pending);
+        g_assert_cmpuint(f->gone->len, ==, 0);
+}
+
+/* Removed while its look-up is in a worker: told -ECANCELED at once; the
+ * job's completion links nothing, charges nothing, answers nothing more. */
+static void test_start_removed(Fixture *f, gconstpointer data) {
+        Subscription *s;
+
+        start_workers(f);
+        s = start(f, "a/x", &f->caller);
+        missing_remove(f->m, s);
+        g_assert_cmpuint(f->found->len, ==, 1);
+        g_assert_cmpint(f->found_error, ==, -ECANCELED);
+        watch_table_unsubscribe(f->t, s);
+        dispatch_until_found(f, 1);
+        g_assert_cmpuint(missing_n_waiting(f->m), ==, 0);
+        g_assert_cmpuint(missing_n_links(f->m), ==, 0);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+        g_assert_cmpuint(f->account.n_watches, ==, 0);
+}
+
+/* A caller that may read no directory below "/" on the way (nobody, f->dir
+ * being 0700): answered -EACCES, as missing_add() returns it, and left
+ * unfollowed. As root only (the credentials are switched). */
+static void test_start_denied(Fixture *f, gconstpointer data) {
+        gid_t nogid = 65534;
+        Caller nobody = { .uid = 65534, .gid = 65534, .gids = &nogid, .n_gids = 1 };
+        Subscription *s;
+
+        if (geteuid() != 0) {
+                g_test_skip("not root: the caller's credentials cannot be switched");
+                return;
+        }
+        start_workers(f);
+        s = start(f, "a/x", &nobody);
+        dispatch_until_found(f, 1);
+        g_assert_cmpuint(g_array_index(f->found, uint32_t, 0), ==, s->id);
+        g_assert_cmpint(f->found_error, ==, -EACCES);
+        g_assert_cmpuint(missing_n_waiting(f->m), ==, 0);
+        g_assert_cmpuint(missing_n_links(f->m), ==, 0);
+        g_assert_cmpuint(f->account.n_watches, ==, 0);
+        g_assert_cmpuint(f->gone->len, ==, 0);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/missing/shared", Fixture, NULL, setup, test_shared, teardown);
@@ -273,5 +393,8 @@ int main(int argc, char *argv[]) {
         g_test_add("/missing/recheck", Fixture, NULL, setup, test_recheck, teardown);
         g_test_add("/missing/watch-gone", Fixture, NULL, setup, test_watch_gone, teardown);
         g_test_add("/missing/follow-again", Fixture, NULL, setup, test_follow_again, teardown);
+        g_test_add("/missing/start-in-worker", Fixture, NULL, setup, test_start_in_worker, teardown);
+        g_test_add("/missing/start-removed", Fixture, NULL, setup, test_start_removed, teardown);
+        g_test_add("/missing/start-denied", Fixture, NULL, setup, test_start_denied, teardown);
         return g_test_run();
 }
