@@ -30,6 +30,17 @@
 
 #define READ_BUF    (64u * 1024u)
 #define READ_ROUNDS 16
+/* Reads a lookup may make ahead of the one being handled: 1 MiB, some
+ * 10,000 events. A directory renamed past that before it was looked up is
+ * found where it is now (watchd(8)). */
+#define READ_AHEAD_MAX 16u
+
+/* A read made ahead of the one being handled. */
+typedef struct FanRead {
+        uint8_t *buf; /* READ_BUF bytes */
+        size_t len;
+        uint64_t base;
+} FanRead;
 
 /* One record to deliver, collected before any is delivered. */
 typedef struct Target {
@@ -103,6 +114,11 @@ Fanotify *fanotify_free(Fanotify *f) {
         if (f->later)
                 g_array_unref(f->later);
         fan_group_free(f->group);
+        for (FanRead *a; (a = g_queue_pop_head(&f->ahead));) {
+                free(a->buf);
+                free(a);
+        }
+        free(f->spare);
         free(f->buf);
         free(f);
         return NULL;
@@ -349,30 +365,106 @@ static void handle_event(Fanotify *f, const FanRawEvent *ev, GArray *targets, ui
                 handle_entry(f, ev, own, targets, now);
 }
 
-/* The directory renames and deletions of the read just made (Later). */
-static void index_later(Fanotify *f) {
+/* The directory renames and deletions of a read just made (Later), its
+ * len bytes at buf starting at base. */
+static void index_later(Fanotify *f, const uint8_t *buf, size_t len, uint64_t base) {
         size_t off = 0, at;
         FanRawEvent ev;
 
-        g_array_set_size(f->later, 0);
-        for (at = off; fan_decode(f->buf, f->len, &off, &ev) == 1; at = off) {
+        for (at = off; fan_decode(buf, len, &off, &ev) == 1; at = off) {
                 if (!(ev.mask & FAN_ONDIR) || !ev.has_object)
                         continue;
                 if ((ev.mask & FAN_RENAME) && ev.has_old)
+                        g_array_append_val(f->later,
+                                           ((Later) { base + at, ev.object, ev.old_entry.dir, ev.old_entry.name,
+                                                      ev.old_entry.name_len }));
+                else if ((ev.mask & FAN_DELETE) && ev.has_entry && ev.entry.name)
                         g_array_append_val(
                                 f->later,
-                                ((Later) { at, ev.object, ev.old_entry.dir, ev.old_entry.name, ev.old_entry.name_len }));
-                else if ((ev.mask & FAN_DELETE) && ev.has_entry && ev.entry.name)
-                        g_array_append_val(f->later,
-                                           ((Later) { at, ev.object, ev.entry.dir, ev.entry.name, ev.entry.name_len }));
+                                ((Later) { base + at, ev.object, ev.entry.dir, ev.entry.name, ev.entry.name_len }));
         }
+}
+
+const Later *fanotify_later(const Fanotify *f, const FanHandle *h) {
+        uint64_t next = f->base + f->off;
+
+        for (guint k = 0; k < f->later->len; k++) {
+                const Later *l = &g_array_index(f->later, Later, k);
+
+                if (l->pos >= next && fan_handle_equal(&l->child, h))
+                        return l;
+        }
+        return NULL;
+}
+
+bool fanotify_read_ahead(Fanotify *f) {
+        bool any = false;
+
+        /* Outside a slice (a subscription's root pinned) nothing is being
+         * handled; and what is read ahead waits for a slice, which only the
+         * group's fd, no longer readable then, would start. */
+        if (!f->in_slice)
+                return false;
+        while (g_queue_get_length(&f->ahead) < READ_AHEAD_MAX) {
+                FanRead *a;
+                ssize_t n;
+
+                if (!f->spare && !(f->spare = malloc(READ_BUF)))
+                        break;
+                n = read(fanotify_fd(f), f->spare, READ_BUF);
+                if (n <= 0)
+                        break; /* nothing more (EAGAIN), or an error the next read of the slice meets again */
+                a = malloc(sizeof(FanRead));
+                if (!a)
+                        break; /* what was read is lost: as at an overflow */
+                *a = (FanRead) { TAKE_PTR(f->spare), (size_t) n, f->end };
+                f->end += (uint64_t) n;
+                g_queue_push_tail(&f->ahead, a);
+                index_later(f, a->buf, a->len, a->base);
+                any = true;
+        }
+        return any;
+}
+
+/* The next read to handle: one made ahead, or a read of the group now.
+ * Returns its size, 0 if nothing is queued, or a negative errno. */
+static ssize_t next_read(Fanotify *f) {
+        FanRead *a = g_queue_pop_head(&f->ahead);
+        ssize_t n;
+        guint done = 0;
+
+        if (a) {
+                free(f->spare);
+                f->spare = f->buf;
+                f->buf = a->buf;
+                f->len = a->len;
+                f->base = a->base;
+                free(a);
+                n = (ssize_t) f->len;
+        } else {
+                n = read(fanotify_fd(f), f->buf, READ_BUF);
+                if (n < 0)
+                        return errno == EAGAIN ? 0 : negative_errno();
+                if (n == 0)
+                        return -EIO;
+                f->base = f->end;
+                f->len = (size_t) n;
+                f->end += (uint64_t) n;
+                index_later(f, f->buf, f->len, f->base);
+        }
+        f->off = 0;
+        /* The Laters of the reads handled point into buffers that are gone. */
+        while (done < f->later->len && g_array_index(f->later, Later, done).pos < f->base)
+                done++;
+        g_array_remove_range(f->later, 0, done);
+        return n;
 }
 
 uint64_t fanotify_pause_usec(const Fanotify *f) {
         return f->slice_events < FANOTIFY_BATCH_MIN ? FANOTIFY_PAUSE_USEC : 0;
 }
 
-bool fanotify_slice(Fanotify *f, uint64_t budget_usec) {
+static bool slice_run(Fanotify *f, uint64_t budget_usec) {
         uint64_t deadline = now_usec() + budget_usec;
         g_autoptr(GArray) targets = g_array_new(FALSE, FALSE, sizeof(Target));
 
@@ -382,19 +474,14 @@ bool fanotify_slice(Fanotify *f, uint64_t budget_usec) {
                 int r;
 
                 if (f->off == f->len) {
-                        ssize_t n = read(fanotify_fd(f), f->buf, READ_BUF);
+                        ssize_t n = next_read(f);
 
-                        if (n < 0 && errno == EAGAIN)
+                        if (n == 0)
                                 return false;
-                        if (n <= 0) {
-                                log_error_errno(n < 0 ? negative_errno() : -EIO,
-                                                "Failed to read the fanotify "
-                                                "group's events: %m");
+                        if (n < 0) {
+                                log_error_errno((int) n, "Failed to read the fanotify group's events: %m");
                                 return false;
                         }
-                        f->off = 0;
-                        f->len = (size_t) n;
-                        index_later(f);
                         i++;
                 }
                 r = fan_decode(f->buf, f->len, &f->off, &ev);
@@ -414,4 +501,13 @@ bool fanotify_slice(Fanotify *f, uint64_t budget_usec) {
                         return true;
         }
         return true;
+}
+
+bool fanotify_slice(Fanotify *f, uint64_t budget_usec) {
+        bool more;
+
+        f->in_slice = true;
+        more = slice_run(f, budget_usec);
+        f->in_slice = false;
+        return more;
 }

@@ -61,28 +61,43 @@ struct Fanotify {
         uint32_t next_caller;
         GHashTable *refused; /* "dev:fsid" of filesystems the kernel would not mark */
         uint32_t next_cookie;
-        uint8_t *buf; /* the last read: buf[off, len) not handled yet */
+        uint8_t *buf; /* the read being handled: buf[off, len) not handled yet */
         size_t off, len;
-        GArray *later;         /* Later: the directory renames and deletions of the last read */
+        uint64_t base;         /* where buf starts in all the group's reads, bytes */
+        uint64_t end;          /* where the last read ended, in the same count */
+        GQueue ahead;          /* FanRead: read ahead of buf (fanotify_read_ahead()), in order */
+        uint8_t *spare;        /* a buffer of READ_BUF bytes for the next read ahead, or NULL */
+        bool in_slice;         /* in fanotify_slice(): events are being handled */
+        GArray *later;         /* Later: the directory renames and deletions of buf and ahead */
         unsigned slice_events; /* handled by the last fanotify_slice() */
         FanotifyStats stats;
 };
 
 /*
- * A directory renamed or deleted by an event of the last read: where it
- * was before. A directory looked up for an event (it was not cached) is
- * found where it is now, which a rename or a deletion queued after that
- * event, and not handled yet, has changed; where it was when the event
- * happened is where the first of those says it was (fs_lookup()).
+ * A directory renamed or deleted by an event read and not handled yet:
+ * where it was before. A directory looked up for an event (it was not
+ * cached) is found where it is now, which a rename or a deletion queued
+ * after that event has changed; where it was when the event happened is
+ * where the first of those says it was (fs_lookup()). What the kernel
+ * queued after the read being handled is read ahead for that, right after
+ * the lookup (fanotify_read_ahead()).
  */
 typedef struct Later {
-        size_t off;      /* of the event in the read */
+        uint64_t pos;    /* of the event, counted as Fanotify.base */
         FanHandle child; /* the directory */
         FanHandle dir;   /* where it was */
         const char *name;
         size_t name_len;
 } Later;
 
+/* fanotify.c */
+/* The first rename or deletion of directory h read after the event being
+ * handled, or NULL. */
+const Later *fanotify_later(const Fanotify *f, const FanHandle *h);
+/* Reads what the group queued since the last read (a bounded amount:
+ * fanotify.c's READ_AHEAD_MAX), to be handled after buf, and learns its
+ * Laters. Returns whether it read anything. */
+bool fanotify_read_ahead(Fanotify *f);
 
 /* fanotify_marks.c */
 void fan_fs_free(FanFs *fs);

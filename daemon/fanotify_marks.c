@@ -112,12 +112,23 @@ static int open_handle(FanFs *fs, const FanHandle *h) {
         return fd < 0 ? negative_errno() : fd;
 }
 
-/* FanDirOps.lookup: the directory's name (the last component of the path
- * the kernel gives its fd) and its parent's handle; a top if ".." is on
+/* Where a Later says a directory was: its name there, and its parent's handle. */
+static int later_place(const Later *l, FanHandle *ret_parent, uint8_t *parent_bytes, char *ret_name) {
+        if (l->name_len > NAME_MAX || l->dir.size > FAN_HANDLE_MAX)
+                return -ENAMETOOLONG;
+        memcpy(ret_name, l->name, l->name_len);
+        ret_name[l->name_len] = '\0';
+        memcpy(parent_bytes, l->dir.bytes, l->dir.size);
+        *ret_parent = l->dir;
+        ret_parent->bytes = parent_bytes;
+        return 0;
+}
+
+/* The directory's name (the last component of the path the kernel gives
+ * its fd) and its parent's handle, as they are now; a top if ".." is on
  * another mount (the mount's root) or cannot be encoded (not reachable
  * through the mount). */
-static int fs_lookup(const FanHandle *h, FanHandle *ret_parent, uint8_t *parent_bytes, char *ret_name, void *userdata) {
-        FanFs *fs = userdata;
+static int kernel_lookup(FanFs *fs, const FanHandle *h, FanHandle *ret_parent, uint8_t *parent_bytes, char *ret_name) {
         char proc[sizeof("/proc/self/fd/") + 12], path[PATH_MAX];
         HandleBuf hb = { .fh.handle_bytes = FAN_HANDLE_MAX };
         _cleanup_close_ int fd = -1;
@@ -125,21 +136,6 @@ static int fs_lookup(const FanHandle *h, FanHandle *ret_parent, uint8_t *parent_
         ssize_t n;
         int mnt;
 
-        /* Renamed or deleted by an event not handled yet: where it was then. */
-        for (guint k = 0; k < fs->fanotify->later->len; k++) {
-                const Later *l = &g_array_index(fs->fanotify->later, Later, k);
-
-                if (l->off < fs->fanotify->off || !fan_handle_equal(&l->child, h))
-                        continue;
-                if (l->name_len > NAME_MAX || l->dir.size > FAN_HANDLE_MAX)
-                        break;
-                memcpy(ret_name, l->name, l->name_len);
-                ret_name[l->name_len] = '\0';
-                memcpy(parent_bytes, l->dir.bytes, l->dir.size);
-                *ret_parent = l->dir;
-                ret_parent->bytes = parent_bytes;
-                return 0;
-        }
         fs->fanotify->stats.lookups++;
         fd = open_handle(fs, h);
         if (fd < 0)
@@ -168,6 +164,27 @@ static int fs_lookup(const FanHandle *h, FanHandle *ret_parent, uint8_t *parent_
                 .bytes = parent_bytes,
         };
         return 0;
+}
+
+/*
+ * FanDirOps.lookup: where the directory was when the event being handled
+ * happened. Where it is now, unless a rename or deletion of it read after
+ * that event says where it was before. One the kernel queued after the
+ * read being handled, perhaps after the lookup began, is read ahead for
+ * that once the lookup is made: a rename done before the lookup is then
+ * known, and one done after it says the place the lookup saw.
+ */
+static int fs_lookup(const FanHandle *h, FanHandle *ret_parent, uint8_t *parent_bytes, char *ret_name, void *userdata) {
+        FanFs *fs = userdata;
+        const Later *l = fanotify_later(fs->fanotify, h);
+        int r;
+
+        if (l)
+                return later_place(l, ret_parent, parent_bytes, ret_name);
+        r = kernel_lookup(fs, h, ret_parent, parent_bytes, ret_name);
+        if (fanotify_read_ahead(fs->fanotify) && (l = fanotify_later(fs->fanotify, h)))
+                return later_place(l, ret_parent, parent_bytes, ret_name);
+        return r;
 }
 
 /* FanDirOps.access: what the caller may do with the directory, asked of the

@@ -320,17 +320,32 @@ static void test_records(Fixture *f, gconstpointer data) {
 
 /* ---------------------------------------------------------------- looked up late */
 
+/* n files created in root/j, with names long enough that 700 of them fill
+ * one read of watchd's (64 KiB of events). */
+static void junk(Fixture *f, int n) {
+        for (int i = 0; i < n; i++) {
+                g_autofree char *p = g_strdup_printf("%s/j/junk-file-with-a-longish-name-%06d", f->root, i);
+
+                wt_touch(p);
+        }
+}
+
 /*
  * Directories that were there before the subscription are looked up by
  * handle when an event in them is first read: with watchd stopped, so that
  * everything is read at once, a directory renamed and then moved out, and
  * a tree deleted, after the events in them. Each event is reported where it
  * happened, not where the directory is (or is not) by the time it is read.
+ * With n_junk files created between an event and the move (the deletion)
+ * that follows it, the move is in a later read than the event: it must be
+ * read ahead when the directory is looked up (n_junk 1,500: about 150 KB of
+ * events each time, two reads and more, well below the 1 MiB read ahead).
  */
-static void test_looked_up_late(Fixture *f, gconstpointer data) {
+static void looked_up_late(Fixture *f, int n_junk) {
         g_autofree char *a = at(f, "r/a/b"), *ra = at(f, "r/a"), *rA = at(f, "r/A"), *x = at(f, "r/A/b/x");
         g_autofree char *out = g_build_filename(f->mnt, "out", NULL), *outA = g_build_filename(f->mnt, "out/A", NULL);
         g_autofree char *del = at(f, "del"), *dy = at(f, "del/x/y"), *dx = at(f, "del/x"), *df = at(f, "del/x/y/f");
+        g_autofree char *j = at(f, "j");
         pid_t pid;
         WtRecord *r;
 
@@ -339,14 +354,17 @@ static void test_looked_up_late(Fixture *f, gconstpointer data) {
         mkdir_p(a);
         mkdir_p(out);
         mkdir_p(dy);
+        mkdir_p(j);
         (void) wt_add_watch(f->proxy, f->root, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO,
                             WATCHD_FLAG_RECURSIVE, NULL);
         pid = wt_process_pid(f->daemon->process);
         g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
         rename_ok(ra, rA);
         wt_touch(x);
+        junk(f, n_junk);
         rename_ok(rA, outA);
         wt_touch(df);
+        junk(f, n_junk);
         wt_remove_tree(del);
         g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
 
@@ -362,6 +380,14 @@ static void test_looked_up_late(Fixture *f, gconstpointer data) {
         (void) wt_await_record(&f->a, del, IN_DELETE | IN_ISDIR, TIMEOUT_MS);
         sentinel(f, &f->a, "done");
         assert_no_record_with(&f->a, "/out");
+}
+
+static void test_looked_up_late(Fixture *f, gconstpointer data) {
+        looked_up_late(f, 0);
+}
+
+static void test_looked_up_past_read(Fixture *f, gconstpointer data) {
+        looked_up_late(f, 1500);
 }
 
 /* ---------------------------------------------------------------- mkdir -p */
@@ -792,6 +818,10 @@ int main(int argc, char **argv) {
         g_test_add("/fanotify/ext4/looked-up-late", Fixture, "ext4", fixture_setup, test_looked_up_late,
                    fixture_teardown);
         g_test_add("/fanotify/tmpfs/looked-up-late", Fixture, "tmpfs", fixture_setup, test_looked_up_late,
+                   fixture_teardown);
+        g_test_add("/fanotify/ext4/looked-up-past-read", Fixture, "ext4", fixture_setup, test_looked_up_past_read,
+                   fixture_teardown);
+        g_test_add("/fanotify/tmpfs/looked-up-past-read", Fixture, "tmpfs", fixture_setup, test_looked_up_past_read,
                    fixture_teardown);
         g_test_add("/fanotify/ext4/mkdir-p", Fixture, "ext4", fixture_setup, test_mkdir_p, fixture_teardown);
         g_test_add("/fanotify/ext4/permission", Fixture, "ext4", fixture_setup, test_permission, fixture_teardown);
