@@ -162,10 +162,10 @@ static PendingAdd *pending_add_free(PendingAdd *p) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(PendingAdd *, pending_add_free);
 
-static void add_watch_primed(void *userdata) {
+static void add_watch_primed(int r, void *userdata) {
         _cleanup_(pending_add_freep) PendingAdd *p = userdata;
-        int r;
 
+        /* Never at exit (-ESHUTDOWN): bus_pending_adds_end() took the wait back before. */
         r = sd_bus_reply_method_return(p->msg, "u", p->id);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer AddWatch of subscription %" PRIu32 ", ignoring: %m", p->id);

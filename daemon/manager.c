@@ -59,22 +59,8 @@ Manager *manager_free(Manager *m) {
         if (m->table)
                 watch_table_set_ops(m->table, &(WatchTableOps) {}, NULL);
         m->remote = remote_free(m->remote);
-        if (m->primed_waiters)
-                g_hash_table_unref(m->primed_waiters);
-        if (m->lookup_waiters) {
-                /* At exit: whoever waits frees what it holds, touching nothing else. */
-                GHashTableIter i;
-                gpointer v;
-
-                g_hash_table_iter_init(&i, m->lookup_waiters);
-                while (g_hash_table_iter_next(&i, NULL, &v))
-                        for (guint k = 0; k < ((GPtrArray *) v)->len; k++) {
-                                LookupWaiter *w = g_ptr_array_index((GPtrArray *) v, k);
-
-                                w->cb(-ESHUTDOWN, w->userdata);
-                        }
-                g_hash_table_unref(m->lookup_waiters);
-        }
+        waiters_free(g_steal_pointer(&m->primed_waiters));
+        waiters_free(g_steal_pointer(&m->lookup_waiters));
         m->self_events = self_events_free(m->self_events);
         /* Clients before the table's links are freed without being unlinked:
          * their accounts return what is charged. */
@@ -136,10 +122,8 @@ static void on_missing_gone(Subscription *s, int r, void *userdata) {
 static void on_missing_found(uint32_t id, int r, void *userdata) {
         Manager *m = userdata;
         Subscription *s = watch_table_get_subscription(m->table, id);
-        GPtrArray *ws = NULL;
+        GPtrArray *ws = waiters_take(m->lookup_waiters, id);
 
-        if (m->lookup_waiters)
-                (void) g_hash_table_steal_extended(m->lookup_waiters, GUINT_TO_POINTER(id), NULL, (gpointer *) &ws);
         if (r < 0 && r != -ECANCELED && s) { /* -ECANCELED: it ends already */
                 if (ws) {
                         log_debug_errno(r,
@@ -150,14 +134,7 @@ static void on_missing_found(uint32_t id, int r, void *userdata) {
                 } else
                         on_missing_gone(s, r, m);
         }
-        if (!ws)
-                return;
-        for (guint i = 0; i < ws->len; i++) {
-                LookupWaiter *w = g_ptr_array_index(ws, i);
-
-                w->cb(r, w->userdata);
-        }
-        g_ptr_array_unref(ws);
+        waiters_tell(ws, r);
 }
 
 /* A change found by polling, delivered as the kernel's are. */
@@ -178,16 +155,8 @@ static void on_access_changed(Subscription *s, WatchLink *l, void *userdata) {
 /* s's first snapshots are taken: whoever waited for them (an AddWatch's answer) goes on. */
 static void on_remote_primed(Subscription *s, void *userdata) {
         Manager *m = userdata;
-        GPtrArray *ws;
 
-        if (!m->primed_waiters || !g_hash_table_steal_extended(m->primed_waiters, s, NULL, (gpointer *) &ws))
-                return;
-        for (guint i = 0; i < ws->len; i++) {
-                PrimedWaiter *w = g_ptr_array_index(ws, i);
-
-                w->cb(w->userdata);
-        }
-        g_ptr_array_unref(ws);
+        waiters_tell(waiters_take(m->primed_waiters, s->id), 0);
 }
 
 /* The polled root of s is gone (the kernel of this machine cannot say so). */

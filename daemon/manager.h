@@ -142,20 +142,23 @@ void manager_set_fswork(Manager *m, FsWork *w);
 FsWork *manager_get_fswork(const Manager *m);
 /* FsWorkOps.stalled: the subscriptions polled on dev are told. */
 void manager_lane_stalled(Manager *m, dev_t dev, bool stalled);
-/* If c's subscription id waits for first snapshots taken in workers, cb(userdata)
- * is called once they are (or the subscription ended): return 1. Else 0: now. */
-int manager_when_primed(Manager *m, Client *c, uint32_t id, void (*cb)(void *userdata), void *userdata);
-/* The wait of manager_when_primed() given up: cb(userdata) is not called. */
-void manager_when_primed_cancel(Manager *m, uint32_t id, void (*cb)(void *userdata), void *userdata);
+/* What waits for a subscription's first snapshots or its look-up: told r once. */
+typedef void (*ManagerWaitFunc)(int r, void *userdata);
+/* If c's subscription id waits for first snapshots taken in workers, cb(0,
+ * userdata) is called once they are (or the subscription ended), cb(-ESHUTDOWN,
+ * userdata) at exit: return 1. Else 0: now; -ENOMEM. */
+int manager_when_primed(Manager *m, Client *c, uint32_t id, ManagerWaitFunc cb, void *userdata);
+/* The wait of manager_when_primed() given up: cb is not called. */
+void manager_when_primed_cancel(Manager *m, uint32_t id, ManagerWaitFunc cb, void *userdata);
 /* If c's subscription id is pending and its path is looked up in workers
  * (missing_start(), at AddWatch), cb(r, userdata) is called once it is over:
  * r 0 (waiting or placed), -errno (the look-up failed: the subscription is
  * ended, nothing told to its owner; answer with r), -ECANCELED (it ended
  * first), -ESHUTDOWN (at exit: free what it holds, touch nothing else).
  * Return 1; 0 if nothing waits (now), -ENOMEM. */
-int manager_when_looked_up(Manager *m, Client *c, uint32_t id, void (*cb)(int r, void *userdata), void *userdata);
+int manager_when_looked_up(Manager *m, Client *c, uint32_t id, ManagerWaitFunc cb, void *userdata);
 /* The wait of manager_when_looked_up() given up: cb is not called. */
-void manager_when_looked_up_cancel(Manager *m, uint32_t id, void (*cb)(int r, void *userdata), void *userdata);
+void manager_when_looked_up_cancel(Manager *m, uint32_t id, ManagerWaitFunc cb, void *userdata);
 const Backend *manager_get_backend(const Manager *m);
 /* The limits in force ("auto" sized from the kernel's). */
 const AccountingLimits *manager_get_limits(const Manager *m);

@@ -20,85 +20,99 @@
 #include "manager_internal.h"
 #include "path.h"
 
-int manager_when_primed(Manager *m, Client *c, uint32_t id, void (*cb)(void *userdata), void *userdata) {
-        Subscription *s = watch_table_get_subscription(m->table, id);
-        PrimedWaiter *w;
+int waiters_add(GHashTable **table, uint32_t id, ManagerWaitFunc cb, void *userdata) {
+        Waiter *w;
         GPtrArray *ws;
+
+        if (!*table)
+                *table = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) g_ptr_array_unref);
+        w = malloc(sizeof(Waiter));
+        if (!w)
+                return -ENOMEM;
+        *w = (Waiter) { cb, userdata };
+        ws = g_hash_table_lookup(*table, GUINT_TO_POINTER(id));
+        if (!ws) {
+                ws = g_ptr_array_new_with_free_func(free);
+                g_hash_table_insert(*table, GUINT_TO_POINTER(id), ws);
+        }
+        g_ptr_array_add(ws, w);
+        return 1;
+}
+
+void waiters_cancel(GHashTable *table, uint32_t id, ManagerWaitFunc cb, void *userdata) {
+        GPtrArray *ws = table ? g_hash_table_lookup(table, GUINT_TO_POINTER(id)) : NULL;
+
+        if (!ws)
+                return;
+        for (guint i = 0; i < ws->len; i++) {
+                Waiter *w = g_ptr_array_index(ws, i);
+
+                if (w->cb == cb && w->userdata == userdata) {
+                        g_ptr_array_remove_index(ws, i);
+                        break;
+                }
+        }
+        if (ws->len == 0)
+                g_hash_table_remove(table, GUINT_TO_POINTER(id));
+}
+
+GPtrArray *waiters_take(GHashTable *table, uint32_t id) {
+        GPtrArray *ws = NULL;
+
+        if (table)
+                (void) g_hash_table_steal_extended(table, GUINT_TO_POINTER(id), NULL, (gpointer *) &ws);
+        return ws;
+}
+
+void waiters_tell(GPtrArray *ws, int r) {
+        if (!ws)
+                return;
+        for (guint i = 0; i < ws->len; i++) {
+                Waiter *w = g_ptr_array_index(ws, i);
+
+                w->cb(r, w->userdata);
+        }
+        g_ptr_array_unref(ws);
+}
+
+void waiters_free(GHashTable *table) {
+        GHashTableIter i;
+        gpointer v;
+
+        if (!table)
+                return;
+        g_hash_table_iter_init(&i, table);
+        while (g_hash_table_iter_next(&i, NULL, &v))
+                for (guint k = 0; k < ((GPtrArray *) v)->len; k++) {
+                        Waiter *w = g_ptr_array_index((GPtrArray *) v, k);
+
+                        w->cb(-ESHUTDOWN, w->userdata);
+                }
+        g_hash_table_unref(table);
+}
+
+int manager_when_primed(Manager *m, Client *c, uint32_t id, ManagerWaitFunc cb, void *userdata) {
+        Subscription *s = watch_table_get_subscription(m->table, id);
 
         if (!s || s->owner != c || !remote_priming(m->remote, s))
                 return 0;
-        if (!m->primed_waiters)
-                m->primed_waiters = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
-                                                          (GDestroyNotify) g_ptr_array_unref);
-        w = malloc(sizeof(PrimedWaiter));
-        if (!w)
-                return -ENOMEM;
-        *w = (PrimedWaiter) { cb, userdata };
-        ws = g_hash_table_lookup(m->primed_waiters, s);
-        if (!ws) {
-                ws = g_ptr_array_new_with_free_func(free);
-                g_hash_table_insert(m->primed_waiters, s, ws);
-        }
-        g_ptr_array_add(ws, w);
-        return 1;
+        return waiters_add(&m->primed_waiters, id, cb, userdata);
 }
 
-void manager_when_primed_cancel(Manager *m, uint32_t id, void (*cb)(void *userdata), void *userdata) {
-        Subscription *s = watch_table_get_subscription(m->table, id);
-        GPtrArray *ws = s && m->primed_waiters ? g_hash_table_lookup(m->primed_waiters, s) : NULL;
-
-        if (!ws)
-                return;
-        for (guint i = 0; i < ws->len; i++) {
-                PrimedWaiter *w = g_ptr_array_index(ws, i);
-
-                if (w->cb == cb && w->userdata == userdata) {
-                        g_ptr_array_remove_index(ws, i);
-                        break;
-                }
-        }
-        if (ws->len == 0)
-                g_hash_table_remove(m->primed_waiters, s);
+void manager_when_primed_cancel(Manager *m, uint32_t id, ManagerWaitFunc cb, void *userdata) {
+        waiters_cancel(m->primed_waiters, id, cb, userdata);
 }
 
-int manager_when_looked_up(Manager *m, Client *c, uint32_t id, void (*cb)(int r, void *userdata), void *userdata) {
+int manager_when_looked_up(Manager *m, Client *c, uint32_t id, ManagerWaitFunc cb, void *userdata) {
         Subscription *s = watch_table_get_subscription(m->table, id);
-        LookupWaiter *w;
-        GPtrArray *ws;
 
         if (!s || s->owner != c || !s->pending || !missing_looking_up(m->missing, s))
                 return 0;
-        if (!m->lookup_waiters)
-                m->lookup_waiters = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
-                                                          (GDestroyNotify) g_ptr_array_unref);
-        w = malloc(sizeof(LookupWaiter));
-        if (!w)
-                return -ENOMEM;
-        *w = (LookupWaiter) { cb, userdata };
-        ws = g_hash_table_lookup(m->lookup_waiters, GUINT_TO_POINTER(id));
-        if (!ws) {
-                ws = g_ptr_array_new_with_free_func(free);
-                g_hash_table_insert(m->lookup_waiters, GUINT_TO_POINTER(id), ws);
-        }
-        g_ptr_array_add(ws, w);
-        return 1;
+        return waiters_add(&m->lookup_waiters, id, cb, userdata);
 }
 
-void manager_when_looked_up_cancel(Manager *m, uint32_t id, void (*cb)(int r, void *userdata), void *userdata) {
-        GPtrArray *ws = m->lookup_waiters ? g_hash_table_lookup(m->lookup_waiters, GUINT_TO_POINTER(id)) : NULL;
-
-        if (!ws)
-                return;
-        for (guint i = 0; i < ws->len; i++) {
-                LookupWaiter *w = g_ptr_array_index(ws, i);
-
-                if (w->cb == cb && w->userdata == userdata) {
-                        g_ptr_array_remove_index(ws, i);
-                        break;
-                }
-        }
-        if (ws->len == 0)
-                g_hash_table_remove(m->lookup_waiters, GUINT_TO_POINTER(id));
+void manager_when_looked_up_cancel(Manager *m, uint32_t id, ManagerWaitFunc cb, void *userdata) {
+        waiters_cancel(m->lookup_waiters, id, cb, userdata);
 }
 
 void manager_set_fswork(Manager *m, FsWork *w) {

@@ -33,19 +33,26 @@ struct Manager {
         Subscriptions *subs;     /* the clients and their subscriptions */
 
         FsWork *fswork;             /* file system work off the loop; NULL: on it (unit tests) */
-        GHashTable *primed_waiters; /* Subscription -> GPtrArray of PrimedWaiter */
-        GHashTable *lookup_waiters; /* subscription id -> GPtrArray of LookupWaiter */
+        GHashTable *primed_waiters; /* subscription id -> GPtrArray of Waiter: first snapshots */
+        GHashTable *lookup_waiters; /* subscription id -> GPtrArray of Waiter: pending path looked up */
 
         ManagerHooks hooks;
         void *hooks_userdata;
 };
 
-typedef struct PrimedWaiter {
-        void (*cb)(void *userdata);
+/* Someone waiting for something of a subscription (manager_when_primed(),
+ * manager_when_looked_up()): cb(r, userdata) once, when it is done. */
+typedef struct Waiter {
+        ManagerWaitFunc cb;
         void *userdata;
-} PrimedWaiter;
+} Waiter;
 
-typedef struct LookupWaiter {
-        void (*cb)(int r, void *userdata);
-        void *userdata;
-} LookupWaiter;
+/* manager_calls.c: a table of them by subscription id (*table made at the first). */
+int waiters_add(GHashTable **table, uint32_t id, ManagerWaitFunc cb, void *userdata);
+void waiters_cancel(GHashTable *table, uint32_t id, ManagerWaitFunc cb, void *userdata);
+/* Those of id, taken out of table (a waiter told may wait again), or NULL. */
+GPtrArray *waiters_take(GHashTable *table, uint32_t id);
+/* Each of ws (NULL: none) told r; ws freed. */
+void waiters_tell(GPtrArray *ws, int r);
+/* At exit: each told -ESHUTDOWN (it frees what it holds, touching nothing else). */
+void waiters_free(GHashTable *table);
