@@ -123,6 +123,7 @@ struct StartJob {
         size_t end;       /* the top found: path[0, end) */
         int fd;           /* the top open, or -errno: what the look-up ends with */
         struct stat st;
+        Hold *hold; /* a PERSIST path followed again: its owner's records wait (hold.h), or NULL */
         LIST_FIELDS(StartJob, starts);
 };
 
@@ -281,6 +282,7 @@ Missing *missing_free(Missing *m) {
                 LIST_REMOVE(starts, m->starts, j);
                 j->missing = NULL;
                 j->w = NULL;
+                j->hold = hold_unref(j->hold);
         }
         g_hash_table_destroy(m->waiters);
         g_hash_table_destroy(m->at);
@@ -1318,6 +1320,7 @@ static void start_run(void *data) {
 }
 
 static void start_free(StartJob *j) {
+        hold_unref(j->hold);
         safe_close(j->fd);
         free(j->path);
         free(j);
@@ -1329,6 +1332,7 @@ static void start_done(void *data, int error) {
         StartJob *j = data;
         Missing *m = j->missing;
         Waiter *w = j->w;
+        Hold *hold, *previous = NULL, *trigger = NULL;
         Subscription *s;
         const Caller *caller;
         bool answer;
@@ -1344,23 +1348,37 @@ static void start_done(void *data, int error) {
                 start_free(j);
                 return;
         }
+        /* What it finds goes before the records that waited for it; a job of
+         * the chain it joins holds them on (its hold is this one, or takes
+         * its clients: the trigger's, as for a record's probe). */
+        hold = TAKE_PTR(j->hold);
+        if (hold) {
+                previous = holds_apply_begin(m->holds, hold);
+                trigger = holds_get_trigger(m->holds);
+                holds_set_trigger(m->holds, hold);
+        }
         r = error < 0 ? error : j->fd;
         if (r >= 0)
                 r = waiter_join(m, w, j->end, TAKE_FD(j->fd), &j->st, /* inline_= */ false);
         start_free(j);
-        if (r >= 0) {
+        if (r >= 0)
                 (void) finish(m, NULL); /* what an inline descent (no worker) found */
-                return;
+        else {
+                s = w->s;
+                caller = w->caller;
+                answer = w->answer;
+                rounds = w->rounds + 1;
+                waiter_destroy(m, w);
+                if (r == -ESTALE && rounds < PROBE_ROUNDS)
+                        waiter_restart(m, s, caller, answer, rounds);
+                else
+                        tell(m, s, s->id, r == -ESTALE ? -ELOOP : r, answer);
         }
-        s = w->s;
-        caller = w->caller;
-        answer = w->answer;
-        rounds = w->rounds + 1;
-        waiter_destroy(m, w);
-        if (r == -ESTALE && rounds < PROBE_ROUNDS)
-                waiter_restart(m, s, caller, answer, rounds);
-        else
-                tell(m, s, s->id, r == -ESTALE ? -ELOOP : r, answer);
+        if (hold) {
+                holds_set_trigger(m->holds, trigger);
+                holds_apply_end(m->holds, previous);
+                hold_unref(hold);
+        }
 }
 
 /* A waiter for s whose top is looked up in a worker. Return: 0, -EAGAIN (no
@@ -1397,6 +1415,19 @@ static int waiter_add_async(Missing *m, Subscription *s, const Caller *caller, b
                 free(w);
                 start_free(j);
                 return r;
+        }
+        /* Followed again (no AddWatch waits): a PERSIST path whose object
+         * left, where an atomic save's new file may be already. What the
+         * look-up finds goes before the owner's records read after it, as
+         * it did inline; not on a lane that does not answer already. */
+        if (!answer && m->holds && s->owner && !fswork_stalled(m->fswork, FSWORK_USER_LANE(caller->uid))) {
+                Hold *trigger = holds_get_trigger(m->holds);
+
+                j->hold = trigger ? hold_ref(trigger) : hold_new(m->holds, now_usec());
+                if (j->hold) {
+                        client_hold(s->owner, j->hold);
+                        hold_note_subscription(j->hold, s->id);
+                }
         }
         w->s = s;
         w->caller = caller;
@@ -1520,6 +1551,10 @@ int missing_start(Missing *m, Subscription *s, const Caller *caller) {
         if (r == -EAGAIN)
                 return missing_add(m, s, caller); /* no worker: here, as before there were any */
         return r < 0 ? r : 1;
+}
+
+void missing_follow_again(Missing *m, Subscription *s, const Caller *caller) {
+        waiter_restart(m, s, caller, /* answer= */ false, 0);
 }
 
 bool missing_looking_up(const Missing *m, const Subscription *s) {

@@ -84,6 +84,13 @@ int missing_add(Missing *m, Subscription *s, const Caller *caller);
  * up here, at once).
  */
 int missing_start(Missing *m, Subscription *s, const Caller *caller);
+/*
+ * Follows pending s again (a PERSIST subscription whose object left): as
+ * missing_start(), the look-up in workers where there are any, but no one
+ * waits for it: a failure is told through ops->gone (s ends), as for a
+ * path that can no longer be followed.
+ */
+void missing_follow_again(Missing *m, Subscription *s, const Caller *caller);
 /* Whether s's look-up begun by missing_start() is still going on (ops->found not called yet). */
 bool missing_looking_up(const Missing *m, const Subscription *s);
 /* s ended (RemoveWatch, its client gone): it is no longer followed. */

@@ -169,21 +169,12 @@ void subscriptions_end_with_notice(Subscriptions *subs, Subscription *s, const c
  * be watched (WatchRemoved "deleted", as for any pending path).
  */
 void subscriptions_object_gone(Subscriptions *subs, Subscription *s, const char *reason) {
-        uint32_t id = s->id;
-        int r;
-
         if (!(s->flags & WATCHD_FLAG_PERSIST))
                 return subscriptions_end_with_notice(subs, s, reason, now_usec());
-        log_debug("Subscription %" PRIu32 " lost its object (%s): following '%s' again.", id, reason, s->path);
+        log_debug("Subscription %" PRIu32 " lost its object (%s): following '%s' again.", s->id, reason, s->path);
         watch_table_unplace(subs->table, s);
-        r = missing_add(subs->missing, s, &s->owner->caller);
-        if (r >= 0)
-                return;
-        log_debug_errno(r, "Subscription %" PRIu32 " cannot follow its path again (%m), ending it.", id);
-        /* Placed and ended meanwhile (ONESHOT on its appearance)? Then it is gone already. */
-        s = watch_table_get_subscription(subs->table, id);
-        if (s)
-                subscriptions_end_with_notice(subs, s, WATCHD_REASON_DELETED, now_usec());
+        /* In a worker: its path may be on a file system that stopped answering. */
+        missing_follow_again(subs->missing, s, &s->owner->caller);
 }
 
 /*

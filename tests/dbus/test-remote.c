@@ -112,6 +112,13 @@
  *                   chain's probes (hold.h's bound, 0.5 s), and the path's
  *                   subscription gets Overflow; it is found and watched once
  *                   the mount answers
+ *   hung-persist    [poll] fuse = 0: a PERSIST subscription of a file in
+ *                   the mount, the file deleted through the mount while
+ *                   watchd is stopped, then the FUSE daemon stopped: the
+ *                   look-up of its path again waits in a worker (its lane
+ *                   stalls), its DELETE_SELF is delivered, another client's
+ *                   GetStats and events go on; once the file system answers
+ *                   the file, made again, is reported created
  *
  * Without bindfs or a usable /dev/fuse every case is skipped, saying why.
  * Records are awaited, never slept for, but for the cases that show that
@@ -1304,6 +1311,42 @@ static void test_hung_pending_add_timeout(Fixture *x, gconstpointer data) {
         assert_nothing_after_timeout(x, pending, 1); /* proxy2's local only */
 }
 
+/* A PERSIST subscription's object deleted: its path is looked up again in
+ * a worker, not on the loop (subscriptions_object_gone()). */
+static void test_hung_persist(Fixture *x, gconstpointer data) {
+        g_autofree char *local = in(x->f.dir, "local"), *a = in(x->back, "a"), *file = in(a, "file");
+        g_autofree char *mfile = in(x->mnt, "a/file");
+        pid_t pid;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        pid = wt_process_pid(x->f.daemon->process);
+        g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        wt_touch(file);
+        wt_add_watch(x->f.proxy2, local, IN_CREATE, 0, NULL);
+        wt_add_watch(x->f.proxy, mfile, IN_CREATE | IN_DELETE_SELF, WATCHD_FLAG_PERSIST, NULL);
+
+        /* The file's IN_DELETE_SELF waits in the kernel until the FUSE daemon is stopped
+         * and its entry of "a" has aged: then the path's look-up must ask the FUSE daemon. */
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(unlink(mfile), ==, 0);
+        stop_bindfs();
+        g_usleep(ENTRY_TIMEOUT_US);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+
+        wt_await_record(&x->f.a, mfile, IN_DELETE_SELF, 30000);
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
+        assert_served(x, local, "a PERSIST path looked up again");
+
+        /* The file system answers: the path is followed, and the file made again reported. */
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        wt_touch(mfile);
+        wt_await_record(&x->f.a, mfile, IN_CREATE, 30000);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/remote/capabilities", Fixture, CONFIG, setup, test_capabilities, teardown);
@@ -1333,5 +1376,6 @@ int main(int argc, char *argv[]) {
                    test_hung_pending_add_timeout, teardown);
         g_test_add("/remote/hung-rescan", Fixture, CONFIG_INOTIFY, setup, test_hung_rescan, teardown);
         g_test_add("/remote/hung-walk-timeout", Fixture, CONFIG_WALK_TIMEOUT, setup, test_hung_walk_timeout, teardown);
+        g_test_add("/remote/hung-persist", Fixture, CONFIG_INOTIFY, setup, test_hung_persist, teardown);
         return g_test_run();
 }
