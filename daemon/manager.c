@@ -277,8 +277,10 @@ int manager_start(Manager *m) {
         }
         if (r >= 0)
                 r = tree_new(m->table, m->backend, m->self_events, &(TreeOps) { .end = on_end }, m, &m->tree);
-        if (r >= 0)
+        if (r >= 0) {
                 tree_set_fswork(m->tree, m->fswork);
+                tree_set_holds(m->tree, m->holds);
+        }
         if (r >= 0)
                 r = missing_new(m->table,
                                 &(MissingOps) {

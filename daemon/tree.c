@@ -504,7 +504,7 @@ void tree_rescan(Tree *t, Subscription *s) {
 
         if (!(s->flags & WATCHD_FLAG_RECURSIVE) || s->pending || !s->links || s->fanotify)
                 return;
-        if (tree_open_submit(t, s, s->links, NULL, /* synthesize= */ false, /* retry= */ false, 0) >= 0)
+        if (tree_open_submit(t, s, s->links, NULL, /* synthesize= */ false, /* retry= */ false, 0, NULL) >= 0)
                 return;
         fd = access_open_as(&s->owner->caller, s->path, /* only_dir= */ true, /* no_follow= */ false, &st);
         tree_rescan_opened(t, s, fd, &st);
@@ -632,17 +632,23 @@ void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *na
 }
 
 /* name appeared below parent (a link of s): parent opened by its path as
- * the owner, in a job (tree_open_submit()), or here for a directory just created
- * (synthesize: see "opens by path" in tree_jobs.c) and where no job can be had. */
+ * the owner, in a job (tree_open_submit(); for a directory just created,
+ * synthesize, with its owner held: see "opens by path" in tree_jobs.c), or
+ * here where no job can be had. */
 void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
                  uint64_t now_usec) {
+        if (tree_open_submit(t, s, parent, name, synthesize, retry, now_usec, NULL) >= 0)
+                return;
+        tree_add_here(t, s, parent, name, synthesize, retry, now_usec);
+}
+
+void tree_add_here(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
+                   uint64_t now_usec) {
         char pathbuf[PATH_MAX];
         const char *ppath;
         struct stat st;
         int pfd;
 
-        if (!synthesize && tree_open_submit(t, s, parent, name, synthesize, retry, now_usec) >= 0)
-                return;
         ppath = watch_link_get_path(parent, pathbuf);
         if (!ppath)
                 return tree_add_result(t, s, parent, name, synthesize, retry, now_usec, -ENAMETOOLONG);
@@ -694,7 +700,9 @@ void tree_retries_try(Tree *t) {
          * client that heard of those, a marker of its own, would find the
          * new directory's files not reported yet). Those whose path still
          * leads elsewhere keep waiting for the read-empty retry. Opened on
-         * the loop, as every scan of a new directory is. */
+         * the loop: whether the path leads there again is asked here, in
+         * step with the rename just read (a parent on a file system that
+         * does not answer holds the loop here still; RELIABILITY.md). */
         if (!t->retries || t->retries->len == 0)
                 return;
         for (guint k = 0; t->retries && k < t->retries->len;) {
@@ -864,6 +872,10 @@ bool tree_walks_run(Tree *t, uint64_t budget_usec) {
 
 void tree_set_fswork(Tree *t, FsWork *fswork) {
         t->fswork = fswork;
+}
+
+void tree_set_holds(Tree *t, Holds *holds) {
+        t->holds = holds;
 }
 
 static void tree_walks_free(Tree *t) {

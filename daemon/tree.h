@@ -38,6 +38,7 @@
 
 #include "backend.h"
 #include "fswork.h"
+#include "hold.h"
 #include "self_events.h"
 #include "watch_table.h"
 
@@ -63,6 +64,10 @@ int tree_new(WatchTable *table, Backend *backend, SelfEvents *self, const TreeOp
  * (tree.c, "Walks in workers"); without (NULL, or none to be had), they
  * run on the loop, in slices. */
 void tree_set_fswork(Tree *t, FsWork *fswork);
+/* The holds (hold.h) a new directory's scan keeps its order with the
+ * kernel's records by while its parent is opened in a worker; without
+ * (NULL), that open is on the loop. */
+void tree_set_holds(Tree *t, Holds *holds);
 /* Ends every walk (done gets -ECANCELED): at exit, after the workers are freed. */
 Tree *tree_free(Tree *t);
 
@@ -107,8 +112,10 @@ void tree_appeared(Tree *t, Subscription *s, int fd, bool report, uint64_t now_u
 /* A directory appeared at path (below s's root): link it and what is
  * below; if synthesize, report what it holds. A limit met on the way gives
  * the owner Overflow. Its parent is opened by its path as the owner, in a
- * worker (as tree_rescan()'s root), but with synthesize on the loop (its
- * scan's records keep their order with the kernel's). If the parent's path does not lead to
+ * worker (as tree_rescan()'s root); with synthesize, the owner's records
+ * wait for it meanwhile (hold.h: at most HOLD_USEC, then they go on and s
+ * gets Overflow), so that the scan's records come before the kernel's read
+ * after it. If the parent's path does not lead to
  * the parent (a rename of it is still in the kernel queue), it is tried
  * again once the queue is read empty (at once if the records were read
  * meanwhile), and only then Overflow. */

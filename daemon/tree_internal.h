@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "hold.h"
 #include "list.h"
 #include "self_events.h"
 #include "tree.h"
@@ -41,6 +42,7 @@ struct Tree {
         LIST_HEAD(TreeWalk, walks);   /* going on from the loop, round robin */
         LIST_HEAD(TreeWalk, working); /* going on in workers: a job of each in a worker's lane */
         FsWork *fswork;               /* NULL: the walks run on the loop */
+        Holds *holds;                 /* NULL: a new directory is opened on the loop (tree_open_submit()) */
         uint64_t jobs;                /* jobs submitted */
         GArray *moves;                /* TreeMove: directories moved out of their place, until their IN_MOVED_TO */
         GArray *retries;              /* TreeRetry: new directories to walk once the kernel queue is read empty */
@@ -98,6 +100,7 @@ struct TreeOpen {
         dev_t lane;
         int fd; /* or -errno */
         struct stat st;
+        Hold *hold;     /* synthesize: the owner's records wait for its scan (a reference), or NULL */
         bool discarded; /* fswork_free() called its completion: tree_opens_free() frees it */
         LIST_FIELDS(TreeOpen, opens);
 };
@@ -120,6 +123,9 @@ void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *na
                      uint64_t now_usec, int r);
 void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
                  uint64_t now_usec);
+/* tree_add_at() where no job can be had: parent opened on the loop. */
+void tree_add_here(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
+                   uint64_t now_usec);
 
 /* tree_jobs.c: return 1 when w went to a worker (it is on t->working), else 0 (it goes on from the loop). */
 int tree_walk_start_in_worker(TreeWalk *w, Subscription *s);
@@ -128,9 +134,11 @@ void tree_jobs_free(Tree *t);
 /* The frames a job took from its walk. */
 GArray *tree_job_frames(WalkJob *j);
 /* link's path opened as s's owner in a job, then tree_add_opened() (name)
- * or tree_rescan_opened() (name NULL) on the loop. Return: 0, or -errno: no
- * job (the caller opens it itself). */
+ * or tree_rescan_opened() (name NULL) on the loop. With synthesize, hold is
+ * the hold the scan's records keep their order by (a reference, taken on
+ * success), or NULL: one is started. Return: 0, or -errno: no job (the
+ * caller opens it itself). */
 int tree_open_submit(Tree *t, Subscription *s, WatchLink *link, const char *name, bool synthesize, bool retry,
-                     uint64_t now);
+                     uint64_t now, Hold *hold);
 /* At exit, before the table: the opens' links let go of. */
 void tree_opens_free(Tree *t);

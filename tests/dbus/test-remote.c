@@ -72,10 +72,20 @@
  *                   FUSE daemon stopped: the open of the directory's new
  *                   parent by its path waits in a worker (fs_stalled), its
  *                   IN_MOVED_TO is delivered, another client's GetStats and
- *                   events go on (a directory just created, whose scan
- *                   reports what it holds, is still opened on the loop);
- *                   once the file system answers the directory is watched
+ *                   events go on; once the file system answers the directory is watched
  *                   (a file made in it is reported)
+ *   hung-new-dir    [poll] fuse = 0: a RECURSIVE subscription of a directory
+ *                   in the mount; a directory made in it with a file inside,
+ *                   then a file beside it, while watchd is stopped: the scan
+ *                   of the new directory reports its file between the two
+ *                   (its parent's open in a worker holds the owner's records,
+ *                   hold.h); the same with the FUSE daemon stopped before
+ *                   watchd reads them: the open waits in a worker
+ *                   (fs_stalled), the file beside waits for it HOLD_USEC at
+ *                   most and the subscription gets Overflow, another client's
+ *                   GetStats and events go on; once the file system answers
+ *                   the directory is watched, its file reported, and a file
+ *                   made in it later too
  *   hung-rescan     the same subscription, the kernel's queue overflowed
  *                   while the FUSE daemon is stopped: the open of the tree's
  *                   root for its walk after the overflow waits in a worker,
@@ -1191,6 +1201,80 @@ static void test_hung_moved_in(Fixture *x, gconstpointer data) {
         assert_new_dir_followed(x, made);
 }
 
+static void test_hung_new_dir(Fixture *x, gconstpointer data) {
+        g_autofree char *local = in(x->f.dir, "local"), *a = in(x->back, "a"), *ma = in(x->mnt, "a");
+        g_autofree char *first = in(ma, "first"), *ffile = in(first, "file"), *mark1 = in(ma, "mark1");
+        g_autofree char *mnew = in(ma, "new"), *file = in(mnew, "file"), *mark2 = in(ma, "mark2");
+        g_autofree char *made = in(mnew, "made");
+        int i_dir, i_file, i_mark;
+        gint64 t0, held;
+        guint32 id;
+        pid_t pid;
+
+        if (skip_unless_hung_open_can_run(x))
+                return;
+        pid = wt_process_pid(x->f.daemon->process);
+        g_assert_cmpint(g_mkdir(local, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        wt_add_watch(x->f.proxy2, local, IN_CREATE, 0, NULL);
+        id = wt_add_watch(x->f.proxy, ma, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
+
+        /* One read of the kernel's queue: the directory, then a file beside
+         * it. Its scan (after its parent's open in a worker) reports its file
+         * between the two. */
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(g_mkdir(first, 0755), ==, 0);
+        wt_touch(ffile);
+        wt_touch(mark1);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        wt_await_record(&x->f.a, mark1, IN_CREATE, 30000);
+        i_dir = wt_collector_find(&x->f.a, first, IN_CREATE | IN_ISDIR);
+        i_file = wt_collector_find(&x->f.a, ffile, IN_CREATE);
+        i_mark = wt_collector_find(&x->f.a, mark1, IN_CREATE);
+        /* Reported before the file beside (not at all yet, if that did not wait). */
+        g_assert_cmpint(i_file, >=, 0);
+        g_assert_cmpint(i_file, <, i_mark);
+        g_assert_cmpint(i_dir, >=, 0);
+        g_assert_cmpint(i_dir, <, i_file);
+        g_assert_cmpuint(x->f.a.n_overflows, ==, 0);
+
+        /* The same, the FUSE daemon stopped before watchd reads them. */
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(g_mkdir(mnew, 0755), ==, 0);
+        wt_touch(file);
+        wt_touch(mark2);
+        stop_bindfs();
+        g_usleep(ENTRY_TIMEOUT_US);
+        t0 = g_get_monotonic_time();
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+
+        /* Its parent's open (a lookup of "a") waits, in a worker; the file
+         * beside waits for it the hold's bound, then goes on, and the
+         * subscription is told that the scan will come after it. */
+        wt_await_record(&x->f.a, mnew, IN_CREATE | IN_ISDIR, 30000);
+        wt_await_record(&x->f.a, mark2, IN_CREATE, 30000);
+        held = g_get_monotonic_time() - t0;
+        g_assert_true(wt_await_overflows(&x->f.a, 1, 30000));
+        g_assert_true(wt_collector_has_overflow_id(&x->f.a, id));
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
+        g_test_message("figure: a new directory's parent open waiting on a hung FUSE: the owner's next record "
+                       "delivered %" G_GINT64_FORMAT " ms after watchd went on (HOLD_USEC 500 ms)",
+                       held / 1000);
+        /* It waited for the hold, which started after watchd went on: a bound slowness cannot break. */
+        g_assert_cmpint(held, >=, 500 * 1000);
+        assert_served(x, local, "a new directory's parent open");
+        g_assert_cmpint(wt_collector_find(&x->f.a, file, IN_CREATE), <, 0);
+
+        /* It answers: the directory is watched (local, a, first and new), its file reported. */
+        g_assert_cmpint(kill(hung_pid, SIGCONT), ==, 0);
+        hung_pid = 0;
+        g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 0, 30000));
+        wt_await_record(&x->f.a, file, IN_CREATE, 30000);
+        g_assert_true(wt_await_stat(x->f.proxy2, "kernel_watches", 4, 30000));
+        wt_touch(made);
+        wt_await_record(&x->f.a, made, IN_CREATE, 30000);
+}
+
 static void test_hung_rescan(Fixture *x, gconstpointer data) {
         g_autofree char *local = in(x->f.dir, "local"), *a = in(x->back, "a"), *ma = in(x->mnt, "a");
         g_autofree char *mlost = in(ma, "lost"), *made = in(mlost, "made");
@@ -1371,6 +1455,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/remote/hung-pending-heard", Fixture, CONFIG, setup, test_hung_pending_heard, teardown);
         g_test_add("/remote/hung-walk", Fixture, CONFIG_INOTIFY, setup, test_hung_walk, teardown);
         g_test_add("/remote/hung-moved-in", Fixture, CONFIG_INOTIFY, setup, test_hung_moved_in, teardown);
+        g_test_add("/remote/hung-new-dir", Fixture, CONFIG_INOTIFY, setup, test_hung_new_dir, teardown);
         g_test_add("/remote/hung-pending-add", Fixture, CONFIG_INOTIFY, setup, test_hung_pending_add, teardown);
         g_test_add("/remote/hung-pending-add-timeout", Fixture, CONFIG_PEND_TIMEOUT, setup,
                    test_hung_pending_add_timeout, teardown);
