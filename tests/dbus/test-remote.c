@@ -1144,6 +1144,19 @@ static void test_hung_walk_timeout(Fixture *x, gconstpointer data) {
  * the test would pass without showing anything, never fail wrongly). */
 #define ENTRY_TIMEOUT_US (1500 * 1000)
 
+/* The FUSE daemon stopped while watchd is (SIGSTOP), and its entries left to
+ * age past ENTRY_TIMEOUT_US, so that watchd's next lookup there asks it;
+ * then watchd goes on. Returns when it did (g_get_monotonic_time()). */
+static gint64 resume_past_fuse_stop(pid_t pid) {
+        gint64 t0;
+
+        stop_bindfs();
+        g_usleep(ENTRY_TIMEOUT_US);
+        t0 = g_get_monotonic_time();
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        return t0;
+}
+
 /* Bounds that say "not frozen", not how fast: the loop used to wait for the
  * file system (GetStats then timed out). */
 static void assert_served(Fixture *x, const char *local, const char *what) {
@@ -1190,9 +1203,7 @@ static void test_hung_moved_in(Fixture *x, gconstpointer data) {
         /* The directory's IN_MOVED_TO waits in the kernel until the FUSE daemon is stopped. */
         g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
         g_assert_cmpint(rename(moutnew, mnew), ==, 0);
-        stop_bindfs();
-        g_usleep(ENTRY_TIMEOUT_US);
-        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        (void) resume_past_fuse_stop(pid);
 
         /* Its parent's open (a lookup of "a") waits for the FUSE daemon, in a worker. */
         wt_await_record(&x->f.a, mnew, IN_MOVED_TO | IN_ISDIR, 30000);
@@ -1243,10 +1254,7 @@ static void test_hung_new_dir(Fixture *x, gconstpointer data) {
         g_assert_cmpint(g_mkdir(mnew, 0755), ==, 0);
         wt_touch(file);
         wt_touch(mark2);
-        stop_bindfs();
-        g_usleep(ENTRY_TIMEOUT_US);
-        t0 = g_get_monotonic_time();
-        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        t0 = resume_past_fuse_stop(pid);
 
         /* Its parent's open (a lookup of "a") waits, in a worker; the file
          * beside waits for it the hold's bound, then goes on, and the
@@ -1294,9 +1302,7 @@ static void test_hung_rescan(Fixture *x, gconstpointer data) {
          * then a directory made in the tree, whose record the overflow loses. */
         wt_stop_and_overflow(pid, local, max);
         g_assert_cmpint(g_mkdir(mlost, 0755), ==, 0);
-        stop_bindfs();
-        g_usleep(ENTRY_TIMEOUT_US);
-        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        (void) resume_past_fuse_stop(pid);
 
         /* Told; the walk after the overflow opens the tree's root by its path: it waits, in a worker. */
         g_assert_true(wt_await_overflows(&x->f.a, 1, 30000));
@@ -1415,9 +1421,7 @@ static void test_hung_persist(Fixture *x, gconstpointer data) {
          * and its entry of "a" has aged: then the path's look-up must ask the FUSE daemon. */
         g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
         g_assert_cmpint(unlink(mfile), ==, 0);
-        stop_bindfs();
-        g_usleep(ENTRY_TIMEOUT_US);
-        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        (void) resume_past_fuse_stop(pid);
 
         wt_await_record(&x->f.a, mfile, IN_DELETE_SELF, 30000);
         g_assert_true(wt_await_stat(x->f.proxy2, "fs_stalled", 1, 30000));
