@@ -417,7 +417,10 @@ bool fanotify_read_ahead(Fanotify *f) {
                 a = malloc(sizeof(FanRead));
                 if (!a)
                         break; /* what was read is lost: as at an overflow */
-                *a = (FanRead) { TAKE_PTR(f->spare), (size_t) n, f->end };
+                a->buf = f->spare;
+                a->len = (size_t) n;
+                a->base = f->end;
+                f->spare = NULL;
                 f->end += (uint64_t) n;
                 g_queue_push_tail(&f->ahead, a);
                 index_later(f, a->buf, a->len, a->base);
