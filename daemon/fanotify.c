@@ -406,24 +406,25 @@ bool fanotify_read_ahead(Fanotify *f) {
         if (!f->in_slice)
                 return false;
         while (g_queue_get_length(&f->ahead) < READ_AHEAD_MAX) {
-                FanRead *a;
+                g_autofree FanRead *a = NULL;
                 ssize_t n;
 
+                /* Both before the read: what is read is never dropped for want of memory. */
                 if (!f->spare && !(f->spare = malloc(READ_BUF)))
+                        break;
+                a = malloc(sizeof(FanRead));
+                if (!a)
                         break;
                 n = read(fanotify_fd(f), f->spare, READ_BUF);
                 if (n <= 0)
                         break; /* nothing more (EAGAIN), or an error the next read of the slice meets again */
-                a = malloc(sizeof(FanRead));
-                if (!a)
-                        break; /* what was read is lost: as at an overflow */
                 a->buf = f->spare;
                 a->len = (size_t) n;
                 a->base = f->end;
                 f->spare = NULL;
                 f->end += (uint64_t) n;
-                g_queue_push_tail(&f->ahead, a);
                 index_later(f, a->buf, a->len, a->base);
+                g_queue_push_tail(&f->ahead, TAKE_PTR(a));
                 any = true;
         }
         return any;
