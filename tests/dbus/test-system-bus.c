@@ -49,10 +49,13 @@
  *     symbolic link leads into it (hung-pending), nobody's AddWatch of a
  *     pending path whose look-up waits for it (hung-pending-add, as
  *     /remote/hung-pending-add), nobody's durable
- *     subscription there while watchd restarts (hung-durable); root's
- *     GetStats and root's events go on (figures: worst of 20), and nobody's
- *     call is answered, its path followed, its subscription watched once
- *     the file system answers.
+ *     subscription there while watchd restarts (hung-durable), a directory
+ *     made in nobody's RECURSIVE tree there, whose scan's parent open waits
+ *     for it (hung-new-dir: nobody told once its records waited the hold's
+ *     bound), nobody's PERSIST file deleted there, its path looked up again
+ *     (hung-persist: told too); root's GetStats and root's events go on (figures: worst of
+ *     20), and nobody's call is answered, its path followed, its
+ *     subscription watched once the file system answers.
  *
  * The client that stops reading is a child process (fork, no exec) that
  * becomes nobody, connects with sd-bus, subscribes, tells the parent, and
@@ -1158,6 +1161,8 @@ static pid_t nobody_mounts_bindfs(Fixture *f, const char *config, const char *ba
                 return 0;
         }
         g_assert_true(g_file_set_contents(conf, "user_allow_other\n", -1, NULL));
+        /* An earlier case of this process bound its own, gone with its directory (ENOENT). */
+        (void) umount2("/etc/fuse.conf", MNT_DETACH);
         g_assert_cmpint(mount(conf, "/etc/fuse.conf", NULL, MS_BIND, NULL), ==, 0);
         g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
         f->daemon = wt_daemon_start(f->bus, config);
@@ -1199,7 +1204,9 @@ static pid_t nobody_tree_and_mount(Fixture *f, const char *config, const char *t
 
 typedef struct Seen {
         const char *path;
+        uint32_t mask; /* IN_CREATE, or IN_DELETE_SELF */
         bool seen;
+        bool told; /* an Overflow came */
 } Seen;
 
 static int seen_on_message(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
@@ -1208,13 +1215,15 @@ static int seen_on_message(sd_bus_message *m, void *userdata, sd_bus_error *ret_
         uint32_t id, mask, cookie;
         int r;
 
+        if (sd_bus_message_is_signal(m, "org.example.Inotify", "Overflow"))
+                w->told = true;
         if (!sd_bus_message_is_signal(m, "org.example.Inotify", "Events"))
                 return 0;
         r = sd_bus_message_enter_container(m, 'a', "(uuuss)");
         if (r < 0)
                 return r;
         while ((r = sd_bus_message_read(m, "(uuuss)", &id, &mask, &cookie, &path, &new_path)) > 0)
-                if (strcmp(path, w->path) == 0 && (mask & IN_CREATE))
+                if (strcmp(path, w->path) == 0 && (mask & w->mask))
                         w->seen = true;
         return r < 0 ? r : 0;
 }
@@ -1222,11 +1231,16 @@ static int seen_on_message(sd_bus_message *m, void *userdata, sd_bus_error *ret_
 /*
  * The child, as nobody, runs steps (argv-like, NULL-terminated) and says
  * how each went, a line each:
- *   "watch PATH FLAGS"    AddWatch (IN_CREATE): "id N" or "failed MESSAGE"
+ *   "watch PATH FLAGS"    AddWatch (IN_CREATE | IN_DELETE_SELF): "id N" or
+ *                         "failed MESSAGE"
  *   "durable NAME PATH"   CreateDurable (IN_CREATE): "created" or "failed MESSAGE"
  *   "go"                  waits for the test's byte
  *   "await PATH"          reads its bus until a CREATE of PATH comes (30 s):
  *                         "seen" or "not seen"
+ *   "await-told PATH"     the same until an Overflow came too: "seen told",
+ *                         or what was missing at the end ("seen untold",
+ *                         "not seen told", "not seen untold")
+ *   "gone-told PATH"      as await-told, for an IN_DELETE_SELF of PATH
  * Calls wait far past the test's bounds: they are answered when watchd answers.
  */
 static void nobody_child(const char *address, const char *const *steps, int report_fd, int go_fd) {
@@ -1256,7 +1270,7 @@ static void nobody_child(const char *address, const char *const *steps, int repo
                         if (sd_bus_message_new_method_call(bus, &call, "org.example.Inotify", "/org/example/Inotify",
                                                            "org.example.Inotify",
                                                            watch ? "AddWatch" : "CreateDurable") < 0 ||
-                            (watch ? sd_bus_message_append(call, "suu", w[1], (uint32_t) IN_CREATE,
+                            (watch ? sd_bus_message_append(call, "suu", w[1], (uint32_t) (IN_CREATE | IN_DELETE_SELF),
                                                            (uint32_t) strtoul(w[2], NULL, 0)) :
                                      sd_bus_message_append(call, "ssuu", w[1], w[2], (uint32_t) IN_CREATE,
                                                            (uint32_t) 0)) < 0)
@@ -1272,14 +1286,16 @@ static void nobody_child(const char *address, const char *const *steps, int repo
                         sd_bus_error_free(&error);
                         reply = sd_bus_message_unref(reply);
                         sd_bus_message_unref(call);
-                } else if (strcmp(w[0], "await") == 0) {
-                        Seen seen = { .path = w[1] };
+                } else if (strcmp(w[0], "await") == 0 || strcmp(w[0], "await-told") == 0 ||
+                           strcmp(w[0], "gone-told") == 0) {
+                        bool told = g_str_has_suffix(w[0], "-told");
+                        Seen seen = { .path = w[1], .mask = strcmp(w[0], "gone-told") == 0 ? IN_DELETE_SELF : IN_CREATE };
                         uint64_t end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
                         sd_bus_slot *slot = NULL;
 
                         if (sd_bus_add_filter(bus, &slot, seen_on_message, &seen) < 0)
                                 _exit(7);
-                        while (!seen.seen && (uint64_t) g_get_monotonic_time() < end) {
+                        while (!(seen.seen && (seen.told || !told)) && (uint64_t) g_get_monotonic_time() < end) {
                                 int r = sd_bus_process(bus, NULL);
 
                                 if (r < 0)
@@ -1287,7 +1303,10 @@ static void nobody_child(const char *address, const char *const *steps, int repo
                                 if (r == 0)
                                         (void) sd_bus_wait(bus, 100000);
                         }
-                        dprintf(report_fd, "%s\n", seen.seen ? "seen" : "not seen");
+                        dprintf(report_fd, "%s%s\n", seen.seen ? "seen" : "not seen",
+                                !told             ? "" :
+                                        seen.told ? " told" :
+                                                    " untold");
                         sd_bus_slot_unref(slot);
                 } else
                         _exit(9);
@@ -1516,6 +1535,151 @@ static void test_hung_pending_add(Fixture *f, gconstpointer data) {
         g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
 }
 
+/* The kernel revalidates a name of a FUSE mount once its entry timeout (1 s,
+ * libfuse's default, which bindfs keeps) is over: a path walk through it
+ * then asks the FUSE daemon (as in test-remote.c). */
+#define ENTRY_TIMEOUT_US (1500 * 1000)
+
+/* As nobody: a RECURSIVE subscription of a directory of nobody's FUSE mount
+ * ([poll] fuse = 0). While watchd is stopped, a directory is made in it with
+ * a file inside, then a file beside it; the FUSE daemon is stopped and its
+ * entries let age, and watchd goes on. The open of the new directory's
+ * parent by its path, for the scan that reports its file, waits in a worker
+ * of nobody's lane: root goes on; nobody's records wait for it HOLD_USEC
+ * (0.5 s) at most, then go on and nobody is told (Overflow: the scan's
+ * record will come late); once the file system answers the scan reports the
+ * new directory's file to nobody (as /remote/hung-new-dir, on a session
+ * bus as root). */
+static void test_hung_new_dir(Fixture *f, gconstpointer data) {
+        g_autofree char *tree = g_build_filename(f->dir, "tree", NULL), *back = g_build_filename(f->dir, "back", NULL);
+        g_autofree char *mnt = g_build_filename(f->dir, "mnt", NULL), *a = g_build_filename(back, "a", NULL);
+        g_autofree char *ma = g_build_filename(mnt, "a", NULL), *mnew = g_build_filename(ma, "new", NULL);
+        g_autofree char *file = g_build_filename(mnew, "file", NULL), *mark = g_build_filename(ma, "mark", NULL);
+        g_autofree char *step = NULL, *await_mark = NULL, *await_file = NULL, *line = NULL;
+        Reader reader;
+        Stuck st = {};
+        pid_t fuse_pid, pid;
+
+        fuse_pid = nobody_tree_and_mount(f, HUNG_INOTIFY_CONFIG, tree, back, mnt);
+        if (fuse_pid <= 0)
+                return;
+        pid = wt_process_pid(f->daemon->process);
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        g_assert_cmpint(chown(a, NOBODY, NOBODY), ==, 0);
+        reader_on_local(f, &reader);
+        step = g_strdup_printf("watch %s %u", ma, (unsigned) WATCHD_FLAG_RECURSIVE);
+        await_mark = g_strconcat("await-told ", mark, NULL);
+        await_file = g_strconcat("await ", file, NULL);
+        nobody_start(&st, f, (const char *const[]) { step, "go", await_mark, "go", await_file, NULL });
+        line = stuck_read_line(&st);
+        if (!g_str_has_prefix(line, "id "))
+                g_error("nobody's RECURSIVE AddWatch: %s", line);
+
+        /* Made through the mount (the kernel hears of it) while watchd is stopped. */
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(g_mkdir(mnew, 0755), ==, 0);
+        {
+                const char *const made[] = { file, mark };
+
+                for (size_t i = 0; i < G_N_ELEMENTS(made); i++) {
+                        int fd = open(made[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+                        if (fd < 0)
+                                g_error("Failed to create '%s': %s", made[i], g_strerror(errno));
+                        close(fd);
+                }
+        }
+        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
+        g_usleep(ENTRY_TIMEOUT_US);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        stuck_go(&st);
+
+        /* The parent's open waits in a worker past the lane's deadline. */
+        if (!wt_await_stat(reader.proxy, "fs_stalled", 1, TIMEOUT_MS))
+                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader.proxy, "fs_stalled"));
+        root_goes_on(f, &reader, "hung-new-dir");
+        g_free(line);
+        line = stuck_read_line(&st);
+        g_assert_cmpstr(line, ==, "seen told"); /* the file beside, after the hold; and Overflow */
+
+        /* It answers: the scan reports the new directory's file to nobody. */
+        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
+        stuck_go(&st);
+        g_free(line);
+        line = stuck_read_line(&st);
+        g_assert_cmpstr(line, ==, "seen");
+        nobody_end(&st);
+        reader_done(&reader);
+        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+}
+
+/* As nobody: a PERSIST subscription of a file of nobody's FUSE mount
+ * ([poll] fuse = 0), the file deleted through the mount while watchd is
+ * stopped, the FUSE daemon stopped and its entries let age, watchd goes on:
+ * the IN_DELETE_SELF is delivered, the path's look-up again waits in a
+ * worker of nobody's lane (subscriptions_object_gone()), root goes on, and
+ * nobody is told (Overflow) once its records waited the hold's bound; once
+ * the file system answers, the file made again is reported to nobody (as
+ * /remote/hung-persist, on a session bus as root). */
+static void test_hung_persist(Fixture *f, gconstpointer data) {
+        g_autofree char *tree = g_build_filename(f->dir, "tree", NULL), *back = g_build_filename(f->dir, "back", NULL);
+        g_autofree char *mnt = g_build_filename(f->dir, "mnt", NULL), *a = g_build_filename(back, "a", NULL);
+        g_autofree char *file = g_build_filename(a, "file", NULL), *mfile = g_build_filename(mnt, "a", "file", NULL);
+        g_autofree char *step = NULL, *await_gone = NULL, *await_file = NULL, *line = NULL;
+        Reader reader;
+        Stuck st = {};
+        pid_t fuse_pid, pid;
+        int fd;
+
+        fuse_pid = nobody_tree_and_mount(f, HUNG_INOTIFY_CONFIG, tree, back, mnt);
+        if (fuse_pid <= 0)
+                return;
+        pid = wt_process_pid(f->daemon->process);
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        g_assert_cmpint(chown(a, NOBODY, NOBODY), ==, 0);
+        fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        g_assert_cmpint(fd, >=, 0);
+        close(fd);
+        g_assert_cmpint(chown(file, NOBODY, NOBODY), ==, 0);
+        reader_on_local(f, &reader);
+        step = g_strdup_printf("watch %s %u", mfile, (unsigned) WATCHD_FLAG_PERSIST);
+        await_gone = g_strconcat("gone-told ", mfile, NULL);
+        await_file = g_strconcat("await ", mfile, NULL);
+        nobody_start(&st, f, (const char *const[]) { step, "go", await_gone, "go", await_file, NULL });
+        line = stuck_read_line(&st);
+        if (!g_str_has_prefix(line, "id "))
+                g_error("nobody's PERSIST AddWatch: %s", line);
+
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(unlink(mfile), ==, 0);
+        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
+        g_usleep(ENTRY_TIMEOUT_US);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        stuck_go(&st);
+
+        if (!wt_await_stat(reader.proxy, "fs_stalled", 1, TIMEOUT_MS))
+                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader.proxy, "fs_stalled"));
+        root_goes_on(f, &reader, "hung-persist");
+        g_free(line);
+        line = stuck_read_line(&st);
+        g_assert_cmpstr(line, ==, "seen told");
+
+        /* It answers: the path is followed, and the file made again reported. */
+        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
+        fd = open(mfile, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        g_assert_cmpint(fd, >=, 0);
+        close(fd);
+        stuck_go(&st);
+        g_free(line);
+        line = stuck_read_line(&st);
+        g_assert_cmpstr(line, ==, "seen");
+        nobody_end(&st);
+        reader_done(&reader);
+        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+}
+
 /* The state of root's ListDurable entry NAME ("UID/NAME" for another user's), or NULL. */
 static char *durable_state_of(WatchdInotify *p, const char *name) {
         g_autoptr(GVariant) list = NULL;
@@ -1622,5 +1786,9 @@ int main(int argc, char *argv[]) {
                    fixture_teardown);
         g_test_add("/system-bus/hung-pending-add", Fixture, &system_bus_hung_inotify, fixture_setup,
                    test_hung_pending_add, fixture_teardown);
+        g_test_add("/system-bus/hung-new-dir", Fixture, &system_bus_hung_inotify, fixture_setup, test_hung_new_dir,
+                   fixture_teardown);
+        g_test_add("/system-bus/hung-persist", Fixture, &system_bus_hung_inotify, fixture_setup, test_hung_persist,
+                   fixture_teardown);
         return g_test_run();
 }
