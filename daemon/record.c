@@ -55,9 +55,15 @@ static void record_fill(Record *r, RecordKind kind, uint32_t id, uint32_t mask, 
         r->reason = NULL;
         r->new_path = NULL;
         r->path_len = (uint32_t) l;
-        if (dir && name)
-                path_join_to(r->path, dir, name, name_len);
-        else
+        if (dir && name) {
+                /* path_join_to() without its strlen(dir): record_size() measured it (l). */
+                size_t dl = l - 1 - name_len;
+
+                memcpy(r->path, dir, dl);
+                r->path[dl] = '/';
+                memcpy(r->path + dl + 1, name, name_len);
+                r->path[l] = '\0';
+        } else
                 memcpy(r->path, dir ?: "", l + 1);
 }
 
@@ -168,5 +174,5 @@ void record_arena_done(RecordArena *a) {
 }
 
 size_t record_bytes(const Record *r) {
-        return sizeof(Record) + strlen(r->path) + 1 + (r->new_path ? strlen(r->new_path) + 1 : 0);
+        return sizeof(Record) + r->path_len + 1 + (r->new_path ? strlen(r->new_path) + 1 : 0);
 }

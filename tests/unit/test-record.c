@@ -23,10 +23,15 @@ static void test_join(void) {
         g_assert_cmpstr(r->path, ==, "/d/name");
         g_assert_cmpuint(r->path_len, ==, 7);
         g_assert_nonnull(r->chunk);
+        /* What the memory caps count: the struct, its path and its new path. */
+        g_assert_cmpuint(record_bytes(r), ==, sizeof(Record) + 8);
+        r->new_path = g_strdup("/d/other");
+        g_assert_cmpuint(record_bytes(r), ==, sizeof(Record) + 8 + 9);
         record_free(r);
         r = record_new_in(&a, RECORD_EVENT, 1, 0x100, 0, 5, "/", "x", 1);
         g_assert_cmpstr(r->path, ==, "/x");
         g_assert_cmpuint(r->path_len, ==, 2);
+        g_assert_cmpuint(record_bytes(r), ==, sizeof(Record) + 3);
         record_free(r);
         r = record_new_in(&a, RECORD_OVERFLOW, 0, 0, 0, 0, NULL, NULL, 0);
         g_assert_cmpstr(r->path, ==, "");
