@@ -1366,6 +1366,27 @@ static void root_goes_on(Fixture *f, Reader *reader, const char *what) {
         g_assert_cmpint(worst_event, <, 2 * G_USEC_PER_SEC);
 }
 
+/* path made (empty) as root; the test ends if it cannot be. */
+static void make_file(const char *path) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+        if (fd < 0)
+                g_error("Failed to create '%s': %s", path, g_strerror(errno));
+        close(fd);
+}
+
+/* nobody's last step, an "await": it saw its record; then nobody, root's
+ * reader and the mount go. line: the test's last line read (freed). */
+static void nobody_sees_last(Stuck *st, Reader *reader, const char *mnt, char *line) {
+        g_free(line);
+        line = stuck_read_line(st);
+        g_assert_cmpstr(line, ==, "seen");
+        g_free(line);
+        nobody_end(st);
+        reader_done(reader);
+        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+}
+
 static void reader_on_local(Fixture *f, Reader *reader) {
         g_autofree char *local = g_build_filename(f->dir, "local", NULL);
 
@@ -1452,20 +1473,9 @@ static void test_hung_pending(Fixture *f, gconstpointer data) {
          * through the mount (the kernel hears of it) is reported to nobody. */
         g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
         g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
-        {
-                int fd = open(mx, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-
-                if (fd < 0)
-                        g_error("Failed to create '%s': %s", mx, g_strerror(errno));
-                close(fd);
-        }
+        make_file(mx);
         stuck_go(&st);
-        g_free(line);
-        line = stuck_read_line(&st);
-        g_assert_cmpstr(line, ==, "seen");
-        nobody_end(&st);
-        reader_done(&reader);
-        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+        nobody_sees_last(&st, &reader, mnt, g_steal_pointer(&line));
 }
 
 /* As nobody: AddWatch PERSIST of a path missing below a directory of
@@ -1519,20 +1529,8 @@ static void test_hung_pending_add(Fixture *f, gconstpointer data) {
         line = stuck_read_line(&st);
         if (!g_str_has_prefix(line, "id "))
                 g_error("nobody's pending AddWatch: %s", line);
-        {
-                g_autofree char *mx = g_strdup(pending);
-                int fd = open(mx, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-
-                if (fd < 0)
-                        g_error("Failed to create '%s': %s", mx, g_strerror(errno));
-                close(fd);
-        }
-        g_free(line);
-        line = stuck_read_line(&st);
-        g_assert_cmpstr(line, ==, "seen");
-        nobody_end(&st);
-        reader_done(&reader);
-        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+        make_file(pending);
+        nobody_sees_last(&st, &reader, mnt, g_steal_pointer(&line));
 }
 
 /* The kernel revalidates a name of a FUSE mount once its entry timeout (1 s,
@@ -1540,144 +1538,125 @@ static void test_hung_pending_add(Fixture *f, gconstpointer data) {
  * then asks the FUSE daemon (as in test-remote.c). */
 #define ENTRY_TIMEOUT_US (1500 * 1000)
 
-/* As nobody: a RECURSIVE subscription of a directory of nobody's FUSE mount
- * ([poll] fuse = 0). While watchd is stopped, a directory is made in it with
- * a file inside, then a file beside it; the FUSE daemon is stopped and its
- * entries let age, and watchd goes on. The open of the new directory's
- * parent by its path, for the scan that reports its file, waits in a worker
- * of nobody's lane: root goes on; nobody's records wait for it HOLD_USEC
- * (0.5 s) at most, then go on and nobody is told (Overflow: the scan's
- * record will come late); once the file system answers the scan reports the
- * new directory's file to nobody (as /remote/hung-new-dir, on a session
- * bus as root). */
-static void test_hung_new_dir(Fixture *f, gconstpointer data) {
-        g_autofree char *tree = g_build_filename(f->dir, "tree", NULL), *back = g_build_filename(f->dir, "back", NULL);
-        g_autofree char *mnt = g_build_filename(f->dir, "mnt", NULL), *a = g_build_filename(back, "a", NULL);
-        g_autofree char *ma = g_build_filename(mnt, "a", NULL), *mnew = g_build_filename(ma, "new", NULL);
-        g_autofree char *file = g_build_filename(mnew, "file", NULL), *mark = g_build_filename(ma, "mark", NULL);
-        g_autofree char *step = NULL, *await_mark = NULL, *await_file = NULL, *line = NULL;
+/* The FUSE daemon stopped while watchd is (pid), its entries let age past
+ * ENTRY_TIMEOUT_US, then watchd goes on: its next look-up there waits. */
+static void resume_past_fuse_stop(pid_t pid, pid_t fuse_pid) {
+        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
+        g_usleep(ENTRY_TIMEOUT_US);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+}
+
+/* nobody's own bindfs of back on mnt ([poll] fuse = 0) with a, a directory
+ * of back, made nobody's (and file in it, if not NULL), root's reader on
+ * local, and nobody's steps started, the first a watch whose answer must be
+ * an id (*line, the caller's). Returns the FUSE daemon's pid, 0 with the
+ * case skipped. */
+static pid_t nobody_watch_in_mount(Fixture *f, const char *back, const char *mnt, const char *a, const char *file,
+                                   Reader *reader, Stuck *st, const char *const *steps, char **line) {
+        g_autofree char *tree = g_build_filename(f->dir, "tree", NULL);
+        pid_t fuse_pid;
+
+        fuse_pid = nobody_tree_and_mount(f, HUNG_INOTIFY_CONFIG, tree, back, mnt);
+        if (fuse_pid <= 0)
+                return 0;
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        g_assert_cmpint(chown(a, NOBODY, NOBODY), ==, 0);
+        if (file) {
+                make_file(file);
+                g_assert_cmpint(chown(file, NOBODY, NOBODY), ==, 0);
+        }
+        reader_on_local(f, reader);
+        nobody_start(st, f, steps);
+        *line = stuck_read_line(st);
+        if (!g_str_has_prefix(*line, "id "))
+                g_error("nobody's AddWatch: %s", *line);
+        return fuse_pid;
+}
+
+/* watchd went on with nobody's FUSE daemon stopped, nobody's next step let
+ * go (an "await-told" or "gone-told"): watchd's look-up waits in a worker
+ * past its lane's deadline, root goes on, nobody gets its record after the
+ * hold's bound and is told (Overflow). Then the FUSE daemon goes on, remake
+ * (if not NULL) is made, and nobody's last "await" sees its record. */
+static void nobody_told_while_hung(Fixture *f, Reader *reader, Stuck *st, pid_t fuse_pid, const char *what,
+                                   const char *mnt, const char *remake, char *line) {
+        stuck_go(st);
+        if (!wt_await_stat(reader->proxy, "fs_stalled", 1, TIMEOUT_MS))
+                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader->proxy, "fs_stalled"));
+        root_goes_on(f, reader, what);
+        g_free(line);
+        line = stuck_read_line(st);
+        g_assert_cmpstr(line, ==, "seen told");
+
+        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_stat(reader->proxy, "fs_stalled", 0, TIMEOUT_MS));
+        if (remake)
+                make_file(remake);
+        stuck_go(st);
+        nobody_sees_last(st, reader, mnt, line);
+}
+
+/*
+ * As nobody, on nobody's own bindfs ([poll] fuse = 0), a look-up of watchd's
+ * made to wait for the stopped FUSE daemon: the change is made through the
+ * mount while watchd is stopped, then the FUSE daemon is stopped and its
+ * entries let age, and watchd goes on (nobody_told_while_hung() says what
+ * must follow). As /remote/hung-new-dir and /remote/hung-persist, which run
+ * as root on a session bus.
+ *
+ * persist false (hung-new-dir): nobody's RECURSIVE subscription of a; a
+ * directory made in it with a file inside, then a file beside it (mark).
+ * The open of the new directory's parent by its path, for the scan that
+ * reports its file, waits in a worker of nobody's lane; nobody gets mark
+ * after the hold's bound, and Overflow (the scan's record will come late);
+ * once the file system answers the scan reports the new directory's file.
+ *
+ * persist true (hung-persist): nobody's PERSIST subscription of a/file,
+ * deleted: its IN_DELETE_SELF is delivered with Overflow, the path's look-up
+ * again (subscriptions_object_gone()) waiting in a worker of nobody's lane;
+ * once the file system answers, the file made again is reported.
+ */
+static void hung_look_up(Fixture *f, bool persist) {
+        g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
+        g_autofree char *a = g_build_filename(back, "a", NULL), *file = g_build_filename(a, "file", NULL);
+        g_autofree char *ma = g_build_filename(mnt, "a", NULL), *mfile = g_build_filename(ma, "file", NULL);
+        g_autofree char *mnew = g_build_filename(ma, "new", NULL), *mark = g_build_filename(ma, "mark", NULL);
+        g_autofree char *nfile = g_build_filename(mnew, "file", NULL), *step = NULL, *told = NULL, *seen = NULL;
+        g_autofree char *line = NULL;
         Reader reader;
         Stuck st = {};
         pid_t fuse_pid, pid;
 
-        fuse_pid = nobody_tree_and_mount(f, HUNG_INOTIFY_CONFIG, tree, back, mnt);
+        step = persist ? g_strdup_printf("watch %s %u", mfile, (unsigned) WATCHD_FLAG_PERSIST) :
+                         g_strdup_printf("watch %s %u", ma, (unsigned) WATCHD_FLAG_RECURSIVE);
+        told = persist ? g_strconcat("gone-told ", mfile, NULL) : g_strconcat("await-told ", mark, NULL);
+        seen = g_strconcat("await ", persist ? mfile : nfile, NULL);
+        fuse_pid = nobody_watch_in_mount(f, back, mnt, a, persist ? file : NULL, &reader, &st,
+                                         (const char *const[]) { step, "go", told, "go", seen, NULL }, &line);
         if (fuse_pid <= 0)
                 return;
         pid = wt_process_pid(f->daemon->process);
-        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
-        g_assert_cmpint(chown(a, NOBODY, NOBODY), ==, 0);
-        reader_on_local(f, &reader);
-        step = g_strdup_printf("watch %s %u", ma, (unsigned) WATCHD_FLAG_RECURSIVE);
-        await_mark = g_strconcat("await-told ", mark, NULL);
-        await_file = g_strconcat("await ", file, NULL);
-        nobody_start(&st, f, (const char *const[]) { step, "go", await_mark, "go", await_file, NULL });
-        line = stuck_read_line(&st);
-        if (!g_str_has_prefix(line, "id "))
-                g_error("nobody's RECURSIVE AddWatch: %s", line);
 
         /* Made through the mount (the kernel hears of it) while watchd is stopped. */
         g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
-        g_assert_cmpint(g_mkdir(mnew, 0755), ==, 0);
-        {
-                const char *const made[] = { file, mark };
-
-                for (size_t i = 0; i < G_N_ELEMENTS(made); i++) {
-                        int fd = open(made[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-
-                        if (fd < 0)
-                                g_error("Failed to create '%s': %s", made[i], g_strerror(errno));
-                        close(fd);
-                }
+        if (persist)
+                g_assert_cmpint(unlink(mfile), ==, 0);
+        else {
+                g_assert_cmpint(g_mkdir(mnew, 0755), ==, 0);
+                make_file(nfile);
+                make_file(mark);
         }
-        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
-        g_usleep(ENTRY_TIMEOUT_US);
-        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
-        stuck_go(&st);
-
-        /* The parent's open waits in a worker past the lane's deadline. */
-        if (!wt_await_stat(reader.proxy, "fs_stalled", 1, TIMEOUT_MS))
-                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader.proxy, "fs_stalled"));
-        root_goes_on(f, &reader, "hung-new-dir");
-        g_free(line);
-        line = stuck_read_line(&st);
-        g_assert_cmpstr(line, ==, "seen told"); /* the file beside, after the hold; and Overflow */
-
-        /* It answers: the scan reports the new directory's file to nobody. */
-        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
-        g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
-        stuck_go(&st);
-        g_free(line);
-        line = stuck_read_line(&st);
-        g_assert_cmpstr(line, ==, "seen");
-        nobody_end(&st);
-        reader_done(&reader);
-        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+        resume_past_fuse_stop(pid, fuse_pid);
+        nobody_told_while_hung(f, &reader, &st, fuse_pid, persist ? "hung-persist" : "hung-new-dir", mnt,
+                               persist ? mfile : NULL, g_steal_pointer(&line));
 }
 
-/* As nobody: a PERSIST subscription of a file of nobody's FUSE mount
- * ([poll] fuse = 0), the file deleted through the mount while watchd is
- * stopped, the FUSE daemon stopped and its entries let age, watchd goes on:
- * the IN_DELETE_SELF is delivered, the path's look-up again waits in a
- * worker of nobody's lane (subscriptions_object_gone()), root goes on, and
- * nobody is told (Overflow) once its records waited the hold's bound; once
- * the file system answers, the file made again is reported to nobody (as
- * /remote/hung-persist, on a session bus as root). */
+static void test_hung_new_dir(Fixture *f, gconstpointer data) {
+        hung_look_up(f, false);
+}
+
 static void test_hung_persist(Fixture *f, gconstpointer data) {
-        g_autofree char *tree = g_build_filename(f->dir, "tree", NULL), *back = g_build_filename(f->dir, "back", NULL);
-        g_autofree char *mnt = g_build_filename(f->dir, "mnt", NULL), *a = g_build_filename(back, "a", NULL);
-        g_autofree char *file = g_build_filename(a, "file", NULL), *mfile = g_build_filename(mnt, "a", "file", NULL);
-        g_autofree char *step = NULL, *await_gone = NULL, *await_file = NULL, *line = NULL;
-        Reader reader;
-        Stuck st = {};
-        pid_t fuse_pid, pid;
-        int fd;
-
-        fuse_pid = nobody_tree_and_mount(f, HUNG_INOTIFY_CONFIG, tree, back, mnt);
-        if (fuse_pid <= 0)
-                return;
-        pid = wt_process_pid(f->daemon->process);
-        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
-        g_assert_cmpint(chown(a, NOBODY, NOBODY), ==, 0);
-        fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        g_assert_cmpint(fd, >=, 0);
-        close(fd);
-        g_assert_cmpint(chown(file, NOBODY, NOBODY), ==, 0);
-        reader_on_local(f, &reader);
-        step = g_strdup_printf("watch %s %u", mfile, (unsigned) WATCHD_FLAG_PERSIST);
-        await_gone = g_strconcat("gone-told ", mfile, NULL);
-        await_file = g_strconcat("await ", mfile, NULL);
-        nobody_start(&st, f, (const char *const[]) { step, "go", await_gone, "go", await_file, NULL });
-        line = stuck_read_line(&st);
-        if (!g_str_has_prefix(line, "id "))
-                g_error("nobody's PERSIST AddWatch: %s", line);
-
-        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
-        g_assert_cmpint(unlink(mfile), ==, 0);
-        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
-        g_usleep(ENTRY_TIMEOUT_US);
-        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
-        stuck_go(&st);
-
-        if (!wt_await_stat(reader.proxy, "fs_stalled", 1, TIMEOUT_MS))
-                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader.proxy, "fs_stalled"));
-        root_goes_on(f, &reader, "hung-persist");
-        g_free(line);
-        line = stuck_read_line(&st);
-        g_assert_cmpstr(line, ==, "seen told");
-
-        /* It answers: the path is followed, and the file made again reported. */
-        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
-        g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
-        fd = open(mfile, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        g_assert_cmpint(fd, >=, 0);
-        close(fd);
-        stuck_go(&st);
-        g_free(line);
-        line = stuck_read_line(&st);
-        g_assert_cmpstr(line, ==, "seen");
-        nobody_end(&st);
-        reader_done(&reader);
-        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+        hung_look_up(f, true);
 }
 
 /* The state of root's ListDurable entry NAME ("UID/NAME" for another user's), or NULL. */
