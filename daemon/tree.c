@@ -86,6 +86,8 @@ Tree *tree_free(Tree *t) {
                 g_array_unref(t->moves);
         if (t->scanned)
                 g_hash_table_destroy(t->scanned);
+        if (t->unread)
+                g_hash_table_destroy(t->unread);
         free(t->dents_buf);
         free(t);
         return NULL;
@@ -104,8 +106,7 @@ static char *scanned_key(uint32_t id, const char *dir, const char *name, size_t 
         return g_strdup_printf("%" PRIu32 ":%.*s/%.*s", id, (int) path_prefix_len(dir), dir, (int) name_len, name);
 }
 
-/* A scan reported dir/name to subscription id as IN_CREATE (see Tree.scanned). */
-static void scanned_add(Tree *t, uint32_t id, const char *dir, const char *name, size_t name_len) {
+void tree_scanned_add(Tree *t, uint32_t id, const char *dir, const char *name, size_t name_len) {
         if (!t->scanned)
                 t->scanned = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         g_hash_table_add(t->scanned, scanned_key(id, dir, name, name_len));
@@ -115,6 +116,7 @@ bool tree_scanned_check(Tree *t, const Subscription *s, const char *dir, uint32_
                         size_t name_len) {
         g_autofree char *key = NULL;
 
+        tree_unread_note(t, s, dir, mask, name, name_len);
         if (!name || !(mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)) || !t->scanned ||
             g_hash_table_size(t->scanned) == 0)
                 return false;
@@ -158,6 +160,8 @@ void tree_dir_close(Tree *t, int fd, const SelfDir *d) {
 }
 
 void tree_frame_done(Tree *t, Frame *f) {
+        tree_unread_drop(t, f);
+        free(f->entries);
         if (f->link)
                 watch_link_release(f->link);
         if (f->closed)
@@ -172,11 +176,13 @@ void tree_frame_done(Tree *t, Frame *f) {
 
 /*
  * Reads the directory open at fd (l's; d says where the kernel reports
- * what is done to it): reports its entries if the walk synthesizes, and
- * pushes a frame with its subdirectories (taking fd), or closes fd if it
- * has none. Runs as the owner.
+ * what is done to it): reports its entries if the walk synthesizes (but
+ * those in skip: the kernel reported them already), and pushes a frame with
+ * its subdirectories (taking fd), or closes fd if it has none. Runs as the
+ * owner.
  */
-static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const SelfDir *d, size_t path_len) {
+static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const SelfDir *d, size_t path_len,
+                      GHashTable *skip) {
         Tree *t = w->tree;
         char pathbuf[PATH_MAX];
         const char *path = NULL;
@@ -214,10 +220,10 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const 
                         off += de->d_reclen;
                         if (kind < 0)
                                 continue;
-                        if (report) {
+                        if (report && !(skip && g_hash_table_contains(skip, de->d_name))) {
                                 client_queue_event(s, IN_CREATE | (is_dir ? IN_ISDIR : 0), 0, path, de->d_name, nl,
                                                    w->now);
-                                scanned_add(t, s->id, path, de->d_name, nl);
+                                tree_scanned_add(t, s->id, path, de->d_name, nl);
                         }
                         if (!is_dir || w->one_level)
                                 continue;
@@ -282,7 +288,8 @@ static int step(TreeWalk *w, Subscription *s) {
                 Frame g = *f;
 
                 g_array_set_size(w->frames, w->frames->len - 1);
-                r = frame_push(w, s, g.link, g.fd, &g.dir, g.path_len);
+                r = frame_push(w, s, g.link, g.fd, &g.dir, g.path_len, tree_unread_names(t, &g));
+                tree_unread_drop(t, &g);
                 watch_link_release(g.link);
                 free(g.name);
                 return r;
@@ -329,14 +336,14 @@ static int step(TreeWalk *w, Subscription *s) {
                  * is below it may not be. */
                 LIST_FOREACH(sib, c, f->link->children)
                         if (strcmp(c->name, name) == 0 && c->watch->dev == st.st_dev && c->watch->ino == st.st_ino)
-                                return frame_push(w, s, c, fd, &d, f->path_len + 1 + nl);
+                                return frame_push(w, s, c, fd, &d, f->path_len + 1 + nl, NULL);
         }
         if (r < 0) {
                 tree_dir_close(t, fd, &d);
                 /* -EEXIST: seen already (a loop, or linked by an event's walk first). */
                 return r == -EEXIST ? 0 : r;
         }
-        return frame_push(w, s, l, fd, &d, f->path_len + 1 + nl);
+        return frame_push(w, s, l, fd, &d, f->path_len + 1 + nl, NULL);
 }
 
 static void walk_free(TreeWalk *w) {
@@ -415,7 +422,9 @@ static TreeWalk *walk_new(Tree *t, Subscription *s, bool synthesize, uint64_t no
         return w;
 }
 
-/* Runs w's first slice; what is left goes on from the loop (manager's list). */
+/* Runs w's first slice, or hands w to workers (tree_walk_start_in_worker());
+ * what a reporting walk leaves after its first slice goes on in workers
+ * (tree_walk_go_on_in_worker()), or from the loop (manager's list). */
 static int walk_start(TreeWalk *w, TreeWalk **ret) {
         Tree *t = w->tree;
         Subscription *s = watch_table_get_subscription(t->table, w->id);
@@ -431,9 +440,11 @@ static int walk_start(TreeWalk *w, TreeWalk **ret) {
                         *ret = NULL;
                 return tree_walk_end(w);
         }
-        LIST_APPEND(walks, t->walks, w);
         if (ret)
                 *ret = w;
+        if (s && tree_walk_go_on_in_worker(w, s) > 0)
+                return 0;
+        LIST_APPEND(walks, t->walks, w);
         return 0;
 }
 
@@ -468,7 +479,7 @@ static int walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, boo
 
                         self_events_root(t->self, &d, dfd, s->links->watch->dev, s->links->watch->ino, s->path);
                         self_events_did(t->self, IN_OPEN, &d);
-                        r = frame_push(w, s, s->links, dfd, &d, strlen(s->path));
+                        r = frame_push(w, s, s->links, dfd, &d, strlen(s->path), NULL);
                 }
                 access_restore(&saved);
         }
@@ -702,7 +713,10 @@ void tree_retries_try(Tree *t) {
          * leads elsewhere keep waiting for the read-empty retry. Opened on
          * the loop: whether the path leads there again is asked here, in
          * step with the rename just read (a parent on a file system that
-         * does not answer holds the loop here still; RELIABILITY.md). */
+         * does not answer holds the loop here still; RELIABILITY.md). With
+         * workers, retries wait here only when no job could be had
+         * (open_done() submits an -ESTALE open again at once), so a job for
+         * this open would most likely not be had either. */
         if (!t->retries || t->retries->len == 0)
                 return;
         for (guint k = 0; t->retries && k < t->retries->len;) {

@@ -114,9 +114,10 @@ void tree_appeared(Tree *t, Subscription *s, int fd, bool report, uint64_t now_u
  * the owner Overflow. Its parent is opened by its path as the owner, in a
  * worker (as tree_rescan()'s root); with synthesize, the owner's records
  * wait for it meanwhile (hold.h: at most HOLD_USEC, then they go on and s
- * gets Overflow), so that the scan's records come before the kernel's read
- * after it. If the parent's path does not lead to
- * the parent (a rename of it is still in the kernel queue), it is tried
+ * gets Overflow), so that the scan's first slice's records come before the
+ * kernel's read after it; the rest of a large scan goes on in workers. If
+ * the parent's path does not lead to the parent (a rename of it is still
+ * in the kernel queue), it is tried
  * again once the queue is read empty (at once if the records were read
  * meanwhile), and only then Overflow. */
 void tree_add(Tree *t, Subscription *s, const char *path, bool synthesize, uint64_t now_usec);

@@ -51,6 +51,11 @@ struct Tree {
          * IN_CREATE, until the kernel queue is next read empty (tree.h). NULL
          * until first used. */
         GHashTable *scanned;
+        /* "id:path" -> the names (a set) the kernel reported created in that
+         * directory since a reporting walk's job linked it, until a job's
+         * read of it is reported: those are not reported again (tree_jobs.c).
+         * NULL until first used. */
+        GHashTable *unread;
         uint8_t *dents_buf; /* getdents64 buffer of the walks */
 };
 
@@ -69,6 +74,9 @@ typedef struct Frame {
         bool closed;     /* a job closed fd: nothing is left to do with it */
         bool cross;      /* its one name is a mount point: opened in a job of lane, that file system's */
         dev_t lane;
+        char *unread;  /* a reporting walk's, linked by a job: its key in Tree.unread, or NULL */
+        char *entries; /* what a job read of it in a reporting walk: "Da\0Fb\0" (D: a directory) */
+        size_t entries_len;
 } Frame;
 
 struct TreeWalk {
@@ -113,6 +121,8 @@ void tree_frame_done(Tree *t, Frame *f);
 void tree_frame_pop(TreeWalk *w);
 int tree_walk_end(TreeWalk *w);
 void tree_overflow(Tree *t, Subscription *s);
+/* A scan reported dir/name to subscription id as IN_CREATE (see Tree.scanned). */
+void tree_scanned_add(Tree *t, uint32_t id, const char *dir, const char *name, size_t name_len);
 /* What follows an open by path: s's root open at fd for its walk after an
  * overflow; name below parent, parent open at pfd (or its -errno), then what
  * that gave (tree_add_result()); tree_add_at() opens parent again. */
@@ -127,10 +137,20 @@ void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, 
 void tree_add_here(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
                    uint64_t now_usec);
 
-/* tree_jobs.c: return 1 when w went to a worker (it is on t->working), else 0 (it goes on from the loop). */
+/* tree_jobs.c: return 1 when w went to a worker (it is on t->working), else 0 (it goes on from the loop).
+ * A reporting walk stays on the loop for its first slice (tree_walk_go_on_in_worker()). */
 int tree_walk_start_in_worker(TreeWalk *w, Subscription *s);
+/* A reporting walk after its first slice on the loop: the rest in workers.
+ * Return: 1 (w is on t->working), or 0: it goes on from the loop. */
+int tree_walk_go_on_in_worker(TreeWalk *w, Subscription *s);
 int tree_walk_below_in_worker(TreeWalk *w, Subscription *s, int fd);
 void tree_jobs_free(Tree *t);
+/* The names the kernel reported in f's directory since a job linked it (NULL: none noted). */
+GHashTable *tree_unread_names(Tree *t, const Frame *f);
+/* A frame's unread key let go of (tree_frame_done()). */
+void tree_unread_drop(Tree *t, Frame *f);
+/* The kernel reported dir/name (mask) to s: noted for a job's read to come. */
+void tree_unread_note(Tree *t, const Subscription *s, const char *dir, uint32_t mask, const char *name, size_t name_len);
 /* The frames a job took from its walk. */
 GArray *tree_job_frames(WalkJob *j);
 /* link's path opened as s's owner in a job, then tree_add_opened() (name)

@@ -49,13 +49,20 @@
  * parent. A stopped FUSE daemon or NFS server inside a tree holds its own
  * lane, not the lane of the tree around it.
  *
- * Walks that report what they find (a scan of new directories: tree_add()
- * with synthesize, tree_appeared() with report) stay on the loop: their
- * records must come before the kernel's records read after them, which a
- * job's completion, later, would not keep. The opens of a directory by its
- * path (tree_add_at()'s parent, tree_rescan()'s root) are jobs too
- * (TreeOpen, "opens by path" below), in a lane of the owner's uid; for a
- * scan, with its owner's records held meanwhile (hold.h).
+ * A walk that reports what it finds (a scan of new directories: tree_add()
+ * with synthesize, tree_appeared() with report) runs its first slice on
+ * the loop: its records must come before the kernel's records read after
+ * it, which a job's completion, later, would not keep. What it leaves
+ * after that slice (a large new tree) goes on in jobs
+ * (tree_walk_go_on_in_worker()), whose records come after later records,
+ * as a later slice's did: a job's reads keep every entry (Frame.entries),
+ * its completion reports them. A directory a job linked is read by a
+ * later job, after the loop may have read the kernel's records of names
+ * made in it meanwhile: those are noted (Tree.unread, tree_unread_note())
+ * and not reported again. The opens of a directory by its path
+ * (tree_add_at()'s parent, tree_rescan()'s root) are jobs too (TreeOpen,
+ * "opens by path" below), in a lane of the owner's uid; for a scan, with
+ * its owner's records held meanwhile (hold.h).
  *
  * The records the kernel queues for the job's opens, reads and closes are
  * announced to self_events.h before it is submitted, and withdrawn at its
@@ -81,6 +88,7 @@ struct WalkJob {
         TreeWalk *walk;
         uint64_t token; /* its announcements (self_events.h) */
         bool one_level;
+        bool report;       /* a reporting walk's: its reads keep every entry (Frame.entries) */
         GArray *frames;    /* Frame: taken from the top of the walk's stack, the deepest last */
         GArray *children;  /* JobChild: the subdirectories it opened, in order */
         GArray *crossings; /* JobCross */
@@ -137,7 +145,7 @@ static void job_free(WalkJob *j) {
 
 /* In the worker: reads f's directory (names: its subdirectories). */
 static int job_read(WalkJob *j, Frame *f) {
-        g_autoptr(GByteArray) names = NULL;
+        g_autoptr(GByteArray) names = NULL, entries = NULL;
         size_t len;
 
         for (;;) {
@@ -153,6 +161,14 @@ static int job_read(WalkJob *j, Frame *f) {
                         int kind = tree_dirent_kind(f->fd, de, nl);
 
                         off += de->d_reclen;
+                        if (kind >= 0 && j->report) {
+                                guint8 k = kind > 0 ? 'D' : 'F';
+
+                                if (!entries)
+                                        entries = g_byte_array_new();
+                                g_byte_array_append(entries, &k, 1);
+                                g_byte_array_append(entries, (const guint8 *) de->d_name, (guint) nl + 1);
+                        }
                         if (kind <= 0 || j->one_level)
                                 continue;
                         if (!names)
@@ -164,6 +180,10 @@ static int job_read(WalkJob *j, Frame *f) {
         if (names) {
                 f->names = (char *) g_byte_array_steal(names, &len);
                 f->len = len;
+        }
+        if (entries) {
+                f->entries = (char *) g_byte_array_steal(entries, &len);
+                f->entries_len = len;
         }
         return 0;
 }
@@ -294,6 +314,80 @@ static void walk_job_run(void *data) {
         }
 }
 
+static char *unread_key(uint32_t id, const char *dir) {
+        return g_strdup_printf("%" PRIu32 ":%.*s", id, (int) path_prefix_len(dir), dir);
+}
+
+/*
+ * f, just linked by a reporting walk's job, is read by a later job: what
+ * the kernel reports created in it meanwhile (its watch is placed) is read
+ * from the kernel queue before that job's read is reported, so it is noted
+ * (tree_unread_note()) and not reported by the scan again. Without a key
+ * (no memory, too long a path) a name may be reported twice, never lost.
+ */
+static void unread_add(Tree *t, uint32_t id, Frame *f) {
+        char pathbuf[PATH_MAX];
+        const char *path = watch_link_get_path(f->link, pathbuf);
+
+        if (!path)
+                return;
+        if (!t->unread)
+                t->unread = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_hash_table_destroy);
+        f->unread = unread_key(id, path);
+        g_hash_table_insert(t->unread, g_strdup(f->unread), g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL));
+}
+
+void tree_unread_note(Tree *t, const Subscription *s, const char *dir, uint32_t mask, const char *name, size_t name_len) {
+        g_autofree char *key = NULL;
+        GHashTable *names;
+
+        /* A name deleted or moved away stays noted: the kernel's records tell its story. */
+        if (!t->unread || g_hash_table_size(t->unread) == 0 || !name || !(mask & (IN_CREATE | IN_MOVED_TO)))
+                return;
+        key = unread_key(s->id, dir);
+        names = g_hash_table_lookup(t->unread, key);
+        if (names)
+                g_hash_table_add(names, g_strndup(name, name_len));
+}
+
+GHashTable *tree_unread_names(Tree *t, const Frame *f) {
+        return f->unread && t->unread ? g_hash_table_lookup(t->unread, f->unread) : NULL;
+}
+
+void tree_unread_drop(Tree *t, Frame *f) {
+        if (!f->unread)
+                return;
+        if (t->unread)
+                g_hash_table_remove(t->unread, f->unread);
+        free(f->unread);
+        f->unread = NULL;
+}
+
+/* What a job read of f's directory (a reporting walk's): reported as
+ * IN_CREATE, but the names the kernel reported in it since it was linked. */
+static void job_report(Tree *t, TreeWalk *w, Subscription *s, Frame *f) {
+        GHashTable *skip = tree_unread_names(t, f);
+        char pathbuf[PATH_MAX];
+        const char *path;
+
+        if (!f->entries || !(s->mask & IN_CREATE) || f->link->dead)
+                return;
+        path = watch_link_get_path(f->link, pathbuf);
+        if (!path)
+                return;
+        for (size_t off = 0; off < f->entries_len;) {
+                bool is_dir = f->entries[off] == 'D';
+                const char *name = f->entries + off + 1;
+                size_t nl = strlen(name);
+
+                off += 1 + nl + 1;
+                if (skip && g_hash_table_contains(skip, name))
+                        continue;
+                client_queue_event(s, IN_CREATE | (is_dir ? IN_ISDIR : 0), 0, path, name, nl, w->now);
+                tree_scanned_add(t, s->id, path, name, nl);
+        }
+}
+
 /* Links the subdirectory c of f, opened by a job: a frame of it, not read yet, onto pushed. */
 static int job_link(TreeWalk *w, Subscription *s, Frame *f, JobChild *c, GArray *pushed) {
         Tree *t = w->tree;
@@ -346,6 +440,8 @@ static int job_link(TreeWalk *w, Subscription *s, Frame *f, JobChild *c, GArray 
                                    .name = name,
                                    .path_len = f->path_len + 1 + nl,
                            }));
+        if (w->synthesize)
+                unread_add(t, w->id, &g_array_index(pushed, Frame, pushed->len - 1));
         return 0;
 }
 
@@ -406,6 +502,8 @@ static void job_discard(WalkJob *j) {
                         safe_close(f->fd);
                 free(f->name);
                 free(f->names);
+                free(f->entries);
+                free(f->unread);
         }
         job_free(j);
 }
@@ -434,6 +532,20 @@ static void walk_job_done(void *data, int error) {
                 j->error = error; /* not run: the owner's credentials could not be taken */
         if (s && j->overflow)
                 tree_overflow(t, s);
+        /* What it read is reported (a directory before what is below it,
+         * siblings as listed), after the records read meanwhile, as a later
+         * slice on the loop reports. */
+        for (guint i = 0; i < j->frames->len; i++) {
+                Frame *f = &g_array_index(j->frames, Frame, i);
+
+                if (s && f->entries)
+                        job_report(t, w, s, f);
+                free(f->entries);
+                f->entries = NULL;
+                f->entries_len = 0;
+                if (f->read)
+                        tree_unread_drop(t, f);
+        }
         if (s && j->error >= 0 && j->children->len > 0) {
                 /* The kernel checks the owner's right to read at each watch placed. */
                 r = access_become(&s->owner->caller, &saved);
@@ -542,6 +654,7 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
                 .walk = w,
                 .token = ++t->jobs,
                 .one_level = w->one_level,
+                .report = w->synthesize,
                 .frames = g_array_sized_new(FALSE, FALSE, sizeof(Frame), n),
                 .children = g_array_new(FALSE, FALSE, sizeof(JobChild)),
                 .crossings = g_array_new(FALSE, FALSE, sizeof(JobCross)),
@@ -569,9 +682,23 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
 int tree_walk_start_in_worker(TreeWalk *w, Subscription *s) {
         Tree *t = w->tree;
 
-        /* A scan of new directories reports what it finds before the
-         * records the kernel queued after it: on the loop, in step with them. */
+        /* A scan of new directories reports what its first slice finds
+         * before the records the kernel queued after it: on the loop, in
+         * step with them; the rest goes on in workers after it
+         * (tree_walk_go_on_in_worker()). */
         if (!t->fswork || w->synthesize || walk_submit(w, s) <= 0)
+                return 0;
+        LIST_APPEND(walks, t->working, w);
+        return 1;
+}
+
+int tree_walk_go_on_in_worker(TreeWalk *w, Subscription *s) {
+        Tree *t = w->tree;
+
+        /* What it reports from here on comes after later records, as a later
+         * slice's did; a job's reads keep every entry for its completion
+         * to report (Frame.entries). */
+        if (!t->fswork || walk_submit(w, s) <= 0)
                 return 0;
         LIST_APPEND(walks, t->working, w);
         return 1;
@@ -663,9 +790,9 @@ void tree_jobs_free(Tree *t) {
  * every other client's flow on), and the completion queues the scan's
  * records with the hold applied (holds_apply_begin()), before what waited;
  * then the hold goes and that follows. The scan's first slice runs in the
- * completion (its open and read of the new directory, on the loop, as
- * before); what a long scan reports after it comes after later records, as
- * it did. A hold lasts HOLD_USEC at most (a file system that does not
+ * completion (its open and read of the new directory, on the loop); what
+ * a long scan reports after it comes after later records, from walk jobs
+ * (tree_walk_go_on_in_worker()). A hold lasts HOLD_USEC at most (a file system that does not
  * answer): the records go on and the subscription gets Overflow, which
  * covers what the scan reports late. On a lane that is stalled already,
  * the owner is not held for nothing: the subscription gets Overflow at once.

@@ -963,6 +963,48 @@ static guint make_tree(const char *t, guint n_top, guint n_sub) {
         return 1 + n_top * (1 + n_sub);
 }
 
+/* A large tree made in a RECURSIVE tree while watchd is stopped: the scan of
+ * its top directory runs past its first slice, the rest in walk jobs, whose
+ * reads the kernel's records of files made meanwhile race. Every directory
+ * and file is reported created exactly once, no Overflow. */
+static void test_recursive_new_big(WtFixture *f, gconstpointer data) {
+        g_autoptr(GPtrArray) want = g_ptr_array_new_with_free_func(g_free);
+        g_autofree char *t = path_in(f, "t"), *top = path_in(f, "t/new");
+        pid_t pid = wt_process_pid(f->daemon->process);
+        guint n_top = 40, n_sub = 20;
+
+        mkdir_p(f, "t");
+        wt_add_watch(f->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        (void) make_tree(top, n_top, n_sub);
+        g_ptr_array_add(want, g_strdup(top));
+        for (guint i = 0; i < n_top; i++) {
+                char *d = g_strdup_printf("%s/d%03u", top, i);
+
+                g_ptr_array_add(want, d);
+                for (guint j = 0; j < n_sub; j++) {
+                        char *sd = g_strdup_printf("%s/s%03u", d, j), *file = g_build_filename(sd, "f", NULL);
+
+                        wt_touch(file);
+                        g_ptr_array_add(want, sd);
+                        g_ptr_array_add(want, file);
+                }
+        }
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        /* While the scan goes on: a file more in each directory. */
+        for (guint i = 0; i < n_top; i++)
+                for (guint j = 0; j < n_sub; j++) {
+                        char *file = g_strdup_printf("%s/d%03u/s%03u/late", top, i, j);
+
+                        wt_touch(file);
+                        g_ptr_array_add(want, file);
+                }
+        for (guint i = 0; i < want->len; i++)
+                wt_await_record(&f->a, want->pdata[i], IN_CREATE, TIMEOUT_MS);
+        g_assert_cmpuint(f->a.n_overflows, ==, 0);
+        assert_created_once(&f->a, want);
+}
+
 /* A directory created and renamed at once (mkdir -p a/b && touch a/b/f && mv
  * a c), 50 times: whether the daemon linked it before or after the rename,
  * what it held is reported created exactly once, under one name or the other. */
@@ -2248,6 +2290,7 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/recursive-mkdir-p", NULL, test_recursive_mkdir_p);
         WT_CASE("/dbus/recursive-burst", "[limits]\nmax_pending_events_per_client = 200000\n", test_recursive_burst);
         WT_CASE("/dbus/recursive-limit", "[limits]\nmax_watches_per_client = 3\n", test_recursive_limit);
+        WT_CASE("/dbus/recursive-new-big", NULL, test_recursive_new_big);
         WT_CASE("/dbus/recursive-rename-race", NULL, test_recursive_rename_race);
         WT_CASE("/dbus/recursive-walk-race", NULL, test_recursive_walk_race);
         WT_CASE("/dbus/recursive-rename-big", NULL, test_recursive_rename_big);
