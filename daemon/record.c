@@ -55,15 +55,10 @@ static void record_fill(Record *r, RecordKind kind, uint32_t id, uint32_t mask, 
         r->reason = NULL;
         r->new_path = NULL;
         r->path_len = (uint32_t) l;
-        if (dir && name) {
-                /* path_join_to() without its strlen(dir): record_size() measured it (l). */
-                size_t dl = l - 1 - name_len;
-
-                memcpy(r->path, dir, dl);
-                r->path[dl] = '/';
-                memcpy(r->path + dl + 1, name, name_len);
-                r->path[l] = '\0';
-        } else
+        if (dir && name)
+                /* record_size() measured dir already: l is its prefix, "/" and name. */
+                path_join_prefix_to(r->path, dir, l - 1 - name_len, name, name_len);
+        else
                 memcpy(r->path, dir ?: "", l + 1);
 }
 

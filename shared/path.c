@@ -22,14 +22,16 @@ size_t path_join_len(const char *dir, size_t name_len) {
         return path_prefix_len(dir) + 1 + name_len;
 }
 
-char *path_join_to(char *buf, const char *dir, const char *name, size_t name_len) {
-        size_t dl = path_prefix_len(dir);
-
-        memcpy(buf, dir, dl);
-        buf[dl] = '/';
-        memcpy(buf + dl + 1, name, name_len);
-        buf[dl + 1 + name_len] = '\0';
+char *path_join_prefix_to(char *buf, const char *dir, size_t prefix_len, const char *name, size_t name_len) {
+        memcpy(buf, dir, prefix_len);
+        buf[prefix_len] = '/';
+        memcpy(buf + prefix_len + 1, name, name_len);
+        buf[prefix_len + 1 + name_len] = '\0';
         return buf;
+}
+
+char *path_join_to(char *buf, const char *dir, const char *name, size_t name_len) {
+        return path_join_prefix_to(buf, dir, path_prefix_len(dir), name, name_len);
 }
 
 char *path_join(const char *dir, const char *name, size_t name_len) {

@@ -24,6 +24,8 @@ size_t path_join_len(const char *dir, size_t name_len);
 
 /* Writes dir + "/" + name and a NUL into buf (path_join_len() + 1 bytes); returns buf. */
 char *path_join_to(char *buf, const char *dir, const char *name, size_t name_len);
+/* The same, dir's path_prefix_len() known (prefix_len): nothing of dir is measured. */
+char *path_join_prefix_to(char *buf, const char *dir, size_t prefix_len, const char *name, size_t name_len);
 
 /* dir + "/" + name, newly allocated. */
 char *path_join(const char *dir, const char *name, size_t name_len);
