@@ -318,7 +318,7 @@ static int idev_add_watch(struct idev_device *dev,
 	struct inode *inode;
 	struct file *filp;
 	long mask;
-	int ret;
+	int ret, wd;
 
 	if (copy_from_user(&req, ureq, sizeof(req)))
 		return -EFAULT;
@@ -350,24 +350,31 @@ static int idev_add_watch(struct idev_device *dev,
 	mutex_lock(&dev->watch_mutex);
 	/* Returns the mark with a reference, or NULL. */
 	fsn_mark = fsnotify_find_mark(&inode->i_fsnotify_marks, dev->group);
-	if (fsn_mark) {
-		struct idev_mark *imark = idev_mark(fsn_mark);
-
+	/*
+	 * Found means attached when found, not now: watch_mutex does not hold
+	 * off fsnotify's own destruction of a mark (an IN_ONESHOT watch's
+	 * first event, the inode's last unlink, umount), which detaches it
+	 * and then runs idev_freeing_mark(). A mark already out of the table
+	 * (wd < 0) is dying, and no longer in the inode's way: a new watch
+	 * takes its place, as inotify_add_watch(2) would give one. A mark
+	 * still in it is the watch: its wd is read once, and if it dies just
+	 * after, its IN_IGNORED follows, as for any watch that dies.
+	 */
+	wd = fsn_mark ? READ_ONCE(idev_mark(fsn_mark)->wd) : -1;
+	if (wd >= 0) {
 		if (mask & IN_MASK_CREATE) {
 			ret = -EEXIST;
 		} else {
-			idev_update_watch(dev, imark, mask, syscall_abi);
-			ret = READ_ONCE(imark->wd);
-			/* Found means attached, and attached marks are in the table. */
-			if (WARN_ON_ONCE(ret < 0))
-				ret = -ENOENT;
+			idev_update_watch(dev, idev_mark(fsn_mark), mask, syscall_abi);
+			ret = wd;
 		}
-		fsnotify_put_mark(fsn_mark);	/* find's reference */
 	} else {
 		ret = idev_new_watch(dev, inode,
 				     mask & (INOTIFY_DEV_EVENTS | IN_ONESHOT | IN_EXCL_UNLINK),
 				     syscall_abi);
 	}
+	if (fsn_mark)
+		fsnotify_put_mark(fsn_mark);	/* find's reference */
 	mutex_unlock(&dev->watch_mutex);
 out_fput:
 	fput(filp);

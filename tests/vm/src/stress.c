@@ -12,7 +12,12 @@
  *    directories), unlink, mkdir and rmdir;
  *  - 1 mounter: mounts a tmpfs, fills it, unmounts it (IN_UNMOUNT paths);
  *  - 1 knob turner: flips max_queued_events between 32 and 16384, so that
- *    instances opened meanwhile overflow.
+ *    instances opened meanwhile overflow;
+ *  - an IN_ONESHOT pair on one file that always has a link: one process
+ *    re-adds its oneshot watch as fast as it can, the other changes the file,
+ *    so that fsnotify destroys the mark (from the handler) while the add
+ *    looks it up. Every add must succeed (a found mark that died meanwhile
+ *    is replaced by a new watch, never ENOENT nor a kernel warning).
  *
  * Watchers place a third of their watches with INOTIFY_ADD_WATCH (IN_MOVE_SELF,
  * and at random IN_ONESHOT, IN_EXCL_UNLINK, IN_MASK_ADD) and now and then
@@ -49,6 +54,7 @@
 struct counts {
         long opens, adds, removes, records, overflows, ignored, mutations, unmounts;
         long unloads, busy, refused; /* --unload */
+        long rearms;                 /* the IN_ONESHOT pair */
 };
 
 static double deadline;
@@ -464,6 +470,56 @@ static void unloader(int arg) {
         }
 }
 
+#define ONCE TOP "/once"
+
+/* Re-adds an IN_ONESHOT watch on ONCE; reads and checks what comes. */
+static void oneshot_adder(int arg) {
+        static struct inst in;
+        struct inotify_watch_request req;
+        int fd, wd, last = -1;
+
+        (void) arg;
+        inst_open(&in, O_NONBLOCK);
+        fd = open(ONCE, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                die("open %s: %s", ONCE, strerror(errno));
+        req.fd = fd;
+        req.mask = IN_ATTRIB | IN_ONESHOT;
+        while (vt_now() < deadline) {
+                wd = ioctl(in.fd, INOTIFY_ADD_WATCH, &req);
+                if (wd < 0)
+                        die("INOTIFY_ADD_WATCH %s (linked, open, oneshot): %s", ONCE, strerror(errno));
+                cnt.adds++;
+                if (wd != last)
+                        cnt.rearms++;
+                last = wd;
+                if (wd > in.maxwd)
+                        in.maxwd = wd;
+                if (wd < MAXWD) {
+                        in.state[wd] = 1;
+                        in.v2[wd] = 1;
+                }
+                inst_read(&in, false);
+        }
+        close(fd);
+        close(in.fd);
+}
+
+/* Changes ONCE's attributes, firing the oneshot watch. */
+static void oneshot_toucher(int arg) {
+        int fd = open(ONCE, O_RDONLY | O_CLOEXEC);
+
+        (void) arg;
+        if (fd < 0)
+                die("open %s: %s", ONCE, strerror(errno));
+        while (vt_now() < deadline) {
+                if (fchmod(fd, cnt.mutations % 2 ? 0644 : 0600) < 0)
+                        die("fchmod %s: %s", ONCE, strerror(errno));
+                cnt.mutations++;
+        }
+        close(fd);
+}
+
 static pid_t spawn(void (*fn)(int), int arg) {
         pid_t pid = fork();
 
@@ -515,6 +571,12 @@ int main(int argc, char **argv) {
                 vt_line("FAIL %s: mkdir: %s", test_name, strerror(errno));
                 return 1;
         }
+        i = open(ONCE, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        if (i < 0) {
+                vt_line("FAIL %s: create %s: %s", test_name, ONCE, strerror(errno));
+                return 1;
+        }
+        close(i);
         if (pipe(pipefd) < 0) {
                 vt_line("FAIL %s: pipe: %s", test_name, strerror(errno));
                 return 1;
@@ -535,7 +597,9 @@ int main(int argc, char **argv) {
                         spawn(run_mutator, 0);
                 spawn(run_mounter, 0);
                 spawn(run_knob, 0);
-                nchild += 2;
+                spawn(oneshot_adder, 0);
+                spawn(oneshot_toucher, 0);
+                nchild += 4;
         }
         close(pipefd[1]);
 
@@ -560,6 +624,7 @@ int main(int argc, char **argv) {
                 total.unloads += c.unloads;
                 total.busy += c.busy;
                 total.refused += c.refused;
+                total.rearms += c.rearms;
                 nchild--;
         }
         if (failed || nchild) {
@@ -580,9 +645,15 @@ int main(int argc, char **argv) {
                         total.mutations);
                 return 0;
         }
+        /* The oneshot pair showed nothing unless its watch died and came back. */
+        if (total.rearms < 2) {
+                vt_line("FAIL stress: the IN_ONESHOT watch was re-armed %ld times: want many", total.rearms);
+                return 1;
+        }
         vt_line("PASS stress: %.0f s, %ld instances, %ld watches added, %ld removed, %ld records read "
-                "(%ld IN_IGNORED, %ld IN_Q_OVERFLOW), %ld file operations, %ld unmounts",
+                "(%ld IN_IGNORED, %ld IN_Q_OVERFLOW), %ld file operations, %ld unmounts, "
+                "%ld IN_ONESHOT re-arms",
                 vt_now() - t0, total.opens, total.adds, total.removes, total.records, total.ignored, total.overflows,
-                total.mutations, total.unmounts);
+                total.mutations, total.unmounts, total.rearms);
         return 0;
 }
