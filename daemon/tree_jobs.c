@@ -58,8 +58,9 @@
  * as a later slice's did: a job's reads keep every entry (Frame.entries),
  * its completion reports them. A directory a job linked is read by a
  * later job, after the loop may have read the kernel's records of names
- * made in it meanwhile: those are noted (Tree.unread, tree_unread_note())
- * and not reported again. The opens of a directory by its path
+ * made or gone in it meanwhile: those are noted (Tree.unread,
+ * tree_unread_note()) and not reported again (a name gone after the job read
+ * it would come back). The opens of a directory by its path
  * (tree_add_at()'s parent, tree_rescan()'s root) are jobs too (TreeOpen,
  * "opens by path" below), in a lane of the owner's uid; for a scan, with
  * its owner's records held meanwhile (hold.h).
@@ -341,8 +342,12 @@ void tree_unread_note(Tree *t, const Subscription *s, const char *dir, uint32_t 
         g_autofree char *key = NULL;
         GHashTable *names;
 
-        /* A name deleted or moved away stays noted: the kernel's records tell its story. */
-        if (!t->unread || g_hash_table_size(t->unread) == 0 || !name || !(mask & (IN_CREATE | IN_MOVED_TO)))
+        /* Every name the kernel told of since the link: its records tell its
+         * story. A name that was there before and went (IN_DELETE, IN_MOVED_FROM)
+         * too: the job may have read it before it went, and its IN_CREATE,
+         * reported after the kernel's record, would bring it back. */
+        if (!t->unread || g_hash_table_size(t->unread) == 0 || !name ||
+            !(mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)))
                 return;
         key = unread_key(s->id, dir);
         names = g_hash_table_lookup(t->unread, key);

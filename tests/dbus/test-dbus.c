@@ -1005,6 +1005,50 @@ static void test_recursive_new_big(WtFixture *f, gconstpointer data) {
         assert_created_once(&f->a, want);
 }
 
+/* The same large new tree, but while the scan goes on the file of each
+ * directory is deleted: a walk job may read a directory (and see the file)
+ * after the loop delivered the kernel's IN_DELETE of it. What the client is
+ * told must leave it knowing that no file is there: for each, no record, or
+ * a last record that is IN_DELETE, never IN_CREATE after it. */
+static void test_recursive_new_big_delete(WtFixture *f, gconstpointer data) {
+        g_autoptr(GHashTable) last = g_hash_table_new(g_str_hash, g_str_equal);
+        g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(g_free);
+        g_autofree char *t = path_in(f, "t"), *top = path_in(f, "t/new"), *marker = path_in(f, "t/marker");
+        pid_t pid = wt_process_pid(f->daemon->process);
+        guint n_top = 40, n_sub = 20, n_seen = 0;
+
+        mkdir_p(f, "t");
+        wt_add_watch(f->proxy, t, IN_CREATE | IN_DELETE, WATCHD_FLAG_RECURSIVE, NULL);
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        (void) make_tree(top, n_top, n_sub);
+        for (guint i = 0; i < n_top; i++)
+                for (guint j = 0; j < n_sub; j++) {
+                        char *file = g_strdup_printf("%s/d%03u/s%03u/f", top, i, j);
+
+                        wt_touch(file);
+                        g_ptr_array_add(files, file);
+                }
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        for (guint i = files->len; i > 0; i--)
+                g_assert_cmpint(unlink(files->pdata[i - 1]), ==, 0);
+        wt_touch(marker);
+        wt_await_record(&f->a, marker, IN_CREATE, TIMEOUT_MS);
+        g_assert_cmpuint(f->a.n_overflows, ==, 0);
+        for (guint i = 0; i < f->a.records->len; i++) {
+                WtRecord *r = &g_array_index(f->a.records, WtRecord, i);
+
+                g_hash_table_insert(last, r->path, GUINT_TO_POINTER(r->mask));
+        }
+        for (guint i = 0; i < files->len; i++) {
+                guint mask = GPOINTER_TO_UINT(g_hash_table_lookup(last, files->pdata[i]));
+
+                if (mask & IN_CREATE)
+                        g_error("'%s': deleted, but the last record of it is IN_CREATE", (char *) files->pdata[i]);
+                n_seen += mask != 0;
+        }
+        g_test_message("new tree, files deleted during the scan: %u of %u reported", n_seen, files->len);
+}
+
 /* A directory created and renamed at once (mkdir -p a/b && touch a/b/f && mv
  * a c), 50 times: whether the daemon linked it before or after the rename,
  * what it held is reported created exactly once, under one name or the other. */
@@ -2291,6 +2335,7 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/recursive-burst", "[limits]\nmax_pending_events_per_client = 200000\n", test_recursive_burst);
         WT_CASE("/dbus/recursive-limit", "[limits]\nmax_watches_per_client = 3\n", test_recursive_limit);
         WT_CASE("/dbus/recursive-new-big", NULL, test_recursive_new_big);
+        WT_CASE("/dbus/recursive-new-big-delete", NULL, test_recursive_new_big_delete);
         WT_CASE("/dbus/recursive-rename-race", NULL, test_recursive_rename_race);
         WT_CASE("/dbus/recursive-walk-race", NULL, test_recursive_walk_race);
         WT_CASE("/dbus/recursive-rename-big", NULL, test_recursive_rename_big);
