@@ -1316,6 +1316,63 @@ static void test_recursive_walk_race(WtFixture *f, gconstpointer data) {
         }
 }
 
+/* Directories renamed while the AddWatch walk goes on, each in its own
+ * directory (dNNN/sMMM -> dNNN/rMMM): a walk job may open one by its old
+ * name and link it after the loop read the rename. Then a file made in
+ * each is reported created once, at the new name. */
+static void test_recursive_walk_rename(WtFixture *f, gconstpointer data) {
+        g_autofree char *t = g_build_filename(wt_fixture_fast_dir(f), "t", NULL);
+        g_autofree char *marker = g_build_filename(t, "marker", NULL);
+        g_autoptr(GPtrArray) want = g_ptr_array_new_with_free_func(g_free);
+        AsyncAdd a = { .c = &f->a };
+        guint top = 40, sub = 24, n = 0;
+
+        make_tree(t, top, sub);
+        g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000); /* under valgrind too */
+        watchd_inotify_call_add_watch(f->proxy, t, IN_CREATE | IN_MOVE, WATCHD_FLAG_RECURSIVE, NULL, on_add_watch_done,
+                                      &a);
+        /* Until it is answered (at most 6 rounds: 11,520 kernel records, below
+         * the default queue of 16,384 when watchd is slow, under valgrind):
+         * each directory renamed in turn, s to r and back, so that some are
+         * renamed right as the walk opens them. */
+        for (guint k = 0; k < 6 * top * sub && (k % (top * sub) || !a.done); k++) {
+                guint leaf = k % (top * sub), round = k / (top * sub);
+                g_autofree char *from = g_strdup_printf("%s/d%03u/%c%03u", t, leaf / sub, round % 2 ? 'r' : 's',
+                                                        leaf % sub);
+                g_autofree char *to = g_strdup_printf("%s/d%03u/%c%03u", t, leaf / sub, round % 2 ? 's' : 'r',
+                                                      leaf % sub);
+
+                g_assert_cmpint(rename(from, to), ==, 0);
+                if (want->len < top * sub)
+                        g_ptr_array_add(want, NULL);
+                g_free(want->pdata[leaf]);
+                want->pdata[leaf] = g_build_filename(to, "g", NULL);
+                n += !a.done;
+                while (g_main_context_iteration(NULL, FALSE))
+                        ;
+        }
+        g_assert_true(wt_await_flag(&a.done, 600000));
+        g_assert_no_error(a.error);
+        g_test_message("walk rename: %u renames during the walk", n);
+        for (guint i = 0; i < want->len; i++)
+                wt_touch(want->pdata[i]);
+        wt_touch(marker);
+        wt_await_record(&f->a, marker, IN_CREATE, TIMEOUT_MS);
+        g_assert_cmpuint(f->a.n_overflows, ==, 0);
+        {
+                g_autoptr(GHashTable) h = create_counts(&f->a);
+
+                for (guint i = 0; i < want->len; i++) {
+                        guint c = GPOINTER_TO_UINT(g_hash_table_lookup(h, want->pdata[i]));
+
+                        if (c != 1)
+                                g_error("'%s' reported created %u times (want 1): its directory, renamed during "
+                                        "the walk, is watched under another name or not at all",
+                                        (const char *) want->pdata[i], c);
+                }
+        }
+}
+
 /* Over the limit part-way through a walk from the loop: AddWatch fails
  * with LimitsExceeded and nothing of the subscription is left. */
 static void test_recursive_big_limit(WtFixture *f, gconstpointer data) {
@@ -2338,6 +2395,7 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/recursive-new-big-delete", NULL, test_recursive_new_big_delete);
         WT_CASE("/dbus/recursive-rename-race", NULL, test_recursive_rename_race);
         WT_CASE("/dbus/recursive-walk-race", NULL, test_recursive_walk_race);
+        WT_CASE("/dbus/recursive-walk-rename", NULL, test_recursive_walk_rename);
         WT_CASE("/dbus/recursive-rename-big", NULL, test_recursive_rename_big);
         /* Their walks, under valgrind too, may take longer than the default add_watch_timeout_ms. */
         WT_CASE("/dbus/recursive-big",
