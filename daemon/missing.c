@@ -324,11 +324,6 @@ void missing_cut(Missing *m, Chain *c, WatchLink *top, GPtrArray *restart) {
         c->gen++;
 }
 
-/*
- * c's next probe, if none is in a worker: a descent waiting (deepest first),
- * else a node to probe from the top. In a worker on the caller's lane;
- * where no worker can take it, inline.
- */
 /* Whether p (components, no leading "/") starts with the components of
  * prefix (n bytes, no trailing "/"). */
 static bool components_start_with(const char *p, const char *prefix, size_t n) {
@@ -447,6 +442,11 @@ static void chain_hold(Missing *m, Chain *c) {
         }
 }
 
+/*
+ * c's next probe, if none is in a worker: a descent waiting (deepest first),
+ * else a node to probe from the top. In a worker on the caller's lane;
+ * where no worker can take it, inline.
+ */
 void missing_chain_kick(Missing *m, Chain *c) {
         c->n_waiters++;
         while (!c->job) {

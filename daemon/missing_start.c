@@ -32,13 +32,6 @@ static size_t next_prefix(const char *path, size_t end) {
 }
 
 /*
- * Looks w's path up from the top, as its caller: the first directory of it
- * that may be read is its chain's top (normally "/"), and w descends from
- * there. Runs with the daemon's credentials (it switches for itself).
- * Return: 0, -ESTALE (the chain's top was replaced: try again), or -errno
- * (w is in no chain then).
- */
-/*
  * Opens the first prefix of path from "/" that the caller (whose
  * credentials are taken) may read: its length in *ret_end. Return: the fd
  * (st), -EACCES (no directory of the path may be read), or -errno.
