@@ -644,7 +644,7 @@ void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *na
 
 /* name appeared below parent (a link of s): parent opened by its path as
  * the owner, in a job (tree_open_submit(); for a directory just created,
- * synthesize, with its owner held: see "opens by path" in tree_jobs.c), or
+ * synthesize, with its owner held: see tree_open.c), or
  * here where no job can be had. */
 void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
                  uint64_t now_usec) {

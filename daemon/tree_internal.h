@@ -2,8 +2,9 @@
 #pragma once
 
 /*
- * tree_internal - what tree.c (walks on the loop) and tree_jobs.c (walks in
- * workers) share: the tree, a walk, its frames. For those two files only.
+ * tree_internal - what tree.c (walks on the loop), tree_jobs.c (walks in
+ * workers) and tree_open.c (opens by path in workers) share: the tree, a
+ * walk, its frames. For those files only.
  */
 
 #include <dirent.h>
@@ -95,7 +96,7 @@ struct TreeWalk {
         LIST_FIELDS(TreeWalk, walks); /* the walks going on from the loop */
 };
 
-/* An open by path in a worker (tree_jobs.c, "opens by path"). */
+/* An open by path in a worker (tree_open.c). */
 struct TreeOpen {
         Tree *tree; /* NULL: the tree went first (tree_free()): the completion frees */
         uint32_t id;
@@ -153,7 +154,8 @@ void tree_unread_drop(Tree *t, Frame *f);
 void tree_unread_note(Tree *t, const Subscription *s, const char *dir, uint32_t mask, const char *name, size_t name_len);
 /* The frames a job took from its walk. */
 GArray *tree_job_frames(WalkJob *j);
-/* link's path opened as s's owner in a job, then tree_add_opened() (name)
+
+/* tree_open.c: link's path opened as s's owner in a job, then tree_add_opened() (name)
  * or tree_rescan_opened() (name NULL) on the loop. With synthesize, hold is
  * the hold the scan's records keep their order by (a reference, taken on
  * success), or NULL: one is started. Return: 0, or -errno: no job (the
