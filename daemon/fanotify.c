@@ -34,6 +34,11 @@
  * 10,000 events. A directory renamed past that before it was looked up is
  * found where it is now (watchd(8)). */
 #define READ_AHEAD_MAX 16u
+/* Directories looked up past the read ahead that are kept (Fanotify.unsure);
+ * past it, any directory's rename or deletion read before the queue is
+ * next empty gives Overflow. */
+#define UNSURE_MAX 4096u
+
 
 /* A read made ahead of the one being handled. */
 typedef struct FanRead {
@@ -113,6 +118,8 @@ Fanotify *fanotify_free(Fanotify *f) {
                 g_hash_table_destroy(f->refused);
         if (f->later)
                 g_array_unref(f->later);
+        if (f->unsure)
+                g_hash_table_destroy(f->unsure);
         fan_group_free(f->group);
         for (FanRead *a; (a = g_queue_pop_head(&f->ahead));) {
                 free(a->buf);
@@ -365,6 +372,50 @@ static void handle_event(Fanotify *f, const FanRawEvent *ev, GArray *targets, ui
                 handle_entry(f, ev, own, targets, now);
 }
 
+/* A handle as a key of Fanotify.unsure. */
+static GBytes *handle_key(const FanHandle *h) {
+        GByteArray *b = g_byte_array_sized_new(sizeof(h->fsid) + sizeof(h->type) + h->size);
+
+        g_byte_array_append(b, (const guint8 *) &h->fsid, sizeof(h->fsid));
+        g_byte_array_append(b, (const guint8 *) &h->type, sizeof(h->type));
+        g_byte_array_append(b, h->bytes, h->size);
+        return g_byte_array_free_to_bytes(b);
+}
+
+void fanotify_note_lookup(Fanotify *f, const FanHandle *h) {
+        if (!f->capped || f->unsure_all)
+                return;
+        if (!f->unsure)
+                f->unsure = g_hash_table_new_full(g_bytes_hash, g_bytes_equal, (GDestroyNotify) g_bytes_unref, NULL);
+        if (g_hash_table_size(f->unsure) >= UNSURE_MAX) {
+                f->unsure_all = true;
+                g_clear_pointer(&f->unsure, g_hash_table_destroy);
+                return;
+        }
+        g_hash_table_add(f->unsure, handle_key(h));
+}
+
+/* The queue was read empty: what was queued at every lookup is indexed. */
+static void unsure_clear(Fanotify *f) {
+        f->capped = false;
+        f->unsure_all = false;
+        g_clear_pointer(&f->unsure, g_hash_table_destroy);
+}
+
+/* A directory renamed or deleted, read now: was it looked up past the read
+ * ahead, before this was read? (A rename queued after the lookup may count
+ * too: an Overflow more, never a loss unsaid.) */
+static bool unsure_of(const Fanotify *f, const FanHandle *h) {
+        g_autoptr(GBytes) key = NULL;
+
+        if (f->unsure_all)
+                return true;
+        if (!f->unsure)
+                return false;
+        key = handle_key(h);
+        return g_hash_table_contains(f->unsure, key);
+}
+
 /* The directory renames and deletions of a read just made (Later), its
  * len bytes at buf starting at base. */
 static void index_later(Fanotify *f, const uint8_t *buf, size_t len, uint64_t base) {
@@ -382,7 +433,26 @@ static void index_later(Fanotify *f, const uint8_t *buf, size_t len, uint64_t ba
                         g_array_append_val(
                                 f->later,
                                 ((Later) { base + at, ev.object, ev.entry.dir, ev.entry.name, ev.entry.name_len }));
+                else
+                        continue;
+                if (unsure_of(f, &ev.object))
+                        f->misplaced = true;
         }
+}
+
+/* A directory looked up past the read ahead was moved or deleted before the
+ * lookup: what was reported in it since may be under the wrong path, or was
+ * dropped as outside every tree. */
+static void handle_misplaced(Fanotify *f) {
+        GHashTableIter i;
+        gpointer k;
+
+        f->misplaced = false;
+        log_warning("A directory was looked up past the fanotify read ahead (1 MiB of events) and had moved: every "
+                    "subscription it serves gets Overflow.");
+        g_hash_table_iter_init(&i, f->subs);
+        while (g_hash_table_iter_next(&i, &k, NULL))
+                f->ops.lost(k, f->userdata);
 }
 
 const Later *fanotify_later(const Fanotify *f, const FanHandle *h) {
@@ -416,6 +486,8 @@ bool fanotify_read_ahead(Fanotify *f) {
                 if (!a)
                         break;
                 n = read(fanotify_fd(f), f->spare, READ_BUF);
+                if (n < 0 && errno == EAGAIN)
+                        unsure_clear(f);
                 if (n <= 0)
                         break; /* nothing more (EAGAIN), or an error the next read of the slice meets again */
                 a->buf = f->spare;
@@ -427,6 +499,8 @@ bool fanotify_read_ahead(Fanotify *f) {
                 g_queue_push_tail(&f->ahead, TAKE_PTR(a));
                 any = true;
         }
+        /* Stopped at its bound, not at an empty queue. */
+        f->capped = g_queue_get_length(&f->ahead) >= READ_AHEAD_MAX;
         return any;
 }
 
@@ -447,6 +521,8 @@ static ssize_t next_read(Fanotify *f) {
                 n = (ssize_t) f->len;
         } else {
                 n = read(fanotify_fd(f), f->buf, READ_BUF);
+                if (n < 0 && errno == EAGAIN)
+                        unsure_clear(f);
                 if (n < 0)
                         return errno == EAGAIN ? 0 : negative_errno();
                 if (n == 0)
@@ -500,6 +576,8 @@ static bool slice_run(Fanotify *f, uint64_t budget_usec) {
                 if (ev.fd >= 0)
                         safe_close(ev.fd);
                 handle_event(f, &ev, targets, now_usec());
+                if (f->misplaced)
+                        handle_misplaced(f);
                 f->slice_events++;
                 if (now_usec() >= deadline)
                         return true;

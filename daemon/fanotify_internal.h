@@ -63,12 +63,23 @@ struct Fanotify {
         uint32_t next_cookie;
         uint8_t *buf; /* the read being handled: buf[off, len) not handled yet */
         size_t off, len;
-        uint64_t base;         /* where buf starts in all the group's reads, bytes */
-        uint64_t end;          /* where the last read ended, in the same count */
-        GQueue ahead;          /* FanRead: read ahead of buf (fanotify_read_ahead()), in order */
-        uint8_t *spare;        /* a buffer of READ_BUF bytes for the next read ahead, or NULL */
-        bool in_slice;         /* in fanotify_slice(): events are being handled */
-        GArray *later;         /* Later: the directory renames and deletions of buf and ahead */
+        uint64_t base;  /* where buf starts in all the group's reads, bytes */
+        uint64_t end;   /* where the last read ended, in the same count */
+        GQueue ahead;   /* FanRead: read ahead of buf (fanotify_read_ahead()), in order */
+        uint8_t *spare; /* a buffer of READ_BUF bytes for the next read ahead, or NULL */
+        bool in_slice;  /* in fanotify_slice(): events are being handled */
+        GArray *later;  /* Later: the directory renames and deletions of buf and ahead */
+        /* Past the read ahead: its last round stopped at READ_AHEAD_MAX, not
+         * at an empty queue (capped). A directory looked up then was found
+         * where it is now, and a rename or deletion of it queued before the
+         * lookup may be past what was read: its handle is kept (unsure) until
+         * a read finds the queue empty (all that was queued then is read and
+         * indexed), and such a rename or deletion, when read, gives Overflow
+         * (fanotify_note_lookup(), index_later()). */
+        bool capped;
+        GHashTable *unsure;    /* GBytes: the handles, NULL if none */
+        bool unsure_all;       /* more than UNSURE_MAX: any directory's rename or deletion counts */
+        bool misplaced;        /* one was read: Overflow once the event being handled is */
         unsigned slice_events; /* handled by the last fanotify_slice() */
         FanotifyStats stats;
 };
@@ -98,6 +109,10 @@ const Later *fanotify_later(const Fanotify *f, const FanHandle *h);
  * fanotify.c's READ_AHEAD_MAX), to be handled after buf, and learns its
  * Laters. Returns whether it read anything. */
 bool fanotify_read_ahead(Fanotify *f);
+/* Directory h was just looked up, after fanotify_read_ahead(), and no Later
+ * of it was found: if the read ahead could not read all that was queued,
+ * h is kept to be checked against what is read later. */
+void fanotify_note_lookup(Fanotify *f, const FanHandle *h);
 
 /* fanotify_marks.c */
 void fan_fs_free(FanFs *fs);

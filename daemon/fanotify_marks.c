@@ -184,6 +184,8 @@ static int fs_lookup(const FanHandle *h, FanHandle *ret_parent, uint8_t *parent_
         r = kernel_lookup(fs, h, ret_parent, parent_bytes, ret_name);
         if (fanotify_read_ahead(fs->fanotify) && (l = fanotify_later(fs->fanotify, h)))
                 return later_place(l, ret_parent, parent_bytes, ret_name);
+        /* Past the read ahead, its move may not be read yet: checked when it is. */
+        fanotify_note_lookup(fs->fanotify, h);
         return r;
 }
 

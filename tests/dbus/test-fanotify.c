@@ -330,6 +330,28 @@ static void junk(Fixture *f, int n) {
         }
 }
 
+/* The recursive subscription of the looked-up tests, then watchd stopped: its pid. */
+static pid_t watch_and_stop(Fixture *f) {
+        pid_t pid;
+
+        (void) wt_add_watch(f->proxy, f->root, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO,
+                            WATCHD_FLAG_RECURSIVE, NULL);
+        pid = wt_process_pid(f->daemon->process);
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        return pid;
+}
+
+/* r/a renamed r/A, a file made in r/A/b, n_junk files, then r/A moved out of the tree (to out/A). */
+static void move_out_after(Fixture *f, int n_junk) {
+        g_autofree char *ra = at(f, "r/a"), *rA = at(f, "r/A"), *x = at(f, "r/A/b/x");
+        g_autofree char *outA = g_build_filename(f->mnt, "out/A", NULL);
+
+        rename_ok(ra, rA);
+        wt_touch(x);
+        junk(f, n_junk);
+        rename_ok(rA, outA);
+}
+
 /*
  * Directories that were there before the subscription are looked up by
  * handle when an event in them is first read: with watchd stopped, so that
@@ -355,14 +377,8 @@ static void looked_up_late(Fixture *f, int n_junk) {
         mkdir_p(out);
         mkdir_p(dy);
         mkdir_p(j);
-        (void) wt_add_watch(f->proxy, f->root, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO,
-                            WATCHD_FLAG_RECURSIVE, NULL);
-        pid = wt_process_pid(f->daemon->process);
-        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
-        rename_ok(ra, rA);
-        wt_touch(x);
-        junk(f, n_junk);
-        rename_ok(rA, outA);
+        pid = watch_and_stop(f);
+        move_out_after(f, n_junk);
         wt_touch(df);
         junk(f, n_junk);
         wt_remove_tree(del);
@@ -388,6 +404,39 @@ static void test_looked_up_late(Fixture *f, gconstpointer data) {
 
 static void test_looked_up_past_read(Fixture *f, gconstpointer data) {
         looked_up_late(f, 1500);
+}
+
+/*
+ * The same, past the read ahead (1 MiB, some 11,000 events): a directory
+ * renamed and moved out of the tree after an event in it, with 13,000
+ * events between (the whole queue stays below fanotify's 16,384). The
+ * lookup made for the event cannot read as far as the move, and finds the
+ * directory where it is now (outside the tree). The event is reported
+ * where it happened, or the subscription is told with Overflow when the
+ * move is read: never lost in silence.
+ */
+static void test_looked_up_past_read_ahead(Fixture *f, gconstpointer data) {
+        g_autofree char *a = at(f, "r/a/b"), *x = at(f, "r/A/b/x"), *j = at(f, "j");
+        g_autofree char *out = g_build_filename(f->mnt, "out", NULL);
+        pid_t pid;
+
+        if (!f->ok)
+                return;
+        mkdir_p(a);
+        mkdir_p(out);
+        mkdir_p(j);
+        pid = watch_and_stop(f);
+        move_out_after(f, 13000);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        sentinel(f, &f->a, "done");
+        assert_no_record_with(&f->a, "/out");
+        if (f->a.n_overflows > 0) {
+                g_test_message("past the read ahead: told with Overflow");
+                return;
+        }
+        if (count_records(&f->a, x, IN_CREATE) != 1)
+                g_error("'%s' reported created %u times, and no Overflow: lost in silence", x,
+                        count_records(&f->a, x, IN_CREATE));
 }
 
 /* ---------------------------------------------------------------- mkdir -p */
@@ -823,6 +872,10 @@ int main(int argc, char **argv) {
                    fixture_teardown);
         g_test_add("/fanotify/tmpfs/looked-up-past-read", Fixture, "tmpfs", fixture_setup, test_looked_up_past_read,
                    fixture_teardown);
+        g_test_add("/fanotify/ext4/looked-up-past-read-ahead", Fixture, "ext4", fixture_setup,
+                   test_looked_up_past_read_ahead, fixture_teardown);
+        g_test_add("/fanotify/tmpfs/looked-up-past-read-ahead", Fixture, "tmpfs", fixture_setup,
+                   test_looked_up_past_read_ahead, fixture_teardown);
         g_test_add("/fanotify/ext4/mkdir-p", Fixture, "ext4", fixture_setup, test_mkdir_p, fixture_teardown);
         g_test_add("/fanotify/ext4/permission", Fixture, "ext4", fixture_setup, test_permission, fixture_teardown);
         g_test_add("/fanotify/ext4/own-events", Fixture, "ext4", NULL, test_own_events, fixture_teardown);
