@@ -1261,6 +1261,23 @@ static void test_recursive_exit(WtFixture *f, gconstpointer data) {
         g_test_message("exit during a walk: answered \"%s\"", a.error->message);
 }
 
+/* marker made and its record in (records come in kernel order), no Overflow:
+ * then each path of want was reported created exactly once, or why not. */
+static void marked_each_created_once(WtFixture *f, const char *marker, GPtrArray *want, const char *why) {
+        g_autoptr(GHashTable) h = NULL;
+
+        wt_touch(marker);
+        wt_await_record(&f->a, marker, IN_CREATE, TIMEOUT_MS);
+        g_assert_cmpuint(f->a.n_overflows, ==, 0);
+        h = create_counts(&f->a);
+        for (guint i = 0; i < want->len; i++) {
+                guint n = GPOINTER_TO_UINT(g_hash_table_lookup(h, want->pdata[i]));
+
+                if (n != 1)
+                        g_error("'%s' reported created %u times (want 1): %s", (const char *) want->pdata[i], n, why);
+        }
+}
+
 /* Directories made all over a tree while AddWatch walks it (its reads in
  * workers): each is watched, whether it was made before its parent was read
  * (the walk finds it) or after its parent's watch was placed (the kernel
@@ -1299,21 +1316,7 @@ static void test_recursive_walk_race(WtFixture *f, gconstpointer data) {
                 wt_touch(file);
                 g_ptr_array_add(want, g_steal_pointer(&file));
         }
-        wt_touch(marker);
-        wt_await_record(&f->a, marker, IN_CREATE, TIMEOUT_MS);
-        g_assert_cmpuint(f->a.n_overflows, ==, 0);
-        {
-                g_autoptr(GHashTable) h = create_counts(&f->a);
-
-                for (guint i = 0; i < want->len; i++) {
-                        guint n = GPOINTER_TO_UINT(g_hash_table_lookup(h, want->pdata[i]));
-
-                        if (n != 1)
-                                g_error("'%s' reported created %u times (want 1): its directory, made during "
-                                        "the walk, is not watched",
-                                        (const char *) want->pdata[i], n);
-                }
-        }
+        marked_each_created_once(f, marker, want, "its directory, made during the walk, is not watched");
 }
 
 /* Directories renamed while the AddWatch walk goes on, each in its own
@@ -1356,21 +1359,8 @@ static void test_recursive_walk_rename(WtFixture *f, gconstpointer data) {
         g_test_message("walk rename: %u renames during the walk", n);
         for (guint i = 0; i < want->len; i++)
                 wt_touch(want->pdata[i]);
-        wt_touch(marker);
-        wt_await_record(&f->a, marker, IN_CREATE, TIMEOUT_MS);
-        g_assert_cmpuint(f->a.n_overflows, ==, 0);
-        {
-                g_autoptr(GHashTable) h = create_counts(&f->a);
-
-                for (guint i = 0; i < want->len; i++) {
-                        guint c = GPOINTER_TO_UINT(g_hash_table_lookup(h, want->pdata[i]));
-
-                        if (c != 1)
-                                g_error("'%s' reported created %u times (want 1): its directory, renamed during "
-                                        "the walk, is watched under another name or not at all",
-                                        (const char *) want->pdata[i], c);
-                }
-        }
+        marked_each_created_once(f, marker, want,
+                                 "its directory, renamed during the walk, is watched under another name or not at all");
 }
 
 /* Over the limit part-way through a walk from the loop: AddWatch fails
