@@ -3,8 +3,9 @@
 
 /*
  * tree_internal - what tree.c (walks on the loop), tree_jobs.c (walks in
- * workers) and tree_open.c (opens by path in workers) share: the tree, a
- * walk, its frames. For those files only.
+ * workers), tree_open.c (opens by path in workers) and tree_moves.c
+ * (renames within a tree) share: the tree, a walk, its frames. For those
+ * files only.
  */
 
 #include <dirent.h>
@@ -114,7 +115,19 @@ struct TreeOpen {
         LIST_FIELDS(TreeOpen, opens);
 };
 
+/* A directory that appeared below a link whose path did not lead to it:
+ * tried again once the kernel queue is read empty (tree_retries_run). */
+typedef struct TreeRetry {
+        uint32_t id;
+        WatchLink *parent; /* held */
+        char *name;
+        bool synthesize;
+        uint64_t now;
+} TreeRetry;
+
 /* tree.c */
+/* The link of s at path (its root or a directory below), or NULL. */
+WatchLink *tree_find(Subscription *s, const char *path);
 /* An entry read from the directory open at dfd: 1 a directory, 0 not, -1 "." or ".." (skipped). */
 int tree_dirent_kind(int dfd, const struct dirent64 *de, size_t name_len);
 void tree_dir_close(Tree *t, int fd, const SelfDir *d);
