@@ -20,10 +20,8 @@
  * A waiter whose AddWatch waits (w->answer) is answered through ops->found
  * once it is at rest: waiting where the next component is not there,
  * placed, or failed.
- * missing_add() (without workers, or when none can be had:
- * missing_start()) still looks its path up on the loop, at once; a PERSIST
- * subscription whose object left is looked up in workers too
- * (missing_follow_again()).
+ * missing_add() (a PERSIST subscription whose object left, and without
+ * workers) still looks its path up on the loop, at once.
  */
 
 #include <assert.h>
@@ -604,7 +602,7 @@ void missing_restart_all(Missing *m, GPtrArray *restart) {
         }
 }
 
-/* What the probes left in m->done (job_apply()): placed, or ended. w_sync's result is
+/* What descend() left in m->done: placed, or ended. w_sync's result is
  * returned rather than told (waiter_add's own waiter, for its caller). */
 int missing_finish(Missing *m, Waiter *w_sync) {
         g_autoptr(GPtrArray) done = NULL, subs = NULL;

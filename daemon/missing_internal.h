@@ -60,7 +60,7 @@ struct Waiter {
 };
 
 /* The look-up of a waiter's top, as its caller in a worker: the prefixes of
- * its path from "/" opened until one may be read (top_open()'s loop). */
+ * its path from "/" opened until one may be read (missing_waiter_start()'s loop). */
 struct StartJob {
         Missing *missing; /* NULL once the follower is gone */
         Waiter *w;        /* NULL once it is no longer followed */

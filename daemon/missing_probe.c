@@ -5,9 +5,8 @@
  * Work is done by probe(): with the chain's credentials, open the top and
  * go down the chain to a node one openat() a level, checking that each
  * directory is still the node's inode (a node that is not is cut off with
- * everything below it, and its waiters climb); then the descent
- * (missing_probe_job_run(), applied by job_apply()): from that node, for
- * each next component its waiters want, one openat(); if it is
+ * everything below it, and its waiters climb); then descend(): from that
+ * node, for each next component its waiters want, one openat(); if it is
  * there, the waiters that want it move down together (one new link, or the
  * existing one), and so on below; a last component that is there places the
  * waiter (ops->appeared, once the credentials are back). So one event costs
