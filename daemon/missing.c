@@ -15,8 +15,9 @@
  * Work is done by probe(): with the chain's credentials, open the top and
  * go down the chain to a node one openat() a level, checking that each
  * directory is still the node's inode (a node that is not is cut off with
- * everything below it, and its waiters climb); then descend(): from that
- * node, for each next component its waiters want, one openat(); if it is
+ * everything below it, and its waiters climb); then the descent (job_run(),
+ * applied by job_apply()): from that node, for each next component its
+ * waiters want, one openat(); if it is
  * there, the waiters that want it move down together (one new link, or the
  * existing one), and so on below; a last component that is there places the
  * waiter (ops->appeared, once the credentials are back). So one event costs
@@ -49,8 +50,10 @@
  * of that top and its descent is queued as the chain's. A waiter whose
  * AddWatch waits (w->answer) is answered through ops->found once it is at
  * rest: waiting where the next component is not there, placed, or failed.
- * missing_add() (a PERSIST subscription whose object left, and without
- * workers) still looks its path up on the loop, at once.
+ * missing_add() (without workers, or when none can be had:
+ * missing_start()) still looks its path up on the loop, at once; a PERSIST
+ * subscription whose object left is looked up in workers too
+ * (missing_follow_again()).
  */
 
 #include <assert.h>
@@ -115,7 +118,7 @@ struct Waiter {
 };
 
 /* The look-up of a waiter's top, as its caller in a worker: the prefixes of
- * its path from "/" opened until one may be read (waiter_start()'s loop). */
+ * its path from "/" opened until one may be read (top_open()'s loop). */
 struct StartJob {
         Missing *missing; /* NULL once the follower is gone */
         Waiter *w;        /* NULL once it is no longer followed */
@@ -1440,7 +1443,7 @@ static int waiter_add_async(Missing *m, Subscription *s, const Caller *caller, b
         return 0;
 }
 
-/* What descend() left in m->done: placed, or ended. w_sync's result is
+/* What the probes left in m->done (job_apply()): placed, or ended. w_sync's result is
  * returned rather than told (waiter_add's own waiter, for its caller). */
 static int finish(Missing *m, Waiter *w_sync) {
         g_autoptr(GPtrArray) done = NULL, subs = NULL;
