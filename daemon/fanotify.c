@@ -32,13 +32,13 @@
 #define READ_ROUNDS 16
 /* Reads a lookup may make ahead of the one being handled: 1 MiB, some
  * 10,000 events. A directory renamed past that before it was looked up is
- * found where it is now (watchd(8)). */
+ * found where it is now, and its subscriptions get Overflow when the rename
+ * is read (Fanotify.unsure, watchd(8)). */
 #define READ_AHEAD_MAX 16u
 /* Directories looked up past the read ahead that are kept (Fanotify.unsure);
  * past it, any directory's rename or deletion read before the queue is
  * next empty gives Overflow. */
 #define UNSURE_MAX 4096u
-
 
 /* A read made ahead of the one being handled. */
 typedef struct FanRead {
@@ -341,9 +341,19 @@ static void handle_entry(Fanotify *f, const FanRawEvent *ev, bool own, GArray *t
         }
 }
 
+/* Every subscription the group serves gets Overflow. */
+static void lose_all(Fanotify *f) {
+        GHashTableIter i;
+        gpointer k;
+
+        g_hash_table_iter_init(&i, f->subs);
+        while (g_hash_table_iter_next(&i, &k, NULL))
+                f->ops.lost(k, f->userdata);
+}
+
 static void handle_overflow(Fanotify *f) {
         GHashTableIter i;
-        gpointer k, v;
+        gpointer v;
 
         f->stats.overflows++;
         log_warning("The fanotify queue overflowed: every subscription it serves gets Overflow.");
@@ -351,9 +361,7 @@ static void handle_overflow(Fanotify *f) {
         g_hash_table_iter_init(&i, f->filesystems);
         while (g_hash_table_iter_next(&i, NULL, &v))
                 fan_dircache_clear(((FanFs *) v)->cache);
-        g_hash_table_iter_init(&i, f->subs);
-        while (g_hash_table_iter_next(&i, &k, NULL))
-                f->ops.lost(k, f->userdata);
+        lose_all(f);
 }
 
 static void handle_event(Fanotify *f, const FanRawEvent *ev, GArray *targets, uint64_t now) {
@@ -383,7 +391,9 @@ static GBytes *handle_key(const FanHandle *h) {
 }
 
 void fanotify_note_lookup(Fanotify *f, const FanHandle *h) {
-        if (!f->capped || f->unsure_all)
+        /* Right after fanotify_read_ahead(): a full read ahead stopped at its
+         * bound, not at an empty queue. */
+        if (g_queue_get_length(&f->ahead) < READ_AHEAD_MAX || f->unsure_all)
                 return;
         if (!f->unsure)
                 f->unsure = g_hash_table_new_full(g_bytes_hash, g_bytes_equal, (GDestroyNotify) g_bytes_unref, NULL);
@@ -397,7 +407,6 @@ void fanotify_note_lookup(Fanotify *f, const FanHandle *h) {
 
 /* The queue was read empty: what was queued at every lookup is indexed. */
 static void unsure_clear(Fanotify *f) {
-        f->capped = false;
         f->unsure_all = false;
         g_clear_pointer(&f->unsure, g_hash_table_destroy);
 }
@@ -444,15 +453,10 @@ static void index_later(Fanotify *f, const uint8_t *buf, size_t len, uint64_t ba
  * lookup: what was reported in it since may be under the wrong path, or was
  * dropped as outside every tree. */
 static void handle_misplaced(Fanotify *f) {
-        GHashTableIter i;
-        gpointer k;
-
         f->misplaced = false;
         log_warning("A directory was looked up past the fanotify read ahead (1 MiB of events) and had moved: every "
                     "subscription it serves gets Overflow.");
-        g_hash_table_iter_init(&i, f->subs);
-        while (g_hash_table_iter_next(&i, &k, NULL))
-                f->ops.lost(k, f->userdata);
+        lose_all(f);
 }
 
 const Later *fanotify_later(const Fanotify *f, const FanHandle *h) {
@@ -499,8 +503,6 @@ bool fanotify_read_ahead(Fanotify *f) {
                 g_queue_push_tail(&f->ahead, TAKE_PTR(a));
                 any = true;
         }
-        /* Stopped at its bound, not at an empty queue. */
-        f->capped = g_queue_get_length(&f->ahead) >= READ_AHEAD_MAX;
         return any;
 }
 

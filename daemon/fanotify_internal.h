@@ -69,14 +69,13 @@ struct Fanotify {
         uint8_t *spare; /* a buffer of READ_BUF bytes for the next read ahead, or NULL */
         bool in_slice;  /* in fanotify_slice(): events are being handled */
         GArray *later;  /* Later: the directory renames and deletions of buf and ahead */
-        /* Past the read ahead: its last round stopped at READ_AHEAD_MAX, not
-         * at an empty queue (capped). A directory looked up then was found
-         * where it is now, and a rename or deletion of it queued before the
-         * lookup may be past what was read: its handle is kept (unsure) until
-         * a read finds the queue empty (all that was queued then is read and
-         * indexed), and such a rename or deletion, when read, gives Overflow
+        /* Past the read ahead: it stopped at READ_AHEAD_MAX, not at an empty
+         * queue. A directory looked up then was found where it is now, and a
+         * rename or deletion of it queued before the lookup may be past what
+         * was read: its handle is kept (unsure) until a read finds the queue
+         * empty (all that was queued then is read and indexed), and such a
+         * rename or deletion, when read, gives Overflow
          * (fanotify_note_lookup(), index_later()). */
-        bool capped;
         GHashTable *unsure;    /* GBytes: the handles, NULL if none */
         bool unsure_all;       /* more than UNSURE_MAX: any directory's rename or deletion counts */
         bool misplaced;        /* one was read: Overflow once the event being handled is */
