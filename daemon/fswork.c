@@ -58,6 +58,7 @@ struct Lane {
         bool stalled;          /* told: stalled(dev, true) */
         bool recovered;        /* its stalled job returned: stalled(dev, false) to tell */
         uint64_t started_usec; /* of the job running */
+        uid_t running_uid;     /* of the job running: a stalled lane counts against it */
         GList ready_link;      /* in w->ready */
         bool in_ready;
 };
@@ -68,9 +69,10 @@ struct FsWork {
         int efd;
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        GHashTable *lanes; /* dev -> Lane */
-        GQueue ready;      /* Lane */
-        GQueue done;       /* FsJob, ended */
+        GHashTable *lanes;        /* dev -> Lane */
+        GQueue ready;             /* Lane */
+        GQueue done;              /* FsJob, ended */
+        GHashTable *stuck_by_uid; /* uid -> the stalled lanes its jobs hold (> 0) */
         unsigned threads, idle, stuck;
         bool stopping;
         FsWorkStats stats;
@@ -125,6 +127,7 @@ int fswork_new(const FsWorkOps *ops, void *userdata, FsWork **ret) {
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->cond, NULL);
         w->lanes = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, lane_free);
+        w->stuck_by_uid = g_hash_table_new(g_direct_hash, g_direct_equal);
         *ret = w;
         return 0;
 }
@@ -184,6 +187,7 @@ FsWork *fswork_free(FsWork *w) {
                 }
         }
         g_hash_table_unref(w->lanes);
+        g_hash_table_unref(w->stuck_by_uid);
         pthread_cond_destroy(&w->cond);
         pthread_mutex_destroy(&w->lock);
         safe_close(w->efd);
@@ -209,16 +213,46 @@ static void lane_set_ready(FsWork *w, Lane *l) {
         }
 }
 
-/* Called with the lock held: the next job of l, the users taking turns. */
-static FsJob *lane_pop(Lane *l) {
-        LaneUser *u = l->users.head->data;
-        FsJob *j = g_queue_pop_head_link(&u->jobs)->data;
+/* Called with the lock held: the stalled lanes uid's jobs hold. */
+static unsigned user_stuck(const FsWork *w, uid_t uid) {
+        return GPOINTER_TO_UINT(g_hash_table_lookup(w->stuck_by_uid, GUINT_TO_POINTER(uid)));
+}
 
-        g_queue_unlink(&l->users, &u->link);
-        if (!g_queue_is_empty(&u->jobs))
-                g_queue_push_tail_link(&l->users, &u->link);
-        l->queued--;
-        return j;
+/* Called with the lock held: a stalled lane's job of uid started (+1) or returned (-1). */
+static void user_stuck_add(FsWork *w, uid_t uid, int delta) {
+        unsigned n = user_stuck(w, uid) + (unsigned) delta;
+
+        if (n == 0)
+                g_hash_table_remove(w->stuck_by_uid, GUINT_TO_POINTER(uid));
+        else
+                g_hash_table_insert(w->stuck_by_uid, GUINT_TO_POINTER(uid), GUINT_TO_POINTER(n));
+}
+
+/* Called with the lock held: the next job to run, and its lane. The ready
+ * lanes in turn, in each the users in turn, past those whose jobs hold
+ * FSWORK_USER_STUCK_MAX stalled lanes already: their jobs wait until one
+ * answers. NULL: nothing can run now. */
+static FsJob *next_job(FsWork *w, Lane **ret) {
+        for (GList *rl = w->ready.head; rl; rl = rl->next) {
+                Lane *l = rl->data;
+
+                for (GList *ul = l->users.head; ul; ul = ul->next) {
+                        LaneUser *u = ul->data;
+                        FsJob *j;
+
+                        if (user_stuck(w, u->uid) >= FSWORK_USER_STUCK_MAX)
+                                continue;
+                        j = g_queue_pop_head_link(&u->jobs)->data;
+                        g_queue_unlink(&l->users, &u->link);
+                        if (!g_queue_is_empty(&u->jobs))
+                                g_queue_push_tail_link(&l->users, &u->link);
+                        l->queued--;
+                        l->running_uid = u->uid;
+                        *ret = l;
+                        return j;
+                }
+        }
+        return NULL;
 }
 
 static void *worker(void *arg) {
@@ -236,15 +270,13 @@ static void *worker(void *arg) {
                 FsJob *j;
                 int r;
 
-                while (!w->stopping && g_queue_is_empty(&w->ready)) {
+                while (!w->stopping && !(j = next_job(w, &l))) {
                         w->idle++;
                         pthread_cond_wait(&w->cond, &w->lock);
                         w->idle--;
                 }
                 if (w->stopping)
                         break;
-                l = g_queue_peek_head(&w->ready);
-                j = lane_pop(l);
                 l->running = true;
                 l->started_usec = now_mono_usec();
                 lane_set_ready(w, l);
@@ -269,6 +301,10 @@ static void *worker(void *arg) {
                         l->recovered = true;
                         w->stuck--;
                         w->stats.stalled_lanes--;
+                        /* Its user's jobs that waited for this may run now, in any lane. */
+                        if (user_stuck(w, l->running_uid) == FSWORK_USER_STUCK_MAX)
+                                pthread_cond_broadcast(&w->cond);
+                        user_stuck_add(w, l->running_uid, -1);
                 }
                 lane_set_ready(w, l);
                 if (l->in_ready)
@@ -443,7 +479,7 @@ uint64_t fswork_next_deadline(FsWork *w) {
 }
 
 void fswork_check(FsWork *w, uint64_t now_usec) {
-        GList *newly = NULL;
+        GList *newly = NULL, *capped = NULL;
         GHashTableIter it;
         gpointer v;
 
@@ -458,6 +494,9 @@ void fswork_check(FsWork *w, uint64_t now_usec) {
                         w->stats.stalled_lanes++;
                         w->stats.stalls++;
                         newly = g_list_prepend(newly, l);
+                        user_stuck_add(w, l->running_uid, +1);
+                        if (user_stuck(w, l->running_uid) == FSWORK_USER_STUCK_MAX)
+                                capped = g_list_prepend(capped, GUINT_TO_POINTER(l->running_uid));
                 }
         }
         /* The lanes that answer may need a thread in place of the stuck ones. */
@@ -475,6 +514,11 @@ void fswork_check(FsWork *w, uint64_t now_usec) {
                         w->ops.stalled(lane->dev, true, w->userdata);
         }
         g_list_free(newly);
+        for (GList *l = capped; l; l = l->next)
+                log_warning("The jobs of uid %u wait for %u file systems that do not answer: its other file system "
+                            "work waits until one answers, the other users' goes on.",
+                            GPOINTER_TO_UINT(l->data), FSWORK_USER_STUCK_MAX);
+        g_list_free(capped);
 }
 
 bool fswork_stalled(FsWork *w, dev_t dev) {

@@ -25,6 +25,13 @@
  * - Threads are started as lanes need them, at most FSWORK_THREADS_MAX
  *   serving lanes that answer; a thread held by a stalled lane does not
  *   count against that, up to FSWORK_THREADS_HARD_MAX in all.
+ * - A user's share of the stuck threads is bounded: once its jobs hold
+ *   FSWORK_USER_STUCK_MAX stalled lanes, no other job of that uid starts, in
+ *   any lane, until one of them returns. So one user's file systems that do
+ *   not answer hold at most that many threads (and the few running when it
+ *   was reached), and every other user's work still has threads; without the
+ *   bound, one user's many stopped FUSE mounts took all of them, and the
+ *   work of everyone then fell back to the loop.
  *
  * The loop watches fswork_fd() and calls fswork_dispatch() when it is
  * readable, and fswork_check() at fswork_next_deadline(). Completions run
@@ -43,6 +50,7 @@
 #define FSWORK_DEADLINE_USEC    (2u * 1000000u)
 #define FSWORK_THREADS_MAX      4u
 #define FSWORK_THREADS_HARD_MAX 64u
+#define FSWORK_USER_STUCK_MAX   8u
 
 typedef struct FsWork FsWork;
 

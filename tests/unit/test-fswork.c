@@ -239,6 +239,73 @@ static void test_credentials(void) {
         fswork_free(w);
 }
 
+static int ended;
+
+static void done_count(void *data, int error) {
+        g_assert_cmpint(error, ==, 0);
+        g_assert_cmpint(*(int *) data, ==, 1);
+        ended++;
+}
+
+#define MANY_LANES 80
+
+/* One user's jobs on many file systems that do not answer hold at most
+ * FSWORK_USER_STUCK_MAX threads (and the few running when that was reached):
+ * another user's job still gets a thread. Without the bound, uid 65534's
+ * jobs took FSWORK_THREADS_HARD_MAX threads, one stalled lane after the
+ * other, and the other user's fswork_submit() failed with -EAGAIN (its work
+ * then done on the loop, in the daemon). Nothing of the held user is lost:
+ * its jobs run once its file systems answer. */
+static void test_user_bound(void) {
+        gid_t none[1] = { 0 };
+        Caller held = { .uid = 65534, .gid = 65534, .gids = none, .n_gids = 0 };
+        int flags[MANY_LANES] = {}, other = 0;
+        unsigned threads = 0;
+        FsWorkStats st;
+        FsWork *w;
+
+        if (getuid() != 0) {
+                g_test_skip("needs root to take on another uid");
+                return;
+        }
+        G_STATIC_ASSERT(MANY_LANES > FSWORK_THREADS_HARD_MAX);
+        gate_set(false);
+        ended = 0;
+        g_assert_cmpint(fswork_new(&ops, NULL, &w), ==, 0);
+        for (int i = 0; i < MANY_LANES; i++)
+                g_assert_cmpint(fswork_submit(w, 1000 + (dev_t) i, &held, run_blocked, done_count, &flags[i]), ==, 0);
+        /* Every lane that runs is past its deadline at each check: a thread
+         * in place of each stuck one, as long as the bound lets it run. */
+        for (int i = 0; i < 4 * MANY_LANES; i++) {
+                fswork_check(w, UINT64_MAX - 1);
+                g_usleep(2000);
+        }
+        fswork_get_stats(w, &st);
+        g_test_message("uid 65534: %u threads, %u stalled lanes, %u jobs queued", st.threads, st.stalled_lanes,
+                       st.queued);
+        g_assert_cmpuint(st.stalled_lanes, >=, FSWORK_USER_STUCK_MAX);
+        g_assert_cmpuint(st.stalled_lanes, <=, FSWORK_USER_STUCK_MAX + FSWORK_THREADS_MAX);
+        g_assert_cmpuint(st.threads, <=, FSWORK_USER_STUCK_MAX + 2 * FSWORK_THREADS_MAX);
+        threads = st.threads;
+
+        /* Another user (the daemon, uid 0) on another file system goes on. */
+        g_assert_cmpint(fswork_submit(w, 5000, NULL, run_quick, done_flag, &other), ==, 0);
+        dispatch_until(w, &other, 2);
+        fswork_get_stats(w, &st);
+        g_assert_cmpuint(st.threads, <=, threads + FSWORK_THREADS_MAX);
+
+        /* They answer: every job of the held user runs, none lost. */
+        gate_set(true);
+        for (int i = 0; i < 6000 && ended < MANY_LANES; i++) {
+                struct pollfd p = { .fd = fswork_fd(w), .events = POLLIN };
+
+                (void) poll(&p, 1, 10);
+                fswork_dispatch(w);
+        }
+        g_assert_cmpint(ended, ==, MANY_LANES);
+        fswork_free(w);
+}
+
 static int discarded;
 
 static void done_discarded(void *data, int error) {
@@ -274,5 +341,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/fswork/turns", test_turns);
         g_test_add_func("/fswork/credentials", test_credentials);
         g_test_add_func("/fswork/shutdown", test_shutdown);
+        g_test_add_func("/fswork/user-bound", test_user_bound);
         return g_test_run();
 }
