@@ -1130,42 +1130,12 @@ static void become_nobody(gpointer unused) {
                 _exit(2);
 }
 
-/*
- * Issue 24's attacker mounts the file system itself: nobody runs bindfs -o
- * allow_other, which fusermount grants only where /etc/fuse.conf says
- * user_allow_other. This machine's does not, and a test does not change
- * /etc: the test moves into a mount namespace of its own, binds such a
- * fuse.conf over /etc/fuse.conf there, and restarts watchd in it (the bus
- * stays) so that it sees the mount. back and mnt (made here) become
- * nobody's. Returns the FUSE daemon's pid, or 0 with the case skipped.
- */
-static pid_t nobody_mounts_bindfs(Fixture *f, const char *config, const char *back, const char *mnt) {
-        g_autofree char *bindfs = g_find_program_in_path("bindfs");
-        g_autofree char *conf = g_build_filename(f->dir, "fuse.conf", NULL);
+/* nobody's bindfs of back on mnt (both made here, nobody's), once
+ * nobody_mounts_bindfs() has set the namespace up: the FUSE daemon's pid. */
+static pid_t nobody_bindfs(char *bindfs, const char *back, const char *mnt) {
         g_autoptr(GError) error = NULL;
         pid_t pid;
         int status = -1;
-
-        if (watchd_wrapped()) {
-                g_test_skip("under a wrapper (valgrind) the hang stops watchd's loop too: not understood yet");
-                return 0;
-        }
-        if (!f->bus)
-                return 0;
-        if (!bindfs || access("/dev/fuse", R_OK | W_OK) != 0 || access("/etc/fuse.conf", F_OK) != 0) {
-                g_test_skip("no FUSE mount here: bindfs or /etc/fuse.conf missing, or /dev/fuse unusable");
-                return 0;
-        }
-        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-                g_test_skip("no mount namespace of its own here");
-                return 0;
-        }
-        g_assert_true(g_file_set_contents(conf, "user_allow_other\n", -1, NULL));
-        /* An earlier case of this process bound its own, gone with its directory (ENOENT). */
-        (void) umount2("/etc/fuse.conf", MNT_DETACH);
-        g_assert_cmpint(mount(conf, "/etc/fuse.conf", NULL, MS_BIND, NULL), ==, 0);
-        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
-        f->daemon = wt_daemon_start(f->bus, config);
 
         g_assert_cmpint(g_mkdir_with_parents(back, 0755), ==, 0);
         g_assert_cmpint(g_mkdir_with_parents(mnt, 0755), ==, 0);
@@ -1190,6 +1160,42 @@ static pid_t nobody_mounts_bindfs(Fixture *f, const char *config, const char *ba
                                             0, NULL, NULL, NULL, &error));
         }
         return pid;
+}
+
+/*
+ * Issue 24's attacker mounts the file system itself: nobody runs bindfs -o
+ * allow_other, which fusermount grants only where /etc/fuse.conf says
+ * user_allow_other. This machine's does not, and a test does not change
+ * /etc: the test moves into a mount namespace of its own, binds such a
+ * fuse.conf over /etc/fuse.conf there, and restarts watchd in it (the bus
+ * stays) so that it sees the mount. back and mnt (made here) become
+ * nobody's. Returns the FUSE daemon's pid, or 0 with the case skipped.
+ */
+static pid_t nobody_mounts_bindfs(Fixture *f, const char *config, const char *back, const char *mnt) {
+        g_autofree char *bindfs = g_find_program_in_path("bindfs");
+        g_autofree char *conf = g_build_filename(f->dir, "fuse.conf", NULL);
+
+        if (watchd_wrapped()) {
+                g_test_skip("under a wrapper (valgrind) the hang stops watchd's loop too: not understood yet");
+                return 0;
+        }
+        if (!f->bus)
+                return 0;
+        if (!bindfs || access("/dev/fuse", R_OK | W_OK) != 0 || access("/etc/fuse.conf", F_OK) != 0) {
+                g_test_skip("no FUSE mount here: bindfs or /etc/fuse.conf missing, or /dev/fuse unusable");
+                return 0;
+        }
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                g_test_skip("no mount namespace of its own here");
+                return 0;
+        }
+        g_assert_true(g_file_set_contents(conf, "user_allow_other\n", -1, NULL));
+        /* An earlier case of this process bound its own, gone with its directory (ENOENT). */
+        (void) umount2("/etc/fuse.conf", MNT_DETACH);
+        g_assert_cmpint(mount(conf, "/etc/fuse.conf", NULL, MS_BIND, NULL), ==, 0);
+        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
+        f->daemon = wt_daemon_start(f->bus, config);
+        return nobody_bindfs(bindfs, back, mnt);
 }
 
 /* nobody's tree (made here, nobody's) beside nobody's bindfs mount, as
@@ -1660,6 +1666,84 @@ static void test_hung_persist(Fixture *f, gconstpointer data) {
 }
 
 /* The state of root's ListDurable entry NAME ("UID/NAME" for another user's), or NULL. */
+#define MANY_MOUNTS 20u
+
+/*
+ * Issue 24 item 1 as nobody: one user's share of the threads that wait on
+ * file systems is bounded. nobody mounts MANY_MOUNTS bindfs of its own
+ * ([poll] fuse = 0), each in a tree of its own, stops every FUSE daemon,
+ * and makes a RECURSIVE AddWatch of each tree from a client of its own:
+ * each walk's open of its mount waits in a worker of the mount's lane. At
+ * most FSWORK_USER_STUCK_MAX (8) lanes of nobody's are held stalled, and the
+ * 4 that ran when it was reached: fs_stalled never goes past 12 in 12 s
+ * (unbounded, 4 more lanes stalled every 2 s, up to all 20 mounts, and with
+ * 64 such mounts every thread was nobody's, everyone's work then falling
+ * back to the loop). Root goes on; once the mounts answer, every one of
+ * nobody's calls is answered (the walks that waited for the bound run).
+ */
+static void test_hung_many(Fixture *f, gconstpointer data) {
+        g_autofree char *bindfs = g_find_program_in_path("bindfs");
+        g_autoptr(GPtrArray) mnts = g_ptr_array_new_with_free_func(g_free);
+        g_autoptr(GPtrArray) steps = g_ptr_array_new_with_free_func(g_free);
+        pid_t pids[MANY_MOUNTS];
+        Stuck st[MANY_MOUNTS] = {};
+        guint64 most = 0;
+        Reader reader;
+
+        for (guint i = 0; i < MANY_MOUNTS; i++) {
+                g_autofree char *tree = g_strdup_printf("%s/tree%u", f->dir, i);
+                g_autofree char *back = g_strdup_printf("%s/back%u", f->dir, i);
+                g_autofree char *sub = g_strdup_printf("%s/a", back);
+                char *mnt = g_strdup_printf("%s/mnt", tree);
+
+                g_ptr_array_add(mnts, mnt);
+                pids[i] = i == 0 ? nobody_tree_and_mount(f, HUNG_INOTIFY_CONFIG, tree, back, mnt) : 0;
+                if (i > 0) {
+                        g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
+                        g_assert_cmpint(chown(tree, NOBODY, NOBODY), ==, 0);
+                        pids[i] = nobody_bindfs(bindfs, back, mnt);
+                }
+                if (pids[i] <= 0)
+                        return;
+                g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
+                g_ptr_array_add(steps, g_strdup_printf("watch %s %u", tree, (unsigned) WATCHD_FLAG_RECURSIVE));
+        }
+        reader_on_local(f, &reader);
+        for (guint i = 0; i < MANY_MOUNTS; i++)
+                nobody_start(&st[i], f, (const char *const[]) { "go", steps->pdata[i], NULL });
+        for (guint i = 0; i < MANY_MOUNTS; i++)
+                g_assert_cmpint(kill(pids[i], SIGSTOP), ==, 0);
+        g_usleep(ENTRY_TIMEOUT_US);
+        for (guint i = 0; i < MANY_MOUNTS; i++)
+                stuck_go(&st[i]);
+
+        for (gint64 end = g_get_monotonic_time() + 12 * G_USEC_PER_SEC; g_get_monotonic_time() < end;) {
+                most = MAX(most, wt_stat(reader.proxy, "fs_stalled"));
+                g_usleep(100000);
+        }
+        g_test_message("figure: hung-many: nobody's walks of %u stopped FUSE mounts: at most %" G_GUINT64_FORMAT
+                       " stalled lanes in 12 s",
+                       MANY_MOUNTS, most);
+        g_assert_cmpuint(most, >=, 8);
+        g_assert_cmpuint(most, <=, 12);
+        root_goes_on(f, &reader, "hung-many");
+
+        for (guint i = 0; i < MANY_MOUNTS; i++)
+                g_assert_cmpint(kill(pids[i], SIGCONT), ==, 0);
+        for (guint i = 0; i < MANY_MOUNTS; i++) {
+                g_autofree char *line = stuck_read_line(&st[i]);
+
+                /* An id, or the documented Timeout of a call its file system held too long. */
+                if (!g_str_has_prefix(line, "id ") && !strstr(line, "did not answer"))
+                        g_error("nobody's RECURSIVE AddWatch of tree%u: %s", i, line);
+                nobody_end(&st[i]);
+        }
+        g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
+        reader_done(&reader);
+        for (guint i = 0; i < MANY_MOUNTS; i++)
+                g_assert_cmpint(umount2(mnts->pdata[i], MNT_DETACH), ==, 0);
+}
+
 static char *durable_state_of(WatchdInotify *p, const char *name) {
         g_autoptr(GVariant) list = NULL;
         g_autoptr(GError) error = NULL;
@@ -1762,6 +1846,8 @@ int main(int argc, char *argv[]) {
         g_test_add("/system-bus/hung-pending", Fixture, &system_bus_hung, fixture_setup, test_hung_pending,
                    fixture_teardown);
         g_test_add("/system-bus/hung-durable", Fixture, &system_bus_hung, fixture_setup, test_hung_durable,
+                   fixture_teardown);
+        g_test_add("/system-bus/hung-many", Fixture, &system_bus_hung_inotify, fixture_setup, test_hung_many,
                    fixture_teardown);
         g_test_add("/system-bus/hung-pending-add", Fixture, &system_bus_hung_inotify, fixture_setup,
                    test_hung_pending_add, fixture_teardown);
