@@ -320,8 +320,8 @@ static void test_records(Fixture *f, gconstpointer data) {
 
 /* ---------------------------------------------------------------- looked up late */
 
-/* n files created in root/j, with names long enough that 700 of them fill
- * one read of watchd's (64 KiB of events). */
+/* n files created in root/j, each event 120 bytes (ext4; 128 on tmpfs):
+ * 546 of them fill one read of watchd's (64 KiB of events), 512 on tmpfs. */
 static void junk(Fixture *f, int n) {
         for (int i = 0; i < n; i++) {
                 g_autofree char *p = g_strdup_printf("%s/j/junk-file-with-a-longish-name-%06d", f->root, i);
@@ -360,8 +360,8 @@ static void move_out_after(Fixture *f, int n_junk) {
  * happened, not where the directory is (or is not) by the time it is read.
  * With n_junk files created between an event and the move (the deletion)
  * that follows it, the move is in a later read than the event: it must be
- * read ahead when the directory is looked up (n_junk 1,500: about 150 KB of
- * events each time, two reads and more, well below the 1 MiB read ahead).
+ * read ahead when the directory is looked up (n_junk 1,500: about 180 KB of
+ * events each time, nearly three reads, well below the 1 MiB read ahead).
  */
 static void looked_up_late(Fixture *f, int n_junk) {
         g_autofree char *a = at(f, "r/a/b"), *ra = at(f, "r/a"), *rA = at(f, "r/A"), *x = at(f, "r/A/b/x");
@@ -407,9 +407,9 @@ static void test_looked_up_past_read(Fixture *f, gconstpointer data) {
 }
 
 /*
- * The same, past the read ahead (1 MiB, some 11,000 events): a directory
- * renamed and moved out of the tree after an event in it, with 13,000
- * events between (the whole queue stays below fanotify's 16,384). The
+ * The same, past the read ahead (1 MiB, some 8,700 of these events): a
+ * directory renamed and moved out of the tree after an event in it, with
+ * 13,000 events between (the whole queue stays below fanotify's 16,384). The
  * lookup made for the event cannot read as far as the move, and finds the
  * directory where it is now (outside the tree). The event is reported
  * where it happened, or the subscription is told with Overflow when the
