@@ -320,8 +320,8 @@ static void test_records(Fixture *f, gconstpointer data) {
 
 /* ---------------------------------------------------------------- looked up late */
 
-/* n files created in root/j, with names long enough that 700 of them fill
- * one read of watchd's (64 KiB of events). */
+/* n files created in root/j, each event 120 bytes (ext4; 128 on tmpfs):
+ * 546 of them fill one read of watchd's (64 KiB of events), 512 on tmpfs. */
 static void junk(Fixture *f, int n) {
         for (int i = 0; i < n; i++) {
                 g_autofree char *p = g_strdup_printf("%s/j/junk-file-with-a-longish-name-%06d", f->root, i);
@@ -360,8 +360,8 @@ static void move_out_after(Fixture *f, int n_junk) {
  * happened, not where the directory is (or is not) by the time it is read.
  * With n_junk files created between an event and the move (the deletion)
  * that follows it, the move is in a later read than the event: it must be
- * read ahead when the directory is looked up (n_junk 1,500: about 150 KB of
- * events each time, two reads and more, well below the 1 MiB read ahead).
+ * read ahead when the directory is looked up (n_junk 1,500: about 180 KB of
+ * events each time, nearly three reads, well below the 1 MiB read ahead).
  */
 static void looked_up_late(Fixture *f, int n_junk) {
         g_autofree char *a = at(f, "r/a/b"), *ra = at(f, "r/a"), *rA = at(f, "r/A"), *x = at(f, "r/A/b/x");
@@ -407,9 +407,9 @@ static void test_looked_up_past_read(Fixture *f, gconstpointer data) {
 }
 
 /*
- * The same, past the read ahead (1 MiB, some 11,000 events): a directory
- * renamed and moved out of the tree after an event in it, with 13,000
- * events between (the whole queue stays below fanotify's 16,384). The
+ * The same, past the read ahead (1 MiB, some 8,700 of these events): a
+ * directory renamed and moved out of the tree after an event in it, with
+ * 13,000 events between (the whole queue stays below fanotify's 16,384). The
  * lookup made for the event cannot read as far as the move, and finds the
  * directory where it is now (outside the tree). The event is reported
  * where it happened, or the subscription is told with Overflow when the
@@ -437,6 +437,109 @@ static void test_looked_up_past_read_ahead(Fixture *f, gconstpointer data) {
         if (count_records(&f->a, x, IN_CREATE) != 1)
                 g_error("'%s' reported created %u times, and no Overflow: lost in silence", x,
                         count_records(&f->a, x, IN_CREATE));
+}
+
+/*
+ * Past the read ahead, the directories looked up are kept to be checked
+ * against the renames and deletions read later (daemon/fanotify.c,
+ * Fanotify.unsure), 4,096 at most (UNSURE_MAX); past that, any directory's
+ * rename or deletion read before the queue is next empty gives Overflow
+ * (unsure_all). Here 4,501 directories are looked up past the read ahead,
+ * and one more, w/v/b (with w/v), is moved out of the tree after an event
+ * in it: looked up after the others, when the set is given up
+ * (past-unsure-max: never kept), or before them (before-unsure-max: kept,
+ * then given up with the rest at the 4,097th). Either way the event is
+ * reported where it happened or the subscription is told with Overflow:
+ * never lost in silence.
+ *
+ * The sizes. A file created is one event: 24 bytes, the directory's record
+ * (20 + its handle + the name and a NUL, to 4 bytes) and the file's own
+ * (20 + its handle); handles are 8 bytes on ext4, 12 on tmpfs. So a file
+ * "x" is 84 bytes (92 on tmpfs), a name of 200 characters 284 (292).
+ * watchd reads 64 KiB at a time, and a lookup reads up to 16 reads ahead
+ * of the one being handled. With watchd stopped, queued in this order:
+ *  - w/m/NNNN/x in each of 4,500 directories made before the subscription:
+ *    the first event in a directory not met yet is what makes watchd look
+ *    it up (w/m too, with the first): 4,501 lookups, 378 KB of events
+ *    (414 KB on tmpfs);
+ *  - w/v/b/x, before or after those: b, v (now out/v) and out looked up;
+ *  - 4,600 files with names of 200 characters in w/j: 1,306,400 bytes at
+ *    least, more than the 17 reads (1,114,112 bytes) of the read holding
+ *    the last event above and the 16 read ahead with it. So each lookup
+ *    above is made with the read ahead full (past it: kept, or the cap),
+ *    and none reads as far as
+ *  - w/v moved to out/v.
+ * (Measured, past-unsure-max with the cap not consulted: the move is read
+ * ahead of w/v/b's lookup with up to 3,733 files (ext4), 3,736 (tmpfs),
+ * not with one more.)
+ * 9,102 events in all, and the sentinel: fanotify's queue of 16,384 does
+ * not overflow (that is /fanotify/ext4/overflow), as the test checks.
+ */
+#define UNSURE_DIRS   4500
+#define UNSURE_JUNK   4600
+#define LONG_NAME_LEN 200
+
+/* n files created in root/j, each name LONG_NAME_LEN characters long. */
+static void junk_long(Fixture *f, int n) {
+        for (int i = 0; i < n; i++) {
+                g_autofree char *p = g_strdup_printf("%s/j/%0*d", f->root, LONG_NAME_LEN, i);
+
+                wt_touch(p);
+        }
+}
+
+static void looked_up_past_unsure_max(Fixture *f, bool victim_first) {
+        g_autofree char *b = at(f, "v/b"), *v = at(f, "v"), *x = at(f, "v/b/x"), *j = at(f, "j");
+        g_autofree char *out = g_build_filename(f->mnt, "out", NULL), *outv = g_build_filename(f->mnt, "out/v", NULL);
+        g_autofree char *log = NULL;
+        pid_t pid;
+
+        if (!f->ok)
+                return;
+        mkdir_p(b);
+        mkdir_p(out);
+        mkdir_p(j);
+        for (int i = 0; i < UNSURE_DIRS; i++) {
+                g_autofree char *d = g_strdup_printf("%s/m/%04d", f->root, i);
+
+                mkdir_p(d);
+        }
+        pid = watch_and_stop(f);
+        if (victim_first)
+                wt_touch(x);
+        for (int i = 0; i < UNSURE_DIRS; i++) {
+                g_autofree char *p = g_strdup_printf("%s/m/%04d/x", f->root, i);
+
+                wt_touch(p);
+        }
+        if (!victim_first)
+                wt_touch(x);
+        junk_long(f, UNSURE_JUNK);
+        rename_ok(v, outv);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        sentinel(f, &f->a, "done");
+
+        assert_no_record_with(&f->a, "/out");
+        g_assert_cmpuint(wt_stat(f->proxy, "fanotify_overflows"), ==, 0);
+        /* More than UNSURE_MAX looked up (that they were past the read ahead, the sizes above say). */
+        g_assert_cmpuint(wt_stat(f->proxy, "fanotify_lookups"), >, 4096);
+        if (f->a.n_overflows > 0) {
+                log = wt_daemon_log(f->daemon);
+                g_assert_nonnull(strstr(log, "looked up past the fanotify read ahead"));
+                g_test_message("past UNSURE_MAX: told with Overflow");
+                return;
+        }
+        if (count_records(&f->a, x, IN_CREATE) != 1)
+                g_error("'%s' reported created %u times, and no Overflow: lost in silence", x,
+                        count_records(&f->a, x, IN_CREATE));
+}
+
+static void test_looked_up_past_unsure_max(Fixture *f, gconstpointer data) {
+        looked_up_past_unsure_max(f, false);
+}
+
+static void test_looked_up_before_unsure_max(Fixture *f, gconstpointer data) {
+        looked_up_past_unsure_max(f, true);
 }
 
 /* ---------------------------------------------------------------- mkdir -p */
@@ -876,6 +979,14 @@ int main(int argc, char **argv) {
                    test_looked_up_past_read_ahead, fixture_teardown);
         g_test_add("/fanotify/tmpfs/looked-up-past-read-ahead", Fixture, "tmpfs", fixture_setup,
                    test_looked_up_past_read_ahead, fixture_teardown);
+        g_test_add("/fanotify/ext4/looked-up-past-unsure-max", Fixture, "ext4", fixture_setup,
+                   test_looked_up_past_unsure_max, fixture_teardown);
+        g_test_add("/fanotify/tmpfs/looked-up-past-unsure-max", Fixture, "tmpfs", fixture_setup,
+                   test_looked_up_past_unsure_max, fixture_teardown);
+        g_test_add("/fanotify/ext4/looked-up-before-unsure-max", Fixture, "ext4", fixture_setup,
+                   test_looked_up_before_unsure_max, fixture_teardown);
+        g_test_add("/fanotify/tmpfs/looked-up-before-unsure-max", Fixture, "tmpfs", fixture_setup,
+                   test_looked_up_before_unsure_max, fixture_teardown);
         g_test_add("/fanotify/ext4/mkdir-p", Fixture, "ext4", fixture_setup, test_mkdir_p, fixture_teardown);
         g_test_add("/fanotify/ext4/permission", Fixture, "ext4", fixture_setup, test_permission, fixture_teardown);
         g_test_add("/fanotify/ext4/own-events", Fixture, "ext4", NULL, test_own_events, fixture_teardown);
