@@ -8,6 +8,14 @@
  * what is numbered below the earliest start of those left. What a hold's
  * probe finds is put before the first record numbered from its place on
  * (Hold.at: its start, or after the record that set it off, hold_mark()).
+ *
+ * A burst of new directories in a recursive subscription holds their owner
+ * once for each scan queued (tree_open_submit()): thousands of holds of one
+ * client, thousands of records waiting. So nothing here is linear in them:
+ * the live holds are a queue in the order they end by their time (they all
+ * last HOLD_USEC from a clock that does not go back: the order they were
+ * made in), a client's holds a tree in the order of their start, its
+ * waiting records a sequence in the order of their numbers.
  */
 
 #include <assert.h>
@@ -28,15 +36,16 @@ typedef struct Waiting {
 struct Holds {
         HoldsOps ops;
         void *userdata;
-        uint64_t seq;    /* the next waiting record's number */
-        GPtrArray *live; /* Hold: not ended yet */
-        Hold *trigger;   /* the record being handled's */
-        Hold *applying;  /* what is queued now goes before what waits for it */
+        uint64_t seq;   /* the next waiting record's number */
+        GQueue live;    /* Hold (its link): not ended yet, by until */
+        Hold *trigger;  /* the record being handled's */
+        Hold *applying; /* what is queued now goes before what waits for it */
 };
 
 struct Hold {
         Holds *holds; /* NULL once the holds are freed */
         unsigned n_ref;
+        GList link; /* in Holds.live, while it has not ended */
         uint64_t start, until;
         uint64_t at;        /* what the probe finds goes before the records numbered from here on */
         GPtrArray *clients; /* ClientHold, while it has not ended */
@@ -50,8 +59,9 @@ struct ClientHold {
         Delivery *delivery;
         DeliveryQueue *queue;
         const char *name;
-        GPtrArray *holds_of; /* Hold: what it waits for */
-        GArray *waiting;     /* Waiting, in order */
+        GTree *holds_of;    /* Hold -> Hold: what it waits for, by start (hold_compare()) */
+        GSequence *waiting; /* Waiting*, by number (the order they go on in) */
+        unsigned n_waiting;
         uint64_t bytes;
 };
 
@@ -63,7 +73,7 @@ int holds_new(const HoldsOps *ops, void *userdata, Holds **ret) {
         hs->ops = *ops;
         hs->userdata = userdata;
         hs->seq = 1;
-        hs->live = g_ptr_array_new();
+        g_queue_init(&hs->live);
         *ret = hs;
         return 0;
 }
@@ -73,18 +83,21 @@ static void hold_end(Hold *h, bool late);
 Holds *holds_free(Holds *hs) {
         if (!hs)
                 return NULL;
-        while (hs->live->len > 0) {
-                Hold *h = hs->live->pdata[0];
-
-                hold_end(h, false);
-        }
-        g_ptr_array_unref(hs->live);
+        while (!g_queue_is_empty(&hs->live))
+                hold_end(g_queue_peek_head(&hs->live), false);
         free(hs);
         return NULL;
 }
 
+/* Holds.live stays in the order of until, so the first to end by its time is
+ * its head: every hold lasts HOLD_USEC, and each caller's clock is
+ * CLOCK_MONOTONIC. But events.c gives the time of the kernel read its record
+ * came in, which is older than now_usec() once a read is handled in slices
+ * (events_slice()): such a hold lasts until the latest made before it, at
+ * most a read's handling past HOLD_USEC. */
 Hold *hold_new(Holds *hs, uint64_t now_usec) {
         Hold *h = calloc(1, sizeof(Hold));
+        Hold *last = g_queue_peek_tail(&hs->live);
 
         if (!h) {
                 log_warning("Out of memory holding records for a probe, ignoring.");
@@ -95,11 +108,12 @@ Hold *hold_new(Holds *hs, uint64_t now_usec) {
                 .n_ref = 1,
                 .start = hs->seq,
                 .at = hs->seq,
-                .until = now_usec + HOLD_USEC,
+                .until = MAX(now_usec + HOLD_USEC, last ? last->until : 0),
                 .clients = g_ptr_array_new(),
                 .subs = g_array_new(FALSE, FALSE, sizeof(uint32_t)),
         };
-        g_ptr_array_add(hs->live, h);
+        h->link.data = h;
+        g_queue_push_tail_link(&hs->live, &h->link);
         return h;
 }
 
@@ -126,33 +140,44 @@ bool hold_over(const Hold *h) {
         return !h || h->over;
 }
 
-static uint64_t client_hold_start(const ClientHold *ch) {
-        uint64_t start = UINT64_MAX;
+/* ClientHold.holds_of's order: by start, then by address (a client may wait for several holds of one start). */
+static gint hold_compare(gconstpointer a, gconstpointer b) {
+        const Hold *x = a, *y = b;
 
-        for (guint k = 0; k < ch->holds_of->len; k++)
-                start = MIN(start, ((const Hold *) ch->holds_of->pdata[k])->start);
-        return start;
+        if (x->start != y->start)
+                return x->start < y->start ? -1 : 1;
+        return (uintptr_t) x < (uintptr_t) y ? -1 : (uintptr_t) x > (uintptr_t) y;
+}
+
+static uint64_t client_hold_start(const ClientHold *ch) {
+        GTreeNode *first = g_tree_node_first(ch->holds_of);
+
+        return first ? ((const Hold *) g_tree_node_key(first))->start : UINT64_MAX;
 }
 
 /* What waits in ch and no hold of it waits for goes on; a client no longer held is not a held one. */
 static void client_hold_flush(ClientHold *ch) {
         uint64_t start = client_hold_start(ch);
-        guint n = 0;
 
-        while (n < ch->waiting->len && g_array_index(ch->waiting, Waiting, n).seq < start) {
-                Record *rec = g_array_index(ch->waiting, Waiting, n).rec;
+        while (ch->n_waiting > 0) {
+                GSequenceIter *i = g_sequence_get_begin_iter(ch->waiting);
+                Waiting *w = g_sequence_get(i);
+                Record *rec = w->rec;
 
+                if (w->seq >= start)
+                        break;
+                g_sequence_remove(i);
+                g_free(w);
+                ch->n_waiting--;
                 ch->bytes -= record_bytes(rec);
                 delivery_submit(ch->delivery, ch->queue, rec);
-                n++;
         }
-        g_array_remove_range(ch->waiting, 0, n);
-        if (ch->holds_of->len > 0)
+        if (g_tree_nnodes(ch->holds_of) > 0)
                 return;
-        assert(ch->waiting->len == 0);
+        assert(ch->n_waiting == 0);
         *ch->slot = NULL;
-        g_ptr_array_unref(ch->holds_of);
-        g_array_unref(ch->waiting);
+        g_tree_unref(ch->holds_of);
+        g_sequence_free(ch->waiting);
         free(ch);
 }
 
@@ -174,13 +199,13 @@ void hold_add(Hold *h, ClientHold **slot, Delivery *d, DeliveryQueue *q, const c
                         .delivery = d,
                         .queue = q,
                         .name = name,
-                        .holds_of = g_ptr_array_new(),
-                        .waiting = g_array_new(FALSE, FALSE, sizeof(Waiting)),
+                        .holds_of = g_tree_new(hold_compare),
+                        .waiting = g_sequence_new(NULL),
                 };
                 *slot = ch;
-        } else if (g_ptr_array_find(ch->holds_of, h, NULL))
+        } else if (g_tree_lookup(ch->holds_of, h))
                 return;
-        g_ptr_array_add(ch->holds_of, h);
+        g_tree_insert(ch->holds_of, h, h);
         g_ptr_array_add(h->clients, ch);
 }
 
@@ -220,7 +245,7 @@ static void hold_end(Hold *h, bool late) {
                 return;
         h->over = true;
         if (hs) {
-                g_ptr_array_remove(hs->live, h);
+                g_queue_unlink(&hs->live, &h->link);
                 if (hs->trigger == h)
                         hs->trigger = NULL;
                 if (hs->applying == h)
@@ -231,7 +256,7 @@ static void hold_end(Hold *h, bool late) {
         while (h->clients->len > 0) {
                 ClientHold *ch = g_ptr_array_steal_index(h->clients, h->clients->len - 1);
 
-                g_ptr_array_remove(ch->holds_of, h);
+                g_tree_remove(ch->holds_of, h);
                 client_hold_flush(ch);
         }
         h->holds = NULL;
@@ -257,21 +282,15 @@ void holds_apply_end(Holds *hs, Hold *previous) {
 }
 
 uint64_t holds_next_deadline(const Holds *hs) {
-        uint64_t t = UINT64_MAX;
+        const Hold *first = g_queue_peek_head((GQueue *) &hs->live);
 
-        for (guint k = 0; k < hs->live->len; k++)
-                t = MIN(t, ((const Hold *) hs->live->pdata[k])->until);
-        return t;
+        return first ? first->until : UINT64_MAX;
 }
 
 void holds_expire(Holds *hs, uint64_t now_usec) {
-        for (guint k = 0; k < hs->live->len;) {
-                Hold *h = hs->live->pdata[k];
+        Hold *h;
 
-                if (h->until > now_usec) {
-                        k++;
-                        continue;
-                }
+        while ((h = g_queue_peek_head(&hs->live)) && h->until <= now_usec) {
                 log_debug("A probe held its clients' records for %u ms: they go on, its subscriptions get Overflow.",
                           HOLD_USEC / 1000u);
                 hold_end(h, true); /* removes it from live */
@@ -280,46 +299,67 @@ void holds_expire(Holds *hs, uint64_t now_usec) {
 
 /* ch holds more than its delivery limits: its events go, their subscriptions hear. */
 static void client_hold_drop(ClientHold *ch) {
-        guint n = 0;
+        GSequenceIter *i = g_sequence_get_begin_iter(ch->waiting);
 
-        for (guint k = 0; k < ch->waiting->len; k++) {
-                Waiting *w = &g_array_index(ch->waiting, Waiting, k);
+        while (!g_sequence_iter_is_end(i)) {
+                GSequenceIter *next = g_sequence_iter_next(i);
+                Waiting *w = g_sequence_get(i);
 
                 if (w->rec->kind == RECORD_EVENT) {
                         delivery_lost(ch->delivery, ch->queue, w->rec->id);
                         ch->bytes -= record_bytes(w->rec);
                         record_free(w->rec);
-                } else
-                        g_array_index(ch->waiting, Waiting, n++) = *w;
+                        g_sequence_remove(i);
+                        g_free(w);
+                        ch->n_waiting--;
+                }
+                i = next;
         }
-        g_array_set_size(ch->waiting, n);
         log_warning("%s: records waiting for a probe exceed its limits (max_pending_events_per_client, "
                     "max_pending_bytes_per_client): dropped, it gets Overflow.",
                     ch->name);
 }
 
+/* ClientHold.waiting's order, for a record the probe found (w): after every
+ * record of its number or below, before those above (whatever the argument
+ * order g_sequence_insert_sorted() compares in). */
+static gint waiting_compare(gconstpointer a, gconstpointer b, gpointer w) {
+        const Waiting *x = a, *y = b;
+
+        if (x->seq != y->seq)
+                return x->seq < y->seq ? -1 : 1;
+        return x == w ? 1 : y == w ? -1 : 0;
+}
+
 bool client_hold_defer(ClientHold *ch, Record *rec) {
         Holds *hs = ch->holds;
         const DeliveryLimits *l = delivery_get_limits(ch->delivery);
-        Waiting w = { .rec = rec };
-        guint at = ch->waiting->len;
+        GSequenceIter *at;
+        Waiting *w;
+        uint64_t seq;
+        bool first;
 
         if (!rec)
                 return false; /* delivery_submit() logs it */
+        /* GLib's: a failed allocation aborts, as the sequence's own node would. */
+        w = g_new(Waiting, 1);
+        *w = (Waiting) { .rec = rec };
         if (hs->applying) {
                 /* What the probe found: before what came after its record. */
-                w.seq = hs->applying->at - 1;
-                for (at = 0; at < ch->waiting->len; at++)
-                        if (g_array_index(ch->waiting, Waiting, at).seq >= hs->applying->at)
-                                break;
-        } else
-                w.seq = hs->seq++;
-        g_array_insert_val(ch->waiting, at, w);
+                w->seq = hs->applying->at - 1;
+                at = g_sequence_insert_sorted(ch->waiting, w, waiting_compare, w);
+        } else {
+                w->seq = hs->seq++;
+                at = g_sequence_append(ch->waiting, w);
+        }
+        first = g_sequence_iter_is_begin(at);
+        seq = w->seq; /* w may be dropped */
+        ch->n_waiting++;
         ch->bytes += record_bytes(rec);
-        if (ch->waiting->len > l->max_pending || ch->bytes > l->max_bytes)
+        if (ch->n_waiting > l->max_pending || ch->bytes > l->max_bytes)
                 client_hold_drop(ch);
         /* Before every hold of the client: it goes on now (with what is before it). */
-        if (at == 0 && w.seq < client_hold_start(ch))
+        if (first && seq < client_hold_start(ch))
                 client_hold_flush(ch);
         return true;
 }
@@ -327,14 +367,21 @@ bool client_hold_defer(ClientHold *ch, Record *rec) {
 void client_hold_detach(ClientHold *ch) {
         ClientHold **slot = ch->slot;
 
-        for (guint k = 0; k < ch->waiting->len; k++)
-                record_free(g_array_index(ch->waiting, Waiting, k).rec);
-        g_array_set_size(ch->waiting, 0);
-        ch->bytes = 0;
-        while (ch->holds_of->len > 0) {
-                Hold *h = g_ptr_array_steal_index(ch->holds_of, ch->holds_of->len - 1);
+        while (ch->n_waiting > 0) {
+                GSequenceIter *i = g_sequence_get_begin_iter(ch->waiting);
+                Waiting *w = g_sequence_get(i);
 
-                g_ptr_array_remove(h->clients, ch);
+                record_free(w->rec);
+                g_sequence_remove(i);
+                g_free(w);
+                ch->n_waiting--;
+        }
+        ch->bytes = 0;
+        while (g_tree_nnodes(ch->holds_of) > 0) {
+                Hold *h = g_tree_node_key(g_tree_node_first(ch->holds_of));
+
+                g_tree_remove(ch->holds_of, h);
+                g_ptr_array_remove(h->clients, ch); /* a hold's clients are few */
         }
         client_hold_flush(ch); /* frees it */
         assert(!*slot);

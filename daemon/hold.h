@@ -48,7 +48,8 @@ int holds_new(const HoldsOps *ops, void *userdata, Holds **ret);
 /* Every hold ends (its records go on); the clients' side queues stay theirs until they go. */
 Holds *holds_free(Holds *hs);
 
-/* A hold that starts now, ends at now + HOLD_USEC at the latest; one reference. */
+/* A hold that starts now, ends at now + HOLD_USEC at the latest (not before
+ * a hold made before it, given a later time: hold.c); one reference. */
 Hold *hold_new(Holds *hs, uint64_t now_usec);
 Hold *hold_ref(Hold *h);
 /* At the last reference the hold ends: its clients' records go on. */

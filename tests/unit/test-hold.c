@@ -9,7 +9,10 @@
  * that set it off (hold_mark()), at the place of its own hold among several; a hold past its time lets its records go and
  * names what it waited for in an Overflow; a side queue past the client's
  * limit drops its events with an Overflow; a client that goes while held
- * takes its records with it.
+ * takes its records with it. Thousands of holds of one client (the burst of
+ * new directories in a recursive subscription), ended in a random order or
+ * by their time: what goes on at each step is what no live hold of the
+ * client waits for, each record once, in order.
  */
 
 #include <glib.h>
@@ -297,6 +300,190 @@ static void test_client_gone(Fixture *f, gconstpointer data) {
         assert_names(&f->sink2, "x");
 }
 
+/* The burst: N holds of c1, one made after each record of c1's (r<i>); c2
+ * waits for some of them, a third from its first record on (h0 among them,
+ * so all of c2's records s<i> wait), the rest of its share added later in a
+ * shuffled order (c2's holds are not made in the order of their start).
+ * They end in a shuffled order, each after reporting one record for each
+ * of its clients (f<i>, g<i>) with its hold applied; a record of each (l<j>, m<j>)
+ * after each end. After each end a client has had what was made before its
+ * earliest live hold started: for c1, r0..r<min> and f<j> for j below min
+ * (ended, so reported); for c2, s<j> for j below its min and g<j> for its
+ * holds below it. At the end every record once, in the order of the holds. */
+#define MANY 3000u
+
+/* The side queues are not what is tested: no bound. */
+static void unbounded(Fixture *f) {
+        DeliveryLimits l = limits;
+
+        l.max_pending = UINT32_MAX;
+        delivery_set_limits(f->delivery, &l);
+}
+
+static guint earliest(Hold *const *h, const bool *of) {
+        for (guint i = 0; i < MANY; i++)
+                if (h[i] && of[i])
+                        return i;
+        return MANY;
+}
+
+static void test_many(Fixture *f, gconstpointer data) {
+        g_autofree Hold **h = g_new0(Hold *, MANY);
+        g_autofree guint *order = g_new(guint, MANY);
+        g_autofree bool *all = g_new(bool, MANY), *of2 = g_new0(bool, MANY);
+        g_autoptr(GString) want1 = g_string_new(NULL), want2 = g_string_new(NULL);
+        GRand *rand = g_rand_new_with_seed(27);
+        guint n2 = 0;
+
+        unbounded(f);
+        for (guint i = 0; i < MANY; i++) {
+                g_autofree char *r = g_strdup_printf("r%u", i), *s = g_strdup_printf("s%u", i);
+
+                all[i] = true;
+                order[i] = i;
+                event(f->s1, r);
+                h[i] = hold_new(f->holds, i);
+                client_hold(f->c1, h[i]);
+                if (i % 3 == 0) {
+                        client_hold(f->c2, h[i]);
+                        of2[i] = true;
+                }
+                event(f->s3, s);
+        }
+        for (guint i = MANY; i > 1; i--) {
+                guint j = (guint) g_rand_int_range(rand, 0, (gint32) i), t = order[i - 1];
+
+                order[i - 1] = order[j];
+                order[j] = t;
+        }
+        for (guint k = 0; k < MANY; k++)
+                if (order[k] % 3 == 1) {
+                        client_hold(f->c2, h[order[k]]);
+                        client_hold(f->c2, h[order[k]]); /* once is enough */
+                        of2[order[k]] = true;
+                }
+        for (guint i = 0; i < MANY; i++)
+                n2 += of2[i];
+        flush(f);
+        g_assert_cmpuint(f->sink1.events->len, ==, 1);
+        g_assert_cmpuint(f->sink2.events->len, ==, 0);
+        g_assert_cmpuint(holds_next_deadline(f->holds), ==, HOLD_USEC);
+
+        for (guint k = 0; k < MANY; k++) {
+                guint i = order[k], min1, min2, want_n2 = 0;
+                g_autofree char *fi = g_strdup_printf("f%u", i), *gi = g_strdup_printf("g%u", i),
+                                *l = g_strdup_printf("l%u", k), *m = g_strdup_printf("m%u", k);
+                Hold *previous = holds_apply_begin(f->holds, h[i]);
+
+                event(f->s2, fi);
+                if (of2[i])
+                        event(f->s3, gi);
+                holds_apply_end(f->holds, previous);
+                h[i] = hold_unref(h[i]);
+                event(f->s1, l);
+                event(f->s3, m);
+                flush(f);
+
+                min1 = earliest(h, all);
+                min2 = earliest(h, of2);
+                g_assert_cmpuint(holds_next_deadline(f->holds), ==, min1 < MANY ? min1 + HOLD_USEC : UINT64_MAX);
+                if (min1 < MANY)
+                        g_assert_cmpuint(f->sink1.events->len, ==, 2 * min1 + 1);
+                else
+                        g_assert_cmpuint(f->sink1.events->len, ==, 2 * MANY + (k + 1));
+                for (guint j = 0; j < min2; j++)
+                        want_n2 += 1 + of2[j];
+                if (min2 < MANY)
+                        g_assert_cmpuint(f->sink2.events->len, ==, want_n2);
+                else
+                        g_assert_cmpuint(f->sink2.events->len, ==, MANY + n2 + (k + 1));
+        }
+        g_assert_null(f->c1->hold);
+        g_assert_null(f->c2->hold);
+
+        for (guint i = 0; i < MANY; i++) {
+                g_string_append_printf(want1, "%sr%u f%u", i ? " " : "", i, i);
+                if (of2[i])
+                        g_string_append_printf(want2, "%sg%u", i ? " " : "", i);
+                g_string_append_printf(want2, "%ss%u", i || of2[i] ? " " : "", i);
+        }
+        for (guint k = 0; k < MANY; k++) {
+                g_string_append_printf(want1, " l%u", k);
+                g_string_append_printf(want2, " m%u", k);
+        }
+        assert_names(&f->sink1, want1->str);
+        assert_names(&f->sink2, want2->str);
+        g_assert_cmpuint(f->sink1.notices->len, ==, 0);
+        g_rand_free(rand);
+}
+
+/* Holds end by their time in the order of it, whichever ended before; one
+ * made with an older time than the one before it (events.c's, the time of
+ * its read) ends with that one, not before. */
+static void test_expire_many(Fixture *f, gconstpointer data) {
+        g_autofree Hold **h = g_new0(Hold *, MANY);
+        g_autofree bool *ended = g_new0(bool, MANY);
+        GRand *rand = g_rand_new_with_seed(27);
+        Hold *a, *b;
+
+        unbounded(f);
+        for (guint i = 0; i < MANY; i++) {
+                g_autofree char *r = g_strdup_printf("r%u", i);
+
+                event(f->s3, r);
+                h[i] = hold_new(f->holds, 1000u * i);
+                client_hold(f->c2, h[i]);
+        }
+        /* A third end before their time, in a shuffled order. */
+        for (guint k = 0; k < MANY / 3; k++) {
+                guint i = (guint) g_rand_int_range(rand, 0, MANY);
+
+                if (!ended[i]) {
+                        h[i] = hold_unref(h[i]); /* its one reference: it ends */
+                        ended[i] = true;
+                }
+        }
+        for (uint64_t now = 0, end = 1000u * (MANY - 1) + HOLD_USEC;; now = MIN(now + 7919, end)) {
+                uint64_t next = UINT64_MAX;
+                guint first = MANY;
+
+                holds_expire(f->holds, now);
+                for (guint i = 0; i < MANY; i++) {
+                        if (ended[i])
+                                continue;
+                        g_assert_cmpint(hold_over(h[i]), ==, 1000u * i + HOLD_USEC <= now);
+                        if (!hold_over(h[i]) && first == MANY) {
+                                next = 1000u * i + HOLD_USEC;
+                                first = i;
+                        }
+                }
+                g_assert_cmpuint(holds_next_deadline(f->holds), ==, next);
+                flush(f);
+                /* r0 went on (nobody held c2); r<i> waits for the holds made before it. */
+                g_assert_cmpuint(f->sink2.events->len, ==, first < MANY ? first + 1 : MANY);
+                if (now == end)
+                        break;
+        }
+        g_assert_null(f->c2->hold);
+        g_assert_cmpuint(f->sink2.events->len, ==, MANY);
+        for (guint i = 0; i < MANY; i++)
+                if (!ended[i])
+                        hold_unref(h[i]);
+
+        a = hold_new(f->holds, 5000);
+        b = hold_new(f->holds, 1000);
+        g_assert_cmpuint(holds_next_deadline(f->holds), ==, 5000 + HOLD_USEC);
+        holds_expire(f->holds, 1000 + HOLD_USEC);
+        g_assert_false(hold_over(a));
+        g_assert_false(hold_over(b));
+        holds_expire(f->holds, 5000 + HOLD_USEC);
+        g_assert_true(hold_over(a));
+        g_assert_true(hold_over(b));
+        hold_unref(a);
+        hold_unref(b);
+        g_rand_free(rand);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/hold/order", Fixture, NULL, setup, test_order, teardown);
@@ -305,5 +492,7 @@ int main(int argc, char **argv) {
         g_test_add("/hold/expire", Fixture, NULL, setup, test_expire, teardown);
         g_test_add("/hold/limit", Fixture, NULL, setup, test_limit, teardown);
         g_test_add("/hold/client-gone", Fixture, NULL, setup, test_client_gone, teardown);
+        g_test_add("/hold/many", Fixture, NULL, setup, test_many, teardown);
+        g_test_add("/hold/expire-many", Fixture, NULL, setup, test_expire_many, teardown);
         return g_test_run();
 }
