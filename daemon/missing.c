@@ -922,11 +922,6 @@ static void job_done(void *data, int error) {
         chain_put(m, c);
 }
 
-/*
- * c's next probe, if none is in a worker: a descent waiting (deepest first),
- * else a node to probe from the top. In a worker on the caller's lane;
- * where no worker can take it, inline.
- */
 /* Whether p (components, no leading "/") starts with the components of
  * prefix (n bytes, no trailing "/"). */
 static bool components_start_with(const char *p, const char *prefix, size_t n) {
@@ -1045,6 +1040,11 @@ static void chain_hold(Missing *m, Chain *c) {
         }
 }
 
+/*
+ * c's next probe, if none is in a worker: a descent waiting (deepest first),
+ * else a node to probe from the top. In a worker on the caller's lane;
+ * where no worker can take it, inline.
+ */
 static void chain_kick(Missing *m, Chain *c) {
         c->n_waiters++;
         while (!c->job) {
@@ -1206,13 +1206,6 @@ static size_t next_prefix(const char *path, size_t end) {
         return end + 1 + component_len(path + end + 1);
 }
 
-/*
- * Looks w's path up from the top, as its caller: the first directory of it
- * that may be read is its chain's top (normally "/"), and w descends from
- * there. Runs with the daemon's credentials (it switches for itself).
- * Return: 0, -ESTALE (the chain's top was replaced: try again), or -errno
- * (w is in no chain then).
- */
 /*
  * Opens the first prefix of path from "/" that the caller (whose
  * credentials are taken) may read: its length in *ret_end. Return: the fd
