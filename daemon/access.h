@@ -69,7 +69,7 @@ int access_open_as(const Caller *caller, const char *path, bool only_dir, bool n
  * The same, relative to dirfd (AT_FDCWD: path is absolute), with the
  * credentials in force: between access_become() and access_restore(), the
  * caller's. A missing path below a directory open at dirfd is followed
- * down one name at a time this way (missing.c), not by its whole path again.
+ * down one name at a time this way (missing_open.c), not by its whole path again.
  */
 int access_open_at(int dirfd, const char *path, bool only_dir, bool no_follow, struct stat *ret_st);
 

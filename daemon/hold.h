@@ -4,7 +4,7 @@
 /*
  * hold - the records of the clients a probe concerns, waiting for it
  *
- * A pending path's probe runs in a worker (missing.c, ProbeJob); what it
+ * A pending path's probe runs in a worker (missing_open.c, ProbeJob); what it
  * finds (a path that appeared) belongs, in the kernel's order, right after
  * the record that set it off. A Hold is that moment: it starts when the
  * record is handled, and the clients it concerns (the owners of the chain's
