@@ -1263,6 +1263,27 @@ static void test_recursive_exit(WtFixture *f, gconstpointer data) {
 
 /* marker made and its record in (records come in kernel order), no Overflow:
  * then each path of want was reported created exactly once, or why not. */
+/* For a failure's log: the records of the directory of file (a/dNNN/sMMM/g)
+ * under any of its names (a/dNNN/?MMM), in the order they came. */
+static void records_of_dir(WtCollector *c, const char *file) {
+        g_autofree char *dir = g_path_get_dirname(file), *parent = g_path_get_dirname(dir);
+        g_autofree char *base = g_path_get_basename(dir);
+        const char *stem = base[0] ? base + 1 : base;
+        guint shown = 0;
+
+        for (guint i = 0; i < c->records->len && shown < 200; i++) {
+                WtRecord *r = &g_array_index(c->records, WtRecord, i);
+
+                if ((g_str_has_prefix(r->path, parent) && strstr(r->path + strlen(parent), stem)) ||
+                    (r->new_path && g_str_has_prefix(r->new_path, parent) && strstr(r->new_path + strlen(parent), stem))) {
+                        g_test_message("record %u: mask 0x%x cookie %u %s%s%s", i, r->mask, r->cookie, r->path,
+                                       r->new_path && *r->new_path ? " -> " : "", r->new_path ? r->new_path : "");
+                        shown++;
+                }
+        }
+        g_test_message("%u records of %s/?%s, of %u", shown, parent, stem, c->records->len);
+}
+
 static void marked_each_created_once(WtFixture *f, const char *marker, GPtrArray *want, const char *why) {
         g_autoptr(GHashTable) h = NULL;
 
@@ -1273,8 +1294,10 @@ static void marked_each_created_once(WtFixture *f, const char *marker, GPtrArray
         for (guint i = 0; i < want->len; i++) {
                 guint n = GPOINTER_TO_UINT(g_hash_table_lookup(h, want->pdata[i]));
 
-                if (n != 1)
+                if (n != 1) {
+                        records_of_dir(&f->a, want->pdata[i]);
                         g_error("'%s' reported created %u times (want 1): %s", (const char *) want->pdata[i], n, why);
+                }
         }
 }
 
