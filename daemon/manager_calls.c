@@ -175,6 +175,8 @@ void manager_flush(Manager *m) {
                 return;
         /* A probe that outlasted its hold: the records that waited for it go on. */
         holds_expire(m->holds, now_usec());
+        /* A directory moved out of its place whose IN_MOVED_TO did not come. */
+        tree_expire(m->tree, now_usec());
         delivery_flush(m->delivery, now_usec());
         if (m->hooks.after_flush)
                 m->hooks.after_flush(m->hooks_userdata);
@@ -190,6 +192,7 @@ uint64_t manager_next_deadline(const Manager *m) {
         poll = remote_next(m->remote);
         t = MIN(delivery_next_deadline(m->delivery), poll > now_usec() ? poll : UINT64_MAX);
         t = MIN(t, holds_next_deadline(m->holds));
+        t = MIN(t, tree_next_deadline(m->tree));
         if (m->hooks.next_deadline)
                 t = MIN(t, m->hooks.next_deadline(m->hooks_userdata));
         return t;

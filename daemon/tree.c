@@ -134,9 +134,31 @@ void tree_queue_read_empty(Tree *t) {
         /* Everything queued before any scan so far has been read. */
         if (t->scanned)
                 g_hash_table_remove_all(t->scanned);
-        /* A rename queues both halves at once: none is coming. */
-        tree_moves_end(t);
+        /* A rename's second half may not be queued yet: the kernel queues
+         * IN_MOVED_FROM and IN_MOVED_TO one after the other, and a read can
+         * come between them. Ended as if it left the tree, a directory
+         * renamed within it would be walked again at its new name, without
+         * reporting what was made in it meanwhile. So it waits, for its
+         * IN_MOVED_TO, any other record, or the grace. */
+        if (t->moves && t->moves->len > 0) {
+                if (t->moves_until == 0)
+                        t->moves_until = now_usec() + TREE_MOVE_GRACE_USEC;
+                return;
+        }
         /* Every rename is read: their new parents' paths are right now. */
+        tree_retries_run(t);
+}
+
+uint64_t tree_next_deadline(const Tree *t) {
+        return t->moves && t->moves->len > 0 && t->moves_until > 0 ? t->moves_until : UINT64_MAX;
+}
+
+void tree_expire(Tree *t, uint64_t now_usec) {
+        if (tree_next_deadline(t) > now_usec)
+                return;
+        log_debug("A directory moved out of its place had no IN_MOVED_TO within %u ms: it left the tree.",
+                  TREE_MOVE_GRACE_USEC / 1000u);
+        tree_moves_end(t);
         tree_retries_run(t);
 }
 

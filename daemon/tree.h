@@ -128,8 +128,10 @@ void tree_add(Tree *t, Subscription *s, const char *path, bool synthesize, uint6
  * if the next record is the IN_MOVED_TO with the same cookie into the same
  * subscription's tree, the link moves to its new parent and name
  * (tree_moved_to); else it left the tree and is unlinked with everything
- * below (tree_moves_end, called for any other record and when the queue is
- * read empty). A directory that was not linked yet when it moved (created
+ * below (tree_moves_end, called for any other record, or TREE_MOVE_GRACE_USEC
+ * after the queue was read empty with it set aside: tree_expire()). The
+ * kernel queues a rename's two halves one after the other, not at once: a
+ * read can find the queue empty between them. A directory that was not linked yet when it moved (created
  * and renamed at once) is walked at its new place and what it holds
  * reported, as for a new directory; one moved in from elsewhere is walked
  * without reports.
@@ -144,8 +146,16 @@ void tree_retries_run(Tree *t);
 void tree_retries_try(Tree *t);
 
 /* The kernel queue was read empty: what waited for that (the scanned names,
- * the set-aside moves, the retries) is settled. */
+ * the retries) is settled; but a move set aside waits for its IN_MOVED_TO
+ * up to TREE_MOVE_GRACE_USEC more (and the retries with it). */
 void tree_queue_read_empty(Tree *t);
+/* The longest a directory moved out of its place waits for its IN_MOVED_TO
+ * once the queue was read empty (the renaming thread may be preempted between
+ * the two halves): past it, it left the tree. */
+#define TREE_MOVE_GRACE_USEC (500u * 1000u)
+/* When tree_expire() has work: a move set aside past its grace (UINT64_MAX: none). */
+uint64_t tree_next_deadline(const Tree *t);
+void tree_expire(Tree *t, uint64_t now_usec);
 /* Whether anything waits for that: if not, tree_queue_read_empty() would do nothing. */
 bool tree_waits_read_empty(const Tree *t);
 

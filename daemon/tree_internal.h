@@ -47,6 +47,7 @@ struct Tree {
         Holds *holds;                 /* NULL: a new directory is opened on the loop (tree_open_submit()) */
         uint64_t jobs;                /* jobs submitted */
         GArray *moves;                /* TreeMove: directories moved out of their place, until their IN_MOVED_TO */
+        uint64_t moves_until;         /* read empty with moves set aside: they left the tree at this time */
         GArray *retries;              /* TreeRetry: new directories to walk once the kernel queue is read empty */
         LIST_HEAD(TreeOpen, opens);   /* opens by path in workers (add_at(), tree_rescan()) */
         /* "id:path" of each entry a scan of a new directory reported as

@@ -34,6 +34,8 @@ void tree_moved_from(Tree *t, Subscription *s, const char *path, uint32_t cookie
                 return; /* the root itself: its subscription follows by its path */
         if (!t->moves)
                 t->moves = g_array_new(FALSE, FALSE, sizeof(TreeMove));
+        if (t->moves->len == 0)
+                t->moves_until = 0; /* its grace starts at the next read that finds the queue empty */
         if (l)
                 watch_link_hold(l);
         g_array_append_val(t->moves, ((TreeMove) { s->id, cookie, l }));
@@ -112,6 +114,7 @@ void tree_moved_to(Tree *t, Subscription *s, const char *path, uint32_t cookie, 
 }
 
 void tree_moves_end(Tree *t) {
+        t->moves_until = 0;
         if (!t->moves || t->moves->len == 0)
                 return;
         for (guint k = 0; k < t->moves->len; k++) {

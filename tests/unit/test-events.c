@@ -400,6 +400,58 @@ static void test_short_read_waits(Fixture *f, gconstpointer data) {
         g_assert_false(tree_waits_read_empty(f->tree));
 }
 
+/* A rename's two halves are queued one after the other, and a read can find
+ * the queue empty between them. The directory renamed inside the tree keeps
+ * its link (and watch) across that read, so a file made in it at once is
+ * reported at its new path. Before, the read that found the queue empty
+ * ended the move: the directory was unlinked as if it had left the tree (its
+ * watch removed), walked again at its new name without reports, and the file
+ * made meanwhile was never reported. A directory whose IN_MOVED_TO does not
+ * come leaves the tree once TREE_MOVE_GRACE_USEC has passed. */
+static void test_rename_split(Fixture *f, gconstpointer data) {
+        g_autofree char *a = in(f, "a"), *b = in(f, "b"), *bf = in(f, "b/f");
+        unsigned removed, reads;
+        bool seen = false;
+        int wd;
+
+        add(f, f->dir, IN_CREATE | IN_MOVE, WATCHD_FLAG_RECURSIVE);
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        fake_backend_push(f->fake, wd_of(f, f->dir), IN_CREATE | IN_ISDIR, 0, "a");
+        turn(f);
+        wd = wd_of(f, a);
+        removed = f->fake->n_rm;
+
+        g_assert_cmpint(rename(a, b), ==, 0);
+        fake_backend_push(f->fake, wd_of(f, f->dir), IN_MOVED_FROM | IN_ISDIR, 9, "a");
+        reads = f->fake->n_read;
+        turn(f);
+        g_assert_cmpuint(f->fake->n_read, >, reads + 1); /* a read found the queue empty */
+        g_assert_cmpuint(f->fake->n_rm, ==, removed);    /* b's watch stays */
+        g_assert_cmpuint(tree_next_deadline(f->tree), !=, UINT64_MAX);
+
+        g_assert_true(g_file_set_contents(bf, "", 0, NULL));
+        fake_backend_push(f->fake, wd_of(f, f->dir), IN_MOVED_TO | IN_ISDIR, 9, "b");
+        fake_backend_push(f->fake, wd, IN_CREATE, 0, "f");
+        turn(f);
+        g_assert_cmpuint(f->fake->n_rm, ==, removed);
+        g_assert_cmpint(wd_of(f, b), ==, wd);
+        g_assert_cmpuint(tree_next_deadline(f->tree), ==, UINT64_MAX);
+        for (guint i = 0; i < f->sink.events->len; i++)
+                seen = seen ||
+                        (sink_event(&f->sink, i)->mask == IN_CREATE && strcmp(sink_event(&f->sink, i)->path, bf) == 0);
+        g_assert_true(seen);
+
+        /* Moved out (here: its IN_MOVED_TO never comes): it leaves the tree after the grace. */
+        fake_backend_push(f->fake, wd_of(f, f->dir), IN_MOVED_FROM | IN_ISDIR, 10, "b");
+        turn(f);
+        g_assert_cmpuint(f->fake->n_rm, ==, removed);
+        tree_expire(f->tree, tree_next_deadline(f->tree) - 1);
+        g_assert_cmpuint(f->fake->n_rm, ==, removed);
+        tree_expire(f->tree, tree_next_deadline(f->tree));
+        g_assert_cmpuint(f->fake->n_rm, ==, removed + 1);
+        g_assert_cmpuint(tree_next_deadline(f->tree), ==, UINT64_MAX);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
 #define ADD(name, fn) g_test_add(name, Fixture, NULL, setup, fn, teardown)
@@ -414,5 +466,6 @@ int main(int argc, char *argv[]) {
         ADD("/events/overflow", test_overflow);
         ADD("/events/unknown-wd", test_unknown_wd);
         ADD("/events/slices", test_slices);
+        ADD("/events/rename-split", test_rename_split);
         return g_test_run();
 }
