@@ -266,8 +266,8 @@ static void *worker(void *arg) {
         pthread_mutex_lock(&w->lock);
         for (;;) {
                 AccessSaved saved;
-                Lane *l;
-                FsJob *j;
+                Lane *l = NULL;
+                FsJob *j = NULL;
                 int r;
 
                 while (!w->stopping && !(j = next_job(w, &l))) {
