@@ -136,6 +136,8 @@ static uint32_t wanted(const Subscription *s) {
 
 bool events_deliver(Events *e, Subscription *s, uint32_t mask, uint32_t cookie, const char *dir, const char *name,
                     size_t name_len, uint64_t now_usec) {
+        /* What a walk's job out in this directory must know, whatever s wants. */
+        tree_unread_note(e->tree, s, dir, mask, name, name_len);
         /* IN_UNMOUNT reaches every subscriber, as the kernel sends it to every watch. */
         if (!(mask & wanted(s)) && !(mask & IN_UNMOUNT))
                 return false;

@@ -116,7 +116,6 @@ bool tree_scanned_check(Tree *t, const Subscription *s, const char *dir, uint32_
                         size_t name_len) {
         g_autofree char *key = NULL;
 
-        tree_unread_note(t, s, dir, mask, name, name_len);
         if (!name || !(mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)) || !t->scanned ||
             g_hash_table_size(t->scanned) == 0)
                 return false;

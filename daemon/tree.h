@@ -163,6 +163,9 @@ bool tree_waits_read_empty(const Tree *t);
  * reported by a scan: then it is not reported again. */
 bool tree_scanned_check(Tree *t, const Subscription *s, const char *dir, uint32_t mask, const char *name,
                         size_t name_len);
+/* The kernel reported dir/name (mask) to s, whatever s wants: noted for the
+ * walks' jobs out in that directory (what they read or opened there is older). */
+void tree_unread_note(Tree *t, const Subscription *s, const char *dir, uint32_t mask, const char *name, size_t name_len);
 
 /* Runs the walks in progress for at most budget_usec. Return: whether any is left. */
 bool tree_walks_run(Tree *t, uint64_t budget_usec);

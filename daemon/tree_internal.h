@@ -54,10 +54,11 @@ struct Tree {
          * IN_CREATE, until the kernel queue is next read empty (tree.h). NULL
          * until first used. */
         GHashTable *scanned;
-        /* "id:path" -> the names (a set) the kernel reported created in that
-         * directory since a reporting walk's job linked it, until a job's
-         * read of it is reported: those are not reported again (tree_jobs.c).
-         * NULL until first used. */
+        /* "id:path" -> the names the kernel reported in that directory
+         * (Unread, tree_jobs.c) since a reporting walk's job linked it, until
+         * a job's read of it is reported: those are not reported again; and
+         * while a job opens names of it: those are not linked from the job's
+         * opens. NULL until first used. */
         GHashTable *unread;
         uint8_t *dents_buf; /* getdents64 buffer of the walks */
 };
@@ -78,6 +79,7 @@ typedef struct Frame {
         bool cross;      /* its one name is a mount point: opened in a job of lane, that file system's */
         dev_t lane;
         char *unread;  /* a reporting walk's, linked by a job: its key in Tree.unread, or NULL */
+        char *told;    /* while a job of it is out: its key in Tree.unread, or NULL */
         char *entries; /* what a job read of it in a reporting walk: "Da\0Fb\0" (D: a directory) */
         size_t entries_len;
 } Frame;
@@ -162,10 +164,8 @@ int tree_walk_below_in_worker(TreeWalk *w, Subscription *s, int fd);
 void tree_jobs_free(Tree *t);
 /* The names the kernel reported in f's directory since a job linked it (NULL: none noted). */
 GHashTable *tree_unread_names(Tree *t, const Frame *f);
-/* A frame's unread key let go of (tree_frame_done()). */
+/* A frame's keys in Tree.unread let go of (tree_frame_done()). */
 void tree_unread_drop(Tree *t, Frame *f);
-/* The kernel reported dir/name (mask) to s: noted for a job's read to come. */
-void tree_unread_note(Tree *t, const Subscription *s, const char *dir, uint32_t mask, const char *name, size_t name_len);
 /* The frames a job took from its walk. */
 GArray *tree_job_frames(WalkJob *j);
 

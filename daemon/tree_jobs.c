@@ -318,6 +318,64 @@ static char *unread_key(uint32_t id, const char *dir) {
         return g_strdup_printf("%" PRIu32 ":%.*s", id, (int) path_prefix_len(dir), dir);
 }
 
+/* What the kernel reported in a directory, for the frames that look (Frame.unread, Frame.told). */
+typedef struct Unread {
+        unsigned n_ref;
+        GHashTable *names; /* a set */
+} Unread;
+
+static void unread_free(gpointer p) {
+        Unread *u = p;
+
+        g_hash_table_destroy(u->names);
+        free(u);
+}
+
+/* link's key in Tree.unread, noting from now on (a reference), or NULL
+ * (no memory, too long a path: then nothing is noted for it). */
+static char *unread_ref(Tree *t, uint32_t id, WatchLink *link) {
+        char pathbuf[PATH_MAX];
+        const char *path = watch_link_get_path(link, pathbuf);
+        Unread *u;
+        char *key;
+
+        if (!path)
+                return NULL;
+        if (!t->unread)
+                t->unread = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, unread_free);
+        key = unread_key(id, path);
+        u = g_hash_table_lookup(t->unread, key);
+        if (!u) {
+                u = calloc(1, sizeof(Unread));
+                if (!u) {
+                        free(key);
+                        return NULL;
+                }
+                u->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+                g_hash_table_insert(t->unread, g_strdup(key), u);
+        }
+        u->n_ref++;
+        return key;
+}
+
+static void unread_unref(Tree *t, char **key) {
+        Unread *u;
+
+        if (!*key)
+                return;
+        u = t->unread ? g_hash_table_lookup(t->unread, *key) : NULL;
+        if (u && --u->n_ref == 0)
+                g_hash_table_remove(t->unread, *key);
+        free(*key);
+        *key = NULL;
+}
+
+static GHashTable *unread_names(Tree *t, const char *key) {
+        Unread *u = key && t->unread ? g_hash_table_lookup(t->unread, key) : NULL;
+
+        return u ? u->names : NULL;
+}
+
 /*
  * f, just linked by a reporting walk's job, is read by a later job: what
  * the kernel reports created in it meanwhile (its watch is placed) is read
@@ -326,15 +384,7 @@ static char *unread_key(uint32_t id, const char *dir) {
  * (no memory, too long a path) a name may be reported twice, never lost.
  */
 static void unread_add(Tree *t, uint32_t id, Frame *f) {
-        char pathbuf[PATH_MAX];
-        const char *path = watch_link_get_path(f->link, pathbuf);
-
-        if (!path)
-                return;
-        if (!t->unread)
-                t->unread = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_hash_table_destroy);
-        f->unread = unread_key(id, path);
-        g_hash_table_insert(t->unread, g_strdup(f->unread), g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL));
+        f->unread = unread_ref(t, id, f->link);
 }
 
 void tree_unread_note(Tree *t, const Subscription *s, const char *dir, uint32_t mask, const char *name, size_t name_len) {
@@ -349,22 +399,18 @@ void tree_unread_note(Tree *t, const Subscription *s, const char *dir, uint32_t 
             !(mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)))
                 return;
         key = unread_key(s->id, dir);
-        names = g_hash_table_lookup(t->unread, key);
+        names = unread_names(t, key);
         if (names)
                 g_hash_table_add(names, g_strndup(name, name_len));
 }
 
 GHashTable *tree_unread_names(Tree *t, const Frame *f) {
-        return f->unread && t->unread ? g_hash_table_lookup(t->unread, f->unread) : NULL;
+        return unread_names(t, f->unread);
 }
 
 void tree_unread_drop(Tree *t, Frame *f) {
-        if (!f->unread)
-                return;
-        if (t->unread)
-                g_hash_table_remove(t->unread, f->unread);
-        free(f->unread);
-        f->unread = NULL;
+        unread_unref(t, &f->unread);
+        unread_unref(t, &f->told);
 }
 
 /* What a job read of f's directory (a reporting walk's): reported as
@@ -405,12 +451,23 @@ static int job_link(TreeWalk *w, Subscription *s, Frame *f, JobChild *c, GArray 
                 .name = c->name,
                 .name_len = nl,
         };
+        GHashTable *told;
         WatchLink *l = NULL;
         char *name;
         int r;
 
         if (f->link->dead) {
                 tree_dir_close(t, c->fd, &d); /* left the tree meanwhile */
+                return 0;
+        }
+        /* The kernel told of this name while the job was out (renamed,
+         * deleted, made again): what the job opened may be known by another
+         * name now, and linked under this one it would keep a name it no
+         * longer has. The records of the name link what is there (as they
+         * do for a name the job never saw). */
+        told = unread_names(t, f->told);
+        if (told && g_hash_table_contains(told, c->name)) {
+                tree_dir_close(t, c->fd, &d);
                 return 0;
         }
         r = watch_table_link(t->table, s, f->link, c->fd, &c->st, c->name, nl, &l);
@@ -508,6 +565,7 @@ static void job_discard(WalkJob *j) {
                 free(f->names);
                 free(f->entries);
                 free(f->unread);
+                free(f->told);
         }
         job_free(j);
 }
@@ -548,7 +606,7 @@ static void walk_job_done(void *data, int error) {
                 f->entries = NULL;
                 f->entries_len = 0;
                 if (f->read)
-                        tree_unread_drop(t, f);
+                        unread_unref(t, &f->unread);
         }
         if (s && j->error >= 0 && j->children->len > 0) {
                 /* The kernel checks the owner's right to read at each watch placed. */
@@ -598,6 +656,7 @@ static void walk_job_done(void *data, int error) {
         for (guint i = 0; i < j->frames->len; i++) {
                 Frame *f = &g_array_index(j->frames, Frame, i);
 
+                unread_unref(t, &f->told);
                 if (f->closed)
                         tree_frame_done(t, f);
                 else
@@ -670,9 +729,17 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
         }
         g_array_append_vals(j->frames, &g_array_index(w->frames, Frame, w->frames->len - n), n);
         g_array_set_size(w->frames, w->frames->len - n);
+        /* What the kernel tells of their names while the job is out. */
+        for (guint i = 0; i < j->frames->len; i++) {
+                Frame *f = &g_array_index(j->frames, Frame, i);
+
+                f->told = unread_ref(t, w->id, f->link);
+        }
         job_announce(t, j);
         r = fswork_submit(t->fswork, dev, &s->owner->caller, walk_job_run, walk_job_done, j);
         if (r < 0) {
+                for (guint i = 0; i < j->frames->len; i++)
+                        unread_unref(t, &g_array_index(j->frames, Frame, i).told);
                 job_unannounce(t, j);
                 g_array_append_vals(w->frames, j->frames->data, j->frames->len);
                 job_free(j);

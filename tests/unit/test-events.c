@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,8 +25,11 @@
 #include "event_bits.h"
 #include "events.h"
 #include "fake-backend.h"
+#include "fswork.h"
+#include "hold.h"
 #include "log.h"
 #include "sink.h"
+#include "tree.h"
 #include "watchd-api.h"
 
 typedef struct Fixture {
@@ -452,6 +456,93 @@ static void test_rename_split(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(tree_next_deadline(f->tree), ==, UINT64_MAX);
 }
 
+/* Runs the completions of the jobs of w until none is queued or running. */
+static void fswork_settle(FsWork *w) {
+        for (int i = 0; i < 6000; i++) {
+                struct pollfd p = { .fd = fswork_fd(w), .events = POLLIN };
+                FsWorkStats st;
+
+                fswork_dispatch(w);
+                fswork_get_stats(w, &st);
+                if (st.running == 0 && st.queued == 0) {
+                        fswork_dispatch(w);
+                        return;
+                }
+                (void) poll(&p, 1, 10);
+        }
+        g_assert_not_reached();
+}
+
+/* Until a job has ended (its completion waits), without running it. */
+static void fswork_await_ended(FsWork *w) {
+        for (int i = 0; i < 6000; i++) {
+                struct pollfd p = { .fd = fswork_fd(w), .events = POLLIN };
+                FsWorkStats st;
+
+                fswork_get_stats(w, &st);
+                if (st.running == 0 && st.queued == 0 && poll(&p, 1, 0) == 1)
+                        return;
+                g_usleep(1000);
+        }
+        g_assert_not_reached();
+}
+
+/* A walk's job opens a directory by the name it read (a); the loop reads its
+ * rename (a to b) before the job's completion: not linked yet, so the
+ * IN_MOVED_TO scans b (an open of its parent in a job, holding the owner).
+ * The completion must not link it as a: it is b now, and the scan of b,
+ * finding it linked, would leave it under its old name for good (a file
+ * made in it reported as a/f). So a name the kernel told of while the job
+ * was out is left to its records (Tree.unread, Frame.told). */
+static void test_walk_job_renamed(Fixture *f, gconstpointer data) {
+        g_autofree char *a = in(f, "a"), *b = in(f, "b"), *bf = in(f, "b/f"), *af = in(f, "a/f");
+        Subscription *s = add(f, f->dir, IN_CREATE | IN_MOVE, WATCHD_FLAG_RECURSIVE);
+        TreeWalk *walk = NULL;
+        Holds *holds = NULL;
+        FsWork *fw = NULL;
+        bool seen_b = false, seen_a = false;
+        int fd;
+
+        if (getuid() != 0) {
+                g_test_skip("a job takes on its owner's credentials: needs root");
+                return;
+        }
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        g_assert_cmpint(fswork_new(&(FsWorkOps) {}, NULL, &fw), ==, 0);
+        g_assert_cmpint(holds_new(&(HoldsOps) {}, NULL, &holds), ==, 0);
+        tree_set_fswork(f->tree, fw);
+        tree_set_holds(f->tree, holds);
+
+        fd = open(f->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(tree_walk_below(f->tree, s, fd, /* all_or_nothing= */ true, &walk), ==, 0);
+        close(fd);
+        g_assert_nonnull(walk); /* in a job: it read the root and opened a */
+        fswork_await_ended(fw);
+
+        g_assert_cmpint(rename(a, b), ==, 0);
+        fake_backend_push(f->fake, wd_of(f, f->dir), IN_MOVED_FROM | IN_ISDIR, 5, "a");
+        fake_backend_push(f->fake, wd_of(f, f->dir), IN_MOVED_TO | IN_ISDIR, 5, "b");
+        turn(f);
+        fswork_settle(fw); /* the walk's completion first, then the scan's */
+        turn(f);
+
+        g_assert_true(g_file_set_contents(bf, "", 0, NULL));
+        fake_backend_push(f->fake, wd_of(f, b), IN_CREATE, 0, "f");
+        turn(f);
+        for (guint i = 0; i < f->sink.events->len; i++) {
+                seen_b = seen_b || strcmp(sink_event(&f->sink, i)->path, bf) == 0;
+                seen_a = seen_a || strcmp(sink_event(&f->sink, i)->path, af) == 0;
+        }
+        g_assert_false(seen_a);
+        g_assert_true(seen_b);
+
+        tree_set_fswork(f->tree, NULL);
+        fswork_free(fw);
+        tree_set_holds(f->tree, NULL);
+        holds_free(holds);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
 #define ADD(name, fn) g_test_add(name, Fixture, NULL, setup, fn, teardown)
@@ -467,5 +558,6 @@ int main(int argc, char *argv[]) {
         ADD("/events/unknown-wd", test_unknown_wd);
         ADD("/events/slices", test_slices);
         ADD("/events/rename-split", test_rename_split);
+        ADD("/events/walk-job-renamed", test_walk_job_renamed);
         return g_test_run();
 }
