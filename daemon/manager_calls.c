@@ -169,15 +169,16 @@ bool manager_on_deadline(Manager *m) {
  * handled yet (the kernel queues both halves at once), and a client's
  * records of one read count against its backlog limit together. */
 void manager_flush(Manager *m) {
-        uint64_t t;
+        uint64_t t, now;
 
         if (events_backlog(m->events, &t))
                 return;
+        now = now_usec();
         /* A probe that outlasted its hold: the records that waited for it go on. */
-        holds_expire(m->holds, now_usec());
+        holds_expire(m->holds, now);
         /* A directory moved out of its place whose IN_MOVED_TO did not come. */
-        tree_expire(m->tree, now_usec());
-        delivery_flush(m->delivery, now_usec());
+        tree_expire(m->tree, now);
+        delivery_flush(m->delivery, now);
         if (m->hooks.after_flush)
                 m->hooks.after_flush(m->hooks_userdata);
 }

@@ -395,7 +395,7 @@ void tree_unread_note(Tree *t, const Subscription *s, const char *dir, uint32_t 
          * story. A name that was there before and went (IN_DELETE, IN_MOVED_FROM)
          * too: the job may have read it before it went, and its IN_CREATE,
          * reported after the kernel's record, would bring it back. */
-        if (!t->unread || g_hash_table_size(t->unread) == 0 || !name ||
+        if (!t->unread || g_hash_table_size(t->unread) == 0 || !name || !(s->flags & WATCHD_FLAG_RECURSIVE) ||
             !(mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)))
                 return;
         key = unread_key(s->id, dir);
