@@ -48,6 +48,9 @@ typedef struct BackendOps {
         void (*batch)(Backend *b, bool begin);
         /* Optional: the bytes a read would return now (FIONREAD). */
         int (*pending)(Backend *b, size_t *ret);
+        /* Optional: add_watch safe from any thread, also during another
+         * thread's batch (NULL: add_watch is). */
+        int (*add_watch_any_thread)(Backend *b, int fd, uint32_t mask, int *ret_wd);
 } BackendOps;
 
 struct Backend {
@@ -83,6 +86,12 @@ static inline int backend_get_fd(const Backend *b) {
 /* Watches the object open at fd for mask; the same inode gives the same wd. Return: 0 or -errno. */
 static inline int backend_add_watch(Backend *b, int fd, uint32_t mask, int *ret_wd) {
         return b->ops->add_watch(b, fd, mask, ret_wd);
+}
+
+/* backend_add_watch() from a worker thread: it does not use the batch's
+ * working directory, which is the whole process's (backend_batch()). */
+static inline int backend_add_watch_any_thread(Backend *b, int fd, uint32_t mask, int *ret_wd) {
+        return (b->ops->add_watch_any_thread ? b->ops->add_watch_any_thread : b->ops->add_watch)(b, fd, mask, ret_wd);
 }
 
 /* Removes a watch; the kernel queues IN_IGNORED for it. Return: 0 or -errno (-EINVAL: unknown wd). */

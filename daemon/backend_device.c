@@ -46,7 +46,7 @@
 
 typedef struct DeviceBackend {
         Backend backend;
-        bool reopen_path_fds; /* the module refuses O_PATH fds: an older build */
+        bool reopen_path_fds; /* the module refuses O_PATH fds: an older build (atomic: workers add watches too) */
         bool add_watch;       /* INOTIFY_ADD_WATCH: ABI version 2 */
 } DeviceBackend;
 
@@ -95,12 +95,12 @@ static int device_add_watch(Backend *b, int fd, uint32_t mask, int *ret_wd) {
                 return negative_errno();
         if (!(fl & O_PATH))
                 return device_watch(b, fd, mask, ret_wd);
-        if (!d->reopen_path_fds) {
+        if (!__atomic_load_n(&d->reopen_path_fds, __ATOMIC_RELAXED)) {
                 r = device_watch(b, fd, mask, ret_wd);
                 /* fd is open (F_GETFL said so): EBADF is the module refusing O_PATH. */
                 if (r != -EBADF)
                         return r;
-                d->reopen_path_fds = true;
+                __atomic_store_n(&d->reopen_path_fds, true, __ATOMIC_RELAXED);
         }
         return device_watch_reopened(b, fd, mask, ret_wd);
 }

@@ -39,9 +39,21 @@ static SyscallBackend *syscall_backend(Backend *b) {
         return (SyscallBackend *) b;
 }
 
+/* Through /proc/self/fd/N: touches nothing of the process's but the inotify fd. */
+static int syscall_add_watch_proc(Backend *b, int fd, uint32_t mask, int *ret_wd) {
+        char path[sizeof("/proc/self/fd/") + 12];
+        int wd;
+
+        snprintf(path, sizeof(path), "/proc/self/fd/%i", fd);
+        wd = inotify_add_watch(b->fd, path, mask);
+        if (wd < 0)
+                return negative_errno();
+        *ret_wd = wd;
+        return 0;
+}
+
 static int syscall_add_watch(Backend *b, int fd, uint32_t mask, int *ret_wd) {
         SyscallBackend *sb = syscall_backend(b);
-        char path[sizeof("/proc/self/fd/") + 12];
         int wd;
 
         /* In a batch, the directory open at fd as the working directory and
@@ -59,12 +71,7 @@ static int syscall_add_watch(Backend *b, int fd, uint32_t mask, int *ret_wd) {
                 if (errno != EACCES)
                         return negative_errno();
         }
-        snprintf(path, sizeof(path), "/proc/self/fd/%i", fd);
-        wd = inotify_add_watch(b->fd, path, mask);
-        if (wd < 0)
-                return negative_errno();
-        *ret_wd = wd;
-        return 0;
+        return syscall_add_watch_proc(b, fd, mask, ret_wd);
 }
 
 static int syscall_rm_watch(Backend *b, int wd) {
@@ -117,6 +124,7 @@ static void syscall_free(Backend *b) {
 static const BackendOps syscall_ops = {
         .name = "syscall",
         .add_watch = syscall_add_watch,
+        .add_watch_any_thread = syscall_add_watch_proc,
         .rm_watch = syscall_rm_watch,
         .read = syscall_read,
         .free = syscall_free,

@@ -342,7 +342,8 @@ static int maybe_start_thread(FsWork *w) {
         return 0;
 }
 
-int fswork_submit(FsWork *w, dev_t dev, const Caller *caller, FsJobRun run, FsJobDone done, void *data) {
+/* caller NULL: as the daemon, taking turns and counted as uid's. */
+static int submit(FsWork *w, dev_t dev, const Caller *caller, uid_t uid, FsJobRun run, FsJobDone done, void *data) {
         int64_t key = (int64_t) dev;
         LaneUser *u;
         Lane *l;
@@ -379,7 +380,7 @@ int fswork_submit(FsWork *w, dev_t dev, const Caller *caller, FsJobRun run, FsJo
                 /* The key lives in the lane: dev_t is 64 bits. */
                 g_hash_table_insert(w->lanes, (gpointer) &l->dev, l);
         }
-        u = g_hash_table_lookup(l->by_uid, GUINT_TO_POINTER(caller ? caller->uid : 0));
+        u = g_hash_table_lookup(l->by_uid, GUINT_TO_POINTER(uid));
         if (!u) {
                 u = calloc(1, sizeof(LaneUser));
                 if (!u) {
@@ -387,7 +388,7 @@ int fswork_submit(FsWork *w, dev_t dev, const Caller *caller, FsJobRun run, FsJo
                         job_free(j);
                         return -ENOMEM;
                 }
-                u->uid = caller ? caller->uid : 0;
+                u->uid = uid;
                 u->link.data = u;
                 g_hash_table_insert(l->by_uid, GUINT_TO_POINTER(u->uid), u);
         }
@@ -414,6 +415,14 @@ int fswork_submit(FsWork *w, dev_t dev, const Caller *caller, FsJobRun run, FsJo
         pthread_cond_signal(&w->cond);
         pthread_mutex_unlock(&w->lock);
         return 0;
+}
+
+int fswork_submit(FsWork *w, dev_t dev, const Caller *caller, FsJobRun run, FsJobDone done, void *data) {
+        return submit(w, dev, caller, caller ? caller->uid : 0, run, done, data);
+}
+
+int fswork_submit_daemon(FsWork *w, dev_t dev, uid_t uid, FsJobRun run, FsJobDone done, void *data) {
+        return submit(w, dev, NULL, uid, run, done, data);
 }
 
 void fswork_dispatch(FsWork *w) {

@@ -87,6 +87,12 @@ void fswork_check(FsWork *w, uint64_t now_usec);
  */
 int fswork_submit(FsWork *w, dev_t dev, const Caller *caller, FsJobRun run, FsJobDone done, void *data);
 
+/* As fswork_submit(), run as the daemon (work no one caller could do: a
+ * watch shared by several users), but taking turns and counted as uid's:
+ * the user whose action asked for it, whose share of the stuck threads it
+ * then takes if its file system does not answer. */
+int fswork_submit_daemon(FsWork *w, dev_t dev, uid_t uid, FsJobRun run, FsJobDone done, void *data);
+
 /* A lane of its own per user, for work whose file system is not known before it
  * runs (an open by path, a probe that may cross a symlink or a mount point into
  * any file system): a file system that stops answering there holds that user's

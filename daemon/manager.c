@@ -45,6 +45,9 @@ int manager_new(Config *config, Manager **ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        /* Every link goes now: no narrowing of a watch, on the loop or in a worker. */
+        if (m->table)
+                watch_table_closing(m->table);
         m->events = events_free(m->events);
         /* It points to subscriptions, and tells no one of anything. */
         if (m->subs)
@@ -280,6 +283,7 @@ int manager_start(Manager *m) {
         if (r >= 0) {
                 tree_set_fswork(m->tree, m->fswork);
                 tree_set_holds(m->tree, m->holds);
+                watch_table_set_fswork(m->table, m->fswork);
         }
         if (r >= 0)
                 r = missing_new(m->table,

@@ -119,6 +119,8 @@ void manager_set_fswork(Manager *m, FsWork *w) {
         m->fswork = w;
         if (m->tree)
                 tree_set_fswork(m->tree, w);
+        if (m->table)
+                watch_table_set_fswork(m->table, w);
 }
 
 FsWork *manager_get_fswork(const Manager *m) {

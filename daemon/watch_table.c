@@ -9,6 +9,16 @@
  * watch with the smaller mask. If any of that fails, the kernel keeps the
  * wider mask: nothing is lost, because events are filtered per subscription
  * anyway, and the watch is released for good when its last link goes.
+ *
+ * With a worker pool (watch_table_set_fswork()) the narrowing is a job in
+ * the lane of the watch's file system (NarrowJob), counted as the user whose
+ * link went: the path walk and the add's permission check can wait for a
+ * file system that does not answer (a stopped FUSE daemon: a LOOKUP or
+ * GETATTR request), which on the loop froze the daemon for everyone. While
+ * it is out, a link that needs bits the job would take away settles it
+ * first (narrow_settle()): not started, it is cancelled; applied, the
+ * kernel mask is the job's; being applied, the loop waits for that one
+ * add, which its own add of the same inode would have waited as long for.
  */
 
 #include <assert.h>
@@ -16,6 +26,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <glib.h>
+#include <pthread.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +36,7 @@
 #include "access.h"
 #include "event_bits.h"
 #include "error.h"
+#include "fswork.h"
 #include "list.h"
 #include "log.h"
 #include "macro.h"
@@ -41,8 +53,35 @@ struct WatchTable {
         uint32_t next_id;
         WatchTableOps ops; /* told of links made and removed */
         void *ops_userdata;
-        unsigned n_persist; /* subscriptions with PERSIST: none, no search at a rename */
+        unsigned n_persist;    /* subscriptions with PERSIST: none, no search at a rename */
+        FsWork *fswork;        /* NULL: narrowed on the loop */
+        GHashTable *narrowing; /* Watch -> its NarrowJob out */
+        bool closing;          /* watch_table_closing(): no more narrowing */
 };
+
+typedef enum NarrowState {
+        NARROW_WAITING,   /* not started */
+        NARROW_APPLYING,  /* the worker is in the kernel call */
+        NARROW_DONE,      /* r says how it went */
+        NARROW_CANCELLED, /* the loop took it back before it started */
+} NarrowState;
+
+/* A narrowing in a worker. The loop and the worker share state, under lock. */
+typedef struct NarrowJob {
+        WatchTable *t; /* NULL once the table went */
+        Backend *backend;
+        Watch *w; /* NULL once it went, or was settled: the completion drops the result */
+        char *path;
+        dev_t dev;
+        ino_t ino;
+        int wd;
+        int other_wd;  /* the add gave another wd (w's watch was removed meanwhile), or -1 */
+        uint32_t mask; /* what it sets */
+        pthread_mutex_t lock;
+        pthread_cond_t cond; /* signalled when it leaves NARROW_APPLYING */
+        NarrowState state;
+        int r; /* 0: the kernel mask is mask; or -errno */
+} NarrowJob;
 
 /* Both maps are sets of Watch pointers (ptr_set.h: 8 bytes a slot) hashed
  * on the fields they map from, looked up with a Watch on the stack: no key
@@ -127,6 +166,7 @@ int watch_table_new(Backend *backend, WatchTable **ret) {
         ptr_set_init(&t->by_wd, watch_wd_hash, watch_wd_equal);
         ptr_set_init(&t->by_inode, watch_inode_hash, watch_inode_equal);
         t->subscriptions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, subscription_free);
+        t->narrowing = g_hash_table_new(g_direct_hash, g_direct_equal);
         *ret = t;
         return 0;
 }
@@ -241,12 +281,34 @@ WatchTable *watch_table_free(WatchTable *t) {
         while (g_hash_table_iter_next(&i, NULL, &v))
                 links_free_all(v);
         g_hash_table_destroy(t->subscriptions);
+        /* Jobs still out: their completions (-ESHUTDOWN) only free them. */
+        g_hash_table_iter_init(&i, t->narrowing);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                NarrowJob *j = v;
+
+                pthread_mutex_lock(&j->lock);
+                if (j->state == NARROW_WAITING)
+                        j->state = NARROW_CANCELLED;
+                pthread_mutex_unlock(&j->lock);
+                j->w = NULL;
+                j->t = NULL;
+        }
+        g_hash_table_destroy(t->narrowing);
         ptr_set_done(&t->by_inode);
         PTR_SET_FOREACH(w, &t->by_wd)
                 watch_free(w);
         ptr_set_done(&t->by_wd);
         free(t);
         return NULL;
+}
+
+void watch_table_set_fswork(WatchTable *t, FsWork *fswork) {
+        t->fswork = fswork;
+}
+
+void watch_table_closing(WatchTable *t) {
+        t->closing = true;
+        t->fswork = NULL;
 }
 
 void watch_table_set_ops(WatchTable *t, const WatchTableOps *ops, void *userdata) {
@@ -309,8 +371,44 @@ static uint32_t union_mask(const Watch *w) {
         return m;
 }
 
+static void narrow_job_free(NarrowJob *j) {
+        pthread_mutex_destroy(&j->lock);
+        pthread_cond_destroy(&j->cond);
+        free(j->path);
+        free(j);
+}
+
+/*
+ * The loop is done with w's job out: w goes (wait false: whatever the job
+ * does now is not w's; an add it makes after w's watch was removed makes a
+ * watch of its own, which its completion removes), or w is about to be
+ * widened (wait true: a job not started is cancelled, one being applied
+ * waited for, so that no narrowing lands after the widening; the kernel
+ * mask is then the job's if it was applied).
+ */
+static void narrow_settle(WatchTable *t, Watch *w, bool wait) {
+        NarrowJob *j;
+
+        if (!w->narrowing)
+                return;
+        j = g_hash_table_lookup(t->narrowing, w);
+        assert(j);
+        pthread_mutex_lock(&j->lock);
+        while (wait && j->state == NARROW_APPLYING)
+                pthread_cond_wait(&j->cond, &j->lock);
+        if (j->state == NARROW_WAITING)
+                j->state = NARROW_CANCELLED;
+        else if (wait && j->state == NARROW_DONE && j->r >= 0)
+                w->kernel_mask = j->mask;
+        pthread_mutex_unlock(&j->lock);
+        g_hash_table_remove(t->narrowing, w);
+        w->narrowing = false;
+        j->w = NULL;
+}
+
 /* Takes w out of by_inode, so that a new watch may be made for its inode. */
 static void watch_make_stale(WatchTable *t, Watch *w) {
+        narrow_settle(t, w, false);
         if (w->stale)
                 return;
         (void) ptr_set_remove(&t->by_inode, w);
@@ -356,6 +454,13 @@ static int watch_get(WatchTable *t, int fd, const struct stat *st, uint32_t mask
         int wd, r;
 
         w = watch_table_find_watch(t, st->st_dev, st->st_ino);
+        if (w && w->narrowing) {
+                NarrowJob *j = g_hash_table_lookup(t->narrowing, w);
+
+                /* Bits the job out would take away: it must not land after this. */
+                if ((j->mask | mask) != j->mask)
+                        narrow_settle(t, w, true);
+        }
         if (w && (w->kernel_mask | mask) == w->kernel_mask) {
                 *ret = w;
                 return 0;
@@ -569,15 +674,149 @@ int watch_table_link_pending(WatchTable *t, Subscription *s, int fd, const struc
         return link_new(t, s, NULL, fd, st, path, strlen(path), ret);
 }
 
-/* Best effort: see the top of the file. */
-static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t mask) {
+/* In a worker, as the daemon: the watch's path reopened, checked, and the watch re-added with j->mask. */
+static void narrow_run(void *data) {
+        NarrowJob *j = data;
+        _cleanup_close_ int pfd = -1;
+        Backend *b = j->backend;
+        struct stat st;
+        int wd, r = 0;
+
+        pfd = access_open_path(j->path, 0);
+        if (pfd < 0)
+                r = pfd;
+        else if (fstat(pfd, &st) < 0)
+                r = negative_errno();
+        else if (st.st_dev != j->dev || st.st_ino != j->ino || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+                r = -ESTALE;
+
+        pthread_mutex_lock(&j->lock);
+        if (j->state == NARROW_CANCELLED || r < 0) {
+                if (j->state != NARROW_CANCELLED) {
+                        j->state = NARROW_DONE;
+                        j->r = r;
+                }
+                pthread_mutex_unlock(&j->lock);
+                return;
+        }
+        j->state = NARROW_APPLYING;
+        pthread_mutex_unlock(&j->lock);
+
+        r = backend_add_watch_any_thread(b, pfd, j->mask, &wd); /* O_PATH: see backend.h */
+
+        pthread_mutex_lock(&j->lock);
+        j->state = NARROW_DONE;
+        j->r = r < 0 ? r : 0;
+        if (r >= 0 && wd != j->wd) {
+                /* Not the watch it narrowed (removed meanwhile): the completion sees to it. */
+                j->r = -ESTALE;
+                j->other_wd = wd;
+        }
+        pthread_cond_broadcast(&j->cond);
+        pthread_mutex_unlock(&j->lock);
+}
+
+static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t mask, uid_t uid);
+
+/* On the loop, after narrow_run(). */
+static void narrow_done(void *data, int error) {
+        NarrowJob *j = data;
+        WatchTable *t = j->t;
+        Watch *w = j->w, *other;
+
+        if (w) {
+                /* Still w's: nothing settled it (the table is alive, also at fswork_free()). */
+                g_hash_table_remove(t->narrowing, w);
+                w->narrowing = false;
+        }
+        if (error == -ESHUTDOWN || !t) {
+                narrow_job_free(j);
+                return;
+        }
+        if (j->state == NARROW_DONE && j->other_wd >= 0) {
+                /* The add made or found another watch of the inode: one the
+                 * loop does not know is removed; one it knows (a new watch of
+                 * the inode, or its inode number reused) has the job's mask
+                 * now, and is set back to what its links need. */
+                other = watch_table_get_watch(t, j->other_wd);
+                if (!other)
+                        (void) backend_rm_watch(t->backend, j->other_wd);
+                else {
+                        other->kernel_mask = j->mask;
+                        if (union_mask(other) != other->kernel_mask && other->links && !other->stale)
+                                watch_narrow(t, other, other->links, union_mask(other), 0);
+                }
+        }
+        if (!w) {
+                narrow_job_free(j);
+                return;
+        }
+        if (j->state == NARROW_DONE && j->r >= 0) {
+                uint32_t m = union_mask(w);
+
+                w->kernel_mask = j->mask;
+                /* More links went meanwhile: narrower still. */
+                if (m != w->kernel_mask && w->links && !w->stale)
+                        watch_narrow(t, w, w->links, m, 0);
+        } else
+                log_debug_errno(j->r, "Failed to narrow the watch on '%s', keeping its mask: %m", j->path);
+        narrow_job_free(j);
+}
+
+/* The narrowing as a job (see the top of the file). Return: 0, or -errno: not submitted. */
+static int narrow_submit(WatchTable *t, Watch *w, const char *path, uint32_t mask, uid_t uid) {
+        NarrowJob *j;
+        int r;
+
+        j = calloc(1, sizeof(NarrowJob));
+        if (!j)
+                return -ENOMEM;
+        *j = (NarrowJob) {
+                .t = t,
+                .backend = t->backend,
+                .w = w,
+                .path = strdup(path),
+                .dev = w->dev,
+                .ino = w->ino,
+                .wd = w->wd,
+                .other_wd = -1,
+                .mask = mask,
+        };
+        pthread_mutex_init(&j->lock, NULL);
+        pthread_cond_init(&j->cond, NULL);
+        if (!j->path) {
+                narrow_job_free(j);
+                return -ENOMEM;
+        }
+        r = fswork_submit_daemon(t->fswork, w->dev, uid, narrow_run, narrow_done, j);
+        if (r < 0) {
+                narrow_job_free(j);
+                return r;
+        }
+        g_hash_table_insert(t->narrowing, w, j);
+        w->narrowing = true;
+        return 0;
+}
+
+/* Best effort: see the top of the file. uid: whose link went (the job is counted as its). */
+static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t mask, uid_t uid) {
         _cleanup_close_ int pfd = -1;
         char path[PATH_MAX];
         struct stat st;
         int wd, r;
 
+        if (t->closing)
+                return; /* every link goes: nothing to narrow for */
+        if (w->narrowing)
+                return; /* its completion narrows again to what is needed then */
         if (watch_link_path(l, path, sizeof(path)) < 0)
                 return;
+        if (t->fswork) {
+                r = narrow_submit(t, w, path, mask, uid);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to narrow the watch on '%s', keeping its mask: %m", path);
+                return;
+        }
         /* As the daemon, but through no magic link (access.h), like every path from a client. */
         pfd = access_open_path(path, 0);
         if (pfd < 0 || fstat(pfd, &st) < 0)
@@ -599,6 +838,7 @@ static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t m
 
 /* Forgets w's wd: from now on w is owned by its links and freed with the last. */
 static void watch_detach_wd(WatchTable *t, Watch *w) {
+        narrow_settle(t, w, false);
         if (t->last == w)
                 t->last = NULL;
         watch_make_stale(t, w);
@@ -625,6 +865,7 @@ static void watch_release(WatchTable *t, Watch *w) {
 /* Removes one link that has no children. */
 static void link_remove(WatchTable *t, WatchLink *l) {
         Subscription *s = l->subscription;
+        uid_t uid = s->account ? s->account->uid : 0;
         Watch *w = l->watch;
 
         assert(!l->children);
@@ -649,7 +890,7 @@ static void link_remove(WatchTable *t, WatchLink *l) {
                 uint32_t m = union_mask(w);
 
                 if (m != w->kernel_mask && !w->stale)
-                        watch_narrow(t, w, w->links, m);
+                        watch_narrow(t, w, w->links, m, uid);
         }
 }
 

@@ -29,6 +29,7 @@
 
 #include "accounting.h"
 #include "backend.h"
+#include "fswork.h"
 #include "list.h"
 
 typedef struct WatchTable WatchTable;
@@ -117,6 +118,7 @@ struct Watch {
         bool is_dir;
         bool unmounted; /* IN_UNMOUNT seen: the coming IN_IGNORED means "unmounted" */
         bool stale;     /* no longer the watch of (dev, ino) */
+        bool narrowing; /* a NarrowJob is out for it (watch_table.c) */
         LIST_HEAD(WatchLink, links);
 };
 
@@ -134,6 +136,10 @@ typedef struct WatchTableOps {
         void (*link_gone)(WatchLink *l, void *userdata);
 } WatchTableOps;
 void watch_table_set_ops(WatchTable *t, const WatchTableOps *ops, void *userdata);
+/* Narrowings then run in workers (NULL: on the loop). */
+void watch_table_set_fswork(WatchTable *t, FsWork *fswork);
+/* At exit, before the subscriptions end: no more narrowing (every link goes). */
+void watch_table_closing(WatchTable *t);
 /* Frees the table without telling the kernel (the backend's fd is closed after it). */
 WatchTable *watch_table_free(WatchTable *t);
 

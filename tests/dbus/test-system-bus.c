@@ -1237,8 +1237,9 @@ static int seen_on_message(sd_bus_message *m, void *userdata, sd_bus_error *ret_
 /*
  * The child, as nobody, runs steps (argv-like, NULL-terminated) and says
  * how each went, a line each:
- *   "watch PATH FLAGS"    AddWatch (IN_CREATE | IN_DELETE_SELF): "id N" or
- *                         "failed MESSAGE"
+ *   "watch PATH FLAGS [MASK]"
+ *                         AddWatch (MASK, or IN_CREATE | IN_DELETE_SELF): "id N"
+ *                         or "failed MESSAGE"
  *   "durable NAME PATH"   CreateDurable (IN_CREATE): "created" or "failed MESSAGE"
  *   "go"                  waits for the test's byte
  *   "await PATH"          reads its bus until a CREATE of PATH comes (30 s):
@@ -1263,7 +1264,7 @@ static void nobody_child(const char *address, const char *const *steps, int repo
             sd_bus_start(bus) < 0)
                 _exit(3);
         for (; *steps; steps++) {
-                g_auto(GStrv) w = g_strsplit(*steps, " ", 3);
+                g_auto(GStrv) w = g_strsplit(*steps, " ", 4);
                 sd_bus_message *call = NULL;
                 uint32_t id;
 
@@ -1276,7 +1277,9 @@ static void nobody_child(const char *address, const char *const *steps, int repo
                         if (sd_bus_message_new_method_call(bus, &call, "org.example.Inotify", "/org/example/Inotify",
                                                            "org.example.Inotify",
                                                            watch ? "AddWatch" : "CreateDurable") < 0 ||
-                            (watch ? sd_bus_message_append(call, "suu", w[1], (uint32_t) (IN_CREATE | IN_DELETE_SELF),
+                            (watch ? sd_bus_message_append(call, "suu", w[1],
+                                                           w[3] ? (uint32_t) strtoul(w[3], NULL, 0) :
+                                                                  (uint32_t) (IN_CREATE | IN_DELETE_SELF),
                                                            (uint32_t) strtoul(w[2], NULL, 0)) :
                                      sd_bus_message_append(call, "ssuu", w[1], w[2], (uint32_t) IN_CREATE,
                                                            (uint32_t) 0)) < 0)
@@ -1665,6 +1668,55 @@ static void test_hung_persist(Fixture *f, gconstpointer data) {
         hung_look_up(f, true);
 }
 
+/*
+ * Issue 24 item 1 as nobody: a kernel watch narrowed when one of its
+ * subscriptions ends. Two of nobody's clients watch a, a directory of
+ * nobody's own bindfs ([poll] fuse = 0), the second for every event: one
+ * kernel watch with the union of the masks. The FUSE daemon is stopped, its
+ * entries let age, and the second client goes: the watch is narrowed to
+ * the first's mask, which re-opens its path (there is no caller's fd then)
+ * and re-adds it. That path walk and the add's permission check wait for
+ * the FUSE daemon: on the loop they froze watchd for everyone (root's
+ * GetStats never answered); now they wait in a worker of the mount's lane
+ * (fs_stalled 1), root goes on, and once the FUSE daemon answers the first
+ * client still hears of a file made in a.
+ */
+static void test_hung_narrow(Fixture *f, gconstpointer data) {
+        g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
+        g_autofree char *a = g_build_filename(back, "a", NULL), *ma = g_build_filename(mnt, "a", NULL);
+        g_autofree char *mfile = g_build_filename(ma, "after", NULL), *step = NULL, *wide = NULL, *await = NULL;
+        g_autofree char *line = NULL, *wide_line = NULL;
+        Reader reader;
+        Stuck st = {}, wst = {};
+        pid_t fuse_pid;
+
+        step = g_strdup_printf("watch %s 0", ma);
+        wide = g_strdup_printf("watch %s 0 %u", ma, (unsigned) (IN_ALL_EVENTS & ~IN_MOVE_SELF));
+        await = g_strconcat("await ", mfile, NULL);
+        fuse_pid = nobody_watch_in_mount(f, back, mnt, a, NULL, &reader, &st,
+                                         (const char *const[]) { step, "go", await, NULL }, &line);
+        if (fuse_pid <= 0)
+                return;
+        nobody_start(&wst, f, (const char *const[]) { wide, "go", NULL });
+        wide_line = stuck_read_line(&wst);
+        if (!g_str_has_prefix(wide_line, "id "))
+                g_error("nobody's second AddWatch: %s", wide_line);
+
+        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
+        g_usleep(ENTRY_TIMEOUT_US);
+        stuck_go(&wst); /* it goes: its subscription ends, the watch is narrowed */
+        nobody_end(&wst);
+        if (!wt_await_stat(reader.proxy, "fs_stalled", 1, TIMEOUT_MS))
+                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader.proxy, "fs_stalled"));
+        root_goes_on(f, &reader, "hung-narrow");
+
+        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
+        make_file(mfile);
+        stuck_go(&st);
+        nobody_sees_last(&st, &reader, mnt, g_steal_pointer(&line));
+}
+
 /* The state of root's ListDurable entry NAME ("UID/NAME" for another user's), or NULL. */
 #define MANY_MOUNTS 20u
 
@@ -1854,6 +1906,8 @@ int main(int argc, char *argv[]) {
         g_test_add("/system-bus/hung-new-dir", Fixture, &system_bus_hung_inotify, fixture_setup, test_hung_new_dir,
                    fixture_teardown);
         g_test_add("/system-bus/hung-persist", Fixture, &system_bus_hung_inotify, fixture_setup, test_hung_persist,
+                   fixture_teardown);
+        g_test_add("/system-bus/hung-narrow", Fixture, &system_bus_hung_inotify, fixture_setup, test_hung_narrow,
                    fixture_teardown);
         return g_test_run();
 }

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -136,4 +137,34 @@ void fake_backend_push(FakeBackend *f, int wd, uint32_t mask, uint32_t cookie, c
         memset(f->queue->data + at, 0, len);
         if (name)
                 memcpy(f->queue->data + at, name, nl);
+}
+
+/* Until the jobs are done; dispatch: their completions too. */
+static void fswork_wait(FsWork *w, bool dispatch) {
+        for (int i = 0; i < 6000; i++) {
+                struct pollfd p = { .fd = fswork_fd(w), .events = POLLIN };
+                FsWorkStats st;
+
+                if (dispatch)
+                        fswork_dispatch(w);
+                fswork_get_stats(w, &st);
+                if (st.running == 0 && st.queued == 0) {
+                        if (dispatch)
+                                fswork_dispatch(w);
+                        return;
+                }
+                if (dispatch)
+                        (void) poll(&p, 1, 10);
+                else
+                        g_usleep(10000);
+        }
+        g_assert_not_reached();
+}
+
+void fswork_settle(FsWork *w) {
+        fswork_wait(w, true);
+}
+
+void fswork_await_idle(FsWork *w) {
+        fswork_wait(w, false);
 }

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "backend.h"
+#include "fswork.h"
 
 #define FAKE_WATCHES_MAX 4096
 
@@ -47,3 +48,8 @@ int fake_backend_wd(FakeBackend *f, const char *path);
 unsigned fake_backend_n_live(const FakeBackend *f);
 /* Queues a record for the daemon to read (name may be NULL). */
 void fake_backend_push(FakeBackend *f, int wd, uint32_t mask, uint32_t cookie, const char *name);
+
+/* Runs the completions of the jobs of w until none is queued or running. */
+void fswork_settle(FsWork *w);
+/* Waits until none of w's jobs is queued or running, and runs no completion. */
+void fswork_await_idle(FsWork *w);

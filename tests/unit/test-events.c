@@ -456,23 +456,6 @@ static void test_rename_split(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(tree_next_deadline(f->tree), ==, UINT64_MAX);
 }
 
-/* Runs the completions of the jobs of w until none is queued or running. */
-static void fswork_settle(FsWork *w) {
-        for (int i = 0; i < 6000; i++) {
-                struct pollfd p = { .fd = fswork_fd(w), .events = POLLIN };
-                FsWorkStats st;
-
-                fswork_dispatch(w);
-                fswork_get_stats(w, &st);
-                if (st.running == 0 && st.queued == 0) {
-                        fswork_dispatch(w);
-                        return;
-                }
-                (void) poll(&p, 1, 10);
-        }
-        g_assert_not_reached();
-}
-
 /* Until a job has ended (its completion waits), without running it. */
 static void fswork_await_ended(FsWork *w) {
         for (int i = 0; i < 6000; i++) {

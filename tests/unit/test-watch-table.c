@@ -301,6 +301,149 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_rmdir(sub_dir);
 }
 
+/* A directory's kernel mask, without what every watched directory has (WATCH_ACCESS_BITS). */
+static uint32_t dmask(Fixture *f, const Subscription *s) {
+        return kmask(f, s) & ~WATCH_ACCESS_BITS;
+}
+
+/* A job that holds its lane until the test writes to fd (the jobs behind it wait). */
+typedef struct Blocker {
+        int fds[2];
+        bool done;
+} Blocker;
+
+static void block_run(void *data) {
+        Blocker *b = data;
+        char c;
+
+        g_assert_cmpint(read(b->fds[0], &c, 1), ==, 1);
+}
+
+static void block_done(void *data, int error) {
+        ((Blocker *) data)->done = true;
+}
+
+/* A's lane held by b: a narrowing of a's watch waits behind it. */
+static void block_lane(Fixture *f, FsWork *w, Blocker *b) {
+        struct stat st;
+
+        g_assert_cmpint(stat(f->a, &st), ==, 0);
+        g_assert_cmpint(pipe2(b->fds, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(fswork_submit(w, st.st_dev, NULL, block_run, block_done, b), ==, 0);
+}
+
+static void unblock_lane(FsWork *w, Blocker *b) {
+        g_assert_cmpint(write(b->fds[1], "x", 1), ==, 1);
+        fswork_settle(w);
+        g_assert_true(b->done);
+        close(b->fds[0]);
+        close(b->fds[1]);
+}
+
+static FsWork *narrow_in_workers(Fixture *f) {
+        FsWork *w = NULL;
+
+        g_assert_cmpint(fswork_new(&(FsWorkOps) {}, NULL, &w), ==, 0);
+        watch_table_set_fswork(f->t, w);
+        return w;
+}
+
+static void narrow_done_with(Fixture *f, FsWork *w) {
+        fswork_settle(w);
+        watch_table_set_fswork(f->t, NULL);
+        fswork_free(w);
+}
+
+/* With workers, a watch is narrowed in a job (its path reopened off the
+ * loop): the kernel mask stays the union until the completion, then is
+ * what is left. */
+static void test_narrow_job(Fixture *f, gconstpointer data) {
+        FsWork *w = narrow_in_workers(f);
+        Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *s2 = sub(f, f->link_a, NULL, IN_DELETE);
+        Watch *wa = s2->links->watch;
+
+        g_assert_cmpuint(dmask(f, s2), ==, IN_CREATE | IN_DELETE);
+        watch_table_unsubscribe(f->t, s1);
+        g_assert_true(wa->narrowing);
+        g_assert_cmpuint(dmask(f, s2), ==, IN_CREATE | IN_DELETE); /* out in a job */
+        fswork_settle(w);
+        g_assert_false(wa->narrowing);
+        g_assert_cmpuint(dmask(f, s2), ==, IN_DELETE);
+        g_assert_cmpuint(wa->kernel_mask & ~WATCH_ACCESS_BITS, ==, IN_DELETE);
+        watch_table_unsubscribe(f->t, s2);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+        narrow_done_with(f, w);
+}
+
+/* A link that needs bits a narrowing not started yet would take away
+ * cancels it: the job, when it runs, adds nothing, and the kernel keeps
+ * the new link's bits (the job, run, narrowed them away: IN_MODIFY lost). */
+static void test_narrow_cancelled(Fixture *f, gconstpointer data) {
+        FsWork *w = narrow_in_workers(f);
+        Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *s2 = sub(f, f->a, NULL, IN_DELETE), *s3;
+        Blocker b = {};
+        unsigned adds;
+
+        block_lane(f, w, &b);
+        watch_table_unsubscribe(f->t, s2);
+        g_assert_true(s1->links->watch->narrowing);
+        s3 = sub(f, f->a, NULL, IN_MODIFY);
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE | IN_DELETE | IN_MODIFY);
+        adds = f->fake->n_add;
+        unblock_lane(w, &b);
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE | IN_DELETE | IN_MODIFY);
+        g_assert_cmpuint(f->fake->n_add, ==, adds); /* cancelled: no add */
+        g_assert_false(s1->links->watch->narrowing);
+
+        /* The next link to go narrows to what is needed then. */
+        watch_table_unsubscribe(f->t, s3);
+        fswork_settle(w);
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE);
+        watch_table_unsubscribe(f->t, s1);
+        narrow_done_with(f, w);
+}
+
+/* A narrowing applied in the kernel whose completion has not run yet: a
+ * link that needs more takes the job's mask as the kernel's and widens
+ * that (the bits the job took away stay away). */
+static void test_narrow_applied(Fixture *f, gconstpointer data) {
+        FsWork *w = narrow_in_workers(f);
+        Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *s2 = sub(f, f->a, NULL, IN_DELETE), *s3;
+
+        watch_table_unsubscribe(f->t, s2);
+        fswork_await_idle(w); /* done, its completion not run */
+        g_assert_true(s1->links->watch->narrowing);
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE);
+        s3 = sub(f, f->a, NULL, IN_MODIFY);
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE | IN_MODIFY);
+        g_assert_cmpuint(s1->links->watch->kernel_mask & ~WATCH_ACCESS_BITS, ==, IN_CREATE | IN_MODIFY);
+        fswork_settle(w); /* the completion finds the job settled: nothing */
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE | IN_MODIFY);
+        g_assert_false(s1->links->watch->narrowing);
+        watch_table_unsubscribe(f->t, s3);
+        watch_table_unsubscribe(f->t, s1);
+        narrow_done_with(f, w);
+}
+
+/* The watch released while its narrowing waits: the job adds nothing (an
+ * add would place the watch again, for no one). */
+static void test_narrow_watch_gone(Fixture *f, gconstpointer data) {
+        FsWork *w = narrow_in_workers(f);
+        Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *s2 = sub(f, f->a, NULL, IN_DELETE);
+        Blocker b = {};
+        unsigned adds;
+
+        block_lane(f, w, &b);
+        watch_table_unsubscribe(f->t, s2);
+        watch_table_unsubscribe(f->t, s1);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+        adds = f->fake->n_add;
+        unblock_lane(w, &b);
+        g_assert_cmpuint(f->fake->n_add, ==, adds);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+        narrow_done_with(f, w);
+}
+
 static bool has_id(GArray *ids, uint32_t id) {
         for (guint i = 0; i < ids->len; i++)
                 if (g_array_index(ids, uint32_t, i) == id)
@@ -382,5 +525,9 @@ int main(int argc, char *argv[]) {
         g_test_add("/watch-table/wd reused", Fixture, NULL, setup, test_wd_reuse, teardown);
         g_test_add("/watch-table/links of a recursive subscription", Fixture, NULL, setup, test_links, teardown);
         g_test_add("/watch-table/persist", Fixture, NULL, setup, test_persist, teardown);
+        g_test_add("/watch-table/narrow-job", Fixture, NULL, setup, test_narrow_job, teardown);
+        g_test_add("/watch-table/narrow-cancelled", Fixture, NULL, setup, test_narrow_cancelled, teardown);
+        g_test_add("/watch-table/narrow-applied", Fixture, NULL, setup, test_narrow_applied, teardown);
+        g_test_add("/watch-table/narrow-watch-gone", Fixture, NULL, setup, test_narrow_watch_gone, teardown);
         return g_test_run();
 }
