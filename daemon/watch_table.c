@@ -11,14 +11,9 @@
  * anyway, and the watch is released for good when its last link goes.
  *
  * With a worker pool (watch_table_set_fswork()) the narrowing is a job in
- * the lane of the watch's file system (NarrowJob), counted as the user whose
- * link went: the path walk and the add's permission check can wait for a
- * file system that does not answer (a stopped FUSE daemon: a LOOKUP or
- * GETATTR request), which on the loop froze the daemon for everyone. While
- * it is out, a link that needs bits the job would take away settles it
- * first (narrow_settle()): not started, it is cancelled; applied, the
- * kernel mask is the job's; being applied, the loop waits for that one
- * add, which its own add of the same inode would have waited as long for.
+ * the lane of the watch's file system (watch_narrow.h): the path walk and
+ * the add's permission check can wait for a file system that does not
+ * answer, which on the loop froze the daemon for everyone.
  */
 
 #include <assert.h>
@@ -26,7 +21,6 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <glib.h>
-#include <pthread.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,12 +30,12 @@
 #include "access.h"
 #include "event_bits.h"
 #include "error.h"
-#include "fswork.h"
 #include "list.h"
 #include "log.h"
 #include "macro.h"
 #include "path.h"
 #include "ptr_set.h"
+#include "watch_narrow.h"
 #include "watch_table.h"
 
 struct WatchTable {
@@ -53,35 +47,12 @@ struct WatchTable {
         uint32_t next_id;
         WatchTableOps ops; /* told of links made and removed */
         void *ops_userdata;
-        unsigned n_persist;    /* subscriptions with PERSIST: none, no search at a rename */
-        FsWork *fswork;        /* NULL: narrowed on the loop */
-        GHashTable *narrowing; /* Watch -> its NarrowJob out */
-        bool closing;          /* watch_table_closing(): no more narrowing */
+        unsigned n_persist; /* subscriptions with PERSIST: none, no search at a rename */
+        Narrower *narrower; /* the narrowings in workers (watch_narrow.h) */
+        bool closing;       /* watch_table_closing(): no more narrowing */
 };
 
-typedef enum NarrowState {
-        NARROW_WAITING,   /* not started */
-        NARROW_APPLYING,  /* the worker is in the kernel call */
-        NARROW_DONE,      /* r says how it went */
-        NARROW_CANCELLED, /* the loop took it back before it started */
-} NarrowState;
-
-/* A narrowing in a worker. The loop and the worker share state, under lock. */
-typedef struct NarrowJob {
-        WatchTable *t; /* NULL once the table went */
-        Backend *backend;
-        Watch *w; /* NULL once it went, or was settled: the completion drops the result */
-        char *path;
-        dev_t dev;
-        ino_t ino;
-        int wd;
-        int other_wd;  /* the add gave another wd (w's watch was removed meanwhile), or -1 */
-        uint32_t mask; /* what it sets */
-        pthread_mutex_t lock;
-        pthread_cond_t cond; /* signalled when it leaves NARROW_APPLYING */
-        NarrowState state;
-        int r; /* 0: the kernel mask is mask; or -errno */
-} NarrowJob;
+static void narrow_done(const void *key, const NarrowResult *res, void *userdata);
 
 /* Both maps are sets of Watch pointers (ptr_set.h: 8 bytes a slot) hashed
  * on the fields they map from, looked up with a Watch on the stack: no key
@@ -166,7 +137,11 @@ int watch_table_new(Backend *backend, WatchTable **ret) {
         ptr_set_init(&t->by_wd, watch_wd_hash, watch_wd_equal);
         ptr_set_init(&t->by_inode, watch_inode_hash, watch_inode_equal);
         t->subscriptions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, subscription_free);
-        t->narrowing = g_hash_table_new(g_direct_hash, g_direct_equal);
+        if (narrower_new(backend, narrow_done, t, &t->narrower) < 0) {
+                g_hash_table_destroy(t->subscriptions);
+                free(t);
+                return -ENOMEM;
+        }
         *ret = t;
         return 0;
 }
@@ -281,19 +256,8 @@ WatchTable *watch_table_free(WatchTable *t) {
         while (g_hash_table_iter_next(&i, NULL, &v))
                 links_free_all(v);
         g_hash_table_destroy(t->subscriptions);
-        /* Jobs still out: their completions (-ESHUTDOWN) only free them. */
-        g_hash_table_iter_init(&i, t->narrowing);
-        while (g_hash_table_iter_next(&i, NULL, &v)) {
-                NarrowJob *j = v;
-
-                pthread_mutex_lock(&j->lock);
-                if (j->state == NARROW_WAITING)
-                        j->state = NARROW_CANCELLED;
-                pthread_mutex_unlock(&j->lock);
-                j->w = NULL;
-                j->t = NULL;
-        }
-        g_hash_table_destroy(t->narrowing);
+        /* Jobs still out: their completions only free them. */
+        t->narrower = narrower_free(t->narrower);
         ptr_set_done(&t->by_inode);
         PTR_SET_FOREACH(w, &t->by_wd)
                 watch_free(w);
@@ -303,12 +267,12 @@ WatchTable *watch_table_free(WatchTable *t) {
 }
 
 void watch_table_set_fswork(WatchTable *t, FsWork *fswork) {
-        t->fswork = fswork;
+        narrower_set_fswork(t->narrower, fswork);
 }
 
 void watch_table_closing(WatchTable *t) {
         t->closing = true;
-        t->fswork = NULL;
+        narrower_set_fswork(t->narrower, NULL);
 }
 
 void watch_table_set_ops(WatchTable *t, const WatchTableOps *ops, void *userdata) {
@@ -371,39 +335,15 @@ static uint32_t union_mask(const Watch *w) {
         return m;
 }
 
-static void narrow_job_free(NarrowJob *j) {
-        pthread_mutex_destroy(&j->lock);
-        pthread_cond_destroy(&j->cond);
-        free(j->path);
-        free(j);
-}
-
-/*
- * The loop is done with w's job out: w goes (wait false: whatever the job
- * does now is not w's; an add it makes after w's watch was removed makes a
- * watch of its own, which its completion removes), or w is about to be
- * widened (wait true: a job not started is cancelled, one being applied
- * waited for, so that no narrowing lands after the widening; the kernel
- * mask is then the job's if it was applied).
- */
+/* w's narrowing out, if any, is done with (watch_narrow.h: wait to widen w next). */
 static void narrow_settle(WatchTable *t, Watch *w, bool wait) {
-        NarrowJob *j;
+        uint32_t mask;
 
         if (!w->narrowing)
                 return;
-        j = g_hash_table_lookup(t->narrowing, w);
-        assert(j);
-        pthread_mutex_lock(&j->lock);
-        while (wait && j->state == NARROW_APPLYING)
-                pthread_cond_wait(&j->cond, &j->lock);
-        if (j->state == NARROW_WAITING)
-                j->state = NARROW_CANCELLED;
-        else if (wait && j->state == NARROW_DONE && j->r >= 0)
-                w->kernel_mask = j->mask;
-        pthread_mutex_unlock(&j->lock);
-        g_hash_table_remove(t->narrowing, w);
+        if (narrower_settle(t->narrower, w, wait, &mask))
+                w->kernel_mask = mask;
         w->narrowing = false;
-        j->w = NULL;
 }
 
 /* Takes w out of by_inode, so that a new watch may be made for its inode. */
@@ -455,10 +395,10 @@ static int watch_get(WatchTable *t, int fd, const struct stat *st, uint32_t mask
 
         w = watch_table_find_watch(t, st->st_dev, st->st_ino);
         if (w && w->narrowing) {
-                NarrowJob *j = g_hash_table_lookup(t->narrowing, w);
+                uint32_t target = 0;
 
                 /* Bits the job out would take away: it must not land after this. */
-                if ((j->mask | mask) != j->mask)
+                if (narrower_out(t->narrower, w, &target) && (target | mask) != target)
                         narrow_settle(t, w, true);
         }
         if (w && (w->kernel_mask | mask) == w->kernel_mask) {
@@ -674,128 +614,40 @@ int watch_table_link_pending(WatchTable *t, Subscription *s, int fd, const struc
         return link_new(t, s, NULL, fd, st, path, strlen(path), ret);
 }
 
-/* In a worker, as the daemon: the watch's path reopened, checked, and the watch re-added with j->mask. */
-static void narrow_run(void *data) {
-        NarrowJob *j = data;
-        _cleanup_close_ int pfd = -1;
-        Backend *b = j->backend;
-        struct stat st;
-        int wd, r = 0;
-
-        pfd = access_open_path(j->path, 0);
-        if (pfd < 0)
-                r = pfd;
-        else if (fstat(pfd, &st) < 0)
-                r = negative_errno();
-        else if (st.st_dev != j->dev || st.st_ino != j->ino || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
-                r = -ESTALE;
-
-        pthread_mutex_lock(&j->lock);
-        if (j->state == NARROW_CANCELLED || r < 0) {
-                if (j->state != NARROW_CANCELLED) {
-                        j->state = NARROW_DONE;
-                        j->r = r;
-                }
-                pthread_mutex_unlock(&j->lock);
-                return;
-        }
-        j->state = NARROW_APPLYING;
-        pthread_mutex_unlock(&j->lock);
-
-        r = backend_add_watch_any_thread(b, pfd, j->mask, &wd); /* O_PATH: see backend.h */
-
-        pthread_mutex_lock(&j->lock);
-        j->state = NARROW_DONE;
-        j->r = r < 0 ? r : 0;
-        if (r >= 0 && wd != j->wd) {
-                /* Not the watch it narrowed (removed meanwhile): the completion sees to it. */
-                j->r = -ESTALE;
-                j->other_wd = wd;
-        }
-        pthread_cond_broadcast(&j->cond);
-        pthread_mutex_unlock(&j->lock);
-}
-
 static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t mask, uid_t uid);
 
-/* On the loop, after narrow_run(). */
-static void narrow_done(void *data, int error) {
-        NarrowJob *j = data;
-        WatchTable *t = j->t;
-        Watch *w = j->w, *other;
+/* On the loop, at the end of a narrowing in a worker (key: its Watch, or NULL). */
+static void narrow_done(const void *key, const NarrowResult *res, void *userdata) {
+        WatchTable *t = userdata;
+        Watch *w = (Watch *) key, *other;
 
-        if (w) {
-                /* Still w's: nothing settled it (the table is alive, also at fswork_free()). */
-                g_hash_table_remove(t->narrowing, w);
+        if (w)
                 w->narrowing = false;
-        }
-        if (error == -ESHUTDOWN || !t) {
-                narrow_job_free(j);
-                return;
-        }
-        if (j->state == NARROW_DONE && j->other_wd >= 0) {
+        if (res->error < 0)
+                return; /* at exit (-ESHUTDOWN) */
+        if (res->other_wd >= 0) {
                 /* The add made or found another watch of the inode: one the
                  * loop does not know is removed; one it knows (a new watch of
                  * the inode, or its inode number reused) has the job's mask
                  * now, and is set back to what its links need. */
-                other = watch_table_get_watch(t, j->other_wd);
+                other = watch_table_get_watch(t, res->other_wd);
                 if (!other)
-                        (void) backend_rm_watch(t->backend, j->other_wd);
+                        (void) backend_rm_watch(t->backend, res->other_wd);
                 else {
-                        other->kernel_mask = j->mask;
+                        other->kernel_mask = res->mask;
                         if (union_mask(other) != other->kernel_mask && other->links && !other->stale)
                                 watch_narrow(t, other, other->links, union_mask(other), 0);
                 }
         }
-        if (!w) {
-                narrow_job_free(j);
+        if (!w)
                 return;
-        }
-        if (j->state == NARROW_DONE && j->r >= 0) {
-                uint32_t m = union_mask(w);
-
-                w->kernel_mask = j->mask;
+        if (res->applied) {
+                w->kernel_mask = res->mask;
                 /* More links went meanwhile: narrower still. */
-                if (m != w->kernel_mask && w->links && !w->stale)
-                        watch_narrow(t, w, w->links, m, 0);
+                if (union_mask(w) != w->kernel_mask && w->links && !w->stale)
+                        watch_narrow(t, w, w->links, union_mask(w), 0);
         } else
-                log_debug_errno(j->r, "Failed to narrow the watch on '%s', keeping its mask: %m", j->path);
-        narrow_job_free(j);
-}
-
-/* The narrowing as a job (see the top of the file). Return: 0, or -errno: not submitted. */
-static int narrow_submit(WatchTable *t, Watch *w, const char *path, uint32_t mask, uid_t uid) {
-        NarrowJob *j;
-        int r;
-
-        j = calloc(1, sizeof(NarrowJob));
-        if (!j)
-                return -ENOMEM;
-        *j = (NarrowJob) {
-                .t = t,
-                .backend = t->backend,
-                .w = w,
-                .path = strdup(path),
-                .dev = w->dev,
-                .ino = w->ino,
-                .wd = w->wd,
-                .other_wd = -1,
-                .mask = mask,
-        };
-        pthread_mutex_init(&j->lock, NULL);
-        pthread_cond_init(&j->cond, NULL);
-        if (!j->path) {
-                narrow_job_free(j);
-                return -ENOMEM;
-        }
-        r = fswork_submit_daemon(t->fswork, w->dev, uid, narrow_run, narrow_done, j);
-        if (r < 0) {
-                narrow_job_free(j);
-                return r;
-        }
-        g_hash_table_insert(t->narrowing, w, j);
-        w->narrowing = true;
-        return 0;
+                log_debug_errno(res->r, "Failed to narrow the watch on '%s', keeping its mask: %m", res->path);
 }
 
 /* Best effort: see the top of the file. uid: whose link went (the job is counted as its). */
@@ -811,10 +663,12 @@ static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t m
                 return; /* its completion narrows again to what is needed then */
         if (watch_link_path(l, path, sizeof(path)) < 0)
                 return;
-        if (t->fswork) {
-                r = narrow_submit(t, w, path, mask, uid);
+        if (narrower_has_fswork(t->narrower)) {
+                r = narrower_submit(t->narrower, w, path, w->dev, w->ino, w->wd, mask, uid);
                 if (r < 0)
                         log_debug_errno(r, "Failed to narrow the watch on '%s', keeping its mask: %m", path);
+                else
+                        w->narrowing = true;
                 return;
         }
         /* As the daemon, but through no magic link (access.h), like every path from a client. */
