@@ -36,12 +36,12 @@
 typedef struct Narrower Narrower;
 
 typedef struct NarrowResult {
-        int error;      /* 0: run; -ESHUTDOWN: the pool went (nothing was done) */
-        bool applied;   /* the kernel's mask of the watch is mask now */
-        uint32_t mask;  /* what the job set */
-        int other_wd;   /* >= 0: the add found or made this other watch of the inode, with mask */
+        int error;     /* 0: run; -ESHUTDOWN: the pool went (nothing was done) */
+        bool applied;  /* the kernel's mask of the watch is mask now */
+        uint32_t mask; /* what the job set */
+        int other_wd;  /* >= 0: the add found or made this other watch of the inode, with mask */
         const char *path;
-        int r;          /* why it was not applied (-errno), for the log */
+        int r; /* why it was not applied (-errno), for the log */
 } NarrowResult;
 
 /* On the loop, at a job's end. key: NULL if settled meanwhile (only other_wd

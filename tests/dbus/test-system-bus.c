@@ -1396,6 +1396,21 @@ static void nobody_sees_last(Stuck *st, Reader *reader, const char *mnt, char *l
         g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
 }
 
+/* A lane of nobody's stalls (fs_stalled 1) and root goes on; then the FUSE
+ * daemon goes on, make is made (as root, through the mount), and nobody's
+ * next step, its last, an "await" of it, sees it. line: as nobody_sees_last(). */
+static void stalled_then_seen(Fixture *f, Reader *reader, Stuck *st, pid_t fuse_pid, const char *what, const char *mnt,
+                              const char *make, char *line) {
+        if (!wt_await_stat(reader->proxy, "fs_stalled", 1, TIMEOUT_MS))
+                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader->proxy, "fs_stalled"));
+        root_goes_on(f, reader, what);
+        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_stat(reader->proxy, "fs_stalled", 0, TIMEOUT_MS));
+        make_file(make);
+        stuck_go(st);
+        nobody_sees_last(st, reader, mnt, line);
+}
+
 static void reader_on_local(Fixture *f, Reader *reader) {
         g_autofree char *local = g_build_filename(f->dir, "local", NULL);
 
@@ -1474,17 +1489,9 @@ static void test_hung_pending(Fixture *f, gconstpointer data) {
         g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
         /* link appears: following the path opens the mount's root, which waits. */
         g_assert_cmpint(symlink(mnt, link), ==, 0);
-        if (!wt_await_stat(reader.proxy, "fs_stalled", 1, TIMEOUT_MS))
-                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader.proxy, "fs_stalled"));
-        root_goes_on(f, &reader, "hung-pending");
-
-        /* It answers: the probe goes down to sub, where x is awaited, and x made
-         * through the mount (the kernel hears of it) is reported to nobody. */
-        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
-        g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
-        make_file(mx);
-        stuck_go(&st);
-        nobody_sees_last(&st, &reader, mnt, g_steal_pointer(&line));
+        /* Then it answers: the probe goes down to sub, where x is awaited, and x
+         * made through the mount (the kernel hears of it) is reported to nobody. */
+        stalled_then_seen(f, &reader, &st, fuse_pid, "hung-pending", mnt, mx, g_steal_pointer(&line));
 }
 
 /* As nobody: AddWatch PERSIST of a path missing below a directory of
@@ -1706,15 +1713,7 @@ static void test_hung_narrow(Fixture *f, gconstpointer data) {
         g_usleep(ENTRY_TIMEOUT_US);
         stuck_go(&wst); /* it goes: its subscription ends, the watch is narrowed */
         nobody_end(&wst);
-        if (!wt_await_stat(reader.proxy, "fs_stalled", 1, TIMEOUT_MS))
-                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader.proxy, "fs_stalled"));
-        root_goes_on(f, &reader, "hung-narrow");
-
-        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
-        g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
-        make_file(mfile);
-        stuck_go(&st);
-        nobody_sees_last(&st, &reader, mnt, g_steal_pointer(&line));
+        stalled_then_seen(f, &reader, &st, fuse_pid, "hung-narrow", mnt, mfile, g_steal_pointer(&line));
 }
 
 /* The state of root's ListDurable entry NAME ("UID/NAME" for another user's), or NULL. */
