@@ -327,8 +327,12 @@ static int maybe_start_thread(FsWork *w) {
 
         if (w->idle >= w->ready.length)
                 return 0;
+        /* Past the bounds the job waits in its lane, for a thread that
+         * serves or one that returns: with every thread held by file systems
+         * that do not answer too, never on the loop (a caller's fallback
+         * there would wait as long, for everyone). */
         if (w->threads - w->stuck >= FSWORK_THREADS_MAX || w->threads >= FSWORK_THREADS_HARD_MAX)
-                return w->threads > w->stuck ? 0 : -EAGAIN;
+                return 0;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         /* Small stacks: a job is a few system calls (a getdents64 buffer at most). */
@@ -336,7 +340,7 @@ static int maybe_start_thread(FsWork *w) {
         r = -pthread_create(&t, &attr, worker, w);
         pthread_attr_destroy(&attr);
         if (r < 0)
-                return w->threads > w->stuck ? 0 : r;
+                return w->threads > 0 ? 0 : r;
         w->threads++;
         w->stats.threads = w->threads;
         return 0;

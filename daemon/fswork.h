@@ -24,7 +24,9 @@
  *   it answers again.
  * - Threads are started as lanes need them, at most FSWORK_THREADS_MAX
  *   serving lanes that answer; a thread held by a stalled lane does not
- *   count against that, up to FSWORK_THREADS_HARD_MAX in all.
+ *   count against that, up to FSWORK_THREADS_HARD_MAX in all. Past that
+ *   (every thread held by file systems that do not answer: several users'
+ *   worth, below) a job waits in its lane until one returns.
  * - A user's share of the stuck threads is bounded: once its jobs hold
  *   FSWORK_USER_STUCK_MAX stalled lanes, no other job of that uid starts, in
  *   any lane, until one of them returns. So one user's file systems that do
@@ -83,7 +85,8 @@ void fswork_check(FsWork *w, uint64_t now_usec);
 /*
  * Queues run(data) on dev's lane as caller (copied; NULL: the daemon), then
  * done(data) on the loop. Return: 0, -ENOMEM, -EAGAIN (no thread could be
- * started and none serves: the caller does the work itself or fails).
+ * started and there is none at all: the caller does the work itself or
+ * fails).
  */
 int fswork_submit(FsWork *w, dev_t dev, const Caller *caller, FsJobRun run, FsJobDone done, void *data);
 

@@ -306,6 +306,63 @@ static void test_user_bound(void) {
         fswork_free(w);
 }
 
+#define ALL_STUCK_USERS 9u
+
+/* Every thread held: ALL_STUCK_USERS users, each with more lanes that do not
+ * answer than its share, hold FSWORK_THREADS_HARD_MAX threads between them.
+ * Another user's job is queued, not refused, and runs once a lane answers:
+ * its fswork_submit() returned -EAGAIN before, and its caller did the work on
+ * the loop (a file system that did not answer there froze the daemon). */
+static void test_all_stuck(void) {
+        gid_t none[1] = { 0 };
+        int flags[ALL_STUCK_USERS * 10] = {}, other = 0;
+        FsWorkStats st;
+        FsWork *w;
+
+        if (getuid() != 0) {
+                g_test_skip("needs root to take on another uid");
+                return;
+        }
+        G_STATIC_ASSERT(ALL_STUCK_USERS * FSWORK_USER_STUCK_MAX > FSWORK_THREADS_HARD_MAX);
+        gate_set(false);
+        ended = 0;
+        g_assert_cmpint(fswork_new(&ops, NULL, &w), ==, 0);
+        for (guint u = 0; u < ALL_STUCK_USERS; u++) {
+                Caller held = { .uid = 60000 + u, .gid = 60000 + u, .gids = none, .n_gids = 0 };
+
+                for (guint i = 0; i < 10; i++)
+                        g_assert_cmpint(fswork_submit(w, 1000 + (dev_t) (u * 10 + i), &held, run_blocked, done_count,
+                                                      &flags[u * 10 + i]),
+                                        ==, 0);
+        }
+        for (int i = 0; i < 4 * (int) G_N_ELEMENTS(flags); i++) {
+                fswork_check(w, UINT64_MAX - 1);
+                g_usleep(2000);
+        }
+        fswork_get_stats(w, &st);
+        g_test_message("%u users: %u threads, %u stalled lanes, %u jobs queued", ALL_STUCK_USERS, st.threads,
+                       st.stalled_lanes, st.queued);
+        g_assert_cmpuint(st.threads, ==, FSWORK_THREADS_HARD_MAX);
+        g_assert_cmpuint(st.stalled_lanes, ==, FSWORK_THREADS_HARD_MAX);
+
+        /* uid 0's job on a file system that answers: queued, not refused. */
+        g_assert_cmpint(fswork_submit(w, 5000, NULL, run_quick, done_flag, &other), ==, 0);
+        g_usleep(100000);
+        fswork_dispatch(w);
+        g_assert_cmpint(other, ==, 0); /* it waits for a thread */
+
+        gate_set(true);
+        dispatch_until(w, &other, 2);
+        for (int i = 0; i < 6000 && ended < (int) G_N_ELEMENTS(flags); i++) {
+                struct pollfd p = { .fd = fswork_fd(w), .events = POLLIN };
+
+                (void) poll(&p, 1, 10);
+                fswork_dispatch(w);
+        }
+        g_assert_cmpint(ended, ==, (int) G_N_ELEMENTS(flags));
+        fswork_free(w);
+}
+
 static int discarded;
 
 static void done_discarded(void *data, int error) {
@@ -342,5 +399,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/fswork/credentials", test_credentials);
         g_test_add_func("/fswork/shutdown", test_shutdown);
         g_test_add_func("/fswork/user-bound", test_user_bound);
+        g_test_add_func("/fswork/all-stuck", test_all_stuck);
         return g_test_run();
 }
