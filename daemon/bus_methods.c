@@ -378,6 +378,9 @@ static uint64_t add_watch_deadline(DbusIface *d) {
  * the loop when it returns, if the client is still there, and the call is
  * answered then, or at add_watch_timeout_ms after the submission with
  * Timeout (the open is given up: what it gives is closed unused).
+ * AddWatchFd the same (manager_add_watch_fd_async()): what it asks of the
+ * descriptor's file system (fstat, fstatfs: a FUSE_STATFS is never answered
+ * from a cache) is a job too. sent is NULL then.
  */
 typedef struct OpenJob {
         DbusIface *iface;
@@ -406,9 +409,10 @@ static int open_job_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         int r;
 
         manager_add_watch_cancel(j->open);
-        log_info("AddWatch of %s on %s: its file system has not answered in %" PRIu32 " ms, answered with "
+        log_info("AddWatch%s of %s on %s: its file system has not answered in %" PRIu32 " ms, answered with "
                  "Timeout; nothing will be subscribed.",
-                 j->client, j->sent, manager_get_config(j->iface->manager)->add_watch_timeout_ms);
+                 j->sent ? "" : "Fd", j->client, j->sent ?: "a descriptor",
+                 manager_get_config(j->iface->manager)->add_watch_timeout_ms);
         if (c) { /* else gone: its call went with it */
                 r = add_watch_reply(j->iface, j->msg, c, j->sent, -ETIMEDOUT, 0, NULL, 0);
                 if (r < 0)
@@ -430,7 +434,7 @@ static void open_job_done(Client *c, int r, uint32_t id, TreeWalk *walk, void *u
         if (r >= 0)
                 /* The same line as on the loop (tests and administrators look for it). */
                 log_debug("%s: subscription %" PRIu32 " on %s, mask 0x%" PRIx32 ", flags 0x%" PRIx32 "%s.", c->name, id,
-                          j->sent, j->mask, j->flags, walk ? ", its tree walked from the loop" : "");
+                          j->sent ?: "fd", j->mask, j->flags, walk ? ", its tree walked from the loop" : "");
         /* The walk and the first snapshot have what is left of the call's add_watch_timeout_ms. */
         r = add_watch_reply(j->iface, j->msg, c, j->sent, r, id, walk, j->deadline);
         if (r < 0)
@@ -438,7 +442,8 @@ static void open_job_done(Client *c, int r, uint32_t id, TreeWalk *walk, void *u
         open_job_free(j);
 }
 
-static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, const char *sent, const char *path,
+/* path, or fd (sent and path NULL). */
+static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, const char *sent, const char *path, int fd,
                                uint32_t mask, uint32_t flags) {
         OpenJob *j;
         int r;
@@ -453,18 +458,21 @@ static int add_watch_in_worker(DbusIface *d, sd_bus_message *msg, Client *c, con
                 .iface = d,
                 .msg = sd_bus_message_ref(msg),
                 .client = strdup(c->name),
-                .sent = strdup(sent),
+                .sent = sent ? strdup(sent) : NULL,
                 .mask = mask,
                 .flags = flags,
         };
-        if (!j->client || !j->sent) {
+        if (!j->client || (sent && !j->sent)) {
                 open_job_free(j);
                 return -ENOMEM;
         }
-        r = manager_add_watch_path_async(d->manager, c, path, mask, flags, open_job_done, j, &j->open);
+        r = path ? manager_add_watch_path_async(d->manager, c, path, mask, flags, open_job_done, j, &j->open) :
+                   manager_add_watch_fd_async(d->manager, c, fd, mask, flags, open_job_done, j, &j->open);
         if (r < 0) {
                 open_job_free(j);
-                return r; /* the caller opens on the loop */
+                if (r == -EAGAIN || r == -ENOMEM)
+                        return r;                                       /* the caller does it on the loop */
+                return add_watch_reply(d, msg, c, sent, r, 0, NULL, 0); /* a descriptor that cannot be copied */
         }
         /* Without the timer (out of memory) the call waits for the file system, as it did before it. */
         j->deadline = add_watch_deadline(d);
@@ -524,8 +532,8 @@ static int method_add_watch_common(sd_bus_message *msg, DbusIface *d, bool by_fd
         if (r < 0)
                 return r;
 
-        if (!by_fd && manager_get_fswork(m)) {
-                r = add_watch_in_worker(d, msg, c, sent, path, mask, flags);
+        if (manager_get_fswork(m)) {
+                r = add_watch_in_worker(d, msg, c, sent, path, by_fd ? fd : -EBADF, mask, flags);
                 if (r != -EAGAIN && r != -ENOMEM)
                         return r;
         }

@@ -108,6 +108,11 @@ typedef struct ManagerOpen ManagerOpen;
 typedef void (*ManagerOpenDone)(Client *c, int r, uint32_t id, TreeWalk *walk, void *userdata);
 int manager_add_watch_path_async(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
                                  ManagerOpenDone done, void *userdata, ManagerOpen **ret);
+/* AddWatchFd's: its checks of fd (a copy is kept: the caller's may close),
+ * and what remote.c asks of its file system, in the job; as above. -EBADF:
+ * fd could not be copied. */
+int manager_add_watch_fd_async(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, ManagerOpenDone done,
+                               void *userdata, ManagerOpen **ret);
 /* Gives o up: done is not called, and what the open gives is closed unused when it returns. */
 void manager_add_watch_cancel(ManagerOpen *o);
 int manager_add_watch_fd(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,

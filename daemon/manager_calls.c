@@ -10,9 +10,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include "access.h"
+#include "error.h"
 #include "event_bits.h"
 #include "fswork.h"
 #include "log.h"
@@ -248,9 +255,10 @@ int manager_add_watch_opened(Manager *m, Client *c, const char *path, int fd, co
 struct ManagerOpen {
         Manager *m;
         char *client; /* its name: it may be gone at the end */
-        char *path;   /* simplified */
+        char *path;   /* simplified; by a descriptor: where it points, found in the job */
         uint32_t mask, flags;
-        int fd; /* or -errno */
+        int in_fd; /* AddWatchFd: a copy of the client's descriptor, checked in the job; else -EBADF */
+        int fd;    /* or -errno */
         struct stat st;
         RemoteHint hint;
         ManagerOpenDone done;
@@ -259,17 +267,46 @@ struct ManagerOpen {
 };
 
 static void manager_open_free(ManagerOpen *o) {
+        safe_close(o->in_fd);
         safe_close(o->fd);
         free(o->client);
         free(o->path);
         free(o);
 }
 
+/* AddWatchFd's checks of the client's descriptor, and the path its records
+ * are built from (where it points now). Return: the descriptor, or -errno. */
+static int manager_check_fd(ManagerOpen *o) {
+        char proc[sizeof("/proc/self/fd/") + 12], path[PATH_MAX];
+        ssize_t n;
+        int r;
+
+        r = access_check_fd(o->in_fd, &o->st);
+        if (r < 0)
+                return r;
+        if ((o->flags & WATCHD_FLAG_ONLYDIR) && !S_ISDIR(o->st.st_mode))
+                return -ENOTDIR;
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", o->in_fd);
+        n = readlink(proc, path, sizeof(path) - 1);
+        if (n < 0)
+                return negative_errno();
+        path[n] = '\0';
+        if (path[0] != '/')
+                return -WATCHD_E_NOT_WATCHABLE; /* not in the filesystem tree (pipe:, anon_inode:...) */
+        o->path = strdup(path);
+        if (!o->path)
+                return -ENOMEM;
+        return TAKE_FD(o->in_fd);
+}
+
 static void manager_open_run(void *data) {
         ManagerOpen *o = data;
 
-        o->fd = access_open_at(AT_FDCWD, o->path, o->flags & WATCHD_FLAG_ONLYDIR, o->flags & WATCHD_FLAG_DONT_FOLLOW,
-                               &o->st);
+        if (o->in_fd >= 0)
+                o->fd = manager_check_fd(o);
+        else
+                o->fd = access_open_at(AT_FDCWD, o->path, o->flags & WATCHD_FLAG_ONLYDIR,
+                                       o->flags & WATCHD_FLAG_DONT_FOLLOW, &o->st);
         if (o->fd >= 0)
                 remote_hint_probe(o->fd, &o->st, &o->hint);
 }
@@ -302,6 +339,8 @@ static void manager_open_done(void *data, int error) {
                 r = -ESRCH; /* gone meanwhile: its subscriptions went with it */
         else if (error < 0)
                 r = error;
+        else if (o->fd < 0 && !o->path)
+                r = o->fd; /* a descriptor refused: no path to be pending at */
         else {
                 r = manager_add_watch_opened(o->m, c, o->path, o->fd, &o->st, &o->hint, o->mask, o->flags, &id, &walk);
                 o->fd = -EBADF; /* taken */
@@ -310,8 +349,22 @@ static void manager_open_done(void *data, int error) {
         manager_open_free(o);
 }
 
-int manager_add_watch_path_async(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
-                                 ManagerOpenDone done, void *userdata, ManagerOpen **ret) {
+/* An open by path: a lane of the caller's uid (the file system is not known
+ * before the open: one user's opens wait behind each other, no one else's).
+ * A descriptor: its file system's lane, as a walk's; its device asked
+ * without a request to the file system (no attribute wanted, none synced:
+ * FUSE and NFS answer from the inode). */
+static dev_t add_watch_lane(const Client *c, const char *path, int fd) {
+        struct statx stx;
+
+        if (!path && statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx) == 0)
+                return makedev(stx.stx_dev_major, stx.stx_dev_minor);
+        return FSWORK_USER_LANE(c->caller.uid);
+}
+
+/* path, or fd (path NULL). */
+static int add_watch_async(Manager *m, Client *c, const char *path, int fd, uint32_t mask, uint32_t flags,
+                           ManagerOpenDone done, void *userdata, ManagerOpen **ret) {
         ManagerOpen *o;
         int r;
 
@@ -323,18 +376,24 @@ int manager_add_watch_path_async(Manager *m, Client *c, const char *path, uint32
         *o = (ManagerOpen) {
                 .m = m,
                 .client = strdup(c->name),
-                .path = path_simplify(path),
+                .path = path ? path_simplify(path) : NULL,
                 .mask = mask,
                 .flags = flags,
+                .in_fd = path ? -EBADF : fcntl(fd, F_DUPFD_CLOEXEC, 3),
                 .fd = -EBADF,
                 .done = done,
                 .userdata = userdata,
         };
-        if (!o->client || !o->path) {
+        if (!path && o->in_fd < 0) {
+                r = negative_errno();
+                manager_open_free(o);
+                return r == -EBADF ? r : -ENOMEM;
+        }
+        if (!o->client || (path && !o->path)) {
                 manager_open_free(o);
                 return -ENOMEM;
         }
-        r = fswork_submit(m->fswork, FSWORK_USER_LANE(c->caller.uid), &c->caller, manager_open_run, manager_open_done, o);
+        r = fswork_submit(m->fswork, add_watch_lane(c, path, fd), &c->caller, manager_open_run, manager_open_done, o);
         if (r < 0) {
                 manager_open_free(o);
                 return r;
@@ -342,6 +401,19 @@ int manager_add_watch_path_async(Manager *m, Client *c, const char *path, uint32
         if (ret)
                 *ret = o;
         return 1;
+}
+
+int manager_add_watch_path_async(Manager *m, Client *c, const char *path, uint32_t mask, uint32_t flags,
+                                 ManagerOpenDone done, void *userdata, ManagerOpen **ret) {
+        return add_watch_async(m, c, path, -EBADF, mask, flags, done, userdata, ret);
+}
+
+int manager_add_watch_fd_async(Manager *m, Client *c, int fd, uint32_t mask, uint32_t flags, ManagerOpenDone done,
+                               void *userdata, ManagerOpen **ret) {
+        /* PERSIST follows a path; a descriptor names an object. */
+        if (flags & WATCHD_FLAG_PERSIST)
+                return -EINVAL;
+        return add_watch_async(m, c, NULL, fd, mask, flags, done, userdata, ret);
 }
 
 void manager_add_watch_cancel(ManagerOpen *o) {

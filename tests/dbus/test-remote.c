@@ -972,7 +972,7 @@ static void test_hung_pending_others(Fixture *x, gconstpointer data) {
         wt_await_record(&x->f.a, pending, IN_CREATE, 30000);
 }
 
-/* AddWatchFd of path for p, made on the loop: no open by path in the caller's lane. */
+/* AddWatchFd of path for p: no open by path in the caller's lane (its checks in the lane of path's file system). */
 static guint32 add_watch_fd_sync(WatchdInotify *p, const char *path, guint32 mask) {
         g_autoptr(GUnixFDList) fds = g_unix_fd_list_new();
         g_autoptr(GVariant) v = NULL;
@@ -1020,7 +1020,9 @@ static void test_hung_pending_heard(Fixture *x, gconstpointer data) {
         t_link = g_get_monotonic_time();
         g_assert_cmpint(symlink(x->mnt, link), ==, 0);
         g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
-        /* The other client watches d (by a descriptor: no open in a worker) and hears "file" appear. */
+        /* The other client watches d (by a descriptor: checked in a worker of
+         * d's file system's lane, not of the lane of the user's stalled open)
+         * and hears "file" appear. */
         add_watch_fd_sync(x->f.proxy2, d, IN_CREATE);
         wt_touch(file);
         wt_await_record(&x->f.b, file, IN_CREATE, 30000);

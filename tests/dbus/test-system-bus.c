@@ -1241,6 +1241,10 @@ static int seen_on_message(sd_bus_message *m, void *userdata, sd_bus_error *ret_
  *                         AddWatch (MASK, or IN_CREATE | IN_DELETE_SELF): "id N"
  *                         or "failed MESSAGE"
  *   "durable NAME PATH"   CreateDurable (IN_CREATE): "created" or "failed MESSAGE"
+ *   "open PATH"           opens the directory PATH (O_RDONLY), kept for "watchfd":
+ *                         "opened" or "failed MESSAGE"
+ *   "watchfd FLAGS"       AddWatchFd of that descriptor (IN_CREATE | IN_DELETE_SELF):
+ *                         "id N" or "failed MESSAGE"
  *   "go"                  waits for the test's byte
  *   "await PATH"          reads its bus until a CREATE of PATH comes (30 s):
  *                         "seen" or "not seen"
@@ -1255,6 +1259,7 @@ static void nobody_child(const char *address, const char *const *steps, int repo
         sd_bus_message *reply = NULL;
         sd_bus *bus = NULL;
         const uint64_t timeout = (uint64_t) 10 * TIMEOUT_MS * 1000;
+        int dir_fd = -1;
         char c;
 
         become_nobody(NULL);
@@ -1271,6 +1276,27 @@ static void nobody_child(const char *address, const char *const *steps, int repo
                 if (strcmp(w[0], "go") == 0) {
                         if (read(go_fd, &c, 1) != 1)
                                 _exit(4);
+                } else if (strcmp(w[0], "open") == 0) {
+                        dir_fd = open(w[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        if (dir_fd < 0)
+                                dprintf(report_fd, "failed %s\n", g_strerror(errno));
+                        else
+                                dprintf(report_fd, "opened\n");
+                } else if (strcmp(w[0], "watchfd") == 0) {
+                        if (sd_bus_message_new_method_call(bus, &call, "org.example.Inotify", "/org/example/Inotify",
+                                                           "org.example.Inotify", "AddWatchFd") < 0 ||
+                            sd_bus_message_append(call, "huu", dir_fd, (uint32_t) (IN_CREATE | IN_DELETE_SELF),
+                                                  (uint32_t) strtoul(w[1], NULL, 0)) < 0)
+                                _exit(5);
+                        if (sd_bus_call(bus, call, timeout, &error, &reply) < 0)
+                                dprintf(report_fd, "failed %s\n", error.message ? error.message : "?");
+                        else if (sd_bus_message_read(reply, "u", &id) >= 0)
+                                dprintf(report_fd, "id %u\n", id);
+                        else
+                                _exit(6);
+                        sd_bus_error_free(&error);
+                        reply = sd_bus_message_unref(reply);
+                        sd_bus_message_unref(call);
                 } else if (strcmp(w[0], "watch") == 0 || strcmp(w[0], "durable") == 0) {
                         bool watch = strcmp(w[0], "watch") == 0;
 
@@ -1716,6 +1742,59 @@ static void test_hung_narrow(Fixture *f, gconstpointer data) {
         stalled_then_seen(f, &reader, &st, fuse_pid, "hung-narrow", mnt, mfile, g_steal_pointer(&line));
 }
 
+/*
+ * Issue 24 item 1 as nobody: AddWatchFd of a directory of nobody's own
+ * bindfs ([poll] fuse = 0), its FUSE daemon stopped after nobody opened it.
+ * What AddWatchFd asks of the descriptor's file system (access_check_fd()'s
+ * fstat and its fstatfs for an internal file system, remote.c's fs_detect()
+ * and parent fstatat) ran on the loop, and the fstatfs is a FUSE_STATFS
+ * request, sent every time (no cache), which the stopped FUSE daemon never
+ * answers: watchd froze for everyone (root's GetStats was not answered).
+ * Now those run in a job in the lane of the descriptor's file system
+ * (manager_add_watch_fd_async()): it stalls (fs_stalled 1), root goes on,
+ * the call is answered once the FUSE daemon answers, and nobody's first
+ * client still hears of a file made in a.
+ */
+static void test_hung_add_watch_fd(Fixture *f, gconstpointer data) {
+        g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
+        g_autofree char *a = g_build_filename(back, "a", NULL), *ma = g_build_filename(mnt, "a", NULL);
+        g_autofree char *mfile = g_build_filename(ma, "after", NULL), *step = NULL, *open_step = NULL, *await = NULL;
+        g_autofree char *line = NULL, *fd_line = NULL;
+        Reader reader;
+        Stuck st = {}, fst = {};
+        pid_t fuse_pid;
+
+        step = g_strdup_printf("watch %s 0", ma);
+        open_step = g_strconcat("open ", ma, NULL);
+        await = g_strconcat("await ", mfile, NULL);
+        fuse_pid = nobody_watch_in_mount(f, back, mnt, a, NULL, &reader, &st,
+                                         (const char *const[]) { step, "go", await, NULL }, &line);
+        if (fuse_pid <= 0)
+                return;
+        nobody_start(&fst, f, (const char *const[]) { open_step, "go", "watchfd 0", NULL });
+        fd_line = stuck_read_line(&fst);
+        if (strcmp(fd_line, "opened") != 0)
+                g_error("nobody's open of %s: %s", ma, fd_line);
+
+        /* No wait for the attributes to age: FUSE_STATFS is never answered from a cache. */
+        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
+        stuck_go(&fst); /* AddWatchFd of the descriptor opened before the stop */
+        if (!wt_await_stat(reader.proxy, "fs_stalled", 1, TIMEOUT_MS))
+                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader.proxy, "fs_stalled"));
+        root_goes_on(f, &reader, "hung-add-watch-fd");
+
+        g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
+        g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
+        g_free(fd_line);
+        fd_line = stuck_read_line(&fst);
+        if (!g_str_has_prefix(fd_line, "id "))
+                g_error("nobody's AddWatchFd: %s", fd_line);
+        nobody_end(&fst);
+        make_file(mfile);
+        stuck_go(&st);
+        nobody_sees_last(&st, &reader, mnt, g_steal_pointer(&line));
+}
+
 /* The state of root's ListDurable entry NAME ("UID/NAME" for another user's), or NULL. */
 #define MANY_MOUNTS 20u
 
@@ -1908,5 +1987,7 @@ int main(int argc, char *argv[]) {
                    fixture_teardown);
         g_test_add("/system-bus/hung-narrow", Fixture, &system_bus_hung_inotify, fixture_setup, test_hung_narrow,
                    fixture_teardown);
+        g_test_add("/system-bus/hung-add-watch-fd", Fixture, &system_bus_hung_inotify, fixture_setup,
+                   test_hung_add_watch_fd, fixture_teardown);
         return g_test_run();
 }
