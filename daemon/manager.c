@@ -105,8 +105,14 @@ static void on_overflow_all(void *userdata) {
 }
 
 /* The missing-path follower found s's path: its own watch now. */
-static int on_missing_appeared(Subscription *s, int fd, const struct stat *st, void *userdata) {
-        return subscriptions_appeared(((Manager *) userdata)->subs, s, fd, st);
+static int on_missing_appeared(Subscription *s, int fd, const struct stat *st, const RemoteHint *hint, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        remote_set_hint(m->remote, hint);
+        r = subscriptions_appeared(m->subs, s, fd, st);
+        remote_set_hint(m->remote, NULL);
+        return r;
 }
 
 /* s cannot be followed (something that cannot be watched appeared, a

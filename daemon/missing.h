@@ -39,13 +39,17 @@
 #include "hold.h"
 #include "watch_table.h"
 
+typedef struct RemoteHint RemoteHint;
+
 typedef struct Missing Missing;
 
 typedef struct MissingOps {
         /* s's path exists now and is open at fd (st: its fstat), checked for
          * s's flags: the layer above places s's own watch. fd is not
          * consumed. Return: 0, or -errno: then s cannot be followed (gone). */
-        int (*appeared)(Subscription *s, int fd, const struct stat *st, void *userdata);
+        /* hint: what remote.c asks of fd's file system, asked in the worker
+         * that opened it (not valid if it was opened on the loop). */
+        int (*appeared)(Subscription *s, int fd, const struct stat *st, const RemoteHint *hint, void *userdata);
         /* s cannot be followed any more (r: a limit, or what appeared cannot
          * be watched): the layer above ends it. s is no longer followed. */
         void (*gone)(Subscription *s, int r, void *userdata);

@@ -158,6 +158,7 @@ static void job_apply(Missing *m, ProbeJob *j, bool inline_) {
                                         continue;
                                 }
                                 w->st = pc->st;
+                                w->hint = pc->hint;
                                 w->ready = true;
                                 g_ptr_array_add(m->done, w);
                         }
@@ -652,6 +653,7 @@ int missing_finish(Missing *m, Waiter *w_sync) {
                 bool sync = w && w == w_sync;
                 _cleanup_close_ int fd = -1;
                 const Caller *caller;
+                RemoteHint hint = {};
                 struct stat st;
                 bool answer;
                 uint32_t id;
@@ -676,6 +678,7 @@ int missing_finish(Missing *m, Waiter *w_sync) {
                         /* What the probe opened, as its caller, from the directory above it. */
                         fd = TAKE_FD(w->fd);
                         st = w->st;
+                        hint = w->hint;
                         r = fd;
                 }
                 missing_waiter_destroy(m, w);
@@ -686,7 +689,7 @@ int missing_finish(Missing *m, Waiter *w_sync) {
                 }
                 /* Whose AddWatch waits is answered with EACCES, as at once. */
                 if (r >= 0)
-                        r = m->ops.appeared(s, fd, &st, m->userdata);
+                        r = m->ops.appeared(s, fd, &st, &hint, m->userdata);
                 if (sync)
                         ret = r;
                 else

@@ -20,6 +20,7 @@
 
 #include "list.h"
 #include "missing.h"
+#include "remote.h"
 
 typedef struct Chain Chain;
 typedef struct Waiter Waiter;
@@ -50,6 +51,7 @@ struct Waiter {
         bool ready;       /* its path is there (fd): placed once the credentials are back */
         int fd;           /* ready: its path open (st), checked for its flags */
         struct stat st;
+        RemoteHint hint;           /* ready: remote_hint_probe() of fd, in the job that opened it */
         int error;                 /* it cannot be followed: gone once the credentials are back */
         StartJob *start;           /* its top looked up in a worker: in no chain yet */
         bool answer;               /* ops->found is owed (missing_start()), once it is at rest */
@@ -87,6 +89,7 @@ typedef struct ProbeComp {
         bool only_dir, no_follow;
         int fd; /* the result: open, or -errno */
         struct stat st;
+        RemoteHint hint; /* last, opened: what remote.c asks of its file system, asked in the job */
 } ProbeComp;
 
 /* The file system's part of a probe, made as the chain's caller (in a worker,

@@ -144,6 +144,9 @@ void missing_job_run(void *data) {
                 ProbeComp *pc = &j->comps[k];
 
                 pc->fd = access_open_at(j->fd, pc->name, pc->only_dir, pc->no_follow, &pc->st);
+                /* What placing it asks of its file system (fstatfs...): here, not on the loop. */
+                if (pc->last && pc->fd >= 0)
+                        remote_hint_probe(pc->fd, &pc->st, &pc->hint);
         }
 }
 

@@ -1423,7 +1423,7 @@ static void nobody_sees_last(Stuck *st, Reader *reader, const char *mnt, char *l
 }
 
 /* A lane of nobody's stalls (fs_stalled 1) and root goes on; then the FUSE
- * daemon goes on, make is made (as root, through the mount), and nobody's
+ * daemon goes on, make (if not NULL) is made (as root, through the mount), and nobody's
  * next step, its last, an "await" of it, sees it. line: as nobody_sees_last(). */
 static void stalled_then_seen(Fixture *f, Reader *reader, Stuck *st, pid_t fuse_pid, const char *what, const char *mnt,
                               const char *make, char *line) {
@@ -1432,7 +1432,8 @@ static void stalled_then_seen(Fixture *f, Reader *reader, Stuck *st, pid_t fuse_
         root_goes_on(f, reader, what);
         g_assert_cmpint(kill(fuse_pid, SIGCONT), ==, 0);
         g_assert_true(wt_await_stat(reader->proxy, "fs_stalled", 0, TIMEOUT_MS));
-        make_file(make);
+        if (make)
+                make_file(make);
         stuck_go(st);
         nobody_sees_last(st, reader, mnt, line);
 }
@@ -1795,6 +1796,52 @@ static void test_hung_add_watch_fd(Fixture *f, gconstpointer data) {
         nobody_sees_last(&st, &reader, mnt, g_steal_pointer(&line));
 }
 
+/*
+ * Issue 24 item 1 as nobody: a pending path of nobody's, a/new on its own
+ * bindfs ([poll] fuse = 0), appears while the FUSE daemon stops. new is
+ * made through the mount while watchd is stopped, then the FUSE daemon is
+ * stopped and watchd goes on at once: the probe's open of new is answered
+ * from the kernel's caches (its entry and attributes are fresh), and what
+ * placing the subscription asks of the file system next (remote.c's
+ * fs_detect(): an fstatfs, a FUSE_STATFS request, never cached) was asked on
+ * the loop, in the completion, and froze watchd for everyone. Now it is
+ * asked in the probe's job (remote_hint_probe()): the lane stalls, root
+ * goes on, and once the FUSE daemon answers nobody's subscription is placed
+ * (its appearance reported).
+ */
+static void test_hung_appeared(Fixture *f, gconstpointer data) {
+        g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
+        g_autofree char *a = g_build_filename(back, "a", NULL), *ma = g_build_filename(mnt, "a", NULL);
+        g_autofree char *mnew = g_build_filename(ma, "new", NULL), *step = NULL, *await = NULL, *line = NULL;
+        Reader reader;
+        Stuck st = {};
+        pid_t fuse_pid, pid;
+
+        step = g_strdup_printf("watch %s 0", mnew);
+        await = g_strconcat("await ", mnew, NULL);
+        fuse_pid = nobody_watch_in_mount(f, back, mnt, a, NULL, &reader, &st,
+                                         (const char *const[]) { step, "go", await, NULL }, &line);
+        if (fuse_pid <= 0)
+                return;
+        pid = wt_process_pid(f->daemon->process);
+
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(g_mkdir(mnew, 0755), ==, 0); /* through the mount: the kernel hears of it */
+        /* The way down made fresh in the kernel's caches (entries and attributes
+         * last 1 s; the mkdir made a's stale): the probe's look-up asks the FUSE
+         * daemon nothing. */
+        {
+                struct stat sb;
+
+                g_assert_cmpint(stat(mnt, &sb), ==, 0);
+                g_assert_cmpint(stat(ma, &sb), ==, 0);
+                g_assert_cmpint(stat(mnew, &sb), ==, 0);
+        }
+        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        stalled_then_seen(f, &reader, &st, fuse_pid, "hung-appeared", mnt, NULL, g_steal_pointer(&line));
+}
+
 /* The state of root's ListDurable entry NAME ("UID/NAME" for another user's), or NULL. */
 #define MANY_MOUNTS 20u
 
@@ -1989,5 +2036,7 @@ int main(int argc, char *argv[]) {
                    fixture_teardown);
         g_test_add("/system-bus/hung-add-watch-fd", Fixture, &system_bus_hung_inotify, fixture_setup,
                    test_hung_add_watch_fd, fixture_teardown);
+        g_test_add("/system-bus/hung-appeared", Fixture, &system_bus_hung_inotify, fixture_setup, test_hung_appeared,
+                   fixture_teardown);
         return g_test_run();
 }

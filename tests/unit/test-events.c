@@ -78,7 +78,7 @@ static void on_overflow_all(void *userdata) {
 static void on_tree_end(Subscription *s, void *userdata) {
 }
 
-static int on_appeared(Subscription *s, int fd, const struct stat *st, void *userdata) {
+static int on_appeared(Subscription *s, int fd, const struct stat *st, const RemoteHint *hint, void *userdata) {
         return -ENOENT;
 }
 

@@ -35,7 +35,7 @@ typedef struct Fixture {
         FsWork *w; /* missing_start()'s workers, if the case has them */
 } Fixture;
 
-static int on_appeared(Subscription *s, int fd, const struct stat *st, void *userdata) {
+static int on_appeared(Subscription *s, int fd, const struct stat *st, const RemoteHint *hint, void *userdata) {
         Fixture *f = userdata;
 
         g_assert_cmpint(fd, >=, 0);
