@@ -306,6 +306,65 @@ static void test_user_bound(void) {
         fswork_free(w);
 }
 
+static void run_fsuid(void *data) {
+        *(int *) data = 1 + (int) setfsuid((uid_t) -1);
+}
+
+static void done_fsuid(void *data, int error) {
+        g_assert_cmpint(error, ==, 0);
+        *(int *) data += 1000;
+}
+
+/* fswork_submit_daemon(): run as the daemon, counted as uid's. uid's jobs
+ * so on lanes that do not answer take uid's share of the stuck threads:
+ * past it, uid's own jobs wait, the daemon's (uid 0) go on. */
+static void test_daemon_counted(void) {
+        gid_t none[1] = { 0 };
+        Caller held = { .uid = 65534, .gid = 65534, .gids = none, .n_gids = 0 };
+        int flags[12] = {}, as = 0, capped = 0, other = 0;
+        FsWorkStats st;
+        FsWork *w;
+
+        if (getuid() != 0) {
+                g_test_skip("needs root to take on another uid");
+                return;
+        }
+        gate_set(false);
+        ended = 0;
+        g_assert_cmpint(fswork_new(&ops, NULL, &w), ==, 0);
+        /* As the daemon (fsuid 0), though counted as 65534's. */
+        g_assert_cmpint(fswork_submit_daemon(w, 900, 65534, run_fsuid, done_fsuid, &as), ==, 0);
+        dispatch_until(w, &as, 1000 + 1 + 0);
+
+        for (int i = 0; i < (int) G_N_ELEMENTS(flags); i++)
+                g_assert_cmpint(fswork_submit_daemon(w, 1000 + (dev_t) i, 65534, run_blocked, done_count, &flags[i]),
+                                ==, 0);
+        for (int i = 0; i < 4 * (int) G_N_ELEMENTS(flags); i++) {
+                fswork_check(w, UINT64_MAX - 1);
+                g_usleep(2000);
+        }
+        fswork_get_stats(w, &st);
+        g_assert_cmpuint(st.stalled_lanes, >=, FSWORK_USER_STUCK_MAX);
+        g_assert_cmpuint(st.stalled_lanes, <, G_N_ELEMENTS(flags)); /* bounded: not all 12 */
+
+        /* 65534's own job waits for one of them; the daemon's goes on. */
+        g_assert_cmpint(fswork_submit(w, 2000, &held, run_quick, done_flag, &capped), ==, 0);
+        g_assert_cmpint(fswork_submit(w, 2001, NULL, run_quick, done_flag, &other), ==, 0);
+        dispatch_until(w, &other, 2);
+        g_assert_cmpint(capped, ==, 0);
+
+        gate_set(true);
+        dispatch_until(w, &capped, 2);
+        for (int i = 0; i < 6000 && ended < (int) G_N_ELEMENTS(flags); i++) {
+                struct pollfd p = { .fd = fswork_fd(w), .events = POLLIN };
+
+                (void) poll(&p, 1, 10);
+                fswork_dispatch(w);
+        }
+        g_assert_cmpint(ended, ==, (int) G_N_ELEMENTS(flags));
+        fswork_free(w);
+}
+
 #define ALL_STUCK_USERS 9u
 
 /* Every thread held: ALL_STUCK_USERS users, each with more lanes that do not
@@ -400,5 +459,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/fswork/shutdown", test_shutdown);
         g_test_add_func("/fswork/user-bound", test_user_bound);
         g_test_add_func("/fswork/all-stuck", test_all_stuck);
+        g_test_add_func("/fswork/daemon-counted", test_daemon_counted);
         return g_test_run();
 }
