@@ -378,3 +378,24 @@ int access_check_fd(int fd, struct stat *ret_st) {
                 return -WATCHD_E_NO_NAME;
         return 0;
 }
+
+int access_check_fd_path(int fd, bool only_dir, struct stat *ret_st, char **ret_path) {
+        char proc[sizeof("/proc/self/fd/") + 12], path[PATH_MAX];
+        ssize_t n;
+        int r;
+
+        r = access_check_fd(fd, ret_st);
+        if (r < 0)
+                return r;
+        if (only_dir && !S_ISDIR(ret_st->st_mode))
+                return -ENOTDIR;
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fd);
+        n = readlink(proc, path, sizeof(path) - 1);
+        if (n < 0)
+                return negative_errno();
+        path[n] = '\0';
+        if (path[0] != '/')
+                return -WATCHD_E_NOT_WATCHABLE; /* not in the filesystem tree (pipe:, anon_inode:...) */
+        *ret_path = strdup(path);
+        return *ret_path ? 0 : -ENOMEM;
+}

@@ -107,3 +107,7 @@ void access_restore(AccessSaved *saved);
  * internal file system such as anon_inodefs or pidfs).
  */
 int access_check_fd(int fd, struct stat *ret_st);
+/* What AddWatchFd asks of fd: access_check_fd(), ONLYDIR (only_dir), and the
+ * path its records are built from (where fd points now, in the file system
+ * tree: else WATCHD_E_NOT_WATCHABLE), allocated. Return: 0 or -errno. */
+int access_check_fd_path(int fd, bool only_dir, struct stat *ret_st, char **ret_path);

@@ -10,13 +10,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <unistd.h>
 
 #include "access.h"
 #include "error.h"
@@ -277,26 +274,9 @@ static void manager_open_free(ManagerOpen *o) {
 /* AddWatchFd's checks of the client's descriptor, and the path its records
  * are built from (where it points now). Return: the descriptor, or -errno. */
 static int manager_check_fd(ManagerOpen *o) {
-        char proc[sizeof("/proc/self/fd/") + 12], path[PATH_MAX];
-        ssize_t n;
-        int r;
+        int r = access_check_fd_path(o->in_fd, o->flags & WATCHD_FLAG_ONLYDIR, &o->st, &o->path);
 
-        r = access_check_fd(o->in_fd, &o->st);
-        if (r < 0)
-                return r;
-        if ((o->flags & WATCHD_FLAG_ONLYDIR) && !S_ISDIR(o->st.st_mode))
-                return -ENOTDIR;
-        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", o->in_fd);
-        n = readlink(proc, path, sizeof(path) - 1);
-        if (n < 0)
-                return negative_errno();
-        path[n] = '\0';
-        if (path[0] != '/')
-                return -WATCHD_E_NOT_WATCHABLE; /* not in the filesystem tree (pipe:, anon_inode:...) */
-        o->path = strdup(path);
-        if (!o->path)
-                return -ENOMEM;
-        return TAKE_FD(o->in_fd);
+        return r < 0 ? r : TAKE_FD(o->in_fd);
 }
 
 static void manager_open_run(void *data) {

@@ -322,9 +322,8 @@ int subscriptions_add_opened(Subscriptions *subs, Client *c, const char *path, i
 
 int subscriptions_add_fd(Subscriptions *subs, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
                          TreeWalk **ret_walk) {
-        char proc[sizeof("/proc/self/fd/") + 12], path[PATH_MAX];
+        _cleanup_free_ char *path = NULL;
         struct stat st;
-        ssize_t n;
         int r;
 
         /* PERSIST follows a path; a descriptor names an object. */
@@ -333,21 +332,9 @@ int subscriptions_add_fd(Subscriptions *subs, Client *c, int fd, uint32_t mask, 
         r = account_check(&c->account, 1);
         if (r < 0)
                 return r;
-        r = access_check_fd(fd, &st);
+        r = access_check_fd_path(fd, flags & WATCHD_FLAG_ONLYDIR, &st, &path);
         if (r < 0)
                 return r;
-        if ((flags & WATCHD_FLAG_ONLYDIR) && !S_ISDIR(st.st_mode))
-                return -ENOTDIR;
-
-        /* The path records are built from: where the fd points now. */
-        snprintf(proc, sizeof(proc), "/proc/self/fd/%i", fd);
-        n = readlink(proc, path, sizeof(path) - 1);
-        if (n < 0)
-                return negative_errno();
-        path[n] = '\0';
-        if (path[0] != '/')
-                return -WATCHD_E_NOT_WATCHABLE; /* not in the filesystem tree (pipe:, anon_inode:...) */
-
         return subscribe(subs, c, fd, &st, path, mask, flags, ret_id, ret_walk);
 }
 

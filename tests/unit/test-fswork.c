@@ -247,6 +247,17 @@ static void done_count(void *data, int error) {
         ended++;
 }
 
+/* Runs the completions until n jobs of done_count() ended. */
+static void await_ended(FsWork *w, int n) {
+        for (int i = 0; i < 6000 && ended < n; i++) {
+                struct pollfd p = { .fd = fswork_fd(w), .events = POLLIN };
+
+                (void) poll(&p, 1, 10);
+                fswork_dispatch(w);
+        }
+        g_assert_cmpint(ended, ==, n);
+}
+
 #define MANY_LANES 80
 
 /* One user's jobs on many file systems that do not answer hold at most
@@ -296,13 +307,7 @@ static void test_user_bound(void) {
 
         /* They answer: every job of the held user runs, none lost. */
         gate_set(true);
-        for (int i = 0; i < 6000 && ended < MANY_LANES; i++) {
-                struct pollfd p = { .fd = fswork_fd(w), .events = POLLIN };
-
-                (void) poll(&p, 1, 10);
-                fswork_dispatch(w);
-        }
-        g_assert_cmpint(ended, ==, MANY_LANES);
+        await_ended(w, MANY_LANES);
         fswork_free(w);
 }
 
@@ -355,13 +360,7 @@ static void test_daemon_counted(void) {
 
         gate_set(true);
         dispatch_until(w, &capped, 2);
-        for (int i = 0; i < 6000 && ended < (int) G_N_ELEMENTS(flags); i++) {
-                struct pollfd p = { .fd = fswork_fd(w), .events = POLLIN };
-
-                (void) poll(&p, 1, 10);
-                fswork_dispatch(w);
-        }
-        g_assert_cmpint(ended, ==, (int) G_N_ELEMENTS(flags));
+        await_ended(w, (int) G_N_ELEMENTS(flags));
         fswork_free(w);
 }
 
@@ -412,13 +411,7 @@ static void test_all_stuck(void) {
 
         gate_set(true);
         dispatch_until(w, &other, 2);
-        for (int i = 0; i < 6000 && ended < (int) G_N_ELEMENTS(flags); i++) {
-                struct pollfd p = { .fd = fswork_fd(w), .events = POLLIN };
-
-                (void) poll(&p, 1, 10);
-                fswork_dispatch(w);
-        }
-        g_assert_cmpint(ended, ==, (int) G_N_ELEMENTS(flags));
+        await_ended(w, (int) G_N_ELEMENTS(flags));
         fswork_free(w);
 }
 
