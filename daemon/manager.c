@@ -83,6 +83,12 @@ static void on_end(Subscription *s, void *userdata) {
         subscriptions_end(((Manager *) userdata)->subs, s);
 }
 
+static bool on_may_stop(const WatchLink *l, void *userdata) {
+        Manager *m = userdata;
+
+        return m->remote && remote_link_kind(m->remote, l) != FS_LOCAL;
+}
+
 static void on_end_with_notice(Subscription *s, const char *reason, uint64_t now, void *userdata) {
         subscriptions_end_with_notice(((Manager *) userdata)->subs, s, reason, now);
 }
@@ -285,7 +291,8 @@ int manager_start(Manager *m) {
                         self_events_set_enabled(m->self_events, !m->backend->excludes_self);
         }
         if (r >= 0)
-                r = tree_new(m->table, m->backend, m->self_events, &(TreeOps) { .end = on_end }, m, &m->tree);
+                r = tree_new(m->table, m->backend, m->self_events,
+                             &(TreeOps) { .end = on_end, .may_stop = on_may_stop }, m, &m->tree);
         if (r >= 0) {
                 tree_set_fswork(m->tree, m->fswork);
                 tree_set_holds(m->tree, m->holds);

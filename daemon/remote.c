@@ -280,6 +280,12 @@ static FsKind link_kind(Remote *r, WatchLink *l, int fd, const struct stat *st) 
         return kind;
 }
 
+FsKind remote_link_kind(const Remote *r, const WatchLink *l) {
+        const RemoteDir *d = dir_get(r, l->subscription, l->watch);
+
+        return d ? d->group->kind : unpolled_get(r, l->subscription, l->watch);
+}
+
 int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
         Subscription *s = l->subscription;
         RemoteGroup *g;

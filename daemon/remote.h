@@ -105,6 +105,9 @@ void remote_reload(Remote *r, const Config *config);
 extern const WatchTableOps remote_table_ops;
 int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st);
 void remote_link_gone(Remote *r, WatchLink *l);
+/* What l's directory is on, as remote_link_added() found it (FS_LOCAL also
+ * for what it did not look at: a pending path's chain). No system call. */
+FsKind remote_link_kind(const Remote *r, const WatchLink *l);
 
 /* A kernel record for w (not IN_IGNORED nor IN_Q_OVERFLOW): its name is noted in every directory polled on w. */
 void remote_on_event(Remote *r, const Watch *w, const RawEvent *ev);

@@ -93,6 +93,10 @@ Tree *tree_free(Tree *t) {
         return NULL;
 }
 
+bool tree_may_stop(const Tree *t, const WatchLink *l) {
+        return l && t->ops.may_stop && t->ops.may_stop(l, t->userdata);
+}
+
 bool tree_has_walks(const Tree *t) {
         return t->walks != NULL;
 }
@@ -198,12 +202,12 @@ void tree_frame_done(Tree *t, Frame *f) {
 /*
  * Reads the directory open at fd (l's; d says where the kernel reports
  * what is done to it): reports its entries if the walk synthesizes (but
- * those in skip: the kernel reported them already), and pushes a frame with
- * its subdirectories (taking fd), or closes fd if it has none. Runs as the
- * owner.
+ * those the kernel reported since skip, a frame of it, was linked), and
+ * pushes a frame with its subdirectories (taking fd), or closes fd if it has
+ * none. Runs as the owner.
  */
 static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const SelfDir *d, size_t path_len,
-                      GHashTable *skip) {
+                      const Frame *skip) {
         Tree *t = w->tree;
         char pathbuf[PATH_MAX];
         const char *path = NULL;
@@ -241,7 +245,7 @@ static int frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const 
                         off += de->d_reclen;
                         if (kind < 0)
                                 continue;
-                        if (report && !(skip && g_hash_table_contains(skip, de->d_name))) {
+                        if (report && !(skip && tree_unread_noted(t, skip, de->d_name))) {
                                 client_queue_event(s, IN_CREATE | (is_dir ? IN_ISDIR : 0), 0, path, de->d_name, nl,
                                                    w->now);
                                 tree_scanned_add(t, s->id, path, de->d_name, nl);
@@ -309,7 +313,7 @@ static int step(TreeWalk *w, Subscription *s) {
                 Frame g = *f;
 
                 g_array_set_size(w->frames, w->frames->len - 1);
-                r = frame_push(w, s, g.link, g.fd, &g.dir, g.path_len, tree_unread_names(t, &g));
+                r = frame_push(w, s, g.link, g.fd, &g.dir, g.path_len, &g);
                 tree_unread_drop(t, &g);
                 watch_link_release(g.link);
                 free(g.name);
@@ -371,6 +375,7 @@ static void walk_free(TreeWalk *w) {
         while (w->frames->len > 0)
                 tree_frame_pop(w);
         g_array_unref(w->frames);
+        hold_unref(w->hold);
         free(w);
 }
 
@@ -456,6 +461,9 @@ static int walk_start(TreeWalk *w, TreeWalk **ret) {
                 return 0;
         }
 
+        /* Here its first slice reports in step with the records (under the
+         * hold applied by the caller, if any): the hold is not needed after. */
+        w->hold = hold_unref(w->hold);
         if (walk_run(w, now_usec() + FIRST_SLICE_USEC)) {
                 if (ret)
                         *ret = NULL;
@@ -587,7 +595,7 @@ WatchLink *tree_find(Subscription *s, const char *path) {
  * rename not yet read), or another error (the caller gives Overflow).
  */
 int tree_add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, uint64_t now_usec,
-                    int pfd, const struct stat *st) {
+                    int pfd, const struct stat *st, bool off_loop, Hold *hold) {
         _cleanup_close_ int fd = pfd;
         char pathbuf[PATH_MAX];
         const char *ppath;
@@ -626,6 +634,13 @@ int tree_add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *nam
                 .read = true,
         };
         g_array_append_val(w->frames, frame);
+        if (synthesize && off_loop) {
+                /* Opened and read in jobs, the owner's records held (hold), or
+                 * told (tree_open_submit() gave Overflow: its lane stalled). */
+                w->off_loop = true;
+                w->hold = hold_ref(hold);
+                w->hold_until = now_usec + WALK_HOLD_USEC; /* from the record that found it */
+        }
         (void) walk_start(w, NULL); /* a limit gives Overflow (walk_end) */
         return 0;
 }
@@ -675,7 +690,7 @@ void tree_add_here(Tree *t, Subscription *s, WatchLink *parent, const char *name
                 return tree_add_result(t, s, parent, name, synthesize, retry, now_usec, -ENAMETOOLONG);
         pfd = access_open_as(&s->owner->caller, ppath, /* only_dir= */ true, /* no_follow= */ false, &st);
         tree_add_result(t, s, parent, name, synthesize, retry, now_usec,
-                        tree_add_opened(t, s, parent, name, synthesize, now_usec, pfd, &st));
+                        tree_add_opened(t, s, parent, name, synthesize, now_usec, pfd, &st, /* off_loop= */ false, NULL));
 }
 
 void tree_add(Tree *t, Subscription *s, const char *path, bool synthesize, uint64_t now_usec) {
@@ -756,7 +771,8 @@ void tree_retries_try(Tree *t) {
                 }
                 g_array_remove_index(t->retries, k); /* the array may grow in what follows: r is a copy */
                 tree_add_result(t, s, r.parent, r.name, r.synthesize, /* retry= */ true, r.now,
-                                tree_add_opened(t, s, r.parent, r.name, r.synthesize, r.now, pfd, &st));
+                                tree_add_opened(t, s, r.parent, r.name, r.synthesize, r.now, pfd, &st,
+                                                /* off_loop= */ false, NULL));
                 watch_link_release(r.parent);
                 free(r.name);
         }

@@ -52,6 +52,10 @@ typedef struct TreeOps {
         /* AddWatch's walk of s met a limit or an error: the whole tree or
          * nothing, so s ends (no notice: its AddWatch is answered with r). */
         void (*end)(Subscription *s, void *userdata);
+        /* Whether l's directory is on a file system that may stop answering
+         * (FUSE, a network one: remote.h): a new directory there is opened and
+         * read in jobs from the start. NULL: none is. */
+        bool (*may_stop)(const WatchLink *l, void *userdata);
 } TreeOps;
 
 /* Called once when a walk ends: r is 0, or the error that stopped it

@@ -23,6 +23,10 @@
 #define STEPS_PER_CLOCK 32u
 /* The first slice, inside the AddWatch call or the event that found the directory. */
 #define FIRST_SLICE_USEC 2000u
+/* A reporting walk in jobs holds its owner's records this long at most (well
+ * within HOLD_USEC, past which they would go on with Overflow): a new tree
+ * read by then is reported whole before them. */
+#define WALK_HOLD_USEC (HOLD_USEC / 4u)
 /* A job in a worker: the directories it takes from the top of a walk's
  * stack, and the subdirectories it opens at most. A directory costs a
  * worker's round trip only once in so many. */
@@ -60,6 +64,10 @@ struct Tree {
          * while a job opens names of it: those are not linked from the job's
          * opens. NULL until first used. */
         GHashTable *unread;
+        /* The last note in Tree.unread: a name's value there is its last
+         * note's. A key is shared by the frames of its directory, each
+         * looking only at what was noted after it looked first. */
+        uint64_t unread_seq;
         uint8_t *dents_buf; /* getdents64 buffer of the walks */
 };
 
@@ -78,9 +86,10 @@ typedef struct Frame {
         bool closed;     /* a job closed fd: nothing is left to do with it */
         bool cross;      /* its one name is a mount point: opened in a job of lane, that file system's */
         dev_t lane;
-        char *unread;  /* a reporting walk's, linked by a job: its key in Tree.unread, or NULL */
-        char *told;    /* while a job of it is out: its key in Tree.unread, or NULL */
-        char *entries; /* what a job read of it in a reporting walk: "Da\0Fb\0" (D: a directory) */
+        char *unread;                      /* a reporting walk's, linked by a job: its key in Tree.unread, or NULL */
+        char *told;                        /* while a job of it is out: its key in Tree.unread, or NULL */
+        uint64_t unread_since, told_since; /* Tree.unread_seq when those were taken */
+        char *entries;                     /* what a job read of it in a reporting walk: "Da\0Fb\0" (D: a directory) */
         size_t entries_len;
 } Frame;
 
@@ -94,6 +103,12 @@ struct TreeWalk {
         uint64_t now;
         GArray *frames; /* Frame, the deepest last */
         WalkJob *job;   /* in a worker (the walk is on Tree.working) */
+        /* A reporting walk in jobs from its start: its owner's records wait
+         * for it (a reference, let go of when it ends, or at the completion
+         * of a job that read a directory past hold_until), or NULL. */
+        Hold *hold;
+        uint64_t hold_until;
+        bool off_loop; /* a reporting walk that may start in workers (hold, or its subscription told) */
         int error;
         TreeWalkDone done;
         void *userdata;
@@ -129,6 +144,8 @@ typedef struct TreeRetry {
 } TreeRetry;
 
 /* tree.c */
+/* TreeOps.may_stop of l (false without it). */
+bool tree_may_stop(const Tree *t, const WatchLink *l);
 /* The link of s at path (its root or a directory below), or NULL. */
 WatchLink *tree_find(Subscription *s, const char *path);
 /* An entry read from the directory open at dfd: 1 a directory, 0 not, -1 "." or ".." (skipped). */
@@ -145,7 +162,7 @@ void tree_scanned_add(Tree *t, uint32_t id, const char *dir, const char *name, s
  * that gave (tree_add_result()); tree_add_at() opens parent again. */
 void tree_rescan_opened(Tree *t, Subscription *s, int fd, const struct stat *st);
 int tree_add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, uint64_t now_usec,
-                    int pfd, const struct stat *st);
+                    int pfd, const struct stat *st, bool off_loop, Hold *hold);
 void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
                      uint64_t now_usec, int r);
 void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
@@ -162,8 +179,8 @@ int tree_walk_start_in_worker(TreeWalk *w, Subscription *s);
 int tree_walk_go_on_in_worker(TreeWalk *w, Subscription *s);
 int tree_walk_below_in_worker(TreeWalk *w, Subscription *s, int fd);
 void tree_jobs_free(Tree *t);
-/* The names the kernel reported in f's directory since a job linked it (NULL: none noted). */
-GHashTable *tree_unread_names(Tree *t, const Frame *f);
+/* Whether the kernel reported name in f's directory since a job linked it. */
+bool tree_unread_noted(Tree *t, const Frame *f, const char *name);
 /* A frame's keys in Tree.unread let go of (tree_frame_done()). */
 void tree_unread_drop(Tree *t, Frame *f);
 /* The frames a job took from its walk. */

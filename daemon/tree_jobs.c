@@ -59,10 +59,29 @@
  * later job, after the loop may have read the kernel's records of names
  * made or gone in it meanwhile: those are noted (Tree.unread,
  * tree_unread_note()) and not reported again (a name gone after the job read
- * it would come back). The opens of a directory by its path
+ * it would come back). A key of Tree.unread is shared by every frame of its
+ * directory, and each looks only at what was noted after it took the key
+ * (Frame.unread_since, Frame.told_since): a name noted before, for another
+ * frame, is not this one's to skip. The opens of a directory by its path
  * (tree_add_at()'s parent, tree_rescan()'s root) are jobs too (TreeOpen,
  * tree_open.c), in a lane of the owner's uid; for a scan, with
  * its owner's records held meanwhile (hold.h).
+ *
+ * On a file system that may stop answering (TreeOps.may_stop: FUSE, a
+ * network one), the first slice of a new directory's scan would wait on
+ * the loop for it (its open, a FUSE_OPENDIR, is never answered from a
+ * cache). There the scan runs in jobs from its start (TreeWalk.off_loop):
+ * a first job opens the new directory below its parent's fd, its
+ * completion links it, a second reads it, and so on, while its owner's
+ * records stay held (TreeWalk.hold, the open's): what the scan reports goes
+ * before them, as a first slice's did, until the walk ends or, past
+ * WALK_HOLD_USEC, a job that read completes; then the rest comes after
+ * later records, as after a first slice. A file system that does not
+ * answer holds the lane and the hold: at HOLD_USEC the owner's records go
+ * on and the subscription gets Overflow. Its names are those the loop
+ * knows when the read is reported: in a burst of renames read late, a
+ * name the scan reports may be one the directory had before a rename
+ * that follows it in the records.
  *
  * The records the kernel queues for the job's opens, reads and closes are
  * announced to self_events.h before it is submitted, and withdrawn at its
@@ -93,6 +112,7 @@ struct WalkJob {
         GArray *children;  /* JobChild: the subdirectories it opened, in order */
         GArray *crossings; /* JobCross */
         bool overflow;     /* a name it did not follow (too long a path) */
+        bool read;         /* it read a directory (not only opened names of frames read before) */
         bool discarded;    /* fswork_free() called its completion: tree_walks_free() frees it */
         int error;
         uint8_t *buf; /* TREE_DENTS_BUF */
@@ -247,6 +267,7 @@ static void walk_job_run(void *data) {
                         }
                 }
                 if (!f->read) {
+                        j->read = true;
                         r = job_read(j, f);
                         if (r < 0) {
                                 safe_close(f->fd);
@@ -321,7 +342,7 @@ static char *unread_key(uint32_t id, const char *dir) {
 /* What the kernel reported in a directory, for the frames that look (Frame.unread, Frame.told). */
 typedef struct Unread {
         unsigned n_ref;
-        GHashTable *names; /* a set */
+        GHashTable *names; /* name -> Tree.unread_seq of its last note */
 } Unread;
 
 static void unread_free(gpointer p) {
@@ -385,6 +406,14 @@ static GHashTable *unread_names(Tree *t, const char *key) {
  */
 static void unread_add(Tree *t, uint32_t id, Frame *f) {
         f->unread = unread_ref(t, id, f->link);
+        f->unread_since = t->unread_seq;
+}
+
+/* Whether name was noted under key after since. */
+static bool unread_noted(Tree *t, const char *key, uint64_t since, const char *name) {
+        GHashTable *names = unread_names(t, key);
+
+        return names && GPOINTER_TO_SIZE(g_hash_table_lookup(names, name)) > since;
 }
 
 void tree_unread_note(Tree *t, const Subscription *s, const char *dir, uint32_t mask, const char *name, size_t name_len) {
@@ -401,11 +430,11 @@ void tree_unread_note(Tree *t, const Subscription *s, const char *dir, uint32_t 
         key = unread_key(s->id, dir);
         names = unread_names(t, key);
         if (names)
-                g_hash_table_add(names, g_strndup(name, name_len));
+                g_hash_table_insert(names, g_strndup(name, name_len), GSIZE_TO_POINTER(++t->unread_seq));
 }
 
-GHashTable *tree_unread_names(Tree *t, const Frame *f) {
-        return unread_names(t, f->unread);
+bool tree_unread_noted(Tree *t, const Frame *f, const char *name) {
+        return unread_noted(t, f->unread, f->unread_since, name);
 }
 
 void tree_unread_drop(Tree *t, Frame *f) {
@@ -416,7 +445,6 @@ void tree_unread_drop(Tree *t, Frame *f) {
 /* What a job read of f's directory (a reporting walk's): reported as
  * IN_CREATE, but the names the kernel reported in it since it was linked. */
 static void job_report(Tree *t, TreeWalk *w, Subscription *s, Frame *f) {
-        GHashTable *skip = tree_unread_names(t, f);
         char pathbuf[PATH_MAX];
         const char *path;
 
@@ -431,7 +459,7 @@ static void job_report(Tree *t, TreeWalk *w, Subscription *s, Frame *f) {
                 size_t nl = strlen(name);
 
                 off += 1 + nl + 1;
-                if (skip && g_hash_table_contains(skip, name))
+                if (tree_unread_noted(t, f, name))
                         continue;
                 client_queue_event(s, IN_CREATE | (is_dir ? IN_ISDIR : 0), 0, path, name, nl, w->now);
                 tree_scanned_add(t, s->id, path, name, nl);
@@ -451,7 +479,6 @@ static int job_link(TreeWalk *w, Subscription *s, Frame *f, JobChild *c, GArray 
                 .name = c->name,
                 .name_len = nl,
         };
-        GHashTable *told;
         WatchLink *l = NULL;
         char *name;
         int r;
@@ -465,8 +492,7 @@ static int job_link(TreeWalk *w, Subscription *s, Frame *f, JobChild *c, GArray 
          * name now, and linked under this one it would keep a name it no
          * longer has. The records of the name link what is there (as they
          * do for a name the job never saw). */
-        told = unread_names(t, f->told);
-        if (told && g_hash_table_contains(told, c->name)) {
+        if (unread_noted(t, f->told, f->told_since, c->name)) {
                 tree_dir_close(t, c->fd, &d);
                 return 0;
         }
@@ -577,7 +603,8 @@ static void walk_job_done(void *data, int error) {
         Tree *t;
         Subscription *s;
         AccessSaved saved;
-        bool become = false;
+        bool become = false, applied = false;
+        Hold *previous = NULL;
         g_autoptr(GArray) pushed = g_array_new(FALSE, FALSE, sizeof(Frame));
         guint k = 0, kx = 0;
         int r;
@@ -596,7 +623,14 @@ static void walk_job_done(void *data, int error) {
                 tree_overflow(t, s);
         /* What it read is reported (a directory before what is below it,
          * siblings as listed), after the records read meanwhile, as a later
-         * slice on the loop reports. */
+         * slice on the loop reports; in a walk with a hold (its first
+         * directory read, and the rest of a small new tree, up to
+         * WALK_HOLD_USEC), before the owner's records that waited for it, as
+         * a first slice on the loop did. */
+        if (w->hold && t->holds) {
+                previous = holds_apply_begin(t->holds, w->hold);
+                applied = true;
+        }
         for (guint i = 0; i < j->frames->len; i++) {
                 Frame *f = &g_array_index(j->frames, Frame, i);
 
@@ -608,6 +642,12 @@ static void walk_job_done(void *data, int error) {
                 if (f->read)
                         unread_unref(t, &f->unread);
         }
+        if (applied)
+                holds_apply_end(t->holds, previous);
+        if (w->hold && j->read && now_usec() >= w->hold_until)
+                /* What waited goes on: what is read after comes after it, as
+                 * after a first slice on the loop. */
+                w->hold = hold_unref(w->hold);
         if (s && j->error >= 0 && j->children->len > 0) {
                 /* The kernel checks the owner's right to read at each watch placed. */
                 r = access_become(&s->owner->caller, &saved);
@@ -734,6 +774,7 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
                 Frame *f = &g_array_index(j->frames, Frame, i);
 
                 f->told = unread_ref(t, w->id, f->link);
+                f->told_since = t->unread_seq;
         }
         job_announce(t, j);
         r = fswork_submit(t->fswork, dev, &s->owner->caller, walk_job_run, walk_job_done, j);
@@ -755,9 +796,10 @@ int tree_walk_start_in_worker(TreeWalk *w, Subscription *s) {
 
         /* A scan of new directories reports what its first slice finds
          * before the records the kernel queued after it: on the loop, in
-         * step with them; the rest goes on in workers after it
-         * (tree_walk_go_on_in_worker()). */
-        if (!t->fswork || w->synthesize || walk_submit(w, s) <= 0)
+         * step with them, and the rest goes on in workers after it
+         * (tree_walk_go_on_in_worker()); or, off_loop, in a job while its
+         * owner's records wait (w->hold), or with its subscription told. */
+        if (!t->fswork || (w->synthesize && !w->off_loop) || walk_submit(w, s) <= 0)
                 return 0;
         LIST_APPEND(walks, t->working, w);
         return 1;

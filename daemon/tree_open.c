@@ -36,7 +36,9 @@
  * then the hold goes and that follows. The scan's first slice runs in the
  * completion (its open and read of the new directory, on the loop); what
  * a long scan reports after it comes after later records, from walk jobs
- * (tree_walk_go_on_in_worker()). A hold lasts HOLD_USEC at most (a file system that does not
+ * (tree_walk_go_on_in_worker()). On a file system that may stop answering
+ * (TreeOps.may_stop), the scan's open and reads are jobs from the start,
+ * and the hold is the walk's until it ends (tree_jobs.c). A hold lasts HOLD_USEC at most (a file system that does not
  * answer): the records go on and the subscription gets Overflow, which
  * covers what the scan reports late. On a lane that is stalled already,
  * the owner is not held for nothing: the subscription gets Overflow at once.
@@ -88,7 +90,8 @@ static void open_done(void *data, int error) {
                         tree_rescan_opened(t, s, fd, &o->st);
                 safe_close(fd);
         } else {
-                r = tree_add_opened(t, s, o->link, o->name, o->synthesize, o->now, fd, &o->st);
+                r = tree_add_opened(t, s, o->link, o->name, o->synthesize, o->now, fd, &o->st,
+                                    tree_may_stop(t, o->link), o->hold);
                 if (r == -ESTALE && !o->retry) {
                         /* The records were read meanwhile: a rename that made it stale
                          * may be among them. Opened again, the owner still held. */

@@ -1842,6 +1842,48 @@ static void test_hung_appeared(Fixture *f, gconstpointer data) {
         stalled_then_seen(f, &reader, &st, fuse_pid, "hung-appeared", mnt, NULL, g_steal_pointer(&line));
 }
 
+/*
+ * Issue 24 item 1 as nobody: a directory made in nobody's RECURSIVE tree on
+ * its own bindfs ([poll] fuse = 0), with a file in it, while the FUSE
+ * daemon stops. Both are made through the mount while watchd is stopped,
+ * the way down to a made fresh in the kernel's caches, the FUSE daemon
+ * stopped, and watchd goes on: the open of a by its path (in a job) is
+ * answered from the caches, and the open of new below it (a FUSE_OPENDIR,
+ * never cached) and its read for the scan that reports its file ran on the
+ * loop, in the open's completion, and froze watchd for everyone (root's
+ * GetStats timed out). Now, on a file system that may stop answering, they
+ * run in jobs of the mount's lane: the lane stalls, root goes on, and once
+ * the FUSE daemon answers the scan reports new/file.
+ */
+static void test_hung_new_dir_open(Fixture *f, gconstpointer data) {
+        g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
+        g_autofree char *a = g_build_filename(back, "a", NULL), *ma = g_build_filename(mnt, "a", NULL);
+        g_autofree char *mnew = g_build_filename(ma, "new", NULL), *nfile = g_build_filename(mnew, "file", NULL);
+        g_autofree char *step = NULL, *await = NULL, *line = NULL;
+        Reader reader;
+        Stuck st = {};
+        pid_t fuse_pid, pid;
+        struct stat sb;
+
+        step = g_strdup_printf("watch %s %u", ma, (unsigned) WATCHD_FLAG_RECURSIVE);
+        await = g_strconcat("await ", nfile, NULL);
+        fuse_pid = nobody_watch_in_mount(f, back, mnt, a, NULL, &reader, &st,
+                                         (const char *const[]) { step, "go", await, NULL }, &line);
+        if (fuse_pid <= 0)
+                return;
+        pid = wt_process_pid(f->daemon->process);
+
+        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(g_mkdir(mnew, 0755), ==, 0); /* through the mount: the kernel hears of it */
+        make_file(nfile);
+        /* The way down to a fresh in the kernel's caches: the open of a by its path asks nothing. */
+        g_assert_cmpint(stat(mnt, &sb), ==, 0);
+        g_assert_cmpint(stat(ma, &sb), ==, 0);
+        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+        stalled_then_seen(f, &reader, &st, fuse_pid, "hung-new-dir-open", mnt, NULL, g_steal_pointer(&line));
+}
+
 /* The state of root's ListDurable entry NAME ("UID/NAME" for another user's), or NULL. */
 #define MANY_MOUNTS 20u
 
@@ -2038,5 +2080,7 @@ int main(int argc, char *argv[]) {
                    test_hung_add_watch_fd, fixture_teardown);
         g_test_add("/system-bus/hung-appeared", Fixture, &system_bus_hung_inotify, fixture_setup, test_hung_appeared,
                    fixture_teardown);
+        g_test_add("/system-bus/hung-new-dir-open", Fixture, &system_bus_hung_inotify, fixture_setup,
+                   test_hung_new_dir_open, fixture_teardown);
         return g_test_run();
 }
