@@ -281,6 +281,10 @@ void holds_apply_end(Holds *hs, Hold *previous) {
         hs->applying = hold_over(previous) ? NULL : previous;
 }
 
+Hold *holds_get_applying(const Holds *hs) {
+        return hs->applying;
+}
+
 uint64_t holds_next_deadline(const Holds *hs) {
         const Hold *first = g_queue_peek_head((GQueue *) &hs->live);
 

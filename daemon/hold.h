@@ -77,6 +77,8 @@ Hold *holds_get_trigger(const Holds *hs);
  * the records that wait for h. Returns the previous one, for holds_apply_end(). */
 Hold *holds_apply_begin(Holds *hs, Hold *h);
 void holds_apply_end(Holds *hs, Hold *previous);
+/* The hold applied now (between holds_apply_begin() and holds_apply_end()), or NULL; not a reference. */
+Hold *holds_get_applying(const Holds *hs);
 
 /* When the first hold ends by its time (UINT64_MAX: none). */
 uint64_t holds_next_deadline(const Holds *hs);

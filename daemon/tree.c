@@ -477,8 +477,31 @@ static int walk_start(TreeWalk *w, TreeWalk **ret) {
         return 0;
 }
 
+/* A reporting walk w of s reads in workers (off_loop): hold, the hold
+ * applied now (not a reference), holds its owner's records from now on,
+ * as tree_add_opened()'s walk holds them (tree_jobs.c), so that what it
+ * reports goes before them. Without one (the probe that found the path outlasted its hold, or
+ * its lane was stalled: its owner's records went on), s is told: what the
+ * scan reports comes after some of them. Without workers or holds, w stays
+ * on the loop for its first slice. */
+static void hold_off_loop(Tree *t, Subscription *s, Hold *hold, TreeWalk *w) {
+        if (!t->fswork || !t->holds || !s->owner)
+                return;
+        if (hold && !hold_over(hold)) {
+                w->hold = hold_ref(hold);
+                w->hold_until = now_usec() + WALK_HOLD_USEC;
+                client_hold(s->owner, hold);
+                hold_note_subscription(hold, s->id); /* past its time, s gets Overflow */
+        } else {
+                log_debug("Subscription %" PRIu32 " scans '%s' after records that came later; it gets Overflow.", s->id,
+                          s->path);
+                tree_overflow(t, s);
+        }
+        w->off_loop = true;
+}
+
 static int walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, bool synthesize, bool one_level,
-                      bool rescan, uint64_t now_usec, TreeWalk **ret) {
+                      bool rescan, uint64_t now_usec, bool off_loop, Hold *hold, TreeWalk **ret) {
         TreeWalk *w;
         AccessSaved saved;
         int dfd, r;
@@ -489,6 +512,8 @@ static int walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, boo
         w->initial = all_or_nothing;
         w->one_level = one_level;
         w->rescan = rescan;
+        if (synthesize && off_loop)
+                hold_off_loop(t, s, hold, w);
         if (tree_walk_below_in_worker(w, s, fd) > 0) {
                 if (ret)
                         *ret = w;
@@ -523,7 +548,7 @@ static int walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, boo
 
 int tree_walk_below(Tree *t, Subscription *s, int fd, bool all_or_nothing, TreeWalk **ret) {
         return walk_below(t, s, fd, all_or_nothing, /* synthesize= */ false, /* one_level= */ false,
-                          /* rescan= */ false, 0, ret);
+                          /* rescan= */ false, 0, /* off_loop= */ false, NULL, ret);
 }
 
 /* After an overflow, s's root open at fd (as its owner, by its path): walked again. */
@@ -533,7 +558,7 @@ void tree_rescan_opened(Tree *t, Subscription *s, int fd, const struct stat *st)
         if (fd < 0 || st->st_dev != s->links->watch->dev || st->st_ino != s->links->watch->ino)
                 return; /* its root moved or went: its own events (still queued) say so */
         r = walk_below(t, s, fd, /* all_or_nothing= */ false, /* synthesize= */ false, /* one_level= */ false,
-                       /* rescan= */ true, 0, NULL);
+                       /* rescan= */ true, 0, /* off_loop= */ false, NULL, NULL);
         if (r < 0)
                 log_info_errno(r, "Subscription %" PRIu32 " cannot walk its tree again after an overflow: %m.", s->id);
 }
@@ -559,7 +584,12 @@ void tree_appeared(Tree *t, Subscription *s, int fd, bool report, uint64_t now_u
         /* The subscription is placed, and stays: what cannot be walked or
          * reported (a limit, the directory unreadable) is said with
          * Overflow, as for a directory moved into a tree. */
-        r = walk_below(t, s, fd, /* all_or_nothing= */ false, report, !recursive, /* rescan= */ false, now_usec, NULL);
+        /* On a file system that may stop answering, the scan is read in jobs,
+         * and what it reports goes before the owner's records that wait for
+         * the probe that found the path (the hold applied now); elsewhere its
+         * first slice runs here. */
+        r = walk_below(t, s, fd, /* all_or_nothing= */ false, report, !recursive, /* rescan= */ false, now_usec,
+                       tree_may_stop(t, s->links), t->holds ? holds_get_applying(t->holds) : NULL, NULL);
         if (r < 0) {
                 log_info_errno(r, "Subscription %" PRIu32 " cannot read '%s' (%m); it gets Overflow.", s->id, s->path);
                 tree_overflow(t, s);

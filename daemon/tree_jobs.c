@@ -70,7 +70,9 @@
  * On a file system that may stop answering (TreeOps.may_stop: FUSE, a
  * network one), the first slice of a new directory's scan would wait on
  * the loop for it (its open, a FUSE_OPENDIR, is never answered from a
- * cache). There the scan runs in jobs from its start (TreeWalk.off_loop):
+ * cache). There the scan runs in jobs from its start (TreeWalk.off_loop;
+ * tree_appeared()'s too, holding with the hold of the probe that found the
+ * path, or telling its subscription when that hold is over):
  * a first job opens the new directory below its parent's fd, its
  * completion links it, a second reads it, and so on, while its owner's
  * records stay held (TreeWalk.hold, the open's): what the scan reports goes
@@ -824,7 +826,7 @@ int tree_walk_below_in_worker(TreeWalk *w, Subscription *s, int fd) {
         char *n = NULL;
         int dfd;
 
-        if (!w->tree->fswork || w->synthesize)
+        if (!w->tree->fswork || (w->synthesize && !w->off_loop))
                 return 0;
         dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (dfd < 0)

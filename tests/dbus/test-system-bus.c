@@ -1171,23 +1171,22 @@ static pid_t nobody_bindfs(char *bindfs, const char *back, const char *mnt) {
  * stays) so that it sees the mount. back and mnt (made here) become
  * nobody's. Returns the FUSE daemon's pid, or 0 with the case skipped.
  */
-static pid_t nobody_mounts_bindfs(Fixture *f, const char *config, const char *back, const char *mnt) {
-        g_autofree char *bindfs = g_find_program_in_path("bindfs");
+static bool nobody_may_mount(Fixture *f, const char *config, const char *program) {
         g_autofree char *conf = g_build_filename(f->dir, "fuse.conf", NULL);
 
         if (watchd_wrapped()) {
                 g_test_skip("under a wrapper (valgrind) the hang stops watchd's loop too: not understood yet");
-                return 0;
+                return false;
         }
         if (!f->bus)
-                return 0;
-        if (!bindfs || access("/dev/fuse", R_OK | W_OK) != 0 || access("/etc/fuse.conf", F_OK) != 0) {
-                g_test_skip("no FUSE mount here: bindfs or /etc/fuse.conf missing, or /dev/fuse unusable");
-                return 0;
+                return false;
+        if (!program || access("/dev/fuse", R_OK | W_OK) != 0 || access("/etc/fuse.conf", F_OK) != 0) {
+                g_test_skip("no FUSE mount here: bindfs (or hangfs) or /etc/fuse.conf missing, or /dev/fuse unusable");
+                return false;
         }
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
                 g_test_skip("no mount namespace of its own here");
-                return 0;
+                return false;
         }
         g_assert_true(g_file_set_contents(conf, "user_allow_other\n", -1, NULL));
         /* An earlier case of this process bound its own, gone with its directory (ENOENT). */
@@ -1195,7 +1194,57 @@ static pid_t nobody_mounts_bindfs(Fixture *f, const char *config, const char *ba
         g_assert_cmpint(mount(conf, "/etc/fuse.conf", NULL, MS_BIND, NULL), ==, 0);
         g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
         f->daemon = wt_daemon_start(f->bus, config);
+        return true;
+}
+
+static pid_t nobody_mounts_bindfs(Fixture *f, const char *config, const char *back, const char *mnt) {
+        g_autofree char *bindfs = g_find_program_in_path("bindfs");
+
+        if (!nobody_may_mount(f, config, bindfs))
+                return 0;
         return nobody_bindfs(bindfs, back, mnt);
+}
+
+static void become_nobody_dying_with_parent(gpointer unused) {
+        become_nobody(NULL);
+        /* After the setuid, which clears it. */
+        (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
+}
+
+/*
+ * As nobody_mounts_bindfs(), with hangfs (tests/dbus/hangfs.c) serving
+ * back at mnt as nobody: its opens of a directory named hang for reading
+ * wait until it gets SIGUSR2 (SIGUSR1: again). Returns its pid, or 0 with
+ * the case skipped.
+ */
+static pid_t nobody_mounts_hangfs(Fixture *f, const char *config, const char *back, const char *mnt, const char *hang) {
+#ifdef HANGFS
+        g_autoptr(GError) error = NULL;
+        g_autofree char *env = g_strconcat("HANGFS_NAME=", hang, NULL);
+        struct stat sb, mb;
+        GPid pid;
+
+        if (!nobody_may_mount(f, config, HANGFS))
+                return 0;
+        g_assert_cmpint(g_mkdir_with_parents(back, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir_with_parents(mnt, 0755), ==, 0);
+        g_assert_cmpint(chown(back, NOBODY, NOBODY), ==, 0);
+        g_assert_cmpint(chown(mnt, NOBODY, NOBODY), ==, 0);
+        g_assert_true(g_spawn_async(NULL,
+                                    (char *[]) { (char *) HANGFS, (char *) back, (char *) mnt, (char *) "-o",
+                                                 (char *) "allow_other", NULL },
+                                    (char *[]) { env, NULL }, G_SPAWN_DO_NOT_REAP_CHILD,
+                                    become_nobody_dying_with_parent, NULL, &pid, &error));
+        g_assert_no_error(error);
+        g_assert_cmpint(stat(back, &sb), ==, 0);
+        for (int i = 0; i < 500 && stat(mnt, &mb) == 0 && mb.st_dev == sb.st_dev; i++)
+                g_usleep(10 * 1000);
+        g_assert_cmpint(mb.st_dev, !=, sb.st_dev);
+        return pid;
+#else
+        g_test_skip("built without libfuse's headers: no hangfs");
+        return 0;
+#endif
 }
 
 /* nobody's tree (made here, nobody's) beside nobody's bindfs mount, as
@@ -1884,6 +1933,50 @@ static void test_hung_new_dir_open(Fixture *f, gconstpointer data) {
         stalled_then_seen(f, &reader, &st, fuse_pid, "hung-new-dir-open", mnt, NULL, g_steal_pointer(&line));
 }
 
+/*
+ * Issue 24 item 1 as nobody: a pending RECURSIVE path of nobody's, a/new on
+ * a FUSE mount of its own that does not answer an open of new for reading
+ * (hangfs: bindfs and SIGSTOP cannot stop that request alone). new appears
+ * with a file in it, made through the mount: the probe that finds it opens
+ * it O_PATH (no request) and asks the file system's kind (answered). The
+ * scan that reports what it holds (report-appearance) opened it for
+ * reading on the loop, in the probe's completion, and froze watchd for
+ * everyone (root's GetStats timed out). Now, on a file system that may
+ * stop answering, it is read in jobs of the mount's lane: the lane stalls,
+ * root goes on, and once the file system answers the scan reports new/file.
+ */
+static void test_hung_appeared_scan(Fixture *f, gconstpointer data) {
+        g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
+        g_autofree char *a = g_build_filename(back, "a", NULL), *mnew = g_build_filename(mnt, "a", "new", NULL);
+        g_autofree char *nfile = g_build_filename(mnew, "file", NULL), *step = NULL, *await = NULL, *line = NULL;
+        Reader reader;
+        Stuck st = {};
+        pid_t fs_pid;
+
+        fs_pid = nobody_mounts_hangfs(f, HUNG_INOTIFY_CONFIG, back, mnt, "new");
+        if (fs_pid <= 0)
+                return;
+        g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
+        g_assert_cmpint(chown(a, NOBODY, NOBODY), ==, 0);
+        reader_on_local(f, &reader);
+        step = g_strdup_printf("watch %s %u", mnew, (unsigned) WATCHD_FLAG_RECURSIVE);
+        await = g_strconcat("await ", nfile, NULL);
+        nobody_start(&st, f, (const char *const[]) { step, "go", await, NULL });
+        line = stuck_read_line(&st);
+        if (!g_str_has_prefix(line, "id "))
+                g_error("nobody's AddWatch: %s", line);
+
+        g_assert_cmpint(g_mkdir(mnew, 0755), ==, 0); /* through the mount: the kernel hears of it */
+        make_file(nfile);
+        if (!wt_await_stat(reader.proxy, "fs_stalled", 1, TIMEOUT_MS))
+                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader.proxy, "fs_stalled"));
+        root_goes_on(f, &reader, "hung-appeared-scan");
+        g_assert_cmpint(kill(fs_pid, SIGUSR2), ==, 0); /* it answers */
+        g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
+        stuck_go(&st);
+        nobody_sees_last(&st, &reader, mnt, g_steal_pointer(&line));
+}
+
 /* The state of root's ListDurable entry NAME ("UID/NAME" for another user's), or NULL. */
 #define MANY_MOUNTS 20u
 
@@ -2082,5 +2175,7 @@ int main(int argc, char *argv[]) {
                    fixture_teardown);
         g_test_add("/system-bus/hung-new-dir-open", Fixture, &system_bus_hung_inotify, fixture_setup,
                    test_hung_new_dir_open, fixture_teardown);
+        g_test_add("/system-bus/hung-appeared-scan", Fixture, &system_bus_hung_inotify, fixture_setup,
+                   test_hung_appeared_scan, fixture_teardown);
         return g_test_run();
 }

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+
+/*
+ * hangfs - a FUSE file system that stops answering on demand (issue 24)
+ *
+ *   HANGFS_NAME=NAME hangfs BACK MNT [FUSE OPTION...]
+ *
+ * Serves BACK at MNT, as the user it runs as, in the foreground. An open of
+ * a directory named NAME for reading (FUSE_OPENDIR: never answered from the
+ * kernel's caches) is not answered while hangfs hangs: from its start, and
+ * after SIGUSR1; SIGUSR2 lets it (and every later one) go. Everything else
+ * is answered at once, so a test can make exactly the request it means wait,
+ * where bindfs and SIGSTOP stop every request at once.
+ */
+
+#define FUSE_USE_VERSION 26
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+static int back_fd = -1;
+static const char *hang_name;
+static volatile sig_atomic_t hanging = 1;
+
+static void on_signal(int sig) {
+        hanging = sig == SIGUSR1;
+}
+
+/* path ("/a/b") relative to BACK. */
+static const char *rel(const char *path) {
+        return path[1] ? path + 1 : ".";
+}
+
+static int neg(int r) {
+        return r < 0 ? -errno : 0;
+}
+
+static int hfs_getattr(const char *path, struct stat *st) {
+        return neg(fstatat(back_fd, rel(path), st, AT_SYMLINK_NOFOLLOW));
+}
+
+static int hfs_opendir(const char *path, struct fuse_file_info *fi) {
+        const char *base = strrchr(path, '/') + 1;
+        DIR *d;
+        int fd;
+
+        while (hanging && hang_name && strcmp(base, hang_name) == 0)
+                usleep(10 * 1000);
+        fd = openat(back_fd, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                int r = -errno;
+
+                close(fd);
+                return r;
+        }
+        fi->fh = (uint64_t) (uintptr_t) d;
+        return 0;
+}
+
+static int hfs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off, struct fuse_file_info *fi) {
+        DIR *d = (DIR *) (uintptr_t) fi->fh;
+        struct dirent *de;
+
+        rewinddir(d);
+        while ((de = readdir(d)))
+                if (fill(buf, de->d_name, NULL, 0))
+                        break;
+        return 0;
+}
+
+static int hfs_releasedir(const char *path, struct fuse_file_info *fi) {
+        closedir((DIR *) (uintptr_t) fi->fh);
+        return 0;
+}
+
+static int hfs_mkdir(const char *path, mode_t mode) {
+        return neg(mkdirat(back_fd, rel(path), mode));
+}
+
+static int hfs_rmdir(const char *path) {
+        return neg(unlinkat(back_fd, rel(path), AT_REMOVEDIR));
+}
+
+static int hfs_unlink(const char *path) {
+        return neg(unlinkat(back_fd, rel(path), 0));
+}
+
+static int hfs_rename(const char *from, const char *to) {
+        return neg(renameat(back_fd, rel(from), back_fd, rel(to)));
+}
+
+static int hfs_create(const char *path, mode_t mode, struct fuse_file_info *fi) {
+        int fd = openat(back_fd, rel(path), fi->flags | O_CREAT | O_CLOEXEC, mode);
+
+        if (fd < 0)
+                return -errno;
+        fi->fh = (uint64_t) fd;
+        return 0;
+}
+
+static int hfs_open(const char *path, struct fuse_file_info *fi) {
+        int fd = openat(back_fd, rel(path), fi->flags | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        fi->fh = (uint64_t) fd;
+        return 0;
+}
+
+static int hfs_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
+        ssize_t n = pread((int) fi->fh, buf, size, off);
+
+        return n < 0 ? -errno : (int) n;
+}
+
+static int hfs_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
+        ssize_t n = pwrite((int) fi->fh, buf, size, off);
+
+        return n < 0 ? -errno : (int) n;
+}
+
+static int hfs_release(const char *path, struct fuse_file_info *fi) {
+        close((int) fi->fh);
+        return 0;
+}
+
+static int hfs_truncate(const char *path, off_t size) {
+        int fd = openat(back_fd, rel(path), O_WRONLY | O_CLOEXEC), r;
+
+        if (fd < 0)
+                return -errno;
+        r = neg(ftruncate(fd, size));
+        close(fd);
+        return r;
+}
+
+static int hfs_utimens(const char *path, const struct timespec tv[2]) {
+        return neg(utimensat(back_fd, rel(path), tv, AT_SYMLINK_NOFOLLOW));
+}
+
+static int hfs_chmod(const char *path, mode_t mode) {
+        return neg(fchmodat(back_fd, rel(path), mode, 0));
+}
+
+static int hfs_statfs(const char *path, struct statvfs *sv) {
+        return neg(fstatvfs(back_fd, sv));
+}
+
+static const struct fuse_operations ops = {
+        .getattr = hfs_getattr,
+        .opendir = hfs_opendir,
+        .readdir = hfs_readdir,
+        .releasedir = hfs_releasedir,
+        .mkdir = hfs_mkdir,
+        .rmdir = hfs_rmdir,
+        .unlink = hfs_unlink,
+        .rename = hfs_rename,
+        .create = hfs_create,
+        .open = hfs_open,
+        .read = hfs_read,
+        .write = hfs_write,
+        .release = hfs_release,
+        .truncate = hfs_truncate,
+        .utimens = hfs_utimens,
+        .chmod = hfs_chmod,
+        .statfs = hfs_statfs,
+};
+
+int main(int argc, char **argv) {
+        struct sigaction sa = { .sa_handler = on_signal };
+        char *args[64];
+        int n = 0;
+
+        if (argc < 3 || argc > 60) {
+                fprintf(stderr, "usage: HANGFS_NAME=NAME %s BACK MNT [FUSE OPTION...]\n", argv[0]);
+                return 2;
+        }
+        back_fd = open(argv[1], O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (back_fd < 0) {
+                perror(argv[1]);
+                return 1;
+        }
+        hang_name = getenv("HANGFS_NAME");
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGUSR1, &sa, NULL) < 0 || sigaction(SIGUSR2, &sa, NULL) < 0) {
+                perror("sigaction");
+                return 1;
+        }
+        args[n++] = argv[0];
+        args[n++] = argv[2];
+        args[n++] = (char *) "-f";
+        for (int i = 3; i < argc; i++)
+                args[n++] = argv[i];
+        args[n] = NULL;
+        return fuse_main(n, args, &ops, NULL);
+}
