@@ -89,6 +89,13 @@ static bool on_may_stop(const WatchLink *l, void *userdata) {
         return m->remote && remote_link_kind(m->remote, l) != FS_LOCAL;
 }
 
+static void on_tree_hint(const RemoteHint *hint, void *userdata) {
+        Manager *m = userdata;
+
+        if (m->remote)
+                remote_set_hint(m->remote, hint);
+}
+
 static void on_end_with_notice(Subscription *s, const char *reason, uint64_t now, void *userdata) {
         subscriptions_end_with_notice(((Manager *) userdata)->subs, s, reason, now);
 }
@@ -292,7 +299,7 @@ int manager_start(Manager *m) {
         }
         if (r >= 0)
                 r = tree_new(m->table, m->backend, m->self_events,
-                             &(TreeOps) { .end = on_end, .may_stop = on_may_stop }, m, &m->tree);
+                             &(TreeOps) { .end = on_end, .may_stop = on_may_stop, .hint = on_tree_hint }, m, &m->tree);
         if (r >= 0) {
                 tree_set_fswork(m->tree, m->fswork);
                 tree_set_holds(m->tree, m->holds);

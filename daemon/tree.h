@@ -39,6 +39,7 @@
 #include "backend.h"
 #include "fswork.h"
 #include "hold.h"
+#include "remote.h"
 #include "self_events.h"
 #include "watch_table.h"
 
@@ -56,6 +57,9 @@ typedef struct TreeOps {
          * (FUSE, a network one: remote.h): a new directory there is opened and
          * read in jobs from the start. NULL: none is. */
         bool (*may_stop)(const WatchLink *l, void *userdata);
+        /* What the links made until it is called again (NULL: none) are on,
+         * asked in the job that opened them (remote_set_hint()). NULL: not asked. */
+        void (*hint)(const RemoteHint *hint, void *userdata);
 } TreeOps;
 
 /* Called once when a walk ends: r is 0, or the error that stopped it

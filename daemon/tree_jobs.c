@@ -95,6 +95,7 @@ typedef struct JobChild {
         const char *name; /* in its parent's names */
         int fd;
         struct stat st;
+        RemoteHint hint; /* a mount point's root (a crossing frame's): what it is on */
 } JobChild;
 
 /* A subdirectory that is a mount point: a job of its own file system's lane opens it. */
@@ -327,6 +328,11 @@ static void walk_job_run(void *data) {
                                 safe_close(c.fd);
                                 break;
                         }
+                        /* Another file system: what kind it is (an fstatfs, never
+                         * answered from a cache on FUSE) is asked here, not as the
+                         * loop links it (remote.h). */
+                        if (f->cross)
+                                remote_hint_probe(c.fd, &c.st, &c.hint);
                         opens++;
                         g_array_append_val(j->children, c);
                 }
@@ -498,7 +504,11 @@ static int job_link(TreeWalk *w, Subscription *s, Frame *f, JobChild *c, GArray 
                 tree_dir_close(t, c->fd, &d);
                 return 0;
         }
+        if (c->hint.valid && t->ops.hint)
+                t->ops.hint(&c->hint, t->userdata);
         r = watch_table_link(t->table, s, f->link, c->fd, &c->st, c->name, nl, &l);
+        if (c->hint.valid && t->ops.hint)
+                t->ops.hint(NULL, t->userdata);
         if (r == -EEXIST && w->rescan) {
                 /* Linked already at this very place: what is below it may not be (step()). */
                 LIST_FOREACH(sib, x, f->link->children)

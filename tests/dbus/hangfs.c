@@ -3,11 +3,12 @@
 /*
  * hangfs - a FUSE file system that stops answering on demand (issue 24)
  *
- *   HANGFS_NAME=NAME hangfs BACK MNT [FUSE OPTION...]
+ *   HANGFS_NAME=NAME [HANGFS_STATFS=1] hangfs BACK MNT [FUSE OPTION...]
  *
  * Serves BACK at MNT, as the user it runs as, in the foreground. An open of
  * a directory named NAME for reading (FUSE_OPENDIR: never answered from the
- * kernel's caches) is not answered while hangfs hangs: from its start, and
+ * kernel's caches), and with HANGFS_STATFS every statfs (FUSE_STATFS, never
+ * cached either), is not answered while hangfs hangs: from its start, and
  * after SIGUSR1; SIGUSR2 lets it (and every later one) go. Everything else
  * is answered at once, so a test can make exactly the request it means wait,
  * where bindfs and SIGSTOP stop every request at once.
@@ -20,6 +21,7 @@
 #include <fcntl.h>
 #include <fuse.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,7 @@
 
 static int back_fd = -1;
 static const char *hang_name;
+static bool hang_statfs;
 static volatile sig_atomic_t hanging = 1;
 
 static void on_signal(int sig) {
@@ -156,6 +159,8 @@ static int hfs_chmod(const char *path, mode_t mode) {
 }
 
 static int hfs_statfs(const char *path, struct statvfs *sv) {
+        while (hanging && hang_statfs)
+                usleep(10 * 1000);
         return neg(fstatvfs(back_fd, sv));
 }
 
@@ -194,6 +199,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
         hang_name = getenv("HANGFS_NAME");
+        hang_statfs = getenv("HANGFS_STATFS");
         sigemptyset(&sa.sa_mask);
         if (sigaction(SIGUSR1, &sa, NULL) < 0 || sigaction(SIGUSR2, &sa, NULL) < 0) {
                 perror("sigaction");

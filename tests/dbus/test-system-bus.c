@@ -1214,10 +1214,11 @@ static void become_nobody_dying_with_parent(gpointer unused) {
 /*
  * As nobody_mounts_bindfs(), with hangfs (tests/dbus/hangfs.c) serving
  * back at mnt as nobody: its opens of a directory named hang for reading
- * wait until it gets SIGUSR2 (SIGUSR1: again). Returns its pid, or 0 with
- * the case skipped.
+ * (and, with statfs, its statfs calls) wait until it gets SIGUSR2 (SIGUSR1:
+ * again). Returns its pid, or 0 with the case skipped.
  */
-static pid_t nobody_mounts_hangfs(Fixture *f, const char *config, const char *back, const char *mnt, const char *hang) {
+static pid_t nobody_mounts_hangfs(Fixture *f, const char *config, const char *back, const char *mnt, const char *hang,
+                                  bool statfs) {
 #ifdef HANGFS
         g_autoptr(GError) error = NULL;
         g_autofree char *env = g_strconcat("HANGFS_NAME=", hang, NULL);
@@ -1233,8 +1234,8 @@ static pid_t nobody_mounts_hangfs(Fixture *f, const char *config, const char *ba
         g_assert_true(g_spawn_async(NULL,
                                     (char *[]) { (char *) HANGFS, (char *) back, (char *) mnt, (char *) "-o",
                                                  (char *) "allow_other", NULL },
-                                    (char *[]) { env, NULL }, G_SPAWN_DO_NOT_REAP_CHILD,
-                                    become_nobody_dying_with_parent, NULL, &pid, &error));
+                                    (char *[]) { env, statfs ? (char *) "HANGFS_STATFS=1" : NULL, NULL },
+                                    G_SPAWN_DO_NOT_REAP_CHILD, become_nobody_dying_with_parent, NULL, &pid, &error));
         g_assert_no_error(error);
         g_assert_cmpint(stat(back, &sb), ==, 0);
         for (int i = 0; i < 500 && stat(mnt, &mb) == 0 && mb.st_dev == sb.st_dev; i++)
@@ -1953,7 +1954,7 @@ static void test_hung_appeared_scan(Fixture *f, gconstpointer data) {
         Stuck st = {};
         pid_t fs_pid;
 
-        fs_pid = nobody_mounts_hangfs(f, HUNG_INOTIFY_CONFIG, back, mnt, "new");
+        fs_pid = nobody_mounts_hangfs(f, HUNG_INOTIFY_CONFIG, back, mnt, "new", /* statfs= */ false);
         if (fs_pid <= 0)
                 return;
         g_assert_cmpint(g_mkdir(a, 0755), ==, 0);
@@ -1973,6 +1974,53 @@ static void test_hung_appeared_scan(Fixture *f, gconstpointer data) {
         root_goes_on(f, &reader, "hung-appeared-scan");
         g_assert_cmpint(kill(fs_pid, SIGUSR2), ==, 0); /* it answers */
         g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
+        stuck_go(&st);
+        nobody_sees_last(&st, &reader, mnt, g_steal_pointer(&line));
+}
+
+/*
+ * Issue 24 item 1 as nobody: nobody's RECURSIVE AddWatch of its tree, which
+ * holds a FUSE mount of its own that does not answer statfs (hangfs). The
+ * walk opens the mount's root in a job of the mount's lane (answered); what
+ * kind of file system it is (an fstatfs, a FUSE_STATFS, never cached) was
+ * asked on the loop as the crossing was linked, and froze watchd for
+ * everyone (root's GetStats timed out). Now it is asked in the job
+ * (remote_hint_probe()): the lane stalls, root goes on, nobody's AddWatch
+ * waits for its walk, and once the file system answers it is answered and
+ * a file made in the mount is heard of.
+ */
+static void test_hung_crossing(Fixture *f, gconstpointer data) {
+        g_autofree char *tree = g_build_filename(f->dir, "tree", NULL), *back = g_build_filename(f->dir, "back", NULL);
+        g_autofree char *mnt = g_build_filename(tree, "m", NULL), *file = g_build_filename(mnt, "file", NULL);
+        g_autofree char *step = NULL, *await = NULL, *line = NULL;
+        Reader reader;
+        Stuck st = {};
+        pid_t fs_pid;
+
+        if (!f->bus)
+                return;
+        g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
+        g_assert_cmpint(chown(tree, NOBODY, NOBODY), ==, 0);
+        fs_pid = nobody_mounts_hangfs(f, HUNG_INOTIFY_CONFIG, back, mnt, "-", /* statfs= */ true);
+        if (fs_pid <= 0)
+                return;
+        reader_on_local(f, &reader);
+        step = g_strdup_printf("watch %s %u", tree, (unsigned) WATCHD_FLAG_RECURSIVE);
+        await = g_strconcat("await ", file, NULL);
+        nobody_start(&st, f, (const char *const[]) { "go", step, "go", await, NULL });
+
+        stuck_go(&st);
+        if (!wt_await_stat(reader.proxy, "fs_stalled", 1, TIMEOUT_MS))
+                g_error("fs_stalled is %" G_GUINT64_FORMAT ", not 1", wt_stat(reader.proxy, "fs_stalled"));
+        root_goes_on(f, &reader, "hung-crossing");
+        g_assert_false(readable(st.report_fd)); /* nobody's AddWatch waits for its walk */
+
+        g_assert_cmpint(kill(fs_pid, SIGUSR2), ==, 0); /* it answers */
+        line = stuck_read_line(&st);
+        if (!g_str_has_prefix(line, "id "))
+                g_error("nobody's AddWatch: %s", line);
+        g_assert_true(wt_await_stat(reader.proxy, "fs_stalled", 0, TIMEOUT_MS));
+        make_file(file);
         stuck_go(&st);
         nobody_sees_last(&st, &reader, mnt, g_steal_pointer(&line));
 }
@@ -2177,5 +2225,7 @@ int main(int argc, char *argv[]) {
                    test_hung_new_dir_open, fixture_teardown);
         g_test_add("/system-bus/hung-appeared-scan", Fixture, &system_bus_hung_inotify, fixture_setup,
                    test_hung_appeared_scan, fixture_teardown);
+        g_test_add("/system-bus/hung-crossing", Fixture, &system_bus_hung_inotify, fixture_setup, test_hung_crossing,
+                   fixture_teardown);
         return g_test_run();
 }
