@@ -47,6 +47,7 @@
 #include <sys/stat.h>
 
 #include "access.h"
+#include "remote.h"
 #include "watch_table.h"
 
 typedef struct Fanotify Fanotify;
@@ -96,7 +97,8 @@ int fanotify_fd(const Fanotify *f);
  * fanotify_attach(), or fanotify_release_unused() if the subscription is
  * not made after all.
  */
-bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t flags, uint32_t mask, const Caller *caller);
+bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t flags, uint32_t mask, const Caller *caller,
+                        const RemoteHint *hint);
 /* Unmarks the filesystems no subscription is served on. */
 void fanotify_release_unused(Fanotify *f);
 

@@ -417,7 +417,9 @@ static bool mounts_below(int fd) {
         return mountinfo_has_below("/proc/self/mountinfo", dir) != 0;
 }
 
-bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t flags, uint32_t mask, const Caller *caller) {
+bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t flags, uint32_t mask, const Caller *caller,
+                        const RemoteHint *hint) {
+        bool hinted = hint && hint->valid && hint->dev == st->st_dev && hint->ino == st->st_ino;
         g_autofree char *key = NULL;
         HandleBuf hb;
         FsInfo info;
@@ -427,7 +429,13 @@ bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t fla
 
         if (!(flags & WATCHD_FLAG_RECURSIVE) || (flags & WATCHD_FLAG_PERSIST) || !S_ISDIR(st->st_mode))
                 return false;
-        fsid = fd_fsid(fd);
+        /* What the worker that opened it asked (remote_hint_probe()): an
+         * fstatfs here would wait on the loop for a FUSE daemon (FUSE_STATFS
+         * is never answered from a cache). A remote file system is inotify's
+         * (below), asked nothing more. */
+        if (hinted && hint->kind != FS_LOCAL)
+                return false;
+        fsid = hinted ? hint->fsid : fd_fsid(fd);
         if (fsid == 0)
                 return false;
         key = refused_key(st->st_dev, fsid);
@@ -438,11 +446,13 @@ bool fanotify_can_serve(Fanotify *f, int fd, const struct stat *st, uint32_t fla
         fs = g_hash_table_lookup(f->filesystems, &fsid);
         if (fs)
                 return fs->dev == st->st_dev && fs->mount_id == mount_id && !mounts_below(fd);
-        if (fs_detect(fd, NULL, &info) < 0)
-                return false;
-        fs_info_done(&info);
-        if (info.kind != FS_LOCAL)
-                return false; /* remote: changes made elsewhere are polled (remote.h), with inotify links */
+        if (!hinted) {
+                if (fs_detect(fd, NULL, &info) < 0)
+                        return false;
+                fs_info_done(&info);
+                if (info.kind != FS_LOCAL)
+                        return false; /* remote: changes made elsewhere are polled (remote.h), with inotify links */
+        }
         if (mounts_below(fd))
                 return false;
         /* Marked now, before the subscription's root link is placed: the

@@ -212,6 +212,12 @@ int fs_detect(int fd, const char *mountinfo, FsInfo *ret) {
         if (fstatfs(fd, &sfs) < 0)
                 return negative_errno();
         info.magic = (uint64_t) sfs.f_type;
+        {
+                uint32_t w[2];
+
+                memcpy(w, &sfs.f_fsid, sizeof(w));
+                info.fsid = (uint64_t) w[0] | (uint64_t) w[1] << 32;
+        }
         info.kind = fs_kind_from_magic(info.magic);
 
         /* The mount is looked up for a remote kind only: its details are

@@ -87,6 +87,7 @@ int fs_mount_id(int fd, int *ret);
 typedef struct FsInfo {
         FsKind kind;
         uint64_t magic;   /* statfs f_type */
+        uint64_t fsid;    /* statfs f_fsid (0: none) */
         int mount_id;     /* -1 if not looked up (a local kind) or unknown */
         MountEntry mount; /* filled when mount_id >= 0 was found in mountinfo */
         bool have_mount;

@@ -235,7 +235,7 @@ int manager_add_watch_opened(Manager *m, Client *c, const char *path, int fd, co
         int r;
 
         remote_set_hint(m->remote, hint);
-        r = subscriptions_add_opened(m->subs, c, path, fd, st, mask, flags, ret_id, ret_walk);
+        r = subscriptions_add_opened(m->subs, c, path, fd, st, mask, flags, hint, ret_id, ret_walk);
         remote_set_hint(m->remote, NULL);
         return r;
 }

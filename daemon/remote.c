@@ -236,6 +236,7 @@ void remote_hint_probe(int fd, const struct stat *st, RemoteHint *ret) {
         *ret = (RemoteHint) { .valid = true, .dev = st->st_dev, .ino = st->st_ino, .kind = FS_LOCAL };
         if (fs_detect(fd, NULL, &info) >= 0) {
                 ret->kind = info.kind;
+                ret->fsid = info.fsid;
                 fs_info_done(&info);
         }
         if (S_ISDIR(st->st_mode) && fstatat(fd, "..", &pst, AT_SYMLINK_NOFOLLOW) >= 0 && pst.st_dev == st->st_dev) {

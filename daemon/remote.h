@@ -81,6 +81,7 @@ typedef struct RemoteHint {
         dev_t dev;
         ino_t ino;
         FsKind kind;
+        uint64_t fsid; /* statfs f_fsid (0: not known): fanotify_can_serve()'s */
         bool have_parent;
         dev_t pdev;
         ino_t pino;

@@ -208,7 +208,7 @@ int subscriptions_appeared(Subscriptions *subs, Subscription *s, int fd, const s
 }
 
 static int subscribe(Subscriptions *subs, Client *c, int fd, const struct stat *st, const char *path, uint32_t mask,
-                     uint32_t flags, uint32_t *ret_id, TreeWalk **ret_walk) {
+                     uint32_t flags, const RemoteHint *hint, uint32_t *ret_id, TreeWalk **ret_walk) {
         Subscription *s;
         int r;
 
@@ -216,7 +216,7 @@ static int subscribe(Subscriptions *subs, Client *c, int fd, const struct stat *
         /* A tree fanotify can serve: its root link only, and the mark. If
          * the filesystem cannot be marked after all, inotify serves it. */
         if ((flags & WATCHD_FLAG_RECURSIVE) && S_ISDIR(st->st_mode) && subs->fanotify &&
-            fanotify_can_serve(subs->fanotify, fd, st, flags, mask, &c->caller)) {
+            fanotify_can_serve(subs->fanotify, fd, st, flags, mask, &c->caller, hint)) {
                 r = watch_table_subscribe_fanotify(subs->table, fd, st, path, c, &c->account, mask, flags, &s);
                 if (r < 0) {
                         fanotify_release_unused(subs->fanotify);
@@ -300,11 +300,12 @@ int subscriptions_add_path(Subscriptions *subs, Client *c, const char *path_in, 
                 return subscribe_pending(subs, c, path, mask, flags, ret_id);
         if (fd < 0)
                 return fd;
-        return subscribe(subs, c, fd, &st, path, mask, flags, ret_id, ret_walk);
+        return subscribe(subs, c, fd, &st, path, mask, flags, NULL, ret_id, ret_walk);
 }
 
 int subscriptions_add_opened(Subscriptions *subs, Client *c, const char *path, int fd_in, const struct stat *st,
-                             uint32_t mask, uint32_t flags, uint32_t *ret_id, TreeWalk **ret_walk) {
+                             uint32_t mask, uint32_t flags, const RemoteHint *hint, uint32_t *ret_id,
+                             TreeWalk **ret_walk) {
         _cleanup_close_ int fd = fd_in;
         int r;
 
@@ -317,7 +318,7 @@ int subscriptions_add_opened(Subscriptions *subs, Client *c, const char *path, i
                 return subscribe_pending(subs, c, path, mask, flags, ret_id);
         if (fd < 0)
                 return fd;
-        return subscribe(subs, c, fd, st, path, mask, flags, ret_id, ret_walk);
+        return subscribe(subs, c, fd, st, path, mask, flags, hint, ret_id, ret_walk);
 }
 
 int subscriptions_add_fd(Subscriptions *subs, Client *c, int fd, uint32_t mask, uint32_t flags, uint32_t *ret_id,
@@ -335,7 +336,7 @@ int subscriptions_add_fd(Subscriptions *subs, Client *c, int fd, uint32_t mask, 
         r = access_check_fd_path(fd, flags & WATCHD_FLAG_ONLYDIR, &st, &path);
         if (r < 0)
                 return r;
-        return subscribe(subs, c, fd, &st, path, mask, flags, ret_id, ret_walk);
+        return subscribe(subs, c, fd, &st, path, mask, flags, NULL, ret_id, ret_walk);
 }
 
 int subscriptions_remove(Subscriptions *subs, Client *c, uint32_t id) {

@@ -76,9 +76,11 @@ int subscriptions_add_fd(Subscriptions *subs, Client *c, int fd, uint32_t mask, 
                          TreeWalk **ret_walk);
 /* The rest of subscriptions_add_path() once path (simplified) was opened as
  * c elsewhere (a worker: fswork.h): fd (taken) and st are what
- * access_open_as() gave, or fd is its -errno (-ENOENT: pending). */
+ * access_open_as() gave, or fd is its -errno (-ENOENT: pending); hint what
+ * that worker asked of its file system (remote_hint_probe()), or NULL. */
 int subscriptions_add_opened(Subscriptions *subs, Client *c, const char *path, int fd, const struct stat *st,
-                             uint32_t mask, uint32_t flags, uint32_t *ret_id, TreeWalk **ret_walk);
+                             uint32_t mask, uint32_t flags, const RemoteHint *hint, uint32_t *ret_id,
+                             TreeWalk **ret_walk);
 /* Ends c's subscription id. Return: 0, or -WATCHD_E_NO_SUCH_WATCH if c has no such subscription. */
 int subscriptions_remove(Subscriptions *subs, Client *c, uint32_t id);
 

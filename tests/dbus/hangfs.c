@@ -3,13 +3,14 @@
 /*
  * hangfs - a FUSE file system that stops answering on demand (issue 24)
  *
- *   HANGFS_NAME=NAME [HANGFS_STATFS=1] hangfs BACK MNT [FUSE OPTION...]
+ *   HANGFS_NAME=NAME [HANGFS_STATFS=1 [HANGFS_STATFS_SKIP=N]] hangfs BACK MNT [FUSE OPTION...]
  *
  * Serves BACK at MNT, as the user it runs as, in the foreground. An open of
  * a directory named NAME for reading (FUSE_OPENDIR: never answered from the
  * kernel's caches), and with HANGFS_STATFS every statfs (FUSE_STATFS, never
- * cached either), is not answered while hangfs hangs: from its start, and
- * after SIGUSR1; SIGUSR2 lets it (and every later one) go. Everything else
+ * cached either) but the first N since the start or the last SIGUSR1, is
+ * not answered while hangfs hangs: from its start, and after SIGUSR1;
+ * SIGUSR2 lets it (and every later one) go. Everything else
  * is answered at once, so a test can make exactly the request it means wait,
  * where bindfs and SIGSTOP stop every request at once.
  */
@@ -33,9 +34,13 @@
 static int back_fd = -1;
 static const char *hang_name;
 static bool hang_statfs;
+static unsigned statfs_skip;
+static unsigned statfs_seen; /* since the start or the last SIGUSR1 (atomic) */
 static volatile sig_atomic_t hanging = 1;
 
 static void on_signal(int sig) {
+        if (sig == SIGUSR1)
+                __atomic_store_n(&statfs_seen, 0, __ATOMIC_SEQ_CST);
         hanging = sig == SIGUSR1;
 }
 
@@ -159,7 +164,9 @@ static int hfs_chmod(const char *path, mode_t mode) {
 }
 
 static int hfs_statfs(const char *path, struct statvfs *sv) {
-        while (hanging && hang_statfs)
+        bool skip = __atomic_fetch_add(&statfs_seen, 1, __ATOMIC_SEQ_CST) < statfs_skip;
+
+        while (hanging && hang_statfs && !skip)
                 usleep(10 * 1000);
         return neg(fstatvfs(back_fd, sv));
 }
@@ -200,6 +207,8 @@ int main(int argc, char **argv) {
         }
         hang_name = getenv("HANGFS_NAME");
         hang_statfs = getenv("HANGFS_STATFS");
+        if (getenv("HANGFS_STATFS_SKIP"))
+                statfs_skip = (unsigned) strtoul(getenv("HANGFS_STATFS_SKIP"), NULL, 10);
         sigemptyset(&sa.sa_mask);
         if (sigaction(SIGUSR1, &sa, NULL) < 0 || sigaction(SIGUSR2, &sa, NULL) < 0) {
                 perror("sigaction");

@@ -922,6 +922,56 @@ static void test_mount_below(Fixture *f, gconstpointer data) {
         g_assert_cmpint(umount2(sub, MNT_DETACH), ==, 0);
 }
 
+/*
+ * A RECURSIVE AddWatch of a FUSE mount with tree_backend = fanotify (issue
+ * 24, a leftover of round 10's audit). fanotify_can_serve() asked the
+ * mount's file system id with an fstatfs on the loop, in AddWatch's
+ * completion: a FUSE_STATFS, never answered from a cache. hangfs answers
+ * the first statfs (the one AddWatch's worker makes, remote_hint_probe())
+ * and not the next: watchd froze, and AddWatch was never answered. Now
+ * what the worker found is used (a remote file system is inotify's, asked
+ * nothing more): AddWatch is answered, served by inotify, and a file made
+ * in the mount is reported.
+ */
+static void test_hung_statfs(Fixture *f, gconstpointer data) {
+#ifdef HANGFS
+        g_autofree char *back = g_build_filename(f->bus->dir, "back", NULL), *fmnt = NULL, *x = NULL;
+        g_autoptr(GError) error = NULL;
+        struct stat sb, mb;
+        GPid pid;
+        guint32 id;
+
+        if (!f->ok)
+                return;
+        fmnt = at(f, "fuse");
+        x = at(f, "fuse/x");
+        mkdir_p(back);
+        mkdir_p(fmnt);
+        g_assert_true(g_spawn_async(
+                NULL, (char *[]) { (char *) HANGFS, back, fmnt, (char *) "-o", (char *) "allow_other", NULL },
+                (char *[]) { (char *) "HANGFS_NAME=-", (char *) "HANGFS_STATFS=1", (char *) "HANGFS_STATFS_SKIP=1", NULL },
+                G_SPAWN_DO_NOT_REAP_CHILD, wt_child_die_with_parent, NULL, &pid, &error));
+        g_assert_no_error(error);
+        g_assert_cmpint(stat(back, &sb), ==, 0);
+        for (int i = 0; i < 500 && stat(fmnt, &mb) == 0 && mb.st_dev == sb.st_dev; i++)
+                g_usleep(10 * 1000);
+        g_assert_cmpint(mb.st_dev, !=, sb.st_dev);
+
+        id = wt_add_watch(f->proxy, fmnt, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
+        g_assert_cmphex(listed_flags(f->proxy, id) & WATCHD_FLAG_RECURSIVE, ==, WATCHD_FLAG_RECURSIVE);
+        g_assert_cmpuint(wt_stat(f->proxy, "fanotify_marks"), ==, 0);
+        wt_touch(x);
+        (void) wt_await_record(&f->a, x, IN_CREATE, TIMEOUT_MS);
+
+        g_assert_cmpint(kill(pid, SIGUSR2), ==, 0);
+        g_assert_cmpint(umount2(fmnt, MNT_DETACH), ==, 0);
+        g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+#else
+        if (f->ok)
+                g_test_skip("built without libfuse's headers: no hangfs");
+#endif
+}
+
 /* No helper: auto serves with inotify; fanotify does not start. */
 static void test_no_helper(Fixture *f, gconstpointer data) {
         g_autofree char *x = NULL, *conf = NULL, *err = NULL;
@@ -996,5 +1046,6 @@ int main(int argc, char **argv) {
         g_test_add("/fanotify/ext4/oneshot", Fixture, "ext4", fixture_setup, test_oneshot, fixture_teardown);
         g_test_add("/fanotify/ext4/mount-below", Fixture, "ext4", fixture_setup, test_mount_below, fixture_teardown);
         g_test_add("/fanotify/tmpfs/no-helper", Fixture, "tmpfs", NULL, test_no_helper, fixture_teardown);
+        g_test_add("/fanotify/tmpfs/hung-statfs", Fixture, "tmpfs", fixture_setup, test_hung_statfs, fixture_teardown);
         return g_test_run();
 }
