@@ -1847,65 +1847,28 @@ static void test_hung_add_watch_fd(Fixture *f, gconstpointer data) {
 }
 
 /*
- * Issue 24 item 1 as nobody: a pending path of nobody's, a/new on its own
- * bindfs ([poll] fuse = 0), appears while the FUSE daemon stops. new is
- * made through the mount while watchd is stopped, then the FUSE daemon is
- * stopped and watchd goes on at once: the probe's open of new is answered
- * from the kernel's caches (its entry and attributes are fresh), and what
- * placing the subscription asks of the file system next (remote.c's
- * fs_detect(): an fstatfs, a FUSE_STATFS request, never cached) was asked on
- * the loop, in the completion, and froze watchd for everyone. Now it is
- * asked in the probe's job (remote_hint_probe()): the lane stalls, root
- * goes on, and once the FUSE daemon answers nobody's subscription is placed
- * (its appearance reported).
+ * Issue 24 item 1 as nobody, on its own bindfs ([poll] fuse = 0): a
+ * directory new is made in a through the mount (the kernel hears of it)
+ * while watchd is stopped, the way down to it made fresh in the kernel's
+ * caches (entries and attributes last 1 s; the mkdir made a's stale), the
+ * FUSE daemon stopped, and watchd goes on at once. What the caches answer
+ * (the look-ups, by path, in a job) is answered; what they never answer
+ * was asked on the loop and froze watchd for everyone (root's GetStats
+ * timed out). Now it is asked in a job: the lane stalls, root goes on, and
+ * once the FUSE daemon answers nobody hears of it.
+ *
+ * tree false (hung-appeared): new is a pending path of nobody's. Placing
+ * the subscription once the probe found it asked the file system's kind on
+ * the loop (remote.c's fs_detect(): an fstatfs, a FUSE_STATFS); it is asked
+ * in the probe's job (remote_hint_probe()). nobody hears of new.
+ *
+ * tree true (hung-new-dir-open): a is nobody's RECURSIVE subscription, and
+ * new has a file. The open of new below a (a FUSE_OPENDIR) and its read for
+ * the scan that reports the file ran on the loop, in the completion of a's
+ * open by path; on a file system that may stop answering they are jobs of
+ * the mount's lane. nobody hears of new/file.
  */
-static void test_hung_appeared(Fixture *f, gconstpointer data) {
-        g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
-        g_autofree char *a = g_build_filename(back, "a", NULL), *ma = g_build_filename(mnt, "a", NULL);
-        g_autofree char *mnew = g_build_filename(ma, "new", NULL), *step = NULL, *await = NULL, *line = NULL;
-        Reader reader;
-        Stuck st = {};
-        pid_t fuse_pid, pid;
-
-        step = g_strdup_printf("watch %s 0", mnew);
-        await = g_strconcat("await ", mnew, NULL);
-        fuse_pid = nobody_watch_in_mount(f, back, mnt, a, NULL, &reader, &st,
-                                         (const char *const[]) { step, "go", await, NULL }, &line);
-        if (fuse_pid <= 0)
-                return;
-        pid = wt_process_pid(f->daemon->process);
-
-        g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
-        g_assert_cmpint(g_mkdir(mnew, 0755), ==, 0); /* through the mount: the kernel hears of it */
-        /* The way down made fresh in the kernel's caches (entries and attributes
-         * last 1 s; the mkdir made a's stale): the probe's look-up asks the FUSE
-         * daemon nothing. */
-        {
-                struct stat sb;
-
-                g_assert_cmpint(stat(mnt, &sb), ==, 0);
-                g_assert_cmpint(stat(ma, &sb), ==, 0);
-                g_assert_cmpint(stat(mnew, &sb), ==, 0);
-        }
-        g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
-        g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
-        stalled_then_seen(f, &reader, &st, fuse_pid, "hung-appeared", mnt, NULL, g_steal_pointer(&line));
-}
-
-/*
- * Issue 24 item 1 as nobody: a directory made in nobody's RECURSIVE tree on
- * its own bindfs ([poll] fuse = 0), with a file in it, while the FUSE
- * daemon stops. Both are made through the mount while watchd is stopped,
- * the way down to a made fresh in the kernel's caches, the FUSE daemon
- * stopped, and watchd goes on: the open of a by its path (in a job) is
- * answered from the caches, and the open of new below it (a FUSE_OPENDIR,
- * never cached) and its read for the scan that reports its file ran on the
- * loop, in the open's completion, and froze watchd for everyone (root's
- * GetStats timed out). Now, on a file system that may stop answering, they
- * run in jobs of the mount's lane: the lane stalls, root goes on, and once
- * the FUSE daemon answers the scan reports new/file.
- */
-static void test_hung_new_dir_open(Fixture *f, gconstpointer data) {
+static void hung_made_fresh(Fixture *f, bool tree) {
         g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
         g_autofree char *a = g_build_filename(back, "a", NULL), *ma = g_build_filename(mnt, "a", NULL);
         g_autofree char *mnew = g_build_filename(ma, "new", NULL), *nfile = g_build_filename(mnew, "file", NULL);
@@ -1915,8 +1878,9 @@ static void test_hung_new_dir_open(Fixture *f, gconstpointer data) {
         pid_t fuse_pid, pid;
         struct stat sb;
 
-        step = g_strdup_printf("watch %s %u", ma, (unsigned) WATCHD_FLAG_RECURSIVE);
-        await = g_strconcat("await ", nfile, NULL);
+        step = tree ? g_strdup_printf("watch %s %u", ma, (unsigned) WATCHD_FLAG_RECURSIVE) :
+                      g_strdup_printf("watch %s 0", mnew);
+        await = g_strconcat("await ", tree ? nfile : mnew, NULL);
         fuse_pid = nobody_watch_in_mount(f, back, mnt, a, NULL, &reader, &st,
                                          (const char *const[]) { step, "go", await, NULL }, &line);
         if (fuse_pid <= 0)
@@ -1924,14 +1888,24 @@ static void test_hung_new_dir_open(Fixture *f, gconstpointer data) {
         pid = wt_process_pid(f->daemon->process);
 
         g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
-        g_assert_cmpint(g_mkdir(mnew, 0755), ==, 0); /* through the mount: the kernel hears of it */
-        make_file(nfile);
-        /* The way down to a fresh in the kernel's caches: the open of a by its path asks nothing. */
+        g_assert_cmpint(g_mkdir(mnew, 0755), ==, 0);
+        if (tree)
+                make_file(nfile);
         g_assert_cmpint(stat(mnt, &sb), ==, 0);
         g_assert_cmpint(stat(ma, &sb), ==, 0);
+        g_assert_cmpint(stat(mnew, &sb), ==, 0);
         g_assert_cmpint(kill(fuse_pid, SIGSTOP), ==, 0);
         g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
-        stalled_then_seen(f, &reader, &st, fuse_pid, "hung-new-dir-open", mnt, NULL, g_steal_pointer(&line));
+        stalled_then_seen(f, &reader, &st, fuse_pid, tree ? "hung-new-dir-open" : "hung-appeared", mnt, NULL,
+                          g_steal_pointer(&line));
+}
+
+static void test_hung_appeared(Fixture *f, gconstpointer data) {
+        hung_made_fresh(f, false);
+}
+
+static void test_hung_new_dir_open(Fixture *f, gconstpointer data) {
+        hung_made_fresh(f, true);
 }
 
 /*
