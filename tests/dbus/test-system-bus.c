@@ -1222,20 +1222,26 @@ static pid_t nobody_mounts_hangfs(Fixture *f, const char *config, const char *ba
 #ifdef HANGFS
         g_autoptr(GError) error = NULL;
         g_autofree char *env = g_strconcat("HANGFS_NAME=", hang, NULL);
+        g_autofree char *exe = g_build_filename(f->dir, "hangfs", NULL), *text = NULL;
         struct stat sb, mb;
+        gsize len;
         GPid pid;
 
         if (!nobody_may_mount(f, config, HANGFS))
                 return 0;
+        /* A copy nobody may run: the build tree may be below a directory it
+         * cannot enter (a clone in /root, 0700). */
+        g_assert_true(g_file_get_contents(HANGFS, &text, &len, NULL));
+        g_assert_true(g_file_set_contents(exe, text, (gssize) len, NULL));
+        g_assert_cmpint(chmod(exe, 0755), ==, 0);
         g_assert_cmpint(g_mkdir_with_parents(back, 0755), ==, 0);
         g_assert_cmpint(g_mkdir_with_parents(mnt, 0755), ==, 0);
         g_assert_cmpint(chown(back, NOBODY, NOBODY), ==, 0);
         g_assert_cmpint(chown(mnt, NOBODY, NOBODY), ==, 0);
-        g_assert_true(g_spawn_async(NULL,
-                                    (char *[]) { (char *) HANGFS, (char *) back, (char *) mnt, (char *) "-o",
-                                                 (char *) "allow_other", NULL },
-                                    (char *[]) { env, statfs ? (char *) "HANGFS_STATFS=1" : NULL, NULL },
-                                    G_SPAWN_DO_NOT_REAP_CHILD, become_nobody_dying_with_parent, NULL, &pid, &error));
+        g_assert_true(g_spawn_async(
+                NULL, (char *[]) { exe, (char *) back, (char *) mnt, (char *) "-o", (char *) "allow_other", NULL },
+                (char *[]) { env, statfs ? (char *) "HANGFS_STATFS=1" : NULL, NULL }, G_SPAWN_DO_NOT_REAP_CHILD,
+                become_nobody_dying_with_parent, NULL, &pid, &error));
         g_assert_no_error(error);
         g_assert_cmpint(stat(back, &sb), ==, 0);
         for (int i = 0; i < 500 && stat(mnt, &mb) == 0 && mb.st_dev == sb.st_dev; i++)
