@@ -947,12 +947,12 @@ static void test_hung_statfs(Fixture *f, gconstpointer data) {
         x = at(f, "fuse/x");
         mkdir_p(back);
         mkdir_p(fmnt);
+        g_assert_cmpint(stat(fmnt, &sb), ==, 0); /* its device before the mount */
         g_assert_true(g_spawn_async(
                 NULL, (char *[]) { (char *) HANGFS, back, fmnt, (char *) "-o", (char *) "allow_other", NULL },
                 (char *[]) { (char *) "HANGFS_NAME=-", (char *) "HANGFS_STATFS=1", (char *) "HANGFS_STATFS_SKIP=1", NULL },
                 G_SPAWN_DO_NOT_REAP_CHILD, wt_child_die_with_parent, NULL, &pid, &error));
         g_assert_no_error(error);
-        g_assert_cmpint(stat(back, &sb), ==, 0);
         for (int i = 0; i < 500 && stat(fmnt, &mb) == 0 && mb.st_dev == sb.st_dev; i++)
                 g_usleep(10 * 1000);
         g_assert_cmpint(mb.st_dev, !=, sb.st_dev);

@@ -1238,12 +1238,12 @@ static pid_t nobody_mounts_hangfs(Fixture *f, const char *config, const char *ba
         g_assert_cmpint(g_mkdir_with_parents(mnt, 0755), ==, 0);
         g_assert_cmpint(chown(back, NOBODY, NOBODY), ==, 0);
         g_assert_cmpint(chown(mnt, NOBODY, NOBODY), ==, 0);
+        g_assert_cmpint(stat(mnt, &sb), ==, 0); /* its device before the mount */
         g_assert_true(g_spawn_async(
                 NULL, (char *[]) { exe, (char *) back, (char *) mnt, (char *) "-o", (char *) "allow_other", NULL },
                 (char *[]) { env, statfs ? (char *) "HANGFS_STATFS=1" : NULL, NULL }, G_SPAWN_DO_NOT_REAP_CHILD,
                 become_nobody_dying_with_parent, NULL, &pid, &error));
         g_assert_no_error(error);
-        g_assert_cmpint(stat(back, &sb), ==, 0);
         for (int i = 0; i < 500 && stat(mnt, &mb) == 0 && mb.st_dev == sb.st_dev; i++)
                 g_usleep(10 * 1000);
         g_assert_cmpint(mb.st_dev, !=, sb.st_dev);
