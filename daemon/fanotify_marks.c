@@ -230,12 +230,8 @@ static int fd_handle(int fd, HandleBuf *hb, int *ret_mount_id) {
 
 static uint64_t fd_fsid(int fd) {
         struct statfs sf;
-        uint32_t w[2];
 
-        if (fstatfs(fd, &sf) < 0)
-                return 0;
-        memcpy(w, &sf.f_fsid, sizeof(w));
-        return (uint64_t) w[0] | (uint64_t) w[1] << 32;
+        return fstatfs(fd, &sf) < 0 ? 0 : fs_fsid(&sf);
 }
 
 static char *refused_key(dev_t dev, uint64_t fsid) {

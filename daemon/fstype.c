@@ -205,6 +205,13 @@ void fs_info_done(FsInfo *i) {
         *i = (FsInfo) { .mount_id = -1 };
 }
 
+uint64_t fs_fsid(const struct statfs *sfs) {
+        uint32_t w[2];
+
+        memcpy(w, &sfs->f_fsid, sizeof(w));
+        return (uint64_t) w[0] | (uint64_t) w[1] << 32;
+}
+
 int fs_detect(int fd, const char *mountinfo, FsInfo *ret) {
         FsInfo info = { .mount_id = -1 };
         struct statfs sfs;
@@ -212,12 +219,7 @@ int fs_detect(int fd, const char *mountinfo, FsInfo *ret) {
         if (fstatfs(fd, &sfs) < 0)
                 return negative_errno();
         info.magic = (uint64_t) sfs.f_type;
-        {
-                uint32_t w[2];
-
-                memcpy(w, &sfs.f_fsid, sizeof(w));
-                info.fsid = (uint64_t) w[0] | (uint64_t) w[1] << 32;
-        }
+        info.fsid = fs_fsid(&sfs);
         info.kind = fs_kind_from_magic(info.magic);
 
         /* The mount is looked up for a remote kind only: its details are

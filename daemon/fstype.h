@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/statfs.h>
 #include <sys/types.h>
 
 typedef enum FsKind {
@@ -101,3 +102,5 @@ void fs_info_done(FsInfo *i);
  * decides); have_mount is then false. Return: 0, or -errno of fstatfs.
  */
 int fs_detect(int fd, const char *mountinfo, FsInfo *ret);
+/* The file system id statfs gave (f_fsid), as one number (0: none). */
+uint64_t fs_fsid(const struct statfs *sfs);
