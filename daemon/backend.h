@@ -59,6 +59,7 @@ struct Backend {
         char *limit_hint;       /* how to raise the kernel's watch limit */
         const char *limit_path; /* the file that holds that limit, or NULL (a fake) */
         bool excludes_self;     /* the kernel leaves out what the daemon's own process does */
+        bool mask_add;          /* add_watch takes IN_MASK_ADD and IN_MASK_CREATE */
 };
 
 /* BACKEND_AUTO: the device if it can be opened, else the syscalls. */

@@ -63,6 +63,9 @@ static int device_watch(Backend *b, int fd, uint32_t mask, int *ret_wd) {
                  * is not one of them). */
                 .mask = mask & (v2 ? INOTIFY_DEV_EVENTS : INOTIFY_DEV_ALL_EVENTS),
         };
+
+        if (b->mask_add)
+                req.mask |= mask & (IN_MASK_ADD | IN_MASK_CREATE);
         int wd;
 
         wd = ioctl(b->fd, v2 ? INOTIFY_ADD_WATCH : INOTIFY_WATCH, &req);
@@ -177,6 +180,7 @@ static void device_features(DeviceBackend *d, const char *device) {
                 return;
         }
         d->add_watch = (info.mask & IN_MOVE_SELF) != 0;
+        b->mask_add = d->add_watch && (info.mask & (IN_MASK_ADD | IN_MASK_CREATE)) == (IN_MASK_ADD | IN_MASK_CREATE);
         if (!(info.flags & INOTIFY_DEV_EXCL_SELF))
                 ;
         else if (ioctl(b->fd, INOTIFY_SET_FLAGS, &flags) >= 0)

@@ -143,6 +143,7 @@ int backend_syscall_new(Backend **ret) {
         /* Without it no batch moves the working directory (/proc is used). */
         sb->cwd_fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
         b->ops = &syscall_ops;
+        b->mask_add = true; /* IN_MASK_CREATE: Linux 4.18 */
         b->limit_hint = strdup("/proc/sys/fs/inotify/max_user_watches (sysctl fs.inotify.max_user_watches)");
         b->limit_path = "/proc/sys/fs/inotify/max_user_watches";
         b->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);

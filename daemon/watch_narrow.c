@@ -13,6 +13,20 @@
 #include "macro.h"
 #include "watch_narrow.h"
 
+/* The inodes of the last kernel calls of the narrowings (of every
+ * narrower: workers may outlive one), for narrower_touched(): a watch placed
+ * in a worker meanwhile may have lost its bits to one. */
+#define TOUCHED_RING 64
+
+typedef struct Touched {
+        dev_t dev;
+        ino_t ino;
+} Touched;
+
+static pthread_mutex_t touched_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t touched_seq;          /* kernel calls recorded (under touched_lock, or an atomic read) */
+static Touched touched[TOUCHED_RING]; /* call k at k % TOUCHED_RING */
+
 struct Narrower {
         Backend *backend;
         FsWork *fswork;
@@ -97,6 +111,28 @@ bool narrower_has_fswork(const Narrower *n) {
         return n->fswork;
 }
 
+static void narrower_touch(dev_t dev, ino_t ino) {
+        pthread_mutex_lock(&touched_lock);
+        touched[touched_seq % TOUCHED_RING] = (Touched) { .dev = dev, .ino = ino };
+        __atomic_store_n(&touched_seq, touched_seq + 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&touched_lock);
+}
+
+uint64_t narrower_seq(void) {
+        return __atomic_load_n(&touched_seq, __ATOMIC_ACQUIRE);
+}
+
+bool narrower_touched(dev_t dev, ino_t ino, uint64_t seq) {
+        bool found;
+
+        pthread_mutex_lock(&touched_lock);
+        found = touched_seq - seq > TOUCHED_RING; /* the ring went round: it may have */
+        for (uint64_t k = seq; k < touched_seq && !found; k++)
+                found = touched[k % TOUCHED_RING].dev == dev && touched[k % TOUCHED_RING].ino == ino;
+        pthread_mutex_unlock(&touched_lock);
+        return found;
+}
+
 /* In a worker, as the daemon: the path opened, checked, and the watch added again with j->mask. */
 static void job_run(void *data) {
         NarrowJob *j = data;
@@ -125,6 +161,7 @@ static void job_run(void *data) {
         pthread_mutex_unlock(&j->lock);
 
         r = backend_add_watch_any_thread(j->backend, pfd, j->mask, &wd); /* O_PATH: see backend.h */
+        narrower_touch(j->dev, j->ino);
 
         pthread_mutex_lock(&j->lock);
         j->state = NARROW_DONE;

@@ -61,6 +61,16 @@ int narrower_submit(Narrower *n, const void *key, const char *path, dev_t dev, i
                     uid_t uid);
 /* Whether key has a job out, and the mask it sets. */
 bool narrower_out(Narrower *n, const void *key, uint32_t *ret_mask);
+/*
+ * A watch placed in a worker (watch_table_place()) with IN_MASK_ADD may lose
+ * its bits to a narrowing's add of the same inode that lands after it. The
+ * narrowings' kernel calls are counted, the last TOUCHED_RING (64) with
+ * their inodes: narrower_seq() before the add, narrower_touched() at the
+ * completion says whether one of (dev, ino) may have come after (true also
+ * when more than 64 came). Any thread.
+ */
+uint64_t narrower_seq(void);
+bool narrower_touched(dev_t dev, ino_t ino, uint64_t seq);
 /* The loop is done with key's job (see the top). Return: true, with the
  * mask now in the kernel, when wait and it was applied. */
 bool narrower_settle(Narrower *n, const void *key, bool wait, uint32_t *ret_mask);

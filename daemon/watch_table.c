@@ -50,9 +50,36 @@ struct WatchTable {
         unsigned n_persist; /* subscriptions with PERSIST: none, no search at a rename */
         Narrower *narrower; /* the narrowings in workers (watch_narrow.h) */
         bool closing;       /* watch_table_closing(): no more narrowing */
+        /* Watches placed in workers (WatchPlaced in watch_table.h): */
+        WatchPlaced *placed;  /* for the links made now (watch_table_set_placed()) */
+        unsigned placing;     /* jobs out that may place */
+        GArray *strays;       /* int: placed wds no link took, removed once placing is 0 */
+        GHashTable *released; /* wds removed while placing: a watch a job found may be gone */
+        bool released_full;   /* more than RELEASED_MAX of them: any may be */
 };
 
+/* Bounds of what the placing jobs out keep: past STRAYS_MAX the strays are
+ * removed at once (and count as released); past RELEASED_MAX every watch a
+ * job found and the loop does not know counts as gone. */
+#define STRAYS_MAX   1024
+#define RELEASED_MAX 4096
+
 static void narrow_done(const void *key, const NarrowResult *res, void *userdata);
+static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t mask, uid_t uid);
+
+/* Every wd the table removes goes through here: while jobs that may place
+ * are out, one of them may have found its watch (WatchPlaced). */
+static int table_rm_wd(WatchTable *t, int wd) {
+        if (t->placing > 0) {
+                if (!t->released)
+                        t->released = g_hash_table_new(g_direct_hash, g_direct_equal);
+                if (g_hash_table_size(t->released) < RELEASED_MAX)
+                        g_hash_table_add(t->released, GINT_TO_POINTER(wd));
+                else
+                        t->released_full = true;
+        }
+        return backend_rm_watch(t->backend, wd);
+}
 
 /* Both maps are sets of Watch pointers (ptr_set.h: 8 bytes a slot) hashed
  * on the fields they map from, looked up with a Watch on the stack: no key
@@ -262,6 +289,10 @@ WatchTable *watch_table_free(WatchTable *t) {
         PTR_SET_FOREACH(w, &t->by_wd)
                 watch_free(w);
         ptr_set_done(&t->by_wd);
+        if (t->strays)
+                g_array_unref(t->strays);
+        if (t->released)
+                g_hash_table_destroy(t->released);
         free(t);
         return NULL;
 }
@@ -311,6 +342,15 @@ unsigned watch_table_n_subscriptions(const WatchTable *t) {
  * object). A PERSIST root also asks to hear of its object's rename away
  * (the syscalls have IN_MOVE_SELF; the device drops the bit it does not
  * know, backend_device.c). */
+static uint32_t need_bits(uint32_t mask, uint32_t flags, bool is_dir, bool root, bool chain) {
+        return mask | ((flags & WATCHD_FLAG_RECURSIVE) && is_dir ? WATCH_TREE_BITS : 0) |
+                (is_dir && !chain ? WATCH_ACCESS_BITS : 0) | ((flags & WATCHD_FLAG_PERSIST) && root ? IN_MOVE_SELF : 0);
+}
+
+uint32_t watch_table_need_mask(uint32_t mask, uint32_t flags, bool is_dir, bool root) {
+        return need_bits(mask, flags, is_dir, root, /* chain= */ false);
+}
+
 static uint32_t need_mask(const Subscription *s, bool is_dir, bool root) {
         if (s->pending)
                 return WATCH_PENDING_BITS;
@@ -318,9 +358,7 @@ static uint32_t need_mask(const Subscription *s, bool is_dir, bool root) {
          * happens to itself, and always its deletion (a mask is never empty). */
         if (s->fanotify)
                 return (s->mask & WATCH_SELF_BITS) | IN_DELETE_SELF;
-        return s->mask | ((s->flags & WATCHD_FLAG_RECURSIVE) && is_dir ? WATCH_TREE_BITS : 0) |
-                (is_dir && !s->chain ? WATCH_ACCESS_BITS : 0) |
-                ((s->flags & WATCHD_FLAG_PERSIST) && root ? IN_MOVE_SELF : 0);
+        return need_bits(s->mask, s->flags, is_dir, root, s->chain);
 }
 
 static uint32_t link_mask(const WatchLink *l, const Watch *w) {
@@ -406,7 +444,10 @@ static int watch_get(WatchTable *t, int fd, const struct stat *st, uint32_t mask
                 return 0;
         }
 
-        r = backend_add_watch(t->backend, fd, (w ? w->kernel_mask : 0) | mask, &wd);
+        /* IN_MASK_ADD where the backend has it: a job may have placed bits
+         * of its own meanwhile (WatchPlaced), which the loop does not know yet. */
+        r = backend_add_watch(t->backend, fd,
+                              ((w ? w->kernel_mask : 0) | mask) | (t->backend->mask_add ? IN_MASK_ADD : 0), &wd);
         if (r < 0)
                 return r;
         if (w && w->wd != wd) {
@@ -421,8 +462,119 @@ static int watch_get(WatchTable *t, int fd, const struct stat *st, uint32_t mask
         }
         r = watch_new(t, wd, st, mask, &w);
         if (r < 0) {
-                (void) backend_rm_watch(t->backend, wd);
+                (void) table_rm_wd(t, wd);
                 return r;
+        }
+        *ret = w;
+        return 0;
+}
+
+bool watch_table_can_place(const WatchTable *t) {
+        return t->backend->mask_add;
+}
+
+void watch_table_place(WatchTable *t, int fd, const struct stat *st, uint32_t mask, WatchPlaced *ret) {
+        *ret = (WatchPlaced) {
+                .valid = true,
+                .wd = -1,
+                .dev = st->st_dev,
+                .ino = st->st_ino,
+                .mask = mask,
+                .seq = narrower_seq(),
+        };
+        ret->r = backend_add_watch_any_thread(t->backend, fd, mask | IN_MASK_CREATE, &ret->wd);
+        ret->created = ret->r >= 0;
+        if (ret->r == -EEXIST)
+                ret->r = backend_add_watch_any_thread(t->backend, fd, mask | IN_MASK_ADD, &ret->wd);
+}
+
+void watch_table_set_placed(WatchTable *t, WatchPlaced *p) {
+        t->placed = p && p->valid ? p : NULL;
+}
+
+/* Removes the strays no link took since. */
+static void strays_sweep(WatchTable *t) {
+        for (guint i = 0; t->strays && i < t->strays->len; i++) {
+                int wd = g_array_index(t->strays, int, i);
+
+                if (!watch_table_get_watch(t, wd))
+                        (void) table_rm_wd(t, wd);
+        }
+        if (t->strays)
+                g_array_set_size(t->strays, 0);
+}
+
+void watch_table_placed_done(WatchTable *t, WatchPlaced *p) {
+        if (t->placed == p)
+                t->placed = NULL;
+        if (!p->valid || p->r < 0)
+                return;
+        p->valid = false;
+        if (watch_table_get_watch(t, p->wd))
+                return; /* a link's, or one the loop had */
+        if (!t->strays)
+                t->strays = g_array_new(FALSE, FALSE, sizeof(int));
+        g_array_append_val(t->strays, p->wd);
+        if (t->strays->len > STRAYS_MAX)
+                strays_sweep(t); /* a job that found one of them gets -EAGAIN */
+}
+
+void watch_table_placing(WatchTable *t, bool begin) {
+        if (begin) {
+                t->placing++;
+                return;
+        }
+        assert(t->placing > 0);
+        if (--t->placing > 0)
+                return;
+        strays_sweep(t);
+        if (t->released)
+                g_hash_table_remove_all(t->released);
+        t->released_full = false;
+}
+
+/* watch_get() with the watch a job placed (WatchPlaced in watch_table.h).
+ * *ret_reset: the watch is to be set to what its links need, once linked. */
+static int watch_get_placed(WatchTable *t, WatchPlaced *p, const struct stat *st, uint32_t mask, bool *ret_reset,
+                            Watch **ret) {
+        Watch *w = watch_table_find_watch(t, st->st_dev, st->st_ino);
+        uint32_t target = 0;
+        int r;
+
+        p->used = true;
+        if (p->r < 0)
+                return p->r;
+        if (w && w->wd == p->wd) {
+                if (w->narrowing && narrower_out(t->narrower, w, &target) && (target | mask) != target) {
+                        /* A narrowing out may land after the add, or has: its
+                         * completion sets the watch to what its links need, this one's too. */
+                        p->lost = true;
+                        *ret = w;
+                        return 0;
+                }
+                if (!w->narrowing && (w->kernel_mask | mask) != w->kernel_mask && narrower_touched(w->dev, w->ino, p->seq))
+                        p->lost = true; /* one may have landed after the add: set it again */
+                else
+                        w->kernel_mask |= p->mask;
+        } else {
+                if (w)
+                        /* Another watch of the inode, which the kernel no longer has
+                         * (the inode number reused, or the watch removed). */
+                        watch_make_stale(t, w);
+                /* A watch the loop removed since the job placed it is gone (one it
+                 * found, or one it made that another job found and no link took). */
+                if ((t->released && g_hash_table_contains(t->released, GINT_TO_POINTER(p->wd))) ||
+                    (t->released_full && !p->created))
+                        return -EAGAIN;
+                r = watch_new(t, p->wd, st, p->mask, &w);
+                if (r < 0)
+                        return r;
+        }
+        /* Bits the link needs that the job did not add (a mask of another
+         * making): set in a job, as a narrowing, once linked. */
+        if ((w->kernel_mask | mask) != w->kernel_mask) {
+                p->lost = true;
+                *ret_reset = true;
         }
         *ret = w;
         return 0;
@@ -433,10 +585,14 @@ static int watch_get(WatchTable *t, int fd, const struct stat *st, uint32_t mask
 static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st, const char *name,
                     size_t name_len, WatchLink **ret) {
         uint32_t need = need_mask(s, S_ISDIR(st->st_mode), !parent);
+        WatchPlaced *p = t->placed;
+        bool reset = false;
         WatchLink *l;
         Watch *w;
         int r;
 
+        if (p && (p->used || p->dev != st->st_dev || p->ino != st->st_ino))
+                p = NULL;
         /* The limits first: a link over them costs no kernel call. */
         if (s->account) {
                 r = account_charge(s->account, 1);
@@ -455,7 +611,7 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
         memcpy(l->name, name, name_len);
         l->name[name_len] = '\0';
 
-        r = watch_get(t, fd, st, need, &w);
+        r = p ? watch_get_placed(t, p, st, need, &reset, &w) : watch_get(t, fd, st, need, &w);
         if (r < 0) {
                 free(l);
                 goto fail;
@@ -478,6 +634,8 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
                 s->links = l;
         }
         s->n_links++;
+        if (reset && !w->narrowing)
+                watch_narrow(t, w, l, union_mask(w), s->account ? s->account->uid : 0);
         if (t->ops.link_added) {
                 r = t->ops.link_added(l, fd, st, t->ops_userdata);
                 if (r < 0) {
@@ -614,8 +772,6 @@ int watch_table_link_pending(WatchTable *t, Subscription *s, int fd, const struc
         return link_new(t, s, NULL, fd, st, path, strlen(path), ret);
 }
 
-static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t mask, uid_t uid);
-
 /* On the loop, at the end of a narrowing in a worker (key: its Watch, or NULL). */
 static void narrow_done(const void *key, const NarrowResult *res, void *userdata) {
         WatchTable *t = userdata;
@@ -632,7 +788,7 @@ static void narrow_done(const void *key, const NarrowResult *res, void *userdata
                  * now, and is set back to what its links need. */
                 other = watch_table_get_watch(t, res->other_wd);
                 if (!other)
-                        (void) backend_rm_watch(t->backend, res->other_wd);
+                        (void) table_rm_wd(t, res->other_wd);
                 else {
                         other->kernel_mask = res->mask;
                         if (union_mask(other) != other->kernel_mask && other->links && !other->stale)
@@ -684,7 +840,7 @@ static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t m
         }
         if (wd != w->wd) {
                 /* Cannot happen for the same inode; undo rather than leak a watch. */
-                (void) backend_rm_watch(t->backend, wd);
+                (void) table_rm_wd(t, wd);
                 return;
         }
         w->kernel_mask = mask;
@@ -708,7 +864,7 @@ static void watch_release(WatchTable *t, Watch *w) {
          * table, that record and any still queued for the wd are dropped. A
          * watch whose wd was detached is already gone from the kernel. */
         if (w->wd >= 0) {
-                r = backend_rm_watch(t->backend, w->wd);
+                r = table_rm_wd(t, w->wd);
                 if (r < 0 && r != -EINVAL)
                         log_warning_errno(r, "Failed to remove kernel watch %i, ignoring: %m", w->wd);
         }

@@ -190,6 +190,58 @@ int watch_table_link(WatchTable *t, Subscription *s, WatchLink *parent, int fd, 
 int watch_table_link_pending(WatchTable *t, Subscription *s, int fd, const struct stat *st, const char *path,
                              WatchLink **ret);
 
+/*
+ * A watch placed in a worker (issue 24). On a file system that may stop
+ * answering, placing a watch on the loop waits for it: inotify_add_watch()'s
+ * check of the right to read asks FUSE with default_permissions for stale
+ * attributes (FUSE_GETATTR) and NFS its access cache, and a batch's
+ * fchdir() asks FUSE without it (FUSE_ACCESS). There the job that opened
+ * the object places its watch as well, as the owner (watch_table_place()):
+ * IN_MASK_CREATE, or IN_MASK_ADD on a watch the inode has already, so that
+ * adds commute and none takes bits away; and the loop links with what the
+ * job got (watch_table_set_placed() around the link) instead of adding.
+ * What the kernel queues for a wd the loop does not know yet is dropped:
+ * the object is read after it is linked (a walk's next job), or is new to
+ * its subscriber.
+ *
+ * At the link: a watch the loop knows by the wd it got takes its bits
+ * (unless a narrowing of the inode may have landed after the add: then it
+ * is set to what its links need in another job, and lost says so); a
+ * watch it made is new to the loop; a watch it found (not made) that the
+ * loop released meanwhile is gone from the kernel: -EAGAIN, to be placed
+ * again. A placed watch no link took is removed once no job that may place
+ * is out (watch_table_placing()), for another job may have found it.
+ */
+typedef struct WatchPlaced {
+        bool valid; /* a job placed (or tried to): the links made with it use it */
+        int r;      /* the add: 0, or -errno (the link fails with it) */
+        int wd;
+        bool created; /* a watch of its own (IN_MASK_CREATE); false: the inode's, there already */
+        dev_t dev;    /* of the object it was placed on */
+        ino_t ino;
+        uint32_t mask; /* what it added */
+        uint64_t seq;  /* narrower_seq() before the add */
+        bool used;     /* set by the table: a link used it */
+        bool lost;     /* set by the table: events of it may be lost (see above) */
+} WatchPlaced;
+
+/* Whether the backend can place from a worker (IN_MASK_ADD, IN_MASK_CREATE). */
+bool watch_table_can_place(const WatchTable *t);
+/* The kernel mask a link of a subscription with mask and flags needs on its
+ * object (is_dir; root: its top link), as the table would add it. */
+uint32_t watch_table_need_mask(uint32_t mask, uint32_t flags, bool is_dir, bool root);
+/* Any thread, with the owner's credentials: places the watch of the object
+ * at fd (st: its fstat) with mask. Never fails: ret->r says. */
+void watch_table_place(WatchTable *t, int fd, const struct stat *st, uint32_t mask, WatchPlaced *ret);
+/* On the loop: a job that may place was submitted (begin), or its
+ * completion is over (after watch_table_placed_done() for each of its). */
+void watch_table_placing(WatchTable *t, bool begin);
+/* The links made until it is set again (NULL) to the object p was placed
+ * on use p's watch. */
+void watch_table_set_placed(WatchTable *t, WatchPlaced *p);
+/* The completion is done with p: its watch, if no link has it, is let go of. */
+void watch_table_placed_done(WatchTable *t, WatchPlaced *p);
+
 /* Removes l and every link below it; narrows or releases their kernel
  * watches. Never fails. Return: how many links were removed. */
 unsigned watch_table_unlink(WatchTable *t, WatchLink *l);

@@ -14,9 +14,13 @@
 
 static int fake_add(Backend *b, int fd, uint32_t mask, int *ret_wd) {
         FakeBackend *f = (FakeBackend *) b;
+        uint32_t flags = mask & (IN_MASK_ADD | IN_MASK_CREATE);
         struct stat st;
 
         f->n_add++;
+        /* The flags only where the test says the backend has them (Backend.mask_add). */
+        g_assert_true(!flags || b->mask_add);
+        mask &= ~flags;
         if (f->fail_add) {
                 int r = f->fail_add;
                 f->fail_add = 0;
@@ -27,7 +31,9 @@ static int fake_add(Backend *b, int fd, uint32_t mask, int *ret_wd) {
         g_assert_cmpint(fcntl(fd, F_GETFL), >=, 0);
         for (int wd = 0; wd < f->next_wd; wd++)
                 if (f->watches[wd].live && f->watches[wd].dev == st.st_dev && f->watches[wd].ino == st.st_ino) {
-                        f->watches[wd].mask = mask;
+                        if (flags & IN_MASK_CREATE)
+                                return -EEXIST;
+                        f->watches[wd].mask = (flags & IN_MASK_ADD) ? f->watches[wd].mask | mask : mask;
                         *ret_wd = wd;
                         return 0;
                 }

@@ -5,7 +5,9 @@
  * fake-backend - a kernel interface for unit tests
  *
  * Behaves like the kernel's inode-keyed watch list: the same inode gives the
- * same wd, a new mask replaces the old, and it records every call. What a
+ * same wd, a new mask replaces the old (IN_MASK_ADD adds to it and
+ * IN_MASK_CREATE is EEXIST on a watched inode, once a test sets
+ * backend.mask_add), and it records every call. What a
  * test wants the daemon to read it queues as records (fake_backend_push),
  * in the kernel's byte layout, so the decoder and everything above it run
  * as they do on the real fd. Files are real (the tests use a temporary

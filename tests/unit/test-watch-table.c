@@ -444,6 +444,152 @@ static void test_narrow_watch_gone(Fixture *f, gconstpointer data) {
         narrow_done_with(f, w);
 }
 
+/* What a job would place on path (watch_table_place(), as a walk's job or an
+ * AddWatch's open does on a file system that may stop answering). */
+static void place(Fixture *f, const char *path, uint32_t mask, WatchPlaced *p) {
+        struct stat st;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        watch_table_place(f->t, fd, &st, watch_table_need_mask(mask, 0, S_ISDIR(st.st_mode), true), p);
+        close(fd);
+        g_assert_cmpint(p->r, ==, 0);
+}
+
+/* Its completion: subscribes with what was placed. Return: as watch_table_subscribe(). */
+static int sub_placed(Fixture *f, const char *path, uint32_t mask, WatchPlaced *p, Subscription **ret) {
+        struct stat st;
+        int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        watch_table_set_placed(f->t, p);
+        r = watch_table_subscribe(f->t, fd, &st, path, NULL, NULL, mask, 0, ret);
+        watch_table_set_placed(f->t, NULL);
+        close(fd);
+        watch_table_placed_done(f->t, p);
+        return r;
+}
+
+/* A watch a job placed (WatchPlaced): the link takes its wd, and the loop
+ * adds nothing (its add would wait for the file system); the watch placed
+ * on an inode watched already takes the loop's bits and adds its own
+ * (IN_MASK_ADD: no add takes bits away). */
+static void test_placed(Fixture *f, gconstpointer data) {
+        WatchPlaced p1, p2;
+        Subscription *s1 = NULL, *s2 = NULL, *s3;
+        unsigned adds;
+
+        f->fake->backend.mask_add = true;
+        g_assert_true(watch_table_can_place(f->t));
+        watch_table_placing(f->t, true);
+        place(f, f->a, IN_CREATE, &p1);
+        g_assert_true(p1.created);
+        adds = f->fake->n_add;
+        g_assert_cmpint(sub_placed(f, f->a, IN_CREATE, &p1, &s1), ==, 0);
+        watch_table_placing(f->t, false);
+        g_assert_cmpuint(f->fake->n_add, ==, adds); /* no add on the loop */
+        g_assert_cmpint(s1->links->watch->wd, ==, p1.wd);
+        g_assert_false(p1.lost);
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE);
+
+        s3 = sub(f, f->link_a, NULL, IN_MODIFY); /* the loop's own add: IN_MASK_ADD */
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE | IN_MODIFY);
+        watch_table_placing(f->t, true);
+        place(f, f->a, IN_DELETE, &p2);
+        g_assert_false(p2.created); /* found */
+        g_assert_cmpint(p2.wd, ==, p1.wd);
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE | IN_MODIFY | IN_DELETE);
+        adds = f->fake->n_add;
+        g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &p2, &s2), ==, 0);
+        watch_table_placing(f->t, false);
+        g_assert_cmpuint(f->fake->n_add, ==, adds);
+        g_assert_true(s2->links->watch == s1->links->watch);
+        g_assert_cmpuint(s1->links->watch->kernel_mask & ~WATCH_ACCESS_BITS, ==, IN_CREATE | IN_MODIFY | IN_DELETE);
+
+        watch_table_unsubscribe(f->t, s1);
+        watch_table_unsubscribe(f->t, s2);
+        watch_table_unsubscribe(f->t, s3);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+}
+
+/* A watch a job found (not made) that the loop removed before the
+ * completion is gone from the kernel: the link is -EAGAIN (to be placed
+ * again), not a link on a dead wd. */
+static void test_placed_released(Fixture *f, gconstpointer data) {
+        Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *s2 = NULL;
+        WatchPlaced p;
+
+        f->fake->backend.mask_add = true;
+        watch_table_placing(f->t, true);
+        place(f, f->a, IN_DELETE, &p);
+        g_assert_false(p.created);
+        watch_table_unsubscribe(f->t, s1); /* released: the wd the job found is gone */
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+        g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &p, &s2), ==, -EAGAIN);
+        watch_table_placing(f->t, false);
+        g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
+        g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 0);
+}
+
+/* A placed watch no link took stays while other jobs are out (one of them
+ * may have found it: it links it), and goes once none is. */
+static void test_placed_stray(Fixture *f, gconstpointer data) {
+        Subscription *s = NULL;
+        WatchPlaced pa, pb, pc;
+
+        f->fake->backend.mask_add = true;
+        watch_table_placing(f->t, true); /* job A */
+        watch_table_placing(f->t, true); /* job B */
+        place(f, f->a, IN_CREATE, &pa);
+        place(f, f->a, IN_DELETE, &pb);
+        g_assert_true(pa.created);
+        g_assert_false(pb.created);
+        watch_table_placed_done(f->t, &pa); /* A links nothing */
+        watch_table_placing(f->t, false);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 1); /* B is out */
+        g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &pb, &s), ==, 0);
+        watch_table_placing(f->t, false);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 1); /* B's link has it */
+        g_assert_true(f->fake->watches[s->links->watch->wd].live);
+        watch_table_unsubscribe(f->t, s);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+
+        watch_table_placing(f->t, true);
+        place(f, f->a, IN_CREATE, &pc);
+        watch_table_placed_done(f->t, &pc);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 1);
+        watch_table_placing(f->t, false); /* no job out: it goes */
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+}
+
+/* A narrowing of the inode whose add lands after the job's placed add
+ * took the job's bits away: the completion sets the watch to what its
+ * links need again (in a job) and says events may have been lost (the
+ * kernel was left without IN_MODIFY). */
+static void test_placed_narrowed(Fixture *f, gconstpointer data) {
+        FsWork *w = narrow_in_workers(f);
+        Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *s2 = sub(f, f->a, NULL, IN_DELETE), *s3 = NULL;
+        WatchPlaced p;
+
+        f->fake->backend.mask_add = true;
+        watch_table_placing(f->t, true);
+        place(f, f->a, IN_MODIFY, &p);
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE | IN_DELETE | IN_MODIFY);
+        watch_table_unsubscribe(f->t, s2);
+        fswork_settle(w); /* narrowed to s1's, after the placed add */
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE);
+        g_assert_cmpint(sub_placed(f, f->a, IN_MODIFY, &p, &s3), ==, 0);
+        watch_table_placing(f->t, false);
+        g_assert_true(p.lost);
+        fswork_settle(w);
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE | IN_MODIFY);
+        watch_table_unsubscribe(f->t, s3);
+        watch_table_unsubscribe(f->t, s1);
+        narrow_done_with(f, w);
+}
+
 static bool has_id(GArray *ids, uint32_t id) {
         for (guint i = 0; i < ids->len; i++)
                 if (g_array_index(ids, uint32_t, i) == id)
@@ -529,5 +675,9 @@ int main(int argc, char *argv[]) {
         g_test_add("/watch-table/narrow-cancelled", Fixture, NULL, setup, test_narrow_cancelled, teardown);
         g_test_add("/watch-table/narrow-applied", Fixture, NULL, setup, test_narrow_applied, teardown);
         g_test_add("/watch-table/narrow-watch-gone", Fixture, NULL, setup, test_narrow_watch_gone, teardown);
+        g_test_add("/watch-table/placed", Fixture, NULL, setup, test_placed, teardown);
+        g_test_add("/watch-table/placed-released", Fixture, NULL, setup, test_placed_released, teardown);
+        g_test_add("/watch-table/placed-stray", Fixture, NULL, setup, test_placed_stray, teardown);
+        g_test_add("/watch-table/placed-narrowed", Fixture, NULL, setup, test_placed_narrowed, teardown);
         return g_test_run();
 }
