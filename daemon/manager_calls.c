@@ -258,6 +258,8 @@ struct ManagerOpen {
         int fd;    /* or -errno */
         struct stat st;
         RemoteHint hint;
+        bool place;         /* the job places the watch, on a file system that may stop answering */
+        WatchPlaced placed; /* watch_table.h */
         ManagerOpenDone done;
         void *userdata;
         bool cancelled; /* done is not called: what the open gives is closed unused */
@@ -287,8 +289,22 @@ static void manager_open_run(void *data) {
         else
                 o->fd = access_open_at(AT_FDCWD, o->path, o->flags & WATCHD_FLAG_ONLYDIR,
                                        o->flags & WATCHD_FLAG_DONT_FOLLOW, &o->st);
-        if (o->fd >= 0)
-                remote_hint_probe(o->fd, &o->st, &o->hint);
+        if (o->fd < 0)
+                return;
+        remote_hint_probe(o->fd, &o->st, &o->hint);
+        /* Placing it on the loop would wait for such a file system (watch_table.h). */
+        if (o->place && o->hint.valid && o->hint.kind != FS_LOCAL)
+                watch_table_place(o->m->table, o->fd, &o->st,
+                                  watch_table_need_mask(o->mask, o->flags, S_ISDIR(o->st.st_mode), /* root= */ true),
+                                  &o->placed);
+}
+
+/* The loop is done with what the job placed (watch_table.h). */
+static void manager_open_placed_done(ManagerOpen *o) {
+        if (!o->place)
+                return;
+        watch_table_placed_done(o->m->table, &o->placed);
+        watch_table_placing(o->m->table, false);
 }
 
 static void manager_open_done(void *data, int error) {
@@ -311,6 +327,7 @@ static void manager_open_done(void *data, int error) {
                           error < 0          ? "not run" :
                                   o->fd >= 0 ? "opened" :
                                                "failed");
+                manager_open_placed_done(o);
                 manager_open_free(o);
                 return;
         }
@@ -322,9 +339,18 @@ static void manager_open_done(void *data, int error) {
         else if (o->fd < 0 && !o->path)
                 r = o->fd; /* a descriptor refused: no path to be pending at */
         else {
+                watch_table_set_placed(o->m->table, &o->placed);
                 r = manager_add_watch_opened(o->m, c, o->path, o->fd, &o->st, &o->hint, o->mask, o->flags, &id, &walk);
+                watch_table_set_placed(o->m->table, NULL);
                 o->fd = -EBADF; /* taken */
+                if (r >= 0 && o->placed.lost) {
+                        Subscription *s = watch_table_get_subscription(o->m->table, id);
+
+                        if (s)
+                                client_queue_lost(s);
+                }
         }
+        manager_open_placed_done(o);
         o->done(c, r, id, walk, o->userdata);
         manager_open_free(o);
 }
@@ -373,11 +399,14 @@ static int add_watch_async(Manager *m, Client *c, const char *path, int fd, uint
                 manager_open_free(o);
                 return -ENOMEM;
         }
+        o->place = watch_table_can_place(m->table);
         r = fswork_submit(m->fswork, add_watch_lane(c, path, fd), &c->caller, manager_open_run, manager_open_done, o);
         if (r < 0) {
                 manager_open_free(o);
                 return r;
         }
+        if (o->place)
+                watch_table_placing(m->table, true);
         if (ret)
                 *ret = o;
         return 1;

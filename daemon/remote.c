@@ -524,9 +524,10 @@ static void on_error(void *group, void *dir, int error, void *userdata) {
 }
 
 /* Links the directory fd (opened as s's owner) at name under parent, and
- * polls it from its first snapshot on, which reports what it holds. */
+ * polls it from its first snapshot on, which reports what it holds.
+ * placed: its watch, if the job that opened it placed it (watch_table.h). */
 static void link_found_opened(Remote *r, Subscription *s, WatchLink *parent, const char *name, int fd,
-                              const struct stat *st) {
+                              const struct stat *st, WatchPlaced *placed) {
         WatchLink *child;
         int e;
 
@@ -534,12 +535,14 @@ static void link_found_opened(Remote *r, Subscription *s, WatchLink *parent, con
         if (e < 0)
                 return;
         r->linking_found = true;
+        watch_table_set_placed(r->table, placed);
         e = watch_table_link(r->table, s, parent, fd, st, name, strlen(name), &child);
+        watch_table_set_placed(r->table, NULL);
         r->linking_found = false;
         access_restore(&r->saved);
         if (e == -WATCHD_E_CLIENT_WATCHES || e == -WATCHD_E_USER_WATCHES || e == -WATCHD_E_UNPRIVILEGED_WATCHES ||
-            e == -ENOSPC)
-                client_queue_lost(s); /* a part of the tree it cannot see */
+            e == -ENOSPC || (placed && placed->used && (e == -EAGAIN || placed->lost)))
+                client_queue_lost(s); /* a part of the tree it cannot see, or may have missed */
 }
 
 /*
@@ -561,6 +564,9 @@ typedef struct FoundJob {
         int pfd;       /* the parent, dup'ed: its PollDir may go meanwhile */
         int fd;        /* the directory, or -errno */
         struct stat st;
+        WatchTable *table;  /* not NULL: the job places the directory's watch (watch_table.h) */
+        uint32_t mask;      /* with this mask */
+        WatchPlaced placed; /* what it placed */
         char name[];
 } FoundJob;
 
@@ -568,6 +574,9 @@ static void found_job_run(void *data) {
         FoundJob *j = data;
 
         j->fd = access_open_at(j->pfd, j->name, /* only_dir= */ true, /* no_follow= */ true, &j->st);
+        /* A polled file system may stop answering: placing the watch on the loop would wait. */
+        if (j->fd >= 0 && j->table)
+                watch_table_place(j->table, j->fd, &j->st, j->mask, &j->placed);
 }
 
 static void found_job_done(void *data, int error) {
@@ -582,6 +591,8 @@ static void found_job_done(void *data, int error) {
                 safe_close(j->fd); /* at exit: the tables may be gone */
                 return;
         }
+        if (error < 0)
+                j->placed.valid = false; /* not run */
         s = watch_table_get_subscription(r->table, j->id);
         pw = s ? watch_table_find_watch(r->table, j->pdev, j->pino) : NULL;
         if (pw)
@@ -592,7 +603,11 @@ static void found_job_done(void *data, int error) {
                         }
         /* Not if its parent went meanwhile, or the name was linked since. */
         if (error >= 0 && j->fd >= 0 && parent && !watch_link_child(parent, j->name, strlen(j->name)))
-                link_found_opened(r, s, parent, j->name, j->fd, &j->st);
+                link_found_opened(r, s, parent, j->name, j->fd, &j->st, &j->placed);
+        if (j->table) {
+                watch_table_placed_done(r->table, &j->placed);
+                watch_table_placing(r->table, false);
+        }
         /* The PollDir keeps a dup: the close that ends the open comes when its polling ends. */
         safe_close(j->fd);
         if (j->parent_wd >= 0)
@@ -617,10 +632,14 @@ static void link_found(Remote *r, RemoteDir *d, WatchLink *parent, const char *n
                         .parent_wd = -1,
                         .pfd = fcntl(poller_dir_fd(d->pd), F_DUPFD_CLOEXEC, 3),
                         .fd = -EBADF,
+                        .table = watch_table_can_place(r->table) ? r->table : NULL,
+                        .mask = watch_table_need_mask(s->mask, s->flags, /* is_dir= */ true, /* root= */ false),
                 };
                 strcpy(j->name, name);
                 if (j->pfd >= 0 &&
                     fswork_submit(r->fswork, d->group->dev, &s->owner->caller, found_job_run, found_job_done, j) >= 0) {
+                        if (j->table)
+                                watch_table_placing(r->table, true);
                         if (parent->watch->wd >= 0 && !(r->self && !self_events_enabled(r->self))) {
                                 OwnRead *o = remote_own_read_get(r, parent->watch->wd, name, strlen(name), true);
 
@@ -640,7 +659,7 @@ static void link_found(Remote *r, RemoteDir *d, WatchLink *parent, const char *n
         fd = access_open_at(poller_dir_fd(d->pd), name, /* only_dir= */ true, /* no_follow= */ true, &st);
         access_restore(&r->saved);
         if (fd >= 0)
-                link_found_opened(r, s, parent, name, fd, &st);
+                link_found_opened(r, s, parent, name, fd, &st, NULL);
 }
 
 static void on_record(void *group, const PollRecord *rec, void *userdata) {

@@ -29,10 +29,17 @@
  * With a worker pool (tree_set_fswork()), what enters the file system runs
  * in a job on the lane of the directories' file system, as the owner: the
  * opens, the getdents64 calls, the fstatat of entries of unknown type, the
- * closes. The loop keeps what touches its tables: linking (placing a watch
- * through an fd already open looks nothing up; the kernel checks the
- * owner's right to read, which a FUSE file system with default_permissions
- * may answer from its attributes: a request when they are stale).
+ * closes. The loop keeps what touches its tables: linking. Placing a watch
+ * through an fd already open looks nothing up, but the kernel checks the
+ * owner's right to read, which FUSE with default_permissions answers from
+ * its attributes (a request when they are stale), NFS from its access
+ * cache, and a batch's fchdir() asks FUSE without it (FUSE_ACCESS). So on a
+ * file system that may stop answering (TreeOps.may_stop; a crossing's
+ * hint) the job places the watches of what it opens as well
+ * (watch_table_place()), and the completion links with them
+ * (WatchPlaced, watch_table.h): a link whose watch may have lost bits
+ * meanwhile tells its subscription (Overflow), one whose watch went is
+ * walked again (tree_rescan()).
  *
  * A job takes up to JOB_FRAMES frames from the top of the walk's stack (one
  * file system), and, the deepest first, reads those not read yet and opens
@@ -95,7 +102,8 @@ typedef struct JobChild {
         const char *name; /* in its parent's names */
         int fd;
         struct stat st;
-        RemoteHint hint; /* a mount point's root (a crossing frame's): what it is on */
+        RemoteHint hint;    /* a mount point's root (a crossing frame's): what it is on */
+        WatchPlaced placed; /* its watch, placed by the job (watch_table.h) */
 } JobChild;
 
 /* A subdirectory that is a mount point: a job of its own file system's lane opens it. */
@@ -117,6 +125,11 @@ struct WalkJob {
         bool overflow;     /* a name it did not follow (too long a path) */
         bool read;         /* it read a directory (not only opened names of frames read before) */
         bool discarded;    /* fswork_free() called its completion: tree_walks_free() frees it */
+        /* On a file system that may stop answering, the job places the
+         * watches of what it opens (watch_table.h's WatchPlaced): */
+        WatchTable *table;   /* not NULL: it may (and counts in watch_table_placing()) */
+        bool place;          /* the frames' file system may stop answering (a crossing's: its hint says) */
+        uint32_t place_mask; /* what a directory of the walk's subscription needs */
         int error;
         uint8_t *buf; /* TREE_DENTS_BUF */
 };
@@ -333,6 +346,8 @@ static void walk_job_run(void *data) {
                          * loop links it (remote.h). */
                         if (f->cross)
                                 remote_hint_probe(c.fd, &c.st, &c.hint);
+                        if (j->table && (f->cross ? c.hint.valid && c.hint.kind != FS_LOCAL : j->place))
+                                watch_table_place(j->table, c.fd, &c.st, j->place_mask, &c.placed);
                         opens++;
                         g_array_append_val(j->children, c);
                 }
@@ -506,7 +521,9 @@ static int job_link(TreeWalk *w, Subscription *s, Frame *f, JobChild *c, GArray 
         }
         if (c->hint.valid && t->ops.hint)
                 t->ops.hint(&c->hint, t->userdata);
+        watch_table_set_placed(t->table, &c->placed);
         r = watch_table_link(t->table, s, f->link, c->fd, &c->st, c->name, nl, &l);
+        watch_table_set_placed(t->table, NULL);
         if (c->hint.valid && t->ops.hint)
                 t->ops.hint(NULL, t->userdata);
         if (r == -EEXIST && w->rescan) {
@@ -615,7 +632,7 @@ static void walk_job_done(void *data, int error) {
         Tree *t;
         Subscription *s;
         AccessSaved saved;
-        bool become = false, applied = false;
+        bool become = false, applied = false, lost = false, again = false;
         Hold *previous = NULL;
         g_autoptr(GArray) pushed = g_array_new(FALSE, FALSE, sizeof(Frame));
         guint k = 0, kx = 0;
@@ -684,7 +701,11 @@ static void walk_job_done(void *data, int error) {
                                 continue;
                         }
                         r = job_link(w, s, f, c, pushed);
-                        if (r < 0)
+                        lost = lost || c->placed.lost;
+                        if (r == -EAGAIN && c->placed.used)
+                                /* Its placed watch went meanwhile: placed again by a walk anew. */
+                                again = true;
+                        else if (r < 0)
                                 j->error = r;
                 }
                 for (; kx < j->crossings->len && g_array_index(j->crossings, JobCross, kx).frame == i - 1; kx++) {
@@ -703,6 +724,13 @@ static void walk_job_done(void *data, int error) {
                 backend_batch(t->backend, false);
                 access_restore(&saved);
         }
+        if (j->table) {
+                for (guint i = 0; i < j->children->len; i++)
+                        watch_table_placed_done(t->table, &g_array_index(j->children, JobChild, i).placed);
+                watch_table_placing(t->table, false);
+        }
+        if (s && (lost || again))
+                tree_overflow(t, s);
         /* Back on the stack as they were, what they hold on top; the frames
          * the job closed are done. */
         for (guint i = 0; i < j->frames->len; i++) {
@@ -718,6 +746,8 @@ static void walk_job_done(void *data, int error) {
         if (j->error < 0 && w->error >= 0)
                 w->error = j->error;
         job_free(j);
+        if (s && again)
+                tree_rescan(t, s);
 
         LIST_REMOVE(walks, t->working, w);
         if (s && w->error >= 0) {
@@ -747,6 +777,7 @@ static dev_t frame_lane(const Frame *f) {
 static int walk_submit(TreeWalk *w, Subscription *s) {
         Tree *t = w->tree;
         WalkJob *j;
+        bool cross = false;
         dev_t dev;
         guint n;
         int r;
@@ -787,6 +818,13 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
 
                 f->told = unread_ref(t, w->id, f->link);
                 f->told_since = t->unread_seq;
+                if (!f->cross)
+                        j->place = j->place || tree_may_stop(t, f->link); /* one file system */
+                cross = cross || f->cross;
+        }
+        if ((j->place || cross) && watch_table_can_place(t->table)) {
+                j->table = t->table;
+                j->place_mask = watch_table_need_mask(s->mask, s->flags, /* is_dir= */ true, /* root= */ false);
         }
         job_announce(t, j);
         r = fswork_submit(t->fswork, dev, &s->owner->caller, walk_job_run, walk_job_done, j);
@@ -798,6 +836,8 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
                 job_free(j);
                 return r;
         }
+        if (j->table)
+                watch_table_placing(t->table, true);
         w->job = j;
         return 1;
 }

@@ -3,7 +3,7 @@
 /*
  * hangfs - a FUSE file system that stops answering on demand (issue 24)
  *
- *   HANGFS_NAME=NAME [HANGFS_STATFS=1 [HANGFS_STATFS_SKIP=N]] hangfs BACK MNT [FUSE OPTION...]
+ *   HANGFS_NAME=NAME [HANGFS_STATFS=1 [HANGFS_STATFS_SKIP=N]] [HANGFS_TID=TID] hangfs BACK MNT [FUSE OPTION...]
  *
  * Serves BACK at MNT, as the user it runs as, in the foreground. An open of
  * a directory named NAME for reading (FUSE_OPENDIR: never answered from the
@@ -13,6 +13,13 @@
  * SIGUSR2 lets it (and every later one) go. Everything else
  * is answered at once, so a test can make exactly the request it means wait,
  * where bindfs and SIGSTOP stop every request at once.
+ *
+ * With HANGFS_TID, every request the thread TID makes (the kernel names the
+ * thread in each request) is not answered while hangfs hangs either: a
+ * process's event loop on its main thread (TID its pid) stops at the first
+ * request it makes, its other threads are answered. It answers FUSE_ACCESS
+ * (access(2), chdir(2) without -o default_permissions) as well, which a file
+ * system without an access operation answers once with ENOSYS for ever.
  */
 
 #define FUSE_USE_VERSION 26
@@ -36,6 +43,7 @@ static const char *hang_name;
 static bool hang_statfs;
 static unsigned statfs_skip;
 static unsigned statfs_seen; /* since the start or the last SIGUSR1 (atomic) */
+static pid_t hang_tid;
 static volatile sig_atomic_t hanging = 1;
 
 static void on_signal(int sig) {
@@ -53,7 +61,14 @@ static int neg(int r) {
         return r < 0 ? -errno : 0;
 }
 
+/* Waits while hanging if the request is the thread HANGFS_TID's. */
+static void tid_wait(void) {
+        while (hanging && hang_tid > 0 && fuse_get_context()->pid == hang_tid)
+                usleep(10 * 1000);
+}
+
 static int hfs_getattr(const char *path, struct stat *st) {
+        tid_wait();
         return neg(fstatat(back_fd, rel(path), st, AT_SYMLINK_NOFOLLOW));
 }
 
@@ -62,6 +77,7 @@ static int hfs_opendir(const char *path, struct fuse_file_info *fi) {
         DIR *d;
         int fd;
 
+        tid_wait();
         while (hanging && hang_name && strcmp(base, hang_name) == 0)
                 usleep(10 * 1000);
         fd = openat(back_fd, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -163,9 +179,15 @@ static int hfs_chmod(const char *path, mode_t mode) {
         return neg(fchmodat(back_fd, rel(path), mode, 0));
 }
 
+static int hfs_access(const char *path, int mode) {
+        tid_wait();
+        return neg(faccessat(back_fd, rel(path), mode, AT_SYMLINK_NOFOLLOW));
+}
+
 static int hfs_statfs(const char *path, struct statvfs *sv) {
         bool skip = __atomic_fetch_add(&statfs_seen, 1, __ATOMIC_SEQ_CST) < statfs_skip;
 
+        tid_wait();
         while (hanging && hang_statfs && !skip)
                 usleep(10 * 1000);
         return neg(fstatvfs(back_fd, sv));
@@ -189,6 +211,7 @@ static const struct fuse_operations ops = {
         .utimens = hfs_utimens,
         .chmod = hfs_chmod,
         .statfs = hfs_statfs,
+        .access = hfs_access,
 };
 
 int main(int argc, char **argv) {
@@ -207,6 +230,8 @@ int main(int argc, char **argv) {
         }
         hang_name = getenv("HANGFS_NAME");
         hang_statfs = getenv("HANGFS_STATFS");
+        if (getenv("HANGFS_TID"))
+                hang_tid = (pid_t) strtol(getenv("HANGFS_TID"), NULL, 10);
         if (getenv("HANGFS_STATFS_SKIP"))
                 statfs_skip = (unsigned) strtoul(getenv("HANGFS_STATFS_SKIP"), NULL, 10);
         sigemptyset(&sa.sa_mask);

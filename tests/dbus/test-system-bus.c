@@ -1215,13 +1215,16 @@ static void become_nobody_dying_with_parent(gpointer unused) {
  * As nobody_mounts_bindfs(), with hangfs (tests/dbus/hangfs.c) serving
  * back at mnt as nobody: its opens of a directory named hang for reading
  * (and, with statfs, its statfs calls) wait until it gets SIGUSR2 (SIGUSR1:
- * again). Returns its pid, or 0 with the case skipped.
+ * again). loop: every request of watchd's event loop (its main thread)
+ * waits as well. options: more -o options (NULL: none). Returns its
+ * pid, or 0 with the case skipped.
  */
-static pid_t nobody_mounts_hangfs(Fixture *f, const char *config, const char *back, const char *mnt, const char *hang,
-                                  bool statfs) {
+static pid_t hangfs_mount(Fixture *f, const char *config, const char *back, const char *mnt, const char *hang,
+                          bool statfs, bool loop, const char *options) {
 #ifdef HANGFS
         g_autoptr(GError) error = NULL;
-        g_autofree char *env = g_strconcat("HANGFS_NAME=", hang, NULL);
+        g_autofree char *env = g_strconcat("HANGFS_NAME=", hang, NULL), *tid_env = NULL;
+        g_autofree char *opts = g_strconcat("allow_other", options ? "," : NULL, options, NULL);
         g_autofree char *exe = g_build_filename(f->dir, "hangfs", NULL), *text = NULL;
         struct stat sb, mb;
         gsize len;
@@ -1229,6 +1232,8 @@ static pid_t nobody_mounts_hangfs(Fixture *f, const char *config, const char *ba
 
         if (!nobody_may_mount(f, config, HANGFS))
                 return 0;
+        /* watchd as it runs now (nobody_may_mount() started it again): its loop is its main thread. */
+        tid_env = g_strdup_printf("HANGFS_TID=%d", loop ? (int) wt_process_pid(f->daemon->process) : 0);
         /* A copy nobody may run: the build tree may be below a directory it
          * cannot enter (a clone in /root, 0700). */
         g_assert_true(g_file_get_contents(HANGFS, &text, &len, NULL));
@@ -1239,10 +1244,9 @@ static pid_t nobody_mounts_hangfs(Fixture *f, const char *config, const char *ba
         g_assert_cmpint(chown(back, NOBODY, NOBODY), ==, 0);
         g_assert_cmpint(chown(mnt, NOBODY, NOBODY), ==, 0);
         g_assert_cmpint(stat(mnt, &sb), ==, 0); /* its device before the mount */
-        g_assert_true(g_spawn_async(
-                NULL, (char *[]) { exe, (char *) back, (char *) mnt, (char *) "-o", (char *) "allow_other", NULL },
-                (char *[]) { env, statfs ? (char *) "HANGFS_STATFS=1" : NULL, NULL }, G_SPAWN_DO_NOT_REAP_CHILD,
-                become_nobody_dying_with_parent, NULL, &pid, &error));
+        g_assert_true(g_spawn_async(NULL, (char *[]) { exe, (char *) back, (char *) mnt, (char *) "-o", opts, NULL },
+                                    (char *[]) { env, tid_env, statfs ? (char *) "HANGFS_STATFS=1" : NULL, NULL },
+                                    G_SPAWN_DO_NOT_REAP_CHILD, become_nobody_dying_with_parent, NULL, &pid, &error));
         g_assert_no_error(error);
         for (int i = 0; i < 500 && stat(mnt, &mb) == 0 && mb.st_dev == sb.st_dev; i++)
                 g_usleep(10 * 1000);
@@ -1252,6 +1256,11 @@ static pid_t nobody_mounts_hangfs(Fixture *f, const char *config, const char *ba
         g_test_skip("built without libfuse's headers: no hangfs");
         return 0;
 #endif
+}
+
+static pid_t nobody_mounts_hangfs(Fixture *f, const char *config, const char *back, const char *mnt, const char *hang,
+                                  bool statfs) {
+        return hangfs_mount(f, config, back, mnt, hang, statfs, /* loop= */ false, NULL);
 }
 
 /* nobody's tree (made here, nobody's) beside nobody's bindfs mount, as
@@ -2153,6 +2162,79 @@ static void test_hung_durable(Fixture *f, gconstpointer data) {
         g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
 }
 
+/*
+ * Issue 24 item 1 as nobody: a FUSE mount of nobody's that answers every
+ * request but those of watchd's event loop (hangfs, HANGFS_TID: the kernel
+ * names the thread that asks), which it never answers while it hangs. So
+ * whatever watchd asks that file system on the loop freezes it, and a test
+ * of nobody's RECURSIVE tree there, a new directory with a file in it, and
+ * a file made deeper, shows that nothing is. Two ways a user's FUSE server
+ * can be asked by the kernel when a watch is placed:
+ *
+ * getattr false (hung-loop-access): without -o default_permissions, a
+ * chdir() asks FUSE_ACCESS. A walk's completion made each directory its
+ * working directory to place its watch by "." (backend_syscall.c's batch).
+ *
+ * getattr true (hung-loop-getattr): with -o default_permissions and
+ * attributes that never stay cached (attr_timeout=0), inotify_add_watch()'s
+ * check of the right to read asks FUSE_GETATTR.
+ *
+ * Both froze watchd for everyone (root's GetStats timed out) as it placed
+ * the watches of nobody's walk on the loop. On a file system that may stop
+ * answering, the watch is placed in the job that opened the directory.
+ */
+static void hung_loop(Fixture *f, bool getattr) {
+        g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
+        g_autofree char *deep = g_build_filename(back, "a", "x", "y", NULL);
+        g_autofree char *ma = g_build_filename(mnt, "a", NULL), *mnew = g_build_filename(ma, "new", NULL);
+        g_autofree char *nfile = g_build_filename(mnew, "file", NULL);
+        g_autofree char *yfile = g_build_filename(ma, "x", "y", "file", NULL);
+        g_autofree char *step = NULL, *await = NULL, *await2 = NULL, *line = NULL;
+        const char *what = getattr ? "hung-loop-getattr" : "hung-loop-access";
+        Reader reader;
+        Stuck st = {};
+        pid_t fs_pid;
+
+        if (!f->bus)
+                return;
+        g_assert_cmpint(g_mkdir_with_parents(deep, 0755), ==, 0);
+        for (char *p = deep; strlen(p) > strlen(back); *strrchr(p, '/') = '\0')
+                g_assert_cmpint(chown(p, NOBODY, NOBODY), ==, 0);
+        fs_pid = hangfs_mount(f, HUNG_INOTIFY_CONFIG, back, mnt, "-", /* statfs= */ false, /* loop= */ true,
+                              getattr ? "default_permissions,attr_timeout=0,entry_timeout=0" : NULL);
+        if (fs_pid <= 0)
+                return;
+        reader_on_local(f, &reader);
+        step = g_strdup_printf("watch %s %u", ma, (unsigned) WATCHD_FLAG_RECURSIVE);
+        await = g_strconcat("await ", nfile, NULL);
+        await2 = g_strconcat("await ", yfile, NULL);
+        nobody_start(&st, f, (const char *const[]) { step, "go", await, "go", await2, NULL });
+        root_goes_on(f, &reader, what);
+        line = stuck_read_line(&st);
+        if (!g_str_has_prefix(line, "id "))
+                g_error("nobody's AddWatch: %s", line);
+
+        g_assert_cmpint(g_mkdir(mnew, 0755), ==, 0); /* through the mount: the kernel hears of it */
+        make_file(nfile);
+        root_goes_on(f, &reader, what);
+        stuck_go(&st);
+        g_free(line);
+        line = stuck_read_line(&st);
+        g_assert_cmpstr(line, ==, "seen");
+        make_file(yfile);                                            /* below the tree's first walk */
+        g_assert_cmpint(wt_stat(reader.proxy, "fs_stalled"), ==, 0); /* nothing of nobody's waited either */
+        stuck_go(&st);
+        nobody_sees_last(&st, &reader, mnt, g_steal_pointer(&line));
+}
+
+static void test_hung_loop_access(Fixture *f, gconstpointer data) {
+        hung_loop(f, false);
+}
+
+static void test_hung_loop_getattr(Fixture *f, gconstpointer data) {
+        hung_loop(f, true);
+}
+
 int main(int argc, char *argv[]) {
         static const Params system_bus = { .system = TRUE }, session_bus = { .system = FALSE },
                             system_bus_error = { .system = TRUE, .mode = PING_ERROR },
@@ -2207,5 +2289,9 @@ int main(int argc, char *argv[]) {
                    test_hung_appeared_scan, fixture_teardown);
         g_test_add("/system-bus/hung-crossing", Fixture, &system_bus_hung_inotify, fixture_setup, test_hung_crossing,
                    fixture_teardown);
+        g_test_add("/system-bus/hung-loop-access", Fixture, &system_bus_hung_inotify, fixture_setup,
+                   test_hung_loop_access, fixture_teardown);
+        g_test_add("/system-bus/hung-loop-getattr", Fixture, &system_bus_hung_inotify, fixture_setup,
+                   test_hung_loop_getattr, fixture_teardown);
         return g_test_run();
 }
