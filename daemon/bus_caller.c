@@ -204,6 +204,12 @@ int bus_error_for(const Manager *m, int r, const char *what, sd_bus_error *error
                                          "subscribed. It may be hung (a stopped FUSE daemon, an NFS server gone); "
                                          "try again later.",
                                          what, config->add_watch_timeout_ms);
+        case -WATCHD_E_PLACED_GONE:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED,
+                                         "The kernel watch of %s went (another subscription of it ended) while a "
+                                         "worker placed it (on a file system that may stop answering watches are "
+                                         "placed off the daemon's loop): nothing is subscribed; try again.",
+                                         what);
         case -WATCHD_E_NOT_WATCHABLE:
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Not a regular file or a directory (FIFOs, sockets, device nodes and "

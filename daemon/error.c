@@ -24,6 +24,7 @@ static const char *const error_names[_WATCHD_E_MAX - _WATCHD_E_FIRST] = {
         [WATCHD_E_DURABLE_EXISTS - _WATCHD_E_FIRST] = "a durable subscription of that name exists",
         [WATCHD_E_NO_SUCH_DURABLE - _WATCHD_E_FIRST] = "no such durable subscription",
         [WATCHD_E_DURABLE_LIMIT - _WATCHD_E_FIRST] = "max_subscriptions_per_user reached",
+        [WATCHD_E_PLACED_GONE - _WATCHD_E_FIRST] = "the watch placed went before it was linked",
 };
 
 const char *error_to_string(int r) {

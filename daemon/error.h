@@ -31,6 +31,7 @@ typedef enum WatchdError {
         WATCHD_E_DURABLE_EXISTS,  /* the caller has a durable subscription of that name */
         WATCHD_E_NO_SUCH_DURABLE, /* the caller has no durable subscription of that name */
         WATCHD_E_DURABLE_LIMIT,   /* max_subscriptions_per_user ([journal]) reached */
+        WATCHD_E_PLACED_GONE,     /* a watch a worker placed went before it was linked (watch_table.h) */
         _WATCHD_E_MAX,
 } WatchdError;
 

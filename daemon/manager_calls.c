@@ -258,7 +258,7 @@ struct ManagerOpen {
         int fd;    /* or -errno */
         struct stat st;
         RemoteHint hint;
-        bool place;         /* the job places the watch, on a file system that may stop answering */
+        WatchTable *place;  /* not NULL: the job places the watch, on a file system that may stop answering */
         WatchPlaced placed; /* watch_table.h */
         ManagerOpenDone done;
         void *userdata;
@@ -294,7 +294,7 @@ static void manager_open_run(void *data) {
         remote_hint_probe(o->fd, &o->st, &o->hint);
         /* Placing it on the loop would wait for such a file system (watch_table.h). */
         if (o->place && o->hint.valid && o->hint.kind != FS_LOCAL)
-                watch_table_place(o->m->table, o->fd, &o->st,
+                watch_table_place(o->place, o->fd, &o->st,
                                   watch_table_need_mask(o->mask, o->flags, S_ISDIR(o->st.st_mode), /* root= */ true),
                                   &o->placed);
 }
@@ -399,7 +399,7 @@ static int add_watch_async(Manager *m, Client *c, const char *path, int fd, uint
                 manager_open_free(o);
                 return -ENOMEM;
         }
-        o->place = watch_table_can_place(m->table);
+        o->place = watch_table_can_place(m->table) ? m->table : NULL;
         r = fswork_submit(m->fswork, add_watch_lane(c, path, fd), &c->caller, manager_open_run, manager_open_done, o);
         if (r < 0) {
                 manager_open_free(o);

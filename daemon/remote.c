@@ -541,7 +541,7 @@ static void link_found_opened(Remote *r, Subscription *s, WatchLink *parent, con
         r->linking_found = false;
         access_restore(&r->saved);
         if (e == -WATCHD_E_CLIENT_WATCHES || e == -WATCHD_E_USER_WATCHES || e == -WATCHD_E_UNPRIVILEGED_WATCHES ||
-            e == -ENOSPC || (placed && placed->used && (e == -EAGAIN || placed->lost)))
+            e == -ENOSPC || e == -WATCHD_E_PLACED_GONE || (placed && placed->lost))
                 client_queue_lost(s); /* a part of the tree it cannot see, or may have missed */
 }
 

@@ -15,6 +15,7 @@
 
 #include "access.h"
 #include "client.h"
+#include "error.h"
 #include "event_bits.h"
 #include "fswork.h"
 #include "list.h"
@@ -702,7 +703,7 @@ static void walk_job_done(void *data, int error) {
                         }
                         r = job_link(w, s, f, c, pushed);
                         lost = lost || c->placed.lost;
-                        if (r == -EAGAIN && c->placed.used)
+                        if (r == -WATCHD_E_PLACED_GONE)
                                 /* Its placed watch went meanwhile: placed again by a walk anew. */
                                 again = true;
                         else if (r < 0)

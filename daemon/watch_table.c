@@ -516,7 +516,7 @@ void watch_table_placed_done(WatchTable *t, WatchPlaced *p) {
                 t->strays = g_array_new(FALSE, FALSE, sizeof(int));
         g_array_append_val(t->strays, p->wd);
         if (t->strays->len > STRAYS_MAX)
-                strays_sweep(t); /* a job that found one of them gets -EAGAIN */
+                strays_sweep(t); /* a job that found one of them gets -WATCHD_E_PLACED_GONE */
 }
 
 void watch_table_placing(WatchTable *t, bool begin) {
@@ -565,7 +565,7 @@ static int watch_get_placed(WatchTable *t, WatchPlaced *p, const struct stat *st
                  * found, or one it made that another job found and no link took). */
                 if ((t->released && g_hash_table_contains(t->released, GINT_TO_POINTER(p->wd))) ||
                     (t->released_full && !p->created))
-                        return -EAGAIN;
+                        return -WATCHD_E_PLACED_GONE;
                 r = watch_new(t, p->wd, st, p->mask, &w);
                 if (r < 0)
                         return r;

@@ -208,8 +208,8 @@ int watch_table_link_pending(WatchTable *t, Subscription *s, int fd, const struc
  * (unless a narrowing of the inode may have landed after the add: then it
  * is set to what its links need in another job, and lost says so); a
  * watch it made is new to the loop; a watch it found (not made) that the
- * loop released meanwhile is gone from the kernel: -EAGAIN, to be placed
- * again. A placed watch no link took is removed once no job that may place
+ * loop released meanwhile is gone from the kernel: -WATCHD_E_PLACED_GONE,
+ * to be placed again. A placed watch no link took is removed once no job that may place
  * is out (watch_table_placing()), for another job may have found it.
  */
 typedef struct WatchPlaced {

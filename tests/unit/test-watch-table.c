@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "event_bits.h"
 #include "fake-backend.h"
 #include "moves.h"
@@ -515,7 +516,7 @@ static void test_placed(Fixture *f, gconstpointer data) {
 }
 
 /* A watch a job found (not made) that the loop removed before the
- * completion is gone from the kernel: the link is -EAGAIN (to be placed
+ * completion is gone from the kernel: the link is -WATCHD_E_PLACED_GONE (to be placed
  * again), not a link on a dead wd. */
 static void test_placed_released(Fixture *f, gconstpointer data) {
         Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *s2 = NULL;
@@ -527,7 +528,7 @@ static void test_placed_released(Fixture *f, gconstpointer data) {
         g_assert_false(p.created);
         watch_table_unsubscribe(f->t, s1); /* released: the wd the job found is gone */
         g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
-        g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &p, &s2), ==, -EAGAIN);
+        g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &p, &s2), ==, -WATCHD_E_PLACED_GONE);
         watch_table_placing(f->t, false);
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
         g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 0);
