@@ -14,9 +14,9 @@
 #include "watch_narrow.h"
 
 /* The inodes of the last kernel calls of the narrowings (of every
- * narrower: workers may outlive one), for narrower_touched(): a watch placed
- * in a worker meanwhile may have lost its bits to one. */
-#define TOUCHED_RING 64
+ * narrower: workers may outlive one), NARROWER_TOUCHED_RING of them, for
+ * narrower_touched(): a watch placed in a worker meanwhile may have lost
+ * its bits to one. */
 
 typedef struct Touched {
         dev_t dev;
@@ -24,8 +24,8 @@ typedef struct Touched {
 } Touched;
 
 static pthread_mutex_t touched_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t touched_seq;          /* kernel calls recorded (under touched_lock, or an atomic read) */
-static Touched touched[TOUCHED_RING]; /* call k at k % TOUCHED_RING */
+static uint64_t touched_seq;                   /* kernel calls recorded (under touched_lock, or an atomic read) */
+static Touched touched[NARROWER_TOUCHED_RING]; /* call k at k % NARROWER_TOUCHED_RING */
 
 struct Narrower {
         Backend *backend;
@@ -113,7 +113,7 @@ bool narrower_has_fswork(const Narrower *n) {
 
 static void narrower_touch(dev_t dev, ino_t ino) {
         pthread_mutex_lock(&touched_lock);
-        touched[touched_seq % TOUCHED_RING] = (Touched) { .dev = dev, .ino = ino };
+        touched[touched_seq % NARROWER_TOUCHED_RING] = (Touched) { .dev = dev, .ino = ino };
         __atomic_store_n(&touched_seq, touched_seq + 1, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&touched_lock);
 }
@@ -126,9 +126,9 @@ bool narrower_touched(dev_t dev, ino_t ino, uint64_t seq) {
         bool found;
 
         pthread_mutex_lock(&touched_lock);
-        found = touched_seq - seq > TOUCHED_RING; /* the ring went round: it may have */
+        found = touched_seq - seq > NARROWER_TOUCHED_RING; /* the ring went round: it may have */
         for (uint64_t k = seq; k < touched_seq && !found; k++)
-                found = touched[k % TOUCHED_RING].dev == dev && touched[k % TOUCHED_RING].ino == ino;
+                found = touched[k % NARROWER_TOUCHED_RING].dev == dev && touched[k % NARROWER_TOUCHED_RING].ino == ino;
         pthread_mutex_unlock(&touched_lock);
         return found;
 }

@@ -64,11 +64,12 @@ bool narrower_out(Narrower *n, const void *key, uint32_t *ret_mask);
 /*
  * A watch placed in a worker (watch_table_place()) with IN_MASK_ADD may lose
  * its bits to a narrowing's add of the same inode that lands after it. The
- * narrowings' kernel calls are counted, the last TOUCHED_RING (64) with
+ * narrowings' kernel calls are counted, the last NARROWER_TOUCHED_RING with
  * their inodes: narrower_seq() before the add, narrower_touched() at the
  * completion says whether one of (dev, ino) may have come after (true also
- * when more than 64 came). Any thread.
+ * when more than NARROWER_TOUCHED_RING came). Any thread.
  */
+#define NARROWER_TOUCHED_RING 64u
 uint64_t narrower_seq(void);
 bool narrower_touched(dev_t dev, ino_t ino, uint64_t seq);
 /* The loop is done with key's job (see the top). Return: true, with the

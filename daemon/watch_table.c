@@ -55,14 +55,8 @@ struct WatchTable {
         unsigned placing;     /* jobs out that may place */
         GArray *strays;       /* int: placed wds no link took, removed once placing is 0 */
         GHashTable *released; /* wds removed while placing: a watch a job found may be gone */
-        bool released_full;   /* more than RELEASED_MAX of them: any may be */
+        bool released_full;   /* more than WATCH_TABLE_RELEASED_MAX of them: any may be */
 };
-
-/* Bounds of what the placing jobs out keep: past STRAYS_MAX the strays are
- * removed at once (and count as released); past RELEASED_MAX every watch a
- * job found and the loop does not know counts as gone. */
-#define STRAYS_MAX   1024
-#define RELEASED_MAX 4096
 
 static void narrow_done(const void *key, const NarrowResult *res, void *userdata);
 static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t mask, uid_t uid);
@@ -73,7 +67,7 @@ static int table_rm_wd(WatchTable *t, int wd) {
         if (t->placing > 0) {
                 if (!t->released)
                         t->released = g_hash_table_new(g_direct_hash, g_direct_equal);
-                if (g_hash_table_size(t->released) < RELEASED_MAX)
+                if (g_hash_table_size(t->released) < WATCH_TABLE_RELEASED_MAX)
                         g_hash_table_add(t->released, GINT_TO_POINTER(wd));
                 else
                         t->released_full = true;
@@ -515,7 +509,7 @@ void watch_table_placed_done(WatchTable *t, WatchPlaced *p) {
         if (!t->strays)
                 t->strays = g_array_new(FALSE, FALSE, sizeof(int));
         g_array_append_val(t->strays, p->wd);
-        if (t->strays->len > STRAYS_MAX)
+        if (t->strays->len > WATCH_TABLE_STRAYS_MAX)
                 strays_sweep(t); /* a job that found one of them gets -WATCHD_E_PLACED_GONE */
 }
 

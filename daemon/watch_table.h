@@ -225,6 +225,13 @@ typedef struct WatchPlaced {
         bool lost;     /* set by the table: events of it may be lost (see above) */
 } WatchPlaced;
 
+/* Bounds of what the placing jobs out keep: past WATCH_TABLE_STRAYS_MAX the
+ * strays are removed at once (and count as released); past
+ * WATCH_TABLE_RELEASED_MAX every watch a job found and the loop does not
+ * know counts as gone. */
+#define WATCH_TABLE_STRAYS_MAX   1024u
+#define WATCH_TABLE_RELEASED_MAX 4096u
+
 /* Whether the backend can place from a worker (IN_MASK_ADD, IN_MASK_CREATE). */
 bool watch_table_can_place(const WatchTable *t);
 /* The kernel mask a link of a subscription with mask and flags needs on its

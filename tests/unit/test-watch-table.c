@@ -20,6 +20,7 @@
 #include "event_bits.h"
 #include "fake-backend.h"
 #include "moves.h"
+#include "watch_narrow.h"
 #include "watch_table.h"
 
 typedef struct Fixture {
@@ -591,6 +592,217 @@ static void test_placed_narrowed(Fixture *f, gconstpointer data) {
         narrow_done_with(f, w);
 }
 
+/* n empty files in a directory of their own under f->dir (named 0 .. n-1),
+ * for the tests that need more inodes than the fixture has. */
+static char *make_files(Fixture *f, unsigned n) {
+        char *dir = g_build_filename(f->dir, "many", NULL);
+
+        g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+        for (unsigned i = 0; i < n; i++) {
+                g_autofree char *name = g_strdup_printf("%s/%u", dir, i);
+                g_assert_true(g_file_set_contents(name, "", 0, NULL));
+        }
+        return dir;
+}
+
+static void remove_files(char *dir, unsigned n) {
+        for (unsigned i = 0; i < n; i++) {
+                g_autofree char *name = g_strdup_printf("%s/%u", dir, i);
+                g_assert_cmpint(g_unlink(name), ==, 0);
+        }
+        g_assert_cmpint(g_rmdir(dir), ==, 0);
+        g_free(dir);
+}
+
+/* A job that places a watch of its own on the i-th of make_files() and
+ * links nothing: a stray. */
+static void stray_job(Fixture *f, const char *dir, unsigned i) {
+        g_autofree char *name = g_strdup_printf("%s/%u", dir, i);
+        WatchPlaced p;
+
+        watch_table_placing(f->t, true);
+        place(f, name, IN_MODIFY, &p);
+        g_assert_true(p.created);
+        watch_table_placed_done(f->t, &p);
+        watch_table_placing(f->t, false);
+}
+
+/* Past WATCH_TABLE_STRAYS_MAX strays kept while jobs are out, they are
+ * removed at once, not when the last job is done: a job still out that
+ * found one of them gets -WATCHD_E_PLACED_GONE at its link. At the limit
+ * they are all kept, and a job that found one links it. */
+static void test_placed_strays_max(Fixture *f, gconstpointer data) {
+        unsigned n = WATCH_TABLE_STRAYS_MAX - 1; /* with a's and b's, one past the limit */
+        char *dir = make_files(f, n);
+        Subscription *sb = NULL, *sa = NULL;
+        WatchPlaced pa, fa, pb, fb;
+
+        f->fake->backend.mask_add = true;
+        watch_table_placing(f->t, true); /* job FA, out to the end */
+        watch_table_placing(f->t, true); /* job FB */
+        watch_table_placing(f->t, true); /* job A */
+        place(f, f->a, IN_CREATE, &pa);
+        place(f, f->a, IN_DELETE, &fa);
+        g_assert_true(pa.created);
+        g_assert_false(fa.created);
+        watch_table_placed_done(f->t, &pa); /* A links nothing: stray 1 */
+        watch_table_placing(f->t, false);
+        watch_table_placing(f->t, true); /* job B */
+        place(f, f->b, IN_CREATE, &pb);
+        place(f, f->b, IN_DELETE, &fb);
+        g_assert_true(pb.created);
+        g_assert_false(fb.created);
+        watch_table_placed_done(f->t, &pb); /* stray 2 */
+        watch_table_placing(f->t, false);
+        for (unsigned i = 0; i < n - 1; i++)
+                stray_job(f, dir, i);
+
+        /* WATCH_TABLE_STRAYS_MAX strays: all kept, FB links b's. */
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, WATCH_TABLE_STRAYS_MAX);
+        g_assert_cmpint(sub_placed(f, f->b, IN_DELETE, &fb, &sb), ==, 0);
+        watch_table_placing(f->t, false);
+        g_assert_cmpint(sb->links->watch->wd, ==, pb.wd);
+        g_assert_true(f->fake->watches[pb.wd].live);
+        g_assert_true(f->fake->watches[pa.wd].live);
+
+        /* One more: every stray no link took is removed now. */
+        stray_job(f, dir, n - 1);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 1); /* b's, FB's link has it */
+        g_assert_true(f->fake->watches[pb.wd].live);
+        g_assert_false(f->fake->watches[pa.wd].live);
+        g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &fa, &sa), ==, -WATCHD_E_PLACED_GONE);
+        watch_table_placing(f->t, false);
+
+        watch_table_unsubscribe(f->t, sb);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+        g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
+        g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 0);
+        remove_files(dir, n);
+}
+
+/* Past WATCH_TABLE_RELEASED_MAX watches removed while jobs are out, the
+ * table no longer knows which: any watch a job found (not made) that the
+ * loop does not know counts as gone (-WATCHD_E_PLACED_GONE), though the
+ * kernel still has it; one a job made links. At the limit such a link
+ * still works, and once no job is out it works again. */
+static void test_placed_released_full(Fixture *f, gconstpointer data) {
+        Subscription *s = NULL;
+        WatchPlaced pa, fa;
+        unsigned rms;
+
+        f->fake->backend.mask_add = true;
+        watch_table_placing(f->t, true); /* a job out the whole time */
+        rms = f->fake->n_rm;
+        for (unsigned i = 0; i < WATCH_TABLE_RELEASED_MAX; i++)
+                watch_table_unsubscribe(f->t, sub(f, f->b, NULL, IN_MODIFY)); /* a new wd each time */
+        g_assert_cmpuint(f->fake->n_rm - rms, ==, WATCH_TABLE_RELEASED_MAX);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+
+        /* WATCH_TABLE_RELEASED_MAX known: a found watch the loop does not know links. */
+        watch_table_placing(f->t, true);
+        place(f, f->a, IN_CREATE, &pa);
+        place(f, f->a, IN_DELETE, &fa);
+        g_assert_false(fa.created);
+        g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &fa, &s), ==, 0);
+        watch_table_placed_done(f->t, &pa);
+        watch_table_placing(f->t, false);
+        g_assert_cmpint(s->links->watch->wd, ==, pa.wd);
+
+        /* One more removal: any found watch the loop does not know is gone. */
+        watch_table_unsubscribe(f->t, s);
+        g_assert_cmpuint(f->fake->n_rm - rms, ==, WATCH_TABLE_RELEASED_MAX + 1);
+        watch_table_placing(f->t, true);
+        place(f, f->a, IN_CREATE, &pa);
+        place(f, f->a, IN_DELETE, &fa);
+        g_assert_true(pa.created);
+        g_assert_false(fa.created);
+        g_assert_true(f->fake->watches[fa.wd].live); /* a new wd, never removed */
+        g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &fa, &s), ==, -WATCHD_E_PLACED_GONE);
+        g_assert_cmpint(sub_placed(f, f->a, IN_CREATE, &pa, &s), ==, 0); /* made, not found: links */
+        watch_table_placing(f->t, false);
+        g_assert_cmpint(s->links->watch->wd, ==, pa.wd);
+        watch_table_unsubscribe(f->t, s);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+
+        /* No job out: forgotten, such a link works again. */
+        watch_table_placing(f->t, false);
+        watch_table_placing(f->t, true);
+        place(f, f->a, IN_CREATE, &pa);
+        place(f, f->a, IN_DELETE, &fa);
+        g_assert_false(fa.created);
+        g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &fa, &s), ==, 0);
+        watch_table_placed_done(f->t, &pa);
+        watch_table_placing(f->t, false);
+        watch_table_unsubscribe(f->t, s);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+        g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 0);
+}
+
+/* n narrowings of b's watch (which a link that needs less than IN_CLOSE_WRITE keeps), each run to its end. */
+static void narrow_b(Fixture *f, FsWork *w, unsigned n) {
+        uint64_t seq = narrower_seq();
+
+        for (unsigned i = 0; i < n; i++) {
+                watch_table_unsubscribe(f->t, sub(f, f->b, NULL, IN_CLOSE_WRITE));
+                fswork_settle(w);
+        }
+        g_assert_cmpuint(narrower_seq() - seq, ==, n);
+}
+
+/* test_placed_narrowed() with n_others narrowings of another inode after
+ * a's: the completion finds that a's narrowing may have landed after the
+ * job's add. With more than NARROWER_TOUCHED_RING narrowings since, a's
+ * call is no longer in the ring: narrower_touched() must say "may have"
+ * then, not "did not" (which took the placed bits as the kernel's while a's
+ * narrowing had taken IN_MODIFY away for good). */
+static void placed_narrowed_then(Fixture *f, FsWork *w, Subscription *s1, unsigned n_others) {
+        Subscription *s2 = sub(f, f->a, NULL, IN_DELETE), *s3 = NULL;
+        struct stat st, st_dir;
+        WatchPlaced p;
+
+        g_assert_cmpint(stat(f->a, &st), ==, 0);
+        g_assert_cmpint(stat(f->dir, &st_dir), ==, 0);
+        watch_table_placing(f->t, true);
+        place(f, f->a, IN_MODIFY, &p);
+        watch_table_unsubscribe(f->t, s2);
+        fswork_settle(w); /* a narrowed to s1's, after the placed add: IN_MODIFY gone */
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE);
+        narrow_b(f, w, n_others);
+        g_assert_cmpuint(narrower_seq() - p.seq, ==, 1 + n_others);
+        g_assert_true(narrower_touched(st.st_dev, st.st_ino, p.seq));
+        /* The ring's answers for the calls it still holds: exact. */
+        g_assert_false(narrower_touched(st.st_dev, st.st_ino, narrower_seq() - MIN(n_others, NARROWER_TOUCHED_RING)));
+        /* Never narrowed: not touched while the ring holds every call since, may have past it. */
+        g_assert_true(narrower_touched(st_dir.st_dev, st_dir.st_ino, p.seq) == (1 + n_others > NARROWER_TOUCHED_RING));
+
+        g_assert_cmpint(sub_placed(f, f->a, IN_MODIFY, &p, &s3), ==, 0);
+        watch_table_placing(f->t, false);
+        g_assert_true(p.lost);
+        fswork_settle(w); /* set again to what the links need */
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE | IN_MODIFY);
+        watch_table_unsubscribe(f->t, s3);
+        fswork_settle(w);
+        g_assert_cmpuint(dmask(f, s1), ==, IN_CREATE);
+}
+
+/* The ring of the narrowings' kernel calls (narrower_touched()) at its
+ * size (every call since the job's add in it) and past it (a's call
+ * overwritten by a later one). */
+static void test_placed_narrower_ring(Fixture *f, gconstpointer data) {
+        FsWork *w = narrow_in_workers(f);
+        Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *sb;
+
+        f->fake->backend.mask_add = true;
+        sb = sub(f, f->b, NULL, IN_MODIFY);
+        placed_narrowed_then(f, w, s1, NARROWER_TOUCHED_RING - 1);
+        placed_narrowed_then(f, w, s1, NARROWER_TOUCHED_RING);
+        placed_narrowed_then(f, w, s1, 2 * NARROWER_TOUCHED_RING);
+        watch_table_unsubscribe(f->t, sb);
+        watch_table_unsubscribe(f->t, s1);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+        narrow_done_with(f, w);
+}
+
 static bool has_id(GArray *ids, uint32_t id) {
         for (guint i = 0; i < ids->len; i++)
                 if (g_array_index(ids, uint32_t, i) == id)
@@ -680,5 +892,8 @@ int main(int argc, char *argv[]) {
         g_test_add("/watch-table/placed-released", Fixture, NULL, setup, test_placed_released, teardown);
         g_test_add("/watch-table/placed-stray", Fixture, NULL, setup, test_placed_stray, teardown);
         g_test_add("/watch-table/placed-narrowed", Fixture, NULL, setup, test_placed_narrowed, teardown);
+        g_test_add("/watch-table/placed-strays-max", Fixture, NULL, setup, test_placed_strays_max, teardown);
+        g_test_add("/watch-table/placed-released-full", Fixture, NULL, setup, test_placed_released_full, teardown);
+        g_test_add("/watch-table/placed-narrower-ring", Fixture, NULL, setup, test_placed_narrower_ring, teardown);
         return g_test_run();
 }
