@@ -525,6 +525,7 @@ static void waiter_free(Missing *m, Waiter *w) {
 
         missing_waiter_unplace(m, w);
         w->fd = safe_close(w->fd);
+        watch_table_placed_done(m->table, &w->placed); /* ready, and not placed after all */
         if (w->charged > 0)
                 account_uncharge(w->s->account, w->charged);
         w->charged = 0;

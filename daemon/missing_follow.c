@@ -23,7 +23,11 @@
  * from the top to a node (if asked) and opens the next components its
  * waiters want; the loop links what was there (its watch placed), moves the
  * waiters, and queues a job for each new node, so a directory is watched
- * before anything below it is looked up, as before. A chain has one job at
+ * before anything below it is looked up, as before. On a file system that
+ * may stop answering the job places those watches itself (ProbeJob.table,
+ * WatchPlaced in watch_table.h), the path's own too when it appears (for
+ * its first waiter's root link, Waiter.placed), and the loop links with
+ * them: it asks that file system nothing. A chain has one job at
  * a time (what else it is asked waits in its queue): its results apply in
  * the order they were looked up. A result that a change of the chain made
  * meanwhile on the loop (a directory cut off, a descent of missing_add())
@@ -63,6 +67,7 @@
 #include <time.h>
 
 #include "client.h"
+#include "error.h"
 #include "fswork.h"
 #include "list.h"
 #include "log.h"
@@ -159,6 +164,10 @@ static void job_apply(Missing *m, ProbeJob *j, bool inline_) {
                                 }
                                 w->st = pc->st;
                                 w->hint = pc->hint;
+                                /* Its watch, if placed, for the first of them: the
+                                 * others' root links find it in the table. */
+                                w->placed = pc->placed;
+                                pc->placed.valid = false;
                                 w->ready = true;
                                 g_ptr_array_add(m->done, w);
                         }
@@ -183,7 +192,14 @@ static void job_apply(Missing *m, ProbeJob *j, bool inline_) {
                         child = NULL;
                 }
                 if (!child) {
+                        watch_table_set_placed(m->table, &pc->placed);
                         r = watch_table_link(m->table, c->s, node, pc->fd, &pc->st, pc->name, cl, &child);
+                        watch_table_set_placed(m->table, NULL);
+                        if (r == -WATCHD_E_PLACED_GONE) {
+                                /* The loop removed the watch the job found: node is probed again. */
+                                missing_step_push(m, c, node, -EBADF, inline_);
+                                continue;
+                        }
                         if (r < 0) {
                                 missing_waiters_fail(m, node, pc, r);
                                 continue;
@@ -270,16 +286,29 @@ static bool run(Missing *m, uint64_t deadline) {
         return m->steps != NULL;
 }
 
+/* The watches j placed that no link took are let go of (WatchPlaced);
+ * return: whether it counted as placing (watch_table_placing(), to be
+ * ended by the caller once what it found is placed). */
+static bool job_placed_done(Missing *m, ProbeJob *j) {
+        if (!j->table)
+                return false;
+        for (size_t k = 0; k < j->n_comps; k++)
+                watch_table_placed_done(m->table, &j->comps[k].placed);
+        j->table = NULL;
+        return true;
+}
+
 /* A job of c's is over, in a worker: its result applied, unless the chain
  * changed meanwhile (then its node is probed again), and c's next one. */
 static void job_done(void *data, int error) {
         ProbeJob *j = data;
         Chain *c = j->chain;
         Hold *previous;
+        bool placing;
         Missing *m;
 
         if (!c) {
-                missing_job_free(j); /* the follower is gone */
+                missing_job_free(j); /* the follower is gone, and its table */
                 return;
         }
         m = c->missing;
@@ -288,6 +317,8 @@ static void job_done(void *data, int error) {
                 c->job = NULL;
                 c->hold = hold_unref(c->hold);
                 m->n_jobs--;
+                if (job_placed_done(m, j))
+                        watch_table_placing(m->table, false);
                 missing_job_release(m, j);
                 missing_job_free(j);
                 return;
@@ -307,9 +338,12 @@ static void job_done(void *data, int error) {
                         missing_step_push(m, c, j->node, -EBADF, false);
         } else
                 job_apply(m, j, false);
+        placing = job_placed_done(m, j);
         missing_job_release(m, j);
         missing_job_free(j);
-        (void) missing_finish(m, NULL);
+        (void) missing_finish(m, NULL); /* the paths it found placed, with their watches */
+        if (placing)
+                watch_table_placing(m->table, false);
         chain_kick(m, c);
         if (m->holds)
                 holds_apply_end(m->holds, previous);
@@ -365,12 +399,18 @@ static void chain_kick(Missing *m, Chain *c) {
                  * mount point into a file system that does not answer (a FUSE
                  * mount of the caller's), which must hold no one else's probes. */
                 lane = FSWORK_USER_LANE(c->caller.uid);
+                if (m->fswork && watch_table_can_place(m->table)) {
+                        j->table = m->table;
+                        watch_table_placing(m->table, true);
+                }
                 r = m->fswork ? fswork_submit(m->fswork, lane, &c->caller, missing_job_run, job_done, j) : -EAGAIN;
                 if (r >= 0) {
                         c->job = j;
                         m->n_jobs++;
                         continue;
                 }
+                if (job_placed_done(m, j))
+                        watch_table_placing(m->table, false);
                 /* No worker: here, as before there were any. */
                 missing_job_inline(m, j, false);
                 missing_job_release(m, j);
@@ -654,6 +694,7 @@ int missing_finish(Missing *m, Waiter *w_sync) {
                 _cleanup_close_ int fd = -1;
                 const Caller *caller;
                 RemoteHint hint = {};
+                WatchPlaced placed = {};
                 struct stat st;
                 bool answer;
                 uint32_t id;
@@ -679,6 +720,8 @@ int missing_finish(Missing *m, Waiter *w_sync) {
                         fd = TAKE_FD(w->fd);
                         st = w->st;
                         hint = w->hint;
+                        placed = w->placed;
+                        w->placed.valid = false;
                         r = fd;
                 }
                 missing_waiter_destroy(m, w);
@@ -688,8 +731,26 @@ int missing_finish(Missing *m, Waiter *w_sync) {
                         continue;
                 }
                 /* Whose AddWatch waits is answered with EACCES, as at once. */
-                if (r >= 0)
+                if (r >= 0) {
+                        watch_table_set_placed(m->table, &placed);
                         r = m->ops.appeared(s, fd, &st, &hint, m->userdata);
+                        watch_table_set_placed(m->table, NULL);
+                }
+                watch_table_placed_done(m->table, &placed);
+                if (r == -WATCHD_E_PLACED_GONE && !sync) {
+                        /* The watch its job found went meanwhile (with another
+                         * subscription): not linked, it is pending again. */
+                        watch_table_unplace(m->table, s);
+                        waiter_restart(m, s, caller, answer, 0);
+                        continue;
+                }
+                if (r >= 0 && placed.lost) {
+                        /* What happened in it before its watch was set again may be lost. */
+                        Subscription *placed_s = watch_table_get_subscription(m->table, id);
+
+                        if (placed_s)
+                                client_queue_lost(placed_s);
+                }
                 if (sync)
                         ret = r;
                 else

@@ -52,6 +52,7 @@ struct Waiter {
         int fd;           /* ready: its path open (st), checked for its flags */
         struct stat st;
         RemoteHint hint;           /* ready: remote_hint_probe() of fd, in the job that opened it */
+        WatchPlaced placed;        /* ready: its watch, if that job placed it (its root link uses it) */
         int error;                 /* it cannot be followed: gone once the credentials are back */
         StartJob *start;           /* its top looked up in a worker: in no chain yet */
         bool answer;               /* ops->found is owed (missing_start()), once it is at rest */
@@ -89,7 +90,10 @@ typedef struct ProbeComp {
         bool only_dir, no_follow;
         int fd; /* the result: open, or -errno */
         struct stat st;
-        RemoteHint hint; /* last, opened: what remote.c asks of its file system, asked in the job */
+        RemoteHint hint; /* opened, last or placing: what remote.c asks of its file system, asked in the job */
+        /* last: what its waiters' root links need of the kernel (watch_table_need_mask()), by type */
+        uint32_t need_dir, need_file;
+        WatchPlaced placed; /* opened on a file system that may stop: its watch, placed in the job */
 } ProbeComp;
 
 /* The file system's part of a probe, made as the chain's caller (in a worker,
@@ -107,6 +111,9 @@ struct ProbeJob {
         int fd;                /* the directory descended from: given, or the walk's deepest */
         ProbeComp *comps;
         size_t n_comps;
+        /* Not NULL: in a worker, it places the watches of what it opens on a file
+         * system that may stop answering (counted in watch_table_placing()). */
+        WatchTable *table;
 };
 
 struct Missing {

@@ -81,14 +81,23 @@ ProbeJob *missing_job_new(Missing *m, Chain *c, WatchLink *node, bool walk, int 
                 bool last = comp[cl] == '\0';
                 bool only_dir = !last || (w->s->flags & WATCHD_FLAG_ONLYDIR);
                 bool no_follow = last && (w->s->flags & WATCHD_FLAG_DONT_FOLLOW);
-                bool seen = false;
+                uint32_t need_dir = 0, need_file = 0;
+                ProbeComp *seen = NULL;
 
                 if (w->ready || w->error < 0)
                         continue;
+                if (last) {
+                        need_dir = watch_table_need_mask(w->s->mask, w->s->flags, /* is_dir= */ true, /* root= */ true);
+                        need_file = watch_table_need_mask(w->s->mask, w->s->flags, /* is_dir= */ false, /* root= */ true);
+                }
                 for (size_t k = 0; k < n && !seen; k++)
-                        seen = missing_comp_same(&j->comps[k], comp, cl, last, only_dir, no_follow);
-                if (seen)
+                        if (missing_comp_same(&j->comps[k], comp, cl, last, only_dir, no_follow))
+                                seen = &j->comps[k];
+                if (seen) {
+                        seen->need_dir |= need_dir;
+                        seen->need_file |= need_file;
                         continue;
+                }
                 if (n == cap) {
                         ProbeComp *more = reallocarray(j->comps, cap ? 2 * cap : 4, sizeof(ProbeComp));
 
@@ -103,6 +112,8 @@ ProbeJob *missing_job_new(Missing *m, Chain *c, WatchLink *node, bool walk, int 
                         .only_dir = only_dir,
                         .no_follow = no_follow,
                         .fd = -EBADF,
+                        .need_dir = need_dir,
+                        .need_file = need_file,
                 };
                 j->n_comps = ++n;
                 if (!j->comps[n - 1].name)
@@ -144,9 +155,19 @@ void missing_job_run(void *data) {
                 ProbeComp *pc = &j->comps[k];
 
                 pc->fd = access_open_at(j->fd, pc->name, pc->only_dir, pc->no_follow, &pc->st);
+                if (pc->fd < 0 || (!pc->last && !j->table))
+                        continue;
                 /* What placing it asks of its file system (fstatfs...): here, not on the loop. */
-                if (pc->last && pc->fd >= 0)
-                        remote_hint_probe(pc->fd, &pc->st, &pc->hint);
+                remote_hint_probe(pc->fd, &pc->st, &pc->hint);
+                /* And its watch, where the loop could wait for the file system to
+                 * place it (watch_table.h, WatchPlaced): a link of the chain, or
+                 * the path itself for its waiters' root links. */
+                if (j->table && pc->hint.valid && pc->hint.kind != FS_LOCAL)
+                        watch_table_place(j->table, pc->fd, &pc->st,
+                                          !pc->last                       ? WATCH_PENDING_BITS :
+                                                  S_ISDIR(pc->st.st_mode) ? pc->need_dir :
+                                                                            pc->need_file,
+                                          &pc->placed);
         }
 }
 

@@ -2235,6 +2235,59 @@ static void test_hung_loop_getattr(Fixture *f, gconstpointer data) {
         hung_loop(f, true);
 }
 
+/*
+ * The same hang (as hung-loop-getattr: FUSE_GETATTR at every check of the
+ * right to read), for a pending path on nobody's mount (MISSING PATHS in
+ * watchd(8)): an AddWatch of mnt/a/p/q while only a is there, then p
+ * made, then q, then a file in q. The links of the path's chain (the
+ * mount's root, a, then p) and q's own watch when it appears were placed
+ * on the loop (missing_follow.c), and froze it in inotify_add_watch() as
+ * the walk's did. (Without default_permissions placing a watch asks FUSE
+ * nothing, and the chain's links were never placed by fchdir().)
+ */
+static void test_hung_loop_pending(Fixture *f, gconstpointer data) {
+        g_autofree char *back = g_build_filename(f->dir, "back", NULL), *mnt = g_build_filename(f->dir, "mnt", NULL);
+        g_autofree char *ba = g_build_filename(back, "a", NULL), *mp = g_build_filename(mnt, "a", "p", NULL);
+        g_autofree char *mq = g_build_filename(mp, "q", NULL), *qfile = g_build_filename(mq, "file", NULL);
+        g_autofree char *step = NULL, *await = NULL, *await2 = NULL, *line = NULL;
+        const char *what = "hung-loop-pending";
+        Reader reader;
+        Stuck st = {};
+        pid_t fs_pid;
+
+        if (!f->bus)
+                return;
+        g_assert_cmpint(g_mkdir_with_parents(ba, 0755), ==, 0);
+        g_assert_cmpint(chown(ba, NOBODY, NOBODY), ==, 0);
+        fs_pid = hangfs_mount(f, HUNG_INOTIFY_CONFIG, back, mnt, "-", /* statfs= */ false, /* loop= */ true,
+                              "default_permissions,attr_timeout=0,entry_timeout=0");
+        if (fs_pid <= 0)
+                return;
+        reader_on_local(f, &reader);
+        step = g_strconcat("watch ", mq, " 0", NULL);
+        await = g_strconcat("await ", mq, NULL); /* its appearance */
+        await2 = g_strconcat("await ", qfile, NULL);
+        nobody_start(&st, f, (const char *const[]) { step, "go", await, "go", await2, NULL });
+        line = stuck_read_line(&st);
+        if (!g_str_has_prefix(line, "id "))
+                g_error("nobody's AddWatch of a pending path: %s", line);
+        root_goes_on(f, &reader, what);
+
+        g_assert_cmpint(g_mkdir(mp, 0755), ==, 0); /* through the mount: the kernel hears of it */
+        root_goes_on(f, &reader, what);
+        g_assert_cmpint(g_mkdir(mq, 0755), ==, 0);
+        root_goes_on(f, &reader, what);
+        stuck_go(&st);
+        g_free(line);
+        line = stuck_read_line(&st);
+        g_assert_cmpstr(line, ==, "seen");
+        make_file(qfile);
+        root_goes_on(f, &reader, what);
+        g_assert_cmpint(wt_stat(reader.proxy, "fs_stalled"), ==, 0); /* nothing of nobody's waited either */
+        stuck_go(&st);
+        nobody_sees_last(&st, &reader, mnt, g_steal_pointer(&line));
+}
+
 int main(int argc, char *argv[]) {
         static const Params system_bus = { .system = TRUE }, session_bus = { .system = FALSE },
                             system_bus_error = { .system = TRUE, .mode = PING_ERROR },
@@ -2293,5 +2346,7 @@ int main(int argc, char *argv[]) {
                    test_hung_loop_access, fixture_teardown);
         g_test_add("/system-bus/hung-loop-getattr", Fixture, &system_bus_hung_inotify, fixture_setup,
                    test_hung_loop_getattr, fixture_teardown);
+        g_test_add("/system-bus/hung-loop-pending", Fixture, &system_bus_hung_inotify, fixture_setup,
+                   test_hung_loop_pending, fixture_teardown);
         return g_test_run();
 }
