@@ -38,6 +38,11 @@
 #include "watch_narrow.h"
 #include "watch_table.h"
 
+typedef struct Released {
+        int wd;
+        uint64_t seq; /* WatchTable.rm_seq after its removal */
+} Released;
+
 struct WatchTable {
         Backend *backend;
         PtrSet by_wd;              /* wd -> Watch (owned) */
@@ -51,28 +56,71 @@ struct WatchTable {
         Narrower *narrower; /* the narrowings in workers (watch_narrow.h) */
         bool closing;       /* watch_table_closing(): no more narrowing */
         /* Watches placed in workers (WatchPlaced in watch_table.h): */
-        WatchPlaced *placed;  /* for the links made now (watch_table_set_placed()) */
-        unsigned placing;     /* jobs out that may place */
-        GArray *strays;       /* int: placed wds no link took, removed once placing is 0 */
-        GHashTable *released; /* wds removed while placing: a watch a job found may be gone */
-        bool released_full;   /* more than WATCH_TABLE_RELEASED_MAX of them: any may be */
+        WatchPlaced *placed; /* for the links made now (watch_table_set_placed()) */
+        unsigned placing;    /* jobs out that may place */
+        GArray *strays;      /* int: placed wds no link took, removed once placing is 0 */
+        /* The wds the table removed (table_rm_wd()), counted: a job reads
+         * rm_seq before its add (WatchPlaced.rm_seq), so a watch it found is
+         * gone if its wd was removed after that. Kept while placing: */
+        uint64_t rm_seq;          /* removals so far (written on the loop, read by workers) */
+        GHashTable *released;     /* wd -> the seq of its last removal */
+        Released *released_ring;  /* the last WATCH_TABLE_RELEASED_MAX of them, in order */
+        unsigned released_n;      /* in the ring */
+        unsigned released_head;   /* the oldest, once it is full */
+        uint64_t released_forgot; /* the seq of the newest removal no longer kept: a placed
+                                   * watch whose job read rm_seq before it may be gone */
 };
 
 static void narrow_done(const void *key, const NarrowResult *res, void *userdata);
 static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t mask, uid_t uid);
 
+/* The removal seq of wd recorded; the oldest kept forgotten past
+ * WATCH_TABLE_RELEASED_MAX. */
+static void released_add(WatchTable *t, int wd, uint64_t seq) {
+        if (!t->released_ring) {
+                t->released_ring = calloc(WATCH_TABLE_RELEASED_MAX, sizeof(Released));
+                if (!t->released_ring) {
+                        t->released_forgot = seq; /* any may be gone */
+                        return;
+                }
+                t->released = g_hash_table_new(g_direct_hash, g_direct_equal);
+        }
+        if (t->released_n == WATCH_TABLE_RELEASED_MAX) {
+                Released *old = &t->released_ring[t->released_head];
+
+                if (GPOINTER_TO_SIZE(g_hash_table_lookup(t->released, GINT_TO_POINTER(old->wd))) == old->seq)
+                        g_hash_table_remove(t->released, GINT_TO_POINTER(old->wd));
+                t->released_forgot = old->seq;
+                *old = (Released) { wd, seq };
+                t->released_head = (t->released_head + 1) % WATCH_TABLE_RELEASED_MAX;
+        } else
+                t->released_ring[t->released_n++] = (Released) { wd, seq };
+        g_hash_table_insert(t->released, GINT_TO_POINTER(wd), GSIZE_TO_POINTER(seq));
+}
+
 /* Every wd the table removes goes through here: while jobs that may place
  * are out, one of them may have found its watch (WatchPlaced). */
 static int table_rm_wd(WatchTable *t, int wd) {
-        if (t->placing > 0) {
-                if (!t->released)
-                        t->released = g_hash_table_new(g_direct_hash, g_direct_equal);
-                if (g_hash_table_size(t->released) < WATCH_TABLE_RELEASED_MAX)
-                        g_hash_table_add(t->released, GINT_TO_POINTER(wd));
-                else
-                        t->released_full = true;
-        }
-        return backend_rm_watch(t->backend, wd);
+        int r = backend_rm_watch(t->backend, wd);
+        uint64_t seq = t->rm_seq + 1;
+
+        /* After the kernel's removal: a job that read the seq before may
+         * have found the watch, one that read it after cannot have. */
+        __atomic_store_n(&t->rm_seq, seq, __ATOMIC_RELEASE);
+        if (t->placing > 0)
+                released_add(t, wd, seq);
+        return r;
+}
+
+/* Whether the watch p's job found may have been removed since it read
+ * rm_seq: its wd was, or so many were that it is not known. */
+static bool placed_gone(const WatchTable *t, const WatchPlaced *p) {
+        gpointer seq;
+
+        if (t->released && g_hash_table_lookup_extended(t->released, GINT_TO_POINTER(p->wd), NULL, &seq) &&
+            GPOINTER_TO_SIZE(seq) > p->rm_seq)
+                return true;
+        return t->released_forgot > p->rm_seq;
 }
 
 /* Both maps are sets of Watch pointers (ptr_set.h: 8 bytes a slot) hashed
@@ -287,6 +335,7 @@ WatchTable *watch_table_free(WatchTable *t) {
                 g_array_unref(t->strays);
         if (t->released)
                 g_hash_table_destroy(t->released);
+        free(t->released_ring);
         free(t);
         return NULL;
 }
@@ -475,6 +524,7 @@ void watch_table_place(WatchTable *t, int fd, const struct stat *st, uint32_t ma
                 .ino = st->st_ino,
                 .mask = mask,
                 .seq = narrower_seq(),
+                .rm_seq = __atomic_load_n(&t->rm_seq, __ATOMIC_ACQUIRE),
         };
         ret->r = backend_add_watch_any_thread(t->backend, fd, mask | IN_MASK_CREATE, &ret->wd);
         ret->created = ret->r >= 0;
@@ -522,9 +572,11 @@ void watch_table_placing(WatchTable *t, bool begin) {
         if (--t->placing > 0)
                 return;
         strays_sweep(t);
+        /* No job out: none can have found a watch removed so far. */
         if (t->released)
                 g_hash_table_remove_all(t->released);
-        t->released_full = false;
+        t->released_n = t->released_head = 0;
+        t->released_forgot = 0;
 }
 
 /* watch_get() with the watch a job placed (WatchPlaced in watch_table.h).
@@ -557,8 +609,7 @@ static int watch_get_placed(WatchTable *t, WatchPlaced *p, const struct stat *st
                         watch_make_stale(t, w);
                 /* A watch the loop removed since the job placed it is gone (one it
                  * found, or one it made that another job found and no link took). */
-                if ((t->released && g_hash_table_contains(t->released, GINT_TO_POINTER(p->wd))) ||
-                    (t->released_full && !p->created))
+                if (placed_gone(t, p))
                         return -WATCHD_E_PLACED_GONE;
                 r = watch_new(t, p->wd, st, p->mask, &w);
                 if (r < 0)

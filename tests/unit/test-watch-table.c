@@ -680,60 +680,60 @@ static void test_placed_strays_max(Fixture *f, gconstpointer data) {
         remove_files(dir, n);
 }
 
-/* Past WATCH_TABLE_RELEASED_MAX watches removed while jobs are out, the
- * table no longer knows which: any watch a job found (not made) that the
- * loop does not know counts as gone (-WATCHD_E_PLACED_GONE), though the
- * kernel still has it; one a job made links. At the limit such a link
- * still works, and once no job is out it works again. */
+/* n removals of watches the table made (each a new wd, on b), counted in the fake backend. */
+static void remove_b(Fixture *f, unsigned n) {
+        unsigned rms = f->fake->n_rm;
+
+        for (unsigned i = 0; i < n; i++)
+                watch_table_unsubscribe(f->t, sub(f, f->b, NULL, IN_MODIFY));
+        g_assert_cmpuint(f->fake->n_rm - rms, ==, n);
+}
+
+/* The table keeps the last WATCH_TABLE_RELEASED_MAX removals made while
+ * jobs are out; a watch placed before an older one counts as gone
+ * (-WATCHD_E_PLACED_GONE) if the loop does not know it, though the kernel
+ * may still have it. What counts is the removals since each job's own add:
+ * a job that never ends (a lane whose file system stopped: here the first
+ * placing(true), never ended) does not make the others' watches gone. */
 static void test_placed_released_full(Fixture *f, gconstpointer data) {
-        Subscription *s = NULL;
-        WatchPlaced pa, fa;
-        unsigned rms;
+        Subscription *sa = NULL, *sd = NULL, *sd2 = NULL;
+        WatchPlaced pa, fa, pd, fd, fd2;
 
         f->fake->backend.mask_add = true;
         watch_table_placing(f->t, true); /* a job out the whole time */
-        rms = f->fake->n_rm;
-        for (unsigned i = 0; i < WATCH_TABLE_RELEASED_MAX; i++)
-                watch_table_unsubscribe(f->t, sub(f, f->b, NULL, IN_MODIFY)); /* a new wd each time */
-        g_assert_cmpuint(f->fake->n_rm - rms, ==, WATCH_TABLE_RELEASED_MAX);
-        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
-
-        /* WATCH_TABLE_RELEASED_MAX known: a found watch the loop does not know links. */
-        watch_table_placing(f->t, true);
         place(f, f->a, IN_CREATE, &pa);
         place(f, f->a, IN_DELETE, &fa);
-        g_assert_false(fa.created);
-        g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &fa, &s), ==, 0);
+        place(f, f->dir, IN_CREATE, &pd);
+        place(f, f->dir, IN_DELETE, &fd);
+        g_assert_true(pa.created && pd.created);
+        g_assert_false(fa.created || fd.created);
+
+        /* WATCH_TABLE_RELEASED_MAX removals since the adds, none of their wds: all kept, a's links. */
+        remove_b(f, WATCH_TABLE_RELEASED_MAX);
+        g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &fa, &sa), ==, 0);
+        g_assert_cmpint(sa->links->watch->wd, ==, pa.wd);
+
+        /* One more: the oldest forgotten, the directory's watch (placed before it) may be gone. */
+        remove_b(f, 1);
+        g_assert_true(f->fake->watches[fd.wd].live); /* it is not, but the table cannot know */
+        g_assert_cmpint(sub_placed(f, f->dir, IN_DELETE, &fd, &sd), ==, -WATCHD_E_PLACED_GONE);
+
+        /* Another job, whose add came after those removals, while the first is
+         * still out: it finds the same watch, and links. */
+        watch_table_placing(f->t, true);
+        place(f, f->dir, IN_DELETE, &fd2);
+        g_assert_false(fd2.created);
+        g_assert_cmpuint(fd2.wd, ==, pd.wd);
+        remove_b(f, 1); /* a removal after its add, of another wd: kept, and not its */
+        g_assert_cmpint(sub_placed(f, f->dir, IN_DELETE, &fd2, &sd2), ==, 0);
+        g_assert_cmpint(sd2->links->watch->wd, ==, pd.wd);
+        watch_table_placing(f->t, false);
+
         watch_table_placed_done(f->t, &pa);
+        watch_table_placed_done(f->t, &pd);
         watch_table_placing(f->t, false);
-        g_assert_cmpint(s->links->watch->wd, ==, pa.wd);
-
-        /* One more removal: any found watch the loop does not know is gone. */
-        watch_table_unsubscribe(f->t, s);
-        g_assert_cmpuint(f->fake->n_rm - rms, ==, WATCH_TABLE_RELEASED_MAX + 1);
-        watch_table_placing(f->t, true);
-        place(f, f->a, IN_CREATE, &pa);
-        place(f, f->a, IN_DELETE, &fa);
-        g_assert_true(pa.created);
-        g_assert_false(fa.created);
-        g_assert_true(f->fake->watches[fa.wd].live); /* a new wd, never removed */
-        g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &fa, &s), ==, -WATCHD_E_PLACED_GONE);
-        g_assert_cmpint(sub_placed(f, f->a, IN_CREATE, &pa, &s), ==, 0); /* made, not found: links */
-        watch_table_placing(f->t, false);
-        g_assert_cmpint(s->links->watch->wd, ==, pa.wd);
-        watch_table_unsubscribe(f->t, s);
-        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
-
-        /* No job out: forgotten, such a link works again. */
-        watch_table_placing(f->t, false);
-        watch_table_placing(f->t, true);
-        place(f, f->a, IN_CREATE, &pa);
-        place(f, f->a, IN_DELETE, &fa);
-        g_assert_false(fa.created);
-        g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &fa, &s), ==, 0);
-        watch_table_placed_done(f->t, &pa);
-        watch_table_placing(f->t, false);
-        watch_table_unsubscribe(f->t, s);
+        watch_table_unsubscribe(f->t, sa);
+        watch_table_unsubscribe(f->t, sd2);
         g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
         g_assert_cmpuint(watch_table_n_subscriptions(f->t), ==, 0);
 }
