@@ -21,7 +21,6 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <glib.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +35,8 @@
 #include "path.h"
 #include "ptr_set.h"
 #include "watch_narrow.h"
+#include "watch_placed.h"
 #include "watch_table.h"
-
-typedef struct Released {
-        int wd;
-        uint64_t seq; /* WatchTable.rm_seq after its removal */
-} Released;
 
 struct WatchTable {
         Backend *backend;
@@ -57,70 +52,20 @@ struct WatchTable {
         bool closing;       /* watch_table_closing(): no more narrowing */
         /* Watches placed in workers (WatchPlaced in watch_table.h): */
         WatchPlaced *placed; /* for the links made now (watch_table_set_placed()) */
-        unsigned placing;    /* jobs out that may place */
-        GArray *strays;      /* int: placed wds no link took, removed once placing is 0 */
-        /* The wds the table removed (table_rm_wd()), counted: a job reads
-         * rm_seq before its add (WatchPlaced.rm_seq), so a watch it found is
-         * gone if its wd was removed after that. Kept while placing: */
-        uint64_t rm_seq;          /* removals so far (written on the loop, read by workers) */
-        GHashTable *released;     /* wd -> the seq of its last removal */
-        Released *released_ring;  /* the last WATCH_TABLE_RELEASED_MAX of them, in order */
-        unsigned released_n;      /* in the ring */
-        unsigned released_head;   /* the oldest, once it is full */
-        uint64_t released_forgot; /* the seq of the newest removal no longer kept: a placed
-                                   * watch whose job read rm_seq before it may be gone */
+        PlacedLedger ledger; /* what the loop keeps of them (watch_placed.h) */
 };
 
 static void narrow_done(const void *key, const NarrowResult *res, void *userdata);
+static void stray_sweep(int wd, void *userdata);
 static void watch_narrow(WatchTable *t, Watch *w, const WatchLink *l, uint32_t mask, uid_t uid);
-
-/* The removal seq of wd recorded; the oldest kept forgotten past
- * WATCH_TABLE_RELEASED_MAX. */
-static void released_add(WatchTable *t, int wd, uint64_t seq) {
-        if (!t->released_ring) {
-                t->released_ring = calloc(WATCH_TABLE_RELEASED_MAX, sizeof(Released));
-                if (!t->released_ring) {
-                        t->released_forgot = seq; /* any may be gone */
-                        return;
-                }
-                t->released = g_hash_table_new(g_direct_hash, g_direct_equal);
-        }
-        if (t->released_n == WATCH_TABLE_RELEASED_MAX) {
-                Released *old = &t->released_ring[t->released_head];
-
-                if (GPOINTER_TO_SIZE(g_hash_table_lookup(t->released, GINT_TO_POINTER(old->wd))) == old->seq)
-                        g_hash_table_remove(t->released, GINT_TO_POINTER(old->wd));
-                t->released_forgot = old->seq;
-                *old = (Released) { wd, seq };
-                t->released_head = (t->released_head + 1) % WATCH_TABLE_RELEASED_MAX;
-        } else
-                t->released_ring[t->released_n++] = (Released) { wd, seq };
-        g_hash_table_insert(t->released, GINT_TO_POINTER(wd), GSIZE_TO_POINTER(seq));
-}
 
 /* Every wd the table removes goes through here: while jobs that may place
  * are out, one of them may have found its watch (WatchPlaced). */
 static int table_rm_wd(WatchTable *t, int wd) {
         int r = backend_rm_watch(t->backend, wd);
-        uint64_t seq = t->rm_seq + 1;
 
-        /* After the kernel's removal: a job that read the seq before may
-         * have found the watch, one that read it after cannot have. */
-        __atomic_store_n(&t->rm_seq, seq, __ATOMIC_RELEASE);
-        if (t->placing > 0)
-                released_add(t, wd, seq);
+        placed_ledger_removed(&t->ledger, wd);
         return r;
-}
-
-/* Whether the watch p's job found may have been removed since it read
- * rm_seq: its wd was, or so many were that it is not known. */
-static bool placed_gone(const WatchTable *t, const WatchPlaced *p) {
-        gpointer seq;
-
-        if (t->released && g_hash_table_lookup_extended(t->released, GINT_TO_POINTER(p->wd), NULL, &seq) &&
-            GPOINTER_TO_SIZE(seq) > p->rm_seq)
-                return true;
-        return t->released_forgot > p->rm_seq;
 }
 
 /* Both maps are sets of Watch pointers (ptr_set.h: 8 bytes a slot) hashed
@@ -173,28 +118,6 @@ static void link_free(WatchLink *l) {
         free(l);
 }
 
-void watch_link_set_access(WatchLink *l, bool denied, bool checking) {
-        bool was = l->denied || l->checking, is = denied || checking;
-
-        l->denied = denied;
-        l->checking = checking;
-        if (was && !is)
-                l->subscription->n_blocked--;
-        else if (!was && is)
-                l->subscription->n_blocked++;
-}
-
-void watch_link_hold(WatchLink *l) {
-        assert(!l->dead);
-        l->n_holds++;
-}
-
-void watch_link_release(WatchLink *l) {
-        assert(l->n_holds > 0);
-        if (--l->n_holds == 0 && l->dead)
-                free(l);
-}
-
 int watch_table_new(Backend *backend, WatchTable **ret) {
         WatchTable *t;
 
@@ -206,6 +129,7 @@ int watch_table_new(Backend *backend, WatchTable **ret) {
         ptr_set_init(&t->by_wd, watch_wd_hash, watch_wd_equal);
         ptr_set_init(&t->by_inode, watch_inode_hash, watch_inode_equal);
         t->subscriptions = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, subscription_free);
+        placed_ledger_init(&t->ledger, stray_sweep, t);
         if (narrower_new(backend, narrow_done, t, &t->narrower) < 0) {
                 g_hash_table_destroy(t->subscriptions);
                 free(t);
@@ -213,81 +137,6 @@ int watch_table_new(Backend *backend, WatchTable **ret) {
         }
         *ret = t;
         return 0;
-}
-
-WatchLink *watch_link_next(WatchLink *l) {
-        if (l->children)
-                return l->children;
-        for (; l->parent; l = l->parent)
-                if (l->sib_next)
-                        return l->sib_next;
-        return NULL;
-}
-
-WatchLink *watch_link_child(WatchLink *l, const char *name, size_t name_len) {
-        LIST_FOREACH(sib, c, l->children)
-                if (strncmp(c->name, name, name_len) == 0 && c->name[name_len] == '\0')
-                        return c;
-        return NULL;
-}
-
-int watch_link_path(const WatchLink *l, char *buf, size_t size) {
-        size_t end = size, tl;
-        const char *top;
-
-        /* Right to left: each name and its "/", then the top's absolute path
-         * (a root link's is its subscription's path). */
-        for (; l->parent; l = l->parent) {
-                size_t n = strlen(l->name);
-
-                if (n + 1 >= end)
-                        return -ENAMETOOLONG;
-                end -= n;
-                memcpy(buf + end, l->name, n);
-                buf[--end] = '/';
-        }
-        top = watch_link_is_root(l) ? l->subscription->path : l->name;
-        tl = end < size ? path_prefix_len(top) : strlen(top);
-        if (tl + (size - end) >= size)
-                return -ENAMETOOLONG;
-        memmove(buf + tl, buf + end, size - end);
-        memcpy(buf, top, tl);
-        tl += size - end;
-        buf[tl] = '\0';
-        return (int) tl;
-}
-
-const char *watch_link_get_path(const WatchLink *l, char *buf) {
-        if (!l->parent)
-                return watch_link_is_root(l) ? l->subscription->path : l->name;
-        return watch_link_path(l, buf, PATH_MAX) < 0 ? NULL : buf;
-}
-
-WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name, size_t name_len) {
-        assert(l->parent && new_parent->subscription == l->subscription);
-        if (malloc_usable_size(l) < WATCH_LINK_SIZE(name_len)) {
-                WatchLink *n = malloc(WATCH_LINK_SIZE(name_len));
-
-                if (!n)
-                        return NULL;
-                SLIST_REMOVE(watch, l->watch->links, l);
-                LIST_REMOVE(sib, l->parent->children, l);
-                *n = *l;
-                SLIST_PREPEND(watch, n->watch->links, n);
-                LIST_PREPEND(sib, n->parent->children, n);
-                LIST_FOREACH(sib, c, n->children)
-                        c->parent = n;
-                free(l);
-                l = n;
-        }
-
-        /* Out of its old parent's children, into the new one's. */
-        LIST_REMOVE(sib, l->parent->children, l);
-        l->parent = new_parent;
-        LIST_PREPEND(sib, new_parent->children, l);
-        memcpy(l->name, name, name_len);
-        l->name[name_len] = '\0';
-        return l;
 }
 
 /* Frees every link of s without telling the kernel (watch_table_free). */
@@ -331,11 +180,7 @@ WatchTable *watch_table_free(WatchTable *t) {
         PTR_SET_FOREACH(w, &t->by_wd)
                 watch_free(w);
         ptr_set_done(&t->by_wd);
-        if (t->strays)
-                g_array_unref(t->strays);
-        if (t->released)
-                g_hash_table_destroy(t->released);
-        free(t->released_ring);
+        placed_ledger_done(&t->ledger);
         free(t);
         return NULL;
 }
@@ -524,7 +369,7 @@ void watch_table_place(WatchTable *t, int fd, const struct stat *st, uint32_t ma
                 .ino = st->st_ino,
                 .mask = mask,
                 .seq = narrower_seq(),
-                .rm_seq = __atomic_load_n(&t->rm_seq, __ATOMIC_ACQUIRE),
+                .rm_seq = placed_ledger_seq(&t->ledger),
         };
         ret->r = backend_add_watch_any_thread(t->backend, fd, mask | IN_MASK_CREATE, &ret->wd);
         ret->created = ret->r >= 0;
@@ -536,16 +381,12 @@ void watch_table_set_placed(WatchTable *t, WatchPlaced *p) {
         t->placed = p && p->valid ? p : NULL;
 }
 
-/* Removes the strays no link took since. */
-static void strays_sweep(WatchTable *t) {
-        for (guint i = 0; t->strays && i < t->strays->len; i++) {
-                int wd = g_array_index(t->strays, int, i);
+/* PlacedSweep: a stray no link took since is removed. */
+static void stray_sweep(int wd, void *userdata) {
+        WatchTable *t = userdata;
 
-                if (!watch_table_get_watch(t, wd))
-                        (void) table_rm_wd(t, wd);
-        }
-        if (t->strays)
-                g_array_set_size(t->strays, 0);
+        if (!watch_table_get_watch(t, wd))
+                (void) table_rm_wd(t, wd);
 }
 
 void watch_table_placed_done(WatchTable *t, WatchPlaced *p) {
@@ -554,29 +395,15 @@ void watch_table_placed_done(WatchTable *t, WatchPlaced *p) {
         if (!p->valid || p->r < 0)
                 return;
         p->valid = false;
-        if (watch_table_get_watch(t, p->wd))
-                return; /* a link's, or one the loop had */
-        if (!t->strays)
-                t->strays = g_array_new(FALSE, FALSE, sizeof(int));
-        g_array_append_val(t->strays, p->wd);
-        if (t->strays->len > WATCH_TABLE_STRAYS_MAX)
-                strays_sweep(t); /* a job that found one of them gets -WATCHD_E_PLACED_GONE */
+        if (!watch_table_get_watch(t, p->wd)) /* not a link's, nor one the loop had */
+                placed_ledger_stray(&t->ledger, p->wd);
 }
 
 void watch_table_placing(WatchTable *t, bool begin) {
-        if (begin) {
-                t->placing++;
-                return;
-        }
-        assert(t->placing > 0);
-        if (--t->placing > 0)
-                return;
-        strays_sweep(t);
-        /* No job out: none can have found a watch removed so far. */
-        if (t->released)
-                g_hash_table_remove_all(t->released);
-        t->released_n = t->released_head = 0;
-        t->released_forgot = 0;
+        if (begin)
+                placed_ledger_begin(&t->ledger);
+        else
+                placed_ledger_end(&t->ledger);
 }
 
 /* watch_get() with the watch a job placed (WatchPlaced in watch_table.h).
@@ -609,7 +436,7 @@ static int watch_get_placed(WatchTable *t, WatchPlaced *p, const struct stat *st
                         watch_make_stale(t, w);
                 /* A watch the loop removed since the job placed it is gone (one it
                  * found, or one it made that another job found and no link took). */
-                if (placed_gone(t, p))
+                if (placed_ledger_gone(&t->ledger, p->wd, p->rm_seq))
                         return -WATCHD_E_PLACED_GONE;
                 r = watch_new(t, p->wd, st, p->mask, &w);
                 if (r < 0)

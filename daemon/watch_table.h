@@ -221,19 +221,10 @@ typedef struct WatchPlaced {
         ino_t ino;
         uint32_t mask;   /* what it added */
         uint64_t seq;    /* narrower_seq() before the add */
-        uint64_t rm_seq; /* the table's removals before the add (watch_table.c) */
+        uint64_t rm_seq; /* the table's removals before the add (watch_placed.h) */
         bool used;       /* set by the table: a link used it */
         bool lost;       /* set by the table: events of it may be lost (see above) */
 } WatchPlaced;
-
-/* Bounds of what the placing jobs out keep: past WATCH_TABLE_STRAYS_MAX the
- * strays are removed at once (and count as released); the last
- * WATCH_TABLE_RELEASED_MAX removals are kept, and a watch placed before an
- * older one was made counts as gone (if the loop does not know it). So a
- * job that never ends (its file system stopped) costs the others nothing:
- * what counts is the removals since each one's own add. */
-#define WATCH_TABLE_STRAYS_MAX   1024u
-#define WATCH_TABLE_RELEASED_MAX 4096u
 
 /* Whether the backend can place from a worker (IN_MASK_ADD, IN_MASK_CREATE). */
 bool watch_table_can_place(const WatchTable *t);

@@ -22,7 +22,7 @@
 #include "backend.h"
 #include "fswork.h"
 
-#define FAKE_WATCHES_MAX 8192 /* wds are not reused: past WATCH_TABLE_RELEASED_MAX removals */
+#define FAKE_WATCHES_MAX 8192 /* wds are not reused: past PLACED_RELEASED_MAX removals */
 
 typedef struct FakeWatch {
         dev_t dev;

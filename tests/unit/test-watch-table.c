@@ -21,6 +21,7 @@
 #include "fake-backend.h"
 #include "moves.h"
 #include "watch_narrow.h"
+#include "watch_placed.h"
 #include "watch_table.h"
 
 typedef struct Fixture {
@@ -627,12 +628,12 @@ static void stray_job(Fixture *f, const char *dir, unsigned i) {
         watch_table_placing(f->t, false);
 }
 
-/* Past WATCH_TABLE_STRAYS_MAX strays kept while jobs are out, they are
+/* Past PLACED_STRAYS_MAX strays kept while jobs are out, they are
  * removed at once, not when the last job is done: a job still out that
  * found one of them gets -WATCHD_E_PLACED_GONE at its link. At the limit
  * they are all kept, and a job that found one links it. */
 static void test_placed_strays_max(Fixture *f, gconstpointer data) {
-        unsigned n = WATCH_TABLE_STRAYS_MAX - 1; /* with a's and b's, one past the limit */
+        unsigned n = PLACED_STRAYS_MAX - 1; /* with a's and b's, one past the limit */
         char *dir = make_files(f, n);
         Subscription *sb = NULL, *sa = NULL;
         WatchPlaced pa, fa, pb, fb;
@@ -657,8 +658,8 @@ static void test_placed_strays_max(Fixture *f, gconstpointer data) {
         for (unsigned i = 0; i < n - 1; i++)
                 stray_job(f, dir, i);
 
-        /* WATCH_TABLE_STRAYS_MAX strays: all kept, FB links b's. */
-        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, WATCH_TABLE_STRAYS_MAX);
+        /* PLACED_STRAYS_MAX strays: all kept, FB links b's. */
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, PLACED_STRAYS_MAX);
         g_assert_cmpint(sub_placed(f, f->b, IN_DELETE, &fb, &sb), ==, 0);
         watch_table_placing(f->t, false);
         g_assert_cmpint(sb->links->watch->wd, ==, pb.wd);
@@ -689,7 +690,7 @@ static void remove_b(Fixture *f, unsigned n) {
         g_assert_cmpuint(f->fake->n_rm - rms, ==, n);
 }
 
-/* The table keeps the last WATCH_TABLE_RELEASED_MAX removals made while
+/* The table keeps the last PLACED_RELEASED_MAX removals made while
  * jobs are out; a watch placed before an older one counts as gone
  * (-WATCHD_E_PLACED_GONE) if the loop does not know it, though the kernel
  * may still have it. What counts is the removals since each job's own add:
@@ -708,8 +709,8 @@ static void test_placed_released_full(Fixture *f, gconstpointer data) {
         g_assert_true(pa.created && pd.created);
         g_assert_false(fa.created || fd.created);
 
-        /* WATCH_TABLE_RELEASED_MAX removals since the adds, none of their wds: all kept, a's links. */
-        remove_b(f, WATCH_TABLE_RELEASED_MAX);
+        /* PLACED_RELEASED_MAX removals since the adds, none of their wds: all kept, a's links. */
+        remove_b(f, PLACED_RELEASED_MAX);
         g_assert_cmpint(sub_placed(f, f->a, IN_DELETE, &fa, &sa), ==, 0);
         g_assert_cmpint(sa->links->watch->wd, ==, pa.wd);
 

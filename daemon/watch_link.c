@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * watch_link - what a link of the watch table is on its own: its place in
+ * its subscription's tree (the next in walk order, a child by name, a move
+ * under another parent), its path, the holds that keep a dead one
+ * allocated, and whether its directory's access is denied or being checked.
+ * Declared in watch_table.h with the rest of the table, whose links these
+ * are; split out of watch_table.c, which makes and removes them. None of it
+ * touches a kernel watch.
+ */
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "list.h"
+#include "path.h"
+#include "watch_table.h"
+
+void watch_link_set_access(WatchLink *l, bool denied, bool checking) {
+        bool was = l->denied || l->checking, is = denied || checking;
+
+        l->denied = denied;
+        l->checking = checking;
+        if (was && !is)
+                l->subscription->n_blocked--;
+        else if (!was && is)
+                l->subscription->n_blocked++;
+}
+
+void watch_link_hold(WatchLink *l) {
+        assert(!l->dead);
+        l->n_holds++;
+}
+
+void watch_link_release(WatchLink *l) {
+        assert(l->n_holds > 0);
+        if (--l->n_holds == 0 && l->dead)
+                free(l);
+}
+
+WatchLink *watch_link_next(WatchLink *l) {
+        if (l->children)
+                return l->children;
+        for (; l->parent; l = l->parent)
+                if (l->sib_next)
+                        return l->sib_next;
+        return NULL;
+}
+
+WatchLink *watch_link_child(WatchLink *l, const char *name, size_t name_len) {
+        LIST_FOREACH(sib, c, l->children)
+                if (strncmp(c->name, name, name_len) == 0 && c->name[name_len] == '\0')
+                        return c;
+        return NULL;
+}
+
+int watch_link_path(const WatchLink *l, char *buf, size_t size) {
+        size_t end = size, tl;
+        const char *top;
+
+        /* Right to left: each name and its "/", then the top's absolute path
+         * (a root link's is its subscription's path). */
+        for (; l->parent; l = l->parent) {
+                size_t n = strlen(l->name);
+
+                if (n + 1 >= end)
+                        return -ENAMETOOLONG;
+                end -= n;
+                memcpy(buf + end, l->name, n);
+                buf[--end] = '/';
+        }
+        top = watch_link_is_root(l) ? l->subscription->path : l->name;
+        tl = end < size ? path_prefix_len(top) : strlen(top);
+        if (tl + (size - end) >= size)
+                return -ENAMETOOLONG;
+        memmove(buf + tl, buf + end, size - end);
+        memcpy(buf, top, tl);
+        tl += size - end;
+        buf[tl] = '\0';
+        return (int) tl;
+}
+
+const char *watch_link_get_path(const WatchLink *l, char *buf) {
+        if (!l->parent)
+                return watch_link_is_root(l) ? l->subscription->path : l->name;
+        return watch_link_path(l, buf, PATH_MAX) < 0 ? NULL : buf;
+}
+
+WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name, size_t name_len) {
+        assert(l->parent && new_parent->subscription == l->subscription);
+        if (malloc_usable_size(l) < WATCH_LINK_SIZE(name_len)) {
+                WatchLink *n = malloc(WATCH_LINK_SIZE(name_len));
+
+                if (!n)
+                        return NULL;
+                SLIST_REMOVE(watch, l->watch->links, l);
+                LIST_REMOVE(sib, l->parent->children, l);
+                *n = *l;
+                SLIST_PREPEND(watch, n->watch->links, n);
+                LIST_PREPEND(sib, n->parent->children, n);
+                LIST_FOREACH(sib, c, n->children)
+                        c->parent = n;
+                free(l);
+                l = n;
+        }
+
+        /* Out of its old parent's children, into the new one's. */
+        LIST_REMOVE(sib, l->parent->children, l);
+        l->parent = new_parent;
+        LIST_PREPEND(sib, new_parent->children, l);
+        memcpy(l->name, name, name_len);
+        l->name[name_len] = '\0';
+        return l;
+}
