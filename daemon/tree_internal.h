@@ -179,10 +179,22 @@ int tree_walk_start_in_worker(TreeWalk *w, Subscription *s);
 int tree_walk_go_on_in_worker(TreeWalk *w, Subscription *s);
 int tree_walk_below_in_worker(TreeWalk *w, Subscription *s, int fd);
 void tree_jobs_free(Tree *t);
+
+/* tree_unread.c: the names the kernel reported in a directory a reporting
+ * walk linked and has not read yet (Tree.unread). */
 /* Whether the kernel reported name in f's directory since a job linked it. */
 bool tree_unread_noted(Tree *t, const Frame *f, const char *name);
 /* A frame's keys in Tree.unread let go of (tree_frame_done()). */
 void tree_unread_drop(Tree *t, Frame *f);
+/* link's key in Tree.unread, noting from now on (a reference), or NULL
+ * (no memory, too long a path: then nothing is noted for it). */
+char *tree_unread_ref(Tree *t, uint32_t id, WatchLink *link);
+/* *key's reference let go of (NULL after). */
+void tree_unread_unref(Tree *t, char **key);
+/* f, just linked by a reporting walk's job, noted from now on (Frame.unread). */
+void tree_unread_add(Tree *t, uint32_t id, Frame *f);
+/* Whether name was noted under key after since. */
+bool tree_unread_noted_since(Tree *t, const char *key, uint64_t since, const char *name);
 /* The frames a job took from its walk. */
 GArray *tree_job_frames(WalkJob *j);
 

@@ -359,113 +359,6 @@ static void walk_job_run(void *data) {
         }
 }
 
-static char *unread_key(uint32_t id, const char *dir) {
-        return g_strdup_printf("%" PRIu32 ":%.*s", id, (int) path_prefix_len(dir), dir);
-}
-
-/* What the kernel reported in a directory, for the frames that look (Frame.unread, Frame.told). */
-typedef struct Unread {
-        unsigned n_ref;
-        GHashTable *names; /* name -> Tree.unread_seq of its last note */
-} Unread;
-
-static void unread_free(gpointer p) {
-        Unread *u = p;
-
-        g_hash_table_destroy(u->names);
-        free(u);
-}
-
-/* link's key in Tree.unread, noting from now on (a reference), or NULL
- * (no memory, too long a path: then nothing is noted for it). */
-static char *unread_ref(Tree *t, uint32_t id, WatchLink *link) {
-        char pathbuf[PATH_MAX];
-        const char *path = watch_link_get_path(link, pathbuf);
-        Unread *u;
-        char *key;
-
-        if (!path)
-                return NULL;
-        if (!t->unread)
-                t->unread = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, unread_free);
-        key = unread_key(id, path);
-        u = g_hash_table_lookup(t->unread, key);
-        if (!u) {
-                u = calloc(1, sizeof(Unread));
-                if (!u) {
-                        free(key);
-                        return NULL;
-                }
-                u->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-                g_hash_table_insert(t->unread, g_strdup(key), u);
-        }
-        u->n_ref++;
-        return key;
-}
-
-static void unread_unref(Tree *t, char **key) {
-        Unread *u;
-
-        if (!*key)
-                return;
-        u = t->unread ? g_hash_table_lookup(t->unread, *key) : NULL;
-        if (u && --u->n_ref == 0)
-                g_hash_table_remove(t->unread, *key);
-        free(*key);
-        *key = NULL;
-}
-
-static GHashTable *unread_names(Tree *t, const char *key) {
-        Unread *u = key && t->unread ? g_hash_table_lookup(t->unread, key) : NULL;
-
-        return u ? u->names : NULL;
-}
-
-/*
- * f, just linked by a reporting walk's job, is read by a later job: what
- * the kernel reports created in it meanwhile (its watch is placed) is read
- * from the kernel queue before that job's read is reported, so it is noted
- * (tree_unread_note()) and not reported by the scan again. Without a key
- * (no memory, too long a path) a name may be reported twice, never lost.
- */
-static void unread_add(Tree *t, uint32_t id, Frame *f) {
-        f->unread = unread_ref(t, id, f->link);
-        f->unread_since = t->unread_seq;
-}
-
-/* Whether name was noted under key after since. */
-static bool unread_noted(Tree *t, const char *key, uint64_t since, const char *name) {
-        GHashTable *names = unread_names(t, key);
-
-        return names && GPOINTER_TO_SIZE(g_hash_table_lookup(names, name)) > since;
-}
-
-void tree_unread_note(Tree *t, const Subscription *s, const char *dir, uint32_t mask, const char *name, size_t name_len) {
-        g_autofree char *key = NULL;
-        GHashTable *names;
-
-        /* Every name the kernel told of since the link: its records tell its
-         * story. A name that was there before and went (IN_DELETE, IN_MOVED_FROM)
-         * too: the job may have read it before it went, and its IN_CREATE,
-         * reported after the kernel's record, would bring it back. */
-        if (!t->unread || g_hash_table_size(t->unread) == 0 || !name || !(s->flags & WATCHD_FLAG_RECURSIVE) ||
-            !(mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)))
-                return;
-        key = unread_key(s->id, dir);
-        names = unread_names(t, key);
-        if (names)
-                g_hash_table_insert(names, g_strndup(name, name_len), GSIZE_TO_POINTER(++t->unread_seq));
-}
-
-bool tree_unread_noted(Tree *t, const Frame *f, const char *name) {
-        return unread_noted(t, f->unread, f->unread_since, name);
-}
-
-void tree_unread_drop(Tree *t, Frame *f) {
-        unread_unref(t, &f->unread);
-        unread_unref(t, &f->told);
-}
-
 /* What a job read of f's directory (a reporting walk's): reported as
  * IN_CREATE, but the names the kernel reported in it since it was linked. */
 static void job_report(Tree *t, TreeWalk *w, Subscription *s, Frame *f) {
@@ -516,7 +409,7 @@ static int job_link(TreeWalk *w, Subscription *s, Frame *f, JobChild *c, GArray 
          * name now, and linked under this one it would keep a name it no
          * longer has. The records of the name link what is there (as they
          * do for a name the job never saw). */
-        if (unread_noted(t, f->told, f->told_since, c->name)) {
+        if (tree_unread_noted_since(t, f->told, f->told_since, c->name)) {
                 tree_dir_close(t, c->fd, &d);
                 return 0;
         }
@@ -558,7 +451,7 @@ static int job_link(TreeWalk *w, Subscription *s, Frame *f, JobChild *c, GArray 
                                    .path_len = f->path_len + 1 + nl,
                            }));
         if (w->synthesize)
-                unread_add(t, w->id, &g_array_index(pushed, Frame, pushed->len - 1));
+                tree_unread_add(t, w->id, &g_array_index(pushed, Frame, pushed->len - 1));
         return 0;
 }
 
@@ -670,7 +563,7 @@ static void walk_job_done(void *data, int error) {
                 f->entries = NULL;
                 f->entries_len = 0;
                 if (f->read)
-                        unread_unref(t, &f->unread);
+                        tree_unread_unref(t, &f->unread);
         }
         if (applied)
                 holds_apply_end(t->holds, previous);
@@ -737,7 +630,7 @@ static void walk_job_done(void *data, int error) {
         for (guint i = 0; i < j->frames->len; i++) {
                 Frame *f = &g_array_index(j->frames, Frame, i);
 
-                unread_unref(t, &f->told);
+                tree_unread_unref(t, &f->told);
                 if (f->closed)
                         tree_frame_done(t, f);
                 else
@@ -817,7 +710,7 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
         for (guint i = 0; i < j->frames->len; i++) {
                 Frame *f = &g_array_index(j->frames, Frame, i);
 
-                f->told = unread_ref(t, w->id, f->link);
+                f->told = tree_unread_ref(t, w->id, f->link);
                 f->told_since = t->unread_seq;
                 if (!f->cross)
                         j->place = j->place || tree_may_stop(t, f->link); /* one file system */
@@ -831,7 +724,7 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
         r = fswork_submit(t->fswork, dev, &s->owner->caller, walk_job_run, walk_job_done, j);
         if (r < 0) {
                 for (guint i = 0; i < j->frames->len; i++)
-                        unread_unref(t, &g_array_index(j->frames, Frame, i).told);
+                        tree_unread_unref(t, &g_array_index(j->frames, Frame, i).told);
                 job_unannounce(t, j);
                 g_array_append_vals(w->frames, j->frames->data, j->frames->len);
                 job_free(j);
