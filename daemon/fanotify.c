@@ -183,8 +183,10 @@ static const char *sub_dir_path(const FanSub *x, const FanDir *d, char *buf) {
 /*
  * Appends to targets, for every subscription served here whose tree holds
  * directory d, whose owner may read it and that asks for one of masks, a
- * record of each of masks (n of them, in order). The directory's path is
- * built once a subscription; the first of its records owns the copy.
+ * record of each of masks (n of them, in order), about name in d; without
+ * a name, about d itself, for the subscriptions rooted on d. The
+ * directory's path is built once a subscription; the first of its records
+ * owns the copy.
  */
 static void collect(Fanotify *f, FanFs *fs, FanDir *d, const uint32_t *masks, size_t n, uint32_t cookie,
                     const char *name, size_t name_len, GArray *targets) {
@@ -194,7 +196,9 @@ static void collect(Fanotify *f, FanFs *fs, FanDir *d, const uint32_t *masks, si
         for (size_t i = 0; i < n; i++)
                 any |= masks[i];
         any &= ~(uint32_t) IN_ISDIR;
-        for (FanDir *a = d; a; a = a->parent)
+        /* Without a name: d's own event, for the subscriptions rooted on d
+         * alone (above them it is an entry of d's parent). */
+        for (FanDir *a = d; a; a = name ? a->parent : NULL)
                 for (FanSub *x = a->roots; x; x = x->root_next) {
                         const char *dir;
                         char *copy;
@@ -308,29 +312,24 @@ static void handle_entry(Fanotify *f, const FanRawEvent *ev, bool own, GArray *t
                                 "dropping it.",
                                 (uint64_t) ev->mask);
         if (!own && e->name && d) {
-                const char *name = e->name;
-                size_t name_len = e->name_len;
-                FanDir *where = d;
+                uint32_t masks[ELEMENTSOF(event_order)];
+                size_t n = 0;
 
-                /* About a directory itself: reported in its parent, under its
-                 * name, as inotify reports it to the parent's watch; not for a
-                 * subscription rooted on it (its root link has it). */
-                if (self) {
-                        where = d->parent;
-                        name = d->name;
-                        name_len = strlen(d->name);
+                for (size_t i = 0; i < ELEMENTSOF(event_order); i++)
+                        if (ev->mask & event_order[i].fan)
+                                masks[n++] = event_order[i].in | isdir;
+                if (!self)
+                        collect(f, fs, d, masks, n, 0, e->name, e->name_len, targets);
+                else {
+                        /* About a directory itself: for a subscription rooted on
+                         * it, its own event, as inotify reports it to a watch of
+                         * the directory (the root's watch does not ask for it:
+                         * watch_table.c); above, an entry of its parent, under
+                         * its name, as inotify reports it to the parent's watch. */
+                        collect(f, fs, d, masks, n, 0, NULL, 0, targets);
+                        if (d->parent)
+                                collect(f, fs, d->parent, masks, n, 0, d->name, strlen(d->name), targets);
                 }
-                if (where) {
-                        uint32_t masks[ELEMENTSOF(event_order)];
-                        size_t n = 0;
-
-                        for (size_t i = 0; i < ELEMENTSOF(event_order); i++)
-                                if (ev->mask & event_order[i].fan)
-                                        masks[n++] = event_order[i].in | isdir;
-                        collect(f, fs, where, masks, n, 0, name, name_len, targets);
-                }
-                /* Above, the subscriptions rooted on d itself were not
-                 * reached (where is its parent): nothing to skip. */
                 deliver_targets(f, targets, now);
         }
         if (isdir && ev->has_object) {

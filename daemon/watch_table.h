@@ -40,9 +40,6 @@ typedef struct Client Client;
 
 /* What a RECURSIVE subscription needs on each directory to follow its tree. */
 #define WATCH_TREE_BITS (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO)
-/* What a directory reports of itself, with no name, on its own watch. */
-#define WATCH_SELF_BITS \
-        (IN_ACCESS | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_OPEN | IN_DELETE_SELF)
 /* What a pending subscription needs on each existing directory of its path:
  * a component appearing (the deepest) or going away (the others). */
 #define WATCH_PENDING_BITS (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE)
@@ -154,8 +151,9 @@ int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const ch
                           Account *account, uint32_t mask, uint32_t flags, Subscription **ret);
 
 /* The same for a RECURSIVE subscription whose tree fanotify follows
- * (fanotify.h): its root link asks the kernel only for what the root
- * reports of itself (WATCH_SELF_BITS that s asks for, and IN_DELETE_SELF). */
+ * (fanotify.h): its root link asks the kernel only for what the mark does
+ * not report, IN_DELETE_SELF and the IN_MOVE_SELF s asks for (the root's
+ * other events come from the mark, as the directory's own). */
 int watch_table_subscribe_fanotify(WatchTable *t, int fd, const struct stat *st, const char *path, Client *owner,
                                    Account *account, uint32_t mask, uint32_t flags, Subscription **ret);
 

@@ -19,12 +19,16 @@
  * bottom, each entry reported exactly once; a nobody client told no name it
  * could not list, and told again when a chmod lets it; watchd's own doings
  * (its durable journal on the same file system) never reported; a queue
- * overflow as Overflow; nested and shared subscriptions, the mark going with
+ * overflow as Overflow; the root's own events from the mark, each once, its
+ * inotify watch asking for nothing the mark reports (else every event in
+ * the root was read twice), also when a subscription on inotify widens it;
+ * nested and shared subscriptions, the mark going with
  * the last; the root's deletion; ONESHOT; where inotify serves instead (a
  * mount below the root, no helper), and tree_backend = fanotify without a
  * helper stopping watchd at start.
  */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
@@ -802,6 +806,125 @@ static void test_own_events(Fixture *f, gconstpointer data) {
         g_assert_true(watchd_inotify_call_remove_durable_sync(f->proxy, "d", NULL, &error));
 }
 
+/* ---------------------------------------------------------------- the root's own events */
+
+/* The event bits of watchd's inotify watches, or'ed (/proc/PID/fdinfo). */
+static guint32 kernel_masks(Fixture *f) {
+        g_autofree char *dir = g_strdup_printf("/proc/%d/fdinfo", (int) wt_process_pid(f->daemon->process));
+        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+        const char *n;
+        guint32 m = 0;
+
+        g_assert_nonnull(d);
+        while ((n = g_dir_read_name(d))) {
+                g_autofree char *p = g_build_filename(dir, n, NULL), *text = NULL;
+
+                if (!g_file_get_contents(p, &text, NULL, NULL))
+                        continue;
+                for (const char *l = strstr(text, "inotify wd:"); l; l = strstr(l + 1, "inotify wd:")) {
+                        const char *mk = strstr(l, " mask:");
+
+                        if (mk)
+                                m |= (guint32) strtoul(mk + strlen(" mask:"), NULL, 16);
+                }
+        }
+        return m & IN_ALL_EVENTS;
+}
+
+/* The records of id from the from'th on with this path and all of mask's bits. */
+static guint count_id(WtCollector *c, guint from, guint32 id, const char *path, guint32 mask) {
+        guint n = 0;
+
+        for (guint i = from; i < c->records->len; i++) {
+                WtRecord *r = wt_collector_record(c, i);
+
+                if (r->id == id && strcmp(r->path, path) == 0 && (r->mask & mask) == mask)
+                        n++;
+        }
+        return n;
+}
+
+/* Awaits a record of id, from the from'th on, with this path and all of mask's bits. */
+static void await_id(WtCollector *c, guint from, guint32 id, const char *path, guint32 mask) {
+        gint64 end = g_get_monotonic_time() + TIMEOUT_MS * G_GINT64_CONSTANT(1000);
+
+        while (count_id(c, from, id, path, mask) == 0) {
+                if (g_get_monotonic_time() >= end)
+                        g_error("No record 0x%x %s for subscription %u", mask, path, id);
+                (void) wt_await_records(c, c->records->len + 1, 100);
+        }
+}
+
+/* The root opened and closed, its mode changed, a file made in it, each
+ * awaited (for ids[0..n)) before the next, then a sentinel done: each of
+ * the root's own events, and the file's close, once for each id. (Not a
+ * listing: each getdents() is an IN_ACCESS, merged or not as the reader
+ * keeps up.) */
+static void root_once(Fixture *f, const guint32 *ids, size_t n, const char *file, const char *done) {
+        const guint32 own[] = { IN_OPEN, IN_CLOSE_NOWRITE, IN_ATTRIB };
+        guint from = f->a.records->len;
+        struct stat st;
+        int fd;
+
+        g_assert_cmpint(stat(f->root, &st), ==, 0);
+        fd = open(f->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        for (size_t k = 0; k < n; k++)
+                await_id(&f->a, from, ids[k], f->root, IN_OPEN | IN_ISDIR);
+        g_assert_cmpint(close(fd), ==, 0);
+        for (size_t k = 0; k < n; k++)
+                await_id(&f->a, from, ids[k], f->root, IN_CLOSE_NOWRITE | IN_ISDIR);
+        g_assert_cmpint(chmod(f->root, (st.st_mode & 07777) ^ 0050), ==, 0);
+        for (size_t k = 0; k < n; k++)
+                await_id(&f->a, from, ids[k], f->root, IN_ATTRIB | IN_ISDIR);
+        wt_touch(file);
+        for (size_t k = 0; k < n; k++)
+                await_id(&f->a, from, ids[k], file, IN_CLOSE_WRITE);
+        wt_touch(done);
+        for (size_t k = 0; k < n; k++)
+                await_id(&f->a, from, ids[k], done, IN_CLOSE_WRITE);
+        for (size_t k = 0; k < n; k++) {
+                for (size_t i = 0; i < G_N_ELEMENTS(own); i++)
+                        g_assert_cmpuint(count_id(&f->a, from, ids[k], f->root, own[i]), ==, 1);
+                g_assert_cmpuint(count_id(&f->a, from, ids[k], file, IN_CLOSE_WRITE), ==, 1);
+                g_assert_cmpuint(count_id(&f->a, from, ids[k], file, IN_CREATE), ==, 1);
+        }
+}
+
+/*
+ * The root's own events come from the mark, each once, and its inotify
+ * watch asks only for what the mark does not report: not the bits a
+ * directory's watch also gets for every entry in it, each of which was read
+ * twice before (from the inotify fd and from the group) and woke the loop
+ * on the inotify fd. An inotify subscription on the same root widens the
+ * watch: still once each, for both.
+ */
+static void test_root_own(Fixture *f, gconstpointer data) {
+        g_autofree char *file = at(f, "file"), *file2 = at(f, "file2"), *done = at(f, "done"), *done2 = at(f, "done2");
+        guint32 ids[2];
+        gint64 end;
+
+        if (!f->ok)
+                return;
+        ids[0] = wt_add_watch(f->proxy, f->root, ALL, WATCHD_FLAG_RECURSIVE, NULL);
+        g_assert_cmphex(listed_flags(f->proxy, ids[0]), ==, WATCHD_FLAG_RECURSIVE | WATCHD_FLAG_FANOTIFY);
+        g_assert_cmphex(kernel_masks(f), ==, IN_DELETE_SELF);
+        root_once(f, ids, 1, file, done);
+
+        /* Widened by a subscription inotify serves: nothing twice to either. */
+        ids[1] = wt_add_watch(f->proxy, f->root, ALL, 0, NULL);
+        g_assert_cmphex(listed_flags(f->proxy, ids[1]), ==, 0);
+        g_assert_cmphex(kernel_masks(f), ==, ALL);
+        root_once(f, ids, 2, file2, done2);
+
+        /* Narrowed again when it goes. */
+        g_assert_true(watchd_inotify_call_remove_watch_sync(f->proxy, ids[1], NULL, NULL));
+        end = g_get_monotonic_time() + TIMEOUT_MS * G_GINT64_CONSTANT(1000);
+        while (kernel_masks(f) != IN_DELETE_SELF && g_get_monotonic_time() < end)
+                g_usleep(10000);
+        g_assert_cmphex(kernel_masks(f), ==, IN_DELETE_SELF);
+}
+
 /* ---------------------------------------------------------------- overflow */
 
 static void test_overflow(Fixture *f, gconstpointer data) {
@@ -1040,6 +1163,8 @@ int main(int argc, char **argv) {
         g_test_add("/fanotify/ext4/mkdir-p", Fixture, "ext4", fixture_setup, test_mkdir_p, fixture_teardown);
         g_test_add("/fanotify/ext4/permission", Fixture, "ext4", fixture_setup, test_permission, fixture_teardown);
         g_test_add("/fanotify/ext4/own-events", Fixture, "ext4", NULL, test_own_events, fixture_teardown);
+        g_test_add("/fanotify/ext4/root-own", Fixture, "ext4", fixture_setup, test_root_own, fixture_teardown);
+        g_test_add("/fanotify/tmpfs/root-own", Fixture, "tmpfs", fixture_setup, test_root_own, fixture_teardown);
         g_test_add("/fanotify/ext4/overflow", Fixture, "ext4", fixture_setup, test_overflow, fixture_teardown);
         g_test_add("/fanotify/ext4/nested", Fixture, "ext4", fixture_setup, test_nested, fixture_teardown);
         g_test_add("/fanotify/ext4/root-deleted", Fixture, "ext4", fixture_setup, test_root_deleted, fixture_teardown);
