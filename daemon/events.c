@@ -343,7 +343,7 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                 /* A tree fanotify follows: what happens in the root, and to
                  * it, comes from there; only what the mark does not report
                  * comes here (another subscription may have widened the watch). */
-                if (s->fanotify && (ev->name || !(ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT))))
+                if (s->fanotify && (ev->name || !(ev->mask & (WATCH_FANOTIFY_ROOT_BITS | IN_UNMOUNT))))
                         continue;
                 if (events_deliver(e, s, ev->mask, ev->cookie, dir, ev->name, ev->name_len, now) &&
                     (s->flags & WATCHD_FLAG_ONESHOT))

@@ -242,15 +242,11 @@ uint32_t watch_table_need_mask(uint32_t mask, uint32_t flags, bool is_dir, bool 
 static uint32_t need_mask(const Subscription *s, bool is_dir, bool root) {
         if (s->pending)
                 return WATCH_PENDING_BITS;
-        /* Its tree is fanotify's (fanotify.h), the root's own events too (the
-         * mark reports them as the directory's "."): the root's watch is
-         * only for what the mark does not report, its deletion (always: a
-         * mask is never empty) and its rename. Not the bits a directory's
-         * watch also gets for every entry in it (IN_OPEN, IN_CLOSE_WRITE...):
-         * each of those would be read twice, once from each queue, and the
-         * inotify fd would wake the loop at every one. */
+        /* Its tree is fanotify's (fanotify.h), the root's own events too: the
+         * root's watch asks only for what the mark does not report, and
+         * always for its deletion (a mask is never empty). */
         if (s->fanotify)
-                return (s->mask & IN_MOVE_SELF) | IN_DELETE_SELF;
+                return (s->mask & WATCH_FANOTIFY_ROOT_BITS) | IN_DELETE_SELF;
         return need_bits(s->mask, s->flags, is_dir, root, s->chain);
 }
 

@@ -40,6 +40,11 @@ typedef struct Client Client;
 
 /* What a RECURSIVE subscription needs on each directory to follow its tree. */
 #define WATCH_TREE_BITS (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO)
+/* What the root of a tree fanotify follows asks of its inotify watch: what
+ * the mark does not report (the root's other events come from the mark, as
+ * the directory's own; the bits a directory's watch also gets for each entry,
+ * IN_OPEN, IN_CLOSE_WRITE..., would be read twice). */
+#define WATCH_FANOTIFY_ROOT_BITS (IN_DELETE_SELF | IN_MOVE_SELF)
 /* What a pending subscription needs on each existing directory of its path:
  * a component appearing (the deepest) or going away (the others). */
 #define WATCH_PENDING_BITS (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE)
@@ -151,9 +156,8 @@ int watch_table_subscribe(WatchTable *t, int fd, const struct stat *st, const ch
                           Account *account, uint32_t mask, uint32_t flags, Subscription **ret);
 
 /* The same for a RECURSIVE subscription whose tree fanotify follows
- * (fanotify.h): its root link asks the kernel only for what the mark does
- * not report, IN_DELETE_SELF and the IN_MOVE_SELF s asks for (the root's
- * other events come from the mark, as the directory's own). */
+ * (fanotify.h): its root link asks the kernel only for the
+ * WATCH_FANOTIFY_ROOT_BITS s asks for, and always IN_DELETE_SELF. */
 int watch_table_subscribe_fanotify(WatchTable *t, int fd, const struct stat *st, const char *path, Client *owner,
                                    Account *account, uint32_t mask, uint32_t flags, Subscription **ret);
 
