@@ -32,6 +32,14 @@
  * worker's round trip only once in so many. */
 #define JOB_FRAMES 64u
 #define JOB_OPENS  256u
+/* A walk that reports nothing has up to WALK_JOBS jobs out: a worker reads
+ * the directories of one while the loop links what another opened. The
+ * second takes its frames from below the first's, and they come back on
+ * top of the stack, out of depth-first order; so only while the stack
+ * holds at most WALK_JOBS_FRAMES frames (each an open directory): past
+ * that, one job at a time, depth first, works the stack down again. */
+#define WALK_JOBS        4u
+#define WALK_JOBS_FRAMES (4u * JOB_OPENS)
 /* What a job's reads of a directory announce (self_events.h): its getdents64
  * calls, as many as they are. */
 #define JOB_ACCESS_MANY 65536u
@@ -101,8 +109,8 @@ struct TreeWalk {
         bool initial;    /* AddWatch's walk: a limit ends the subscription */
         bool rescan;     /* after a kernel overflow: go down the directories linked already too */
         uint64_t now;
-        GArray *frames; /* Frame, the deepest last */
-        WalkJob *job;   /* in a worker (the walk is on Tree.working) */
+        GArray *frames;           /* Frame, the deepest last */
+        WalkJob *jobs[WALK_JOBS]; /* in workers, or NULL (the walk is on Tree.working while one is out) */
         /* A reporting walk in jobs from its start: its owner's records wait
          * for it (a reference, let go of when it ends, or at the completion
          * of a job that read a directory past hold_until), or NULL. */

@@ -48,7 +48,10 @@
  * opened is closed there. Its completion links what was opened and pushes
  * those, not read: the next job reads them, after their watches are in
  * place, so nothing made in them meanwhile is missed (the order of a walk on
- * the loop). One job of a walk at a time.
+ * the loop). A walk that reports nothing has up to WALK_JOBS jobs out, on
+ * frames of its stack none of the others has: one reads in a worker while
+ * the loop links what another opened (the lane runs them one after the
+ * other); a reporting walk has one at a time, its reports in order.
  *
  * A subdirectory that is a mount point (openat2 RESOLVE_NO_XDEV says so) is
  * not opened in the job: its open waits for the file system mounted there,
@@ -487,7 +490,22 @@ static int job_cross(TreeWalk *w, Frame *f, JobCross *x, GArray *pushed) {
         return 0;
 }
 
-static int walk_submit(TreeWalk *w, Subscription *s);
+static int walk_fill(TreeWalk *w, Subscription *s);
+
+static unsigned walk_jobs_out(const TreeWalk *w) {
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < WALK_JOBS; i++)
+                n += w->jobs[i] != NULL;
+        return n;
+}
+
+/* j, completed, is no longer out. */
+static void walk_job_drop(TreeWalk *w, WalkJob *j) {
+        for (unsigned i = 0; i < WALK_JOBS; i++)
+                if (w->jobs[i] == j)
+                        w->jobs[i] = NULL;
+}
 
 /*
  * fswork_free() dropped j (-ESHUTDOWN): what only the job holds is closed.
@@ -538,10 +556,12 @@ static void walk_job_done(void *data, int error) {
         }
         t = w->tree;
         s = watch_table_get_subscription(t->table, w->id);
-        w->job = NULL;
+        walk_job_drop(w, j);
         job_unannounce(t, j);
         if (error < 0 && j->error >= 0)
                 j->error = error; /* not run: the owner's credentials could not be taken */
+        if (w->error < 0 && j->error >= 0)
+                j->error = w->error; /* another job of w failed: nothing more is linked */
         if (s && j->overflow)
                 tree_overflow(t, s);
         /* What it read is reported (a directory before what is below it,
@@ -643,18 +663,14 @@ static void walk_job_done(void *data, int error) {
         if (s && again)
                 tree_rescan(t, s);
 
+        r = s && w->error >= 0 ? walk_fill(w, s) : 0;
+        if (walk_jobs_out(w) > 0)
+                return; /* still on t->working: the last job's completion goes on */
         LIST_REMOVE(walks, t->working, w);
-        if (s && w->error >= 0) {
-                r = walk_submit(w, s);
-                if (r > 0) {
-                        LIST_APPEND(walks, t->working, w);
-                        return;
-                }
-                if (r < 0 && w->frames->len > 0) {
-                        /* No worker to be had: it goes on from the loop. */
-                        LIST_APPEND(walks, t->walks, w);
-                        return;
-                }
+        if (r < 0 && w->frames->len > 0) {
+                /* No worker to be had: it goes on from the loop. */
+                LIST_APPEND(walks, t->walks, w);
+                return;
         }
         (void) tree_walk_end(w);
 }
@@ -665,8 +681,9 @@ static dev_t frame_lane(const Frame *f) {
 }
 
 /*
- * Hands the top of w's stack to a worker. Return: 1 (w->job), 0 if nothing
- * is left to do, or an error of fswork_submit() (the frames stay).
+ * Hands the top of w's stack to a worker (a free slot of w->jobs). Return:
+ * 1, 0 if nothing is left to do, or an error of fswork_submit() (the frames
+ * stay).
  */
 static int walk_submit(TreeWalk *w, Subscription *s) {
         Tree *t = w->tree;
@@ -732,8 +749,34 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
         }
         if (j->table)
                 watch_table_placing(t->table, true);
-        w->job = j;
+        for (unsigned i = 0; i < WALK_JOBS; i++)
+                if (!w->jobs[i]) {
+                        w->jobs[i] = j;
+                        break;
+                }
         return 1;
+}
+
+/*
+ * Jobs for w while it has frames and room for them (WALK_JOBS). Return:
+ * the jobs out (w belongs on t->working), 0 if none is and nothing is left
+ * to do, or, none out, the error of walk_submit() (the frames stay).
+ */
+static int walk_fill(TreeWalk *w, Subscription *s) {
+        int r = 0;
+
+        for (;;) {
+                unsigned out = walk_jobs_out(w);
+
+                if (out > 0 && (out >= WALK_JOBS || w->synthesize || w->frames->len > WALK_JOBS_FRAMES))
+                        break;
+                r = walk_submit(w, s);
+                if (r <= 0)
+                        break;
+        }
+        if (walk_jobs_out(w) > 0)
+                return (int) walk_jobs_out(w);
+        return r;
 }
 
 /* w starts in workers (w->frames ready). Return: 1, or 0 and w goes on from the loop. */
@@ -745,7 +788,7 @@ int tree_walk_start_in_worker(TreeWalk *w, Subscription *s) {
          * step with them, and the rest goes on in workers after it
          * (tree_walk_go_on_in_worker()); or, off_loop, in a job while its
          * owner's records wait (w->hold), or with its subscription told. */
-        if (!t->fswork || (w->synthesize && !w->off_loop) || walk_submit(w, s) <= 0)
+        if (!t->fswork || (w->synthesize && !w->off_loop) || walk_fill(w, s) <= 0)
                 return 0;
         LIST_APPEND(walks, t->working, w);
         return 1;
@@ -757,7 +800,7 @@ int tree_walk_go_on_in_worker(TreeWalk *w, Subscription *s) {
         /* What it reports from here on comes after later records, as a later
          * slice's did; a job's reads keep every entry for its completion
          * to report (Frame.entries). */
-        if (!t->fswork || walk_submit(w, s) <= 0)
+        if (!t->fswork || walk_fill(w, s) <= 0)
                 return 0;
         LIST_APPEND(walks, t->working, w);
         return 1;
@@ -817,17 +860,22 @@ void tree_jobs_free(Tree *t) {
          * to it, with its fds; the links go before the table. One
          * fswork_free() dropped was discarded (job_discard()): freed here. */
         while ((w = LIST_POP(walks, t->working))) {
-                if (w->job && w->job->discarded) {
-                        /* Its completion came from fswork_free(): the frames are done here. */
-                        for (guint i = 0; i < w->job->frames->len; i++)
-                                tree_frame_done(t, &g_array_index(w->job->frames, Frame, i));
-                        job_free(w->job);
-                        w->job = NULL;
-                } else if (w->job) {
-                        for (guint i = 0; i < w->job->frames->len; i++)
-                                g_clear_pointer(&g_array_index(w->job->frames, Frame, i).link, watch_link_release);
-                        w->job->walk = NULL;
-                        w->job = NULL;
+                for (unsigned k = 0; k < WALK_JOBS; k++) {
+                        WalkJob *j = w->jobs[k];
+
+                        if (!j)
+                                continue;
+                        if (j->discarded) {
+                                /* Its completion came from fswork_free(): the frames are done here. */
+                                for (guint i = 0; i < j->frames->len; i++)
+                                        tree_frame_done(t, &g_array_index(j->frames, Frame, i));
+                                job_free(j);
+                        } else {
+                                for (guint i = 0; i < j->frames->len; i++)
+                                        g_clear_pointer(&g_array_index(j->frames, Frame, i).link, watch_link_release);
+                                j->walk = NULL;
+                        }
+                        w->jobs[k] = NULL;
                 }
                 LIST_APPEND(walks, t->walks, w);
         }

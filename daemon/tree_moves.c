@@ -68,8 +68,9 @@ static void walks_relink(Tree *t, WatchLink *old, WatchLink *new) {
                 frames_relink(w->frames, old, new);
         LIST_FOREACH(walks, w, t->working) {
                 frames_relink(w->frames, old, new);
-                if (w->job)
-                        frames_relink(tree_job_frames(w->job), old, new);
+                for (unsigned i = 0; i < WALK_JOBS; i++)
+                        if (w->jobs[i])
+                                frames_relink(tree_job_frames(w->jobs[i]), old, new);
         }
 }
 

@@ -1174,11 +1174,30 @@ static void test_recursive_past_bound(WtFixture *f, gconstpointer data) {
  * meanwhile other clients are answered and the part already watched
  * delivers its events, before AddWatch answers; then the whole tree is
  * watched. A client that leaves while its walk goes on leaves nothing. */
+/* The most fds the daemon had open, its /proc/PID/fd sampled every millisecond. */
+typedef struct FdPeak {
+        char *dir;
+        guint peak;
+} FdPeak;
+
+static gboolean fd_peak_sample(gpointer data) {
+        FdPeak *p = data;
+        g_autoptr(GDir) d = g_dir_open(p->dir, 0, NULL);
+        guint n = 0;
+
+        while (d && g_dir_read_name(d))
+                n++;
+        p->peak = MAX(p->peak, n);
+        return G_SOURCE_CONTINUE;
+}
+
 static void test_recursive_big(WtFixture *f, gconstpointer data) {
         g_autofree char *t = g_build_filename(wt_fixture_fast_dir(f), "t", NULL);
         g_autofree char *early = g_build_filename(t, "early", NULL), *late = NULL;
         AsyncAdd a = { .c = &f->a };
-        guint n = make_tree(t, 300, 99), polls = 0;
+        guint n = make_tree(t, 300, 99), polls = 0, sampler;
+        g_autofree char *fd_dir = NULL;
+        FdPeak peak = {};
         guint64 kw = 0;
         int i;
 
@@ -1199,7 +1218,18 @@ static void test_recursive_big(WtFixture *f, gconstpointer data) {
         /* The root is watched: its events come before AddWatch's answer. */
         wt_touch(early);
         wt_await_record(&f->a, early, IN_CREATE, TIMEOUT_MS);
+        /* Its jobs (up to WALK_JOBS = 4 at once, tree_internal.h) keep
+         * few directories open, however wide the tree: the frames on the
+         * walk's stack (a second job only while they are at most
+         * WALK_JOBS_FRAMES = 1024), what the jobs out opened (JOB_OPENS =
+         * 256 each), and the daemon's own fds: under 1024 + 4 * 256 + 64.
+         * Breadth first, the 300 directories of 99 would be 29,700. */
+        peak.dir = fd_dir = g_strdup_printf("/proc/%s/fd", g_subprocess_get_identifier(f->daemon->process));
+        sampler = g_timeout_add(1, fd_peak_sample, &peak);
         g_assert_true(wt_await_flag(&a.done, 600000));
+        g_source_remove(sampler);
+        g_test_message("big: at most %u fds open in the walk", peak.peak);
+        g_assert_cmpuint(peak.peak, <, 1024 + 4 * 256 + 64);
         g_assert_no_error(a.error);
         i = wt_collector_find(&f->a, early, IN_CREATE);
         if ((guint) i >= a.recs_at_reply)
