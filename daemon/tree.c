@@ -32,6 +32,7 @@
 #include <glib.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/openat2.h>
@@ -413,7 +414,7 @@ static bool walk_run(TreeWalk *w, uint64_t deadline) {
 int tree_walk_end(TreeWalk *w) {
         Tree *t = w->tree;
         Subscription *s = watch_table_get_subscription(t->table, w->id);
-        bool initial = w->initial;
+        bool initial = w->initial, worked = w->worked;
         int r = w->error;
 
         while (w->frames->len > 0)
@@ -432,6 +433,12 @@ int tree_walk_end(TreeWalk *w) {
         if (w->done)
                 w->done(w->id, r, w->userdata);
         walk_free(w);
+        /* A walk in jobs allocates in bulk (the names a job read, its
+         * children, its buffer; up to WALK_JOBS jobs at once) and has freed
+         * it all by here, in pieces malloc keeps: given back to the system
+         * once no walk is left (W3: about 0.5 MB at 10,001 directories). */
+        if (worked && !t->walks && !t->working)
+                malloc_trim(0);
         return initial ? r : 0;
 }
 

@@ -111,6 +111,7 @@ struct TreeWalk {
         uint64_t now;
         GArray *frames;           /* Frame, the deepest last */
         WalkJob *jobs[WALK_JOBS]; /* in workers, or NULL (the walk is on Tree.working while one is out) */
+        bool worked;              /* it had a job (tree_walk_end() gives back what its jobs left to malloc) */
         /* A reporting walk in jobs from its start: its owner's records wait
          * for it (a reference, let go of when it ends, or at the completion
          * of a job that read a directory past hold_until), or NULL. */

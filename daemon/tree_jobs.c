@@ -754,6 +754,7 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
                         w->jobs[i] = j;
                         break;
                 }
+        w->worked = true;
         return 1;
 }
 
