@@ -304,10 +304,21 @@ static void change(const char *dir, unsigned i) {
         }
 }
 
-/* Changes first..first+n-1 in chunks of 1000, each awaited by the live subscriber through a sentinel. */
+/*
+ * Changes first..first+n-1 in chunks of 1000, each awaited by the live
+ * subscriber through a sentinel. Under a wrapper (valgrind), chunks of 100:
+ * a chunk's 200 new directories are each probed in turn in a job while
+ * their owners' records are held, and under valgrind the last probes of
+ * 200 came past HOLD_USEC (hold.h), so both subscriptions got Overflow
+ * (durable/replay failed so, 1 run in 38 with two more at once; 1,000
+ * directories at once failed every time).
+ */
 static void changes(WtFixture *f, const char *dir, unsigned first, unsigned n) {
+        const char *wrapper = g_getenv("WATCHD_TEST_WRAPPER");
+        unsigned max_chunk = wrapper && *wrapper ? 100u : 1000u;
+
         for (unsigned done = 0; done < n;) {
-                unsigned chunk = MIN(1000u, n - done);
+                unsigned chunk = MIN(max_chunk, n - done);
                 g_autofree char *sentinel = g_strdup_printf("%s/sentinel%06u", dir, first + done);
 
                 for (unsigned k = 0; k < chunk; k++)
