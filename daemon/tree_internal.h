@@ -112,6 +112,7 @@ struct TreeWalk {
         GArray *frames;           /* Frame, the deepest last */
         WalkJob *jobs[WALK_JOBS]; /* in workers, or NULL (the walk is on Tree.working while one is out) */
         bool worked;              /* it had a job (tree_walk_end() gives back what its jobs left to malloc) */
+        bool capped;              /* its stack held over WALK_JOBS_FRAMES frames once (logged once) */
         /* A reporting walk in jobs from its start: its owner's records wait
          * for it (a reference, let go of when it ends, or at the completion
          * of a job that read a directory past hold_until), or NULL. */

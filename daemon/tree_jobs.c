@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include "event_bits.h"
 #include "fswork.h"
 #include "list.h"
+#include "log.h"
 #include "macro.h"
 #include "path.h"
 #include "tree_internal.h"
@@ -689,6 +691,7 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
         Tree *t = w->tree;
         WalkJob *j;
         bool cross = false;
+        unsigned slot;
         dev_t dev;
         guint n;
         int r;
@@ -749,11 +752,11 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
         }
         if (j->table)
                 watch_table_placing(t->table, true);
-        for (unsigned i = 0; i < WALK_JOBS; i++)
-                if (!w->jobs[i]) {
-                        w->jobs[i] = j;
-                        break;
-                }
+        slot = 0;
+        while (w->jobs[slot])
+                slot++;
+        assert(slot < WALK_JOBS); /* walk_fill() submits only with a slot free */
+        w->jobs[slot] = j;
         w->worked = true;
         return 1;
 }
@@ -764,20 +767,26 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
  * to do, or, none out, the error of walk_submit() (the frames stay).
  */
 static int walk_fill(TreeWalk *w, Subscription *s) {
+        unsigned out;
         int r = 0;
 
         for (;;) {
-                unsigned out = walk_jobs_out(w);
-
-                if (out > 0 && (out >= WALK_JOBS || w->synthesize || w->frames->len > WALK_JOBS_FRAMES))
+                out = walk_jobs_out(w);
+                if (out > 0 && (out >= WALK_JOBS || w->synthesize))
                         break;
+                if (out > 0 && w->frames->len > WALK_JOBS_FRAMES) {
+                        if (!w->capped)
+                                log_debug("Subscription %" PRIu32 "'s walk holds %u directories open on its stack, "
+                                          "over %u: no more jobs out until it holds fewer.",
+                                          w->id, w->frames->len, WALK_JOBS_FRAMES);
+                        w->capped = true;
+                        break;
+                }
                 r = walk_submit(w, s);
                 if (r <= 0)
                         break;
         }
-        if (walk_jobs_out(w) > 0)
-                return (int) walk_jobs_out(w);
-        return r;
+        return out > 0 ? (int) out : r;
 }
 
 /* w starts in workers (w->frames ready). Return: 1, or 0 and w goes on from the loop. */

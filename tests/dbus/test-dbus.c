@@ -1269,6 +1269,59 @@ static void test_recursive_big(WtFixture *f, gconstpointer data) {
         g_assert_cmpuint(f->a.n_overflows, ==, 0);
 }
 
+/* A tree of depth levels below t, each directory with width subdirectories; the number of directories. */
+static guint make_bushy_tree(const char *t, guint width, guint depth) {
+        guint n = 1;
+
+        g_assert_cmpint(g_mkdir_with_parents(t, 0755), ==, 0);
+        if (depth == 0)
+                return n;
+        for (guint i = 0; i < width; i++) {
+                g_autofree char *d = g_strdup_printf("%s/%u", t, i);
+
+                n += make_bushy_tree(d, width, depth - 1);
+        }
+        return n;
+}
+
+/*
+ * A tree that holds more directories open on a walk's stack than
+ * WALK_JOBS_FRAMES (1,024, tree_internal.h): 4 subdirectories a directory,
+ * 7 deep (21,845). A job reads the 64 directories on top of the stack and
+ * opens up to 256 below them; with four jobs out, each pushes 256 it did not
+ * read, and past 1,024 no second job goes out (the daemon says so at debug
+ * level, once). The walk ends, every directory watched, with fewer fds open
+ * than the stack's cap, what four jobs open, and one job's climb (256 a
+ * level) allow. recursive-big's tree (300 x 99) never reached the cap.
+ */
+static void test_recursive_deep(WtFixture *f, gconstpointer data) {
+        g_autofree char *t = g_build_filename(wt_fixture_fast_dir(f), "t", NULL);
+        g_autofree char *fd_dir = NULL, *log = NULL, *deepest = NULL;
+        guint n = make_bushy_tree(t, 4, 7), sampler;
+        AsyncAdd a = { .c = &f->a };
+        FdPeak peak = {};
+
+        g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000); /* under valgrind too */
+        peak.dir = fd_dir = g_strdup_printf("/proc/%s/fd", g_subprocess_get_identifier(f->daemon->process));
+        sampler = g_timeout_add(1, fd_peak_sample, &peak);
+        watchd_inotify_call_add_watch(f->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, on_add_watch_done, &a);
+        g_assert_true(wt_await_flag(&a.done, 600000));
+        g_source_remove(sampler);
+        g_assert_no_error(a.error);
+        g_test_message("deep: %u directories, at most %u fds open in the walk", n, peak.peak);
+        g_assert_cmpuint(wt_stat(f->proxy2, "kernel_watches"), ==, n);
+
+        log = wt_daemon_log(f->daemon);
+        if (!strstr(log, "directories open on its stack, over 1024"))
+                g_error("the walk never held more than 1024 directories on its stack: the cap was not tested");
+        g_assert_cmpuint(peak.peak, <, 1024 + 4 * 256 + 7 * 256 + 64);
+
+        deepest = g_build_filename(t, "3/3/3/3/3/3/3/new", NULL);
+        wt_touch(deepest);
+        wt_await_record(&f->a, deepest, IN_CREATE, TIMEOUT_MS);
+        g_assert_cmpuint(f->a.n_overflows, ==, 0);
+}
+
 /* The daemon is stopped (SIGTERM) while a RECURSIVE walk goes on: the call
  * fails (NoReply: sd-bus closes the daemon's connection when its loop
  * exits), and the daemon exits cleanly (0). Its walks end with the manager,
@@ -2444,6 +2497,10 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/recursive-big",
                 "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\nadd_watch_timeout_ms = 600000\n",
                 test_recursive_big);
+        WT_CASE("/dbus/recursive-deep",
+                "[daemon]\nlog_level = debug\n[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = "
+                "200000\nadd_watch_timeout_ms = 600000\n",
+                test_recursive_deep);
         WT_CASE("/dbus/recursive-exit",
                 "[limits]\nmax_watches_per_client = 100000\nmax_watches_per_user = 200000\nadd_watch_timeout_ms = 600000\n",
                 test_recursive_exit);
