@@ -12,13 +12,64 @@
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "list.h"
 #include "path.h"
+#include "pool.h"
 #include "watch_table.h"
+
+/* Links whose allocation (WATCH_LINK_SIZE) is up to LINK_POOLED bytes are
+ * cut from the pool of their size rounded up to 8: link_pools[0] holds
+ * sizeof(WatchLink) (a name of up to 0 bytes) and the next each 8 more. A
+ * tree's names are mostly short: a link of a name of up to 64 bytes is
+ * pooled; longer ones, and pending paths, are malloc()'s. */
+#define LINK_POOLED      128
+#define LINK_CLASS(size) (((size) + 7) / 8 - (sizeof(WatchLink) + 7) / 8)
+
+static Pool link_pools[LINK_CLASS(LINK_POOLED) + 1] = {
+        POOL_INIT(sizeof(WatchLink) + 0 * 8), POOL_INIT(sizeof(WatchLink) + 1 * 8),
+        POOL_INIT(sizeof(WatchLink) + 2 * 8), POOL_INIT(sizeof(WatchLink) + 3 * 8),
+        POOL_INIT(sizeof(WatchLink) + 4 * 8), POOL_INIT(sizeof(WatchLink) + 5 * 8),
+        POOL_INIT(sizeof(WatchLink) + 6 * 8), POOL_INIT(sizeof(WatchLink) + 7 * 8),
+        POOL_INIT(sizeof(WatchLink) + 8 * 8),
+};
+_Static_assert(sizeof(WatchLink) % 8 == 0 && sizeof(WatchLink) + 8 * 8 == LINK_POOLED,
+               "link_pools[] covers sizeof(WatchLink) to LINK_POOLED");
+
+/* The pool of a link of size bytes, or NULL (malloc()). */
+static Pool *link_pool(size_t size) {
+        return size <= LINK_POOLED ? &link_pools[LINK_CLASS(size)] : NULL;
+}
+
+/* Whether l's memory can hold a name of name_len bytes and be freed as a
+ * link of that name: the same pool, or a malloc() chunk large enough. */
+static bool link_fits(const WatchLink *l, size_t name_len) {
+        size_t now = WATCH_LINK_SIZE(strlen(l->name)), then = WATCH_LINK_SIZE(name_len);
+        Pool *p = link_pool(now);
+
+        return p == link_pool(then) && (p || then <= now);
+}
+
+WatchLink *watch_link_alloc(size_t name_len) {
+        size_t size = WATCH_LINK_SIZE(name_len);
+        Pool *p = link_pool(size);
+
+        return p ? pool_alloc(p) : malloc(size);
+}
+
+void watch_link_dealloc(WatchLink *l) {
+        Pool *p;
+
+        if (!l)
+                return;
+        p = link_pool(WATCH_LINK_SIZE(strlen(l->name)));
+        if (p)
+                pool_free(p, l);
+        else
+                free(l);
+}
 
 void watch_link_set_access(WatchLink *l, bool denied, bool checking) {
         bool was = l->denied || l->checking, is = denied || checking;
@@ -39,7 +90,7 @@ void watch_link_hold(WatchLink *l) {
 void watch_link_release(WatchLink *l) {
         assert(l->n_holds > 0);
         if (--l->n_holds == 0 && l->dead)
-                free(l);
+                watch_link_dealloc(l);
 }
 
 WatchLink *watch_link_next(WatchLink *l) {
@@ -92,8 +143,10 @@ const char *watch_link_get_path(const WatchLink *l, char *buf) {
 
 WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name, size_t name_len) {
         assert(l->parent && new_parent->subscription == l->subscription);
-        if (malloc_usable_size(l) < WATCH_LINK_SIZE(name_len)) {
-                WatchLink *n = malloc(WATCH_LINK_SIZE(name_len));
+        /* The name's length says where a link's memory is from
+         * (watch_link_dealloc()): another pool, another allocation. */
+        if (!link_fits(l, name_len)) {
+                WatchLink *n = watch_link_alloc(name_len);
 
                 if (!n)
                         return NULL;
@@ -104,7 +157,7 @@ WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_par
                 LIST_PREPEND(sib, n->parent->children, n);
                 LIST_FOREACH(sib, c, n->children)
                         c->parent = n;
-                free(l);
+                watch_link_dealloc(l);
                 l = n;
         }
 

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "macro.h"
 #include "path.h"
+#include "pool.h"
 #include "ptr_set.h"
 #include "watch_narrow.h"
 #include "watch_placed.h"
@@ -99,8 +100,12 @@ static bool watch_inode_equal(const void *a, const void *b) {
         return x->dev == y->dev && x->ino == y->ino;
 }
 
+/* Every Watch of every table: the loop's thread makes and frees them (pool.h). */
+static Pool watch_pool = POOL_INIT(sizeof(Watch));
+_Static_assert(sizeof(Watch) == 32, "a Watch is 32 bytes (watch_table.h)");
+
 static void watch_free(Watch *w) {
-        free(w);
+        pool_free(&watch_pool, w);
 }
 
 static void subscription_free(gpointer p) {
@@ -115,7 +120,7 @@ static void link_free(WatchLink *l) {
                 l->dead = true; /* its last holder frees it (watch_link_release) */
                 return;
         }
-        free(l);
+        watch_link_dealloc(l);
 }
 
 int watch_table_new(Backend *backend, WatchTable **ret) {
@@ -156,7 +161,7 @@ static void links_free_all(Subscription *s) {
                 w = l->watch;
                 if (w->wd < 0 && --w->n_links == 0)
                         watch_free(w);
-                free(l);
+                watch_link_dealloc(l);
                 l = p;
         }
         s->links = NULL;
@@ -200,6 +205,8 @@ void watch_table_set_ops(WatchTable *t, const WatchTableOps *ops, void *userdata
 }
 
 Watch *watch_table_find_watch(WatchTable *t, dev_t dev, ino_t ino) {
+        if (dev > UINT32_MAX)
+                return NULL; /* none is made (watch_new()) */
         return ptr_set_find(&t->by_inode, inode_hash(dev, ino), watch_inode_equal, &(Watch) { .dev = dev, .ino = ino });
 }
 
@@ -285,7 +292,11 @@ static void watch_make_stale(WatchTable *t, Watch *w) {
 static int watch_new(WatchTable *t, int wd, const struct stat *st, uint32_t mask, Watch **ret) {
         Watch *w, *old;
 
-        w = calloc(1, sizeof(Watch));
+        /* Linux's device numbers are 32 bits (its stat() fills st_dev with
+         * new_encode_dev(); statx()'s major and minor are 12 and 20 bits). */
+        if (st->st_dev > UINT32_MAX)
+                return -EOVERFLOW;
+        w = pool_alloc(&watch_pool);
         if (!w)
                 return -ENOMEM;
         *w = (Watch) {
@@ -303,12 +314,12 @@ static int watch_new(WatchTable *t, int wd, const struct stat *st, uint32_t mask
         if (old)
                 watch_table_watch_gone(t, old);
         if (ptr_set_add(&t->by_wd, w) < 0) {
-                free(w);
+                watch_free(w);
                 return -ENOMEM;
         }
         if (ptr_set_add(&t->by_inode, w) < 0) {
                 (void) ptr_set_remove(&t->by_wd, w);
-                free(w);
+                watch_free(w);
                 return -ENOMEM;
         }
         *ret = w;
@@ -472,7 +483,7 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
                 if (r < 0)
                         return r;
         }
-        l = malloc(WATCH_LINK_SIZE(name_len));
+        l = watch_link_alloc(name_len);
         if (!l) {
                 r = -ENOMEM;
                 goto fail;
@@ -486,19 +497,20 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
 
         r = p ? watch_get_placed(t, p, st, need, &reset, &w) : watch_get(t, fd, st, need, &w);
         if (r < 0) {
-                free(l);
+                watch_link_dealloc(l);
                 goto fail;
         }
         LIST_FOREACH(watch, o, w->links)
                 if (o->subscription == s && !s->chain) {
                         /* Already linked: a loop. The watch existed, so nothing to undo. */
-                        free(l);
+                        watch_link_dealloc(l);
                         r = -EEXIST;
                         goto fail;
                 }
 
         l->watch = w;
         SLIST_PREPEND(watch, w->links, l);
+        assert(w->n_links < WATCH_LINKS_MAX); /* the limits keep far below */
         w->n_links++;
         if (parent)
                 LIST_PREPEND(sib, parent->children, l);

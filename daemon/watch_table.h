@@ -106,21 +106,29 @@ struct WatchLink {
         (offsetof(WatchLink, name) + (name_len) + 1 > sizeof(WatchLink) ? offsetof(WatchLink, name) + (name_len) + 1 : \
                                                                           sizeof(WatchLink))
 
+/* A link's memory, for a name of name_len bytes, and its freeing (its name
+ * says its size): cut from pools of its size (pool.h), the longest names'
+ * from malloc(). For watch_table.c and watch_link.c. */
+WatchLink *watch_link_alloc(size_t name_len);
+void watch_link_dealloc(WatchLink *l);
+
 /* The subscription's own object, not a directory below it nor a directory of a pending path. */
 static inline bool watch_link_is_root(const WatchLink *l) {
         return !l->parent && !l->subscription->pending;
 }
 
+/* 32 bytes, cut from a pool (pool.h): a watched directory holds one. */
+#define WATCH_LINKS_MAX ((1u << 28) - 1)
 struct Watch {
-        int wd;               /* the kernel's; 0 is valid on the device backend; -1 once gone */
-        uint32_t kernel_mask; /* what the kernel was last told */
-        dev_t dev;
+        int wd;                /* the kernel's; 0 is valid on the device backend; -1 once gone */
+        uint32_t kernel_mask;  /* what the kernel was last told */
+        uint32_t dev;          /* st_dev: Linux's are 32 bits (12 major, 20 minor; see watch_new()) */
+        unsigned n_links : 28; /* < WATCH_LINKS_MAX */
+        bool is_dir : 1;
+        bool unmounted : 1; /* IN_UNMOUNT seen: the coming IN_IGNORED means "unmounted" */
+        bool stale : 1;     /* no longer the watch of (dev, ino) */
+        bool narrowing : 1; /* a NarrowJob is out for it (watch_table.c) */
         ino_t ino;
-        unsigned n_links;
-        bool is_dir;
-        bool unmounted; /* IN_UNMOUNT seen: the coming IN_IGNORED means "unmounted" */
-        bool stale;     /* no longer the watch of (dev, ino) */
-        bool narrowing; /* a NarrowJob is out for it (watch_table.c) */
         LIST_HEAD(WatchLink, links);
 };
 

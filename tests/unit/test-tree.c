@@ -4,13 +4,15 @@
  * backend (fake-backend.h) and a delivery queue whose transport is a sink:
  * the walk below a root, a new directory followed and what it holds
  * reported, a rename inside the tree keeping its links, a move out of it
- * unlinking, a limit met half-way (the callback ends the subscription).
+ * unlinking, renames to names of every size (a link's memory moves), a
+ * limit met half-way (the callback ends the subscription).
  */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <limits.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
@@ -160,29 +162,77 @@ static void test_add(Fixture *f, gconstpointer data) {
         g_assert_false(tree_scanned_check(f->tree, s, n, IN_CREATE, "f", 1)); /* once */
 }
 
+/* a/b/c and d, watched: the kernel watches added so far. */
+static unsigned subscribe_abcd(Fixture *f, Subscription **ret) {
+        mk(f, "a/b/c");
+        mk(f, "d");
+        g_assert_cmpint(subscribe(f, ret), ==, 0);
+        return f->fake->n_add;
+}
+
+/* Renames from to to, and tells the tree as the kernel would: the links
+ * kept (no new kernel watch). */
+static void rename_in_tree(Fixture *f, Subscription *s, const char *from, const char *to, uint32_t cookie) {
+        unsigned adds = f->fake->n_add;
+
+        g_assert_cmpint(g_rename(from, to), ==, 0);
+        tree_moved_from(f->tree, s, from, cookie);
+        g_assert_true(tree_moves_pending(f->tree, cookie));
+        tree_moved_to(f->tree, s, to, cookie, 0);
+        tree_moves_end(f->tree);
+        g_assert_cmpuint(f->fake->n_add, ==, adds);
+        g_assert_cmpuint(s->n_links, ==, 5);
+}
+
 /* A rename inside the tree keeps the links (no new kernel watch); a move out unlinks. */
 static void test_moves(Fixture *f, gconstpointer data) {
         g_autofree char *from = g_build_filename(f->dir, "a/b", NULL), *to = g_build_filename(f->dir, "d/b", NULL);
         Subscription *s;
-        unsigned adds;
 
-        mk(f, "a/b/c");
-        mk(f, "d");
-        g_assert_cmpint(subscribe(f, &s), ==, 0);
-        adds = f->fake->n_add;
-        g_assert_cmpint(g_rename(from, to), ==, 0);
-        tree_moved_from(f->tree, s, from, 7);
-        g_assert_true(tree_moves_pending(f->tree, 7));
-        tree_moved_to(f->tree, s, to, 7, 0);
-        tree_moves_end(f->tree);
-        g_assert_cmpuint(f->fake->n_add, ==, adds);
-        g_assert_cmpuint(s->n_links, ==, 5);
+        (void) subscribe_abcd(f, &s);
+        rename_in_tree(f, s, from, to, 7);
 
         /* d/b leaves the tree: unlinked with c. */
         tree_moved_from(f->tree, s, to, 8);
         tree_moves_end(f->tree);
         g_assert_cmpuint(s->n_links, ==, 3);
         g_assert_cmpuint(f->c->account.n_watches, ==, 3);
+}
+
+/* A directory renamed in the tree to names of every size keeps its links:
+ * a link's memory comes from a pool of its name's size (watch_link.c), so
+ * a rename to another size moves it, and what points at it follows (its
+ * child's parent, its watch's list, the hold of a pending move). */
+static void test_moves_resize(Fixture *f, gconstpointer data) {
+        static const size_t lens[] = { 1, 6, 7, 40, 64, 65, 200, 255, 3, 70, 1 };
+        g_autofree char *from = g_build_filename(f->dir, "a/b", NULL);
+        Subscription *s;
+        unsigned adds = subscribe_abcd(f, &s);
+
+        for (size_t i = 0; i < G_N_ELEMENTS(lens); i++) {
+                g_autofree char *name = g_strnfill(lens[i], (char) ('e' + i));
+                g_autofree char *to = g_build_filename(f->dir, i % 2 ? "a" : "d", name, NULL);
+                g_autofree char *c_path = g_build_filename(to, "c", NULL);
+                char buf[PATH_MAX];
+                WatchLink *parent, *l, *c;
+
+                rename_in_tree(f, s, from, to, 10 + (uint32_t) i);
+                g_assert_cmpuint(f->fake->n_add, ==, adds);
+
+                parent = watch_link_child(s->links, i % 2 ? "a" : "d", 1);
+                g_assert_nonnull(parent);
+                l = watch_link_child(parent, name, lens[i]);
+                g_assert_nonnull(l);
+                g_assert_true(l->parent == parent);
+                c = watch_link_child(l, "c", 1);
+                g_assert_nonnull(c);
+                g_assert_true(c->parent == l);
+                g_assert_cmpint(watch_link_path(c, buf, sizeof(buf)), ==, (int) strlen(c_path));
+                g_assert_cmpstr(buf, ==, c_path);
+                g_assert_true(l->watch->links == l && !l->watch_next);
+                g_free(from);
+                from = g_strdup(to);
+        }
 }
 
 /* AddWatch's walk meets a limit half-way: the whole tree or nothing. */
@@ -203,6 +253,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/tree/walk", Fixture, &roomy, setup, test_walk, teardown);
         g_test_add("/tree/add", Fixture, &roomy, setup, test_add, teardown);
         g_test_add("/tree/moves", Fixture, &roomy, setup, test_moves, teardown);
+        g_test_add("/tree/moves-resize", Fixture, &roomy, setup, test_moves_resize, teardown);
         g_test_add("/tree/limit", Fixture, &tight, setup, test_limit, teardown);
         return g_test_run();
 }

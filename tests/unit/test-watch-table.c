@@ -184,6 +184,28 @@ static void test_enospc(Fixture *f, gconstpointer data) {
         close(fd);
 }
 
+/* A Watch keeps st_dev in 32 bits, as Linux makes them: a larger one (no
+ * kernel makes it) is refused, not truncated onto another device's inode. */
+static void test_dev_too_large(Fixture *f, gconstpointer data) {
+        Subscription *s = NULL;
+        struct stat st;
+        int fd = open(f->a, O_RDONLY | O_CLOEXEC);
+
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        st.st_dev |= (dev_t) 1 << 40;
+        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, NULL, NULL, IN_CREATE, 0, &s), ==, -EOVERFLOW);
+        g_assert_null(s);
+        g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
+        g_assert_cmpuint(fake_backend_n_live(f->fake), ==, 0);
+        g_assert_null(watch_table_find_watch(f->t, st.st_dev, st.st_ino));
+
+        /* The same inode on its own device: one watch, not found by the larger number. */
+        s = sub(f, f->a, NULL, IN_CREATE);
+        g_assert_nonnull(watch_table_find_watch(f->t, (uint32_t) st.st_dev, st.st_ino));
+        g_assert_null(watch_table_find_watch(f->t, st.st_dev, st.st_ino));
+        close(fd);
+}
+
 /* IN_IGNORED: the kernel dropped the watch; the table forgets the wd without calling the kernel. */
 static void test_watch_gone(Fixture *f, gconstpointer data) {
         Subscription *s1 = sub(f, f->a, NULL, IN_CREATE), *s2 = sub(f, f->a, NULL, IN_DELETE), *s3;
@@ -881,6 +903,7 @@ int main(int argc, char *argv[]) {
                 g_test_add(name, Fixture, &scenarios[i], setup, test_scenario, teardown);
         }
         g_test_add("/watch-table/kernel refuses", Fixture, NULL, setup, test_enospc, teardown);
+        g_test_add("/watch-table/dev-too-large", Fixture, NULL, setup, test_dev_too_large, teardown);
         g_test_add("/watch-table/watch gone", Fixture, NULL, setup, test_watch_gone, teardown);
         g_test_add("/watch-table/wd reused", Fixture, NULL, setup, test_wd_reuse, teardown);
         g_test_add("/watch-table/links of a recursive subscription", Fixture, NULL, setup, test_links, teardown);
