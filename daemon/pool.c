@@ -47,8 +47,7 @@ struct PoolPage {
         void *free;                     /* a freed object of the page, or NULL */
         uint32_t n_used;                /* objects allocated */
         uint32_t n_cut;                 /* objects ever cut from the page: the rest were never used */
-        uint32_t capacity;
-        bool on_partial;
+        uint32_t capacity;              /* on the partial list while 0 < n_used < capacity */
 };
 
 /* Where a page's objects start: past its header, 16-aligned. */
@@ -114,9 +113,8 @@ void *pool_alloc(Pool *p) {
         uint8_t *obj;
 
         assert(p->size >= sizeof(void *) && p->size % 8 == 0 && p->size <= POOL_MAX);
-#ifdef POOL_MALLOC
-        return malloc(p->size);
-#endif
+        if (!pool_uses_pages())
+                return malloc(p->size);
         pg = p->partial;
         if (!pg) {
                 pg = TAKE_PTR(p->spare);
@@ -125,7 +123,6 @@ void *pool_alloc(Pool *p) {
                 if (!pg)
                         return NULL;
                 LIST_PREPEND(partial, p->partial, pg);
-                pg->on_partial = true;
         }
 
         if (pg->free) {
@@ -135,22 +132,21 @@ void *pool_alloc(Pool *p) {
         } else
                 obj = page_objects(pg) + (size_t) pg->n_cut++ * p->size;
         VALGRIND_MALLOCLIKE_BLOCK(obj, p->size, 0, 0);
-        if (++pg->n_used == pg->capacity) {
+        if (++pg->n_used == pg->capacity)
                 LIST_REMOVE(partial, p->partial, pg);
-                pg->on_partial = false;
-        }
         return obj;
 }
 
 void pool_free(Pool *p, void *obj) {
         PoolPage *pg;
+        bool was_full;
 
         if (!obj)
                 return;
-#ifdef POOL_MALLOC
-        free(obj);
-        return;
-#endif
+        if (!pool_uses_pages()) {
+                free(obj);
+                return;
+        }
         pg = (PoolPage *) ((uintptr_t) obj & ~(uintptr_t) (POOL_PAGE - 1));
         assert(pg->n_used > 0 && (uint8_t *) obj >= page_objects(pg) &&
                ((size_t) ((uint8_t *) obj - page_objects(pg))) % p->size == 0);
@@ -160,15 +156,14 @@ void pool_free(Pool *p, void *obj) {
         VALGRIND_MAKE_MEM_NOACCESS(obj, p->size);
         pg->free = obj;
 
-        if (--pg->n_used > 0) {
-                if (!pg->on_partial) {
+        was_full = pg->n_used-- == pg->capacity;
+        if (pg->n_used > 0) {
+                if (was_full)
                         LIST_PREPEND(partial, p->partial, pg);
-                        pg->on_partial = true;
-                }
                 return;
         }
         /* Empty: kept as the spare, or given back. */
-        if (pg->on_partial)
+        if (!was_full)
                 LIST_REMOVE(partial, p->partial, pg);
         if (p->spare)
                 page_free(p, pg);
