@@ -745,20 +745,6 @@ static void test_stats_scoped(Fixture *f, gconstpointer data) {
 #define CAP_SETPCAP         8
 #define KEPT_BY_ROOT        ((1u << CAP_DAC_READ_SEARCH) | (1u << CAP_SETGID) | (1u << CAP_SETUID))
 
-/* A "Key:" line of /proc/PID/status as a number (hexadecimal for Cap*). */
-static guint64 status_value(const char *pid, const char *key) {
-        g_autofree char *path = g_strdup_printf("/proc/%s/status", pid), *text = NULL;
-        g_autofree char *want = g_strdup_printf("\n%s:\t", key);
-        g_autoptr(GError) error = NULL;
-        const char *p;
-
-        g_assert_true(g_file_get_contents(path, &text, NULL, &error));
-        p = strstr(text, want);
-        if (!p)
-                g_error("%s has no %s", path, key);
-        return g_ascii_strtoull(p + strlen(want), NULL, g_str_has_prefix(key, "Cap") ? 16 : 10);
-}
-
 /*
  * The daemon, started by root with every capability (as by hand or by a
  * test, not by the unit), keeps only those it uses, in every set, and
@@ -768,7 +754,7 @@ static guint64 status_value(const char *pid, const char *key) {
  */
 static void test_capabilities(Fixture *f, gconstpointer data) {
         const char *pid = daemon_pid(f);
-        guint64 mine = status_value("self", "CapEff"), want = KEPT_BY_ROOT & mine;
+        guint64 mine = wt_proc_status("self", "CapEff"), want = KEPT_BY_ROOT & mine;
         g_autofree char *log = NULL, *closed = path_in(f, "closed"), *file = path_in(f, "closed/file");
         g_autofree char *err = NULL;
 
@@ -778,16 +764,16 @@ static void test_capabilities(Fixture *f, gconstpointer data) {
         }
         g_test_message("daemon %s: CapEff %" G_GINT64_MODIFIER "x CapPrm %" G_GINT64_MODIFIER
                        "x CapBnd %" G_GINT64_MODIFIER "x",
-                       pid, status_value(pid, "CapEff"), status_value(pid, "CapPrm"), status_value(pid, "CapBnd"));
-        g_assert_cmphex(status_value(pid, "CapEff"), ==, want);
-        g_assert_cmphex(status_value(pid, "CapPrm"), ==, want);
-        g_assert_cmphex(status_value(pid, "CapInh"), ==, 0);
-        g_assert_cmphex(status_value(pid, "CapAmb"), ==, 0);
+                       pid, wt_proc_status(pid, "CapEff"), wt_proc_status(pid, "CapPrm"), wt_proc_status(pid, "CapBnd"));
+        g_assert_cmphex(wt_proc_status(pid, "CapEff"), ==, want);
+        g_assert_cmphex(wt_proc_status(pid, "CapPrm"), ==, want);
+        g_assert_cmphex(wt_proc_status(pid, "CapInh"), ==, 0);
+        g_assert_cmphex(wt_proc_status(pid, "CapAmb"), ==, 0);
         if (mine & (1u << CAP_SETPCAP))
-                g_assert_cmphex(status_value(pid, "CapBnd"), ==, want);
+                g_assert_cmphex(wt_proc_status(pid, "CapBnd"), ==, want);
         else
                 g_test_message("no CAP_SETPCAP here: the daemon's bounding set cannot be checked");
-        g_assert_cmpuint(status_value(pid, "NoNewPrivs"), ==, 1);
+        g_assert_cmpuint(wt_proc_status(pid, "NoNewPrivs"), ==, 1);
         log = wt_daemon_log(f->daemon);
         g_assert_nonnull(strstr(log, "Capabilities kept: cap_dac_read_search cap_setgid cap_setuid;"));
 
@@ -874,11 +860,11 @@ static void test_non_root_daemon(Fixture *f, gconstpointer data) {
         if (!f->daemon)
                 return;
         pid = daemon_pid(f);
-        g_assert_cmpuint(status_value(pid, "Uid"), ==, 65534);
-        g_assert_cmphex(status_value(pid, "CapEff"), ==, 0);
-        g_assert_cmphex(status_value(pid, "CapPrm"), ==, 0);
-        g_assert_cmphex(status_value(pid, "CapAmb"), ==, 0);
-        g_assert_cmpuint(status_value(pid, "NoNewPrivs"), ==, 1);
+        g_assert_cmpuint(wt_proc_status(pid, "Uid"), ==, 65534);
+        g_assert_cmphex(wt_proc_status(pid, "CapEff"), ==, 0);
+        g_assert_cmphex(wt_proc_status(pid, "CapPrm"), ==, 0);
+        g_assert_cmphex(wt_proc_status(pid, "CapAmb"), ==, 0);
+        g_assert_cmpuint(wt_proc_status(pid, "NoNewPrivs"), ==, 1);
 
         a = attacker_start(f);
         if (!a)

@@ -267,14 +267,9 @@ static gboolean await_stream_end(Stream *s) {
 }
 
 static guint64 watchd_rss_kb(WtDaemon *d) {
-        g_autofree char *path = g_strdup_printf("/proc/%d/status", wt_process_pid(d->process));
-        g_autofree char *text = NULL;
-        const char *p;
+        g_autofree char *pid = g_strdup_printf("%d", (int) wt_process_pid(d->process));
 
-        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
-        p = strstr(text, "VmRSS:");
-        g_assert_nonnull(p);
-        return g_ascii_strtoull(p + 6, NULL, 10);
+        return wt_proc_status(pid, "VmRSS");
 }
 
 static void make_files(const char *dir, const char *prefix, guint n) {

@@ -437,13 +437,9 @@ static StuckReport stuck_finish(Stuck *st) {
 /* ---------------------------------------------------------------- memory */
 
 static guint64 rss_kb(pid_t pid) {
-        g_autofree char *path = g_strdup_printf("/proc/%d/status", (int) pid), *s = NULL;
-        const char *v;
+        g_autofree char *id = g_strdup_printf("%d", (int) pid);
 
-        g_assert_true(g_file_get_contents(path, &s, NULL, NULL));
-        v = strstr(s, "\nVmRSS:");
-        g_assert_nonnull(v);
-        return g_ascii_strtoull(v + strlen("\nVmRSS:"), NULL, 10);
+        return wt_proc_status(id, "VmRSS");
 }
 
 typedef struct Rss {

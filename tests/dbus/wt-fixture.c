@@ -382,6 +382,19 @@ pid_t wt_process_pid(GSubprocess *p) {
         return (pid_t) g_ascii_strtoll(id, NULL, 10);
 }
 
+guint64 wt_proc_status(const char *pid, const char *key) {
+        g_autofree char *path = g_strdup_printf("/proc/%s/status", pid), *text = NULL;
+        g_autofree char *want = g_strdup_printf("\n%s:\t", key);
+        g_autoptr(GError) error = NULL;
+        const char *p;
+
+        g_assert_true(g_file_get_contents(path, &text, NULL, &error));
+        p = strstr(text, want);
+        if (!p)
+                g_error("%s has no %s", path, key);
+        return g_ascii_strtoull(p + strlen(want), NULL, g_str_has_prefix(key, "Cap") ? 16 : 10);
+}
+
 pid_t wt_bindfs_pid(const char *mnt) {
         g_autoptr(GDir) proc = g_dir_open("/proc", 0, NULL);
         const char *e;

@@ -125,6 +125,9 @@ char *wt_fixture_path(WtFixture *f, const char *name);
 void wt_touch(const char *path);
 /* The pid of a running child (watchd, dbus-daemon, a helper). */
 pid_t wt_process_pid(GSubprocess *p);
+/* A "Key:" line of /proc/PID/status as a number (hexadecimal for Cap*);
+ * pid: "self" or a process id. */
+guint64 wt_proc_status(const char *pid, const char *key);
 /* A GSubprocessLauncher child setup (user_data NULL): the child dies with the test. */
 /* The pid of the bindfs serving mnt (it daemonizes: found by its command line), 0 if none. */
 pid_t wt_bindfs_pid(const char *mnt);
