@@ -1300,9 +1300,11 @@ static void test_recursive_deep(WtFixture *f, gconstpointer data) {
         guint n = make_bushy_tree(t, 4, 7), sampler;
         AsyncAdd a = { .c = &f->a };
         FdPeak peak = {};
+        const char *pid = g_subprocess_get_identifier(f->daemon->process);
+        guint64 fd_table = wt_proc_status(pid, "FDSize");
 
         g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(f->proxy), 600000); /* under valgrind too */
-        peak.dir = fd_dir = g_strdup_printf("/proc/%s/fd", g_subprocess_get_identifier(f->daemon->process));
+        peak.dir = fd_dir = g_strdup_printf("/proc/%s/fd", pid);
         sampler = g_timeout_add(1, fd_peak_sample, &peak);
         watchd_inotify_call_add_watch(f->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL, on_add_watch_done, &a);
         g_assert_true(wt_await_flag(&a.done, 600000));
@@ -1315,6 +1317,10 @@ static void test_recursive_deep(WtFixture *f, gconstpointer data) {
         if (!strstr(log, "directories open on its stack, over 1024"))
                 g_error("the walk never held more than 1024 directories on its stack: the cap was not tested");
         g_assert_cmpuint(peak.peak, <, 1024 + 4 * 256 + 7 * 256 + 64);
+        /* Those fds fit the table of fds the daemon made before it had threads (watchd.c,
+         * grow_fd_table()): grown in the walk, each doubling would wait for an RCU grace period. */
+        g_assert_cmpuint(fd_table, >=, 4096);
+        g_assert_cmpuint(wt_proc_status(pid, "FDSize"), ==, fd_table);
 
         deepest = g_build_filename(t, "3/3/3/3/3/3/3/new", NULL);
         wt_touch(deepest);
