@@ -227,15 +227,20 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 /* A RECURSIVE walk holds an fd per level of the tree it is in (tree.c), for
  * each walk in progress: the soft limit (1024 under systemd) is raised to the
- * hard one. The daemon uses no select(), which is what the soft limit protects. */
-static void raise_fd_limit(void) {
+ * hard one. The daemon uses no select(), which is what the soft limit protects.
+ * Returns the soft limit now in force (RLIM_INFINITY if it cannot be read). */
+static rlim_t raise_fd_limit(void) {
         struct rlimit rl;
 
-        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
-                return;
-        rl.rlim_cur = rl.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return RLIM_INFINITY;
+        if (rl.rlim_cur >= rl.rlim_max)
+                return rl.rlim_cur;
+        if (setrlimit(RLIMIT_NOFILE, &(struct rlimit) { rl.rlim_max, rl.rlim_max }) < 0) {
                 log_warning_errno(-errno, "Failed to raise the limit on open files, ignoring: %m");
+                return rl.rlim_cur;
+        }
+        return rl.rlim_max;
 }
 
 /* The slots of the table of fds, made before there are threads. */
@@ -247,12 +252,11 @@ static void raise_fd_limit(void) {
  * here: a walk holding its first 600 open directories met four of them, 40
  * of its 45 ms. Made big once now, while the daemon is one thread, the table
  * costs no wait and 33 KiB of kernel memory; it never shrinks. */
-static void grow_fd_table(void) {
-        struct rlimit rl;
+static void grow_fd_table(rlim_t fd_limit) {
         int fd, high, target = FD_TABLE_START;
 
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t) target)
-                target = (int) rl.rlim_cur;
+        if (fd_limit < (rlim_t) target)
+                target = (int) fd_limit;
         fd = open("/", O_PATH | O_CLOEXEC);
         if (fd < 0)
                 return;
@@ -311,8 +315,7 @@ static int run(int argc, char *argv[]) {
                 return EXIT_CONFIG;
         }
         log_set_max_level(config.log_level);
-        raise_fd_limit();
-        grow_fd_table();
+        grow_fd_table(raise_fd_limit());
         if (args.backend >= 0)
                 config.backend = args.backend;
 
