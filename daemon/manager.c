@@ -30,6 +30,77 @@
 #include "manager_internal.h"
 #include "subscriptions.h"
 
+int waiters_add(GHashTable **table, uint32_t id, ManagerWaitFunc cb, void *userdata) {
+        Waiter *w;
+        GPtrArray *ws;
+
+        if (!*table)
+                *table = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) g_ptr_array_unref);
+        w = malloc(sizeof(Waiter));
+        if (!w)
+                return -ENOMEM;
+        *w = (Waiter) { cb, userdata };
+        ws = g_hash_table_lookup(*table, GUINT_TO_POINTER(id));
+        if (!ws) {
+                ws = g_ptr_array_new_with_free_func(free);
+                g_hash_table_insert(*table, GUINT_TO_POINTER(id), ws);
+        }
+        g_ptr_array_add(ws, w);
+        return 1;
+}
+
+void waiters_cancel(GHashTable *table, uint32_t id, ManagerWaitFunc cb, void *userdata) {
+        GPtrArray *ws = table ? g_hash_table_lookup(table, GUINT_TO_POINTER(id)) : NULL;
+
+        if (!ws)
+                return;
+        for (guint i = 0; i < ws->len; i++) {
+                Waiter *w = g_ptr_array_index(ws, i);
+
+                if (w->cb == cb && w->userdata == userdata) {
+                        g_ptr_array_remove_index(ws, i);
+                        break;
+                }
+        }
+        if (ws->len == 0)
+                g_hash_table_remove(table, GUINT_TO_POINTER(id));
+}
+
+GPtrArray *waiters_take(GHashTable *table, uint32_t id) {
+        GPtrArray *ws = NULL;
+
+        if (table)
+                (void) g_hash_table_steal_extended(table, GUINT_TO_POINTER(id), NULL, (gpointer *) &ws);
+        return ws;
+}
+
+void waiters_tell(GPtrArray *ws, int r) {
+        if (!ws)
+                return;
+        for (guint i = 0; i < ws->len; i++) {
+                Waiter *w = g_ptr_array_index(ws, i);
+
+                w->cb(r, w->userdata);
+        }
+        g_ptr_array_unref(ws);
+}
+
+void waiters_free(GHashTable *table) {
+        GHashTableIter i;
+        gpointer v;
+
+        if (!table)
+                return;
+        g_hash_table_iter_init(&i, table);
+        while (g_hash_table_iter_next(&i, NULL, &v))
+                for (guint k = 0; k < ((GPtrArray *) v)->len; k++) {
+                        Waiter *w = g_ptr_array_index((GPtrArray *) v, k);
+
+                        w->cb(-ESHUTDOWN, w->userdata);
+                }
+        g_hash_table_unref(table);
+}
+
 int manager_new(Config *config, Manager **ret) {
         Manager *m;
 

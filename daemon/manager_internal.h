@@ -47,7 +47,7 @@ typedef struct Waiter {
         void *userdata;
 } Waiter;
 
-/* manager_calls.c: a table of them by subscription id (*table made at the first). */
+/* manager.c: a table of them by subscription id (*table made at the first). */
 int waiters_add(GHashTable **table, uint32_t id, ManagerWaitFunc cb, void *userdata);
 void waiters_cancel(GHashTable *table, uint32_t id, ManagerWaitFunc cb, void *userdata);
 /* Those of id, taken out of table (a waiter told may wait again), or NULL. */
