@@ -5,8 +5,10 @@
  * The group (from the helper, fan_group.h), its reading in slices, and each
  * event to the subscriptions it is for. Where it serves (the filesystems
  * marked, FanFs; the subscriptions on them, FanSub; the directory cache's
- * lookups; the callers) is fanotify_marks.c's; what both share,
- * fanotify_internal.h.
+ * lookups; the callers) is fanotify_marks.c's, the layer above, which calls
+ * down into this file and never the other way; what both share,
+ * fanotify_internal.h. The Fanotify is freed here, with all it holds
+ * (fan_fs_free()).
  *
  * An event is handled in two steps: who gets what (the subscriptions above
  * its directory, the paths, the owner's permission) is collected first, and
@@ -85,6 +87,14 @@ int fanotify_new(const char *helper_socket, const FanotifyOps *ops, void *userda
         }
         *ret = f;
         return 0;
+}
+
+void fan_fs_free(FanFs *fs) {
+        if (!fs)
+                return;
+        fan_dircache_free(fs->cache);
+        safe_close(fs->mount_fd);
+        free(fs);
 }
 
 Fanotify *fanotify_free(Fanotify *f) {

@@ -5,6 +5,11 @@
  * fanotify_internal - what fanotify.c (the group, its events) and
  * fanotify_marks.c (where it serves: filesystems, marks, lookups, callers)
  * share; no other part includes it.
+ *
+ * They stand in layers, each calling only those before it: fanotify.c,
+ * fanotify_marks.c. fanotify.c owns the Fanotify and frees what it holds
+ * (fan_fs_free() too); the directory cache's lookups in fanotify_marks.c
+ * ask it for the read ahead.
  */
 
 #include <glib.h>
@@ -112,6 +117,6 @@ bool fanotify_read_ahead(Fanotify *f);
  * of it was found: if the read ahead could not read all that was queued,
  * h is kept to be checked against what is read later. */
 void fanotify_note_lookup(Fanotify *f, const FanHandle *h);
-
-/* fanotify_marks.c */
+/* Frees fs: its directory cache and its mount's fd. fanotify_free() frees
+ * the filesystems left with it. */
 void fan_fs_free(FanFs *fs);

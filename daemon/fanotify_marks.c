@@ -6,8 +6,9 @@
  * the mark's mask, the fd of its mount's root that handles are opened
  * through, its directory cache) and the subscriptions on them (FanSub),
  * the directory cache's system calls (fs_lookup(), fs_access()), and the
- * callers' credentials, interned (FanCaller). The group's events are
- * fanotify.c's.
+ * callers' credentials, interned (FanCaller). The group's events, the
+ * read ahead a lookup asks for and the freeing of a FanFs (fan_fs_free(),
+ * which fanotify_free() needs too) are fanotify.c's, the layer below.
  */
 
 #include <errno.h>
@@ -274,14 +275,6 @@ static uint64_t fs_need(const FanFs *fs) {
                         m |= FAN_ATTRIB;
         }
         return m;
-}
-
-void fan_fs_free(FanFs *fs) {
-        if (!fs)
-                return;
-        fan_dircache_free(fs->cache);
-        safe_close(fs->mount_fd);
-        free(fs);
 }
 
 /* A filesystem's mark, set to what its subscriptions need: widened at once
