@@ -4,14 +4,19 @@
 /*
  * journal_internal - what the journal's files share, and no one else
  *
- * journal.c: opening a journal, closing it. journal_reader.c: the readers.
- * journal_layout.c:
- * the directory's files (meta slots, segment names and headers).
- * journal_codec.c: records to bytes and back. journal_integrity.c:
- * the checksums, checking a frame read and finding the next valid one.
- * journal_scope.c: the scope of records that could not be written.
- * journal_writer.c: frames appended, segments rotated, the caps enforced.
+ * journal.c: the Journal, its segments in memory, what it tells of itself.
+ * journal_codec.c: records to bytes and back. journal_scope.c: the scope
+ * of records that could not be written. journal_integrity.c: the
+ * checksums, checking a frame read and finding the next valid one.
+ * journal_layout.c: the directory's files (meta slots, segment names and
+ * headers). journal_writer.c: frames appended, segments rotated, the caps
+ * enforced. journal_reader.c: the readers. journal_open.c: opening a
+ * journal, closing it.
  * The layout is docs/JOURNAL.md's, and journal.c's comment.
+ *
+ * They stand in layers, each calling only those before it: journal.c,
+ * journal_codec.c, journal_scope.c, journal_integrity.c, journal_layout.c,
+ * journal_writer.c, journal_reader.c, journal_open.c.
  */
 
 #include <stdbool.h>
@@ -198,7 +203,7 @@ void gap_scope_add(GapScope *s, const char *path, size_t len, bool recursive);
 void gap_scope_add_event(GapScope *s, uint32_t mask, const char *path, const char *new_path);
 
 /* ---------------------------------------------------------------------- */
-/* journal.c and journal_writer.c */
+/* journal.c */
 
 typedef struct Segment {
         uint64_t name;    /* the first id it may hold; its file is seg-<name in hex> */
@@ -236,6 +241,13 @@ struct Journal {
         unsigned n_readers;
 };
 
+/* Room in j->segments for one more (they are indexed by the readers: a plain array). */
+int journal_segment_room(Journal *j);
+/* The segment being written, the last; NULL if none. */
+Segment *journal_active(Journal *j);
+/* Bytes the journal holds: its meta file and its segments. */
+uint64_t journal_usage(const Journal *j);
+
 /* journal_layout.c */
 void journal_segment_name(uint64_t name, char ret[static SEGMENT_NAME_MAX]);
 /* The first id of the segment file named s, or false if s is no segment's name. */
@@ -250,14 +262,11 @@ void journal_segment_header_encode(const Journal *j, uint64_t name, uint64_t pre
                                    uint8_t h[static SEGMENT_HEADER_SIZE]);
 /* Reads and checks a segment's header: 0 and its prev_id, or -EBADMSG. */
 int journal_segment_header_read(const Journal *j, int fd, uint64_t name, uint64_t *ret_prev_id);
-/* Room in j->segments for one more (they are indexed by the readers: a plain array). */
-int journal_segment_room(Journal *j);
-/* The segment being written, the last; NULL if none. */
-Segment *journal_active(Journal *j);
-/* Bytes the journal holds: its meta file and its segments. */
-uint64_t journal_usage(const Journal *j);
 
 /* journal_writer.c */
+
+/* Segment size: an eighth of the cap, so that dropping one keeps most of the history. */
+uint64_t journal_segment_max_for(uint64_t max_bytes);
 
 /* A new active segment whose records follow prev_id. */
 int journal_segment_create(Journal *j, uint64_t prev_id);

@@ -4,15 +4,15 @@
  *
  * The meta file's two slots (identity, id ceiling, the "losing" flag,
  * written in turn so that a torn write leaves the other), and each
- * segment's name (its first id, in hex) and checksummed header. journal.c
- * opens and reads a journal through these, journal_writer.c writes it.
+ * segment's name (its first id, in hex) and checksummed header.
+ * journal_open.c opens and reads a journal through these, journal_writer.c
+ * writes it.
  */
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -176,31 +176,4 @@ int journal_segment_header_read(const Journal *j, int fd, uint64_t name, uint64_
                 return -EBADMSG;
         *ret_prev_id = get_le64(h + 40);
         return 0;
-}
-
-int journal_segment_room(Journal *j) {
-        size_t a;
-        Segment *s;
-
-        if (j->n_segments < j->n_allocated)
-                return 0;
-        a = j->n_allocated ? j->n_allocated * 2 : 8;
-        s = reallocarray(j->segments, a, sizeof(Segment));
-        if (!s)
-                return -ENOMEM;
-        j->segments = s;
-        j->n_allocated = a;
-        return 0;
-}
-
-Segment *journal_active(Journal *j) {
-        return j->n_segments > 0 ? &j->segments[j->n_segments - 1] : NULL;
-}
-
-uint64_t journal_usage(const Journal *j) {
-        uint64_t sum = 2 * META_SLOT_SIZE;
-
-        for (size_t i = 0; i < j->n_segments; i++)
-                sum += j->segments[i].size;
-        return sum;
 }

@@ -11,7 +11,7 @@
  * cursor of another journal or older than what is kept (the whole
  * subscription, and on from the end), damage found by the checksums, the
  * ids or the chain of segments (a CORRUPT gap, then on from the next valid
- * frame). The format is docs/JOURNAL.md; journal.c writes it.
+ * frame). The format is docs/JOURNAL.md; journal_writer.c writes it.
  */
 
 #include <assert.h>

@@ -27,6 +27,17 @@
 #include "log.h"
 #include "macro.h"
 
+/* Segment size: an eighth of the cap, so that dropping one keeps most of the history. */
+uint64_t journal_segment_max_for(uint64_t max_bytes) {
+        uint64_t s = max_bytes / 8;
+
+        if (s < 8 * 1024)
+                s = 8 * 1024;
+        if (s > 16 * 1024 * 1024)
+                s = 16 * 1024 * 1024;
+        return s;
+}
+
 static uint64_t frame_max(const Journal *j) {
         uint64_t f = j->segment_max / 2;
 
@@ -120,6 +131,14 @@ int journal_enforce_own_cap(Journal *j) {
                         return r;
         }
         return 0;
+}
+
+int journal_set_max_bytes(Journal *j, uint64_t max_bytes) {
+        if (max_bytes < JOURNAL_MAX_BYTES_MIN || max_bytes > JOURNAL_MAX_BYTES_MAX)
+                return -EINVAL;
+        j->max_bytes = max_bytes;
+        j->segment_max = journal_segment_max_for(max_bytes);
+        return journal_enforce_own_cap(j);
 }
 
 int journal_enforce_cap(Journal *const *journals, size_t n, uint64_t cap) {
