@@ -3,8 +3,12 @@
 
 /*
  * remote_internal - what remote.c (polled directories, the poller's
- * callbacks) and remote_own.c (the kernel's records: what the poller's own
- * reads made) share. For those two files only.
+ * callbacks, the announcements of its own reads) and remote_own.c (the
+ * kernel's records: noted for the next poll, or told to be the poller's
+ * own) share. For those two files only.
+ *
+ * They stand in layers, each calling only those before it: remote.c,
+ * remote_own.c.
  */
 
 #include <glib.h>
@@ -91,11 +95,5 @@ struct Remote {
 };
 
 WatchLink *remote_dir_link(const RemoteDir *d);
-
-/* remote_own.c */
-void remote_own_read_clear(gpointer p);
-void remote_on_read_op(void *group, void *dir, uint32_t what, void *userdata);
-void remote_own_read_announce(Remote *r, RemoteDir *d);
-void remote_own_read_unannounce(Remote *r, RemoteDir *d);
+/* The announcement for name on wd (NULL: the directory's own watch); add: made if none. */
 OwnRead *remote_own_read_get(Remote *r, int wd, const char *name, size_t name_len, bool add);
-void remote_own_read_pin(OwnRead *o, int delta);
