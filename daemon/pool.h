@@ -5,7 +5,7 @@
  * pool - objects of one size cut from pages of their own, for the watch
  * table's Watches and WatchLinks
  *
- * A watched directory is a Watch and a WatchLink (watch_table.h). As
+ * A watched directory is a Watch and a WatchLink (watch_table_types.h). As
  * malloc() chunks, glibc adds 8 bytes to each and rounds up to 16: a 32-byte
  * Watch takes 48, a link with a 5-byte name (70 bytes) 80, and a tree of a
  * million directories pays the difference a million times. A pool cuts

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * watch_link - what a link of the watch table is on its own: its place in
- * its subscription's tree (the next in walk order, a child by name, a move
- * under another parent), its path, the holds that keep a dead one
- * allocated, and whether its directory's access is denied or being checked.
- * Declared in watch_table.h with the rest of the table, whose links these
- * are; split out of watch_table.c, which makes and removes them. None of it
- * touches a kernel watch.
+ * its subscription's tree (the next in walk order, a child by name), its
+ * path, the holds that keep a dead one allocated, and whether its
+ * directory's access is denied or being checked. Split out of
+ * watch_table.c, which makes, moves and removes links and stands above
+ * this file: it takes nothing from the table but the records
+ * (watch_table_types.h). None of it touches a kernel watch.
  */
 
 #include <assert.h>
@@ -18,7 +18,7 @@
 #include "list.h"
 #include "path.h"
 #include "pool.h"
-#include "watch_table.h"
+#include "watch_link.h"
 
 /* Links whose allocation (WATCH_LINK_SIZE) is up to LINK_POOLED bytes are
  * cut from the pool of their size rounded up to 8: link_pools[0] holds
@@ -43,9 +43,7 @@ static Pool *link_pool(size_t size) {
         return size <= LINK_POOLED ? &link_pools[LINK_CLASS(size)] : NULL;
 }
 
-/* Whether l's memory can hold a name of name_len bytes and be freed as a
- * link of that name: the same pool, or a malloc() chunk large enough. */
-static bool link_fits(const WatchLink *l, size_t name_len) {
+bool watch_link_fits(const WatchLink *l, size_t name_len) {
         size_t now = WATCH_LINK_SIZE(strlen(l->name)), then = WATCH_LINK_SIZE(name_len);
         Pool *p = link_pool(now);
 
@@ -139,33 +137,4 @@ const char *watch_link_get_path(const WatchLink *l, char *buf) {
         if (!l->parent)
                 return watch_link_is_root(l) ? l->subscription->path : l->name;
         return watch_link_path(l, buf, PATH_MAX) < 0 ? NULL : buf;
-}
-
-WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name, size_t name_len) {
-        assert(l->parent && new_parent->subscription == l->subscription);
-        /* The name's length says where a link's memory is from
-         * (watch_link_dealloc()): another pool, another allocation. */
-        if (!link_fits(l, name_len)) {
-                WatchLink *n = watch_link_alloc(name_len);
-
-                if (!n)
-                        return NULL;
-                SLIST_REMOVE(watch, l->watch->links, l);
-                LIST_REMOVE(sib, l->parent->children, l);
-                *n = *l;
-                SLIST_PREPEND(watch, n->watch->links, n);
-                LIST_PREPEND(sib, n->parent->children, n);
-                LIST_FOREACH(sib, c, n->children)
-                        c->parent = n;
-                watch_link_dealloc(l);
-                l = n;
-        }
-
-        /* Out of its old parent's children, into the new one's. */
-        LIST_REMOVE(sib, l->parent->children, l);
-        l->parent = new_parent;
-        LIST_PREPEND(sib, new_parent->children, l);
-        memcpy(l->name, name, name_len);
-        l->name[name_len] = '\0';
-        return l;
 }

@@ -102,7 +102,7 @@ static bool watch_inode_equal(const void *a, const void *b) {
 
 /* Every Watch of every table: the loop's thread makes and frees them (pool.h). */
 static Pool watch_pool = POOL_INIT(sizeof(Watch));
-_Static_assert(sizeof(Watch) == 32, "a Watch is 32 bytes (watch_table.h)");
+_Static_assert(sizeof(Watch) == 32, "a Watch is 32 bytes (watch_table_types.h)");
 
 static void watch_free(Watch *w) {
         pool_free(&watch_pool, w);
@@ -808,6 +808,35 @@ unsigned watch_table_unlink(WatchTable *t, WatchLink *top) {
                         return n;
                 l = p;
         }
+}
+
+WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name, size_t name_len) {
+        assert(l->parent && new_parent->subscription == l->subscription);
+        /* The name's length says where a link's memory is from
+         * (watch_link_dealloc()): another pool, another allocation. */
+        if (!watch_link_fits(l, name_len)) {
+                WatchLink *n = watch_link_alloc(name_len);
+
+                if (!n)
+                        return NULL;
+                SLIST_REMOVE(watch, l->watch->links, l);
+                LIST_REMOVE(sib, l->parent->children, l);
+                *n = *l;
+                SLIST_PREPEND(watch, n->watch->links, n);
+                LIST_PREPEND(sib, n->parent->children, n);
+                LIST_FOREACH(sib, c, n->children)
+                        c->parent = n;
+                watch_link_dealloc(l);
+                l = n;
+        }
+
+        /* Out of its old parent's children, into the new one's. */
+        LIST_REMOVE(sib, l->parent->children, l);
+        l->parent = new_parent;
+        LIST_PREPEND(sib, new_parent->children, l);
+        memcpy(l->name, name, name_len);
+        l->name[name_len] = '\0';
+        return l;
 }
 
 void watch_table_unsubscribe(WatchTable *t, Subscription *s) {

@@ -18,6 +18,10 @@
  * returned when it goes: the limits count links, and no count can drift
  * from the links there are. The owner is the daemon's Client, which the
  * table only points to.
+ *
+ * The records themselves are in watch_table_types.h, and what a link is on
+ * its own (its memory, its path, its place in its tree) in watch_link.h,
+ * both included here: the table stands above them.
  */
 
 #include <glib.h>
@@ -30,13 +34,9 @@
 #include "accounting.h"
 #include "backend.h"
 #include "fswork.h"
-#include "list.h"
+#include "watch_link.h"
 
 typedef struct WatchTable WatchTable;
-typedef struct Watch Watch;
-typedef struct WatchLink WatchLink;
-typedef struct Subscription Subscription;
-typedef struct Client Client;
 
 /* What a RECURSIVE subscription needs on each directory to follow its tree. */
 #define WATCH_TREE_BITS (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO)
@@ -51,86 +51,6 @@ typedef struct Client Client;
 /* What every watched directory is watched for besides: a change of its mode,
  * owner or ACL, after which its subscribers' access is checked again. */
 #define WATCH_ACCESS_BITS IN_ATTRIB
-
-struct Subscription {
-        uint32_t id; /* never reused while the daemon runs */
-        Client *owner;
-        Account *account; /* charged one watch per link; NULL: not counted */
-        uint32_t mask;    /* IN_* events asked for */
-        uint32_t flags;   /* WATCHD_FLAG_* */
-        char *path;       /* as asked (simplified) */
-        WatchLink *links; /* the top of its tree of links: the root, or a pending
-                           * subscription's links on the existing directories of its path */
-        unsigned n_links;
-        bool pending;       /* path does not exist (yet, or again with PERSIST): no link of its
-                             * own (missing.c follows it), nothing delivered; or a chain (below) */
-        bool chain;         /* the missing-path follower's: its links are the existing
-                             * directories of pending paths; no id, owner or account */
-        unsigned n_blocked; /* its links denied or being checked (watch_link_set_access()) */
-        bool missed;        /* a record of a blocked link was not delivered (its owner hears) */
-        bool fanotify;      /* RECURSIVE, its tree served by fanotify (fanotify.h): one link,
-                             * its root's, for what happens to the root itself */
-
-        LIST_FIELDS(Subscription, owner); /* the owner's list, kept by the owner */
-};
-
-/*
- * One per (subscription, watched inode). A subscription's links form a tree
- * that mirrors its directories: the top link holds an absolute path, every
- * other link the name of its directory in its parent link's directory, so a
- * rename above a link changes nothing in it, and a tree of N directories
- * stores N names, not N paths. The path of a link is built by walking up
- * (watch_link_path()).
- */
-struct WatchLink {
-        Subscription *subscription;
-        Watch *watch;
-        WatchLink *parent;              /* NULL for the top link */
-        LIST_HEAD(WatchLink, children); /* the links below it */
-        LIST_FIELDS(WatchLink, sib);    /* among parent->children */
-        SLIST_FIELDS(WatchLink, watch); /* in watch->links (a few each) */
-        uint32_t n_holds;               /* watch_link_hold() */
-        bool dead;                      /* unlinked while held: in no list, freed at the last release */
-        bool denied;                    /* its owner may no longer read it: nothing from it or below */
-        bool checking;                  /* its owner's access is being checked again: the same meanwhile */
-        /* A pending subscription's top link: an absolute path; a root link: "" (its
-         * path is the subscription's); others: a name. Allocated to its length: see
-         * WATCH_LINK_SIZE(). */
-        char name[];
-};
-
-/* The allocation of a link with a name of name_len bytes: the name starts
- * inside the struct's tail padding (sizeof(WatchLink) would waste it, and a
- * tree of N directories holds N links). */
-#define WATCH_LINK_SIZE(name_len)                                                                                      \
-        (offsetof(WatchLink, name) + (name_len) + 1 > sizeof(WatchLink) ? offsetof(WatchLink, name) + (name_len) + 1 : \
-                                                                          sizeof(WatchLink))
-
-/* A link's memory, for a name of name_len bytes, and its freeing (its name
- * says its size): cut from pools of its size (pool.h), the longest names'
- * from malloc(). For watch_table.c and watch_link.c. */
-WatchLink *watch_link_alloc(size_t name_len);
-void watch_link_dealloc(WatchLink *l);
-
-/* The subscription's own object, not a directory below it nor a directory of a pending path. */
-static inline bool watch_link_is_root(const WatchLink *l) {
-        return !l->parent && !l->subscription->pending;
-}
-
-/* 32 bytes, cut from a pool (pool.h): a watched directory holds one. */
-#define WATCH_LINKS_MAX ((1u << 28) - 1)
-struct Watch {
-        int wd;                /* the kernel's; 0 is valid on the device backend; -1 once gone */
-        uint32_t kernel_mask;  /* what the kernel was last told */
-        uint32_t dev;          /* st_dev: Linux's are 32 bits (12 major, 20 minor; see watch_new()) */
-        unsigned n_links : 28; /* < WATCH_LINKS_MAX */
-        bool is_dir : 1;
-        bool unmounted : 1; /* IN_UNMOUNT seen: the coming IN_IGNORED means "unmounted" */
-        bool stale : 1;     /* no longer the watch of (dev, ino) */
-        bool narrowing : 1; /* a NarrowJob is out for it (watch_table.c) */
-        ino_t ino;
-        LIST_HEAD(WatchLink, links);
-};
 
 int watch_table_new(Backend *backend, WatchTable **ret);
 
@@ -257,11 +177,6 @@ void watch_table_placed_done(WatchTable *t, WatchPlaced *p);
  * watches. Never fails. Return: how many links were removed. */
 unsigned watch_table_unlink(WatchTable *t, WatchLink *l);
 
-/* A walk (or a follower) keeps a link it will come back to: a link unlinked
- * while held stays allocated (dead, in no list) until its last release. */
-void watch_link_hold(WatchLink *l);
-void watch_link_release(WatchLink *l);
-
 /*
  * Moves l (not a top link) below new_parent (a link of the same
  * subscription), as name: a directory renamed inside its tree keeps its
@@ -270,34 +185,6 @@ void watch_link_release(WatchLink *l);
  * pointers and its hold count follow), or NULL on ENOMEM (l is unchanged).
  */
 WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name, size_t name_len);
-
-/* The child link of l named name, or NULL. */
-WatchLink *watch_link_child(WatchLink *l, const char *name, size_t name_len);
-
-/* The next link of l's subscription after l, in pre-order (parents before
- * children), or NULL. Start from s->links. */
-WatchLink *watch_link_next(WatchLink *l);
-
-/* Writes the absolute path of l into buf. Return: its length, or
- * -ENAMETOOLONG if it does not fit. */
-int watch_link_path(const WatchLink *l, char *buf, size_t size);
-
-/* The path of l: for a root link its subscription's, for a top link its
- * name, else built into buf (PATH_MAX bytes). NULL if it would not fit. */
-const char *watch_link_get_path(const WatchLink *l, char *buf);
-
-/* l's access as its owner was found lost (denied), or is being checked again:
- * what happens in it, or below it, is not delivered meanwhile. */
-void watch_link_set_access(WatchLink *l, bool denied, bool checking);
-/* Whether l or a link above it is denied or being checked. */
-static inline bool watch_link_blocked(const WatchLink *l) {
-        if (l->subscription->n_blocked == 0)
-                return false;
-        for (; l; l = l->parent)
-                if (l->denied || l->checking)
-                        return true;
-        return false;
-}
 
 /* Ends a subscription and all its links. Never fails. */
 void watch_table_unsubscribe(WatchTable *t, Subscription *s);
