@@ -5,8 +5,11 @@
  * Each DurableSub has an owner (a manager Client whose delivery transport
  * is journal_ops below) and at most one attachment (a client that resumed
  * it, with a reader of its journal and the transport the layer above gave
- * at the resume). The pump (durable_replay.c) runs after every flush of the
- * manager (ManagerHooks): it sends each attachment what its window allows, a slice
+ * at the resume). The pump (durable_pump() below) runs after every flush
+ * of the manager (ManagerHooks): it places again the subscriptions whose
+ * watch ended, retries the journals that could not be written, keeps each
+ * user's journals within their cap, and then (durable_replay.c, the layer
+ * below this file) sends each attachment what its window allows, a slice
  * at a time, and asks it to confirm as its transport does (signals: the
  * client's own answer to a Ping; a stream: the socket's room, nothing to
  * ask). An attachment's window is its own, apart from the client's live
@@ -36,12 +39,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "durable_internal.h"
+#include "durable.h"
+#include "durable_replay.h"
 #include "error.h"
 #include "event_bits.h"
 #include "log.h"
 #include "macro.h"
 #include "path.h"
+
+/* While a journal cannot be written, it is tried again this often (the gap goes in once it can). */
+#define LOSING_RETRY_USEC (1000u * 1000u)
 
 /* An open in a worker, then maybe a walk, that may outlive what it was for:
  * looked up again when it ends. */
@@ -90,7 +97,8 @@ static void mark_cap_dirty(Durable *d, uid_t uid) {
         g_hash_table_add(d->cap_dirty, GUINT_TO_POINTER(uid));
 }
 
-void durable_journal_flush_logged(DurableSub *s) {
+/* Flushes s's journal (a loss is the journal's to log), and marks its user's cap to check. */
+static void durable_journal_flush_logged(DurableSub *s) {
         int r = journal_flush(s->journal);
 
         /* The journal logs a loss itself, once; and reports it as a gap. */
@@ -202,7 +210,7 @@ static int caller_now(const DurableDef *def, Caller *ret, gid_t **ret_gids) {
 static void on_walk_done(uint32_t id, int r, void *userdata);
 
 /* What follows placing s: the state, and the gap a start appends once watching is whole again. */
-void durable_sub_placed(DurableSub *s, int r, bool down_gap) {
+static void durable_sub_placed(DurableSub *s, int r, bool down_gap) {
         if (r < 0) {
                 s->state = DURABLE_NO_ACCESS;
                 s->sub_id = 0;
@@ -283,7 +291,7 @@ static void on_opened(Client *c, int r, uint32_t id, TreeWalk *walk, void *userd
  * pending), 1 opening in a worker or walked from the loop (placed, and
  * token->done called, when that ends), -errno.
  */
-int durable_sub_watch(DurableSub *s, bool down_gap, DurableCreated done, void *userdata) {
+static int durable_sub_watch(DurableSub *s, bool down_gap, DurableCreated done, void *userdata) {
         Durable *d = s->d;
         TreeWalk *walk = NULL;
         WalkToken *t;
@@ -387,6 +395,74 @@ static int sub_start(DurableSub *s, const Caller *caller, bool down_gap, Durable
                 return r;
         delivery_queue_set_transport(&s->owner->queue, &journal_ops, s);
         return durable_sub_watch(s, down_gap, done, userdata);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The pump: the subscriptions placed again, their journals retried and
+ * kept within their caps, then the attachments (durable_replay.c) */
+
+static void enforce_caps(Durable *d) {
+        GHashTableIter i;
+        gpointer uid;
+
+        g_hash_table_iter_init(&i, d->cap_dirty);
+        while (g_hash_table_iter_next(&i, &uid, NULL)) {
+                g_autoptr(GPtrArray) js = g_ptr_array_new();
+                GHashTableIter si;
+                gpointer v;
+                int r;
+
+                g_hash_table_iter_init(&si, d->subs);
+                while (g_hash_table_iter_next(&si, NULL, &v)) {
+                        DurableSub *s = v;
+
+                        if (s->def.uid == GPOINTER_TO_UINT(uid))
+                                g_ptr_array_add(js, s->journal);
+                }
+                r = journal_enforce_cap((Journal *const *) js->pdata, js->len,
+                                        manager_get_config(d->m)->journal_max_bytes_per_user);
+                if (r < 0)
+                        log_warning_errno(
+                                r, "Failed to keep the journals of uid %u within max_bytes_per_user, ignoring: %m",
+                                GPOINTER_TO_UINT(uid));
+        }
+        g_hash_table_remove_all(d->cap_dirty);
+}
+
+/* The ManagerHooks: after each flush, and when the pump wants a turn. */
+static void durable_pump(void *userdata) {
+        Durable *d = userdata;
+        uint64_t now = now_usec();
+        GHashTableIter i;
+        gpointer v;
+
+        d->wake_at = UINT64_MAX;
+        g_hash_table_iter_init(&i, d->subs);
+        while (g_hash_table_iter_next(&i, NULL, &v)) {
+                DurableSub *s = v;
+
+                if (s->readd) {
+                        int r = durable_sub_watch(s, false, NULL, NULL);
+
+                        s->readd = false;
+                        if (r <= 0)
+                                durable_sub_placed(s, r, false); /* else when its walk ends */
+                }
+                if (journal_is_losing(s->journal)) {
+                        /* Space may be back: the gap goes in now, not with the next event. */
+                        durable_journal_flush_logged(s);
+                        if (journal_is_losing(s->journal))
+                                d->wake_at = MIN(d->wake_at, now + LOSING_RETRY_USEC);
+                }
+        }
+        enforce_caps(d);
+        durable_replay_pump(d, now);
+}
+
+static uint64_t durable_next_deadline(void *userdata) {
+        Durable *d = userdata;
+
+        return d->wake_at;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -766,6 +842,44 @@ int durable_resume(Durable *d, Client *c, const char *name, const char *journal,
         journal_id_to_string(journal_identity(s->journal), ret_journal);
         d->wake_at = 0; /* the pump after this call's flush starts it */
         return 0;
+}
+
+void durable_confirmed(Durable *d, Client *c, bool answered) {
+        for (guint k = 0; k < d->attaches->len; k++) {
+                Attach *a = d->attaches->pdata[k];
+
+                if (a->client != c || !a->confirming)
+                        continue;
+                a->confirming = false;
+                if (answered) {
+                        a->read = a->confirm_at;
+                        a->read_bytes = a->confirm_bytes;
+                }
+        }
+        /* The flush after this answer's dispatch pumps: what it lets go goes then. */
+}
+
+void durable_transport_gone(Durable *d, Client *c, const DurableOps *ops, const DurableOps *instead, const char *reason) {
+        for (guint k = 0; k < d->attaches->len;) {
+                Attach *a = d->attaches->pdata[k];
+
+                if (a->client == c && a->ops == ops) {
+                        a->ops = instead;
+                        durable_attach_stop(d, a, reason); /* the last one takes its place */
+                } else
+                        k++;
+        }
+}
+
+void durable_client_gone(Durable *d, Client *c) {
+        for (guint k = 0; k < d->attaches->len;) {
+                Attach *a = d->attaches->pdata[k];
+
+                if (a->client == c)
+                        durable_attach_free(d, a);
+                else
+                        k++;
+        }
 }
 
 int durable_list(Durable *d, uid_t caller, int (*f)(const DurableInfo *i, void *userdata), void *userdata) {

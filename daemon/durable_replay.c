@@ -3,28 +3,26 @@
  * durable_replay - the clients that resumed a durable subscription, pumped from disk
  *
  * An Attach is a client that resumed a subscription (durable_resume()):
- * a reader of its journal and the transport the layer above gave. The
- * pump runs after every flush of the manager (ManagerHooks): it places
- * again the subscriptions whose watch ended, retries the journals that
- * could not be written, keeps each user's journals within their cap, and
- * sends each attachment what its window allows, a slice at a time, asking
- * it to confirm as its transport does (signals: the client's own answer to
- * a Ping; a stream: the socket's room, nothing to ask). The window is the
- * attachment's own, apart from the client's live records (delivery.h).
- * The subscriptions themselves are durable.c's.
+ * a reader of its journal and the transport the layer above gave. At each
+ * turn of durable.c's pump (after every flush of the manager, once the
+ * subscriptions are tended), durable_replay_pump() sends each attachment
+ * what its window allows, a slice at a time, asking it to confirm as its
+ * transport does (signals: the client's own answer to a Ping; a stream:
+ * the socket's room, nothing to ask). The window is the attachment's own,
+ * apart from the client's live records (delivery.h). The subscriptions
+ * themselves are durable.c's, the layer above: this file calls nothing of
+ * it (durable_replay.h has what the two share).
  */
 
 #include <errno.h>
 #include <stdlib.h>
 
-#include "durable_internal.h"
+#include "durable_replay.h"
 #include "log.h"
 #include "macro.h"
 
 /* Entries one attachment is sent at most per turn: the others, and the bus, get theirs. */
 #define PUMP_MAX_ENTRIES 4096u
-/* While a journal cannot be written, it is tried again this often (the gap goes in once it can). */
-#define LOSING_RETRY_USEC (1000u * 1000u)
 
 void durable_attach_free(Durable *d, Attach *a) {
         if (a->sub)
@@ -157,61 +155,8 @@ static bool pump_one(Durable *d, Attach *a, uint64_t now) {
         return sent >= budget || bytes >= bytes_budget;
 }
 
-static void enforce_caps(Durable *d) {
-        GHashTableIter i;
-        gpointer uid;
-
-        g_hash_table_iter_init(&i, d->cap_dirty);
-        while (g_hash_table_iter_next(&i, &uid, NULL)) {
-                g_autoptr(GPtrArray) js = g_ptr_array_new();
-                GHashTableIter si;
-                gpointer v;
-                int r;
-
-                g_hash_table_iter_init(&si, d->subs);
-                while (g_hash_table_iter_next(&si, NULL, &v)) {
-                        DurableSub *s = v;
-
-                        if (s->def.uid == GPOINTER_TO_UINT(uid))
-                                g_ptr_array_add(js, s->journal);
-                }
-                r = journal_enforce_cap((Journal *const *) js->pdata, js->len,
-                                        manager_get_config(d->m)->journal_max_bytes_per_user);
-                if (r < 0)
-                        log_warning_errno(
-                                r, "Failed to keep the journals of uid %u within max_bytes_per_user, ignoring: %m",
-                                GPOINTER_TO_UINT(uid));
-        }
-        g_hash_table_remove_all(d->cap_dirty);
-}
-
-void durable_pump(void *userdata) {
-        Durable *d = userdata;
-        uint64_t now = now_usec();
-        GHashTableIter i;
-        gpointer v;
+void durable_replay_pump(Durable *d, uint64_t now) {
         bool more = false;
-
-        d->wake_at = UINT64_MAX;
-        g_hash_table_iter_init(&i, d->subs);
-        while (g_hash_table_iter_next(&i, NULL, &v)) {
-                DurableSub *s = v;
-
-                if (s->readd) {
-                        int r = durable_sub_watch(s, false, NULL, NULL);
-
-                        s->readd = false;
-                        if (r <= 0)
-                                durable_sub_placed(s, r, false); /* else when its walk ends */
-                }
-                if (journal_is_losing(s->journal)) {
-                        /* Space may be back: the gap goes in now, not with the next event. */
-                        durable_journal_flush_logged(s);
-                        if (journal_is_losing(s->journal))
-                                d->wake_at = MIN(d->wake_at, now + LOSING_RETRY_USEC);
-                }
-        }
-        enforce_caps(d);
 
         for (guint k = 0; k < d->attaches->len; k++) {
                 Attach *a = d->attaches->pdata[k];
@@ -223,48 +168,4 @@ void durable_pump(void *userdata) {
         }
         if (more)
                 d->wake_at = now; /* another turn soon, after the others' */
-}
-
-uint64_t durable_next_deadline(void *userdata) {
-        Durable *d = userdata;
-
-        return d->wake_at;
-}
-
-void durable_confirmed(Durable *d, Client *c, bool answered) {
-        for (guint k = 0; k < d->attaches->len; k++) {
-                Attach *a = d->attaches->pdata[k];
-
-                if (a->client != c || !a->confirming)
-                        continue;
-                a->confirming = false;
-                if (answered) {
-                        a->read = a->confirm_at;
-                        a->read_bytes = a->confirm_bytes;
-                }
-        }
-        /* The flush after this answer's dispatch pumps: what it lets go goes then. */
-}
-
-void durable_transport_gone(Durable *d, Client *c, const DurableOps *ops, const DurableOps *instead, const char *reason) {
-        for (guint k = 0; k < d->attaches->len;) {
-                Attach *a = d->attaches->pdata[k];
-
-                if (a->client == c && a->ops == ops) {
-                        a->ops = instead;
-                        durable_attach_stop(d, a, reason); /* the last one takes its place */
-                } else
-                        k++;
-        }
-}
-
-void durable_client_gone(Durable *d, Client *c) {
-        for (guint k = 0; k < d->attaches->len;) {
-                Attach *a = d->attaches->pdata[k];
-
-                if (a->client == c)
-                        durable_attach_free(d, a);
-                else
-                        k++;
-        }
 }

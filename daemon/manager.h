@@ -37,7 +37,7 @@
 #include "tree.h"
 #include "watch_table.h"
 
-/* What a layer above the manager (durable_replay.c) does at the manager's own
+/* What a layer above the manager (durable.c's pump) does at the manager's own
  * moments, given with manager_set_hooks(): it calls nothing up. */
 typedef struct ManagerHooks {
         /* After each flush of the clients' queues. */

@@ -2,21 +2,25 @@
 #pragma once
 
 /*
- * durable_internal - what durable.c and durable_replay.c share, and no one else
+ * durable_replay - what durable.c (the subscriptions' life: loaded, created,
+ * removed, resumed, listed; each owner's journal transport; watching with
+ * the recorded credentials; the pump the manager's hooks call, and every
+ * function of durable.h) and durable_replay.c (the attachments of the
+ * clients that resumed one: freed, stopped, and pumped from their journal
+ * readers under a flow control of their own) share: the Durable, a
+ * subscription, an attachment, and what durable_replay.c gives durable.c.
+ * For those two files only.
  *
- * durable.c: the subscriptions' life (loaded, created, removed, resumed,
- * listed), each owner's journal transport, watching with the recorded
- * credentials. durable_replay.c: the attachments of the clients that
- * resumed one, pumped from their journal readers after every flush of the
- * manager, under a flow control of their own; the journals' caps.
+ * They stand in layers, each calling only those before it:
+ * durable_replay.c, durable.c.
  */
 
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "durable.h"
 #include "durable_store.h"
+#include "durable_types.h"
 #include "list.h"
 #include "manager.h"
 
@@ -71,20 +75,11 @@ struct Durable {
         uint64_t wake_at; /* when the pump wants a turn */
 };
 
-/* durable.c */
-
-/* Flushes s's journal (a loss is the journal's to log), and marks its user's cap to check. */
-void durable_journal_flush_logged(DurableSub *s);
-/* Watches s's path as its owner. Return: 0 placed (or pending), 1 opened in a worker or walked, -errno. */
-int durable_sub_watch(DurableSub *s, bool down_gap, DurableCreated done, void *userdata);
-/* What follows placing s: its state, and a gap if it cannot be watched (or down_gap). */
-void durable_sub_placed(DurableSub *s, int r, bool down_gap);
-
 /* durable_replay.c */
 
 void durable_attach_free(Durable *d, Attach *a);
 /* Tells a's client why its replay ends (its transport's stopped()), and frees a. */
 void durable_attach_stop(Durable *d, Attach *a, const char *reason);
-/* The ManagerHooks: after each flush, and when the pump wants a turn. */
-void durable_pump(void *userdata);
-uint64_t durable_next_deadline(void *userdata);
+/* Sends each attachment what its window lets go now; another turn soon
+ * (d->wake_at) if one has more. */
+void durable_replay_pump(Durable *d, uint64_t now);
