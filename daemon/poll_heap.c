@@ -13,66 +13,66 @@
 #include <glib.h>
 #include <stdint.h>
 
-#include "poller_internal.h"
+#include "poll_heap.h"
 
 static bool heap_less(PollGroup *a, PollGroup *b) {
         return a->next_round < b->next_round;
 }
 
-PollGroup *poll_heap_at(const Poller *p, size_t i) {
-        return p->heap->pdata[i];
+PollGroup *poll_heap_at(const GPtrArray *heap, size_t i) {
+        return heap->pdata[i];
 }
 
-static void heap_set(Poller *p, size_t i, PollGroup *g) {
-        p->heap->pdata[i] = g;
+static void heap_set(GPtrArray *heap, size_t i, PollGroup *g) {
+        heap->pdata[i] = g;
         g->heap_index = i;
 }
 
-static void heap_up(Poller *p, size_t i) {
-        PollGroup *g = poll_heap_at(p, i);
+static void heap_up(GPtrArray *heap, size_t i) {
+        PollGroup *g = poll_heap_at(heap, i);
 
-        while (i > 0 && heap_less(g, poll_heap_at(p, (i - 1) / 2))) {
-                heap_set(p, i, poll_heap_at(p, (i - 1) / 2));
+        while (i > 0 && heap_less(g, poll_heap_at(heap, (i - 1) / 2))) {
+                heap_set(heap, i, poll_heap_at(heap, (i - 1) / 2));
                 i = (i - 1) / 2;
         }
-        heap_set(p, i, g);
+        heap_set(heap, i, g);
 }
 
-static void heap_down(Poller *p, size_t i) {
-        PollGroup *g = poll_heap_at(p, i);
+static void heap_down(GPtrArray *heap, size_t i) {
+        PollGroup *g = poll_heap_at(heap, i);
 
         for (;;) {
                 size_t c = 2 * i + 1;
 
-                if (c >= p->heap->len)
+                if (c >= heap->len)
                         break;
-                if (c + 1 < p->heap->len && heap_less(poll_heap_at(p, c + 1), poll_heap_at(p, c)))
+                if (c + 1 < heap->len && heap_less(poll_heap_at(heap, c + 1), poll_heap_at(heap, c)))
                         c++;
-                if (!heap_less(poll_heap_at(p, c), g))
+                if (!heap_less(poll_heap_at(heap, c), g))
                         break;
-                heap_set(p, i, poll_heap_at(p, c));
+                heap_set(heap, i, poll_heap_at(heap, c));
                 i = c;
         }
-        heap_set(p, i, g);
+        heap_set(heap, i, g);
 }
 
-int poll_heap_push(Poller *p, PollGroup *g) {
-        g_ptr_array_add(p->heap, g);
-        heap_set(p, p->heap->len - 1, g);
-        heap_up(p, p->heap->len - 1);
+int poll_heap_push(GPtrArray *heap, PollGroup *g) {
+        g_ptr_array_add(heap, g);
+        heap_set(heap, heap->len - 1, g);
+        heap_up(heap, heap->len - 1);
         return 0;
 }
 
-void poll_heap_remove(Poller *p, PollGroup *g) {
+void poll_heap_remove(GPtrArray *heap, PollGroup *g) {
         size_t i = g->heap_index;
 
-        assert(i < p->heap->len && poll_heap_at(p, i) == g);
-        if (i < p->heap->len - 1) {
-                heap_set(p, i, poll_heap_at(p, p->heap->len - 1));
-                g_ptr_array_set_size(p->heap, p->heap->len - 1);
-                heap_down(p, i);
-                heap_up(p, poll_heap_at(p, i)->heap_index);
+        assert(i < heap->len && poll_heap_at(heap, i) == g);
+        if (i < heap->len - 1) {
+                heap_set(heap, i, poll_heap_at(heap, heap->len - 1));
+                g_ptr_array_set_size(heap, heap->len - 1);
+                heap_down(heap, i);
+                heap_up(heap, poll_heap_at(heap, i)->heap_index);
         } else
-                g_ptr_array_set_size(p->heap, p->heap->len - 1);
+                g_ptr_array_set_size(heap, heap->len - 1);
         g->heap_index = SIZE_MAX;
 }

@@ -4,8 +4,9 @@
  *
  * The changes of all the directories of a group's round (or of one first
  * snapshot that reports what exists) are paired into moves, then given out
- * through PollerCallbacks.record in the order a reader of the kernel's
- * records would expect: deletions, moves, creations, modifications.
+ * through the caller's emit (poller.c makes each a PollerCallbacks.record)
+ * in the order a reader of the kernel's records would expect: deletions,
+ * moves, creations, modifications.
  *
  * Pairing goes by inode number: an inode that left exactly one name and took
  * exactly one other, with the same file type, was moved; any other pattern
@@ -20,21 +21,7 @@
 #include <sys/stat.h>
 
 #include "event_bits.h"
-#include "poller_internal.h"
-
-static void emit(PollGroup *g, uint32_t mask, PollDir *d, const char *name, PollDir *nd, const char *new_name) {
-        Poller *p = g->poller;
-        PollRecord rec = {
-                .mask = mask,
-                .dir = d->userdata,
-                .name = name,
-                .new_dir = nd ? nd->userdata : NULL,
-                .new_name = new_name,
-        };
-
-        if (p->cb.record)
-                p->cb.record(g->userdata, &rec, p->userdata);
-}
+#include "poll_round.h"
 
 static uint32_t isdir_bit(uint32_t mode) {
         return S_ISDIR(mode) ? IN_ISDIR : 0;
@@ -82,17 +69,17 @@ static bool is_move(const Change *c) {
         return c->kind == CHANGE_GONE && c->partner && !c->dropped && c->dir && !c->partner->dropped && c->partner->dir;
 }
 
-static void emit_move(PollGroup *g, Change *c, GHashTable *sources, GHashTable *moved) {
+static void emit_move(PollRoundEmit emit, void *data, Change *c, GHashTable *sources, GHashTable *moved) {
         g_autofree char *key = place_key(c->dir, c->name);
 
         g_hash_table_add(moved, &c->ino);
-        emit(g, IN_MOVED_FROM | IN_MOVED_TO | isdir_bit(c->mode), c->dir, c->name, c->partner->dir, c->partner->name);
+        emit(data, IN_MOVED_FROM | IN_MOVED_TO | isdir_bit(c->mode), c->dir, c->name, c->partner->dir, c->partner->name);
         c->emitted = true;
         g_hash_table_remove(sources, key);
 }
 
 /* Gives out a round's changes: deletions, moves, creations, modifications. */
-void poll_round_emit(PollGroup *g, GPtrArray *changes) {
+void poll_round_emit(GPtrArray *changes, PollRoundEmit emit, void *data) {
         g_autoptr(GHashTable) sources = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         g_autoptr(GHashTable) moved = g_hash_table_new(g_int64_hash, g_int64_equal);
         size_t left = 0;
@@ -105,7 +92,7 @@ void poll_round_emit(PollGroup *g, GPtrArray *changes) {
                 if (c->dropped || !c->dir)
                         continue;
                 if (c->kind == CHANGE_GONE && !is_move(c))
-                        emit(g, IN_DELETE | isdir_bit(c->mode), c->dir, c->name, NULL, NULL);
+                        emit(data, IN_DELETE | isdir_bit(c->mode), c->dir, c->name, NULL, NULL);
                 else if (is_move(c)) {
                         g_hash_table_insert(sources, place_key(c->dir, c->name), c);
                         left++;
@@ -129,7 +116,7 @@ void poll_round_emit(PollGroup *g, GPtrArray *changes) {
                         blocker = g_hash_table_lookup(sources, dest);
                         if (blocker && blocker != c)
                                 continue;
-                        emit_move(g, c, sources, moved);
+                        emit_move(emit, data, c, sources, moved);
                         left--;
                         progress = true;
                 }
@@ -137,7 +124,7 @@ void poll_round_emit(PollGroup *g, GPtrArray *changes) {
                         Change *c = g_ptr_array_index(changes, i);
 
                         if (is_move(c) && !c->emitted) {
-                                emit_move(g, c, sources, moved);
+                                emit_move(emit, data, c, sources, moved);
                                 left--;
                                 progress = true;
                         }
@@ -150,7 +137,7 @@ void poll_round_emit(PollGroup *g, GPtrArray *changes) {
                 if (c->dropped || !c->dir || c->kind != CHANGE_APPEARED)
                         continue;
                 if (!c->partner || !is_move(c->partner))
-                        emit(g, IN_CREATE | isdir_bit(c->mode), c->dir, c->name, NULL, NULL);
+                        emit(data, IN_CREATE | isdir_bit(c->mode), c->dir, c->name, NULL, NULL);
         }
         for (size_t i = 0; i < changes->len; i++) {
                 Change *c = g_ptr_array_index(changes, i);
@@ -168,6 +155,6 @@ void poll_round_emit(PollGroup *g, GPtrArray *changes) {
                 else
                         continue;
                 if (m)
-                        emit(g, m | isdir_bit(c->mode), c->dir, c->name, NULL, NULL);
+                        emit(data, m | isdir_bit(c->mode), c->dir, c->name, NULL, NULL);
         }
 }

@@ -7,7 +7,7 @@
  * FUSE ask the server), so a large directory costs several runs of the
  * poller, not one long one; its names are kept sorted, and two snapshots of
  * a directory are compared name by name into Changes (gone, appeared,
- * modified), which poller.c pairs into moves across a round's directories.
+ * modified), which poll_round.c pairs into moves across a round's directories.
  */
 
 #include <dirent.h>
@@ -23,7 +23,11 @@
 
 #include "event_bits.h"
 #include "macro.h"
-#include "poller_internal.h"
+#include "poll_snapshot.h"
+
+#define STATX_WANTED \
+        (STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID | STATX_INO | STATX_SIZE | STATX_MTIME | STATX_CTIME)
+#define GETDENTS_BUFFER (32u * 1024u)
 
 /* ---- snapshots ---- */
 

@@ -18,8 +18,9 @@
  * read, for the pairing of moves across its directories (poll_round.c); a
  * kernel event for a name drops that name's waiting change, since the
  * kernel's record has been or will be delivered. The groups between rounds
- * are in a heap (poll_heap.c); the structs these files share are in
- * poller_internal.h.
+ * are in a heap (poll_heap.c). This file is the top of the poller's layers
+ * (poller_internal.h): it calls the others, and none calls it; the structs
+ * it shares with poll_heap.c are in poller_types.h.
  */
 
 #include <assert.h>
@@ -72,7 +73,7 @@ Poller *poller_free(Poller *p) {
         if (!p)
                 return NULL;
         while (p->heap && p->heap->len > 0)
-                poller_group_free(poll_heap_at(p, 0));
+                poller_group_free(poll_heap_at(p->heap, 0));
         /* Left: users with groups in a round. */
         while (p->turns.head) {
                 PollUser *u = p->turns.head->data;
@@ -194,7 +195,7 @@ int poller_group_new(Poller *p, uid_t uid, uint64_t interval_usec, uint64_t now_
         g->changes = g_ptr_array_new_with_free_func(poll_change_free);
         g->active_link.data = g;
         g_queue_init(&g->dirs);
-        r = poll_heap_push(p, g);
+        r = poll_heap_push(p->heap, g);
         if (r < 0) {
                 group_release(g);
                 return r;
@@ -299,7 +300,7 @@ void poller_group_free(PollGroup *g) {
                 g->in_round = false;
                 user_update_turn(p, g->user);
         } else if (g->heap_index != SIZE_MAX)
-                poll_heap_remove(p, g);
+                poll_heap_remove(p->heap, g);
         if (g->emitting) {
                 /* Called back from its own records: freed when they end. */
                 g->dead = true;
@@ -403,7 +404,7 @@ int poller_dir_note(PollDir *d, const char *name) {
 uint64_t poller_next(const Poller *p) {
         if (p->stale.length > 0 || p->turns.length > 0)
                 return 0;
-        return p->heap->len > 0 ? poll_heap_at(p, 0)->next_round : UINT64_MAX;
+        return p->heap->len > 0 ? poll_heap_at(p->heap, 0)->next_round : UINT64_MAX;
 }
 
 static int dir_begin(PollDir *d) {
@@ -704,11 +705,27 @@ static void dir_tell_error(PollDir *d, int error) {
                 p->cb.error(d->group->userdata, d->userdata, error, p->userdata);
 }
 
+/* One of g's records (PollRoundEmit), to PollerCallbacks.record. */
+static void group_record(void *data, uint32_t mask, PollDir *d, const char *name, PollDir *nd, const char *new_name) {
+        PollGroup *g = data;
+        Poller *p = g->poller;
+        PollRecord rec = {
+                .mask = mask,
+                .dir = d->userdata,
+                .name = name,
+                .new_dir = nd ? nd->userdata : NULL,
+                .new_name = new_name,
+        };
+
+        if (p->cb.record)
+                p->cb.record(g->userdata, &rec, p->userdata);
+}
+
 /* Gives out changes as g's records. g may be freed from a record's callback:
  * it is then freed here, and true returned. */
 static bool group_emit(PollGroup *g, GPtrArray *changes) {
         g->emitting = changes;
-        poll_round_emit(g, changes);
+        poll_round_emit(changes, group_record, g);
         g->emitting = NULL;
         if (g->dead) {
                 group_release(g);
@@ -718,10 +735,10 @@ static bool group_emit(PollGroup *g, GPtrArray *changes) {
 }
 
 static void start_due_rounds(Poller *p, uint64_t now) {
-        while (p->heap->len > 0 && poll_heap_at(p, 0)->next_round <= now) {
-                PollGroup *g = poll_heap_at(p, 0);
+        while (p->heap->len > 0 && poll_heap_at(p->heap, 0)->next_round <= now) {
+                PollGroup *g = poll_heap_at(p->heap, 0);
 
-                poll_heap_remove(p, g);
+                poll_heap_remove(p->heap, g);
                 g->in_round = true;
                 g->cursor = g->dirs.head;
                 for (GList *l = g->dirs.head; l; l = l->next)
@@ -743,7 +760,7 @@ static int end_round(Poller *p, PollGroup *g, uint64_t now) {
         g->next_round += g->interval;
         if (g->next_round < now)
                 g->next_round = now;
-        return poll_heap_push(p, g);
+        return poll_heap_push(p->heap, g);
 }
 
 /*

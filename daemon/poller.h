@@ -52,47 +52,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* One name of a directory. */
-typedef struct PollEntry {
-        char *name;
-        uint64_t ino;
-        uint32_t mode; /* S_IFMT and permission bits */
-        uint32_t uid, gid;
-        uint64_t size;
-        int64_t mtime_ns, ctime_ns;
-        bool no_stat; /* statx failed (no search permission): ino and
-                       * type from getdents only, nothing else compared */
-} PollEntry;
-
-/* A directory's names. */
-typedef struct PollSnapshot {
-        GArray *entries; /* PollEntry, sorted by strcmp() of their names; NULL: none yet */
-} PollSnapshot;
-
-static inline size_t poll_snapshot_size(const PollSnapshot *s) {
-        return s->entries ? s->entries->len : 0;
-}
-
-static inline PollEntry *poll_snapshot_entry(const PollSnapshot *s, size_t i) {
-        return &g_array_index(s->entries, PollEntry, i);
-}
-
-void poll_snapshot_done(PollSnapshot *s);
-
-/* System calls the poller made, by kind. */
-typedef struct PollIo {
-        uint64_t opens;    /* openat of a directory to list it */
-        uint64_t getdents; /* getdents64 */
-        uint64_t stats;    /* statx, of a directory or of a name */
-} PollIo;
-
-static inline uint64_t poll_io_total(const PollIo *io) {
-        return io->opens + io->getdents + io->stats;
-}
-
-/* Reads dirfd's directory whole (any fd of it, O_PATH included), counting in
- * *io. Return: 0, or -errno of the open or of getdents64. */
-int poll_snapshot_read(int dirfd, PollIo *io, PollSnapshot *ret);
+#include "poll_snapshot.h" /* PollSnapshot, PollIo: a directory read, and what it cost */
 
 /* A record found by polling. */
 typedef struct PollRecord {
