@@ -2,10 +2,17 @@
 #pragma once
 
 /*
- * tree_internal - what tree.c (walks on the loop), tree_jobs.c (walks in
- * workers), tree_open.c (opens by path in workers) and tree_moves.c
- * (renames within a tree) share: the tree, a walk, its frames. For those
- * files only.
+ * tree_internal - what tree.c (the tree, a walk on the loop), tree_unread.c
+ * (the names reported in a directory not read yet), tree_jobs.c (walks in
+ * workers), tree_open.c (where walks start; opens by path in workers),
+ * tree_moves.c (directories that appear and renames within a tree, what
+ * waits for the kernel queue read empty) and tree_life.c (a tree made and
+ * freed) share: the tree, a walk, its frames. For those files only.
+ *
+ * They stand in layers, each calling only those before it: tree_unread.c,
+ * tree.c, tree_jobs.c, tree_open.c, tree_moves.c, tree_life.c. A job's
+ * completion walks a tree again through Tree.rescan (tree_rescan(), set by
+ * tree_new()).
  */
 
 #include <dirent.h>
@@ -53,6 +60,9 @@ struct Tree {
         SelfEvents *self;
         TreeOps ops;
         void *userdata;
+        /* tree_rescan() (tree_open.c), for a job's completion (tree_jobs.c),
+         * a layer below it: set by tree_new(). */
+        void (*rescan)(Tree *t, Subscription *s);
         LIST_HEAD(TreeWalk, walks);   /* going on from the loop, round robin */
         LIST_HEAD(TreeWalk, working); /* going on in workers: a job of each in a worker's lane */
         FsWork *fswork;               /* NULL: the walks run on the loop */
@@ -153,43 +163,6 @@ typedef struct TreeRetry {
         uint64_t now;
 } TreeRetry;
 
-/* tree.c */
-/* TreeOps.may_stop of l (false without it). */
-bool tree_may_stop(const Tree *t, const WatchLink *l);
-/* The link of s at path (its root or a directory below), or NULL. */
-WatchLink *tree_find(Subscription *s, const char *path);
-/* An entry read from the directory open at dfd: 1 a directory, 0 not, -1 "." or ".." (skipped). */
-int tree_dirent_kind(int dfd, const struct dirent64 *de, size_t name_len);
-void tree_dir_close(Tree *t, int fd, const SelfDir *d);
-void tree_frame_done(Tree *t, Frame *f);
-void tree_frame_pop(TreeWalk *w);
-int tree_walk_end(TreeWalk *w);
-void tree_overflow(Tree *t, Subscription *s);
-/* A scan reported dir/name to subscription id as IN_CREATE (see Tree.scanned). */
-void tree_scanned_add(Tree *t, uint32_t id, const char *dir, const char *name, size_t name_len);
-/* What follows an open by path: s's root open at fd for its walk after an
- * overflow; name below parent, parent open at pfd (or its -errno), then what
- * that gave (tree_add_result()); tree_add_at() opens parent again. */
-void tree_rescan_opened(Tree *t, Subscription *s, int fd, const struct stat *st);
-int tree_add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, uint64_t now_usec,
-                    int pfd, const struct stat *st, bool off_loop, Hold *hold);
-void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
-                     uint64_t now_usec, int r);
-void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
-                 uint64_t now_usec);
-/* tree_add_at() where no job can be had: parent opened on the loop. */
-void tree_add_here(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
-                   uint64_t now_usec);
-
-/* tree_jobs.c: return 1 when w went to a worker (it is on t->working), else 0 (it goes on from the loop).
- * A reporting walk stays on the loop for its first slice (tree_walk_go_on_in_worker()). */
-int tree_walk_start_in_worker(TreeWalk *w, Subscription *s);
-/* A reporting walk after its first slice on the loop: the rest in workers.
- * Return: 1 (w is on t->working), or 0: it goes on from the loop. */
-int tree_walk_go_on_in_worker(TreeWalk *w, Subscription *s);
-int tree_walk_below_in_worker(TreeWalk *w, Subscription *s, int fd);
-void tree_jobs_free(Tree *t);
-
 /* tree_unread.c: the names the kernel reported in a directory a reporting
  * walk linked and has not read yet (Tree.unread). */
 /* Whether the kernel reported name in f's directory since a job linked it. */
@@ -205,10 +178,48 @@ void tree_unread_unref(Tree *t, char **key);
 void tree_unread_add(Tree *t, uint32_t id, Frame *f);
 /* Whether name was noted under key after since. */
 bool tree_unread_noted_since(Tree *t, const char *key, uint64_t since, const char *name);
+
+/* tree.c */
+/* TreeOps.may_stop of l (false without it). */
+bool tree_may_stop(const Tree *t, const WatchLink *l);
+/* The link of s at path (its root or a directory below), or NULL. */
+WatchLink *tree_find(Subscription *s, const char *path);
+/* An entry read from the directory open at dfd: 1 a directory, 0 not, -1 "." or ".." (skipped). */
+int tree_dirent_kind(int dfd, const struct dirent64 *de, size_t name_len);
+void tree_dir_close(Tree *t, int fd, const SelfDir *d);
+void tree_frame_done(Tree *t, Frame *f);
+int tree_frame_push(TreeWalk *w, Subscription *s, WatchLink *l, int fd, const SelfDir *d, size_t path_len,
+                    const Frame *skip);
+void tree_frame_pop(TreeWalk *w);
+TreeWalk *tree_walk_new(Tree *t, Subscription *s, bool synthesize, uint64_t now);
+void tree_walk_free(TreeWalk *w);
+bool tree_walk_run(TreeWalk *w, uint64_t deadline);
+int tree_walk_end(TreeWalk *w);
+void tree_overflow(Tree *t, Subscription *s);
+/* A scan reported dir/name to subscription id as IN_CREATE (see Tree.scanned). */
+void tree_scanned_add(Tree *t, uint32_t id, const char *dir, const char *name, size_t name_len);
+
+/* tree_jobs.c: return 1 when w went to a worker (it is on t->working), else 0 (it goes on from the loop).
+ * A reporting walk stays on the loop for its first slice (tree_walk_go_on_in_worker()). */
+int tree_walk_start_in_worker(TreeWalk *w, Subscription *s);
+/* A reporting walk after its first slice on the loop: the rest in workers.
+ * Return: 1 (w is on t->working), or 0: it goes on from the loop. */
+int tree_walk_go_on_in_worker(TreeWalk *w, Subscription *s);
+int tree_walk_below_in_worker(TreeWalk *w, Subscription *s, int fd);
 /* The frames a job took from its walk. */
 GArray *tree_job_frames(WalkJob *j);
+void tree_jobs_free(Tree *t);
 
-/* tree_open.c: link's path opened as s's owner in a job, then tree_add_opened() (name)
+/* tree_open.c: what follows an open by path: name below parent, parent open
+ * at pfd (or its -errno), then what that gave (tree_add_result());
+ * tree_add_at() opens parent again. */
+int tree_add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, uint64_t now_usec,
+                    int pfd, const struct stat *st, bool off_loop, Hold *hold);
+void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
+                     uint64_t now_usec, int r);
+void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
+                 uint64_t now_usec);
+/* link's path opened as s's owner in a job, then tree_add_opened() (name)
  * or tree_rescan_opened() (name NULL) on the loop. With synthesize, hold is
  * the hold the scan's records keep their order by (a reference, taken on
  * success), or NULL: one is started. Return: 0, or -errno: no job (the
@@ -217,3 +228,6 @@ int tree_open_submit(Tree *t, Subscription *s, WatchLink *link, const char *name
                      uint64_t now, Hold *hold);
 /* At exit, before the table: the opens' links let go of. */
 void tree_opens_free(Tree *t);
+
+/* tree_moves.c: at exit, before the table: the retries' links let go of. */
+void tree_retries_free(Tree *t);

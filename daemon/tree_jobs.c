@@ -663,7 +663,7 @@ static void walk_job_done(void *data, int error) {
                 w->error = j->error;
         job_free(j);
         if (s && again)
-                tree_rescan(t, s);
+                t->rescan(t, s); /* tree_rescan(), a layer above (Tree.rescan) */
 
         r = s && w->error >= 0 ? walk_fill(w, s) : 0;
         if (walk_jobs_out(w) > 0)
