@@ -13,18 +13,76 @@
  * fsnotify's SRCU read section, often with directory locks held: it may
  * allocate, but it never sleeps on anything of ours except dev->lock (a
  * spinlock held only for list operations) and never waits for the reader.
+ *
+ * It also holds what those callbacks give back when a watch or a group dies:
+ * the module's counters and the per-uid usage records. inotify_dev_user.c
+ * sits above this file: it takes records, usage and counts from here, and
+ * nothing here calls into it (see inotify_dev_priv.h).
  */
+#include <linux/atomic.h>
 #include <linux/fsnotify_backend.h>
+#include <linux/hashtable.h>
 #include <linux/memcontrol.h>
 #include <linux/module.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/string.h>
 #include <linux/wait_bit.h>
 
 #include "inotify_dev_priv.h"
+
+/*
+ * The module's own live counters, shown in /sys/class/misc/inotify/stats/
+ * (inotify_dev_user.c's sysfs files).
+ */
+atomic_long_t idev_stat_instances = ATOMIC_LONG_INIT(0);	/* open instances */
+atomic_long_t idev_stat_watches = ATOMIC_LONG_INIT(0);		/* live watches */
+atomic_long_t idev_stat_groups = ATOMIC_LONG_INIT(0);		/* groups not yet freed */
+
+/* uid -> struct idev_user, for the per-user limits (ucounts are not exported). */
+static DEFINE_HASHTABLE(idev_users, 6);
+static DEFINE_SPINLOCK(idev_users_lock);
+
+/* Returns @uid's usage record with a reference, or NULL on ENOMEM. */
+struct idev_user *idev_user_get(kuid_t uid)
+{
+	struct idev_user *user, *new;
+
+	new = kzalloc(sizeof(*new), GFP_KERNEL);
+	if (!new)
+		return NULL;
+
+	spin_lock(&idev_users_lock);
+	hash_for_each_possible(idev_users, user, node, __kuid_val(uid)) {
+		if (uid_eq(user->uid, uid)) {
+			/* Not zero: the last put removes it under this lock. */
+			refcount_inc(&user->ref);
+			goto out_unlock;
+		}
+	}
+	user = new;
+	new = NULL;
+	user->uid = uid;
+	refcount_set(&user->ref, 1);
+	hash_add(idev_users, &user->node, __kuid_val(uid));
+out_unlock:
+	spin_unlock(&idev_users_lock);
+	kfree(new);
+	return user;
+}
+
+void idev_user_put(struct idev_user *user)
+{
+	if (!refcount_dec_and_lock(&user->ref, &idev_users_lock))
+		return;
+	hash_del(&user->node);
+	spin_unlock(&idev_users_lock);
+	WARN_ON_ONCE(atomic_read(&user->devices) || atomic_read(&user->watches));
+	kfree(user);
+}
 
 /*
  * Allocates a record in its read() form; @name may be NULL. The name is

@@ -7,6 +7,14 @@
  * fsnotify-facing half (the event handler and the mark callbacks). They meet
  * here: the per-open instance, the mark wrapper and the queued record.
  *
+ * They stand in layers, each calling only those before it:
+ * inotify_dev_fsnotify.c, inotify_dev_user.c. The fsnotify half is the
+ * ground floor: besides the callbacks it has the records' alloc/free and
+ * their queueing, the module's counters and the per-uid usage records, which
+ * its callbacks give back when a watch or a group dies. The user half calls
+ * down (the ops for its groups, records, usage, counters); nothing in
+ * inotify_dev_fsnotify.c uses a name defined in inotify_dev_user.c.
+ *
  * Lifetimes, in one place:
  *  - struct idev_device lives as long as its fsnotify group: it is the
  *    group's private data and is freed by free_group_priv, after the last
@@ -130,9 +138,10 @@ struct idev_event *idev_event_alloc(s32 wd, u32 mask, u32 cookie,
 void idev_event_free(struct idev_event *ev);
 void idev_queue_event(struct idev_device *dev, struct idev_event *ev,
 		      struct idev_mark *imark);
+struct idev_user *idev_user_get(kuid_t uid);
 void idev_user_put(struct idev_user *user);
 
-/* inotify_dev_user.c: the module's own counters, for the stress test. */
+/* inotify_dev_fsnotify.c: the module's own counters, for the stress test. */
 extern atomic_long_t idev_stat_instances;
 extern atomic_long_t idev_stat_watches;
 extern atomic_long_t idev_stat_groups;

@@ -12,10 +12,12 @@
  *
  * This file holds the fops, the ioctls, the limits (module parameters and
  * the same knobs in /sys/class/misc/inotify/), the node's mode (dev_mode),
- * the module's own counters (/sys/class/misc/inotify/stats/) and the
- * instance's fdinfo (one line a watch, as inotify's). The
- * fsnotify callbacks are in inotify_dev_fsnotify.c. What 6.1 does not
- * export (the group's event queue, fsnotify_destroy_group,
+ * the sysfs files of the module's own counters
+ * (/sys/class/misc/inotify/stats/) and the instance's fdinfo (one line a
+ * watch, as inotify's). The fsnotify callbacks are in inotify_dev_fsnotify.c,
+ * with the records, the counters and the per-uid usage records that those
+ * callbacks give back: this file calls down into it, never the reverse.
+ * What 6.1 does not export (the group's event queue, fsnotify_destroy_group,
  * fsnotify_recalc_mask, ucounts) is replaced by the module's own queue,
  * teardown loop, superset mark masks and per-uid counts.
  *
@@ -41,7 +43,6 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/fsnotify_backend.h>
-#include <linux/hashtable.h>
 #include <linux/idr.h>
 #include <linux/inotify.h>
 #include <linux/ioctl.h>
@@ -76,56 +77,9 @@ static unsigned int max_user_devices = 128;
 /* The node's mode, at load time only (see the top of this file). */
 static unsigned short dev_mode = 0600;
 
-/* The module's own live counters, shown in /sys/class/misc/inotify/stats/. */
-atomic_long_t idev_stat_instances = ATOMIC_LONG_INIT(0);	/* open instances */
-atomic_long_t idev_stat_watches = ATOMIC_LONG_INIT(0);		/* live watches */
-atomic_long_t idev_stat_groups = ATOMIC_LONG_INIT(0);		/* groups not yet freed */
-
 /* Every open instance, for the queued_events counter (summed on demand). */
 static LIST_HEAD(idev_devices);
 static DEFINE_SPINLOCK(idev_devices_lock);
-
-/* uid -> struct idev_user, for the per-user limits (ucounts are not exported). */
-static DEFINE_HASHTABLE(idev_users, 6);
-static DEFINE_SPINLOCK(idev_users_lock);
-
-/* Returns @uid's usage record with a reference, or NULL on ENOMEM. */
-static struct idev_user *idev_user_get(kuid_t uid)
-{
-	struct idev_user *user, *new;
-
-	new = kzalloc(sizeof(*new), GFP_KERNEL);
-	if (!new)
-		return NULL;
-
-	spin_lock(&idev_users_lock);
-	hash_for_each_possible(idev_users, user, node, __kuid_val(uid)) {
-		if (uid_eq(user->uid, uid)) {
-			/* Not zero: the last put removes it under this lock. */
-			refcount_inc(&user->ref);
-			goto out_unlock;
-		}
-	}
-	user = new;
-	new = NULL;
-	user->uid = uid;
-	refcount_set(&user->ref, 1);
-	hash_add(idev_users, &user->node, __kuid_val(uid));
-out_unlock:
-	spin_unlock(&idev_users_lock);
-	kfree(new);
-	return user;
-}
-
-void idev_user_put(struct idev_user *user)
-{
-	if (!refcount_dec_and_lock(&user->ref, &idev_users_lock))
-		return;
-	hash_del(&user->node);
-	spin_unlock(&idev_users_lock);
-	WARN_ON_ONCE(atomic_read(&user->devices) || atomic_read(&user->watches));
-	kfree(user);
-}
 
 /*
  * Creates a watch on @inode for @mask (events, and IN_ONESHOT and
