@@ -9,6 +9,8 @@
  * Files, from the top down; a file calls only those below it, and what the
  * core must tell the objects above it (an item to emit) goes through the
  * CoreEmitFunc the client gave core_new():
+ *   watchd-durable.c   WatchdDurable and the client's durable calls (it asks
+ *                      the client for its connection, owner and router)
  *   watchd-client.c, watchd-subscription.c   the GObjects, the public API
  *   watchd-owner.c     who owns the bus name: its properties, restarts
  *   watchd-receive.c   the daemon's signals and record stream, read
@@ -18,8 +20,8 @@
  *   watchd-core.c      the Core: its tables, its queue, the dispatch source
  * and below them the bus (watchd-bus.c), the stream's reader
  * (watchd-stream.c), the paths' wire form (watchd-wire.c), the events, and
- * the DurableRouter (in watchd-durable.c, watchd-private.h) that takes the
- * stream's durable frames to the WatchdDurables.
+ * the DurableRouter (watchd-durable-router.c, watchd-private.h) that takes
+ * the stream's durable frames to the WatchdDurables' queues.
  *
  * Threads. Three kinds meet here:
  *   - GDBus's worker thread reads every message (watchd-bus.c's filter) and

@@ -29,53 +29,18 @@
  * is a DurableCore (reference counted; the filter and the router hold
  * one), the GObject is only reached through a weak reference, from the
  * main context.
+ *
+ * The DurableCore, the router and the filter, which fill the queue from
+ * those threads, are in watchd-durable-router.c, below the client's core;
+ * this file, above the client, empties the queue and is the object and
+ * the calls (watchd-durable-router.h).
  */
-
-#include <errno.h>
-#include <unistd.h>
 
 #include "watchd-private.h"
 #include "watchd-bus.h"
 #include "watchd-durable.h"
+#include "watchd-durable-router.h"
 #include "watchd-wire.h"
-
-#include "stream_frame.h"
-
-#define BATCH_MAX  1024u  /* records an "events" emission carries at most */
-#define QUEUE_HIGH 16384u /* records queued before the daemon is held back */
-#define QUEUE_LOW  4096u  /* ... and let go again */
-
-typedef enum ItemKind {
-        ITEM_EVENTS,
-        ITEM_RESCAN,
-        ITEM_CAUGHT_UP,
-        ITEM_STOPPED,
-} ItemKind;
-
-typedef struct Item {
-        ItemKind kind;
-        GPtrArray *events; /* ITEM_EVENTS: WatchdEvent* (with their ids) */
-        guint64 id;        /* ITEM_RESCAN, ITEM_CAUGHT_UP */
-        char *reason;      /* ITEM_RESCAN, ITEM_STOPPED */
-        GVariant *dirs;    /* ITEM_RESCAN: a(ayu) */
-} Item;
-
-typedef struct DurableCore {
-        gint ref_count;
-        GWeakRef object; /* the WatchdDurable */
-        GDBusConnection *connection;
-        char *name;
-        char *owner;                 /* the daemon's unique name when it resumed */
-        WatchdDurableRouter *router; /* its client's; NULL if none */
-        GSource *source;             /* emits in the main context of the resume */
-        guint filter;
-
-        GMutex lock;       /* what follows */
-        GQueue items;      /* Item* */
-        guint queued;      /* records in items */
-        GQueue held_pings; /* GDBusMessage*: the owner's Pings not answered yet */
-        gboolean ended;    /* disposed: nothing more is queued */
-} DurableCore;
 
 struct _WatchdDurable {
         GObject parent_instance;
@@ -99,201 +64,7 @@ static guint signals[N_SIGNALS];
 G_DEFINE_TYPE(WatchdDurable, watchd_durable, G_TYPE_OBJECT)
 
 /* ------------------------------------------------------------------------ */
-/* The router: a client's stream, to its WatchdDurables by name */
-
-struct WatchdDurableRouter {
-        gint ref_count;
-        GMutex lock;
-        GHashTable *cores; /* name -> DurableCore* (referenced) */
-        int resume_fd;     /* the stream reader's resume eventfd (a dup), or -1 */
-        gboolean paused;
-};
-
-static DurableCore *core_ref(DurableCore *c);
-static void core_unref(gpointer p);
-static gboolean core_push(DurableCore *c, Item *it, guint records);
-
-WatchdDurableRouter *watchd_durable_router_new(void) {
-        WatchdDurableRouter *r = g_new0(WatchdDurableRouter, 1);
-
-        r->ref_count = 1;
-        g_mutex_init(&r->lock);
-        r->cores = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, core_unref);
-        r->resume_fd = -1;
-        return r;
-}
-
-WatchdDurableRouter *watchd_durable_router_ref(WatchdDurableRouter *r) {
-        g_atomic_int_inc(&r->ref_count);
-        return r;
-}
-
-void watchd_durable_router_unref(WatchdDurableRouter *r) {
-        if (!r || !g_atomic_int_dec_and_test(&r->ref_count))
-                return;
-        g_hash_table_destroy(r->cores);
-        if (r->resume_fd >= 0)
-                close(r->resume_fd);
-        g_mutex_clear(&r->lock);
-        g_free(r);
-}
-
-void watchd_durable_router_set_stream(WatchdDurableRouter *r, int resume_fd) {
-        g_mutex_lock(&r->lock);
-        if (r->resume_fd >= 0)
-                close(r->resume_fd);
-        r->resume_fd = resume_fd;
-        r->paused = FALSE;
-        g_mutex_unlock(&r->lock);
-}
-
-/* Lock held: a paused stream reads again. */
-static void router_resume(WatchdDurableRouter *r) {
-        uint64_t one = 1;
-
-        if (!r->paused)
-                return;
-        r->paused = FALSE;
-        if (r->resume_fd >= 0 && write(r->resume_fd, &one, sizeof one) < 0)
-                g_warning("libwatchd: cannot resume the record stream: %s", g_strerror(errno));
-}
-
-static void router_add(WatchdDurableRouter *r, DurableCore *c) {
-        g_mutex_lock(&r->lock);
-        /* A second resume of the same name on this connection takes its records over. */
-        g_hash_table_replace(r->cores, c->name, core_ref(c));
-        g_mutex_unlock(&r->lock);
-}
-
-static void router_remove(WatchdDurableRouter *r, DurableCore *c) {
-        g_mutex_lock(&r->lock);
-        if (g_hash_table_lookup(r->cores, c->name) == c)
-                g_hash_table_remove(r->cores, c->name);
-        router_resume(r); /* nothing of it holds the stream any more */
-        g_mutex_unlock(&r->lock);
-}
-
-static char *dup_len(const char *s, size_t len) {
-        return g_strndup(s, len);
-}
-
-static WatchdEvent *event_of_frame(const StreamFrame *f) {
-        return watchd_event_new_with_id(f->cursor, f->mask & ~WATCHD_WIRE_PATH_ESCAPED, f->cookie, f->path,
-                                        f->new_path_len > 0 ? f->new_path : NULL);
-}
-
-static GVariant *dirs_of_frame(const StreamFrame *f) {
-        GVariantBuilder b;
-        const char *path;
-        size_t off = 0, len;
-        uint32_t flags;
-
-        g_variant_builder_init(&b, G_VARIANT_TYPE("a(ayu)"));
-        while (stream_frame_rescan_dir(f, &off, &path, &len, &flags) > 0)
-                g_variant_builder_add(&b, "(@ayu)", g_variant_new_bytestring(path), flags);
-        return g_variant_ref_sink(g_variant_builder_end(&b));
-}
-
-/* The stream reader's thread: the durable frames of one read, in order. */
-gboolean watchd_durable_router_frames(WatchdDurableRouter *r, const StreamFrame *frames, guint n) {
-        gboolean more = TRUE;
-
-        g_mutex_lock(&r->lock);
-        for (guint i = 0; i < n;) {
-                const StreamFrame *f = &frames[i];
-                g_autofree char *name = dup_len(f->name, f->name_len);
-                DurableCore *c = g_hash_table_lookup(r->cores, name);
-                Item *it;
-
-                if (!c) {
-                        i++; /* not (or no longer) resumed here */
-                        continue;
-                }
-                it = g_new0(Item, 1);
-                if (f->type == STREAM_FRAME_DURABLE_EVENT) {
-                        /* The records of this name that follow, in one batch. */
-                        it->kind = ITEM_EVENTS;
-                        it->events = g_ptr_array_new_full(MIN(n - i, BATCH_MAX), (GDestroyNotify) watchd_event_unref);
-                        while (i < n && it->events->len < BATCH_MAX && frames[i].type == STREAM_FRAME_DURABLE_EVENT &&
-                               frames[i].name_len == f->name_len && memcmp(frames[i].name, f->name, f->name_len) == 0)
-                                g_ptr_array_add(it->events, event_of_frame(&frames[i++]));
-                        more = core_push(c, it, it->events->len) && more;
-                        continue;
-                }
-                if (f->type == STREAM_FRAME_DURABLE_RESCAN) {
-                        it->kind = ITEM_RESCAN;
-                        it->id = f->cursor;
-                        it->reason = dup_len(f->reason, f->reason_len);
-                        it->dirs = dirs_of_frame(f);
-                } else if (f->type == STREAM_FRAME_DURABLE_CAUGHT_UP) {
-                        it->kind = ITEM_CAUGHT_UP;
-                        it->id = f->cursor;
-                } else {
-                        it->kind = ITEM_STOPPED;
-                        it->reason = dup_len(f->reason, f->reason_len);
-                }
-                more = core_push(c, it, 0) && more;
-                i++;
-        }
-        if (!more)
-                r->paused = TRUE;
-        g_mutex_unlock(&r->lock);
-        return more;
-}
-
-/* ------------------------------------------------------------------------ */
-/* The core: the queue, its source, the filter */
-
-static void item_free(Item *it) {
-        g_clear_pointer(&it->events, g_ptr_array_unref);
-        g_free(it->reason);
-        g_clear_pointer(&it->dirs, g_variant_unref);
-        g_free(it);
-}
-
-static DurableCore *core_ref(DurableCore *c) {
-        g_atomic_int_inc(&c->ref_count);
-        return c;
-}
-
-static void core_unref(gpointer p) {
-        DurableCore *c = p;
-
-        if (!c || !g_atomic_int_dec_and_test(&c->ref_count))
-                return;
-        if (c->source) {
-                g_source_destroy(c->source);
-                g_source_unref(c->source);
-        }
-        g_queue_clear_full(&c->items, (GDestroyNotify) item_free);
-        g_queue_clear_full(&c->held_pings, g_object_unref);
-        watchd_durable_router_unref(c->router);
-        g_clear_object(&c->connection);
-        g_weak_ref_clear(&c->object);
-        g_free(c->name);
-        g_free(c->owner);
-        g_mutex_clear(&c->lock);
-        g_free(c);
-}
-
-/* Any thread: it, with records of them, at the end of the queue. Returns
- * whether more may come (the queue is under QUEUE_HIGH). */
-static gboolean core_push(DurableCore *c, Item *it, guint records) {
-        gboolean more;
-
-        g_mutex_lock(&c->lock);
-        if (c->ended) {
-                g_mutex_unlock(&c->lock);
-                item_free(it);
-                return TRUE;
-        }
-        g_queue_push_tail(&c->items, it);
-        c->queued += records;
-        more = c->queued < QUEUE_HIGH;
-        g_mutex_unlock(&c->lock);
-        g_source_set_ready_time(c->source, 0);
-        return more;
-}
+/* The core's queue, emptied in the main context of the resume */
 
 /* The Pings held back, answered: what came before each has been taken. Lock not held. */
 static void core_answer_pings(DurableCore *c, GQueue *pings) {
@@ -309,9 +80,9 @@ static void core_answer_pings(DurableCore *c, GQueue *pings) {
         }
 }
 
-static void emit(WatchdDurable *d, Item *it) {
+static void emit(WatchdDurable *d, DurableItem *it) {
         switch (it->kind) {
-        case ITEM_EVENTS:
+        case DURABLE_ITEM_EVENTS:
                 if (it->events->len == 0)
                         break;
                 d->cursor = watchd_event_get_id(it->events->pdata[it->events->len - 1]);
@@ -325,15 +96,15 @@ static void emit(WatchdDurable *d, Item *it) {
                                               watchd_event_get_path(e), watchd_event_get_new_path(e));
                         }
                 break;
-        case ITEM_RESCAN:
+        case DURABLE_ITEM_RESCAN:
                 d->cursor = it->id;
                 g_signal_emit(d, signals[SIGNAL_RESCAN], 0, it->id, it->reason, it->dirs);
                 break;
-        case ITEM_CAUGHT_UP:
+        case DURABLE_ITEM_CAUGHT_UP:
                 d->caught_up = TRUE;
                 g_signal_emit(d, signals[SIGNAL_CAUGHT_UP], 0, it->id);
                 break;
-        case ITEM_STOPPED:
+        case DURABLE_ITEM_STOPPED:
                 g_signal_emit(d, signals[SIGNAL_STOPPED], 0, it->reason);
                 break;
         }
@@ -345,12 +116,12 @@ static gboolean on_dispatch(GSource *source, GSourceFunc callback, gpointer user
         g_autoptr(WatchdDurable) d = NULL;
         GQueue pings = G_QUEUE_INIT;
         gboolean resume = FALSE;
-        Item *it;
+        DurableItem *it;
 
         g_source_set_ready_time(source, -1);
         g_mutex_lock(&c->lock);
         it = g_queue_pop_head(&c->items);
-        if (it && it->kind == ITEM_EVENTS)
+        if (it && it->kind == DURABLE_ITEM_EVENTS)
                 c->queued -= it->events->len;
         if (c->queued <= QUEUE_LOW) {
                 pings = c->held_pings;
@@ -364,7 +135,7 @@ static gboolean on_dispatch(GSource *source, GSourceFunc callback, gpointer user
         core_answer_pings(c, &pings);
         if (resume && c->router) {
                 g_mutex_lock(&c->router->lock);
-                router_resume(c->router);
+                watchd_durable_router_resume(c->router);
                 g_mutex_unlock(&c->router->lock);
         }
         if (!it)
@@ -372,151 +143,13 @@ static gboolean on_dispatch(GSource *source, GSourceFunc callback, gpointer user
         d = g_weak_ref_get(&c->object);
         if (d)
                 emit(d, it);
-        item_free(it);
+        durable_item_free(it);
         return G_SOURCE_CONTINUE;
 }
 
 static GSourceFuncs dispatch_funcs = {
         .dispatch = on_dispatch,
 };
-
-static void add_event(GPtrArray *events, guint64 id, guint32 mask, guint32 cookie, const char *p, const char *np) {
-        gboolean escaped = (mask & WATCHD_WIRE_PATH_ESCAPED) != 0;
-        g_autofree char *path = NULL, *new_path = NULL;
-
-        if (escaped) {
-                path = watchd_wire_path_decode(p, TRUE, NULL);
-                new_path = *np ? watchd_wire_path_decode(np, TRUE, NULL) : NULL;
-                if (!path)
-                        return;
-        }
-        g_ptr_array_add(events,
-                        watchd_event_new_with_id(id, mask & ~WATCHD_WIRE_PATH_ESCAPED, cookie, path ?: p,
-                                                 escaped ? new_path : (*np ? np : NULL)));
-}
-
-/*
- * A DurableEvents signal as an item. GDBus (2.74) hands the body over as a
- * tree of values, six a record: they are walked value by value (a format
- * string with "&" would have the whole body serialised first, and
- * serialising costs more than the walk: 500 against 400 ns a record, the
- * GDBus parse itself 890).
- */
-static Item *item_of_events(GVariant *body) {
-        g_autoptr(GVariant) records = g_variant_get_child_value(body, 1);
-        gsize n = g_variant_n_children(records);
-        Item *it = g_new0(Item, 1);
-
-        it->kind = ITEM_EVENTS;
-        it->events = g_ptr_array_new_full((guint) n, (GDestroyNotify) watchd_event_unref);
-        for (gsize i = 0; i < n; i++) {
-                g_autoptr(GVariant) rec = g_variant_get_child_value(records, i);
-                g_autoptr(GVariant) v_id = g_variant_get_child_value(rec, 0), v_mask = g_variant_get_child_value(rec, 1);
-                g_autoptr(GVariant) v_cookie = g_variant_get_child_value(rec, 2);
-                g_autoptr(GVariant) v_path = g_variant_get_child_value(rec, 3), v_new = g_variant_get_child_value(rec, 4);
-
-                add_event(it->events, g_variant_get_uint64(v_id), g_variant_get_uint32(v_mask),
-                          g_variant_get_uint32(v_cookie), g_variant_get_string(v_path, NULL),
-                          g_variant_get_string(v_new, NULL));
-        }
-        return it;
-}
-
-/* A DurableRescan signal as an item: its directories as bytes; one that cannot be named makes it whole. */
-static Item *item_of_rescan(GVariant *body) {
-        g_autoptr(GVariantIter) iter = NULL;
-        gboolean whole = FALSE;
-        GVariantBuilder b;
-        const char *reason, *dir;
-        guint32 flags;
-        Item *it = g_new0(Item, 1);
-
-        it->kind = ITEM_RESCAN;
-        g_variant_get(body, "(&st&sa(su))", NULL, &it->id, &reason, &iter);
-        it->reason = g_strdup(reason);
-        g_variant_builder_init(&b, G_VARIANT_TYPE("a(ayu)"));
-        while (g_variant_iter_next(iter, "(&su)", &dir, &flags)) {
-                g_autofree char *bytes = watchd_wire_path_decode(dir, (flags & WATCHD_WIRE_PATH_ESCAPED) != 0, NULL);
-
-                if (!bytes) {
-                        whole = TRUE;
-                        continue;
-                }
-                g_variant_builder_add(&b, "(@ayu)", g_variant_new_bytestring(bytes), flags & ~WATCHD_WIRE_PATH_ESCAPED);
-        }
-        it->dirs = g_variant_ref_sink(g_variant_builder_end(&b));
-        if (whole) {
-                g_variant_unref(it->dirs);
-                it->dirs = g_variant_ref_sink(g_variant_new_array(G_VARIANT_TYPE("(ayu)"), NULL, 0));
-        }
-        return it;
-}
-
-/*
- * GDBus's worker thread, for every message in and out: the owner's Durable*
- * signals for this name become items; its Peer.Ping is held while the queue
- * is full (its answer would tell the daemon everything before it was taken).
- */
-static GDBusMessage *on_filter(GDBusConnection *connection, GDBusMessage *m, gboolean incoming, gpointer userdata) {
-        DurableCore *c = userdata;
-        const char *member = g_dbus_message_get_member(m);
-        GVariant *body;
-        const char *name = NULL;
-        Item *it = NULL;
-        guint records = 0;
-
-        if (!incoming || g_strcmp0(g_dbus_message_get_sender(m), c->owner) != 0 || !member)
-                return m;
-        if (g_dbus_message_get_message_type(m) == G_DBUS_MESSAGE_TYPE_METHOD_CALL) {
-                if (g_strcmp0(g_dbus_message_get_interface(m), "org.freedesktop.DBus.Peer") != 0 ||
-                    strcmp(member, "Ping") != 0)
-                        return m;
-                g_mutex_lock(&c->lock);
-                if (c->ended || c->queued < QUEUE_HIGH) {
-                        g_mutex_unlock(&c->lock);
-                        return m; /* GDBus answers it */
-                }
-                g_queue_push_tail(&c->held_pings, m); /* answered by on_dispatch() */
-                g_mutex_unlock(&c->lock);
-                return NULL;
-        }
-        if (g_dbus_message_get_message_type(m) != G_DBUS_MESSAGE_TYPE_SIGNAL ||
-            g_strcmp0(g_dbus_message_get_interface(m), WATCHD_INTERFACE) != 0 ||
-            g_strcmp0(g_dbus_message_get_path(m), WATCHD_OBJECT_PATH) != 0 || !g_str_has_prefix(member, "Durable"))
-                return m;
-        body = g_dbus_message_get_body(m);
-        /* Every Durable* signal starts with the subscription's name. */
-        if (!body || !g_str_has_prefix(g_variant_get_type_string(body), "(s"))
-                return m;
-        {
-                g_autoptr(GVariant) v = g_variant_get_child_value(body, 0);
-
-                name = g_variant_get_string(v, NULL);
-                if (!g_str_equal(name, c->name))
-                        return m;
-        }
-
-        if (g_str_equal(member, "DurableEvents") && g_variant_is_of_type(body, G_VARIANT_TYPE("(sa(tuuss))"))) {
-                it = item_of_events(body);
-                records = it->events->len;
-        } else if (g_str_equal(member, "DurableRescan") && g_variant_is_of_type(body, G_VARIANT_TYPE("(stsa(su))")))
-                it = item_of_rescan(body);
-        else if (g_str_equal(member, "DurableCaughtUp") && g_variant_is_of_type(body, G_VARIANT_TYPE("(st)"))) {
-                it = g_new0(Item, 1);
-                it->kind = ITEM_CAUGHT_UP;
-                g_variant_get(body, "(&st)", NULL, &it->id);
-        } else if (g_str_equal(member, "DurableStopped") && g_variant_is_of_type(body, G_VARIANT_TYPE("(ss)"))) {
-                const char *reason;
-
-                it = g_new0(Item, 1);
-                it->kind = ITEM_STOPPED;
-                g_variant_get(body, "(&s&s)", NULL, &reason);
-                it->reason = g_strdup(reason);
-        }
-        if (it)
-                (void) core_push(c, it, records);
-        return m;
-}
 
 /* ------------------------------------------------------------------------ */
 /* The object */
@@ -530,7 +163,7 @@ static void watchd_durable_dispose(GObject *object) {
                 if (c->filter)
                         g_dbus_connection_remove_filter(c->connection, c->filter);
                 if (c->router)
-                        router_remove(c->router, c);
+                        watchd_durable_router_remove(c->router, c);
                 g_mutex_lock(&c->lock);
                 c->ended = TRUE;
                 pings = c->held_pings;
@@ -539,7 +172,7 @@ static void watchd_durable_dispose(GObject *object) {
                 /* Nothing held back for a program that no longer reads. */
                 core_answer_pings(c, &pings);
                 g_source_destroy(c->source);
-                core_unref(c);
+                durable_core_unref(c);
         }
         G_OBJECT_CLASS(watchd_durable_parent_class)->dispose(object);
 }
@@ -795,8 +428,8 @@ WatchdDurable *watchd_client_resume_durable_sync(WatchdClient *client, const cha
         /* Before the call: nothing it sends is missed, whichever way it comes. */
         c->router = watchd_client_get_durable_router(client);
         if (c->router)
-                router_add(c->router, c);
-        c->filter = g_dbus_connection_add_filter(conn, on_filter, core_ref(c), core_unref);
+                watchd_durable_router_add(c->router, c);
+        c->filter = g_dbus_connection_add_filter(conn, durable_core_on_filter, durable_core_ref(c), durable_core_unref);
         reply = call(client, "ResumeDurable", g_variant_new("(sst)", name, journal ?: "", cursor),
                      G_VARIANT_TYPE("(s)"), cancellable, error);
         if (!reply)

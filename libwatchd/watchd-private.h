@@ -71,14 +71,15 @@ WatchdEvent *watchd_event_new_with_id(guint64 id, WatchdEventMask mask, guint32 
                                       const char *new_path);
 
 /*
- * watchd-durable.c, for the core (watchd-core.c makes one a client,
+ * watchd-durable-router.c, for the core (watchd-core.c makes one a client,
  * watchd-receive.c feeds it): a client's WatchdDurables by name, for the
  * durable frames of its record stream. It calls nothing of the core, so
- * it sits below it, though in the file of WatchdDurable. Reference counted; any
- * thread. _frames() takes the durable frames of one read of the stream
- * (its reader's thread) and returns whether the reader may read on; a
- * reader told no waits until something is written to the eventfd given
- * with _set_stream() (a dup, taken; -1: no stream).
+ * it sits below it (WatchdDurable, in watchd-durable.c, is above the
+ * client). Reference counted; any thread. _frames() takes the durable
+ * frames of one read of the stream (its reader's thread) and returns
+ * whether the reader may read on; a reader told no waits until something
+ * is written to the eventfd given with _set_stream() (a dup, taken; -1: no
+ * stream).
  */
 typedef struct WatchdDurableRouter WatchdDurableRouter;
 WatchdDurableRouter *watchd_durable_router_new(void);
