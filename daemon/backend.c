@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * backend - choosing and freeing a kernel interface
+ * backend - what both kernel interfaces share: the watch limit, freeing
+ *
+ * Below both implementations (backend_device.c, backend_syscall.c);
+ * backend_choose.c, above them, picks one.
  */
 
 #include <errno.h>
@@ -8,27 +11,7 @@
 #include <stdlib.h>
 
 #include "backend.h"
-#include "log.h"
 #include "macro.h"
-
-int backend_new(BackendType type, const char *device, Backend **ret) {
-        int r;
-
-        switch (type) {
-        case BACKEND_DEVICE:
-                return backend_device_new(device, ret);
-        case BACKEND_SYSCALL:
-                return backend_syscall_new(ret);
-        case BACKEND_AUTO:
-                r = backend_device_new(device, ret);
-                if (r >= 0)
-                        return r;
-                log_info_errno(r, "Cannot use '%s' (%m), using the inotify syscalls.", device);
-                return backend_syscall_new(ret);
-        default:
-                return -EINVAL;
-        }
-}
 
 int backend_watch_limit(const Backend *b, uint32_t *ret) {
         unsigned long v;
