@@ -26,7 +26,8 @@
  * as their parent.
  *
  * This file is the ground floor of the tree files (tree_internal.h): the
- * tree's state, the names scans reported, a walk's frames, its slices on
+ * tree's state, the names scans reported (and the frames' side of the
+ * names the kernel reported, Tree.unread), a walk's frames, its slices on
  * the loop and its end. Where walks start is tree_open.c; a tree is made
  * and freed in tree_life.c.
  */
@@ -89,6 +90,51 @@ bool tree_scanned_check(Tree *t, const Subscription *s, const char *dir, uint32_
         key = scanned_key(s->id, dir, name, name_len);
         /* Gone again: a later IN_CREATE of the same name is a new object. */
         return g_hash_table_remove(t->scanned, key) && (mask & (IN_CREATE | IN_MOVED_TO));
+}
+
+/* ---- the frames' side of Tree.unread (tree_unread.h) ---- */
+
+/* link's key in Tree.unread, noting from now on (a reference), or NULL
+ * (no memory, too long a path: then nothing is noted for it). */
+char *tree_unread_ref_link(Tree *t, uint32_t id, WatchLink *link) {
+        char pathbuf[PATH_MAX];
+        const char *path = watch_link_get_path(link, pathbuf);
+
+        if (!path)
+                return NULL;
+        return tree_unread_ref(&t->unread, id, path);
+}
+
+/*
+ * f, just linked by a reporting walk's job, is read by a later job: what
+ * the kernel reports created in it meanwhile (its watch is placed) is read
+ * from the kernel queue before that job's read is reported, so it is noted
+ * (tree_unread_note()) and not reported by the scan again. Without a key
+ * (no memory, too long a path) a name may be reported twice, never lost.
+ */
+void tree_unread_add(Tree *t, uint32_t id, Frame *f) {
+        f->unread = tree_unread_ref_link(t, id, f->link);
+        f->unread_since = t->unread.seq;
+}
+
+void tree_unread_note(Tree *t, const Subscription *s, const char *dir, uint32_t mask, const char *name, size_t name_len) {
+        /* Every name the kernel told of since the link: its records tell its
+         * story. A name that was there before and went (IN_DELETE, IN_MOVED_FROM)
+         * too: the job may have read it before it went, and its IN_CREATE,
+         * reported after the kernel's record, would bring it back. */
+        if (tree_unread_empty(&t->unread) || !name || !(s->flags & WATCHD_FLAG_RECURSIVE) ||
+            !(mask & (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)))
+                return;
+        tree_unread_note_name(&t->unread, s->id, dir, name, name_len);
+}
+
+bool tree_unread_noted(Tree *t, const Frame *f, const char *name) {
+        return tree_unread_noted_since(&t->unread, f->unread, f->unread_since, name);
+}
+
+void tree_unread_drop(Tree *t, Frame *f) {
+        tree_unread_unref(&t->unread, &f->unread);
+        tree_unread_unref(&t->unread, &f->told);
 }
 
 int tree_dirent_kind(int dfd, const struct dirent64 *de, size_t name_len) {

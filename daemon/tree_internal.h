@@ -2,17 +2,20 @@
 #pragma once
 
 /*
- * tree_internal - what tree.c (the tree, a walk on the loop), tree_unread.c
- * (the names reported in a directory not read yet), tree_jobs.c (walks in
- * workers), tree_open.c (where walks start; opens by path in workers),
- * tree_moves.c (directories that appear and renames within a tree, what
- * waits for the kernel queue read empty) and tree_life.c (a tree made and
- * freed) share: the tree, a walk, its frames. For those files only.
+ * tree_internal - what tree.c (the tree, a walk on the loop), tree_jobs.c
+ * (walks in workers), tree_open.c (where walks start; opens by path in
+ * workers), tree_moves.c (directories that appear and renames within a
+ * tree, what waits for the kernel queue read empty) and tree_life.c (a tree
+ * made and freed) share: the tree, a walk, its frames. For those files only.
  *
  * They stand in layers, each calling only those before it: tree_unread.c,
  * tree.c, tree_jobs.c, tree_open.c, tree_moves.c, tree_life.c. A job's
  * completion walks a tree again through Tree.rescan (tree_rescan(), set by
- * tree_new()).
+ * tree_new()). tree_unread.c (the names reported in a directory not read
+ * yet), the lowest, does not include this header: it owns its state
+ * (TreeUnread, tree_unread.h, embedded as Tree.unread) and takes plain
+ * values (a subscription's id, a path, a key); the frames' side of it is
+ * in tree.c.
  */
 
 #include <dirent.h>
@@ -25,6 +28,7 @@
 #include "list.h"
 #include "self_events.h"
 #include "tree.h"
+#include "tree_unread.h"
 
 /* Steps between looks at the clock. */
 #define STEPS_PER_CLOCK 32u
@@ -76,16 +80,11 @@ struct Tree {
          * IN_CREATE, until the kernel queue is next read empty (tree.h). NULL
          * until first used. */
         GHashTable *scanned;
-        /* "id:path" -> the names the kernel reported in that directory
-         * (Unread, tree_jobs.c) since a reporting walk's job linked it, until
-         * a job's read of it is reported: those are not reported again; and
-         * while a job opens names of it: those are not linked from the job's
-         * opens. NULL until first used. */
-        GHashTable *unread;
-        /* The last note in Tree.unread: a name's value there is its last
-         * note's. A key is shared by the frames of its directory, each
-         * looking only at what was noted after it looked first. */
-        uint64_t unread_seq;
+        /* The names the kernel reported in a directory (tree_unread.h) since a
+         * reporting walk's job linked it, until a job's read of it is
+         * reported: those are not reported again; and while a job opens
+         * names of it: those are not linked from the job's opens. */
+        TreeUnread unread;
         uint8_t *dents_buf; /* getdents64 buffer of the walks */
 };
 
@@ -106,7 +105,7 @@ typedef struct Frame {
         dev_t lane;
         char *unread;                      /* a reporting walk's, linked by a job: its key in Tree.unread, or NULL */
         char *told;                        /* while a job of it is out: its key in Tree.unread, or NULL */
-        uint64_t unread_since, told_since; /* Tree.unread_seq when those were taken */
+        uint64_t unread_since, told_since; /* Tree.unread.seq when those were taken */
         char *entries;                     /* what a job read of it in a reporting walk: "Da\0Fb\0" (D: a directory) */
         size_t entries_len;
 } Frame;
@@ -163,23 +162,18 @@ typedef struct TreeRetry {
         uint64_t now;
 } TreeRetry;
 
-/* tree_unread.c: the names the kernel reported in a directory a reporting
- * walk linked and has not read yet (Tree.unread). */
+/* tree.c */
+/* The frames' side of Tree.unread (tree_unread.h): the names the kernel
+ * reported in a directory a reporting walk linked and has not read yet. */
 /* Whether the kernel reported name in f's directory since a job linked it. */
 bool tree_unread_noted(Tree *t, const Frame *f, const char *name);
 /* A frame's keys in Tree.unread let go of (tree_frame_done()). */
 void tree_unread_drop(Tree *t, Frame *f);
 /* link's key in Tree.unread, noting from now on (a reference), or NULL
  * (no memory, too long a path: then nothing is noted for it). */
-char *tree_unread_ref(Tree *t, uint32_t id, WatchLink *link);
-/* *key's reference let go of (NULL after). */
-void tree_unread_unref(Tree *t, char **key);
+char *tree_unread_ref_link(Tree *t, uint32_t id, WatchLink *link);
 /* f, just linked by a reporting walk's job, noted from now on (Frame.unread). */
 void tree_unread_add(Tree *t, uint32_t id, Frame *f);
-/* Whether name was noted under key after since. */
-bool tree_unread_noted_since(Tree *t, const char *key, uint64_t since, const char *name);
-
-/* tree.c */
 /* TreeOps.may_stop of l (false without it). */
 bool tree_may_stop(const Tree *t, const WatchLink *l);
 /* The link of s at path (its root or a directory below), or NULL. */

@@ -414,7 +414,7 @@ static int job_link(TreeWalk *w, Subscription *s, Frame *f, JobChild *c, GArray 
          * name now, and linked under this one it would keep a name it no
          * longer has. The records of the name link what is there (as they
          * do for a name the job never saw). */
-        if (tree_unread_noted_since(t, f->told, f->told_since, c->name)) {
+        if (tree_unread_noted_since(&t->unread, f->told, f->told_since, c->name)) {
                 tree_dir_close(t, c->fd, &d);
                 return 0;
         }
@@ -585,7 +585,7 @@ static void walk_job_done(void *data, int error) {
                 f->entries = NULL;
                 f->entries_len = 0;
                 if (f->read)
-                        tree_unread_unref(t, &f->unread);
+                        tree_unread_unref(&t->unread, &f->unread);
         }
         if (applied)
                 holds_apply_end(t->holds, previous);
@@ -652,7 +652,7 @@ static void walk_job_done(void *data, int error) {
         for (guint i = 0; i < j->frames->len; i++) {
                 Frame *f = &g_array_index(j->frames, Frame, i);
 
-                tree_unread_unref(t, &f->told);
+                tree_unread_unref(&t->unread, &f->told);
                 if (f->closed)
                         tree_frame_done(t, f);
                 else
@@ -730,8 +730,8 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
         for (guint i = 0; i < j->frames->len; i++) {
                 Frame *f = &g_array_index(j->frames, Frame, i);
 
-                f->told = tree_unread_ref(t, w->id, f->link);
-                f->told_since = t->unread_seq;
+                f->told = tree_unread_ref_link(t, w->id, f->link);
+                f->told_since = t->unread.seq;
                 if (!f->cross)
                         j->place = j->place || tree_may_stop(t, f->link); /* one file system */
                 cross = cross || f->cross;
@@ -744,7 +744,7 @@ static int walk_submit(TreeWalk *w, Subscription *s) {
         r = fswork_submit(t->fswork, dev, &s->owner->caller, walk_job_run, walk_job_done, j);
         if (r < 0) {
                 for (guint i = 0; i < j->frames->len; i++)
-                        tree_unread_unref(t, &g_array_index(j->frames, Frame, i).told);
+                        tree_unread_unref(&t->unread, &g_array_index(j->frames, Frame, i).told);
                 job_unannounce(t, j);
                 g_array_append_vals(w->frames, j->frames->data, j->frames->len);
                 job_free(j);

@@ -53,8 +53,7 @@ Tree *tree_free(Tree *t) {
                 g_array_unref(t->moves);
         if (t->scanned)
                 g_hash_table_destroy(t->scanned);
-        if (t->unread)
-                g_hash_table_destroy(t->unread);
+        tree_unread_clear(&t->unread);
         free(t->dents_buf);
         free(t);
         return NULL;
