@@ -74,6 +74,7 @@ struct Tree {
         uint64_t jobs;                /* jobs submitted */
         GArray *moves;                /* TreeMove: directories moved out of their place, until their IN_MOVED_TO */
         uint64_t moves_until;         /* read empty with moves set aside: they left the tree at this time */
+        uint64_t retries_until;       /* retries tried again and waiting: the queue is read again then, or 0 */
         GArray *retries;              /* TreeRetry: new directories to walk once the kernel queue is read empty */
         LIST_HEAD(TreeOpen, opens);   /* opens by path in workers (add_at(), tree_rescan()) */
         /* "id:path" of each entry a scan of a new directory reported as
@@ -141,7 +142,8 @@ struct TreeOpen {
         WatchLink *link; /* the parent (add_at()) or the root (tree_rescan()), held */
         char *name;      /* the new directory's name in link; NULL: a rescan of the root */
         char *path;      /* link's path */
-        bool synthesize, retry;
+        bool synthesize;
+        unsigned retry; /* how many times it was tried before (tree_add_result()) */
         uint64_t now;
         uid_t uid;
         dev_t lane;
@@ -152,13 +154,25 @@ struct TreeOpen {
         LIST_FIELDS(TreeOpen, opens);
 };
 
+/* How many times a directory whose parent's path led elsewhere (-ESTALE) is
+ * tried again before its subscription gets Overflow. Once is not enough: the
+ * kernel moves a renamed directory's dentry (d_move()) before it queues the
+ * rename's records (fsnotify_move() comes after it in vfs_rename()), so an
+ * open in between finds the old path gone while the queue, read empty right
+ * after, does not hold the rename yet; the records are there at a later
+ * read. After the first, each try waits TREE_STALE_RETRY_USEC for it. */
+#define TREE_STALE_RETRIES    3u
+#define TREE_STALE_RETRY_USEC (5u * 1000u)
+
 /* A directory that appeared below a link whose path did not lead to it:
- * tried again once the kernel queue is read empty (tree_retries_run). */
+ * tried again once the kernel queue is read empty (tree_retries_run), at
+ * most TREE_STALE_RETRIES times. */
 typedef struct TreeRetry {
         uint32_t id;
         WatchLink *parent; /* held */
         char *name;
         bool synthesize;
+        unsigned retry; /* this is its retry-th try again */
         uint64_t now;
 } TreeRetry;
 
@@ -209,16 +223,16 @@ void tree_jobs_free(Tree *t);
  * tree_add_at() opens parent again. */
 int tree_add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, uint64_t now_usec,
                     int pfd, const struct stat *st, bool off_loop, Hold *hold);
-void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
+void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, unsigned retry,
                      uint64_t now_usec, int r);
-void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
+void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, unsigned retry,
                  uint64_t now_usec);
 /* link's path opened as s's owner in a job, then tree_add_opened() (name)
  * or tree_rescan_opened() (name NULL) on the loop. With synthesize, hold is
  * the hold the scan's records keep their order by (a reference, taken on
  * success), or NULL: one is started. Return: 0, or -errno: no job (the
  * caller opens it itself). */
-int tree_open_submit(Tree *t, Subscription *s, WatchLink *link, const char *name, bool synthesize, bool retry,
+int tree_open_submit(Tree *t, Subscription *s, WatchLink *link, const char *name, bool synthesize, unsigned retry,
                      uint64_t now, Hold *hold);
 /* At exit, before the table: the opens' links let go of. */
 void tree_opens_free(Tree *t);

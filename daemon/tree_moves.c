@@ -162,12 +162,13 @@ void tree_add(Tree *t, Subscription *s, const char *path, bool synthesize, uint6
         parent = tree_find(s, dir);
         if (!parent)
                 return; /* its parent left the tree meanwhile */
-        tree_add_at(t, s, parent, name, synthesize, /* retry= */ false, now_usec);
+        tree_add_at(t, s, parent, name, synthesize, /* retry= */ 0, now_usec);
 }
 
 void tree_retries_run(Tree *t) {
         g_autoptr(GArray) retries = NULL;
 
+        t->retries_until = 0;
         if (!t->retries || t->retries->len == 0)
                 return;
         retries = TAKE_PTR(t->retries);
@@ -177,10 +178,17 @@ void tree_retries_run(Tree *t) {
 
                 /* A parent that left the tree, or a subscription that ended, takes the directory along. */
                 if (s && !rt->parent->dead)
-                        tree_add_at(t, s, rt->parent, rt->name, rt->synthesize, /* retry= */ true, rt->now);
+                        tree_add_at(t, s, rt->parent, rt->name, rt->synthesize, rt->retry, rt->now);
                 watch_link_release(rt->parent);
                 free(rt->name);
         }
+        /* Those whose parent's path still leads elsewhere wait again
+         * (TREE_STALE_RETRIES): a rename's records may be queued only after
+         * the queue was read empty, and may be the last records to come, so
+         * the queue is read again at a deadline rather than at the next
+         * record. */
+        if (t->retries && t->retries->len > 0)
+                t->retries_until = now_usec() + TREE_STALE_RETRY_USEC;
 }
 
 void tree_retries_try(Tree *t) {
@@ -225,7 +233,7 @@ void tree_retries_try(Tree *t) {
                         continue;
                 }
                 g_array_remove_index(t->retries, k); /* the array may grow in what follows: r is a copy */
-                tree_add_result(t, s, r.parent, r.name, r.synthesize, /* retry= */ true, r.now,
+                tree_add_result(t, s, r.parent, r.name, r.synthesize, r.retry, r.now,
                                 tree_add_opened(t, s, r.parent, r.name, r.synthesize, r.now, pfd, &st,
                                                 /* off_loop= */ false, NULL));
                 watch_link_release(r.parent);
@@ -269,12 +277,18 @@ void tree_queue_read_empty(Tree *t) {
         tree_retries_run(t);
 }
 
-uint64_t tree_next_deadline(const Tree *t) {
+static uint64_t moves_deadline(const Tree *t) {
         return t->moves && t->moves->len > 0 && t->moves_until > 0 ? t->moves_until : UINT64_MAX;
 }
 
+uint64_t tree_next_deadline(const Tree *t) {
+        /* At the retries' deadline the loop reads the queue (manager_on_deadline()):
+         * read empty, they are tried again. */
+        return MIN(moves_deadline(t), t->retries_until > 0 ? t->retries_until : UINT64_MAX);
+}
+
 void tree_expire(Tree *t, uint64_t now_usec) {
-        if (tree_next_deadline(t) > now_usec)
+        if (moves_deadline(t) > now_usec)
                 return;
         log_debug("A directory moved out of its place had no IN_MOVED_TO within %u ms: it left the tree.",
                   TREE_MOVE_GRACE_USEC / 1000u);

@@ -251,12 +251,12 @@ int tree_add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *nam
 }
 
 /* What tree_add_opened() returned for name below parent: -ESTALE is tried again
- * once the kernel queue is read empty (unless this was that retry), another
- * error gives Overflow. */
-void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
+ * once the kernel queue is read empty (up to TREE_STALE_RETRIES times; retry:
+ * how many times it was tried before), another error gives Overflow. */
+void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, unsigned retry,
                      uint64_t now_usec, int r) {
-        if (r == -ESTALE && !retry && (!t->retries || t->retries->len < TREE_RETRIES_MAX)) {
-                TreeRetry rt = { s->id, parent, strdup(name), synthesize, now_usec };
+        if (r == -ESTALE && retry < TREE_STALE_RETRIES && (!t->retries || t->retries->len < TREE_RETRIES_MAX)) {
+                TreeRetry rt = { s->id, parent, strdup(name), synthesize, retry + 1, now_usec };
 
                 if (rt.name) {
                         if (!t->retries)
@@ -273,8 +273,8 @@ void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *na
 }
 
 /* tree_add_at() where no job can be had: parent opened on the loop. */
-static void tree_add_here(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
-                          uint64_t now_usec) {
+static void tree_add_here(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize,
+                          unsigned retry, uint64_t now_usec) {
         char pathbuf[PATH_MAX];
         const char *ppath;
         struct stat st;
@@ -334,14 +334,13 @@ static void open_done(void *data, int error) {
         } else {
                 r = tree_add_opened(t, s, o->link, o->name, o->synthesize, o->now, fd, &o->st,
                                     tree_may_stop(t, o->link), o->hold);
-                if (r == -ESTALE && !o->retry) {
+                if (r == -ESTALE && o->retry == 0) {
                         /* The records were read meanwhile: a rename that made it stale
                          * may be among them. Opened again, the owner still held. */
-                        if (tree_open_submit(t, s, o->link, o->name, o->synthesize, /* retry= */ true, o->now,
-                                             o->hold) >= 0)
+                        if (tree_open_submit(t, s, o->link, o->name, o->synthesize, /* retry= */ 1, o->now, o->hold) >= 0)
                                 o->hold = NULL; /* the retry's now */
                         else
-                                tree_add_here(t, s, o->link, o->name, o->synthesize, /* retry= */ true, o->now);
+                                tree_add_here(t, s, o->link, o->name, o->synthesize, /* retry= */ 1, o->now);
                 } else
                         tree_add_result(t, s, o->link, o->name, o->synthesize, o->retry, o->now, r);
         }
@@ -354,7 +353,7 @@ static void open_done(void *data, int error) {
 /* link's path opened as s's owner in a job, then tree_add_opened() (name) or
  * tree_rescan_opened() (name NULL) on the loop. Return: 0, or -errno: no job (the
  * caller opens it itself). */
-int tree_open_submit(Tree *t, Subscription *s, WatchLink *link, const char *name, bool synthesize, bool retry,
+int tree_open_submit(Tree *t, Subscription *s, WatchLink *link, const char *name, bool synthesize, unsigned retry,
                      uint64_t now, Hold *hold) {
         _cleanup_(hold_unrefp) Hold *started = NULL;
         bool stalled = false;
@@ -446,7 +445,7 @@ void tree_rescan(Tree *t, Subscription *s) {
 
         if (!(s->flags & WATCHD_FLAG_RECURSIVE) || s->pending || !s->links || s->fanotify)
                 return;
-        if (tree_open_submit(t, s, s->links, NULL, /* synthesize= */ false, /* retry= */ false, 0, NULL) >= 0)
+        if (tree_open_submit(t, s, s->links, NULL, /* synthesize= */ false, /* retry= */ 0, 0, NULL) >= 0)
                 return;
         fd = access_open_as(&s->owner->caller, s->path, /* only_dir= */ true, /* no_follow= */ false, &st);
         tree_rescan_opened(t, s, fd, &st);
@@ -456,7 +455,7 @@ void tree_rescan(Tree *t, Subscription *s) {
  * the owner, in a job (tree_open_submit(); for a directory just created,
  * synthesize, with its owner held: see tree_open.c), or
  * here where no job can be had. */
-void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, bool retry,
+void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, unsigned retry,
                  uint64_t now_usec) {
         if (tree_open_submit(t, s, parent, name, synthesize, retry, now_usec, NULL) >= 0)
                 return;
