@@ -55,6 +55,7 @@
 #include "log.h"
 #include "macro.h"
 #include "path.h"
+#include "tree.h"
 #include "tree_internal.h"
 
 bool tree_may_stop(const Tree *t, const WatchLink *l) {

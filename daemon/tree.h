@@ -39,33 +39,12 @@
 #include "backend.h"
 #include "fswork.h"
 #include "hold.h"
-#include "remote.h"
 #include "self_events.h"
+#include "tree_types.h"
 #include "watch_table.h"
-
-typedef struct Tree Tree;
-typedef struct TreeWalk TreeWalk;
 
 /* The size of the walks' getdents64 buffer. */
 #define TREE_DENTS_BUF (32u * 1024u)
-
-typedef struct TreeOps {
-        /* AddWatch's walk of s met a limit or an error: the whole tree or
-         * nothing, so s ends (no notice: its AddWatch is answered with r). */
-        void (*end)(Subscription *s, void *userdata);
-        /* Whether l's directory is on a file system that may stop answering
-         * (FUSE, a network one: remote.h): a new directory there is opened and
-         * read in jobs from the start. NULL: none is. */
-        bool (*may_stop)(const WatchLink *l, void *userdata);
-        /* What the links made until it is called again (NULL: none) are on,
-         * asked in the job that opened them (remote_set_hint()). NULL: not asked. */
-        void (*hint)(const RemoteHint *hint, void *userdata);
-} TreeOps;
-
-/* Called once when a walk ends: r is 0, or the error that stopped it
- * (-WATCHD_E_*_WATCHES: the owner's limits, -ENOSPC: the kernel's, -ENOMEM,
- * -EMFILE), or -ECANCELED when the daemon exits first. */
-typedef void (*TreeWalkDone)(uint32_t id, int r, void *userdata);
 
 int tree_new(WatchTable *table, Backend *backend, SelfEvents *self, const TreeOps *ops, void *userdata, Tree **ret);
 /* The workers the walks' reads run in, by the directories' file system

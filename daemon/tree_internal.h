@@ -16,6 +16,10 @@
  * (TreeUnread, tree_unread.h, embedded as Tree.unread) and takes plain
  * values (a subscription's id, a path, a key); the frames' side of it is
  * in tree.c.
+ *
+ * What it shares with tree.h (the Tree and TreeWalk typedefs, TreeOps,
+ * TreeWalkDone) is in tree_types.h: it does not include tree.h, which
+ * tree.c includes beside it.
  */
 
 #include <dirent.h>
@@ -24,11 +28,14 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "backend.h"
+#include "fswork.h"
 #include "hold.h"
 #include "list.h"
 #include "self_events.h"
-#include "tree.h"
+#include "tree_types.h"
 #include "tree_unread.h"
+#include "watch_table.h"
 
 /* Steps between looks at the clock. */
 #define STEPS_PER_CLOCK 32u

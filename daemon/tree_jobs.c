@@ -23,6 +23,7 @@
 #include "log.h"
 #include "macro.h"
 #include "path.h"
+#include "tree.h"
 #include "tree_internal.h"
 
 /*

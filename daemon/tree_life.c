@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "list.h"
+#include "tree.h"
 #include "tree_internal.h"
 
 static void tree_walks_free(Tree *t);

@@ -15,6 +15,7 @@
 #include "list.h"
 #include "log.h"
 #include "macro.h"
+#include "tree.h"
 #include "tree_internal.h"
 
 /*
