@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "event_bits.h"
+#include "fanotify.h"
 #include "fanotify_internal.h"
 #include "log.h"
 #include "macro.h"

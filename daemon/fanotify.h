@@ -47,10 +47,9 @@
 #include <sys/stat.h>
 
 #include "access.h"
+#include "fanotify_types.h"
 #include "remote.h"
 #include "watch_table.h"
-
-typedef struct Fanotify Fanotify;
 
 /* Cookies of the renames this backend pairs: above the kernel's (a
  * counter from 1) and below the poller's (0xC0000000 up). */
@@ -59,25 +58,6 @@ typedef struct Fanotify Fanotify;
 
 /* How many directories a filesystem's cache holds before it starts again. */
 #define FANOTIFY_DIRS_MAX 262144u
-
-typedef struct FanotifyOps {
-        /* A record for s: events_deliver() (s may end: ONESHOT). */
-        bool (*deliver)(Subscription *s, uint32_t mask, uint32_t cookie, const char *dir, const char *name,
-                        size_t name_len, uint64_t now_usec, void *userdata);
-        /* s lost records, or part of its tree cannot be reported: Overflow. */
-        void (*lost)(Subscription *s, void *userdata);
-        /* The subscription with that id, or NULL (it ended meanwhile). */
-        Subscription *(*get)(uint32_t id, void *userdata);
-} FanotifyOps;
-
-typedef struct FanotifyStats {
-        unsigned marks;         /* filesystems marked */
-        unsigned subscriptions; /* served here */
-        uint64_t events_read;
-        uint64_t own_events; /* watchd's own, dropped */
-        uint64_t overflows;  /* FAN_Q_OVERFLOW */
-        uint64_t lookups;    /* directories looked up by handle */
-} FanotifyStats;
 
 /* Connects to the helper at helper_socket and takes a group. Return: 0,
  * or -errno (fan_group_new(): -ENOENT/-ECONNREFUSED no helper, -EINVAL a

@@ -10,6 +10,10 @@
  * fanotify_marks.c. fanotify.c owns the Fanotify and frees what it holds
  * (fan_fs_free() too); the directory cache's lookups in fanotify_marks.c
  * ask it for the read ahead.
+ *
+ * What it shares with fanotify.h (the Fanotify typedef, FanotifyOps,
+ * FanotifyStats) is in fanotify_types.h: it does not include fanotify.h,
+ * which both files include beside it.
  */
 
 #include <glib.h>
@@ -17,10 +21,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "access.h"
 #include "fan_decode.h"
 #include "fan_dircache.h"
 #include "fan_group.h"
-#include "fanotify.h"
+#include "fanotify_types.h"
+#include "list.h"
+#include "watch_table.h"
 
 /* What every mark carries, for the directory cache: directories created,
  * deleted and renamed (FAN_ONDIR: directories too). */

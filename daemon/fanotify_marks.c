@@ -26,6 +26,7 @@
 
 #include "access.h"
 #include "event_bits.h"
+#include "fanotify.h"
 #include "fanotify_internal.h"
 #include "fstype.h"
 #include "log.h"
