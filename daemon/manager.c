@@ -27,6 +27,7 @@
 #include "event_bits.h"
 #include "log.h"
 #include "macro.h"
+#include "manager.h"
 #include "manager_internal.h"
 #include "subscriptions.h"
 

@@ -30,23 +30,13 @@
 #include "delivery.h"
 #include "events.h"
 #include "fanotify.h"
+#include "manager_types.h"
 #include "missing.h"
 #include "moves.h"
 #include "remote.h"
 #include "subscriptions.h"
 #include "tree.h"
 #include "watch_table.h"
-
-/* What a layer above the manager (durable.c's pump) does at the manager's own
- * moments, given with manager_set_hooks(): it calls nothing up. */
-typedef struct ManagerHooks {
-        /* After each flush of the clients' queues. */
-        void (*after_flush)(void *userdata);
-        /* When it next needs a flush for time (CLOCK_MONOTONIC µs), UINT64_MAX: not for time. */
-        uint64_t (*next_deadline)(void *userdata);
-} ManagerHooks;
-
-typedef struct Manager Manager;
 
 /* Takes over *config (it is reset). */
 int manager_new(Config *config, Manager **ret);
@@ -147,8 +137,6 @@ void manager_set_fswork(Manager *m, FsWork *w);
 FsWork *manager_get_fswork(const Manager *m);
 /* FsWorkOps.stalled: the subscriptions polled on dev are told. */
 void manager_lane_stalled(Manager *m, dev_t dev, bool stalled);
-/* What waits for a subscription's first snapshots or its look-up: told r once. */
-typedef void (*ManagerWaitFunc)(int r, void *userdata);
 /* If c's subscription id waits for first snapshots taken in workers, cb(0,
  * userdata) is called once they are (or the subscription ended), cb(-ESHUTDOWN,
  * userdata) at exit: return 1. Else 0: now; -ENOMEM. */

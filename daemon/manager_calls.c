@@ -21,6 +21,7 @@
 #include "fswork.h"
 #include "log.h"
 #include "macro.h"
+#include "manager.h"
 #include "manager_internal.h"
 #include "path.h"
 

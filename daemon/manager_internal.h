@@ -6,10 +6,31 @@
  * the core and wiring its callbacks) and manager_calls.c (what the loop and
  * the bus layer ask of it). Nothing else includes it: the Manager is opaque
  * to the layers above.
+ *
+ * What it shares with manager.h (the Manager typedef, ManagerHooks,
+ * ManagerWaitFunc) is in manager_types.h: it does not include manager.h,
+ * which both files include beside it.
  */
 
-#include "manager.h"
+#include <glib.h>
+#include <stdint.h>
+
+#include "accounting.h"
+#include "backend.h"
+#include "config.h"
+#include "delivery.h"
+#include "events.h"
+#include "fanotify.h"
+#include "fswork.h"
+#include "hold.h"
+#include "manager_types.h"
+#include "missing.h"
+#include "moves.h"
+#include "remote.h"
 #include "self_events.h"
+#include "subscriptions.h"
+#include "tree.h"
+#include "watch_table.h"
 
 /* The kernel's records are handled for at most this long at a time. */
 #define KERNEL_SLICE_USEC 5000u
