@@ -3,9 +3,9 @@
  * durable - subscriptions that outlive their client and the daemon
  *
  * Each DurableSub has an owner (a manager Client whose delivery transport
- * is journal_ops below) and at most one attachment (a client that resumed
- * it, with a reader of its journal and the transport the layer above gave
- * at the resume). The pump (durable_pump() below) runs after every flush
+ * is its journal: durable_journal.c, a layer below this file) and at most
+ * one attachment (a client that resumed it, with a reader of its journal
+ * and the transport the layer above gave at the resume). The pump (durable_pump() below) runs after every flush
  * of the manager (ManagerHooks): it places again the subscriptions whose
  * watch ended, retries the journals that could not be written, keeps each
  * user's journals within their cap, and then (durable_replay.c, the layer
@@ -93,72 +93,6 @@ static uint64_t cap_of(const Durable *d) {
         return MIN(c->journal_max_bytes_per_subscription, c->journal_max_bytes_per_user);
 }
 
-static void mark_cap_dirty(Durable *d, uid_t uid) {
-        g_hash_table_add(d->cap_dirty, GUINT_TO_POINTER(uid));
-}
-
-/* Flushes s's journal (a loss is the journal's to log), and marks its user's cap to check. */
-static void durable_journal_flush_logged(DurableSub *s) {
-        int r = journal_flush(s->journal);
-
-        /* The journal logs a loss itself, once; and reports it as a gap. */
-        if (r < 0)
-                log_debug_errno(r, "Journal of durable subscription %s not written now: %m", s->key);
-        mark_cap_dirty(s->d, s->def.uid);
-}
-
-static void append_gap(DurableSub *s, JournalGapReason reason) {
-        int r = journal_append_gap(s->journal, reason, true, NULL, 0);
-
-        if (r < 0)
-                log_warning_errno(r, "Failed to record a gap in the journal of %s, ignoring: %m", s->key);
-        durable_journal_flush_logged(s);
-}
-
-/* ---------------------------------------------------------------------- */
-/* The owner's transport: the journal */
-
-static int journal_send_events(DeliveryQueue *q, Record **recs, size_t n, void *data) {
-        DurableSub *s = data;
-
-        for (size_t i = 0; i < n; i++) {
-                Record *rec = recs[i];
-
-                /* Not a path the journal holds (none, or longer than 64 KiB): never silently. */
-                if (rec->path[0] != '/' ||
-                    journal_append_event(s->journal, rec->mask, rec->cookie, rec->path, rec->new_path) < 0)
-                        (void) journal_append_gap(s->journal, JOURNAL_GAP_OVERFLOW, true, NULL, 0);
-                record_free(rec);
-        }
-        /* One frame a batch. A journal reads what it is sent at once: no window to count against. */
-        durable_journal_flush_logged(s);
-        return 0;
-}
-
-static int journal_send_notice(DeliveryQueue *q, const Record *rec, const uint32_t *ids, size_t n_ids, void *data) {
-        DurableSub *s = data;
-
-        if (rec->kind == RECORD_OVERFLOW)
-                append_gap(s, JOURNAL_GAP_OVERFLOW);
-        else {
-                /* Its path went (deleted, unmounted): followed until it is back. */
-                log_info("The path of durable subscription %s is gone (%s): following it until it is back.", s->key,
-                         rec->reason);
-                append_gap(s, JOURNAL_GAP_REMOVED);
-                s->sub_id = 0;
-                s->readd = true;
-                s->d->wake_at = 0;
-        }
-        return 0;
-}
-
-static const DeliveryOps journal_ops = {
-        .send_events = journal_send_events,
-        .send_notice = journal_send_notice,
-        /* A read of many records before a flush must not overflow a journal with a small window. */
-        .reads_at_once = true,
-};
-
 /* ---------------------------------------------------------------------- */
 /* Watching */
 
@@ -218,13 +152,13 @@ static void durable_sub_placed(DurableSub *s, int r, bool down_gap) {
                                   "Durable subscription %s of '%s' cannot be watched (%m): its journal says so "
                                   "(an access gap); tried again at the next start.",
                                   s->key, s->def.path);
-                append_gap(s, JOURNAL_GAP_ACCESS);
+                durable_journal_append_gap(s, JOURNAL_GAP_ACCESS);
                 s->d->wake_at = 0; /* an attached client (resumed while it was opening) is sent the gap */
                 return;
         }
         s->state = DURABLE_WATCHING;
         if (down_gap)
-                append_gap(s, JOURNAL_GAP_DAEMON_DOWN);
+                durable_journal_append_gap(s, JOURNAL_GAP_DAEMON_DOWN);
         s->d->wake_at = 0; /* an attached client may be caught up now */
 }
 
@@ -393,7 +327,7 @@ static int sub_start(DurableSub *s, const Caller *caller, bool down_gap, Durable
         r = manager_new_client(d->m, owner, caller, &s->owner);
         if (r < 0)
                 return r;
-        delivery_queue_set_transport(&s->owner->queue, &journal_ops, s);
+        delivery_queue_set_transport(&s->owner->queue, &durable_journal_ops, s);
         return durable_sub_watch(s, down_gap, done, userdata);
 }
 
@@ -644,7 +578,7 @@ void durable_reload(Durable *d) {
 
                 if (r < 0)
                         log_warning_errno(r, "Failed to apply the new journal cap to %s, ignoring: %m", s->key);
-                mark_cap_dirty(d, s->def.uid);
+                durable_journal_mark_cap_dirty(d, s->def.uid);
         }
         d->wake_at = 0;
 }

@@ -3,22 +3,26 @@
 
 /*
  * durable_replay - what durable.c (the subscriptions' life: loaded, created,
- * removed, resumed, listed; each owner's journal transport; watching with
- * the recorded credentials; the pump the manager's hooks call, and every
- * function of durable.h) and durable_replay.c (the attachments of the
- * clients that resumed one: freed, stopped, and pumped from their journal
- * readers under a flow control of their own) share: the Durable, a
- * subscription, an attachment, and what durable_replay.c gives durable.c.
- * For those two files only.
+ * removed, resumed, listed; watching with the recorded credentials; the
+ * pump the manager's hooks call, and every function of durable.h),
+ * durable_journal.c (each owner's transport: its journal, written; the gaps
+ * appended) and durable_replay.c (the attachments of the clients that
+ * resumed one: freed, stopped, and pumped from their journal readers under
+ * a flow control of their own) share: the Durable, a subscription, an
+ * attachment, and what durable_journal.c and durable_replay.c give
+ * durable.c. For those three files only.
  *
  * They stand in layers, each calling only those before it:
- * durable_replay.c, durable.c.
+ * durable_replay.c, durable_journal.c (neither calls the other),
+ * durable.c.
  */
 
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
+#include "delivery.h"
 #include "durable_store.h"
 #include "durable_types.h"
 #include "list.h"
@@ -83,3 +87,14 @@ void durable_attach_stop(Durable *d, Attach *a, const char *reason);
 /* Sends each attachment what its window lets go now; another turn soon
  * (d->wake_at) if one has more. */
 void durable_replay_pump(Durable *d, uint64_t now);
+
+/* durable_journal.c */
+
+/* The transport of each owner's queue: its journal. */
+extern const DeliveryOps durable_journal_ops;
+/* Marks uid's journals for the pump to keep within their cap. */
+void durable_journal_mark_cap_dirty(Durable *d, uid_t uid);
+/* Flushes s's journal (a loss is the journal's to log), and marks its user's cap to check. */
+void durable_journal_flush_logged(DurableSub *s);
+/* Appends a gap of reason to s's journal, and flushes it. */
+void durable_journal_append_gap(DurableSub *s, JournalGapReason reason);
