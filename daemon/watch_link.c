@@ -4,9 +4,10 @@
  * its subscription's tree (the next in walk order, a child by name), its
  * path, the holds that keep a dead one allocated, and whether its
  * directory's access is denied or being checked. Split out of
- * watch_table.c, which makes, moves and removes links and stands above
- * this file: it takes nothing from the table but the records
- * (watch_table_types.h). None of it touches a kernel watch.
+ * watch_table.c, which makes and removes links, and stands with
+ * watch_rename.c, which moves them, above this file: it takes nothing from
+ * the table but the records (watch_table_types.h). None of it touches a
+ * kernel watch.
  */
 
 #include <assert.h>

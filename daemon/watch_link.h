@@ -6,7 +6,8 @@
  * its place in its subscription's tree, its path, the holds that keep a
  * dead one allocated, and whether its directory's access is denied or
  * being checked. Below the table (watch_table_types.h says the layers):
- * watch_table.c makes, moves and removes links with these.
+ * watch_table.c makes and removes links with these, watch_rename.c moves
+ * them.
  */
 
 #include <stdbool.h>
@@ -16,7 +17,7 @@
 
 /* A link's memory, for a name of name_len bytes, and its freeing (its name
  * says its size): cut from pools of its size (pool.h), the longest names'
- * from malloc(). For watch_table.c and watch_link.c. */
+ * from malloc(). For watch_table.c, watch_rename.c and watch_link.c. */
 WatchLink *watch_link_alloc(size_t name_len);
 void watch_link_dealloc(WatchLink *l);
 /* Whether l's memory can hold a name of name_len bytes and be freed as a

@@ -32,29 +32,12 @@
 #include "list.h"
 #include "log.h"
 #include "macro.h"
-#include "path.h"
 #include "pool.h"
 #include "ptr_set.h"
 #include "watch_narrow.h"
 #include "watch_placed.h"
 #include "watch_table.h"
-
-struct WatchTable {
-        Backend *backend;
-        PtrSet by_wd;              /* wd -> Watch (owned) */
-        Watch *last;               /* the last found by wd: a storm's records are mostly of one watch */
-        PtrSet by_inode;           /* (dev, ino) -> Watch (not stale ones) */
-        GHashTable *subscriptions; /* id -> Subscription (owned) */
-        uint32_t next_id;
-        WatchTableOps ops; /* told of links made and removed */
-        void *ops_userdata;
-        unsigned n_persist; /* subscriptions with PERSIST: none, no search at a rename */
-        Narrower *narrower; /* the narrowings in workers (watch_narrow.h) */
-        bool closing;       /* watch_table_closing(): no more narrowing */
-        /* Watches placed in workers (WatchPlaced in watch_table.h): */
-        WatchPlaced *placed; /* for the links made now (watch_table_set_placed()) */
-        PlacedLedger ledger; /* what the loop keeps of them (watch_placed.h) */
-};
+#include "watch_table_internal.h"
 
 static void narrow_done(const void *key, const NarrowResult *res, void *userdata);
 static void stray_sweep(int wd, void *userdata);
@@ -810,35 +793,6 @@ unsigned watch_table_unlink(WatchTable *t, WatchLink *top) {
         }
 }
 
-WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name, size_t name_len) {
-        assert(l->parent && new_parent->subscription == l->subscription);
-        /* The name's length says where a link's memory is from
-         * (watch_link_dealloc()): another pool, another allocation. */
-        if (!watch_link_fits(l, name_len)) {
-                WatchLink *n = watch_link_alloc(name_len);
-
-                if (!n)
-                        return NULL;
-                SLIST_REMOVE(watch, l->watch->links, l);
-                LIST_REMOVE(sib, l->parent->children, l);
-                *n = *l;
-                SLIST_PREPEND(watch, n->watch->links, n);
-                LIST_PREPEND(sib, n->parent->children, n);
-                LIST_FOREACH(sib, c, n->children)
-                        c->parent = n;
-                watch_link_dealloc(l);
-                l = n;
-        }
-
-        /* Out of its old parent's children, into the new one's. */
-        LIST_REMOVE(sib, l->parent->children, l);
-        l->parent = new_parent;
-        LIST_PREPEND(sib, new_parent->children, l);
-        memcpy(l->name, name, name_len);
-        l->name[name_len] = '\0';
-        return l;
-}
-
 void watch_table_unsubscribe(WatchTable *t, Subscription *s) {
         if (s->links)
                 (void) watch_table_unlink(t, s->links);
@@ -851,53 +805,4 @@ void watch_table_watch_gone(WatchTable *t, Watch *w) {
         watch_detach_wd(t, w);
         if (w->n_links == 0)
                 watch_free(w);
-}
-
-int watch_table_rename_paths(WatchTable *t, const char *old_path, const char *new_path) {
-        bool oom = false;
-        GHashTableIter i;
-        gpointer v;
-        int n = 0;
-
-        g_hash_table_iter_init(&i, t->subscriptions);
-        while (g_hash_table_iter_next(&i, NULL, &v)) {
-                Subscription *s = v;
-                _cleanup_free_ char *p = NULL;
-
-                /* A pending subscription keeps the path it asked for: a rename of a
-                 * directory of it is seen by its own links, which place it again.
-                 * So does a PERSIST one: its object left the path at the
-                 * IN_MOVED_FROM (watch_table_persist_at()). */
-                if (s->pending || (s->flags & WATCHD_FLAG_PERSIST))
-                        continue;
-                bool o;
-
-                p = path_rebase(s->path, old_path, new_path, &o);
-                oom = oom || o;
-                if (p) {
-                        free(s->path); /* a root link's path (watch_link_path) */
-                        s->path = TAKE_PTR(p);
-                        n++;
-                }
-        }
-        return oom ? -ENOMEM : n;
-}
-
-int watch_table_persist_at(WatchTable *t, const char *path, GArray *ids) {
-        GHashTableIter i;
-        gpointer v;
-        int n = 0;
-
-        if (t->n_persist == 0)
-                return 0;
-        g_hash_table_iter_init(&i, t->subscriptions);
-        while (g_hash_table_iter_next(&i, NULL, &v)) {
-                Subscription *s = v;
-
-                if (!(s->flags & WATCHD_FLAG_PERSIST) || s->pending || !path_startswith(s->path, path))
-                        continue;
-                g_array_append_val(ids, s->id);
-                n++;
-        }
-        return n;
 }

@@ -21,7 +21,8 @@
  *
  * The records themselves are in watch_table_types.h, and what a link is on
  * its own (its memory, its path, its place in its tree) in watch_link.h,
- * both included here: the table stands above them.
+ * both included here: the table stands above them. What a rename does to
+ * the table (a link moved, paths rebased) is watch_rename.c's, above it.
  */
 
 #include <glib.h>
@@ -54,17 +55,7 @@ typedef struct WatchTable WatchTable;
 
 int watch_table_new(Backend *backend, WatchTable **ret);
 
-/*
- * What a layer above is told of links (remote.h: which directories to
- * poll). link_added: a link was made, on the object open at fd (st its
- * fstat); a negative return undoes it and is what the call that made it
- * returns. link_gone: a link is about to be removed (not when the table is
- * freed).
- */
-typedef struct WatchTableOps {
-        int (*link_added)(WatchLink *l, int fd, const struct stat *st, void *userdata);
-        void (*link_gone)(WatchLink *l, void *userdata);
-} WatchTableOps;
+/* What a layer above is told of links (WatchTableOps): watch_table_types.h. */
 void watch_table_set_ops(WatchTable *t, const WatchTableOps *ops, void *userdata);
 /* Narrowings then run in workers (NULL: on the loop). */
 void watch_table_set_fswork(WatchTable *t, FsWork *fswork);

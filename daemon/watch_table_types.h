@@ -3,19 +3,22 @@
 
 /*
  * watch_table_types - the records of the watch table (watch_table.h): a
- * Subscription, a Watch and the WatchLink that joins them. Apart from the
- * table's functions, and including no header of its own module, so that
- * watch_link.c, which knows a link on its own, can see them without taking
- * anything from watch_table.c, which makes and removes them.
+ * Subscription, a Watch and the WatchLink that joins them, and what a layer
+ * above is told of links (WatchTableOps). Apart from the table's functions,
+ * and including no header of its own module, so that watch_link.c, which
+ * knows a link on its own, can see them without taking anything from
+ * watch_table.c, which makes and removes them, and so that the table's own
+ * struct (watch_table_internal.h) stands below watch_table.h.
  *
  * The module's files stand in layers, each calling only those before it:
  * watch_placed.c and watch_narrow.c (each on its own, telling the table
- * through a callback), watch_link.c, watch_table.c.
+ * through a callback), watch_link.c, watch_table.c, watch_rename.c.
  */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "accounting.h"
@@ -94,3 +97,15 @@ struct Watch {
         ino_t ino;
         LIST_HEAD(WatchLink, links);
 };
+
+/*
+ * What a layer above is told of links (remote.h: which directories to
+ * poll). link_added: a link was made, on the object open at fd (st its
+ * fstat); a negative return undoes it and is what the call that made it
+ * returns. link_gone: a link is about to be removed (not when the table is
+ * freed).
+ */
+typedef struct WatchTableOps {
+        int (*link_added)(WatchLink *l, int fd, const struct stat *st, void *userdata);
+        void (*link_gone)(WatchLink *l, void *userdata);
+} WatchTableOps;
