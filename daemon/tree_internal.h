@@ -81,7 +81,7 @@ struct Tree {
         uint64_t jobs;                /* jobs submitted */
         GArray *moves;                /* TreeMove: directories moved out of their place, until their IN_MOVED_TO */
         uint64_t moves_until;         /* read empty with moves set aside: they left the tree at this time */
-        uint64_t retries_until;       /* retries tried again and waiting: the queue is read again then, or 0 */
+        uint64_t retries_until;       /* retries waiting: the queue is read again then (tree_add_result()), or 0 */
         GArray *retries;              /* TreeRetry: new directories to walk once the kernel queue is read empty */
         LIST_HEAD(TreeOpen, opens);   /* opens by path in workers (add_at(), tree_rescan()) */
         /* "id:path" of each entry a scan of a new directory reported as
@@ -231,7 +231,7 @@ void tree_jobs_free(Tree *t);
 int tree_add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, uint64_t now_usec,
                     int pfd, const struct stat *st, bool off_loop, Hold *hold);
 void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, unsigned retry,
-                     uint64_t now_usec, int r);
+                     uint64_t now, int r);
 void tree_add_at(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, unsigned retry,
                  uint64_t now_usec);
 /* link's path opened as s's owner in a job, then tree_add_opened() (name)

@@ -183,13 +183,8 @@ void tree_retries_run(Tree *t) {
                 watch_link_release(rt->parent);
                 free(rt->name);
         }
-        /* Those whose parent's path still leads elsewhere wait again
-         * (TREE_STALE_RETRIES): a rename's records may be queued only after
-         * the queue was read empty, and may be the last records to come, so
-         * the queue is read again at a deadline rather than at the next
-         * record. */
-        if (t->retries && t->retries->len > 0)
-                t->retries_until = now_usec() + TREE_STALE_RETRY_USEC;
+        /* Those whose parent's path still leads elsewhere wait again, at the
+         * deadline tree_add_result() set (TREE_STALE_RETRIES). */
 }
 
 void tree_retries_try(Tree *t) {

@@ -255,15 +255,23 @@ int tree_add_opened(Tree *t, Subscription *s, WatchLink *parent, const char *nam
  * once the kernel queue is read empty (up to TREE_STALE_RETRIES times; retry:
  * how many times it was tried before), another error gives Overflow. */
 void tree_add_result(Tree *t, Subscription *s, WatchLink *parent, const char *name, bool synthesize, unsigned retry,
-                     uint64_t now_usec, int r) {
+                     uint64_t now, int r) {
         if (r == -ESTALE && retry < TREE_STALE_RETRIES && (!t->retries || t->retries->len < TREE_RETRIES_MAX)) {
-                TreeRetry rt = { s->id, parent, strdup(name), synthesize, retry + 1, now_usec };
+                TreeRetry rt = { s->id, parent, strdup(name), synthesize, retry + 1, now };
 
                 if (rt.name) {
                         if (!t->retries)
                                 t->retries = g_array_new(FALSE, FALSE, sizeof(TreeRetry));
                         watch_link_hold(parent);
                         g_array_append_val(t->retries, rt);
+                        /* A rename's records may be queued only after the queue was
+                         * read empty, and may be the last records to come; and from a
+                         * job's completion (open_done()) the queue may have been read
+                         * empty already. So the queue is read again at a deadline,
+                         * not at the next record: the last try, and its Overflow,
+                         * come even if no record does. */
+                        if (t->retries_until == 0)
+                                t->retries_until = now_usec() + TREE_STALE_RETRY_USEC;
                         return;
                 }
         }

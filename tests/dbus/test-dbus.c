@@ -18,6 +18,7 @@
 #include <gio/gunixfdlist.h>
 #include <gio/gunixsocketaddress.h>
 #include <glib/gstdio.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -1087,6 +1088,83 @@ static void test_recursive_rename_race(WtFixture *f, gconstpointer data) {
                 }
         /* How often the rename came first: the case a lost event would hide in. */
         g_test_message("rename race: %u of 100 reported at the new name", n_late);
+}
+
+/*
+ * A directory that appears below a link whose path leads elsewhere for good:
+ * tried again TREE_STALE_RETRIES times (daemon/tree_internal.h), and then its
+ * subscription gets Overflow, without a later record to wake the daemon; it
+ * answers on and follows the rest of the tree as before. The path is made to
+ * lead elsewhere without a rename (which the daemon would read and follow): a
+ * bind mount of another directory over t/a, in a mount namespace of this
+ * case's own (each case is a process of its own; the daemon, started again
+ * after the unshare, shares it), and sub made in the real t/a, hidden now,
+ * through a descriptor opened before the mount. The kernel reports sub on
+ * a's watch; the daemon opens t/a by its path as the parent of sub's walk and
+ * finds the other directory there (another inode: -ESTALE) at every try.
+ */
+static void test_recursive_stale_parent(WtFixture *f, gconstpointer data) {
+        g_autofree char *t = path_in(f, "t"), *a = path_in(f, "t/a"), *other = path_in(f, "other");
+        g_autofree char *sub = path_in(f, "t/a/sub"), *bf = path_in(f, "t/b/f");
+        g_autofree char *sub2 = path_in(f, "t/a/sub2"), *sub2f = path_in(f, "t/a/sub2/f");
+        g_autofree char *log = NULL;
+        g_autoptr(WtClient) c = NULL, o = NULL;
+        gint64 t0;
+        guint32 id;
+        int afd;
+
+        if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                g_test_skip("needs root and a mount namespace of its own (a bind mount over a watched directory)");
+                return;
+        }
+        /* The fixture's daemon was started before the unshare: it would not see the mount. */
+        g_assert_cmpint(wt_daemon_stop(f->daemon), ==, 0);
+        f->daemon = wt_daemon_start(f->bus, data);
+        c = wt_client_new(f->bus);
+        o = wt_client_new(f->bus);
+
+        mkdir_p(f, "t/a");
+        mkdir_p(f, "t/b");
+        g_assert_cmpint(g_mkdir(other, 0755), ==, 0);
+        afd = open(a, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        g_assert_cmpint(afd, >=, 0);
+        id = wt_add_watch(c->proxy, t, IN_CREATE, WATCHD_FLAG_RECURSIVE, NULL);
+        g_assert_cmpuint(wt_stat(o->proxy, "kernel_watches"), ==, 3); /* t, t/a, t/b */
+        if (mount(other, a, NULL, MS_BIND, NULL) < 0) {
+                close(afd);
+                g_test_skip("cannot bind-mount a directory here");
+                return;
+        }
+
+        t0 = g_get_monotonic_time();
+        g_assert_cmpint(mkdirat(afd, "sub", 0755), ==, 0);
+        if (!wt_await_overflows(&c->events, 1, 10000)) {
+                log = wt_daemon_log(f->daemon);
+                g_error("no Overflow within 10 s for '%s', whose parent's path leads elsewhere for good; "
+                        "watchd's log:\n%s",
+                        sub, log);
+        }
+        g_test_message("stale parent: Overflow %" G_GINT64_FORMAT " ms after sub was made",
+                       (g_get_monotonic_time() - t0) / 1000);
+        g_assert_true(wt_collector_has_overflow_id(&c->events, id));
+        /* For this reason: the tries of sub's parent, and no other. */
+        log = wt_daemon_log(f->daemon);
+        if (!strstr(log, "cannot follow 'sub' (Stale file handle); it gets Overflow."))
+                g_error("the Overflow was not for sub's stale parent; watchd's log:\n%s", log);
+        if (wt_timing_checked())
+                assert_responsive(o->proxy);
+        g_assert_cmpuint(wt_stat(o->proxy, "kernel_watches"), ==, 3); /* sub was never reached */
+
+        /* The rest of the tree is followed; t/a again, once its path leads to it. */
+        wt_touch(bf);
+        wt_await_record(&c->events, bf, IN_CREATE, TIMEOUT_MS);
+        g_assert_cmpint(umount2(a, MNT_DETACH), ==, 0);
+        g_assert_cmpint(g_mkdir(sub2, 0755), ==, 0);
+        wt_touch(sub2f);
+        wt_await_record(&c->events, sub2, IN_CREATE | IN_ISDIR, TIMEOUT_MS);
+        wt_await_record(&c->events, sub2f, IN_CREATE, TIMEOUT_MS);
+        g_assert_cmpuint(wt_stat(o->proxy, "kernel_watches"), ==, 4); /* and t/a/sub2 (sub: the Overflow) */
+        close(afd);
 }
 
 /* A big directory renamed inside its tree keeps its watches: nothing is
@@ -2496,6 +2574,7 @@ int main(int argc, char *argv[]) {
         WT_CASE("/dbus/recursive-new-big", NULL, test_recursive_new_big);
         WT_CASE("/dbus/recursive-new-big-delete", NULL, test_recursive_new_big_delete);
         WT_CASE("/dbus/recursive-rename-race", NULL, test_recursive_rename_race);
+        WT_CASE("/dbus/recursive-stale-parent", NULL, test_recursive_stale_parent);
         WT_CASE("/dbus/recursive-walk-race", NULL, test_recursive_walk_race);
         WT_CASE("/dbus/recursive-walk-rename", NULL, test_recursive_walk_rename);
         WT_CASE("/dbus/recursive-rename-big", NULL, test_recursive_rename_big);
