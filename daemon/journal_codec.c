@@ -20,6 +20,7 @@
 
 
 #include "hex.h"
+#include "journal.h"
 #include "journal_internal.h"
 #include "macro.h"
 

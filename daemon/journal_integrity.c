@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 
+#include "journal.h"
 #include "journal_internal.h"
 #include "macro.h"
 

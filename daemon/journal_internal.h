@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "journal.h"
+#include "journal_types.h"
 
 #define META_NAME        "meta"
 #define META_SLOT_SIZE   512u

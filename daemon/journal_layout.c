@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "hex.h"
+#include "journal.h"
 #include "journal_internal.h"
 #include "log.h"
 #include "macro.h"

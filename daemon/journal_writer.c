@@ -23,6 +23,7 @@
 
 #include <sys/uio.h>
 
+#include "journal.h"
 #include "journal_internal.h"
 #include "log.h"
 #include "macro.h"
