@@ -9,7 +9,7 @@
 #include <glib.h>
 #include <stddef.h>
 
-#include "poller_types.h"
+#include "poll_group.h"
 
 PollGroup *poll_heap_at(const GPtrArray *heap, size_t i);
 int poll_heap_push(GPtrArray *heap, PollGroup *g);

@@ -20,7 +20,7 @@
  * kernel's record has been or will be delivered. The groups between rounds
  * are in a heap (poll_heap.c). This file is the top of the poller's layers
  * (poller_internal.h): it calls the others, and none calls it; the structs
- * it shares with poll_heap.c are in poller_types.h.
+ * it shares with poll_heap.c are in poll_group.h.
  */
 
 #include <assert.h>
@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "poller.h"
 #include "poller_internal.h"
 
 enum {

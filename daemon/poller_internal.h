@@ -3,7 +3,7 @@
 
 /*
  * poller_internal - the Poller itself, which holds poller.h's
- * PollerCallbacks: for poller.c only.
+ * PollerCallbacks (in poller_types.h): for poller.c only.
  *
  * The poller's files stand in layers, each calling only those before it:
  * poll_snapshot.c (reading a directory a system call at a time, and
@@ -12,7 +12,7 @@
  * a callback), poller.c (the rounds, their scheduling, the users' turns,
  * the jobs in workers). Each has its header; the structs of the
  * directories, users and groups, which poll_heap.c and poller.c share, are
- * in poller_types.h, below both.
+ * in poll_group.h, below both.
  */
 
 #include <glib.h>
@@ -20,10 +20,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "poll_group.h"
 #include "poll_heap.h"
 #include "poll_round.h"
 #include "poll_snapshot.h"
-#include "poller.h"
 #include "poller_types.h"
 
 struct Poller {

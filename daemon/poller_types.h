@@ -2,86 +2,61 @@
 #pragma once
 
 /*
- * poller_types - the poller's directories, users and groups: the structs
- * that poller.c and poll_heap.c share, and no one else. Below both, it
- * includes no header of theirs: the Poller itself, which holds the
- * callbacks, is in poller_internal.h.
+ * poller_types - the words of poller.h that poller_internal.h needs too:
+ * the Poller, its groups and directories (opaque here), the records it
+ * finds and the callbacks it is given (PollerCallbacks, which the Poller
+ * holds). poller.h and poller_internal.h include it; it includes no header
+ * of the poller.
  */
 
-#include <glib.h>
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
-
-#include "poll_snapshot.h"
 
 typedef struct Poller Poller;
 typedef struct PollGroup PollGroup;
 
-struct PollDir {
-        PollGroup *group;
-        int fd;
-        void *userdata;
-        GList group_link;    /* in group->dirs */
-        GList baseline_link; /* in group->user->baseline while it has no snapshot */
-        GList stale_link;    /* in poller->stale while noted is not empty */
-        bool in_baseline, in_stale;
-        bool have_snap;
-        bool report_existing; /* the first snapshot's names are creations */
-        bool round_done;      /* read in the current round */
-        int error;            /* the last read's -errno, 0 if it worked */
-        PollSnapshot snap;
-        PollReader reader;
-        bool reading;
-        GHashTable *noted; /* names the kernel reported, not yet stat'ed */
+/* A record found by polling. */
+typedef struct PollRecord {
+        uint32_t mask; /* one of IN_CREATE, IN_DELETE, IN_MODIFY, IN_ATTRIB,
+                        * IN_MOVED_FROM|IN_MOVED_TO; with IN_ISDIR for a directory */
+        void *dir;     /* the userdata of name's directory */
+        const char *name;
+        void *new_dir;        /* a move's destination directory, else NULL */
+        const char *new_name; /* a move's new name, else NULL */
+} PollRecord;
 
-        /* A job in a worker (PollerCallbacks.submit): until it is done, its
-         * reader, snapshot and fd are the worker's, and nothing here touches
-         * them. A directory freed meanwhile is dead, freed at the job's end. */
-        bool busy, dead;
-        bool job_done;    /* a read job returned: job_result waits for dir_read() */
-        bool job_reading; /* its reading is in jobs: job_end() when it is over */
-        bool priming;     /* its first snapshot was submitted by poller_dir_prime() */
-        int job_kind;
-        int job_result;
-        PollIo job_io;
-        GHashTable *job_names;  /* JOB_RESTAT: the noted names it stats */
-        GHashTable *noted_busy; /* names the kernel reported while a read job ran: the
-                                 * read's changes for them are the kernel's to report */
-};
+typedef struct PollDir PollDir;
 
-/*
- * A uid's share of the poller. Its work (first snapshots, then rounds) is
- * done in turns of at most USER_TURN system calls, the users with work
- * taking turns in a ring: so one user's large directories make its own
- * polling slow, not everyone's.
- */
-typedef struct PollUser {
-        uid_t uid;
-        unsigned groups; /* its groups: it is freed with the last */
-        uint32_t dirs;   /* directories polled */
-        GQueue baseline; /* its PollDir without a first snapshot */
-        GQueue active;   /* its groups in a round, in the order they became due */
-        GList turn_link; /* in poller->turns while baseline or active is not empty */
-        bool in_turns;
-        PollDir *blocked_on; /* its work waits for this directory's job: out of turns */
-        unsigned spent;      /* system calls of its current turn */
-} PollUser;
+typedef struct PollerCallbacks {
+        /* Before reads of dir (its userdata) as group's subscriber. Return:
+         * 0, or -errno: then dir is not read this round, as if it failed. */
+        int (*begin)(void *group, void *dir, void *userdata);
+        /* After them; every begin() that returned 0 gets its end(). */
+        void (*end)(void *group, void *dir, void *userdata);
+        /* A record of group's round. */
+        void (*record)(void *group, const PollRecord *r, void *userdata);
+        /* dir could not be read (-errno: -ENOENT, -ESTALE, -EACCES...), or can
+         * again (0). Called when that changes, not every round. */
+        void (*error)(void *group, void *dir, int error, void *userdata);
+        /* The poller opened dir's directory for reading (what: IN_OPEN), read
+         * it with one getdents64 (IN_ACCESS) or closed it (IN_CLOSE_NOWRITE):
+         * the kernel reports that to the directory's watchers, and to its
+         * parent's, as if anyone had. Optional. */
+        void (*read_op)(void *group, void *dir, uint32_t what, void *userdata);
 
-struct PollGroup {
-        Poller *poller;
-        PollUser *user;
-        uid_t uid;
-        uint64_t interval;
-        uint64_t next_round; /* scheduled start of the next round */
-        size_t heap_index;   /* in poller->heap, SIZE_MAX if not there (in a round, or ending one) */
-        bool in_round;
-        GList active_link;   /* in user->active during a round */
-        GQueue dirs;         /* PollDir, in the order they were added */
-        GList *cursor;       /* the round's current directory */
-        GPtrArray *changes;  /* Change: the round's, until it ends */
-        GPtrArray *emitting; /* the changes being given out (a free waits), or NULL */
-        bool dead;           /* freed while emitting */
-        void *userdata;
-};
+        /*
+         * Optional: the reads of a directory in a worker thread. Called
+         * instead of begin/read/end: the layer above runs poller_dir_job_run(d)
+         * elsewhere, with group's subscriber's credentials, and calls
+         * poller_dir_job_done(d, error) back on the poller's thread when it
+         * returns. Until then d's reading is the worker's: d's user waits for
+         * it (the other users go on), and read_op is not called for what
+         * it does (the layer above expects those records itself from the
+         * call of submit to its job_end). Return: 0, or -errno: then the
+         * reads are made here, as without it.
+         */
+        int (*submit)(void *group, void *dir, PollDir *d, void *userdata);
+        /* The reads submitted for dir are over (its last job's completion). Optional. */
+        void (*job_end)(void *group, void *dir, void *userdata);
+        /* The first snapshot poller_dir_prime() submitted is taken (or could not be). Optional. */
+        void (*primed)(void *group, void *dir, void *userdata);
+} PollerCallbacks;
