@@ -32,6 +32,7 @@
 #include "log.h"
 #include "macro.h"
 #include "path.h"
+#include "remote.h"
 #include "remote_internal.h"
 
 /* System calls per poller_run(): small, so that the time budget is kept to within a few. */

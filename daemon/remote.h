@@ -47,20 +47,9 @@
 #include "event_decode.h"
 #include "fswork.h"
 #include "poller.h"
+#include "remote_types.h"
 #include "self_events.h"
 #include "watch_table.h"
-
-typedef struct Remote Remote;
-
-typedef struct RemoteOps {
-        /* A change found by polling, for s: as events_deliver(). */
-        bool (*deliver)(Subscription *s, uint32_t mask, uint32_t cookie, const char *dir, const char *name,
-                        size_t name_len, uint64_t now_usec, void *userdata);
-        /* The polled root of s is gone (deleted on the server, ESTALE): s ends with WatchRemoved "deleted". */
-        void (*gone)(Subscription *s, void *userdata);
-        /* Every first snapshot of s's directories taken in a worker is taken (or failed): see remote_priming(). */
-        void (*primed)(Subscription *s, void *userdata);
-} RemoteOps;
 
 /*
  * With fswork (not NULL), every read of a polled directory is made in a
@@ -72,20 +61,7 @@ typedef struct RemoteOps {
  */
 int remote_new(WatchTable *table, SelfEvents *self, const Config *config, FsWork *fswork, const RemoteOps *ops,
                void *userdata, Remote **ret);
-/* What remote_link_added() asks the file system of a subscription's root,
- * asked in the worker that opened it (remote_hint_probe(), no Remote state
- * touched), so that a file system that does not answer holds that worker
- * and not the loop: its kind (fstatfs, mountinfo) and its parent. */
-typedef struct RemoteHint {
-        bool valid;
-        dev_t dev;
-        ino_t ino;
-        FsKind kind;
-        uint64_t fsid; /* statfs f_fsid (0: not known): fanotify_can_serve()'s */
-        bool have_parent;
-        dev_t pdev;
-        ino_t pino;
-} RemoteHint;
+/* A RemoteHint (remote_types.h) of the root open at fd, in the worker that opened it. */
 void remote_hint_probe(int fd, const struct stat *st, RemoteHint *ret);
 /* The hint for the links made until it is set again (NULL: none). */
 void remote_set_hint(Remote *r, const RemoteHint *hint);

@@ -13,9 +13,17 @@
 
 #include <glib.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
-#include "remote.h"
+#include "access.h"
+#include "fstype.h"
+#include "fswork.h"
+#include "poller_types.h"
+#include "remote_types.h"
+#include "self_events.h"
+#include "watch_table.h"
 
 typedef struct RemoteGroup {
         Remote *remote;

@@ -14,6 +14,7 @@
 
 #include "event_bits.h"
 #include "macro.h"
+#include "remote.h"
 #include "remote_internal.h"
 
 /* ---- the kernel's records ---- */
