@@ -34,6 +34,7 @@
 #include "list.h"
 #include "log.h"
 #include "macro.h"
+#include "missing.h"
 #include "missing_internal.h"
 
 static void chain_free(Chain *c) {

@@ -16,6 +16,7 @@
 #include "event_bits.h"
 #include "list.h"
 #include "log.h"
+#include "missing.h"
 #include "missing_internal.h"
 
 /* How long an event goes down a path before the rest of the way is left to

@@ -72,6 +72,7 @@
 #include "list.h"
 #include "log.h"
 #include "macro.h"
+#include "missing.h"
 #include "missing_internal.h"
 #include "path.h"
 

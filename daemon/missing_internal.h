@@ -18,9 +18,13 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "access.h"
+#include "fswork.h"
+#include "hold.h"
 #include "list.h"
-#include "missing.h"
-#include "remote.h"
+#include "missing_types.h"
+#include "remote_types.h"
+#include "watch_table.h"
 
 typedef struct Chain Chain;
 typedef struct Waiter Waiter;

@@ -21,6 +21,7 @@
 #include "list.h"
 #include "macro.h"
 #include "missing_internal.h"
+#include "remote.h"
 
 void missing_job_free(ProbeJob *j) {
         if (!j)
