@@ -33,24 +33,42 @@ static int segment_compare(const void *a, const void *b) {
         return x->name < y->name ? -1 : x->name > y->name;
 }
 
+/* The segment files of j's directory, in readdir()'s order: the directory
+ * opened by segments_open(), then each by segments_next(), which skips
+ * what is no segment's name. */
+static int segments_open(Journal *j, DIR **ret) {
+        return fdopendir_take(openat(j->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret);
+}
+
+/* 1, the next segment's file name (valid until the next call) and first id; 0 at the end; -errno. */
+static int segments_next(DIR *d, const char **ret_file, uint64_t *ret_name) {
+        struct dirent *de;
+
+        while ((errno = 0, de = readdir(d)))
+                if (journal_segment_name_parse(de->d_name, ret_name)) {
+                        *ret_file = de->d_name;
+                        return 1;
+                }
+        return errno != 0 ? negative_errno() : 0;
+}
+
 /* Reads the directory's segments, oldest first; those whose header is damaged are removed. */
 static int journal_load_segments(Journal *j, bool *ret_damaged) {
         _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
+        const char *file;
+        uint64_t name;
         int r;
 
-        r = fdopendir_take(openat(j->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), &d);
+        r = segments_open(j, &d);
         if (r < 0)
                 return r;
 
-        while ((errno = 0, de = readdir(d))) {
+        while ((r = segments_next(d, &file, &name)) > 0) {
                 _cleanup_close_ int sfd = -1;
-                uint64_t name, prev_id;
+                uint64_t prev_id;
                 struct stat st;
 
-                if (!journal_segment_name_parse(de->d_name, &name))
-                        continue;
-                sfd = openat(j->dir_fd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                sfd = openat(j->dir_fd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 if (sfd < 0)
                         return negative_errno();
                 if (fstat(sfd, &st) < 0)
@@ -58,8 +76,8 @@ static int journal_load_segments(Journal *j, bool *ret_damaged) {
                 r = S_ISREG(st.st_mode) ? journal_segment_header_read(j, sfd, name, &prev_id) : -EBADMSG;
                 if (r == -EBADMSG) {
                         log_warning("Journal segment '%s/%s' has no valid header: removed, reported as a gap", j->dir,
-                                    de->d_name);
-                        if (unlinkat(j->dir_fd, de->d_name, 0) < 0)
+                                    file);
+                        if (unlinkat(j->dir_fd, file, 0) < 0)
                                 return negative_errno();
                         *ret_damaged = true;
                         continue;
@@ -76,8 +94,8 @@ static int journal_load_segments(Journal *j, bool *ret_damaged) {
                         .size = (uint64_t) st.st_size,
                 };
         }
-        if (errno != 0)
-                return negative_errno();
+        if (r < 0)
+                return r;
 
         if (j->n_segments > 1)
                 qsort(j->segments, j->n_segments, sizeof(Segment), segment_compare);
@@ -87,22 +105,19 @@ static int journal_load_segments(Journal *j, bool *ret_damaged) {
 /* A journal whose meta is unreadable cannot vouch for its ids: its segments go, a new identity comes. */
 static int journal_remove_segments(Journal *j, bool *ret_any) {
         _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
+        const char *file;
+        uint64_t name;
         int r;
 
-        r = fdopendir_take(openat(j->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), &d);
+        r = segments_open(j, &d);
         if (r < 0)
                 return r;
-        while ((errno = 0, de = readdir(d))) {
-                uint64_t name;
-
-                if (!journal_segment_name_parse(de->d_name, &name))
-                        continue;
-                if (unlinkat(j->dir_fd, de->d_name, 0) < 0)
+        while ((r = segments_next(d, &file, &name)) > 0) {
+                if (unlinkat(j->dir_fd, file, 0) < 0)
                         return negative_errno();
                 *ret_any = true;
         }
-        return errno != 0 ? negative_errno() : 0;
+        return r;
 }
 
 /* Frees without any I/O but closing: for a journal that did not open. */
