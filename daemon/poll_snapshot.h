@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "poll_io.h"
+
 /* One name of a directory. */
 typedef struct PollEntry {
         char *name;
@@ -42,17 +44,6 @@ static inline PollEntry *poll_snapshot_entry(const PollSnapshot *s, size_t i) {
 }
 
 void poll_snapshot_done(PollSnapshot *s);
-
-/* System calls the poller made, by kind. */
-typedef struct PollIo {
-        uint64_t opens;    /* openat of a directory to list it */
-        uint64_t getdents; /* getdents64 */
-        uint64_t stats;    /* statx, of a directory or of a name */
-} PollIo;
-
-static inline uint64_t poll_io_total(const PollIo *io) {
-        return io->opens + io->getdents + io->stats;
-}
 
 /* Reads dirfd's directory whole (any fd of it, O_PATH included), counting in
  * *io. Return: 0, or -errno of the open or of getdents64. */

@@ -46,13 +46,12 @@
  * take on the subscriber's credentials (access.h).
  */
 
-#include <glib.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "poll_snapshot.h" /* PollSnapshot, PollIo: a directory read, and what it cost */
+#include "poll_io.h" /* PollIo: what polling cost */
 #include "poller_types.h"
 
 /* In a worker (PollerCallbacks.submit): d's reads, as far as a job goes. */

@@ -22,6 +22,7 @@
 
 #include "event_bits.h"
 #include "macro.h"
+#include "poll_snapshot.h"
 #include "poller.h"
 
 #define SEC 1000000u
