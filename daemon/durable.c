@@ -5,12 +5,13 @@
  * Each DurableSub has an owner (a manager Client whose delivery transport
  * is its journal: durable_journal.c, a layer below this file) and at most
  * one attachment (a client that resumed it, with a reader of its journal
- * and the transport the layer above gave at the resume). The pump (durable_pump() below) runs after every flush
- * of the manager (ManagerHooks): it places again the subscriptions whose
- * watch ended, retries the journals that could not be written, keeps each
- * user's journals within their cap, and then (durable_replay.c, the layer
- * below this file) sends each attachment what its window allows, a slice
- * at a time, and asks it to confirm as its transport does (signals: the
+ * and the transport the layer above gave at the resume). The pump
+ * (durable_pump() below) runs after every flush of the manager
+ * (ManagerHooks): it places again the subscriptions whose watch ended,
+ * retries the journals that could not be written, keeps each user's
+ * journals within their cap, and then (durable_replay.c, the layer below
+ * this file) sends each attachment what its window allows, a slice at a
+ * time, and asks it to confirm as its transport does (signals: the
  * client's own answer to a Ping; a stream: the socket's room, nothing to
  * ask). An attachment's window is its own, apart from the client's live
  * records (delivery.h): a replay neither waits for the live records'
