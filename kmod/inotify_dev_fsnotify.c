@@ -16,8 +16,8 @@
  *
  * It also holds what those callbacks give back when a watch or a group dies:
  * the module's counters and the per-uid usage records. inotify_dev_user.c
- * sits above this file: it takes records, usage and counts from here, and
- * nothing here calls into it (see inotify_dev_priv.h).
+ * and inotify_dev_ioctl.c sit above this file: they take records, usage and
+ * counts from here, and nothing here calls into them (see inotify_dev_priv.h).
  */
 #include <linux/atomic.h>
 #include <linux/fsnotify_backend.h>

@@ -2,18 +2,27 @@
 /*
  * inotify_dev_priv.h - what the two halves of the inotify_dev module share
  *
- * inotify_dev_user.c is the user-facing half (the misc device, its fops,
- * the ioctls, read/poll, limits and sysfs); inotify_dev_fsnotify.c is the
- * fsnotify-facing half (the event handler and the mark callbacks). They meet
- * here: the per-open instance, the mark wrapper and the queued record.
+ * inotify_dev_user.c and inotify_dev_ioctl.c are the user-facing half:
+ * the first the misc device, its fops, read/poll, limits, sysfs and module
+ * init/exit, the second the ioctls (the watches, INOTIFY_GET_INFO,
+ * INOTIFY_SET_FLAGS, FIONREAD). inotify_dev_fsnotify.c is the
+ * fsnotify-facing half (the event handler and the mark callbacks). They
+ * meet here: the per-open instance, the mark wrapper and the queued record.
  *
  * They stand in layers, each calling only those before it:
- * inotify_dev_fsnotify.c, inotify_dev_user.c. The fsnotify half is the
- * ground floor: besides the callbacks it has the records' alloc/free and
- * their queueing, the module's counters and the per-uid usage records, which
- * its callbacks give back when a watch or a group dies. The user half calls
- * down (the ops for its groups, records, usage, counters); nothing in
- * inotify_dev_fsnotify.c uses a name defined in inotify_dev_user.c.
+ * inotify_dev_fsnotify.c, inotify_dev_ioctl.c, inotify_dev_user.c. The
+ * fsnotify half is the ground floor: besides the callbacks it has the
+ * records' alloc/free and their queueing, the module's counters and the
+ * per-uid usage records, which its callbacks give back when a watch or a
+ * group dies. The user half calls down (the ops for its groups, records,
+ * usage, counters); nothing in inotify_dev_fsnotify.c uses a name defined in
+ * the other two files, nor anything in inotify_dev_ioctl.c one defined in
+ * inotify_dev_user.c (the ioctl file holds max_user_watches, which the user
+ * file's parameter and sysfs file set).
+ *
+ * Lock order: dev->watch_mutex, then group->mark_mutex (inside fsnotify) or
+ * a mark's own lock, then dev->idr_lock or dev->lock (never both at once).
+ * No lock of ours is held across copy_to_user()/copy_from_user().
  *
  * Lifetimes, in one place:
  *  - struct idev_device lives as long as its fsnotify group: it is the
@@ -145,5 +154,9 @@ void idev_user_put(struct idev_user *user);
 extern atomic_long_t idev_stat_instances;
 extern atomic_long_t idev_stat_watches;
 extern atomic_long_t idev_stat_groups;
+
+/* inotify_dev_ioctl.c */
+extern unsigned int max_user_watches;
+long idev_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
 #endif /* _INOTIFY_DEV_PRIV_H */
