@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -219,6 +220,31 @@ gboolean wt_collector_has_overflow_id(WtCollector *c, guint32 id) {
         return FALSE;
 }
 
+GHashTable *wt_collector_create_counts(WtCollector *c) {
+        GHashTable *h = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+
+        for (guint i = 0; i < c->records->len; i++) {
+                WtRecord *r = &g_array_index(c->records, WtRecord, i);
+                if (r->mask & IN_CREATE)
+                        g_hash_table_insert(h, g_strdup(r->path),
+                                            GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(h, r->path)) + 1));
+        }
+        return h;
+}
+
+void wt_collector_assert_created_once(WtCollector *c, GPtrArray *want) {
+        g_autoptr(GHashTable) h = wt_collector_create_counts(c);
+
+        for (guint i = 0; i < want->len; i++) {
+                const char *p = g_ptr_array_index(want, i);
+                guint n = GPOINTER_TO_UINT(g_hash_table_lookup(h, p));
+
+                if (n != 1)
+                        g_error("'%s' reported created %u times (want 1)", p, n);
+        }
+        g_assert_cmpuint(g_hash_table_size(h), ==, want->len);
+}
+
 typedef struct Want {
         WtCollector *c;
         const char *path, *reason;
@@ -317,6 +343,13 @@ void wt_add_watch_fails(WatchdInotify *p, const char *path, guint32 mask, guint3
                         error->message);
 }
 
+void wt_assert_responsive(WatchdInotify *other) {
+        gint64 t0 = g_get_monotonic_time();
+
+        (void) wt_stat(other, "clients");
+        g_assert_cmpint(g_get_monotonic_time() - t0, <, G_USEC_PER_SEC);
+}
+
 /* ---------------------------------------------------------------- the fixture */
 
 void wt_fixture_setup(WtFixture *f, gconstpointer config) {
@@ -363,6 +396,11 @@ const char *wt_fixture_fast_dir(WtFixture *f) {
 
 char *wt_fixture_path(WtFixture *f, const char *name) {
         return g_build_filename(f->dir, name, NULL);
+}
+
+void wt_fixture_mkdir_p(WtFixture *f, const char *rel) {
+        g_autofree char *p = wt_fixture_path(f, rel);
+        g_assert_cmpint(g_mkdir_with_parents(p, 0755), ==, 0);
 }
 
 /* ---------------------------------------------------------------- files and processes */

@@ -68,6 +68,10 @@ int wt_collector_find(WtCollector *c, const char *path, guint32 mask);
 WtRecord *wt_collector_record(WtCollector *c, guint i);
 gboolean wt_collector_has_removed(WtCollector *c, guint32 id, const char *reason);
 gboolean wt_collector_has_overflow_id(WtCollector *c, guint32 id);
+/* How many IN_CREATE records each path got (path -> count), over all of c's records. */
+GHashTable *wt_collector_create_counts(WtCollector *c);
+/* Every path in want was reported created exactly once. */
+void wt_collector_assert_created_once(WtCollector *c, GPtrArray *want);
 
 /* Awaits a record for path with all of mask's bits; returns it, or fails the test at timeout_ms. */
 WtRecord *wt_await_record(WtCollector *c, const char *path, guint32 mask, int timeout_ms);
@@ -94,6 +98,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(WtClient, wt_client_free)
 guint32 wt_add_watch(WatchdInotify *p, const char *path, guint32 mask, guint32 flags, GError **error);
 /* Asserts that AddWatch fails with the D-Bus error name want. */
 void wt_add_watch_fails(WatchdInotify *p, const char *path, guint32 mask, guint32 flags, const char *want);
+/* Another client is answered within a second: the daemon serves everyone. */
+void wt_assert_responsive(WatchdInotify *other);
 
 /* ---------------------------------------------------------------- the fixture */
 
@@ -115,6 +121,8 @@ void wt_fixture_teardown(WtFixture *f, gconstpointer config);
 const char *wt_fixture_fast_dir(WtFixture *f);
 /* DIR/name (the caller frees). */
 char *wt_fixture_path(WtFixture *f, const char *name);
+/* mkdir -p DIR/rel. */
+void wt_fixture_mkdir_p(WtFixture *f, const char *rel);
 
 #define WT_CASE(path, config, fn) g_test_add((path), WtFixture, (config), wt_fixture_setup, (fn), wt_fixture_teardown)
 #define WT_CASE_FUNC(path, fn)    g_test_add_func((path), (fn))
