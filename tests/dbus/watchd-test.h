@@ -95,7 +95,8 @@ void wt_child_become_nobody(gpointer user_data);
 
 /*
  * A bus configured like Debian's system bus, for the tests of what the
- * system bus's policy changes (tests/dbus/test-system-bus.c).
+ * system bus's policy changes (tests/dbus/test-system-bus.c; the hung-*
+ * cases of test-hung-calls.c and test-hung-changes.c run on it too).
  *
  * Its configuration is Debian's own /usr/share/dbus-1/system.conf, read at
  * run time, with its default-deny policy and its limits unchanged (method
