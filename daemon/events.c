@@ -183,7 +183,7 @@ static void watch_ignored(Events *e, Watch *w, uint64_t now) {
         watch_table_watch_gone(e->table, w);
         for (guint k = 0; k < links->len; k++) {
                 WatchLink *l = links->pdata[k];
-                Subscription *s = l->subscription;
+                Subscription *s = watch_link_subscription(l);
 
                 if (l->dead)
                         ;
@@ -298,7 +298,7 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
          * probe runs in a worker: the record's hearers are held for it. */
         if (e->holds && ev->name && (ev->mask & WATCH_PENDING_BITS) && missing_in_workers(e->missing))
                 LIST_FOREACH(watch, l, w->links)
-                        if (l->subscription->chain) {
+                        if (watch_link_subscription(l)->chain) {
                                 trigger = hold_new(e->holds, now);
                                 break;
                         }
@@ -307,7 +307,7 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
 
         e->in_event = true;
         LIST_FOREACH(watch, l, w->links) {
-                Subscription *s = l->subscription;
+                Subscription *s = watch_link_subscription(l);
                 bool tree = (s->flags & WATCHD_FLAG_RECURSIVE) && ev->name && (ev->mask & IN_ISDIR);
                 const char *dir;
 
@@ -327,7 +327,7 @@ static void handle_event(Events *e, const RawEvent *ev, size_t off, uint64_t now
                         followup_add(e, FOLLOW_ACCESS, s->id, 0, NULL, l);
                 }
                 /* Its owner may no longer read there (or is being checked): nothing from it. */
-                if (watch_link_blocked(l)) {
+                if (watch_link_blocked(l, s)) {
                         s->missed = true;
                         continue;
                 }

@@ -253,7 +253,7 @@ void missing_waiter_place(Missing *m, Waiter *w, WatchLink *node) {
 /* Unlinks node and the directories above it that no one waits in or below any more. */
 void missing_prune(Missing *m, WatchLink *node) {
         while (node && !node->dead && !node->children && !missing_waiters_at(m, node)) {
-                WatchLink *parent = node->parent;
+                WatchLink *parent = watch_link_parent(node);
 
                 (void) watch_table_unlink(m->table, node);
                 node = parent;
@@ -267,11 +267,11 @@ size_t missing_component_len(const char *p) {
 
 /*
  * Moves the waiters of every node below top (top included) up into
- * top->parent, or, for the chain's top link, out of the chain (then they
+ * top's parent, or, for the chain's top link, out of the chain (then they
  * start again: *restart), and unlinks top with everything below it.
  */
 void missing_cut(Missing *m, Chain *c, WatchLink *top, GPtrArray *restart) {
-        WatchLink *parent = top->parent;
+        WatchLink *parent = watch_link_parent(top);
 
         for (WatchLink *l = top; l;) {
                 Waiter *w;
@@ -282,9 +282,9 @@ void missing_cut(Missing *m, Chain *c, WatchLink *top, GPtrArray *restart) {
 
                         missing_waiter_unplace(m, w);
                         /* Climb from l to parent: each level gives back its name and its charge. */
-                        for (WatchLink *k = l; k != parent; k = k->parent) {
+                        for (WatchLink *k = l; k != parent; k = watch_link_parent(k)) {
                                 up++;
-                                rest -= k->parent ? strlen(k->name) + 1 : rest;
+                                rest -= k->top ? rest : strlen(k->name) + 1;
                         }
                         account_uncharge(w->s->account, up);
                         w->charged -= up;
@@ -299,7 +299,7 @@ void missing_cut(Missing *m, Chain *c, WatchLink *top, GPtrArray *restart) {
                         l = l->children;
                 else {
                         while (l != top && !l->sib_next)
-                                l = l->parent;
+                                l = watch_link_parent(l);
                         l = l == top ? NULL : l->sib_next;
                 }
         }

@@ -70,7 +70,7 @@ static void probe_and_finish(Missing *m, Chain *c, WatchLink *node) {
 }
 
 void missing_on_event(Missing *m, WatchLink *l, uint32_t mask, const char *name, size_t name_len) {
-        Chain *c = g_hash_table_lookup(m->by_chain, l->subscription);
+        Chain *c = g_hash_table_lookup(m->by_chain, watch_link_subscription(l));
         WatchLink *child;
 
         if (!c || !name || !(mask & WATCH_PENDING_BITS))
@@ -115,7 +115,7 @@ void missing_recheck(Missing *m) {
         }
         for (guint n = 0; n < nodes->len; n++) {
                 WatchLink *l = nodes->pdata[n];
-                Chain *c = l->dead ? NULL : g_hash_table_lookup(m->by_chain, l->subscription);
+                Chain *c = l->dead ? NULL : g_hash_table_lookup(m->by_chain, watch_link_subscription(l));
 
                 /* An earlier probe may have moved its waiters, or cut it. */
                 if (c && missing_waiters_at(m, l)) {
@@ -129,13 +129,13 @@ void missing_recheck(Missing *m) {
 }
 
 void missing_on_watch_gone(Missing *m, WatchLink *l) {
-        Chain *c = g_hash_table_lookup(m->by_chain, l->subscription);
+        Chain *c = g_hash_table_lookup(m->by_chain, watch_link_subscription(l));
         g_autoptr(GPtrArray) restart = g_ptr_array_new();
         WatchLink *parent;
 
         if (!c || l->dead)
                 return;
-        parent = l->parent;
+        parent = watch_link_parent(l);
         c->n_waiters++;
         if (parent)
                 watch_link_hold(parent);

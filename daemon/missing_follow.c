@@ -116,7 +116,7 @@ static void job_apply(Missing *m, ProbeJob *j, bool inline_) {
                 g_autoptr(GPtrArray) way = g_ptr_array_new(), restart = g_ptr_array_new();
                 WatchLink *bad, *at;
 
-                for (WatchLink *l = node; l; l = l->parent)
+                for (WatchLink *l = node; l; l = watch_link_parent(l))
                         g_ptr_array_add(way, l);
                 assert(way->len == j->n_way);
                 bad = way->pdata[way->len - 1 - j->reached];

@@ -57,7 +57,7 @@ ProbeJob *missing_job_new(Missing *m, Chain *c, WatchLink *node, bool walk, int 
         if (walk) {
                 size_t depth = 0;
 
-                for (WatchLink *l = node; l; l = l->parent)
+                for (WatchLink *l = node; l; l = watch_link_parent(l))
                         depth++;
                 j->way = calloc(depth, sizeof(char *));
                 j->devs = calloc(depth, sizeof(dev_t));
@@ -65,7 +65,7 @@ ProbeJob *missing_job_new(Missing *m, Chain *c, WatchLink *node, bool walk, int 
                 if (!j->way || !j->devs || !j->inos)
                         goto oom;
                 j->n_way = depth;
-                for (WatchLink *l = node; l; l = l->parent) {
+                for (WatchLink *l = node; l; l = watch_link_parent(l)) {
                         depth--;
                         j->way[depth] = strdup(l->name);
                         if (!j->way[depth])

@@ -75,15 +75,15 @@ static void remote_own_read_clear(gpointer p) {
 static void remote_on_read_op(void *group, void *dir, uint32_t what, void *userdata) {
         Remote *r = userdata;
         RemoteDir *d = dir;
-        WatchLink *l = remote_dir_link(d);
+        WatchLink *l = remote_dir_link(d), *parent = l ? watch_link_parent(l) : NULL;
         SelfDir sd = { .dev = d->w->dev, .ino = d->w->ino };
         const char *name;
 
-        if (l && l->parent) {
+        if (parent) {
                 /* Its parent's directory, unless it is a mount's root (its own parent then). */
-                sd.has_parent = l->parent->watch->dev == d->w->dev;
-                sd.pdev = l->parent->watch->dev;
-                sd.pino = l->parent->watch->ino;
+                sd.has_parent = parent->watch->dev == d->w->dev;
+                sd.pdev = parent->watch->dev;
+                sd.pino = parent->watch->ino;
                 sd.name = l->name;
         } else if (d->have_parent) {
                 name = strrchr(d->s->path, '/');
@@ -124,8 +124,8 @@ static const Watch *dir_parent_watch(Remote *r, RemoteDir *d, const char **ret_n
         const Watch *pw = NULL;
         const char *name = NULL;
 
-        if (l && l->parent) {
-                pw = l->parent->watch;
+        if (l && watch_link_parent(l)) {
+                pw = watch_link_parent(l)->watch;
                 name = l->name;
         } else if (d->have_parent) {
                 pw = watch_table_find_watch(r->table, d->pdev, d->pino);
@@ -289,7 +289,7 @@ static RemoteDir *dir_get(const Remote *r, const Subscription *s, const Watch *w
 
 WatchLink *remote_dir_link(const RemoteDir *d) {
         LIST_FOREACH(watch, l, d->w->links)
-                if (l->subscription == d->s)
+                if (watch_link_subscription(l) == d->s)
                         return l;
         return NULL;
 }
@@ -383,13 +383,15 @@ static bool hint_for(const Remote *r, const struct stat *st) {
  * device (no system call); else asked of the kernel. Return: the kind, and
  * the parent's group in *ret_parent if that decided. */
 static FsKind link_kind(Remote *r, WatchLink *l, int fd, const struct stat *st) {
+        WatchLink *parent = watch_link_parent(l);
         FsInfo info;
         FsKind kind;
 
-        if (l->parent && l->parent->watch->dev == st->st_dev) {
-                RemoteDir *p = dir_get(r, l->subscription, l->parent->watch);
+        if (parent && parent->watch->dev == st->st_dev) {
+                Subscription *s = watch_link_subscription(l);
+                RemoteDir *p = dir_get(r, s, parent->watch);
 
-                return p ? p->group->kind : unpolled_get(r, l->subscription, l->parent->watch);
+                return p ? p->group->kind : unpolled_get(r, s, parent->watch);
         }
         if (hint_for(r, st))
                 return r->hint.kind; /* asked in the worker that opened it */
@@ -398,7 +400,7 @@ static FsKind link_kind(Remote *r, WatchLink *l, int fd, const struct stat *st) 
         kind = info.kind;
         if (kind != FS_LOCAL)
                 log_debug("'%s' is on %s (f_type 0x%" PRIx64 "%s%s%s%s), [poll] interval %" PRIu32 " s.",
-                          l->parent ? l->name : l->subscription->path, fs_kind_to_string(kind), info.magic,
+                          parent ? l->name : watch_link_subscription(l)->path, fs_kind_to_string(kind), info.magic,
                           info.have_mount ? ", " : "", info.have_mount ? info.mount.fstype : "",
                           info.have_mount ? " at " : "", info.have_mount ? info.mount.mount_point : "",
                           r->interval_sec[kind]);
@@ -407,13 +409,14 @@ static FsKind link_kind(Remote *r, WatchLink *l, int fd, const struct stat *st) 
 }
 
 FsKind remote_link_kind(const Remote *r, const WatchLink *l) {
-        const RemoteDir *d = dir_get(r, l->subscription, l->watch);
+        Subscription *s = watch_link_subscription(l);
+        const RemoteDir *d = dir_get(r, s, l->watch);
 
-        return d ? d->group->kind : unpolled_get(r, l->subscription, l->watch);
+        return d ? d->group->kind : unpolled_get(r, s, l->watch);
 }
 
 int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
-        Subscription *s = l->subscription;
+        Subscription *s = watch_link_subscription(l);
         RemoteGroup *g;
         RemoteDir *d;
         GPtrArray *on_watch;
@@ -440,7 +443,7 @@ int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
                 return -ENOMEM;
         }
         *d = (RemoteDir) { .remote = r, .group = g, .s = s, .w = l->watch };
-        if (!l->parent) {
+        if (!watch_link_parent(l)) {
                 struct stat pst;
 
                 /* Its reads show up on its parent's watch too, if anyone watches that. */
@@ -463,7 +466,7 @@ int remote_link_added(Remote *r, WatchLink *l, int fd, const struct stat *st) {
                 /* An AddWatch (its subscription has no id until its root is
                  * placed) is refused; a directory found later is the
                  * kernel's only, and the owner hears that it misses some. */
-                if (!l->parent && s->id == 0)
+                if (!watch_link_parent(l) && s->id == 0)
                         return -WATCHD_E_USER_POLLED;
                 log_debug("Directory of subscription %" PRIu32 " not polled: max_polled_dirs_per_user reached.", s->id);
                 client_queue_lost(s);
@@ -506,12 +509,13 @@ static void dir_primed(Remote *r, RemoteDir *d) {
 }
 
 void remote_link_gone(Remote *r, WatchLink *l) {
-        Key k = { l->subscription, (uintptr_t) l->watch };
+        Subscription *s = watch_link_subscription(l);
+        Key k = { s, (uintptr_t) l->watch };
         RemoteDir *d;
         GPtrArray *on_watch;
 
         if (g_hash_table_size(r->unpolled) > 0 && g_hash_table_remove(r->unpolled, &k)) {
-                sub_count(r->remote_subs, l->subscription, -1);
+                sub_count(r->remote_subs, s, -1);
                 return;
         }
         if (g_hash_table_size(r->dirs) == 0)
@@ -630,14 +634,14 @@ static void on_error(void *group, void *dir, int error, void *userdata) {
                 d->overflowed = false;
                 return;
         }
-        if (l && !l->parent && (error == -ENOENT || error == -ESTALE)) {
+        if (l && !watch_link_parent(l) && (error == -ENOENT || error == -ESTALE)) {
                 /* The root itself went away on the server: the kernel cannot say so. */
                 log_debug_errno(error, "Polled directory '%s' is gone (%m): ending subscription %" PRIu32 ".", s->path,
                                 s->id);
                 r->ops.gone(s, r->userdata);
                 return;
         }
-        if (l && l->parent && (error == -ENOENT || error == -ESTALE))
+        if (l && watch_link_parent(l) && (error == -ENOENT || error == -ESTALE))
                 return; /* its parent's poll reports it deleted */
         /* Readable no more (permissions changed, the server refuses):
          * changes in it are missed from now on, and the owner hears so. */
@@ -722,7 +726,7 @@ static void found_job_done(void *data, int error) {
         pw = s ? watch_table_find_watch(r->table, j->pdev, j->pino) : NULL;
         if (pw)
                 LIST_FOREACH(watch, l, pw->links)
-                        if (l->subscription == s) {
+                        if (watch_link_subscription(l) == s) {
                                 parent = l;
                                 break;
                         }

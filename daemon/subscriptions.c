@@ -397,7 +397,7 @@ static void access_check_done(void *data, int error) {
         /* Not held meanwhile (a rename may move it to a new allocation): found again. */
         if (w)
                 LIST_FOREACH(watch, x, w->links)
-                        if (x->subscription == s)
+                        if (watch_link_subscription(x) == s)
                                 l = x;
         if (l && l->checking) {
                 bool was = l->denied;

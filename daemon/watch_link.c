@@ -24,7 +24,7 @@
 /* Links whose allocation (WATCH_LINK_SIZE) is up to LINK_POOLED bytes are
  * cut from the pool of their size rounded up to 8: link_pools[0] holds
  * sizeof(WatchLink) (a name of up to 0 bytes) and the next each 8 more. A
- * tree's names are mostly short: a link of a name of up to 64 bytes is
+ * tree's names are mostly short: a link of a name of up to 71 bytes is
  * pooled; longer ones, and pending paths, are malloc()'s. */
 #define LINK_POOLED      128
 #define LINK_CLASS(size) (((size) + 7) / 8 - (sizeof(WatchLink) + 7) / 8)
@@ -34,9 +34,9 @@ static Pool link_pools[LINK_CLASS(LINK_POOLED) + 1] = {
         POOL_INIT(sizeof(WatchLink) + 2 * 8), POOL_INIT(sizeof(WatchLink) + 3 * 8),
         POOL_INIT(sizeof(WatchLink) + 4 * 8), POOL_INIT(sizeof(WatchLink) + 5 * 8),
         POOL_INIT(sizeof(WatchLink) + 6 * 8), POOL_INIT(sizeof(WatchLink) + 7 * 8),
-        POOL_INIT(sizeof(WatchLink) + 8 * 8),
+        POOL_INIT(sizeof(WatchLink) + 8 * 8), POOL_INIT(sizeof(WatchLink) + 9 * 8),
 };
-_Static_assert(sizeof(WatchLink) % 8 == 0 && sizeof(WatchLink) + 8 * 8 == LINK_POOLED,
+_Static_assert(sizeof(WatchLink) % 8 == 0 && sizeof(WatchLink) + 9 * 8 == LINK_POOLED,
                "link_pools[] covers sizeof(WatchLink) to LINK_POOLED");
 
 /* The pool of a link of size bytes, or NULL (malloc()). */
@@ -76,9 +76,9 @@ void watch_link_set_access(WatchLink *l, bool denied, bool checking) {
         l->denied = denied;
         l->checking = checking;
         if (was && !is)
-                l->subscription->n_blocked--;
+                watch_link_subscription(l)->n_blocked--;
         else if (!was && is)
-                l->subscription->n_blocked++;
+                watch_link_subscription(l)->n_blocked++;
 }
 
 void watch_link_hold(WatchLink *l) {
@@ -95,7 +95,7 @@ void watch_link_release(WatchLink *l) {
 WatchLink *watch_link_next(WatchLink *l) {
         if (l->children)
                 return l->children;
-        for (; l->parent; l = l->parent)
+        for (; !l->top; l = l->up.parent)
                 if (l->sib_next)
                         return l->sib_next;
         return NULL;
@@ -114,7 +114,7 @@ int watch_link_path(const WatchLink *l, char *buf, size_t size) {
 
         /* Right to left: each name and its "/", then the top's absolute path
          * (a root link's is its subscription's path). */
-        for (; l->parent; l = l->parent) {
+        for (; !l->top; l = l->up.parent) {
                 size_t n = strlen(l->name);
 
                 if (n + 1 >= end)
@@ -123,7 +123,7 @@ int watch_link_path(const WatchLink *l, char *buf, size_t size) {
                 memcpy(buf + end, l->name, n);
                 buf[--end] = '/';
         }
-        top = watch_link_is_root(l) ? l->subscription->path : l->name;
+        top = watch_link_is_root(l) ? l->up.subscription->path : l->name;
         tl = end < size ? path_prefix_len(top) : strlen(top);
         if (tl + (size - end) >= size)
                 return -ENAMETOOLONG;
@@ -135,7 +135,7 @@ int watch_link_path(const WatchLink *l, char *buf, size_t size) {
 }
 
 const char *watch_link_get_path(const WatchLink *l, char *buf) {
-        if (!l->parent)
-                return watch_link_is_root(l) ? l->subscription->path : l->name;
+        if (l->top)
+                return watch_link_is_root(l) ? l->up.subscription->path : l->name;
         return watch_link_path(l, buf, PATH_MAX) < 0 ? NULL : buf;
 }

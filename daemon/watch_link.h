@@ -26,7 +26,7 @@ bool watch_link_fits(const WatchLink *l, size_t name_len);
 
 /* The subscription's own object, not a directory below it nor a directory of a pending path. */
 static inline bool watch_link_is_root(const WatchLink *l) {
-        return !l->parent && !l->subscription->pending;
+        return l->top && !l->up.subscription->pending;
 }
 
 /* A walk (or a follower) keeps a link it will come back to: a link unlinked
@@ -52,11 +52,11 @@ const char *watch_link_get_path(const WatchLink *l, char *buf);
 /* l's access as its owner was found lost (denied), or is being checked again:
  * what happens in it, or below it, is not delivered meanwhile. */
 void watch_link_set_access(WatchLink *l, bool denied, bool checking);
-/* Whether l or a link above it is denied or being checked. */
-static inline bool watch_link_blocked(const WatchLink *l) {
-        if (l->subscription->n_blocked == 0)
+/* Whether l (a link of s) or a link above it is denied or being checked. */
+static inline bool watch_link_blocked(const WatchLink *l, const Subscription *s) {
+        if (s->n_blocked == 0)
                 return false;
-        for (; l; l = l->parent)
+        for (; l; l = watch_link_parent(l))
                 if (l->denied || l->checking)
                         return true;
         return false;

@@ -30,7 +30,7 @@
 #include "watch_table_internal.h"
 
 WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_parent, const char *name, size_t name_len) {
-        assert(l->parent && new_parent->subscription == l->subscription);
+        assert(!l->top && watch_link_subscription(new_parent) == watch_link_subscription(l));
         /* The name's length says where a link's memory is from
          * (watch_link_dealloc()): another pool, another allocation. */
         if (!watch_link_fits(l, name_len)) {
@@ -39,19 +39,19 @@ WatchLink *watch_table_move_link(WatchTable *t, WatchLink *l, WatchLink *new_par
                 if (!n)
                         return NULL;
                 SLIST_REMOVE(watch, l->watch->links, l);
-                LIST_REMOVE(sib, l->parent->children, l);
+                LIST_REMOVE(sib, l->up.parent->children, l);
                 *n = *l;
                 SLIST_PREPEND(watch, n->watch->links, n);
-                LIST_PREPEND(sib, n->parent->children, n);
+                LIST_PREPEND(sib, n->up.parent->children, n);
                 LIST_FOREACH(sib, c, n->children)
-                        c->parent = n;
+                        c->up.parent = n;
                 watch_link_dealloc(l);
                 l = n;
         }
 
         /* Out of its old parent's children, into the new one's. */
-        LIST_REMOVE(sib, l->parent->children, l);
-        l->parent = new_parent;
+        LIST_REMOVE(sib, l->up.parent->children, l);
+        l->up.parent = new_parent;
         LIST_PREPEND(sib, new_parent->children, l);
         memcpy(l->name, name, name_len);
         l->name[name_len] = '\0';

@@ -98,9 +98,14 @@ static void subscription_free(gpointer p) {
         free(s);
 }
 
-static void link_free(WatchLink *l) {
+static void link_free(WatchLink *l, Subscription *s) {
         if (l->n_holds > 0) {
-                l->dead = true; /* its last holder frees it (watch_link_release) */
+                /* Its last holder frees it (watch_link_release); until then it
+                 * is a top of its own, so that it still names its subscription
+                 * once its parent is gone. */
+                l->dead = true;
+                l->top = true;
+                l->up.subscription = s;
                 return;
         }
         watch_link_dealloc(l);
@@ -138,7 +143,7 @@ static void links_free_all(Subscription *s) {
 
                 while (l->children)
                         l = l->children;
-                p = l->parent;
+                p = watch_link_parent(l);
                 if (p)
                         p->children = l->sib_next;
                 w = l->watch;
@@ -241,7 +246,7 @@ static uint32_t need_mask(const Subscription *s, bool is_dir, bool root) {
 }
 
 static uint32_t link_mask(const WatchLink *l, const Watch *w) {
-        return need_mask(l->subscription, w->is_dir, !l->parent);
+        return need_mask(watch_link_subscription(l), w->is_dir, !watch_link_parent(l));
 }
 
 static uint32_t union_mask(const Watch *w) {
@@ -472,9 +477,11 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
                 goto fail;
         }
         *l = (WatchLink) {
-                .subscription = s,
-                .parent = parent,
+                .up.parent = parent,
+                .top = !parent,
         };
+        if (!parent)
+                l->up.subscription = s;
         memcpy(l->name, name, name_len);
         l->name[name_len] = '\0';
 
@@ -484,7 +491,7 @@ static int link_new(WatchTable *t, Subscription *s, WatchLink *parent, int fd, c
                 goto fail;
         }
         LIST_FOREACH(watch, o, w->links)
-                if (o->subscription == s && !s->chain) {
+                if (watch_link_subscription(o) == s && !s->chain) {
                         /* Already linked: a loop. The watch existed, so nothing to undo. */
                         watch_link_dealloc(l);
                         r = -EEXIST;
@@ -631,7 +638,7 @@ void watch_table_unplace(WatchTable *t, Subscription *s) {
 
 int watch_table_link(WatchTable *t, Subscription *s, WatchLink *parent, int fd, const struct stat *st, const char *name,
                      size_t name_len, WatchLink **ret) {
-        assert(parent && parent->subscription == s && !parent->dead);
+        assert(parent && watch_link_subscription(parent) == s && !parent->dead);
         return link_new(t, s, parent, fd, st, name, name_len, ret);
 }
 
@@ -742,7 +749,7 @@ static void watch_release(WatchTable *t, Watch *w) {
 
 /* Removes one link that has no children. */
 static void link_remove(WatchTable *t, WatchLink *l) {
-        Subscription *s = l->subscription;
+        Subscription *s = watch_link_subscription(l);
         uid_t uid = s->account ? s->account->uid : 0;
         Watch *w = l->watch;
 
@@ -752,15 +759,15 @@ static void link_remove(WatchTable *t, WatchLink *l) {
         SLIST_REMOVE(watch, w->links, l);
         w->n_links--;
 
-        if (l->parent)
-                LIST_REMOVE(sib, l->parent->children, l);
+        if (!l->top)
+                LIST_REMOVE(sib, l->up.parent->children, l);
         else
                 s->links = NULL;
         s->n_links--;
         if (s->account)
                 account_uncharge(s->account, 1);
         watch_link_set_access(l, false, false);
-        link_free(l);
+        link_free(l, s);
 
         if (w->n_links == 0)
                 watch_release(t, w);
@@ -783,7 +790,7 @@ unsigned watch_table_unlink(WatchTable *t, WatchLink *top) {
 
                 while (l->children)
                         l = l->children;
-                p = l->parent;
+                p = watch_link_parent(l);
                 last = l == top;
                 link_remove(t, l);
                 n++;

@@ -60,14 +60,21 @@ struct Subscription {
  * (watch_link_path()).
  */
 struct WatchLink {
-        Subscription *subscription;
+        /* The top link holds its subscription, every other link its parent:
+         * a tree of N directories does not hold the same pointer N times
+         * (watch_link_subscription() walks up to it). */
+        union {
+                WatchLink *parent;          /* !top */
+                Subscription *subscription; /* top */
+        } up;
         Watch *watch;
-        WatchLink *parent;              /* NULL for the top link */
         LIST_HEAD(WatchLink, children); /* the links below it */
         LIST_FIELDS(WatchLink, sib);    /* among parent->children */
         SLIST_FIELDS(WatchLink, watch); /* in watch->links (a few each) */
         uint32_t n_holds;               /* watch_link_hold() */
-        bool dead;                      /* unlinked while held: in no list, freed at the last release */
+        bool top;                       /* the top link, or a dead one (below) */
+        bool dead;                      /* unlinked while held: in no list, freed at the last release;
+                                         * it keeps its subscription (a top of its own) */
         bool denied;                    /* its owner may no longer read it: nothing from it or below */
         bool checking;                  /* its owner's access is being checked again: the same meanwhile */
         /* A pending subscription's top link: an absolute path; a root link: "" (its
@@ -75,6 +82,18 @@ struct WatchLink {
          * WATCH_LINK_SIZE(). */
         char name[];
 };
+
+/* l's parent link, NULL for the top link (and a dead one). */
+static inline WatchLink *watch_link_parent(const WatchLink *l) {
+        return l->top ? NULL : l->up.parent;
+}
+
+/* l's subscription: its top link's. */
+static inline Subscription *watch_link_subscription(const WatchLink *l) {
+        while (!l->top)
+                l = l->up.parent;
+        return l->up.subscription;
+}
 
 /* The allocation of a link with a name of name_len bytes: the name starts
  * inside the struct's tail padding (sizeof(WatchLink) would waste it, and a

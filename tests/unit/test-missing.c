@@ -122,7 +122,7 @@ static WatchLink *chain_link(Fixture *f, const char *rel) {
 
         g_assert_nonnull(w);
         LIST_FOREACH(watch, l, w->links)
-                if (l->subscription->chain)
+                if (watch_link_subscription(l)->chain)
                         return l;
         g_assert_not_reached();
 }

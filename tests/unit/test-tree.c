@@ -223,10 +223,10 @@ static void test_moves_resize(Fixture *f, gconstpointer data) {
                 g_assert_nonnull(parent);
                 l = watch_link_child(parent, name, lens[i]);
                 g_assert_nonnull(l);
-                g_assert_true(l->parent == parent);
+                g_assert_true(watch_link_parent(l) == parent);
                 c = watch_link_child(l, "c", 1);
                 g_assert_nonnull(c);
-                g_assert_true(c->parent == l);
+                g_assert_true(watch_link_parent(c) == l);
                 g_assert_cmpint(watch_link_path(c, buf, sizeof(buf)), ==, (int) strlen(c_path));
                 g_assert_cmpstr(buf, ==, c_path);
                 g_assert_true(l->watch->links == l && !l->watch_next);

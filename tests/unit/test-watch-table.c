@@ -285,7 +285,7 @@ static void test_links(Fixture *f, gconstpointer data) {
         g_assert_cmpint(watch_table_link(f->t, s, s->links, fd, &st, "elsewhere", 9, &l2), ==, -EEXIST);
         close(fd);
         g_assert_false(watch_link_is_root(l));
-        g_assert_true(l->parent == s->links);
+        g_assert_true(watch_link_parent(l) == s->links);
         g_assert_cmpstr(l->name, ==, "sub"); /* a name, its path built on demand */
         {
                 char buf[PATH_MAX];
@@ -324,6 +324,54 @@ static void test_links(Fixture *f, gconstpointer data) {
         watch_table_unsubscribe(f->t, plain);
         g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
         g_rmdir(sub_dir);
+}
+
+/* Only a tree's top link holds its subscription; the others find it by
+ * walking up. A link unlinked while held outlives its parent: it must still
+ * name its subscription (the walks that held it look), without walking up
+ * into its freed parent. And the header left room: a name of up to 7 bytes
+ * (W3's are 5) takes a link of 64 bytes. */
+static void test_dead_link(Fixture *f, gconstpointer data) {
+        g_autofree char *mid_dir = g_build_filename(f->a, "mid", NULL);
+        g_autofree char *low_dir = g_build_filename(mid_dir, "low", NULL);
+        Subscription *s = NULL;
+        WatchLink *mid = NULL, *low = NULL;
+        struct stat st;
+        int fd;
+
+        g_assert_cmpuint(WATCH_LINK_SIZE(7), <=, 64);
+        g_assert_cmpint(g_mkdir(mid_dir, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(low_dir, 0755), ==, 0);
+        fd = open(f->a, O_RDONLY | O_CLOEXEC);
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        g_assert_cmpint(watch_table_subscribe(f->t, fd, &st, f->a, NULL, NULL, IN_DELETE, WATCHD_FLAG_RECURSIVE, &s),
+                        ==, 0);
+        close(fd);
+        fd = open(mid_dir, O_RDONLY | O_CLOEXEC);
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        g_assert_cmpint(watch_table_link(f->t, s, s->links, fd, &st, "mid", 3, &mid), ==, 0);
+        close(fd);
+        fd = open(low_dir, O_RDONLY | O_CLOEXEC);
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        g_assert_cmpint(watch_table_link(f->t, s, mid, fd, &st, "low", 3, &low), ==, 0);
+        close(fd);
+        g_assert_true(watch_link_subscription(low) == s);
+        g_assert_true(watch_link_parent(low) == mid && watch_link_parent(mid) == s->links);
+        g_assert_null(watch_link_parent(s->links));
+
+        /* mid and low go; low is held, mid is freed. */
+        watch_link_hold(low);
+        g_assert_cmpuint(watch_table_unlink(f->t, mid), ==, 2);
+        g_assert_true(low->dead);
+        g_assert_true(watch_link_subscription(low) == s);
+        g_assert_null(watch_link_parent(low));
+        watch_link_release(low);
+        g_assert_null(s->links->children);
+        g_assert_cmpuint(s->n_links, ==, 1);
+        watch_table_unsubscribe(f->t, s);
+        g_assert_cmpuint(watch_table_n_watches(f->t), ==, 0);
+        g_rmdir(low_dir);
+        g_rmdir(mid_dir);
 }
 
 /* A directory's kernel mask, without what every watched directory has (WATCH_ACCESS_BITS). */
@@ -907,6 +955,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/watch-table/watch gone", Fixture, NULL, setup, test_watch_gone, teardown);
         g_test_add("/watch-table/wd reused", Fixture, NULL, setup, test_wd_reuse, teardown);
         g_test_add("/watch-table/links of a recursive subscription", Fixture, NULL, setup, test_links, teardown);
+        g_test_add("/watch-table/dead-link", Fixture, NULL, setup, test_dead_link, teardown);
         g_test_add("/watch-table/persist", Fixture, NULL, setup, test_persist, teardown);
         g_test_add("/watch-table/narrow-job", Fixture, NULL, setup, test_narrow_job, teardown);
         g_test_add("/watch-table/narrow-cancelled", Fixture, NULL, setup, test_narrow_cancelled, teardown);
