@@ -7,7 +7,7 @@
  * lost), and the bus options, the paths of the command line and the
  * connection to the bus.
  *
- * The lowest of watchctl's files (watchctl.h gives their order): it calls
+ * The lowest of watchctl's files (watchctl-common.h gives their order): it calls
  * none of the others.
  */
 
@@ -18,7 +18,7 @@
 #include <gio/gio.h>
 #include <json-glib/json-glib.h>
 
-#include "watchctl.h"
+#include "watchctl-common.h"
 #include <watchd.h>
 
 /* ------------------------------------------------------------------------ */

@@ -6,7 +6,7 @@
  * journal's order, "caught-up", then the live records, until --count,
  * --timeout, --until-caught-up, a signal or the subscription stopped.
  *
- * It calls only watchctl-common.c (watchctl.h gives the files' order).
+ * It calls only watchctl-common.c (watchctl-common.h gives the files' order).
  */
 
 #include <signal.h>
@@ -20,7 +20,7 @@
 #include "inotify_dev.h"
 #include "event-format.h"
 #include "path_escape.h"
-#include "watchctl.h"
+#include "watchctl-common.h"
 #include <watchd.h>
 
 /* ------------------------------------------------------------------------ */

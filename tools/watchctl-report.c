@@ -6,7 +6,7 @@
  * serves), as text or JSON.
  *
  * "list" adds its watches as "watch" does, through watchctl-watch.c; the
- * rest is watchctl-common.c's. No file below calls this one (watchctl.h
+ * rest is watchctl-common.c's. No file below calls this one (watchctl-common.h
  * gives the files' order).
  */
 
@@ -17,7 +17,7 @@
 
 #include "event-format.h"
 #include "path_escape.h"
-#include "watchctl.h"
+#include "watchctl-common.h"
 #include <watchd.h>
 
 /* ------------------------------------------------------------------------ */

@@ -8,7 +8,7 @@
  * events, a watch removed, the daemon gone and back. "watch" runs the main
  * loop until --count, --timeout, a signal or no watch left.
  *
- * It calls only watchctl-common.c (watchctl.h gives the files' order).
+ * It calls only watchctl-common.c (watchctl-common.h gives the files' order).
  */
 
 #include <signal.h>
@@ -21,7 +21,7 @@
 #include "inotify_dev.h"
 #include "event-format.h"
 #include "path_escape.h"
-#include "watchctl.h"
+#include "watchctl-common.h"
 #include <watchd.h>
 
 /* ------------------------------------------------------------------------ */

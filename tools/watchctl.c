@@ -22,7 +22,7 @@
  * the others), watchctl-common.c (messages, output, the bus options and
  * connection), watchctl-watch.c (the watches and "watch"),
  * watchctl-report.c ("list", "stats", "clients"), watchctl-durable.c
- * ("durable"); watchctl.h, which they share, gives their layers.
+ * ("durable"); watchctl-common.h, which they share, gives their layers.
  */
 
 #include <fcntl.h>
@@ -33,7 +33,7 @@
 
 #include "config.h"
 #include "event-format.h"
-#include "watchctl.h"
+#include "watchctl-common.h"
 #include <watchd.h>
 
 static void context_done(Context *c) {

@@ -2,10 +2,12 @@
 #pragma once
 
 /*
- * watchctl - what the files of watchctl share, and no one else: the exit
- * statuses, the context of one run (Context: the options, the client, the
- * watches, the main loop), a PATH of the command line (Watch), and the
- * functions called from one file into another.
+ * watchctl-common - what the files of watchctl share, and no one else: the
+ * exit statuses, the context of one run (Context: the options, the client,
+ * the watches, the main loop), a PATH of the command line (Watch), and the
+ * functions called from one file into another. It stands with
+ * watchctl-common.c, the ground floor, so that every file includes the
+ * header of the file below it, not of watchctl.c at the top.
  *
  * The files stand in layers, each calling only those before it:
  * watchctl-common.c (messages, output, the bus options and connection),
