@@ -705,6 +705,8 @@ int bus_method_get_stats(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                 (void) sd_bus_get_n_queued_write(d->bus, &queued);
                 r = append_t(reply, "events_read", st.events_read);
                 if (r >= 0)
+                        r = append_t(reply, "kernel_reads", st.kernel_reads);
+                if (r >= 0)
                         r = append_t(reply, "events_delivered", st.events_delivered);
                 if (r >= 0)
                         r = append_t(reply, "signals_sent", st.signals_sent);

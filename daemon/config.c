@@ -92,6 +92,7 @@ int config_init(Config *c) {
                 .move_pair_timeout_ms = 10,
                 .move_pair_max_distance = 100,
                 .batch_max_events = 1024,
+                .read_pause_us = 1000,
                 .delivery = DELIVERY_UNICAST,
                 .max_polled_dirs_per_user = 1024,
                 .state_directory = strdup(WATCHD_DEFAULT_STATE_DIRECTORY),
@@ -297,6 +298,8 @@ static int handler(void *userdata, const char *section, const char *name, const 
                         return parse_uint(s, name, value, 1, 10000, &c->move_pair_max_distance);
                 if (strcmp(name, "batch_max_events") == 0)
                         return parse_uint(s, name, value, 1, 65536, &c->batch_max_events);
+                if (strcmp(name, "read_pause_us") == 0)
+                        return parse_uint(s, name, value, 0, READ_PAUSE_US_MAX, &c->read_pause_us);
                 if (strcmp(name, "delivery") == 0) {
                         DeliveryMode d = delivery_mode_from_string(value);
                         if (d < 0)

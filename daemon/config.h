@@ -69,6 +69,7 @@ typedef struct Config {
         uint32_t move_pair_timeout_ms;
         uint32_t move_pair_max_distance;
         uint32_t batch_max_events;
+        uint32_t read_pause_us; /* after a read that emptied the kernel's queue (loop.c) */
         DeliveryMode delivery;
         unsigned delivery_line; /* line of "delivery=", 0 if unset: for later errors */
 
@@ -85,6 +86,10 @@ typedef struct Config {
 /* The byte caps of what clients hold: from one record of two long paths to a terabyte. */
 #define CONFIG_PENDING_BYTES_MIN (UINT64_C(64) << 10)
 #define CONFIG_PENDING_BYTES_MAX (UINT64_C(1) << 40)
+
+/* The longest rest of the kernel fd (read_pause_us): a walk's slice, the
+ * longest the daemon's own records may wait beside a user's (self_events.h). */
+#define READ_PAUSE_US_MAX 5000u
 
 /* Longest poll interval: a day. */
 #define CONFIG_POLL_INTERVAL_MAX 86400u

@@ -457,6 +457,7 @@ bool events_slice(Events *e, uint64_t budget_usec) {
                         }
                         e->off = 0;
                         e->len = (size_t) n;
+                        e->stats.kernel_reads++;
                         e->drained = e->len <= KERNEL_READ_BUF - KERNEL_RECORD_MAX;
                         e->read_time = now_usec();
                         read = true;

@@ -54,6 +54,7 @@ typedef struct EventsOps {
 
 typedef struct EventsStats {
         uint64_t events_read;      /* records read from the kernel */
+        uint64_t kernel_reads;     /* read()s of the kernel queue that brought records */
         uint64_t kernel_overflows; /* IN_Q_OVERFLOW records */
 } EventsStats;
 

@@ -17,6 +17,12 @@
  * priority is above the bus's: sd-event runs prepare callbacks by priority,
  * and sd-bus's own, which asks epoll for room to write when messages wait,
  * must see the messages this flush queued.
+ *
+ * A turn of the kernel fd that read its queue empty lets it rest
+ * (manager_kernel_pause_usec()): a record that comes within the rest wakes
+ * the loop, which then turns the fd off until the rest ends and reads what
+ * gathered meanwhile at once. One after the rest is read at once, at no
+ * cost: no timer is armed for a record that does not come.
  */
 
 #include <errno.h>
@@ -33,6 +39,8 @@ struct Loop {
         Manager *manager;
         sd_event_source *kernel;       /* the kernel fd */
         sd_event_source *backlog;      /* what is left of a read */
+        sd_event_source *kernel_rest;  /* the end of the kernel fd's rest, while it is off */
+        uint64_t kernel_rest_until;    /* the kernel fd is not read before (CLOCK_MONOTONIC µs) */
         sd_event_source *fanotify;     /* the fanotify group's fd, if any */
         sd_event_source *fan_backlog;  /* what is left of its read */
         sd_event_source *fan_pause;    /* a pause before the group is read again (fanotify.h) */
@@ -90,17 +98,49 @@ static void backlog_set(Loop *l, bool on) {
                 log_warning_errno(r, "Failed to set the kernel backlog source, ignoring: %m");
 }
 
+/* Turns io off until at (CLOCK_MONOTONIC µs): timer, whose userdata is io, turns it on again. */
+static void source_rest(sd_event_source *io, sd_event_source *timer, uint64_t at) {
+        int r = sd_event_source_set_enabled(io, SD_EVENT_OFF);
+
+        if (r >= 0)
+                r = sd_event_source_set_time(timer, at);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(timer, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to pause an event source, ignoring: %m");
+                (void) sd_event_source_set_enabled(io, SD_EVENT_ON);
+        }
+}
+
+static int on_rest_end(sd_event_source *source, uint64_t usec, void *userdata) {
+        int r = sd_event_source_set_enabled(userdata, SD_EVENT_ON);
+
+        if (r < 0)
+                log_warning_errno(r, "Failed to resume an event source, ignoring: %m");
+        return 0;
+}
+
+/* A turn of the kernel fd: a slice; what is left of its read, or the rest
+ * that follows a read of the queue empty. */
+static void kernel_turn(Loop *l) {
+        if (manager_on_kernel_readable(l->manager))
+                return backlog_set(l, true);
+        backlog_set(l, false);
+        l->kernel_rest_until = now_usec() + manager_kernel_pause_usec(l->manager);
+}
+
 static int on_kernel(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
         Loop *l = userdata;
 
-        backlog_set(l, manager_on_kernel_readable(l->manager));
+        if (now_usec() < l->kernel_rest_until)
+                source_rest(l->kernel, l->kernel_rest, l->kernel_rest_until);
+        else
+                kernel_turn(l);
         return 0;
 }
 
 static int on_backlog(sd_event_source *source, void *userdata) {
-        Loop *l = userdata;
-
-        backlog_set(l, manager_on_kernel_readable(l->manager));
+        kernel_turn(userdata);
         return 0;
 }
 
@@ -115,23 +155,13 @@ static void fan_backlog_set(Loop *l, bool on) {
  * before the next read (the fd's source off meanwhile). */
 static void fanotify_turn(Loop *l) {
         uint64_t pause;
-        int r = 0;
 
         if (manager_on_fanotify_readable(l->manager))
                 return fan_backlog_set(l, true);
         fan_backlog_set(l, false);
         pause = manager_fanotify_pause_usec(l->manager);
-        if (pause == 0)
-                return;
-        r = sd_event_source_set_enabled(l->fanotify, SD_EVENT_OFF);
-        if (r >= 0)
-                r = sd_event_source_set_time(l->fan_pause, now_usec() + pause);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(l->fan_pause, SD_EVENT_ONESHOT);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to pause the fanotify source, ignoring: %m");
-                (void) sd_event_source_set_enabled(l->fanotify, SD_EVENT_ON);
-        }
+        if (pause > 0)
+                source_rest(l->fanotify, l->fan_pause, now_usec() + pause);
 }
 
 static int on_fanotify(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
@@ -141,15 +171,6 @@ static int on_fanotify(sd_event_source *source, int fd, uint32_t revents, void *
 
 static int on_fan_backlog(sd_event_source *source, void *userdata) {
         fanotify_turn(userdata);
-        return 0;
-}
-
-static int on_fan_pause(sd_event_source *source, uint64_t usec, void *userdata) {
-        Loop *l = userdata;
-        int r = sd_event_source_set_enabled(l->fanotify, SD_EVENT_ON);
-
-        if (r < 0)
-                log_warning_errno(r, "Failed to resume the fanotify source, ignoring: %m");
         return 0;
 }
 
@@ -201,11 +222,13 @@ static int on_prepare(sd_event_source *source, void *userdata) {
 Loop *loop_free(Loop *l) {
         if (!l)
                 return NULL;
+        /* The rests' timers first: each holds its fd's source. */
+        sd_event_source_disable_unref(l->kernel_rest);
+        sd_event_source_disable_unref(l->fan_pause);
         sd_event_source_disable_unref(l->kernel);
         sd_event_source_disable_unref(l->backlog);
         sd_event_source_disable_unref(l->fanotify);
         sd_event_source_disable_unref(l->fan_backlog);
-        sd_event_source_disable_unref(l->fan_pause);
         sd_event_source_disable_unref(l->timer);
         sd_event_source_disable_unref(l->walker);
         sd_event_source_disable_unref(l->fswork);
@@ -240,6 +263,14 @@ int loop_new(sd_event *event, Manager *m, Loop **ret) {
         (void) sd_event_source_set_enabled(l->backlog, SD_EVENT_OFF);
         (void) sd_event_source_set_description(l->backlog, "kernel-backlog");
 
+        /* Armed only when a record came while the kernel fd rests. */
+        r = sd_event_add_time(event, &l->kernel_rest, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1, on_rest_end,
+                              l->kernel);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the kernel rest timer: %m");
+        (void) sd_event_source_set_enabled(l->kernel_rest, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(l->kernel_rest, "kernel-rest");
+
         /* The fanotify group, at the kernel fd's priority, with its own backlog source. */
         if (manager_fanotify_fd(m) >= 0) {
                 r = sd_event_add_io(event, &l->fanotify, manager_fanotify_fd(m), EPOLLIN, on_fanotify, l);
@@ -253,8 +284,8 @@ int loop_new(sd_event *event, Manager *m, Loop **ret) {
                         return log_error_errno(r, "Failed to add the fanotify backlog source: %m");
                 (void) sd_event_source_set_enabled(l->fan_backlog, SD_EVENT_OFF);
                 (void) sd_event_source_set_description(l->fan_backlog, "fanotify-backlog");
-                r = sd_event_add_time(event, &l->fan_pause, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1,
-                                      on_fan_pause, l);
+                r = sd_event_add_time(event, &l->fan_pause, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1, on_rest_end,
+                                      l->fanotify);
                 if (r < 0)
                         return log_error_errno(r, "Failed to add the fanotify pause timer: %m");
                 (void) sd_event_source_set_enabled(l->fan_pause, SD_EVENT_OFF);

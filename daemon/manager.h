@@ -56,6 +56,18 @@ void manager_set_hooks(Manager *m, const ManagerHooks *hooks, void *userdata);
 int manager_kernel_fd(const Manager *m);
 /* A turn of the kernel: a slice of its records. Return: whether some are left (read, or to read). */
 bool manager_on_kernel_readable(Manager *m);
+/*
+ * How long the loop lets the kernel fd rest after a turn that left nothing
+ * (the queue was read empty): [events] read_pause_us. A read at once would
+ * find what a writer made since, a record or three in a storm, and send it
+ * on: a send to each client and a wake-up of each, and of the bus, for just
+ * those. The pause lets a storm's records gather, a full read at most, and
+ * costs a record that comes within it at most the pause in latency; one
+ * after a quiet moment is read at once (the pause follows a read, it never
+ * precedes one). A pairing deadline reads the queue whatever the pause
+ * (manager_on_deadline()).
+ */
+uint64_t manager_kernel_pause_usec(const Manager *m);
 /* The fanotify group's fd, -1 without one; a turn of it, as the kernel's. */
 int manager_fanotify_fd(const Manager *m);
 bool manager_on_fanotify_readable(Manager *m);
@@ -117,7 +129,7 @@ uint32_t manager_subscription_remote_flags(const Manager *m, const Subscription 
 /* Counters for GetStats. */
 typedef struct ManagerStats {
         unsigned clients, users, subscriptions, kernel_watches;
-        uint64_t events_read, events_delivered, signals_sent, overflows, kernel_overflows, events_dropped;
+        uint64_t events_read, kernel_reads, events_delivered, signals_sent, overflows, kernel_overflows, events_dropped;
         uint64_t pending_events;      /* records queued for clients, not sent yet */
         unsigned polled_dirs;         /* directories on remote file systems polled */
         uint64_t poll_syscalls;       /* system calls polling made */

@@ -74,6 +74,10 @@ bool manager_on_kernel_readable(Manager *m) {
         return events_slice(m->events, KERNEL_SLICE_USEC);
 }
 
+uint64_t manager_kernel_pause_usec(const Manager *m) {
+        return m->config.read_pause_us;
+}
+
 int manager_fanotify_fd(const Manager *m) {
         return m->fanotify ? fanotify_fd(m->fanotify) : -1;
 }
@@ -402,6 +406,7 @@ void manager_get_stats(const Manager *m, ManagerStats *ret) {
                 .subscriptions = watch_table_n_subscriptions(m->table),
                 .kernel_watches = watch_table_n_watches(m->table),
                 .events_read = es->events_read,
+                .kernel_reads = es->kernel_reads,
                 .events_delivered = ds->events_delivered,
                 .signals_sent = ds->batches_sent,
                 .overflows = ds->overflows,

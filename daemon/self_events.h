@@ -47,7 +47,8 @@
  * record is merged with it, or taken for it, and not reported; that needs
  * the other process's event to fall between the daemon's last kernel read
  * (or its open of the directory, if later) and the daemon's system call on
- * that very directory: microseconds, at most a slice of a walk (5 ms).
+ * that very directory: microseconds, at most a slice of a walk (5 ms) or
+ * the rest of the kernel fd after a read (read_pause_us, at most 5 ms too).
  * An access before that, or after the daemon's own records of the
  * directory, is always reported (tests/unit/test-self-events.c plays each
  * case on the kernel's inotify).

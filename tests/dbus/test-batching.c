@@ -321,6 +321,72 @@ static void test_storm_ping_error(WtFixture *f, gconstpointer data) {
         pings_detach(&c, f);
 }
 
+/* read_pause_us of the case below, its longest: long beside the pace of the
+ * test's own writer, so that a pause gathers many records. */
+#define PAUSE_USEC  5000
+#define PAUSE_FILES 3000u
+/* The kernel's read buffer (daemon/events.c KERNEL_READ_BUF) and the size of
+ * a storm record ("f-NNNNN": 16 bytes and the name padded to 16). */
+#define READ_BUF    65536u
+#define RECORD_SIZE 32u
+
+/*
+ * A storm is read in batches (daemon/loop.c, read_pause_us): once a read has
+ * emptied the kernel's queue, the fd rests for the pause. So a storm takes
+ * at most one read a pause over its time, and those a full buffer needs;
+ * without the rest it took one for every record or three, hundreds here.
+ * A record after a quiet moment is read at once, not a pause later: of three
+ * such records, one at least comes within the pause (every one would come a
+ * pause late if each read waited for it). A rename made while the fd rests
+ * comes paired.
+ */
+static void test_read_pause(WtFixture *f, gconstpointer data) {
+        const char *dir = wt_fixture_fast_dir(f);
+        g_autofree char *a = g_build_filename(dir, "a", NULL), *b = g_build_filename(dir, "b", NULL);
+        gint64 t0, storm, fastest = G_MAXINT64;
+        guint64 reads;
+        WtRecord *r;
+        guint n;
+
+        wt_add_watch(f->proxy, dir, IN_CREATE | IN_MOVE, 0, NULL);
+        reads = wt_stat(f->proxy, "kernel_reads");
+        t0 = g_get_monotonic_time();
+        for (guint i = 0; i < PAUSE_FILES; i++) {
+                g_autofree char *p = storm_path(f, i);
+                create(p);
+        }
+        await_records(f, PAUSE_FILES, 60000);
+        storm = g_get_monotonic_time() - t0;
+        reads = wt_stat(f->proxy, "kernel_reads") - reads;
+        g_test_message("read pause: %u records in %" G_GUINT64_FORMAT " reads over %" G_GINT64_FORMAT " ms",
+                       PAUSE_FILES, reads, storm / 1000);
+        g_assert_cmpuint(reads, <=, storm / PAUSE_USEC + 1 + PAUSE_FILES * RECORD_SIZE / READ_BUF + 1);
+
+        /* Not under valgrind or sanitizers: there the daemon alone may take longer. */
+        for (guint k = 0; k < 3 && fastest >= PAUSE_USEC && wt_timing_checked(); k++) {
+                g_autofree char *p = g_strdup_printf("%s/lone-%u", dir, k);
+
+                n = f->a.records->len;
+                g_usleep(2 * PAUSE_USEC); /* past the rest */
+                t0 = g_get_monotonic_time();
+                create(p);
+                await_records(f, n + 1, TIMEOUT_MS);
+                fastest = MIN(fastest, g_get_monotonic_time() - t0);
+                g_assert_cmpstr(record_path(f, n), ==, p);
+        }
+        if (wt_timing_checked()) {
+                g_test_message("read pause: a record after a quiet moment came in %" G_GINT64_FORMAT " us", fastest);
+                g_assert_cmpint(fastest, <, PAUSE_USEC);
+        }
+
+        n = f->a.records->len;
+        create(a);
+        await_records(f, n + 1, TIMEOUT_MS);
+        g_assert_cmpint(rename(a, b), ==, 0); /* the fd rests: "a" was read just now */
+        r = wt_await_record(&f->a, a, IN_MOVED_FROM | IN_MOVED_TO, TIMEOUT_MS);
+        g_assert_cmpstr(r->new_path, ==, b);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
 
@@ -330,6 +396,7 @@ int main(int argc, char *argv[]) {
         WT_CASE("/batching/quiet", NULL, test_quiet_answer);
         WT_CASE("/batching/quiet-ping-error", NULL, test_quiet_ping_error);
         WT_CASE("/batching/quiet-ping-dropped", NULL, test_quiet_ping_dropped);
+        WT_CASE("/batching/read-pause", "[events]\nread_pause_us = 5000\n", test_read_pause);
 
         return g_test_run();
 }

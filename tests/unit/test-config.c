@@ -50,6 +50,9 @@ static const Case cases[] = {
         { "move_pair_max_distance", "[events]\nmove_pair_max_distance = 10000\n", NULL, AT(move_pair_max_distance),
           10000 },
         { "batch_max_events", "[events]\nbatch_max_events = 65536\n", NULL, AT(batch_max_events), 65536 },
+        { "read_pause_us default", "", NULL, AT(read_pause_us), 1000 },
+        { "read_pause_us 0", "[events]\nread_pause_us = 0\n", NULL, AT(read_pause_us), 0 },
+        { "read_pause_us 5000", "[events]\nread_pause_us = 5000\n", NULL, AT(read_pause_us), 5000 },
         { "backend", "[daemon]\nbackend = device\n", NULL, AT(backend), BACKEND_DEVICE },
         { "log_level", "[daemon]\nlog_level = debug\n", NULL, AT(log_level), LOG_DEBUG },
         { "tree_backend", "[daemon]\ntree_backend = inotify\n", NULL, AT(tree_backend), TREE_BACKEND_INOTIFY },
@@ -94,6 +97,8 @@ static const Case cases[] = {
           "t.conf:2: move_pair_max_distance: 0 is out of range (1-10000)" },
         { "batch too big", "[events]\nbatch_max_events = 65537\n",
           "t.conf:2: batch_max_events: 65537 is out of range (1-65536)" },
+        { "read pause too long", "[events]\nread_pause_us = 5001\n",
+          "t.conf:2: read_pause_us: 5001 is out of range (0-5000)" },
         { "bad backend", "[daemon]\nbackend = kernel\n",
           "t.conf:2: backend: 'kernel' is not one of auto, device, syscall" },
         { "relative device", "[daemon]\ndevice = dev/inotify\n",
@@ -240,6 +245,7 @@ static void assert_defaults(const Config *c) {
         g_assert_cmpuint(c->move_pair_timeout_ms, ==, d.move_pair_timeout_ms);
         g_assert_cmpuint(c->move_pair_max_distance, ==, d.move_pair_max_distance);
         g_assert_cmpuint(c->batch_max_events, ==, d.batch_max_events);
+        g_assert_cmpuint(c->read_pause_us, ==, d.read_pause_us);
         g_assert_cmpint(c->delivery, ==, d.delivery);
         for (int k = 0; k < _FS_KIND_MAX; k++)
                 g_assert_cmpuint(c->poll_interval_sec[k], ==, d.poll_interval_sec[k]);
@@ -267,7 +273,7 @@ static void test_shipped(void) {
         uncommented = g_regex_replace(re, text, -1, 0, "\\1", 0, NULL);
         for (const char *p = uncommented; (p = strstr(p, " = ")); p++)
                 n++;
-        g_assert_cmpint(n, ==, 30); /* every key of the file */
+        g_assert_cmpint(n, ==, 31); /* every key of the file */
         g_assert_cmpint(config_load_string(WATCHD_CONF, uncommented, &c, &error), ==, 0);
         g_assert_null(error);
         assert_defaults(&c);
