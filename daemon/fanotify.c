@@ -552,15 +552,10 @@ static ssize_t next_read(Fanotify *f) {
         return n;
 }
 
-uint64_t fanotify_pause_usec(const Fanotify *f) {
-        return f->slice_events < FANOTIFY_BATCH_MIN ? FANOTIFY_PAUSE_USEC : 0;
-}
-
 static bool slice_run(Fanotify *f, uint64_t budget_usec) {
         uint64_t deadline = now_usec() + budget_usec;
         g_autoptr(GArray) targets = g_array_new(FALSE, FALSE, sizeof(Target));
 
-        f->slice_events = 0;
         for (int i = 0; i < READ_ROUNDS;) {
                 FanRawEvent ev;
                 int r;
@@ -590,7 +585,6 @@ static bool slice_run(Fanotify *f, uint64_t budget_usec) {
                 handle_event(f, &ev, targets, now_usec());
                 if (f->misplaced)
                         handle_misplaced(f);
-                f->slice_events++;
                 if (now_usec() >= deadline)
                         return true;
         }

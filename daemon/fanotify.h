@@ -95,17 +95,4 @@ void fanotify_detach(Fanotify *f, Subscription *s);
 /* Reads and handles the group's events for at most budget_usec. Return: whether any are left. */
 bool fanotify_slice(Fanotify *f, uint64_t budget_usec);
 
-/*
- * How long the loop should wait before it reads the group again, once a
- * slice has read it empty: FANOTIFY_PAUSE_USEC after a slice of fewer than
- * FANOTIFY_BATCH_MIN events, else 0. A file system busy with small writes
- * (most of them, often, outside every subscription: the mark sees the whole
- * file system) would otherwise wake the daemon for every event or two; the
- * pause lets them gather, and costs an event that comes within it at most
- * the pause in latency (an event after a quiet moment is read at once).
- */
-#define FANOTIFY_BATCH_MIN  64u
-#define FANOTIFY_PAUSE_USEC 1000u
-uint64_t fanotify_pause_usec(const Fanotify *f);
-
 void fanotify_get_stats(const Fanotify *f, FanotifyStats *ret);

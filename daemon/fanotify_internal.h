@@ -88,10 +88,9 @@ struct Fanotify {
          * empty (all that was queued then is read and indexed), and such a
          * rename or deletion, when read, gives Overflow
          * (fanotify_note_lookup(), index_later()). */
-        GHashTable *unsure;    /* GBytes: the handles, NULL if none */
-        bool unsure_all;       /* more than UNSURE_MAX: any directory's rename or deletion counts */
-        bool misplaced;        /* one was read: Overflow once the event being handled is */
-        unsigned slice_events; /* handled by the last fanotify_slice() */
+        GHashTable *unsure; /* GBytes: the handles, NULL if none */
+        bool unsure_all;    /* more than UNSURE_MAX: any directory's rename or deletion counts */
+        bool misplaced;     /* one was read: Overflow once the event being handled is */
         FanotifyStats stats;
 };
 

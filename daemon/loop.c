@@ -18,11 +18,11 @@
  * and sd-bus's own, which asks epoll for room to write when messages wait,
  * must see the messages this flush queued.
  *
- * A turn of the kernel fd that read its queue empty lets it rest
- * (manager_kernel_pause_usec()): a record that comes within the rest wakes
- * the loop, which then turns the fd off until the rest ends and reads what
- * gathered meanwhile at once. One after the rest is read at once, at no
- * cost: no timer is armed for a record that does not come.
+ * A turn of the kernel fd (or the fanotify group's) that read its queue
+ * empty lets it rest (manager_read_pause_usec()): a record that comes within
+ * the rest wakes the loop, which then turns the fd off until the rest ends
+ * and reads what gathered meanwhile at once. One after the rest is read at
+ * once, at no cost: no timer is armed for a record that does not come.
  */
 
 #include <errno.h>
@@ -35,15 +35,19 @@
 /* A slice of the RECURSIVE walks and pending-path descents, between two looks at the kernel and the bus. */
 #define WALK_SLICE_USEC 5000u
 
+/* An fd read in turns, which rests after a turn that read its queue empty. */
+typedef struct Rested {
+        sd_event_source *io;    /* the fd */
+        sd_event_source *timer; /* the end of its rest, while it is off */
+        uint64_t until;         /* not read before (CLOCK_MONOTONIC µs) */
+} Rested;
+
 struct Loop {
         Manager *manager;
-        sd_event_source *kernel;       /* the kernel fd */
+        Rested kernel;                 /* the kernel fd */
         sd_event_source *backlog;      /* what is left of a read */
-        sd_event_source *kernel_rest;  /* the end of the kernel fd's rest, while it is off */
-        uint64_t kernel_rest_until;    /* the kernel fd is not read before (CLOCK_MONOTONIC µs) */
-        sd_event_source *fanotify;     /* the fanotify group's fd, if any */
+        Rested fanotify;               /* the fanotify group's fd, if any */
         sd_event_source *fan_backlog;  /* what is left of its read */
-        sd_event_source *fan_pause;    /* a pause before the group is read again (fanotify.h) */
         sd_event_source *timer;        /* the earliest pairing deadline, or a retry; before each poll: flush, arm */
         sd_event_source *walker;       /* walks and descents */
         uint64_t armed;                /* the timer's time, UINT64_MAX: none */
@@ -98,43 +102,63 @@ static void backlog_set(Loop *l, bool on) {
                 log_warning_errno(r, "Failed to set the kernel backlog source, ignoring: %m");
 }
 
-/* Turns io off until at (CLOCK_MONOTONIC µs): timer, whose userdata is io, turns it on again. */
-static void source_rest(sd_event_source *io, sd_event_source *timer, uint64_t at) {
-        int r = sd_event_source_set_enabled(io, SD_EVENT_OFF);
+/* Whether r's fd may be read now; if not, it is off until its rest ends
+ * (its timer turns it on again: on_rest_end()). */
+static bool rest_over(Rested *r) {
+        int k;
 
-        if (r >= 0)
-                r = sd_event_source_set_time(timer, at);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(timer, SD_EVENT_ONESHOT);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to pause an event source, ignoring: %m");
-                (void) sd_event_source_set_enabled(io, SD_EVENT_ON);
+        if (now_usec() >= r->until)
+                return true;
+        k = sd_event_source_set_enabled(r->io, SD_EVENT_OFF);
+        if (k >= 0)
+                k = sd_event_source_set_time(r->timer, r->until);
+        if (k >= 0)
+                k = sd_event_source_set_enabled(r->timer, SD_EVENT_ONESHOT);
+        if (k < 0) {
+                log_warning_errno(k, "Failed to let an fd rest, reading it now: %m");
+                (void) sd_event_source_set_enabled(r->io, SD_EVENT_ON);
+                return true;
         }
+        return false;
+}
+
+/* A turn of r's fd read its queue empty: it rests. */
+static void rest_start(Loop *l, Rested *r) {
+        r->until = now_usec() + manager_read_pause_usec(l->manager);
 }
 
 static int on_rest_end(sd_event_source *source, uint64_t usec, void *userdata) {
-        int r = sd_event_source_set_enabled(userdata, SD_EVENT_ON);
+        Rested *r = userdata;
+        int k = sd_event_source_set_enabled(r->io, SD_EVENT_ON);
 
-        if (r < 0)
-                log_warning_errno(r, "Failed to resume an event source, ignoring: %m");
+        if (k < 0)
+                log_warning_errno(k, "Failed to turn an fd on after its rest, ignoring: %m");
         return 0;
 }
 
-/* A turn of the kernel fd: a slice; what is left of its read, or the rest
- * that follows a read of the queue empty. */
+/* r's timer, off: armed only when a record comes while r's fd rests. */
+static int rested_add_timer(sd_event *event, Rested *r, const char *description) {
+        int k = sd_event_add_time(event, &r->timer, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1, on_rest_end, r);
+
+        if (k < 0)
+                return k;
+        (void) sd_event_source_set_enabled(r->timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(r->timer, description);
+        return 0;
+}
+
+/* A turn of the kernel fd: a slice; what is left of its read, or a rest. */
 static void kernel_turn(Loop *l) {
         if (manager_on_kernel_readable(l->manager))
                 return backlog_set(l, true);
         backlog_set(l, false);
-        l->kernel_rest_until = now_usec() + manager_kernel_pause_usec(l->manager);
+        rest_start(l, &l->kernel);
 }
 
 static int on_kernel(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
         Loop *l = userdata;
 
-        if (now_usec() < l->kernel_rest_until)
-                source_rest(l->kernel, l->kernel_rest, l->kernel_rest_until);
-        else
+        if (rest_over(&l->kernel))
                 kernel_turn(l);
         return 0;
 }
@@ -151,21 +175,21 @@ static void fan_backlog_set(Loop *l, bool on) {
                 log_warning_errno(r, "Failed to set the fanotify backlog source, ignoring: %m");
 }
 
-/* A turn of the group: a slice; what is left of its read, or a pause
- * before the next read (the fd's source off meanwhile). */
+/* A turn of the group: a slice; what is left of its read, or a rest. The
+ * mark sees the whole file system, whose small writes, most often outside
+ * every subscription, would otherwise wake the daemon for each. */
 static void fanotify_turn(Loop *l) {
-        uint64_t pause;
-
         if (manager_on_fanotify_readable(l->manager))
                 return fan_backlog_set(l, true);
         fan_backlog_set(l, false);
-        pause = manager_fanotify_pause_usec(l->manager);
-        if (pause > 0)
-                source_rest(l->fanotify, l->fan_pause, now_usec() + pause);
+        rest_start(l, &l->fanotify);
 }
 
 static int on_fanotify(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
-        fanotify_turn(userdata);
+        Loop *l = userdata;
+
+        if (rest_over(&l->fanotify))
+                fanotify_turn(l);
         return 0;
 }
 
@@ -222,12 +246,11 @@ static int on_prepare(sd_event_source *source, void *userdata) {
 Loop *loop_free(Loop *l) {
         if (!l)
                 return NULL;
-        /* The rests' timers first: each holds its fd's source. */
-        sd_event_source_disable_unref(l->kernel_rest);
-        sd_event_source_disable_unref(l->fan_pause);
-        sd_event_source_disable_unref(l->kernel);
+        sd_event_source_disable_unref(l->kernel.timer);
+        sd_event_source_disable_unref(l->kernel.io);
         sd_event_source_disable_unref(l->backlog);
-        sd_event_source_disable_unref(l->fanotify);
+        sd_event_source_disable_unref(l->fanotify.timer);
+        sd_event_source_disable_unref(l->fanotify.io);
         sd_event_source_disable_unref(l->fan_backlog);
         sd_event_source_disable_unref(l->timer);
         sd_event_source_disable_unref(l->walker);
@@ -249,10 +272,12 @@ int loop_new(sd_event *event, Manager *m, Loop **ret) {
         l->manager = m;
         l->armed = UINT64_MAX;
 
-        r = sd_event_add_io(event, &l->kernel, manager_kernel_fd(m), EPOLLIN, on_kernel, l);
+        r = sd_event_add_io(event, &l->kernel.io, manager_kernel_fd(m), EPOLLIN, on_kernel, l);
+        if (r >= 0)
+                r = rested_add_timer(event, &l->kernel, "kernel-rest");
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the kernel fd: %m");
-        (void) sd_event_source_set_description(l->kernel, "kernel");
+        (void) sd_event_source_set_description(l->kernel.io, "kernel");
 
         /* Enabled while a turn of the kernel fd left records of a read. */
         r = sd_event_add_defer(event, &l->backlog, on_backlog, l);
@@ -263,20 +288,14 @@ int loop_new(sd_event *event, Manager *m, Loop **ret) {
         (void) sd_event_source_set_enabled(l->backlog, SD_EVENT_OFF);
         (void) sd_event_source_set_description(l->backlog, "kernel-backlog");
 
-        /* Armed only when a record came while the kernel fd rests. */
-        r = sd_event_add_time(event, &l->kernel_rest, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1, on_rest_end,
-                              l->kernel);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the kernel rest timer: %m");
-        (void) sd_event_source_set_enabled(l->kernel_rest, SD_EVENT_OFF);
-        (void) sd_event_source_set_description(l->kernel_rest, "kernel-rest");
-
         /* The fanotify group, at the kernel fd's priority, with its own backlog source. */
         if (manager_fanotify_fd(m) >= 0) {
-                r = sd_event_add_io(event, &l->fanotify, manager_fanotify_fd(m), EPOLLIN, on_fanotify, l);
+                r = sd_event_add_io(event, &l->fanotify.io, manager_fanotify_fd(m), EPOLLIN, on_fanotify, l);
+                if (r >= 0)
+                        r = rested_add_timer(event, &l->fanotify, "fanotify-rest");
                 if (r < 0)
                         return log_error_errno(r, "Failed to watch the fanotify fd: %m");
-                (void) sd_event_source_set_description(l->fanotify, "fanotify");
+                (void) sd_event_source_set_description(l->fanotify.io, "fanotify");
                 r = sd_event_add_defer(event, &l->fan_backlog, on_fan_backlog, l);
                 if (r >= 0)
                         r = sd_event_source_set_priority(l->fan_backlog, SD_EVENT_PRIORITY_NORMAL + 5);
@@ -284,12 +303,6 @@ int loop_new(sd_event *event, Manager *m, Loop **ret) {
                         return log_error_errno(r, "Failed to add the fanotify backlog source: %m");
                 (void) sd_event_source_set_enabled(l->fan_backlog, SD_EVENT_OFF);
                 (void) sd_event_source_set_description(l->fan_backlog, "fanotify-backlog");
-                r = sd_event_add_time(event, &l->fan_pause, CLOCK_MONOTONIC, UINT64_MAX, /* accuracy= */ 1, on_rest_end,
-                                      l->fanotify);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to add the fanotify pause timer: %m");
-                (void) sd_event_source_set_enabled(l->fan_pause, SD_EVENT_OFF);
-                (void) sd_event_source_set_description(l->fan_pause, "fanotify-pause");
         }
 
         /* Due only while a client's queue waits for the partner of a rename, or a congested

@@ -57,22 +57,20 @@ int manager_kernel_fd(const Manager *m);
 /* A turn of the kernel: a slice of its records. Return: whether some are left (read, or to read). */
 bool manager_on_kernel_readable(Manager *m);
 /*
- * How long the loop lets the kernel fd rest after a turn that left nothing
- * (the queue was read empty): [events] read_pause_us. A read at once would
- * find what a writer made since, a record or three in a storm, and send it
- * on: a send to each client and a wake-up of each, and of the bus, for just
- * those. The pause lets a storm's records gather, a full read at most, and
- * costs a record that comes within it at most the pause in latency; one
- * after a quiet moment is read at once (the pause follows a read, it never
- * precedes one). A pairing deadline reads the queue whatever the pause
- * (manager_on_deadline()).
+ * How long the loop lets the kernel fd, or the fanotify group's, rest after
+ * a turn that left nothing (its queue was read empty): [events]
+ * read_pause_us. A read at once would find what a writer made since, a
+ * record or three in a storm, and send it on: a send to each client and a
+ * wake-up of each, and of the bus, for just those. The rest lets a storm's
+ * records gather, a full read at most, and costs a record that comes within
+ * it at most the rest in latency; one after a quiet moment is read at once
+ * (the rest follows a read, it never precedes one). A pairing deadline reads
+ * the kernel's queue whatever the rest (manager_on_deadline()).
  */
-uint64_t manager_kernel_pause_usec(const Manager *m);
+uint64_t manager_read_pause_usec(const Manager *m);
 /* The fanotify group's fd, -1 without one; a turn of it, as the kernel's. */
 int manager_fanotify_fd(const Manager *m);
 bool manager_on_fanotify_readable(Manager *m);
-/* How long to wait before the group is read again (fanotify_pause_usec()). */
-uint64_t manager_fanotify_pause_usec(const Manager *m);
 /* The turn for a deadline of manager_next_deadline(): first a slice of the
  * kernel's records, so that a partner already queued is paired, not
  * expired. Return: as manager_on_kernel_readable(). */

@@ -74,7 +74,7 @@ bool manager_on_kernel_readable(Manager *m) {
         return events_slice(m->events, KERNEL_SLICE_USEC);
 }
 
-uint64_t manager_kernel_pause_usec(const Manager *m) {
+uint64_t manager_read_pause_usec(const Manager *m) {
         return m->config.read_pause_us;
 }
 
@@ -86,9 +86,6 @@ bool manager_on_fanotify_readable(Manager *m) {
         return fanotify_slice(m->fanotify, KERNEL_SLICE_USEC);
 }
 
-uint64_t manager_fanotify_pause_usec(const Manager *m) {
-        return fanotify_pause_usec(m->fanotify);
-}
 
 /*
  * A pairing deadline passed. The kernel queues a rename's two halves one
